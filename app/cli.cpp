@@ -1,0 +1,52 @@
+#include "app/cli.h"
+
+#include "sim/error.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <exception>
+#include <ostream>
+
+namespace clustersim::app {
+
+int run_cli(int argc, const char* const* argv, Io io) {
+    CLI::App app{"clustersim: a discrete-event simulator of GPU clusters and parallel training",
+                 "clustersim"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "clustersim 0.1.0");
+    int exit_code = kOk;
+    register_hardware(app, io, exit_code);
+    register_transfer(app, io, exit_code);
+    register_demo(app, io, exit_code);
+
+    try {
+        app.parse(argc, argv);
+        return exit_code;
+    } catch (const CLI::CallForHelp&) {
+        io.out << app.help();
+        return kOk;
+    } catch (const CLI::CallForAllHelp&) {
+        io.out << app.help("", CLI::AppFormatMode::All);
+        return kOk;
+    } catch (const CLI::CallForVersion& e) {
+        io.out << e.what() << "\n";
+        return kOk;
+    } catch (const CLI::ParseError& e) {
+        fmt::print(io.err, "clustersim: error: {}\n", e.what());
+        fmt::print(io.err, "Run with --help for usage.\n");
+        return kUsage;
+    } catch (const InputError& e) {
+        fmt::print(io.err, "clustersim: error: {}\n", e.what());
+        return kUsage;
+    } catch (const DeviceUnavailable& e) {
+        fmt::print(io.err, "clustersim: error: {}\n", e.what());
+        return kNoDevice;
+    } catch (const std::exception& e) {
+        fmt::print(io.err, "clustersim: internal error: {}\n", e.what());
+        return kCheckFailed;
+    }
+}
+
+} // namespace clustersim::app

@@ -1,0 +1,29 @@
+#include "app/cluster_options.h"
+
+#include "hardware/hardware_loader.h"
+
+#include <CLI/CLI.hpp>
+
+namespace clustersim::app {
+
+void ClusterOptions::add_to(CLI::App& cmd, bool positional) {
+    if (positional)
+        cmd.add_option("hardware", hardware, "Hardware preset (dgx-a100, dgx-h100, ...) or YAML file")
+            ->required();
+    else
+        cmd.add_option("--hardware,-H", hardware,
+                       "Hardware preset (dgx-a100, dgx-h100, hgx-h200, pcie-4gpu) or YAML file")
+            ->required();
+    cmd.add_option("--gpus,-g", gpus,
+                   "GPUs in the cluster; enough nodes of the preset are joined by its network")
+        ->check(CLI::PositiveNumber);
+}
+
+hardware::ClusterSpec ClusterOptions::load() const {
+    hardware::ClusterSpec spec = hardware::load_hardware(hardware);
+    if (gpus > 0)
+        spec = hardware::with_gpu_count(spec, gpus);
+    return spec;
+}
+
+} // namespace clustersim::app

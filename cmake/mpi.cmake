@@ -1,0 +1,11 @@
+# CLUSTERSIM_WITH_MPI: AUTO uses MPI when found (Debian's OpenMPI); ON insists; OFF skips.
+set(CLUSTERSIM_HAVE_MPI OFF)
+if(NOT CLUSTERSIM_WITH_MPI STREQUAL "OFF")
+    find_package(MPI COMPONENTS CXX QUIET)
+    if(MPI_CXX_FOUND)
+        set(CLUSTERSIM_HAVE_MPI ON)
+    elseif(CLUSTERSIM_WITH_MPI STREQUAL "ON")
+        message(FATAL_ERROR "CLUSTERSIM_WITH_MPI=ON but no MPI was found (apt-get install libopenmpi-dev)")
+    endif()
+endif()
+message(STATUS "clustersim: MPI sweeps: ${CLUSTERSIM_HAVE_MPI}")

@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// Numeric data types of GPU work: element sizes and names as users write them.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace clustersim::hardware {
+
+enum class Dtype : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8 };
+inline constexpr std::size_t kDtypeCount = 6;
+inline constexpr std::array<Dtype, kDtypeCount> kAllDtypes{Dtype::fp64, Dtype::fp32, Dtype::tf32,
+                                                          Dtype::fp16, Dtype::bf16, Dtype::fp8};
+
+/// Bytes per element in memory (tf32 is stored as fp32).
+constexpr std::int64_t bytes_per_element(Dtype d) {
+    switch (d) {
+    case Dtype::fp64:
+        return 8;
+    case Dtype::fp32:
+    case Dtype::tf32:
+        return 4;
+    case Dtype::fp16:
+    case Dtype::bf16:
+        return 2;
+    case Dtype::fp8:
+        return 1;
+    }
+    return 0;
+}
+
+constexpr std::string_view to_string(Dtype d) {
+    switch (d) {
+    case Dtype::fp64:
+        return "fp64";
+    case Dtype::fp32:
+        return "fp32";
+    case Dtype::tf32:
+        return "tf32";
+    case Dtype::fp16:
+        return "fp16";
+    case Dtype::bf16:
+        return "bf16";
+    case Dtype::fp8:
+        return "fp8";
+    }
+    return "?";
+}
+
+/// The nccl-tests name of an element type ("float", "half", "bfloat16", "double").
+constexpr std::string_view nccl_type_name(Dtype d) {
+    switch (d) {
+    case Dtype::fp64:
+        return "double";
+    case Dtype::fp32:
+    case Dtype::tf32:
+        return "float";
+    case Dtype::fp16:
+        return "half";
+    case Dtype::bf16:
+        return "bfloat16";
+    case Dtype::fp8:
+        return "fp8_e4m3";
+    }
+    return "?";
+}
+
+/// Parses "fp32", "float32", "float", "fp16", "half", "bf16", "bfloat16", "tf32", "fp8",
+/// "fp64", "double"; nullopt when unknown.
+constexpr std::optional<Dtype> parse_dtype(std::string_view s) {
+    if (s == "fp64" || s == "float64" || s == "double")
+        return Dtype::fp64;
+    if (s == "fp32" || s == "float32" || s == "float")
+        return Dtype::fp32;
+    if (s == "tf32")
+        return Dtype::tf32;
+    if (s == "fp16" || s == "float16" || s == "half")
+        return Dtype::fp16;
+    if (s == "bf16" || s == "bfloat16")
+        return Dtype::bf16;
+    if (s == "fp8" || s == "fp8_e4m3" || s == "e4m3")
+        return Dtype::fp8;
+    return std::nullopt;
+}
+
+} // namespace clustersim::hardware

@@ -1,0 +1,222 @@
+#include "hardware/hardware_loader.h"
+
+#include "hardware/yaml_reader.h"
+#include "sim/error.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#ifndef CLUSTERSIM_DEFAULT_CONFIG_DIR
+#define CLUSTERSIM_DEFAULT_CONFIG_DIR "configs"
+#endif
+
+namespace clustersim::hardware {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxExtendsDepth = 8;
+
+void apply_link(YamlMap m, LinkSpec& link) {
+    m.read_bandwidth("bandwidth", link.bandwidth);
+    m.read_time("latency", link.latency);
+    m.finish();
+}
+
+void apply_gpu(YamlMap m, GpuSpec& gpu) {
+    m.read("name", gpu.name);
+    m.read("sm_count", gpu.sm_count, 1, 100000);
+    m.read_number("clock_mhz", gpu.clock_mhz, 1);
+    if (m.has("peak_flops")) {
+        YamlMap p = m.map("peak_flops");
+        for (Dtype d : kAllDtypes)
+            p.read_flop_rate(to_string(d), gpu.peak_flops[static_cast<std::size_t>(d)], false);
+        p.finish();
+    }
+    if (m.has("hbm")) {
+        YamlMap h = m.map("hbm");
+        h.read_bytes("capacity", gpu.hbm_bytes);
+        h.read_bandwidth("bandwidth", gpu.hbm_bandwidth);
+        h.finish();
+    }
+    m.read_bytes("l2", gpu.l2_bytes);
+    m.finish();
+}
+
+void apply_node(YamlMap m, NodeSpec& node) {
+    m.read("gpus", node.gpus, 1, 1024);
+    if (m.has("fabric"))
+        node.fabric = m.choice("fabric", {"nvswitch", "pcie"}) == "pcie" ? IntraNodeFabric::pcie
+                                                                         : IntraNodeFabric::nvswitch;
+    if (m.has("nvlink"))
+        apply_link(m.map("nvlink"), node.nvlink);
+    if (m.has("nvswitch")) {
+        YamlMap s = m.map("nvswitch");
+        s.read_time("latency", node.nvswitch_latency);
+        s.read("nvls", node.nvls);
+        s.finish();
+    }
+    if (m.has("pcie")) {
+        YamlMap p = m.map("pcie");
+        p.read_bandwidth("bandwidth", node.pcie.bandwidth);
+        p.read_time("latency", node.pcie.latency);
+        p.read("gpus_per_switch", node.gpus_per_pcie_switch, 1, 1024);
+        p.finish();
+    }
+    if (m.has("host_link"))
+        apply_link(m.map("host_link"), node.host_link);
+    m.read("nics", node.nics, 0, 1024);
+    if (m.has("nic"))
+        apply_link(m.map("nic"), node.nic);
+    m.finish();
+}
+
+void apply_network(YamlMap m, NetworkSpec& net) {
+    m.read("switch_radix", net.switch_radix, 2, 1 << 16);
+    if (m.has("link"))
+        apply_link(m.map("link"), net.link);
+    m.read_time("switch_latency", net.switch_latency);
+    m.finish();
+}
+
+fs::path resolve(const std::string& name_or_path, const fs::path& relative_to) {
+    const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                                 name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
+    if (looks_like_path) {
+        fs::path p(name_or_path);
+        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
+            p = relative_to / p;
+        if (!fs::exists(p))
+            throw InputError(name_or_path + ": no such hardware file");
+        return p;
+    }
+    const fs::path preset = fs::path(config_dir()) / "hardware" / (name_or_path + ".yaml");
+    if (!fs::exists(preset)) {
+        std::string names;
+        for (const auto& n : hardware_preset_names())
+            names += (names.empty() ? "" : ", ") + n;
+        throw InputError("unknown hardware preset '" + name_or_path + "' (presets: " + names +
+                         "; or give a path to a YAML file)");
+    }
+    return preset;
+}
+
+ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int depth);
+
+ClusterSpec load_file(const fs::path& path, int depth) {
+    return load_layers(load_yaml_file(path.string()), path.string(), depth);
+}
+
+ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int depth) {
+    YamlMap root(doc, file);
+    ClusterSpec spec;
+    if (root.has("extends")) {
+        if (depth >= kMaxExtendsDepth)
+            root.fail("extends", "too many levels of 'extends' (a cycle?)");
+        const std::string base = root.str("extends");
+        try {
+            spec = load_file(resolve(base, fs::path(file).parent_path()), depth + 1);
+        } catch (const InputError& e) {
+            root.fail("extends", std::string("cannot load '") + base + "': " + e.what());
+        }
+        spec.description.clear();
+    } else {
+        spec.name = fs::path(file).stem().string();
+    }
+    root.read("name", spec.name);
+    root.read("description", spec.description);
+    if (root.has("gpu"))
+        apply_gpu(root.map("gpu"), spec.node.gpu);
+    if (root.has("node"))
+        apply_node(root.map("node"), spec.node);
+    if (root.has("network"))
+        apply_network(root.map("network"), spec.network);
+    root.read("nodes", spec.nodes, 1, 1 << 20);
+    root.finish();
+    return spec;
+}
+
+} // namespace
+
+std::string config_dir() {
+    if (const char* env = std::getenv("CLUSTERSIM_CONFIG_DIR"); env && *env)
+        return env;
+    return CLUSTERSIM_DEFAULT_CONFIG_DIR;
+}
+
+std::vector<std::string> hardware_preset_names() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "hardware", ec)) {
+        if (entry.path().extension() == ".yaml")
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+void validate(const ClusterSpec& s, const std::string& file) {
+    auto require = [&](bool ok, const std::string& key, const std::string& what) {
+        if (!ok)
+            throw InputError(file + ": missing or invalid key '" + key + "' (" + what + ")");
+    };
+    const NodeSpec& n = s.node;
+    require(!n.gpu.name.empty(), "gpu.name", "the GPU's name");
+    require(n.gpu.sm_count > 0, "gpu.sm_count", "a positive SM count");
+    require(n.gpu.clock_mhz > 0, "gpu.clock_mhz", "the boost clock in MHz");
+    require(std::any_of(n.gpu.peak_flops.begin(), n.gpu.peak_flops.end(),
+                        [](double f) { return f > 0; }),
+            "gpu.peak_flops", "at least one dtype's peak, e.g. fp16: 312TFLOPS");
+    require(n.gpu.hbm_bytes > 0, "gpu.hbm.capacity", "a size like '80GiB'");
+    require(n.gpu.hbm_bandwidth > 0, "gpu.hbm.bandwidth", "a bandwidth like '2039GB/s'");
+    require(n.gpu.l2_bytes > 0, "gpu.l2", "a size like '40MiB'");
+    require(n.gpus > 0, "node.gpus", "GPUs per node");
+    if (n.fabric == IntraNodeFabric::nvswitch)
+        require(n.nvlink.bandwidth > 0, "node.nvlink.bandwidth", "NVLink bandwidth per GPU");
+    require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
+    require(n.gpus_per_pcie_switch > 0 && n.gpus % n.gpus_per_pcie_switch == 0,
+            "node.pcie.gpus_per_switch", "a divisor of node.gpus");
+    require(n.host_link.bandwidth > 0, "node.host_link.bandwidth",
+            "PCIe switch to host bandwidth");
+    if (n.nics > 0) {
+        require(n.nic.bandwidth > 0, "node.nic.bandwidth", "NIC bandwidth like '400Gb/s'");
+        require(n.gpus % n.nics == 0 || n.nics % n.gpus == 0, "node.nics",
+                "a divisor or multiple of node.gpus");
+    }
+    if (s.nodes > 1) {
+        require(n.nics > 0, "node.nics", "at least one NIC to connect several nodes");
+        require(s.network.switch_radix >= 2, "network.switch_radix", "ports per switch");
+        require(s.network.link.bandwidth > 0, "network.link.bandwidth",
+                "switch-to-switch bandwidth");
+    }
+}
+
+ClusterSpec load_hardware(const std::string& name_or_path) {
+    const fs::path path = resolve(name_or_path, {});
+    ClusterSpec spec = load_file(path, 0);
+    validate(spec, path.string());
+    return spec;
+}
+
+ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
+    YAML::Node doc;
+    try {
+        doc = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        throw InputError(format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
+    }
+    ClusterSpec spec = load_layers(doc, file, 0);
+    validate(spec, file);
+    return spec;
+}
+
+ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file) {
+    if (node.IsScalar())
+        return load_hardware(node.Scalar());
+    ClusterSpec spec = load_layers(node, file, 0);
+    validate(spec, file);
+    return spec;
+}
+
+} // namespace clustersim::hardware

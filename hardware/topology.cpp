@@ -1,0 +1,307 @@
+#include "hardware/topology.h"
+
+#include "sim/error.h"
+#include "sim/units.h"
+
+#include <boost/graph/graphviz.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+
+namespace clustersim::hardware {
+
+std::string_view to_string(VertexKind k) {
+    switch (k) {
+    case VertexKind::gpu_sm:
+        return "sm";
+    case VertexKind::gpu_hbm:
+        return "hbm";
+    case VertexKind::nvswitch:
+        return "nvswitch";
+    case VertexKind::pcie_switch:
+        return "pcie-switch";
+    case VertexKind::host:
+        return "host";
+    case VertexKind::nic:
+        return "nic";
+    case VertexKind::leaf:
+        return "leaf";
+    case VertexKind::spine:
+        return "spine";
+    }
+    return "?";
+}
+
+std::string_view to_string(LinkKind k) {
+    switch (k) {
+    case LinkKind::hbm:
+        return "HBM";
+    case LinkKind::nvlink:
+        return "NVLink";
+    case LinkKind::pcie:
+        return "PCIe";
+    case LinkKind::host:
+        return "PCIe-host";
+    case LinkKind::nic:
+        return "NIC";
+    case LinkKind::fabric:
+        return "InfiniBand";
+    }
+    return "?";
+}
+
+Topology::VertexId Topology::add_vertex(VertexKind kind, int node, int index, std::string name) {
+    return boost::add_vertex(VertexInfo{kind, node, index, std::move(name)}, graph_);
+}
+
+void Topology::add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency) {
+    const auto index = static_cast<EdgeIndex>(edges_.size());
+    auto [e, ok] = boost::add_edge(from, to, EdgeInfo{kind, bw, latency, index}, graph_);
+    (void)ok;
+    edges_.push_back(e);
+    // Serialisation cost of a kilobyte in femtoseconds: integer, so equal paths tie exactly.
+    weight_.push_back(static_cast<std::int64_t>(std::llround(1e18 / bw)));
+}
+
+void Topology::add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
+                        sim::Time extra_into_b, sim::Time extra_into_a) {
+    add_edge(a, b, kind, link.bandwidth, link.latency + extra_into_b);
+    add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a);
+}
+
+Topology::Topology(ClusterSpec spec) : spec_(std::move(spec)) {
+    const NodeSpec& n = spec_.node;
+    const int nodes = spec_.nodes;
+    if (nodes < 1 || n.gpus < 1)
+        throw InputError("a cluster needs at least one node with at least one GPU");
+    if (nodes > 1 && (n.nics < 1 || spec_.network.switch_radix < 2 ||
+                      !(spec_.network.link.bandwidth > 0)))
+        throw InputError("hardware '" + spec_.name +
+                         "' needs NICs and a network (switch_radix, link) to span " +
+                         std::to_string(nodes) + " nodes");
+    const LinkSpec hbm{n.gpu.hbm_bandwidth, sim::Time::zero()};
+    const int pcie_switches = n.gpus / n.gpus_per_pcie_switch;
+
+    for (int node = 0; node < nodes; ++node) {
+        const std::string prefix = "node" + std::to_string(node) + ".";
+        const VertexId host = add_vertex(VertexKind::host, node, 0, prefix + "host");
+        std::vector<VertexId> pcie;
+        for (int p = 0; p < pcie_switches; ++p) {
+            pcie.push_back(add_vertex(VertexKind::pcie_switch, node, p,
+                                      prefix + "pcie" + std::to_string(p)));
+            add_link(pcie.back(), host, LinkKind::host, n.host_link);
+        }
+        VertexId sw = 0;
+        if (n.fabric == IntraNodeFabric::nvswitch) {
+            sw = add_vertex(VertexKind::nvswitch, node, 0, prefix + "nvswitch");
+            nvswitch_.push_back(sw);
+        }
+        for (int local = 0; local < n.gpus; ++local) {
+            const int gpu = node * n.gpus + local;
+            const std::string name = "gpu" + std::to_string(gpu);
+            const VertexId sm = add_vertex(VertexKind::gpu_sm, node, gpu, name + ".sm");
+            const VertexId mem = add_vertex(VertexKind::gpu_hbm, node, gpu, name + ".hbm");
+            gpu_sm_.push_back(sm);
+            gpu_hbm_.push_back(mem);
+            add_link(sm, mem, LinkKind::hbm, hbm);
+            add_link(mem, pcie[static_cast<std::size_t>(local / n.gpus_per_pcie_switch)],
+                     LinkKind::pcie, n.pcie);
+            if (n.fabric == IntraNodeFabric::nvswitch)
+                add_link(mem, sw, LinkKind::nvlink, n.nvlink, sim::Time::zero(),
+                         n.nvswitch_latency);
+        }
+        for (int i = 0; i < n.nics; ++i) {
+            const VertexId nic =
+                add_vertex(VertexKind::nic, node, i, prefix + "nic" + std::to_string(i));
+            nic_.push_back(nic);
+            const int near_gpu = static_cast<int>(static_cast<long>(i) * n.gpus / n.nics);
+            add_link(nic, pcie[static_cast<std::size_t>(near_gpu / n.gpus_per_pcie_switch)],
+                     LinkKind::pcie, n.pcie);
+        }
+    }
+
+    if (nodes > 1) {
+        // Rail-optimised two-level fat tree: rail r's leaves hold NIC r of `down` nodes each;
+        // every leaf has `down` uplinks, one to each spine, so the tree is non-blocking.
+        const NetworkSpec& net = spec_.network;
+        const int down = std::max(1, net.switch_radix / 2);
+        const int leaves_per_rail = (nodes + down - 1) / down;
+        const int spines = (n.nics > 1 || leaves_per_rail > 1) ? down : 0;
+        std::vector<VertexId> spine;
+        for (int s = 0; s < spines; ++s)
+            spine.push_back(add_vertex(VertexKind::spine, -1, s, "spine" + std::to_string(s)));
+        const LinkSpec nic_link{n.nic.bandwidth, n.nic.latency};
+        for (int rail = 0; rail < n.nics; ++rail) {
+            for (int l = 0; l < leaves_per_rail; ++l) {
+                const VertexId leaf =
+                    add_vertex(VertexKind::leaf, -1, rail,
+                               "rail" + std::to_string(rail) + ".leaf" + std::to_string(l));
+                for (int node = l * down; node < std::min(nodes, (l + 1) * down); ++node) {
+                    const VertexId nic = nic_[static_cast<std::size_t>(node * n.nics + rail)];
+                    add_link(nic, leaf, LinkKind::nic, nic_link, sim::Time::zero(),
+                             net.switch_latency);
+                }
+                for (VertexId s : spine)
+                    add_link(leaf, s, LinkKind::fabric, net.link, net.switch_latency,
+                             net.switch_latency);
+            }
+        }
+    }
+}
+
+Topology::VertexId Topology::gpu_nic(int gpu) const {
+    const NodeSpec& n = spec_.node;
+    if (n.nics == 0)
+        throw InputError("hardware '" + spec_.name + "' has no NICs");
+    const int node = node_of(gpu);
+    const int local = gpu % n.gpus;
+    const int nic = static_cast<int>(static_cast<long>(local) * n.nics / n.gpus);
+    return nic_.at(static_cast<std::size_t>(node * n.nics + nic));
+}
+
+Topology::VertexId Topology::nvswitch(int node) const {
+    if (nvswitch_.empty())
+        throw std::invalid_argument("hardware '" + spec_.name + "' has no NVSwitch");
+    return nvswitch_.at(static_cast<std::size_t>(node));
+}
+
+namespace {
+std::uint64_t mix(std::uint64_t x) { // splitmix64 finaliser: a fixed, portable hash
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+/// Vertices that never forward traffic: GPUs (no PXN-style relaying) and NICs (a NIC is an
+/// endpoint of the fabric, not a switch).
+bool is_endpoint_only(VertexKind k) {
+    return k == VertexKind::gpu_sm || k == VertexKind::gpu_hbm || k == VertexKind::nic;
+}
+} // namespace
+
+Route Topology::route(VertexId from, VertexId to) const {
+    Route r;
+    if (from == to)
+        return r;
+    // Dijkstra from the destination over reversed edges; GPUs and NICs other than the two
+    // endpoints are not expanded, so no route passes through a third GPU or a NIC.
+    const std::size_t nv = vertex_count();
+    constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> dist(nv, kInf);
+    using Item = std::pair<std::int64_t, VertexId>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+    dist[to] = 0;
+    heap.emplace(0, to);
+    while (!heap.empty()) {
+        auto [d, v] = heap.top();
+        heap.pop();
+        if (d != dist[v])
+            continue;
+        if (v == from)
+            break;
+        if (v != to && is_endpoint_only(graph_[v].kind))
+            continue;
+        for (auto [it, end] = boost::in_edges(v, graph_); it != end; ++it) {
+            const VertexId u = boost::source(*it, graph_);
+            const std::int64_t nd = d + weight_[graph_[*it].index];
+            if (nd < dist[u]) {
+                dist[u] = nd;
+                heap.emplace(nd, u);
+            }
+        }
+    }
+    if (dist[from] == kInf)
+        throw std::invalid_argument("no route from " + graph_[from].name + " to " +
+                                    graph_[to].name);
+    // Walk forward choosing among equal-cost next hops by a hash (deterministic ECMP).
+    r.bottleneck = std::numeric_limits<double>::infinity();
+    VertexId v = from;
+    for (std::uint64_t hop = 0; v != to; ++hop) {
+        std::vector<EdgeIndex> next;
+        for (auto [it, end] = boost::out_edges(v, graph_); it != end; ++it) {
+            const VertexId w = boost::target(*it, graph_);
+            const EdgeIndex e = graph_[*it].index;
+            if (dist[w] != kInf && dist[v] == weight_[e] + dist[w] && (w == to || !is_endpoint_only(graph_[w].kind)))
+                next.push_back(e);
+        }
+        std::sort(next.begin(), next.end());
+        const EdgeIndex e =
+            next[mix(mix(from * 1000003ULL + to) + hop) % next.size()];
+        r.edges.push_back(e);
+        r.bottleneck = std::min(r.bottleneck, edge(e).bandwidth);
+        r.latency += edge(e).latency;
+        v = edge_target(e);
+    }
+    return r;
+}
+
+Route Topology::gpu_route(int from_gpu, int to_gpu) const {
+    if (from_gpu < 0 || from_gpu >= gpu_count() || to_gpu < 0 || to_gpu >= gpu_count())
+        throw InputError("GPU index out of range: the cluster has GPUs 0 to " +
+                         std::to_string(gpu_count() - 1));
+    if (node_of(from_gpu) == node_of(to_gpu))
+        return route(gpu_hbm(from_gpu), gpu_hbm(to_gpu));
+    // Between nodes a GPU sends through its own NIC (GPUDirect RDMA) and the peer receives
+    // through its own, as NCCL does on rail-optimised nodes.
+    Route r = route(gpu_hbm(from_gpu), gpu_nic(from_gpu));
+    for (const Route& part : {route(gpu_nic(from_gpu), gpu_nic(to_gpu)),
+                              route(gpu_nic(to_gpu), gpu_hbm(to_gpu))}) {
+        r.edges.insert(r.edges.end(), part.edges.begin(), part.edges.end());
+        r.bottleneck = std::min(r.bottleneck, part.bottleneck);
+        r.latency += part.latency;
+    }
+    return r;
+}
+
+Route Topology::memory_route(int gpu) const { return route(gpu_hbm(gpu), gpu_sm(gpu)); }
+
+std::string Topology::describe(const Route& route, VertexId from) const {
+    std::string s = graph_[from].name;
+    for (EdgeIndex e : route.edges)
+        s += " -> " + graph_[edge_target(e)].name;
+    return s;
+}
+
+namespace {
+struct VertexWriter {
+    const Topology::Graph& g;
+    template <class V>
+    void operator()(std::ostream& out, const V& v) const {
+        const VertexInfo& info = g[v];
+        const char* shape = "box";
+        switch (info.kind) {
+        case VertexKind::gpu_sm:
+        case VertexKind::gpu_hbm:
+            shape = "box";
+            break;
+        case VertexKind::nvswitch:
+        case VertexKind::leaf:
+        case VertexKind::spine:
+            shape = "hexagon";
+            break;
+        default:
+            shape = "ellipse";
+        }
+        out << "[label=\"" << info.name << "\", shape=" << shape << "]";
+    }
+};
+struct EdgeWriter {
+    const Topology::Graph& g;
+    template <class E>
+    void operator()(std::ostream& out, const E& e) const {
+        const EdgeInfo& info = g[e];
+        out << "[label=\"" << to_string(info.kind) << " " << sim::format_bandwidth(info.bandwidth)
+            << "\"]";
+    }
+};
+} // namespace
+
+void write_dot(std::ostream& out, const Topology& topology) {
+    boost::write_graphviz(out, topology.graph(), VertexWriter{topology.graph()},
+                          EdgeWriter{topology.graph()});
+}
+
+} // namespace clustersim::hardware

@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// The cluster as a directed bandwidth/latency graph (a Boost.Graph adjacency list).
+///
+/// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or none), PCIe switches,
+/// the host, NICs; per network InfiniBand leaf and spine switches. Every physical link is two
+/// directed edges, each with its own bandwidth and latency, so the two directions of a link are
+/// separate resources in the flow network. Routing is shortest path by serialisation cost
+/// (sum of 1/bandwidth, so NVLink beats PCIe), GPUs are never transit vertices, and ties are
+/// broken by a deterministic hash of (source, destination, hop): ECMP that every run repeats.
+
+#include "hardware/specs.h"
+#include "sim/time.h"
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clustersim::hardware {
+
+enum class VertexKind : std::uint8_t { gpu_sm, gpu_hbm, nvswitch, pcie_switch, host, nic, leaf, spine };
+enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric };
+
+std::string_view to_string(VertexKind k);
+std::string_view to_string(LinkKind k);
+
+struct VertexInfo {
+    VertexKind kind{};
+    int node = -1;  ///< the node it belongs to; -1 for network switches
+    int index = -1; ///< global GPU index for gpu_*; local index for NICs/PCIe; rail for leaves
+    std::string name;
+};
+
+struct EdgeInfo {
+    LinkKind kind{};
+    double bandwidth = 0; ///< bytes/s in this direction
+    sim::Time latency = sim::Time::zero();
+    std::uint32_t index = 0; ///< dense edge index; also the flow-network resource id
+};
+
+using EdgeIndex = std::uint32_t;
+
+/// A path through the graph.
+struct Route {
+    std::vector<EdgeIndex> edges;
+    double bottleneck = 0; ///< smallest bandwidth on the path (bytes/s); 0 for an empty path
+    sim::Time latency = sim::Time::zero(); ///< sum of edge latencies
+};
+
+class Topology {
+public:
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                        VertexInfo, EdgeInfo>;
+    using VertexId = Graph::vertex_descriptor;
+
+    /// Builds the graph of `spec` (all of its nodes and their network).
+    explicit Topology(ClusterSpec spec);
+
+    const ClusterSpec& spec() const { return spec_; }
+    const Graph& graph() const { return graph_; }
+
+    int gpu_count() const { return spec_.gpu_count(); }
+    int node_count() const { return spec_.nodes; }
+    int node_of(int gpu) const { return gpu / spec_.node.gpus; }
+
+    VertexId gpu_sm(int gpu) const { return gpu_sm_.at(static_cast<std::size_t>(gpu)); }
+    VertexId gpu_hbm(int gpu) const { return gpu_hbm_.at(static_cast<std::size_t>(gpu)); }
+    /// The NIC a GPU uses for inter-node traffic (GPU i -> NIC i on a rail-optimised node).
+    VertexId gpu_nic(int gpu) const;
+    /// The node's NVSwitch vertex; throws for a PCIe node.
+    VertexId nvswitch(int node) const;
+
+    std::size_t vertex_count() const { return boost::num_vertices(graph_); }
+    std::size_t edge_count() const { return edges_.size(); }
+    const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
+    const EdgeInfo& edge(EdgeIndex e) const { return graph_[edges_.at(e)]; }
+    VertexId edge_source(EdgeIndex e) const { return boost::source(edges_.at(e), graph_); }
+    VertexId edge_target(EdgeIndex e) const { return boost::target(edges_.at(e), graph_); }
+
+    /// Shortest route between two vertices; throws std::invalid_argument if unreachable.
+    Route route(VertexId from, VertexId to) const;
+    /// Route from one GPU's memory to another's (HBM to HBM).
+    Route gpu_route(int from_gpu, int to_gpu) const;
+    /// Route from a GPU's memory to its SMs (the HBM edge), for kernels that stream memory.
+    Route memory_route(int gpu) const;
+    /// Route's edges described as "gpu0.hbm -> node0.nvswitch -> gpu1.hbm".
+    std::string describe(const Route& route, VertexId from) const;
+
+    /// Bandwidth (bytes/s, one direction) across the cut between the first and the second half
+    /// of the GPUs (by index), computed as a maximum flow on the graph.
+    double bisection_bandwidth() const;
+
+private:
+    VertexId add_vertex(VertexKind kind, int node, int index, std::string name);
+    void add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
+                  sim::Time extra_latency_into_b = sim::Time::zero(),
+                  sim::Time extra_latency_into_a = sim::Time::zero());
+    void add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency);
+
+    ClusterSpec spec_;
+    Graph graph_;
+    std::vector<Graph::edge_descriptor> edges_;
+    std::vector<std::int64_t> weight_; ///< routing cost per edge (integer, so sums are exact)
+    std::vector<VertexId> gpu_sm_, gpu_hbm_, nvswitch_, nic_;
+};
+
+/// Writes the graph in Graphviz DOT (via Boost.Graph's write_graphviz).
+void write_dot(std::ostream& out, const Topology& topology);
+
+} // namespace clustersim::hardware

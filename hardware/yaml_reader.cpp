@@ -1,0 +1,229 @@
+#include "hardware/yaml_reader.h"
+
+#include "sim/error.h"
+#include "sim/units.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+
+namespace clustersim::hardware {
+
+std::string format_mark(const std::string& file, const YAML::Mark& mark) {
+    if (mark.is_null())
+        return file;
+    return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in)
+        throw InputError(path + ": cannot open the file");
+    try {
+        return YAML::Load(in);
+    } catch (const YAML::Exception& e) {
+        throw InputError(format_mark(path, e.mark) + ": invalid YAML: " + e.msg);
+    }
+}
+
+YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node))
+    , file_(std::make_shared<const std::string>(std::move(file)))
+    , path_(std::move(path)) {
+    if (!node_.IsMap()) {
+        const std::string where = path_.empty() ? "the document" : "key '" + path_ + "'";
+        throw InputError(format_mark(*file_, node_.Mark()) + ": " + where +
+                         ": expected a mapping of keys to values");
+    }
+}
+
+std::string YamlMap::key_path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void YamlMap::fail(std::string_view key, const std::string& what) const {
+    const YAML::Node v = node_[std::string(key)];
+    fail_at(v.IsDefined() ? v : node_, key, what);
+}
+
+void YamlMap::fail_at(const YAML::Node& at, std::string_view key, const std::string& what) const {
+    throw InputError(format_mark(*file_, at.Mark()) + ": key '" + key_path(key) + "': " + what);
+}
+
+void YamlMap::missing(std::string_view key, const std::string& what) const {
+    throw InputError(format_mark(*file_, node_.Mark()) + ": missing key '" + key_path(key) +
+                     "' (" + what + ")");
+}
+
+bool YamlMap::has(std::string_view key) {
+    asked_.emplace(key);
+    return node_[std::string(key)].IsDefined() && !node_[std::string(key)].IsNull();
+}
+
+YAML::Node YamlMap::scalar(std::string_view key, std::string_view expected) {
+    asked_.emplace(key);
+    YAML::Node v = node_[std::string(key)];
+    if (!v.IsDefined() || v.IsNull())
+        missing(key, std::string(expected));
+    if (!v.IsScalar())
+        fail(key, "expected " + std::string(expected) + ", got a " +
+                      (v.IsMap() ? "mapping" : "sequence"));
+    return v;
+}
+
+std::string YamlMap::str(std::string_view key) { return scalar(key, "a string").Scalar(); }
+
+std::int64_t YamlMap::integer(std::string_view key, std::int64_t min, std::int64_t max) {
+    const std::string text = scalar(key, "an integer").Scalar();
+    std::int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size())
+        fail(key, "expected an integer, got '" + text + "'");
+    if (value < min || value > max)
+        fail(key, "expected an integer from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", got " + text);
+    return value;
+}
+
+double YamlMap::number(std::string_view key, double min) {
+    const std::string text = scalar(key, "a number").Scalar();
+    double value = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value))
+        fail(key, "expected a number, got '" + text + "'");
+    if (value < min)
+        fail(key, "expected a number >= " + std::to_string(min) + ", got " + text);
+    return value;
+}
+
+bool YamlMap::boolean(std::string_view key) {
+    const std::string text = scalar(key, "true or false").Scalar();
+    if (text == "true" || text == "yes" || text == "on")
+        return true;
+    if (text == "false" || text == "no" || text == "off")
+        return false;
+    fail(key, "expected true or false, got '" + text + "'");
+}
+
+std::int64_t YamlMap::bytes(std::string_view key, bool positive) {
+    const std::string text = scalar(key, "a size like '80GiB'").Scalar();
+    std::int64_t v = 0;
+    try {
+        v = sim::parse_bytes(text);
+    } catch (const UnitsError& e) {
+        fail(key, e.what());
+    }
+    if (positive && v <= 0)
+        fail(key, "expected a positive size, got '" + text + "'");
+    return v;
+}
+
+double YamlMap::bandwidth(std::string_view key) {
+    const std::string text = scalar(key, "a bandwidth like '900GB/s'").Scalar();
+    double v = 0;
+    try {
+        v = sim::parse_bandwidth(text);
+    } catch (const UnitsError& e) {
+        fail(key, e.what());
+    }
+    if (!(v > 0))
+        fail(key, "expected a positive bandwidth, got '" + text + "'");
+    return v;
+}
+
+sim::Time YamlMap::time(std::string_view key) {
+    const std::string text = scalar(key, "a time like '2us'").Scalar();
+    try {
+        return sim::parse_time(text);
+    } catch (const UnitsError& e) {
+        fail(key, e.what());
+    }
+}
+
+double YamlMap::flop_rate(std::string_view key, bool positive) {
+    const std::string text = scalar(key, "a FLOP rate like '989TFLOPS'").Scalar();
+    double v = 0;
+    try {
+        v = sim::parse_flop_rate(text);
+    } catch (const UnitsError& e) {
+        fail(key, e.what());
+    }
+    if (positive && !(v > 0))
+        fail(key, "expected a positive FLOP rate, got '" + text + "'");
+    return v;
+}
+
+std::string YamlMap::choice(std::string_view key, const std::vector<std::string>& choices) {
+    const std::string text = str(key);
+    for (const auto& c : choices) {
+        if (c == text)
+            return text;
+    }
+    std::string list;
+    for (const auto& c : choices)
+        list += (list.empty() ? "" : ", ") + c;
+    fail(key, "expected one of " + list + ", got '" + text + "'");
+}
+
+YamlMap YamlMap::map(std::string_view key) {
+    asked_.emplace(key);
+    YAML::Node v = node_[std::string(key)];
+    if (!v.IsDefined() || v.IsNull())
+        missing(key, "a mapping");
+    if (!v.IsMap())
+        fail(key, "expected a mapping of keys to values");
+    return YamlMap(v, *file_, key_path(key));
+}
+
+YAML::Node YamlMap::raw(std::string_view key) {
+    asked_.emplace(key);
+    return node_[std::string(key)];
+}
+
+void YamlMap::read(std::string_view key, std::string& out) {
+    if (has(key))
+        out = str(key);
+}
+void YamlMap::read(std::string_view key, int& out, int min, int max) {
+    if (has(key))
+        out = static_cast<int>(integer(key, min, max));
+}
+void YamlMap::read(std::string_view key, bool& out) {
+    if (has(key))
+        out = boolean(key);
+}
+void YamlMap::read_number(std::string_view key, double& out, double min) {
+    if (has(key))
+        out = number(key, min);
+}
+void YamlMap::read_bytes(std::string_view key, std::int64_t& out, bool positive) {
+    if (has(key))
+        out = bytes(key, positive);
+}
+void YamlMap::read_bandwidth(std::string_view key, double& out) {
+    if (has(key))
+        out = bandwidth(key);
+}
+void YamlMap::read_time(std::string_view key, sim::Time& out) {
+    if (has(key))
+        out = time(key);
+}
+void YamlMap::read_flop_rate(std::string_view key, double& out, bool positive) {
+    if (has(key))
+        out = flop_rate(key, positive);
+}
+
+void YamlMap::finish() {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        if (asked_.count(key))
+            continue;
+        std::string valid;
+        for (const auto& k : asked_)
+            valid += (valid.empty() ? "" : ", ") + k;
+        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" +
+                         key_path(key) + "' (valid keys here: " + valid + ")");
+    }
+}
+
+} // namespace clustersim::hardware

@@ -1,0 +1,120 @@
+#pragma once
+/// \file
+/// Flow-level network: resources with a capacity, flows of N bytes along a path of resources,
+/// rates shared max-min fairly (progressive filling).
+///
+/// Rates are recomputed when a flow starts or ends; all changes at one instant are batched into
+/// one recomputation (a "reshare" event), so N flows starting together cost one pass, not N.
+/// Between recomputations every active flow moves at a constant rate, so the next completion is
+/// known exactly; a single completion event is kept for the earliest finishing flow and is
+/// cancelled whenever rates change, so no stale completion ever fires.
+///
+/// The network knows nothing of GPUs: a resource is anything with a capacity in bytes/s.
+
+#include "sim/engine.h"
+#include "sim/signal.h"
+#include "sim/time.h"
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace clustersim::sim {
+
+using ResourceId = std::uint32_t;
+using FlowId = std::uint64_t;
+
+/// What a flow is: its size, the resources it crosses, and what to do when it is done.
+struct FlowSpec {
+    double bytes = 0;               ///< >= 0; a zero-byte flow completes after its latency
+    std::vector<ResourceId> path;   ///< resources crossed, each at most once
+    Time latency = Time::zero();    ///< time before the first byte moves
+    /// A cap of the flow's own (an endpoint or protocol limit), in bytes/s.
+    double max_rate = std::numeric_limits<double>::infinity();
+    std::function<void(FlowId)> on_complete; ///< called at the completion time
+};
+
+class FlowNetwork {
+public:
+    explicit FlowNetwork(Engine& engine);
+    FlowNetwork(const FlowNetwork&) = delete;
+    FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+    /// Adds a resource of `capacity` bytes/s (> 0).
+    ResourceId add_resource(double capacity, std::string name);
+    std::size_t resource_count() const { return resources_.size(); }
+    double capacity(ResourceId r) const { return resources_.at(r).capacity; }
+    const std::string& name(ResourceId r) const { return resources_.at(r).name; }
+
+    /// Starts a flow now; its bytes start moving after `spec.latency`.
+    FlowId start(FlowSpec spec);
+
+    /// Current rate of an active flow (0 if it is waiting for its latency or has completed).
+    double rate(FlowId id) const;
+    /// Sum of the current rates of the flows crossing `r`.
+    double load(ResourceId r) const;
+    /// Bytes carried across `r` by completed flows.
+    double bytes_carried(ResourceId r) const { return resources_.at(r).bytes_carried; }
+    /// Flows moving bytes now (latency phase excluded).
+    std::size_t active_flows() const { return active_.size(); }
+    /// Flows started and not yet completed.
+    std::size_t flows_in_flight() const { return in_flight_; }
+    /// Number of max-min recomputations so far.
+    std::uint64_t reshares() const { return reshares_; }
+
+    /// Recomputes the rates now (normally done by the batched reshare event); public so that
+    /// benchmarks can time one recomputation.
+    void reshare_now();
+
+    /// Emitted after every recomputation of rates (tests check capacities here).
+    Signal<> on_rates_changed;
+    /// Emitted when a flow completes, before its own callback.
+    Signal<FlowId> on_flow_complete;
+
+private:
+    struct Resource {
+        double capacity;
+        std::string name;
+        double bytes_carried = 0;
+    };
+    struct Flow {
+        FlowId id;
+        double bytes;
+        double remaining;
+        double rate;
+        double max_rate;
+        std::vector<ResourceId> path;
+        std::function<void(FlowId)> on_complete;
+    };
+
+    void activate(Flow&& flow);
+    void advance_to_now();
+    void request_reshare();
+    void on_completion_event();
+    void schedule_next_completion();
+    void finish(Flow& flow);
+    void compute_max_min_rates();
+
+    Engine& engine_;
+    std::vector<Resource> resources_;
+    std::vector<Flow> active_;
+    std::vector<Flow> waiting_; ///< flows in their latency phase, by slot
+    std::vector<std::uint32_t> free_waiting_;
+    FlowId next_id_ = 0;
+    std::size_t in_flight_ = 0;
+    Time last_update_ = Time::zero();
+    bool reshare_pending_ = false;
+    bool completion_scheduled_ = false;
+    EventId completion_event_{};
+    std::uint64_t reshares_ = 0;
+
+    // Scratch space of the max-min computation, kept to avoid reallocating on every pass.
+    std::vector<std::uint32_t> count_, version_, offset_, members_;
+    std::vector<double> remaining_capacity_;
+    std::vector<char> frozen_;
+    std::vector<ResourceId> touched_;
+};
+
+} // namespace clustersim::sim

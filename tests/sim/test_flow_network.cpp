@@ -1,0 +1,218 @@
+#include "sim/flow_network.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+using namespace clustersim;
+using sim::Engine;
+using sim::FlowNetwork;
+using sim::FlowSpec;
+using sim::Time;
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Completion times of flows by id.
+struct Recorder {
+    Engine& engine;
+    std::map<sim::FlowId, Time> done;
+    std::function<void(sim::FlowId)> cb() {
+        return [this](sim::FlowId id) { done[id] = engine.now(); };
+    }
+};
+
+/// Checks max-min fairness after every recomputation: no resource above capacity, and every
+/// flow is either at its own cap or crosses a saturated resource on which no flow is faster.
+void check_max_min(const FlowNetwork& net, const std::vector<std::pair<sim::FlowId, FlowSpec>>& flows) {
+    for (sim::ResourceId r = 0; r < net.resource_count(); ++r)
+        REQUIRE(net.load(r) <= net.capacity(r) * (1 + 1e-9));
+    for (const auto& [id, spec] : flows) {
+        const double rate = net.rate(id);
+        if (rate == 0)
+            continue; // not active now
+        if (rate >= spec.max_rate * (1 - 1e-9))
+            continue;
+        bool bottlenecked = false;
+        for (sim::ResourceId r : spec.path) {
+            const bool saturated = net.load(r) >= net.capacity(r) * (1 - 1e-9);
+            bool fastest = true;
+            for (const auto& [other, other_spec] : flows) {
+                if (std::find(other_spec.path.begin(), other_spec.path.end(), r) !=
+                        other_spec.path.end() &&
+                    net.rate(other) > rate * (1 + 1e-9))
+                    fastest = false;
+            }
+            if (saturated && fastest)
+                bottlenecked = true;
+        }
+        REQUIRE(bottlenecked);
+    }
+}
+} // namespace
+
+TEST_CASE("FlowNetwork: one flow takes latency + bytes / capacity", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto id = net.start(FlowSpec{1e9, {link}, Time::us(1), kInf, rec.cb()});
+    engine.run();
+    CHECK(rec.done.at(id) == Time::s(1) + Time::us(1));
+    CHECK(net.bytes_carried(link) == Approx(1e9));
+    CHECK(net.flows_in_flight() == 0);
+}
+
+TEST_CASE("FlowNetwork: two flows sharing one link get half each", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto a = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    auto b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    engine.run_until(Time::ms(1));
+    CHECK(net.rate(a) == Approx(0.5e9));
+    CHECK(net.rate(b) == Approx(0.5e9));
+    engine.run();
+    CHECK(rec.done.at(a) == Time::s(2));
+    CHECK(rec.done.at(b) == Time::s(2));
+    CHECK(net.reshares() == 2); // both starts batched into one pass, then one at completion
+}
+
+TEST_CASE("FlowNetwork: a finished flow hands its share to the other", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto a = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    auto b = net.start(FlowSpec{0.5e9, {link}, Time::zero(), kInf, rec.cb()});
+    engine.run();
+    // Both at 0.5 GB/s until b ends at 1 s; then a alone moves its last 0.5 GB at 1 GB/s.
+    CHECK(rec.done.at(b) == Time::s(1));
+    CHECK(rec.done.at(a) == Time::ms(1500));
+}
+
+TEST_CASE("FlowNetwork: a flow bottlenecked elsewhere leaves the rest to the other", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto shared = net.add_resource(10e9, "shared");
+    auto narrow = net.add_resource(4e9, "narrow");
+    auto x = net.start(FlowSpec{1e12, {shared, narrow}, Time::zero(), kInf, {}});
+    auto y = net.start(FlowSpec{1e12, {shared}, Time::zero(), kInf, {}});
+    engine.run_until(Time::us(1));
+    CHECK(net.rate(x) == Approx(4e9));
+    CHECK(net.rate(y) == Approx(6e9));
+    CHECK(net.load(shared) == Approx(10e9));
+}
+
+TEST_CASE("FlowNetwork: the textbook max-min example", "[sim][flow]") {
+    // Links A (cap 1) and B (cap 2); flow 0 on A, flow 1 on A and B, flows 2 and 3 on B.
+    // A's fair share 1/2 is the smallest: flows 0 and 1 get 0.5; B then has 1.5 for flows 2
+    // and 3: 0.75 each.
+    Engine engine;
+    FlowNetwork net(engine);
+    auto A = net.add_resource(1.0, "A");
+    auto B = net.add_resource(2.0, "B");
+    std::vector<sim::FlowId> f;
+    f.push_back(net.start(FlowSpec{100, {A}, Time::zero(), kInf, {}}));
+    f.push_back(net.start(FlowSpec{100, {A, B}, Time::zero(), kInf, {}}));
+    f.push_back(net.start(FlowSpec{100, {B}, Time::zero(), kInf, {}}));
+    f.push_back(net.start(FlowSpec{100, {B}, Time::zero(), kInf, {}}));
+    engine.run_until(Time::ms(1));
+    CHECK(net.rate(f[0]) == Approx(0.5));
+    CHECK(net.rate(f[1]) == Approx(0.5));
+    CHECK(net.rate(f[2]) == Approx(0.75));
+    CHECK(net.rate(f[3]) == Approx(0.75));
+}
+
+TEST_CASE("FlowNetwork: a flow's own cap is respected and frees capacity", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(10e9, "link");
+    auto capped = net.start(FlowSpec{1e12, {link}, Time::zero(), 2e9, {}});
+    auto free = net.start(FlowSpec{1e12, {link}, Time::zero(), kInf, {}});
+    engine.run_until(Time::us(1));
+    CHECK(net.rate(capped) == Approx(2e9));
+    CHECK(net.rate(free) == Approx(8e9));
+}
+
+TEST_CASE("FlowNetwork: a rate change never lets a stale completion fire", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto a = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    // Alone, a would finish at 1 s. A second flow joins at 0.5 s and halves a's rate.
+    sim::FlowId b = 0;
+    engine.at(Time::ms(500), [&] { b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()}); });
+    engine.run();
+    // a: 0.5 GB alone, then 0.5 GB at 0.5 GB/s -> 1.5 s. b: 0.5 GB by 1.5 s, then 0.5 GB alone -> 2 s.
+    CHECK(rec.done.at(a) == Time::ms(1500));
+    CHECK(rec.done.at(b) == Time::s(2));
+    CHECK(net.bytes_carried(link) == Approx(2e9));
+}
+
+TEST_CASE("FlowNetwork: zero-byte flows complete after their latency", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto a = net.start(FlowSpec{0, {link}, Time::us(3), kInf, rec.cb()});
+    engine.run();
+    CHECK(rec.done.at(a) == Time::us(3));
+}
+
+TEST_CASE("FlowNetwork: random workloads stay max-min fair and conserve bytes", "[sim][flow]") {
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+        Engine engine;
+        FlowNetwork net(engine);
+        std::mt19937 rng(seed);
+        for (int r = 0; r < 12; ++r)
+            net.add_resource(1e9 * (1 + rng() % 8), "r" + std::to_string(r));
+        std::vector<std::pair<sim::FlowId, FlowSpec>> flows;
+        std::vector<double> expected(net.resource_count(), 0);
+        int completed = 0;
+        for (int i = 0; i < 60; ++i) {
+            FlowSpec spec;
+            spec.bytes = 1e6 * (1 + rng() % 1000);
+            std::vector<sim::ResourceId> all(net.resource_count());
+            std::iota(all.begin(), all.end(), 0);
+            std::shuffle(all.begin(), all.end(), rng);
+            spec.path.assign(all.begin(), all.begin() + 1 + rng() % 4);
+            spec.latency = Time::us(rng() % 50);
+            if (rng() % 4 == 0)
+                spec.max_rate = 1e8 * (1 + rng() % 20);
+            for (auto r : spec.path)
+                expected[r] += spec.bytes;
+            const Time at = Time::us(rng() % 2000);
+            engine.at(at, [&, spec] {
+                FlowSpec s = spec;
+                s.on_complete = [&](sim::FlowId) { ++completed; };
+                flows.emplace_back(net.start(s), spec);
+            });
+        }
+        net.on_rates_changed.connect([&] { check_max_min(net, flows); });
+        engine.run();
+        CHECK(completed == 60);
+        for (sim::ResourceId r = 0; r < net.resource_count(); ++r)
+            CHECK(net.bytes_carried(r) == Approx(expected[r]));
+    }
+}
+
+TEST_CASE("FlowNetwork: completion time matches the closed form for staggered equal flows",
+          "[sim][flow]") {
+    // n flows of S bytes start together on one link of capacity C: all end at n*S/C.
+    for (int n : {1, 2, 3, 7, 64}) {
+        Engine engine;
+        FlowNetwork net(engine);
+        auto link = net.add_resource(25e9, "nic");
+        Recorder rec{engine, {}};
+        for (int i = 0; i < n; ++i)
+            net.start(FlowSpec{1 << 20, {link}, Time::zero(), kInf, rec.cb()});
+        engine.run();
+        const double expect = n * double(1 << 20) / 25e9;
+        for (auto& [id, t] : rec.done)
+            CHECK(t.seconds() == Approx(expect).epsilon(1e-9));
+    }
+}
