@@ -31,5 +31,6 @@ int run_cli(int argc, const char* const* argv, Io io);
 void register_hardware(CLI::App& app, Io io, int& exit_code);
 void register_transfer(CLI::App& app, Io io, int& exit_code);
 void register_demo(CLI::App& app, Io io, int& exit_code);
+void register_report(CLI::App& app, Io io, int& exit_code);
 
 } // namespace clustersim::app
