@@ -8,7 +8,8 @@ namespace clustersim::app {
 
 void ClusterOptions::add_to(CLI::App& cmd, bool positional) {
     if (positional)
-        cmd.add_option("hardware", hardware, "Hardware preset (dgx-a100, dgx-h100, ...) or YAML file")
+        cmd.add_option("hardware", hardware,
+                       "Hardware preset (dgx-a100, dgx-h100, ...) or YAML file")
             ->required();
     else
         cmd.add_option("--hardware,-H", hardware,

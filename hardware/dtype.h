@@ -12,7 +12,7 @@ namespace clustersim::hardware {
 enum class Dtype : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8 };
 inline constexpr std::size_t kDtypeCount = 6;
 inline constexpr std::array<Dtype, kDtypeCount> kAllDtypes{Dtype::fp64, Dtype::fp32, Dtype::tf32,
-                                                          Dtype::fp16, Dtype::bf16, Dtype::fp8};
+                                                           Dtype::fp16, Dtype::bf16, Dtype::fp8};
 
 /// Bytes per element in memory (tf32 is stored as fp32).
 constexpr std::int64_t bytes_per_element(Dtype d) {

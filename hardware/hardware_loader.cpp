@@ -47,8 +47,9 @@ void apply_gpu(YamlMap m, GpuSpec& gpu) {
 void apply_node(YamlMap m, NodeSpec& node) {
     m.read("gpus", node.gpus, 1, 1024);
     if (m.has("fabric"))
-        node.fabric = m.choice("fabric", {"nvswitch", "pcie"}) == "pcie" ? IntraNodeFabric::pcie
-                                                                         : IntraNodeFabric::nvswitch;
+        node.fabric = m.choice("fabric", {"nvswitch", "pcie"}) == "pcie"
+                          ? IntraNodeFabric::pcie
+                          : IntraNodeFabric::nvswitch;
     if (m.has("nvlink"))
         apply_link(m.map("nvlink"), node.nvlink);
     if (m.has("nvswitch")) {
@@ -177,8 +178,7 @@ void validate(const ClusterSpec& s, const std::string& file) {
     require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
     require(n.gpus_per_pcie_switch > 0 && n.gpus % n.gpus_per_pcie_switch == 0,
             "node.pcie.gpus_per_switch", "a divisor of node.gpus");
-    require(n.host_link.bandwidth > 0, "node.host_link.bandwidth",
-            "PCIe switch to host bandwidth");
+    require(n.host_link.bandwidth > 0, "node.host_link.bandwidth", "PCIe switch to host bandwidth");
     if (n.nics > 0) {
         require(n.nic.bandwidth > 0, "node.nic.bandwidth", "NIC bandwidth like '400Gb/s'");
         require(n.gpus % n.nics == 0 || n.nics % n.gpus == 0, "node.nics",

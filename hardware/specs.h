@@ -65,8 +65,8 @@ struct NodeSpec {
 /// The InfiniBand fabric between nodes: a rail-optimised two-level fat tree. NIC i of every
 /// node connects to a leaf of rail i; every leaf connects to every spine.
 struct NetworkSpec {
-    int switch_radix = 0;       ///< ports per switch; half face down, half up
-    LinkSpec link;              ///< a switch-to-switch cable, per direction
+    int switch_radix = 0; ///< ports per switch; half face down, half up
+    LinkSpec link;        ///< a switch-to-switch cable, per direction
     sim::Time switch_latency = sim::Time::zero();
 };
 

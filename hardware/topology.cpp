@@ -72,13 +72,14 @@ void Topology::add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& l
     add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a);
 }
 
-Topology::Topology(ClusterSpec spec) : spec_(std::move(spec)) {
+Topology::Topology(ClusterSpec spec)
+    : spec_(std::move(spec)) {
     const NodeSpec& n = spec_.node;
     const int nodes = spec_.nodes;
     if (nodes < 1 || n.gpus < 1)
         throw InputError("a cluster needs at least one node with at least one GPU");
-    if (nodes > 1 && (n.nics < 1 || spec_.network.switch_radix < 2 ||
-                      !(spec_.network.link.bandwidth > 0)))
+    if (nodes > 1 &&
+        (n.nics < 1 || spec_.network.switch_radix < 2 || !(spec_.network.link.bandwidth > 0)))
         throw InputError("hardware '" + spec_.name +
                          "' needs NICs and a network (switch_radix, link) to span " +
                          std::to_string(nodes) + " nodes");
@@ -90,8 +91,8 @@ Topology::Topology(ClusterSpec spec) : spec_(std::move(spec)) {
         const VertexId host = add_vertex(VertexKind::host, node, 0, prefix + "host");
         std::vector<VertexId> pcie;
         for (int p = 0; p < pcie_switches; ++p) {
-            pcie.push_back(add_vertex(VertexKind::pcie_switch, node, p,
-                                      prefix + "pcie" + std::to_string(p)));
+            pcie.push_back(
+                add_vertex(VertexKind::pcie_switch, node, p, prefix + "pcie" + std::to_string(p)));
             add_link(pcie.back(), host, LinkKind::host, n.host_link);
         }
         VertexId sw = 0;
@@ -224,12 +225,12 @@ Route Topology::route(VertexId from, VertexId to) const {
         for (auto [it, end] = boost::out_edges(v, graph_); it != end; ++it) {
             const VertexId w = boost::target(*it, graph_);
             const EdgeIndex e = graph_[*it].index;
-            if (dist[w] != kInf && dist[v] == weight_[e] + dist[w] && (w == to || !is_endpoint_only(graph_[w].kind)))
+            if (dist[w] != kInf && dist[v] == weight_[e] + dist[w] &&
+                (w == to || !is_endpoint_only(graph_[w].kind)))
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
-        const EdgeIndex e =
-            next[mix(mix(from * 1000003ULL + to) + hop) % next.size()];
+        const EdgeIndex e = next[mix(mix(from * 1000003ULL + to) + hop) % next.size()];
         r.edges.push_back(e);
         r.bottleneck = std::min(r.bottleneck, edge(e).bandwidth);
         r.latency += edge(e).latency;
@@ -247,8 +248,8 @@ Route Topology::gpu_route(int from_gpu, int to_gpu) const {
     // Between nodes a GPU sends through its own NIC (GPUDirect RDMA) and the peer receives
     // through its own, as NCCL does on rail-optimised nodes.
     Route r = route(gpu_hbm(from_gpu), gpu_nic(from_gpu));
-    for (const Route& part : {route(gpu_nic(from_gpu), gpu_nic(to_gpu)),
-                              route(gpu_nic(to_gpu), gpu_hbm(to_gpu))}) {
+    for (const Route& part :
+         {route(gpu_nic(from_gpu), gpu_nic(to_gpu)), route(gpu_nic(to_gpu), gpu_hbm(to_gpu))}) {
         r.edges.insert(r.edges.end(), part.edges.begin(), part.edges.end());
         r.bottleneck = std::min(r.bottleneck, part.bottleneck);
         r.latency += part.latency;
@@ -256,7 +257,9 @@ Route Topology::gpu_route(int from_gpu, int to_gpu) const {
     return r;
 }
 
-Route Topology::memory_route(int gpu) const { return route(gpu_hbm(gpu), gpu_sm(gpu)); }
+Route Topology::memory_route(int gpu) const {
+    return route(gpu_hbm(gpu), gpu_sm(gpu));
+}
 
 std::string Topology::describe(const Route& route, VertexId from) const {
     std::string s = graph_[from].name;

@@ -20,7 +20,16 @@
 
 namespace clustersim::hardware {
 
-enum class VertexKind : std::uint8_t { gpu_sm, gpu_hbm, nvswitch, pcie_switch, host, nic, leaf, spine };
+enum class VertexKind : std::uint8_t {
+    gpu_sm,
+    gpu_hbm,
+    nvswitch,
+    pcie_switch,
+    host,
+    nic,
+    leaf,
+    spine
+};
 enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric };
 
 std::string_view to_string(VertexKind k);
@@ -51,8 +60,8 @@ struct Route {
 
 class Topology {
 public:
-    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                        VertexInfo, EdgeInfo>;
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo,
+                                        EdgeInfo>;
     using VertexId = Graph::vertex_descriptor;
 
     /// Builds the graph of `spec` (all of its nodes and their network).

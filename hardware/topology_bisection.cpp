@@ -22,16 +22,18 @@ double Topology::bisection_bandwidth() const {
     using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
     using FlowGraph = boost::adjacency_list<
         boost::vecS, boost::vecS, boost::directedS,
-        boost::property<boost::vertex_name_t, std::string,
-                        boost::property<boost::vertex_index_t, long,
-                                        boost::property<boost::vertex_color_t,
-                                                        boost::default_color_type,
-                                                        boost::property<boost::vertex_distance_t, long,
-                                                                        boost::property<boost::vertex_predecessor_t,
-                                                                                        Traits::edge_descriptor>>>>>,
-        boost::property<boost::edge_capacity_t, long,
-                        boost::property<boost::edge_residual_capacity_t, long,
-                                        boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+        boost::property<
+            boost::vertex_name_t, std::string,
+            boost::property<
+                boost::vertex_index_t, long,
+                boost::property<boost::vertex_color_t, boost::default_color_type,
+                                boost::property<boost::vertex_distance_t, long,
+                                                boost::property<boost::vertex_predecessor_t,
+                                                                Traits::edge_descriptor>>>>>,
+        boost::property<
+            boost::edge_capacity_t, long,
+            boost::property<boost::edge_residual_capacity_t, long,
+                            boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
     FlowGraph fg(vertex_count() + 2);
     const auto source = static_cast<Traits::vertex_descriptor>(vertex_count());
     const auto sink = source + 1;

@@ -51,8 +51,8 @@ void YamlMap::fail_at(const YAML::Node& at, std::string_view key, const std::str
 }
 
 void YamlMap::missing(std::string_view key, const std::string& what) const {
-    throw InputError(format_mark(*file_, node_.Mark()) + ": missing key '" + key_path(key) +
-                     "' (" + what + ")");
+    throw InputError(format_mark(*file_, node_.Mark()) + ": missing key '" + key_path(key) + "' (" +
+                     what + ")");
 }
 
 bool YamlMap::has(std::string_view key) {
@@ -71,7 +71,9 @@ YAML::Node YamlMap::scalar(std::string_view key, std::string_view expected) {
     return v;
 }
 
-std::string YamlMap::str(std::string_view key) { return scalar(key, "a string").Scalar(); }
+std::string YamlMap::str(std::string_view key) {
+    return scalar(key, "a string").Scalar();
+}
 
 std::int64_t YamlMap::integer(std::string_view key, std::int64_t min, std::int64_t max) {
     const std::string text = scalar(key, "an integer").Scalar();
@@ -80,8 +82,8 @@ std::int64_t YamlMap::integer(std::string_view key, std::int64_t min, std::int64
     if (ec != std::errc() || ptr != text.data() + text.size())
         fail(key, "expected an integer, got '" + text + "'");
     if (value < min || value > max)
-        fail(key, "expected an integer from " + std::to_string(min) + " to " +
-                      std::to_string(max) + ", got " + text);
+        fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                      ", got " + text);
     return value;
 }
 
@@ -221,8 +223,8 @@ void YamlMap::finish() {
         std::string valid;
         for (const auto& k : asked_)
             valid += (valid.empty() ? "" : ", ") + k;
-        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" +
-                         key_path(key) + "' (valid keys here: " + valid + ")");
+        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" + key_path(key) +
+                         "' (valid keys here: " + valid + ")");
     }
 }
 

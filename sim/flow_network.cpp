@@ -7,7 +7,9 @@
 
 namespace clustersim::sim {
 
-FlowNetwork::FlowNetwork(Engine& engine) : engine_(engine) {}
+FlowNetwork::FlowNetwork(Engine& engine)
+    : engine_(engine) {
+}
 
 ResourceId FlowNetwork::add_resource(double capacity, std::string name) {
     if (!(capacity > 0) || !std::isfinite(capacity))
@@ -27,7 +29,12 @@ FlowId FlowNetwork::start(FlowSpec spec) {
     }
     const FlowId id = next_id_++;
     ++in_flight_;
-    Flow flow{id,           spec.bytes, spec.bytes, 0.0, spec.max_rate, std::move(spec.path),
+    Flow flow{id,
+              spec.bytes,
+              spec.bytes,
+              0.0,
+              spec.max_rate,
+              std::move(spec.path),
               std::move(spec.on_complete)};
     if (spec.latency == Time::zero()) {
         activate(std::move(flow));
@@ -99,11 +106,10 @@ void FlowNetwork::schedule_next_completion() {
     }
     if (!std::isfinite(earliest))
         return;
-    completion_event_ =
-        engine_.at(engine_.now() + Time::from_seconds_ceil(earliest), [this] {
-            completion_scheduled_ = false;
-            on_completion_event();
-        });
+    completion_event_ = engine_.at(engine_.now() + Time::from_seconds_ceil(earliest), [this] {
+        completion_scheduled_ = false;
+        on_completion_event();
+    });
     completion_scheduled_ = true;
 }
 

@@ -28,9 +28,9 @@ using FlowId = std::uint64_t;
 
 /// What a flow is: its size, the resources it crosses, and what to do when it is done.
 struct FlowSpec {
-    double bytes = 0;               ///< >= 0; a zero-byte flow completes after its latency
-    std::vector<ResourceId> path;   ///< resources crossed, each at most once
-    Time latency = Time::zero();    ///< time before the first byte moves
+    double bytes = 0;             ///< >= 0; a zero-byte flow completes after its latency
+    std::vector<ResourceId> path; ///< resources crossed, each at most once
+    Time latency = Time::zero();  ///< time before the first byte moves
     /// A cap of the flow's own (an endpoint or protocol limit), in bytes/s.
     double max_rate = std::numeric_limits<double>::infinity();
     std::function<void(FlowId)> on_complete; ///< called at the completion time

@@ -117,7 +117,8 @@ void TaskExecutor::require_finished() const {
     throw std::logic_error("task graph stalled with " +
                            std::to_string(graph_.task_count() - ended_) +
                            " tasks unfinished (a dependency cycle or one against stream order); "
-                           "first never started: " + stuck);
+                           "first never started: " +
+                           stuck);
 }
 
 } // namespace clustersim::sim

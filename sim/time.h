@@ -67,11 +67,16 @@ public:
     friend constexpr auto operator<=>(Time, Time) = default;
 
 private:
-    constexpr explicit Time(rep ps) : ps_(ps) {}
+    constexpr explicit Time(rep ps)
+        : ps_(ps) {}
     rep ps_ = 0;
 };
 
-constexpr Time max(Time a, Time b) { return a < b ? b : a; }
-constexpr Time min(Time a, Time b) { return a < b ? a : b; }
+constexpr Time max(Time a, Time b) {
+    return a < b ? b : a;
+}
+constexpr Time min(Time a, Time b) {
+    return a < b ? a : b;
+}
 
 } // namespace clustersim::sim

@@ -69,11 +69,10 @@ constexpr double kTi = kGi * 1024.0;
 constexpr double kPi = kTi * 1024.0;
 
 constexpr std::array<Suffix, 23> kSizeSuffixes{{
-    {"", 1},          {"B", 1},         {"K", kKi},       {"M", kMi},      {"G", kGi},
-    {"T", kTi},       {"KiB", kKi},     {"MiB", kMi},     {"GiB", kGi},    {"TiB", kTi},
-    {"PiB", kPi},     {"KB", 1e3},      {"kB", 1e3},      {"MB", 1e6},     {"GB", 1e9},
-    {"TB", 1e12},     {"PB", 1e15},     {"Ki", kKi},     {"Mi", kMi},
-    {"Gi", kGi},      {"Ti", kTi},      {"bytes", 1},     {"byte", 1},
+    {"", 1},      {"B", 1},     {"K", kKi},   {"M", kMi},   {"G", kGi},   {"T", kTi},
+    {"KiB", kKi}, {"MiB", kMi}, {"GiB", kGi}, {"TiB", kTi}, {"PiB", kPi}, {"KB", 1e3},
+    {"kB", 1e3},  {"MB", 1e6},  {"GB", 1e9},  {"TB", 1e12}, {"PB", 1e15}, {"Ki", kKi},
+    {"Mi", kMi},  {"Gi", kGi},  {"Ti", kTi},  {"bytes", 1}, {"byte", 1},
 }};
 
 /// Prefix multipliers for rates and FLOP rates.
@@ -141,7 +140,8 @@ double parse_bandwidth(std::string_view text) {
     const double scale = per_unit > 0 ? lookup(kPrefixes, prefix, found) : 0;
     if (!found)
         throw UnitsError("expected a bandwidth like '900GB/s' or '400Gb/s', got '" +
-                         std::string(text) + "' (the unit must end in B/s for bytes or b/s for bits)");
+                         std::string(text) +
+                         "' (the unit must end in B/s for bytes or b/s for bits)");
     return value * scale * per_unit;
 }
 
@@ -204,9 +204,8 @@ std::string format_bytes(std::int64_t bytes) {
                                           {std::int64_t{1} << 30, "GiB"},
                                           {std::int64_t{1} << 20, "MiB"},
                                           {std::int64_t{1} << 10, "KiB"}}};
-    constexpr std::array<Unit, 3> decimal{{{1'000'000'000'000, "TB"},
-                                           {1'000'000'000, "GB"},
-                                           {1'000'000, "MB"}}};
+    constexpr std::array<Unit, 3> decimal{
+        {{1'000'000'000'000, "TB"}, {1'000'000'000, "GB"}, {1'000'000, "MB"}}};
     for (const auto& u : binary) {
         if (u.size >= (std::int64_t{1} << 20) && bytes >= u.size && bytes % u.size == 0)
             return std::to_string(bytes / u.size) + " " + u.name;

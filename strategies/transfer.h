@@ -12,9 +12,9 @@ namespace clustersim::strategies {
 
 struct TransferResult {
     hardware::Route route;
-    sim::Time time;              ///< from start to the last byte's arrival
-    double achieved_bandwidth;   ///< bytes / time
-    std::uint64_t events;        ///< events the engine processed
+    sim::Time time;            ///< from start to the last byte's arrival
+    double achieved_bandwidth; ///< bytes / time
+    std::uint64_t events;      ///< events the engine processed
 };
 
 /// Simulates `bytes` from GPU `from` to GPU `to` (HBM to HBM) alone on the cluster.

@@ -76,7 +76,8 @@ std::string random_run(unsigned seed) {
         log += std::to_string(engine.now().picoseconds()) + ":" + std::to_string(depth) + ";";
         if (depth < 6) {
             for (int i = 0; i < 2; ++i)
-                engine.after(Time::ps(static_cast<long>(rng() % 5)), [&, depth] { spawn(depth + 1); });
+                engine.after(Time::ps(static_cast<long>(rng() % 5)),
+                             [&, depth] { spawn(depth + 1); });
         }
     };
     for (int i = 0; i < 5; ++i)

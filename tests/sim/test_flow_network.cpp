@@ -25,7 +25,8 @@ struct Recorder {
 
 /// Checks max-min fairness after every recomputation: no resource above capacity, and every
 /// flow is either at its own cap or crosses a saturated resource on which no flow is faster.
-void check_max_min(const FlowNetwork& net, const std::vector<std::pair<sim::FlowId, FlowSpec>>& flows) {
+void check_max_min(const FlowNetwork& net,
+                   const std::vector<std::pair<sim::FlowId, FlowSpec>>& flows) {
     for (sim::ResourceId r = 0; r < net.resource_count(); ++r)
         REQUIRE(net.load(r) <= net.capacity(r) * (1 + 1e-9));
     for (const auto& [id, spec] : flows) {
@@ -93,7 +94,8 @@ TEST_CASE("FlowNetwork: a finished flow hands its share to the other", "[sim][fl
     CHECK(rec.done.at(a) == Time::ms(1500));
 }
 
-TEST_CASE("FlowNetwork: a flow bottlenecked elsewhere leaves the rest to the other", "[sim][flow]") {
+TEST_CASE("FlowNetwork: a flow bottlenecked elsewhere leaves the rest to the other",
+          "[sim][flow]") {
     Engine engine;
     FlowNetwork net(engine);
     auto shared = net.add_resource(10e9, "shared");
@@ -145,9 +147,12 @@ TEST_CASE("FlowNetwork: a rate change never lets a stale completion fire", "[sim
     auto a = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
     // Alone, a would finish at 1 s. A second flow joins at 0.5 s and halves a's rate.
     sim::FlowId b = 0;
-    engine.at(Time::ms(500), [&] { b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()}); });
+    engine.at(Time::ms(500), [&] {
+        b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    });
     engine.run();
-    // a: 0.5 GB alone, then 0.5 GB at 0.5 GB/s -> 1.5 s. b: 0.5 GB by 1.5 s, then 0.5 GB alone -> 2 s.
+    // a: 0.5 GB alone, then 0.5 GB at 0.5 GB/s -> 1.5 s. b: 0.5 GB by 1.5 s, then 0.5 GB alone -> 2
+    // s.
     CHECK(rec.done.at(a) == Time::ms(1500));
     CHECK(rec.done.at(b) == Time::s(2));
     CHECK(net.bytes_carried(link) == Approx(2e9));

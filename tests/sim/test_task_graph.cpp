@@ -38,7 +38,8 @@ TEST_CASE("TaskGraph: two streams overlap; dependencies cross streams", "[sim][t
     TaskExecutor ex(engine, g);
     std::vector<std::string> log;
     ex.on_task_start.connect([&](sim::TaskId id, Time t) {
-        log.push_back("start " + g.task(id).name + "@" + std::to_string(t.picoseconds() / 1'000'000));
+        log.push_back("start " + g.task(id).name + "@" +
+                      std::to_string(t.picoseconds() / 1'000'000));
     });
     ex.on_task_end.connect([&](sim::TaskId id, Time t) {
         log.push_back("end " + g.task(id).name + "@" + std::to_string(t.picoseconds() / 1'000'000));
@@ -62,7 +63,9 @@ TEST_CASE("TaskGraph: asynchronous actions end when they report done", "[sim][ta
     auto s = g.add_stream("comm");
     auto send = g.add_task(Task{"send", s, Time::zero(),
                                 [&](sim::TaskId, std::function<void()> done) {
-                                    net.start(sim::FlowSpec{1e6, {link}, Time::us(2),
+                                    net.start(sim::FlowSpec{1e6,
+                                                            {link},
+                                                            Time::us(2),
                                                             std::numeric_limits<double>::infinity(),
                                                             [done](sim::FlowId) { done(); }});
                                 },
@@ -87,7 +90,8 @@ TEST_CASE("TaskGraph: a dependency against stream order stalls and is reported",
     ex.start();
     engine.run();
     CHECK_FALSE(ex.finished());
-    CHECK_THROWS_WITH(ex.require_finished(), Catch::Contains("stalled") && Catch::Contains("'first'"));
+    CHECK_THROWS_WITH(ex.require_finished(),
+                      Catch::Contains("stalled") && Catch::Contains("'first'"));
 }
 
 TEST_CASE("TaskGraph: bad construction is refused", "[sim][tasks]") {

@@ -58,10 +58,12 @@ TEST_CASE("units: rates, times and FLOP rates", "[sim][units]") {
 }
 
 TEST_CASE("units: bad input is a UnitsError with the text and an example", "[sim][units]") {
-    SECTION("empty") { CHECK_THROWS_AS(sim::parse_bytes(""), UnitsError); }
+    SECTION("empty") {
+        CHECK_THROWS_AS(sim::parse_bytes(""), UnitsError);
+    }
     SECTION("no number") {
-        CHECK_THROWS_WITH(sim::parse_bytes("GiB"), Catch::Contains("'GiB'") &&
-                                                       Catch::Contains("1GiB"));
+        CHECK_THROWS_WITH(sim::parse_bytes("GiB"),
+                          Catch::Contains("'GiB'") && Catch::Contains("1GiB"));
     }
     SECTION("negative size") {
         CHECK_THROWS_WITH(sim::parse_bytes("-1GiB"), Catch::Contains("negative"));
@@ -72,8 +74,12 @@ TEST_CASE("units: bad input is a UnitsError with the text and an example", "[sim
     SECTION("a rate without /s") {
         CHECK_THROWS_WITH(sim::parse_bandwidth("900GB"), Catch::Contains("B/s"));
     }
-    SECTION("a time without unit") { CHECK_THROWS_AS(sim::parse_time("12"), UnitsError); }
-    SECTION("a time unit that is not one") { CHECK_THROWS_AS(sim::parse_time("2 hours"), UnitsError); }
+    SECTION("a time without unit") {
+        CHECK_THROWS_AS(sim::parse_time("12"), UnitsError);
+    }
+    SECTION("a time unit that is not one") {
+        CHECK_THROWS_AS(sim::parse_time("2 hours"), UnitsError);
+    }
     SECTION("a FLOP rate with a binary prefix") {
         CHECK_THROWS_AS(sim::parse_flop_rate("1TiFLOPS"), UnitsError);
     }
@@ -81,7 +87,9 @@ TEST_CASE("units: bad input is a UnitsError with the text and an example", "[sim
         CHECK_THROWS_AS(sim::parse_bandwidth("infGB/s"), UnitsError);
         CHECK_THROWS_AS(sim::parse_bytes("nan"), UnitsError);
     }
-    SECTION("too large") { CHECK_THROWS_AS(sim::parse_bytes("100000000PB"), UnitsError); }
+    SECTION("too large") {
+        CHECK_THROWS_AS(sim::parse_bytes("100000000PB"), UnitsError);
+    }
 }
 
 TEST_CASE("units: formatting", "[sim][units]") {

@@ -1,0 +1,205 @@
+#include "hardware/hardware_loader.h"
+#include "sim/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace clustersim;
+using namespace clustersim::hardware;
+
+namespace {
+/// A hardware file in a fresh temporary directory.
+struct TempYaml {
+    std::filesystem::path dir;
+    std::filesystem::path path;
+    explicit TempYaml(const std::string& text, const std::string& name = "hw.yaml") {
+        dir = std::filesystem::temp_directory_path() /
+              ("clustersim-test-" + std::to_string(std::hash<std::string>{}(text + name)));
+        std::filesystem::create_directories(dir);
+        path = dir / name;
+        std::ofstream(path) << text;
+    }
+    ~TempYaml() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+};
+
+std::string load_error(const std::string& text) {
+    TempYaml f(text);
+    try {
+        (void)load_hardware(f.path.string());
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+} // namespace
+
+TEST_CASE("presets: every preset loads and says what it is", "[hardware][presets]") {
+    const auto names = hardware_preset_names();
+    REQUIRE(names.size() >= 4);
+    for (const auto& n : {"dgx-a100", "dgx-h100", "hgx-h200", "pcie-4gpu"})
+        CHECK(std::find(names.begin(), names.end(), n) != names.end());
+    for (const auto& n : names) {
+        INFO(n);
+        const ClusterSpec s = load_hardware(n);
+        CHECK(s.name == n);
+        CHECK(!s.description.empty());
+        CHECK(s.nodes == 1);
+    }
+}
+
+TEST_CASE("presets: datasheet numbers", "[hardware][presets]") {
+    const ClusterSpec a100 = load_hardware("dgx-a100");
+    CHECK(a100.node.gpus == 8);
+    CHECK(a100.node.gpu.sm_count == 108);
+    CHECK(a100.node.gpu.peak(Dtype::fp16) == Approx(312e12));
+    CHECK(a100.node.gpu.hbm_bandwidth == Approx(2039e9));
+    CHECK(a100.node.nvlink.bandwidth == Approx(300e9));
+    CHECK(a100.node.nic.bandwidth == Approx(25e9));
+    CHECK_FALSE(a100.node.nvls);
+    CHECK_FALSE(a100.node.gpu.supports(Dtype::fp8));
+
+    const ClusterSpec h100 = load_hardware("dgx-h100");
+    CHECK(h100.node.gpu.sm_count == 132);
+    CHECK(h100.node.gpu.peak(Dtype::bf16) == Approx(989.4e12));
+    CHECK(h100.node.nvlink.bandwidth == Approx(450e9));
+    CHECK(h100.node.nic.bandwidth == Approx(50e9));
+    CHECK(h100.node.nvls);
+
+    // hgx-h200 extends dgx-h100 and overrides only the GPU's name and memory.
+    const ClusterSpec h200 = load_hardware("hgx-h200");
+    CHECK(h200.node.gpu.hbm_bytes == 141'000'000'000);
+    CHECK(h200.node.gpu.hbm_bandwidth == Approx(4.8e12));
+    CHECK(h200.node.gpu.sm_count == 132);
+    CHECK(h200.node.nvlink.bandwidth == Approx(450e9));
+    CHECK(h200.node.gpu.name == "H200-SXM-141GB");
+
+    const ClusterSpec pcie = load_hardware("pcie-4gpu");
+    CHECK(pcie.node.gpus == 4);
+    CHECK(pcie.node.fabric == IntraNodeFabric::pcie);
+}
+
+TEST_CASE("hardware files: extends and overrides", "[hardware][loader]") {
+    TempYaml f("extends: dgx-a100\n"
+               "name: my-a100\n"
+               "gpu:\n"
+               "  hbm: {bandwidth: 1.6TB/s}\n"
+               "node:\n"
+               "  nvlink: {bandwidth: 250GB/s}\n");
+    const ClusterSpec s = load_hardware(f.path.string());
+    CHECK(s.name == "my-a100");
+    CHECK(s.node.gpu.hbm_bandwidth == Approx(1.6e12));
+    CHECK(s.node.gpu.hbm_bytes == 80'000'000'000); // kept from the preset
+    CHECK(s.node.nvlink.bandwidth == Approx(250e9));
+    CHECK(s.node.nvlink.latency == sim::Time::ns(350)); // kept from the preset
+    CHECK(s.node.gpu.sm_count == 108);
+}
+
+TEST_CASE("hardware files: every bad field is a one-line error with file:line:col and key",
+          "[hardware][loader][errors]") {
+    SECTION("unknown key, with the valid keys listed") {
+        const auto e = load_error("extends: dgx-a100\ngpu:\n  sm_cuont: 100\n");
+        CHECK_THAT(e, Catch::Contains("hw.yaml:3:3") &&
+                          Catch::Contains("unknown key 'gpu.sm_cuont'") &&
+                          Catch::Contains("sm_count"));
+    }
+    SECTION("unknown top-level key") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnodez: 2\n"),
+                   Catch::Contains("hw.yaml:2:1") && Catch::Contains("unknown key 'nodez'"));
+    }
+    SECTION("wrong type: text for an integer") {
+        CHECK_THAT(load_error("extends: dgx-a100\ngpu:\n  sm_count: many\n"),
+                   Catch::Contains("hw.yaml:3:13") && Catch::Contains("'gpu.sm_count'") &&
+                       Catch::Contains("expected an integer, got 'many'"));
+    }
+    SECTION("wrong type: a mapping for a scalar") {
+        CHECK_THAT(load_error("extends: dgx-a100\ngpu:\n  name: {a: 1}\n"),
+                   Catch::Contains("'gpu.name'") && Catch::Contains("got a mapping"));
+    }
+    SECTION("wrong type: a scalar for a mapping") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  nvlink: fast\n"),
+                   Catch::Contains("'node.nvlink'") && Catch::Contains("expected a mapping"));
+    }
+    SECTION("missing field in a file that extends nothing") {
+        CHECK_THAT(load_error("gpu:\n  name: X\n"),
+                   Catch::Contains("hw.yaml") && Catch::Contains("gpu.sm_count"));
+    }
+    SECTION("negative size") {
+        CHECK_THAT(load_error("extends: dgx-a100\ngpu:\n  hbm: {capacity: -80GB}\n"),
+                   Catch::Contains("hw.yaml:3:19") && Catch::Contains("gpu.hbm.capacity") &&
+                       Catch::Contains("negative"));
+    }
+    SECTION("zero size") {
+        CHECK_THAT(load_error("extends: dgx-a100\ngpu:\n  l2: 0B\n"),
+                   Catch::Contains("'gpu.l2'") && Catch::Contains("positive"));
+    }
+    SECTION("zero bandwidth") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  nic: {bandwidth: 0Gb/s}\n"),
+                   Catch::Contains("'node.nic.bandwidth'") &&
+                       Catch::Contains("positive bandwidth"));
+    }
+    SECTION("unparseable units") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  nvlink: {bandwidth: 300 furlongs}\n"),
+                   Catch::Contains("hw.yaml:3:23") && Catch::Contains("'node.nvlink.bandwidth'") &&
+                       Catch::Contains("900GB/s"));
+    }
+    SECTION("bandwidth given in bytes instead of a rate") {
+        CHECK_THAT(load_error("extends: dgx-a100\ngpu:\n  hbm: {bandwidth: 2TB}\n"),
+                   Catch::Contains("'gpu.hbm.bandwidth'") && Catch::Contains("B/s"));
+    }
+    SECTION("zero and negative counts") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  gpus: 0\n"),
+                   Catch::Contains("'node.gpus'") && Catch::Contains("from 1 to"));
+        CHECK_THAT(load_error("extends: dgx-a100\nnodes: -2\n"), Catch::Contains("'nodes'"));
+    }
+    SECTION("a choice outside its set") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  fabric: infiniband\n"),
+                   Catch::Contains("'node.fabric'") && Catch::Contains("nvswitch, pcie"));
+    }
+    SECTION("inconsistent: GPUs not divisible by GPUs per PCIe switch") {
+        CHECK_THAT(load_error("extends: dgx-a100\nnode:\n  pcie: {gpus_per_switch: 3}\n"),
+                   Catch::Contains("node.pcie.gpus_per_switch"));
+    }
+    SECTION("a preset that does not exist") {
+        CHECK_THAT(load_error("extends: dgx-z900\n"),
+                   Catch::Contains("hw.yaml:1:10") &&
+                       Catch::Contains("unknown hardware preset 'dgx-z900'") &&
+                       Catch::Contains("dgx-a100"));
+        CHECK_THROWS_WITH(load_hardware("dgx-z900"), Catch::Contains("presets: "));
+    }
+    SECTION("a file that does not exist") {
+        CHECK_THROWS_WITH(load_hardware("/nonexistent/hw.yaml"),
+                          Catch::Contains("no such hardware file"));
+    }
+    SECTION("invalid YAML syntax") {
+        CHECK_THAT(load_error("gpu: [unclosed\n"),
+                   Catch::Contains("hw.yaml:") && Catch::Contains("invalid YAML"));
+    }
+    SECTION("a document that is not a mapping") {
+        CHECK_THAT(load_error("- 1\n- 2\n"), Catch::Contains("expected a mapping"));
+    }
+    SECTION("extends itself") {
+        TempYaml f("extends: hw.yaml\n");
+        CHECK_THROWS_WITH(load_hardware(f.path.string()), Catch::Contains("extends"));
+    }
+}
+
+TEST_CASE("hardware files: inline YAML text", "[hardware][loader]") {
+    const ClusterSpec s = parse_hardware_yaml("extends: dgx-h100\nnodes: 2\n", "inline");
+    CHECK(s.nodes == 2);
+    CHECK(s.gpu_count() == 16);
+    CHECK_THROWS_WITH(parse_hardware_yaml("nodes: [1", "inline"), Catch::StartsWith("inline:"));
+}
+
+TEST_CASE("with_gpu_count builds whole nodes", "[hardware]") {
+    const ClusterSpec h100 = load_hardware("dgx-h100");
+    CHECK(with_gpu_count(h100, 4).nodes == 1);
+    CHECK(with_gpu_count(h100, 8).nodes == 1);
+    CHECK(with_gpu_count(h100, 9).nodes == 2);
+    CHECK(with_gpu_count(h100, 1024).nodes == 128);
+    CHECK_THROWS_AS(with_gpu_count(h100, 0), InputError);
+}
