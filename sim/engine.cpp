@@ -1,6 +1,5 @@
 #include "sim/engine.h"
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +11,8 @@ std::uint32_t Engine::acquire_slot() {
         free_slots_.pop_back();
         return s;
     }
+    if (slots_.size() > kSlotMask)
+        throw std::length_error("more than 16 million events pending");
     slots_.emplace_back();
     return static_cast<std::uint32_t>(slots_.size() - 1);
 }
@@ -20,8 +21,47 @@ void Engine::release_slot(std::uint32_t slot) {
     Slot& s = slots_[slot];
     s.fn = nullptr;
     s.live = false;
-    ++s.generation; // any EventId still naming this slot is now stale
     free_slots_.push_back(slot);
+}
+
+void Engine::push(Entry e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+        const std::size_t parent = (i - 1) / 4;
+        if (!before(e, heap_[parent]))
+            break;
+        heap_[i] = heap_[parent];
+        i = parent;
+    }
+    heap_[i] = e;
+}
+
+Engine::Entry Engine::pop() {
+    const Entry top = heap_.front();
+    const Entry last = heap_.back();
+    heap_.pop_back();
+    const std::size_t n = heap_.size();
+    if (n == 0)
+        return top;
+    std::size_t i = 0;
+    for (;;) {
+        const std::size_t first = 4 * i + 1;
+        if (first >= n)
+            break;
+        std::size_t best = first;
+        const std::size_t end = first + 4 < n ? first + 4 : n;
+        for (std::size_t c = first + 1; c < end; ++c) {
+            if (before(heap_[c], heap_[best]))
+                best = c;
+        }
+        if (!before(heap_[best], last))
+            break;
+        heap_[i] = heap_[best];
+        i = best;
+    }
+    heap_[i] = last;
+    return top;
 }
 
 EventId Engine::at(Time t, Callback fn) {
@@ -29,21 +69,24 @@ EventId Engine::at(Time t, Callback fn) {
         throw std::logic_error("event scheduled in the past: at " +
                                std::to_string(t.picoseconds()) + " ps, now " +
                                std::to_string(now_.picoseconds()) + " ps");
+    const std::uint64_t seq = next_seq_++;
+    if (seq >> (64 - kSlotBits))
+        throw std::length_error("event sequence numbers exhausted");
     const std::uint32_t slot = acquire_slot();
     Slot& s = slots_[slot];
     s.fn = std::move(fn);
+    s.seq = seq;
     s.live = true;
-    heap_.push_back(Entry{t, next_seq_++, slot, s.generation});
-    std::push_heap(heap_.begin(), heap_.end(), Later{});
+    push(Entry{t.picoseconds(), (seq << kSlotBits) | slot});
     ++pending_;
-    return EventId{slot, s.generation};
+    return EventId{slot, seq};
 }
 
 void Engine::cancel(EventId id) {
     if (id.slot >= slots_.size())
         return;
     Slot& s = slots_[id.slot];
-    if (!s.live || s.generation != id.generation)
+    if (!s.live || s.seq != id.seq)
         return;
     // The heap entry stays and is skipped when popped; the slot is freed only then, so that a
     // reused slot cannot be mistaken for the cancelled event.
@@ -52,19 +95,24 @@ void Engine::cancel(EventId id) {
     --pending_;
 }
 
+bool Engine::top_is_live() const {
+    const Entry& e = heap_.front();
+    const Slot& s = slots_[e.key & kSlotMask];
+    return s.live && s.seq == (e.key >> kSlotBits);
+}
+
 bool Engine::step() {
     while (!heap_.empty()) {
-        std::pop_heap(heap_.begin(), heap_.end(), Later{});
-        const Entry e = heap_.back();
-        heap_.pop_back();
-        Slot& s = slots_[e.slot];
-        if (!s.live || s.generation != e.generation) {
-            release_slot(e.slot); // a cancelled event: its slot can go back now
+        const bool live = top_is_live();
+        const Entry e = pop();
+        const auto slot = static_cast<std::uint32_t>(e.key & kSlotMask);
+        if (!live) {
+            release_slot(slot); // a cancelled event: its slot can go back now
             continue;
         }
-        now_ = e.time;
-        Callback fn = std::move(s.fn);
-        release_slot(e.slot);
+        now_ = Time::ps(e.time);
+        Callback fn = std::move(slots_[slot].fn);
+        release_slot(slot);
         --pending_;
         ++processed_;
         fn();
@@ -80,18 +128,13 @@ void Engine::run() {
 
 void Engine::run_until(Time limit) {
     while (!heap_.empty()) {
-        const Entry& top = heap_.front();
-        const Slot& s = slots_[top.slot];
-        if (!s.live || s.generation != top.generation) {
+        if (!top_is_live()) {
             // A cancelled event at the top must not stop the loop, nor may step() skip past it
             // to a live event beyond the limit: drop it here.
-            const std::uint32_t slot = top.slot;
-            std::pop_heap(heap_.begin(), heap_.end(), Later{});
-            heap_.pop_back();
-            release_slot(slot);
+            release_slot(static_cast<std::uint32_t>(pop().key & kSlotMask));
             continue;
         }
-        if (top.time > limit)
+        if (heap_.front().time > limit.picoseconds())
             break;
         step();
     }

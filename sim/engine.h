@@ -17,7 +17,7 @@ namespace clustersim::sim {
 /// Identifies a scheduled event so that it can be cancelled.
 struct EventId {
     std::uint32_t slot = 0;
-    std::uint32_t generation = 0;
+    std::uint64_t seq = 0;
 };
 
 class Engine {
@@ -48,27 +48,30 @@ public:
     std::uint64_t events_processed() const { return processed_; }
 
 private:
-    // A heap entry is small (24 bytes) and carries no callable, so sifting moves little; the
-    // callable lives in a slab slot that is reused after the event runs.
+    // A heap entry is 16 bytes and carries no callable: the time, and a key that packs the
+    // insertion sequence number (high 40 bits, the tie-break) with the slab slot holding the
+    // callable (low 24 bits). The heap is 4-ary: shallower than a binary heap, and the four
+    // children of a node share a cache line.
     struct Entry {
-        Time time;
-        std::uint64_t seq;
-        std::uint32_t slot;
-        std::uint32_t generation;
+        std::int64_t time;
+        std::uint64_t key;
     };
-    struct Later {
-        bool operator()(const Entry& a, const Entry& b) const {
-            return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-        }
-    };
+    static constexpr int kSlotBits = 24;
+    static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
+    static bool before(const Entry& a, const Entry& b) {
+        return a.time != b.time ? a.time < b.time : a.key < b.key;
+    }
     struct Slot {
         Callback fn;
-        std::uint32_t generation = 0;
+        std::uint64_t seq = 0; ///< sequence number of the event in this slot
         bool live = false;
     };
 
     std::uint32_t acquire_slot();
     void release_slot(std::uint32_t slot);
+    void push(Entry e);
+    Entry pop();
+    bool top_is_live() const;
 
     Time now_ = Time::zero();
     std::uint64_t next_seq_ = 0;
