@@ -1,0 +1,90 @@
+#include "strategies/parallel/schedule_timing.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace clustersim::strategies::parallel {
+
+ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
+                             const PipelineShape& shape, const PassDurations& d) {
+    const int P = shape.ranks;
+    const int m = shape.micro_batches;
+    const int V = P * shape.virtual_stages;
+    constexpr double kUnset = -1.0;
+    // End times of every (micro-batch, virtual stage) forward and backward, once known.
+    std::vector<double> fwd_end(static_cast<std::size_t>(m) * V, kUnset);
+    std::vector<double> bwd_end(static_cast<std::size_t>(m) * V, kUnset);
+    auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
+
+    // Durations depend only on (kind, virtual stage): evaluate each once.
+    std::vector<double> dur_f(V), dur_b(V), xfer_f(V, 0.0), xfer_b(V, 0.0);
+    for (int vs = 0; vs < V; ++vs) {
+        dur_f[vs] = d.pass(PassKind::forward, vs);
+        dur_b[vs] = shape.forward_only ? 0.0 : d.pass(PassKind::backward, vs);
+        if (vs + 1 < V) {
+            xfer_f[vs] = d.transfer(PassKind::forward, vs);
+            if (!shape.forward_only)
+                xfer_b[vs] = d.transfer(PassKind::backward, vs);
+        }
+    }
+
+    ScheduleTiming t;
+    t.ranks.resize(P);
+    t.busy.assign(P, 0.0);
+    std::vector<std::size_t> next(P, 0);
+    std::vector<double> free_at(P, 0.0);
+    std::size_t remaining = 0;
+    for (const auto& o : orders)
+        remaining += o.size();
+
+    // Sweep the ranks, running every pass whose inputs are known; a sweep that runs nothing
+    // means the orders deadlock (a bug in a schedule, reported as such).
+    while (remaining > 0) {
+        bool progressed = false;
+        for (int p = 0; p < P; ++p) {
+            const auto& order = orders[p];
+            while (next[p] < order.size()) {
+                const PipePass& pass = order[next[p]];
+                const int vs = virtual_stage(pass.chunk, p, P);
+                double ready = 0;
+                if (pass.kind == PassKind::forward) {
+                    if (vs > 0) {
+                        const double prev = fwd_end[at(pass.micro_batch, vs - 1)];
+                        if (prev == kUnset)
+                            break;
+                        ready = prev + xfer_f[vs - 1];
+                    }
+                } else {
+                    const double own = fwd_end[at(pass.micro_batch, vs)];
+                    if (own == kUnset)
+                        break;
+                    ready = own;
+                    if (vs + 1 < V) {
+                        const double later = bwd_end[at(pass.micro_batch, vs + 1)];
+                        if (later == kUnset)
+                            break;
+                        ready = std::max(ready, later + xfer_b[vs]);
+                    }
+                }
+                const double start = std::max(ready, free_at[p]);
+                const double dur = pass.kind == PassKind::forward ? dur_f[vs] : dur_b[vs];
+                const double end = start + dur;
+                (pass.kind == PassKind::forward ? fwd_end : bwd_end)[at(pass.micro_batch, vs)] =
+                    end;
+                free_at[p] = end;
+                t.busy[p] += dur;
+                t.ranks[p].push_back(PassTime{pass, vs, start, end, ready});
+                t.makespan = std::max(t.makespan, end);
+                ++next[p];
+                --remaining;
+                progressed = true;
+            }
+        }
+        if (!progressed)
+            throw std::logic_error("pipeline schedule deadlocks: no rank can run its next pass");
+    }
+    return t;
+}
+
+} // namespace clustersim::strategies::parallel

@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// Times a pipeline schedule without an event queue: the passes of all ranks form a DAG
+/// (each rank runs its passes in order; a forward waits for the previous virtual stage's
+/// forward of the same micro-batch plus the activation transfer; a backward waits for the next
+/// virtual stage's backward plus the gradient transfer), and with fixed durations its
+/// earliest-start times follow in one pass over the DAG. This is the `analytic` fidelity of a
+/// training step: exact for fixed durations, and cheap enough for sweeps of thousands of
+/// configurations per second. The `flow` fidelity plays the same DAG on the event engine with
+/// transfers and collectives contending on the network graph; without contention the two agree.
+
+#include "strategies/parallel/pipeline_schedule.h"
+
+#include <functional>
+#include <vector>
+
+namespace clustersim::strategies::parallel {
+
+/// Durations (seconds) the timing needs.
+struct PassDurations {
+    /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm).
+    std::function<double(PassKind kind, int vs)> pass;
+    /// Transfer time of a micro-batch's activation from virtual stage `vs` to `vs + 1`
+    /// (forward) or of its gradient from `vs + 1` to `vs` (backward).
+    std::function<double(PassKind kind, int vs)> transfer;
+};
+
+/// Start and end of one pass, in seconds from the start of the step.
+struct PassTime {
+    PipePass pass;
+    int virtual_stage;
+    double start;
+    double end;
+    double ready; ///< when its inputs had arrived (start - ready: it waited for its rank)
+};
+
+struct ScheduleTiming {
+    std::vector<std::vector<PassTime>> ranks; ///< per rank, in execution order
+    double makespan = 0;                      ///< end of the last pass
+    /// Per rank: the time its compute stream was busy with passes.
+    std::vector<double> busy;
+};
+
+/// Times `orders` (from pipeline_order) with the given durations. `shape` gives P, m, v.
+ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
+                             const PipelineShape& shape, const PassDurations& durations);
+
+} // namespace clustersim::strategies::parallel
