@@ -81,6 +81,80 @@ void apply_network(YamlMap m, NetworkSpec& net) {
     m.finish();
 }
 
+/// A fraction in (0, 1], read only when present.
+void read_fraction(YamlMap& m, std::string_view key, double& out) {
+    if (!m.has(key))
+        return;
+    const double v = m.number(key, 0);
+    if (!(v > 0 && v <= 1))
+        m.fail(key, "expected a fraction in (0, 1], got " + m.str(key));
+    out = v;
+}
+
+/// "128x256" -> {128, 256}.
+GemmTile parse_tile(const YamlMap& m, std::string_view key, const YAML::Node& node) {
+    const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+    const auto x = text.find('x');
+    GemmTile t;
+    try {
+        std::size_t used_m = 0, used_n = 0;
+        if (x != std::string::npos) {
+            t.m = std::stoi(text.substr(0, x), &used_m);
+            t.n = std::stoi(text.substr(x + 1), &used_n);
+        }
+        if (x == std::string::npos || used_m != x || used_n != text.size() - x - 1)
+            t = {};
+    } catch (const std::exception&) {
+        t = {};
+    }
+    if (t.m < 1 || t.n < 1 || t.m > 4096 || t.n > 4096)
+        m.fail_at(node, key,
+                  "expected a tile like '128x256' (M x N, 1 to 4096), got '" + text + "'");
+    return t;
+}
+
+void apply_compute(YamlMap m, ComputeSpec& c) {
+    m.read_time("launch_overhead", c.launch_overhead);
+    if (m.has("gemm")) {
+        YamlMap g = m.map("gemm");
+        if (g.has("tiles")) {
+            const YAML::Node list = g.raw("tiles");
+            if (!list.IsSequence() || list.size() == 0 ||
+                list.size() > static_cast<std::size_t>(kMaxGemmTiles))
+                g.fail("tiles", "expected a list of 1 to " + std::to_string(kMaxGemmTiles) +
+                                    " tiles like [256x128, 128x128]");
+            c.gemm_tile_count = 0;
+            for (const auto& item : list)
+                c.gemm_tiles[static_cast<std::size_t>(c.gemm_tile_count++)] =
+                    parse_tile(g, "tiles", item);
+        }
+        if (g.has("full_rate_tile"))
+            c.gemm_full_rate_tile = parse_tile(g, "full_rate_tile", g.raw("full_rate_tile"));
+        g.read("ctas_per_sm", c.gemm_ctas_per_sm, 1, 64);
+        if (g.has("efficiency")) {
+            YamlMap e = g.map("efficiency");
+            for (Dtype d : kAllDtypes)
+                read_fraction(e, to_string(d), c.gemm_efficiency[static_cast<std::size_t>(d)]);
+            e.finish();
+        }
+        g.read_number("half_efficiency_flops", c.gemm_half_efficiency_flops, 0);
+        if (g.has("roofline_sharpness")) {
+            c.roofline_sharpness = g.number("roofline_sharpness", 0);
+            if (c.roofline_sharpness < 1)
+                g.fail("roofline_sharpness", "expected a number >= 1 (1 adds compute and memory "
+                                             "time, large values take the larger)");
+        }
+        g.finish();
+    }
+    if (m.has("memory")) {
+        YamlMap mem = m.map("memory");
+        read_fraction(mem, "efficiency", c.memory_efficiency);
+        mem.read_bytes("half_efficiency_bytes", c.memory_half_efficiency_bytes, false);
+        mem.finish();
+    }
+    m.finish();
+}
+
 fs::path resolve(const std::string& name_or_path, const fs::path& relative_to) {
     const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                                  name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
@@ -133,6 +207,8 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int dept
         apply_node(root.map("node"), spec.node);
     if (root.has("network"))
         apply_network(root.map("network"), spec.network);
+    if (root.has("compute"))
+        apply_compute(root.map("compute"), spec.compute);
     root.read("nodes", spec.nodes, 1, 1 << 20);
     root.finish();
     return spec;
@@ -184,6 +260,26 @@ void validate(const ClusterSpec& s, const std::string& file) {
         require(n.gpus % n.nics == 0 || n.nics % n.gpus == 0, "node.nics",
                 "a divisor or multiple of node.gpus");
     }
+    const ComputeSpec& c = s.compute;
+    require(c.launch_overhead > sim::Time::zero(), "compute.launch_overhead",
+            "the fixed cost of a kernel, like '2us'");
+    require(c.gemm_tile_count > 0, "compute.gemm.tiles",
+            "the CTA tiles of the GEMM library, e.g. [256x128, 128x128]");
+    require(c.gemm_full_rate_tile.m > 0, "compute.gemm.full_rate_tile",
+            "the smallest tile that runs at the full rate, e.g. 128x128");
+    require(c.gemm_ctas_per_sm > 0, "compute.gemm.ctas_per_sm", "CTAs resident per SM");
+    for (Dtype d : kAllDtypes) {
+        if (n.gpu.supports(d))
+            require(c.gemm_eff(d) > 0, "compute.gemm.efficiency." + std::string(to_string(d)),
+                    "the sustained fraction of the " + std::string(to_string(d)) + " peak");
+    }
+    require(c.gemm_half_efficiency_flops >= 0, "compute.gemm.half_efficiency_flops",
+            "the work in FLOPs at which a GEMM reaches half its efficiency");
+    require(c.roofline_sharpness >= 1, "compute.gemm.roofline_sharpness", "a number >= 1");
+    require(c.memory_efficiency > 0, "compute.memory.efficiency",
+            "the sustained fraction of HBM bandwidth");
+    require(c.memory_half_efficiency_bytes >= 0, "compute.memory.half_efficiency_bytes",
+            "the size at which a memory-bound kernel reaches half its bandwidth");
     if (s.nodes > 1) {
         require(n.nics > 0, "node.nics", "at least one NIC to connect several nodes");
         require(s.network.switch_radix >= 2, "network.switch_radix", "ports per switch");

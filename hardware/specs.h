@@ -70,12 +70,49 @@ struct NetworkSpec {
     sim::Time switch_latency = sim::Time::zero();
 };
 
+/// A GEMM output tile computed by one CTA.
+struct GemmTile {
+    int m = 0;
+    int n = 0;
+};
+inline constexpr int kMaxGemmTiles = 8;
+
+/// Parameters of the kernel cost model (hardware/compute_model.h), the `compute:` section of a
+/// hardware file. Every value is a datasheet figure or a fit to measurements; the presets say
+/// which in a comment next to it.
+struct ComputeSpec {
+    /// Fixed cost of every kernel (launch and the gap between back-to-back kernels).
+    sim::Time launch_overhead = sim::Time::zero();
+    /// The CTA output tiles (M x N) the GEMM library chooses among (the fastest is taken, as
+    /// cuBLAS's heuristics do), and CTAs resident per SM: waves of tiles over the SMs.
+    std::array<GemmTile, kMaxGemmTiles> gemm_tiles{};
+    int gemm_tile_count = 0;
+    int gemm_ctas_per_sm = 0;
+    /// The smallest tile whose operand loads keep the tensor cores busy; a smaller tile runs at
+    /// the ratio of its operand intensity m*n/(m+n) to this tile's (L2-to-SM feed bound).
+    GemmTile gemm_full_rate_tile;
+    /// Sustained fraction of the dense peak that large GEMMs reach, per dtype (0 = none given).
+    std::array<double, kDtypeCount> gemm_efficiency{};
+    /// Work (FLOPs) at which a GEMM reaches half its sustained efficiency: the fill and drain
+    /// of the tile pipeline, eff(W) = eff_max * W / (W + half).
+    double gemm_half_efficiency_flops = -1;
+    /// Exponent p of the smooth roofline (t_compute^p + t_memory^p)^(1/p); large p = max().
+    double roofline_sharpness = 0;
+    /// Sustained fraction of HBM bandwidth that large memory-bound kernels reach.
+    double memory_efficiency = 0;
+    /// Bytes moved at which a memory-bound kernel reaches half its sustained bandwidth.
+    std::int64_t memory_half_efficiency_bytes = -1;
+
+    double gemm_eff(Dtype d) const { return gemm_efficiency[static_cast<std::size_t>(d)]; }
+};
+
 /// A whole cluster: `nodes` identical nodes on one network.
 struct ClusterSpec {
     std::string name;        ///< preset name or file stem
     std::string description; ///< free text from the file
     NodeSpec node;
     NetworkSpec network;
+    ComputeSpec compute; ///< kernel cost model of the node's GPU
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

@@ -1,0 +1,120 @@
+#include "hardware/compute_model.h"
+
+#include "sim/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace clustersim::hardware {
+
+namespace {
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
+
+/// Above this exponent the smooth roofline is max() to within 1e-6 (and pow would overflow).
+constexpr double kMaxSharpness = 64;
+} // namespace
+
+ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
+    : gpu_name_(gpu.name)
+    , launch_(c.launch_overhead) {
+    auto require = [&](bool ok, const char* what) {
+        if (!ok)
+            throw InputError("GPU '" + gpu.name + "': the hardware file's compute: section " +
+                             "lacks " + what);
+    };
+    require(gpu.sm_count > 0, "an SM count (gpu.sm_count)");
+    require(c.gemm_tile_count > 0, "the GEMM tiles (compute.gemm.tiles)");
+    require(c.gemm_full_rate_tile.m > 0 && c.gemm_full_rate_tile.n > 0,
+            "compute.gemm.full_rate_tile");
+    require(c.gemm_ctas_per_sm > 0, "compute.gemm.ctas_per_sm");
+    require(c.roofline_sharpness >= 1, "compute.gemm.roofline_sharpness");
+    require(c.memory_efficiency > 0 && gpu.hbm_bandwidth > 0,
+            "compute.memory.efficiency (and gpu.hbm.bandwidth)");
+    require(c.gemm_half_efficiency_flops >= 0, "compute.gemm.half_efficiency_flops");
+    require(c.memory_half_efficiency_bytes >= 0, "compute.memory.half_efficiency_bytes");
+    require(c.launch_overhead >= sim::Time::zero(), "compute.launch_overhead");
+    for (Dtype d : kAllDtypes) {
+        peak_[index(d)] = gpu.peak(d);
+        if (gpu.supports(d) && c.gemm_eff(d) > 0)
+            inv_rate_[index(d)] = 1.0 / (gpu.peak(d) * c.gemm_eff(d));
+    }
+    auto intensity = [](GemmTile t) {
+        return static_cast<double>(t.m) * t.n / static_cast<double>(t.m + t.n);
+    };
+    const double full_rate = intensity(c.gemm_full_rate_tile);
+    tile_count_ = c.gemm_tile_count;
+    for (int i = 0; i < tile_count_; ++i) {
+        const GemmTile t = c.gemm_tiles[static_cast<std::size_t>(i)];
+        require(t.m > 0 && t.n > 0, "a positive size for every tile in compute.gemm.tiles");
+        const double rate = std::min(1.0, intensity(t) / full_rate);
+        tiles_[static_cast<std::size_t>(i)] = {t, 2.0 * t.m * t.n / rate};
+    }
+    slots_ = static_cast<std::int64_t>(gpu.sm_count) * c.gemm_ctas_per_sm;
+    half_flops_ = c.gemm_half_efficiency_flops;
+    p_ = std::min(c.roofline_sharpness, kMaxSharpness);
+    inv_p_ = 1.0 / p_;
+    inv_bandwidth_ = 1.0 / (gpu.hbm_bandwidth * c.memory_efficiency);
+    half_bytes_ = static_cast<double>(c.memory_half_efficiency_bytes);
+    launch_seconds_ = launch_.seconds();
+}
+
+ComputeModel::TileChoice ComputeModel::choose_tile(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                   std::int64_t batch) const {
+    TileChoice best;
+    const double slots_k = static_cast<double>(slots_) * static_cast<double>(k);
+    for (int i = 0; i < tile_count_; ++i) {
+        const Tile& t = tiles_[static_cast<std::size_t>(i)];
+        const std::int64_t tiles = batch * ceil_div(m, t.tile.m) * ceil_div(n, t.tile.n);
+        const std::int64_t waves = ceil_div(tiles, slots_);
+        // Whole waves of whole tiles: padding and idle SMs in the last wave cost as much as
+        // useful work. Ties keep the earlier tile, so the choice is deterministic.
+        const double work = static_cast<double>(waves) * slots_k * t.flops_per_k;
+        if (i == 0 || work < best.work)
+            best = {t.tile, tiles, waves, work};
+    }
+    return best;
+}
+
+double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
+                                  std::int64_t batch) const {
+    const double inv_rate = inv_rate_[index(dtype)];
+    if (!(inv_rate > 0))
+        throw InputError("GPU '" + gpu_name_ + "' has no " + std::string(to_string(dtype)) +
+                         " peak or GEMM efficiency in its hardware file");
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+        return 0;
+    const double work = choose_tile(m, n, k, batch).work;
+    const double t_comp = (work + half_flops_) * inv_rate;
+    const double t_mem =
+        (static_cast<double>(gemm_bytes(m, n, k, dtype, batch)) + half_bytes_) * inv_bandwidth_;
+    // Smooth roofline, written as t_big * (1 + (t_small/t_big)^p)^(1/p) so it never overflows.
+    const double big = std::max(t_comp, t_mem);
+    const double small = std::min(t_comp, t_mem);
+    const double r = small / big;
+    const double t = r < 1e-4 ? big : big * std::pow(1.0 + std::pow(r, p_), inv_p_);
+    return t + launch_seconds_;
+}
+
+sim::Time ComputeModel::gemm(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
+                             std::int64_t batch) const {
+    return sim::Time::from_seconds(gemm_seconds(m, n, k, dtype, batch));
+}
+
+double ComputeModel::memory_bound_seconds(std::int64_t bytes) const {
+    if (bytes <= 0)
+        return 0;
+    return (static_cast<double>(bytes) + half_bytes_) * inv_bandwidth_ + launch_seconds_;
+}
+
+sim::Time ComputeModel::memory_bound(std::int64_t bytes) const {
+    return sim::Time::from_seconds(memory_bound_seconds(bytes));
+}
+
+double ComputeModel::sustained_flops(Dtype d) const {
+    const double inv = inv_rate_[index(d)];
+    return inv > 0 ? 1.0 / inv : 0.0;
+}
+
+} // namespace clustersim::hardware

@@ -1,0 +1,115 @@
+#pragma once
+/// \file
+/// The kernel cost model: how long one GPU kernel takes, from the GPU's datasheet rates and the
+/// calibrated `compute:` section of its hardware file (ComputeSpec).
+///
+/// GEMM (C[m,n] = A[m,k] B[k,n], `batch` independent products for a batched GEMM):
+///
+///     for each CTA tile (tm x tn) the library has:
+///       tiles = batch * ceil(m / tm) * ceil(n / tn)
+///       waves = ceil(tiles / (SMs * ctas_per_sm))                  (wave quantisation)
+///       rate  = min(1, I(tm, tn) / I(full_rate_tile)), I(a, b) = ab / (a + b)
+///       W     = waves * SMs * ctas_per_sm * 2 * tm * tn * k / rate  (the work the SMs spend)
+///     W       = the smallest over the tiles (the library's heuristic picks the fastest)
+///     t_comp  = (W + W_half) / (peak[dtype] * eff[dtype])          (efficiency W / (W + W_half))
+///     t_mem   = (bytes + B_half) / (hbm_bandwidth * mem_eff)       (bytes = A + B + C, once)
+///     t       = (t_comp^p + t_mem^p)^(1/p) + launch_overhead       (smooth roofline)
+///
+/// so one tile past a full wave costs a whole extra wave, small tiles pay for feeding their
+/// operands from L2, small GEMMs pay the pipeline fill and drain, and skinny GEMMs meet the
+/// memory roofline. A memory-bound kernel (softmax, dropout,
+/// layernorm, GeLU, residual add, optimizer update) moving `bytes`:
+///
+///     t = (bytes + B_half) / (hbm_bandwidth * mem_eff) + launch_overhead
+///
+/// i.e. an efficiency curve bytes / (bytes + B_half) that saturates at mem_eff.
+///
+/// A ComputeModel precomputes every rate, so a call is a handful of integer divisions and one
+/// `pow`: no allocation, no lookup by name (well under a microsecond; bench/bench_models.cpp).
+
+#include "hardware/dtype.h"
+#include "hardware/specs.h"
+#include "sim/time.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace clustersim::hardware {
+
+class ComputeModel {
+public:
+    /// Builds the model of one GPU; throws InputError if `compute` lacks a parameter.
+    ComputeModel(const GpuSpec& gpu, const ComputeSpec& compute);
+    /// The model of the cluster's GPU.
+    explicit ComputeModel(const ClusterSpec& cluster)
+        : ComputeModel(cluster.node.gpu, cluster.compute) {}
+
+    /// Time of C[m,n] = A[m,k] B[k,n] (`batch` of them in one batched kernel) in `dtype`.
+    /// Throws InputError if the GPU has no peak for `dtype`.
+    sim::Time gemm(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
+                   std::int64_t batch = 1) const;
+    /// The same in seconds (for fits and reports).
+    double gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
+                        std::int64_t batch = 1) const;
+
+    /// Time of a memory-bound kernel that reads and writes `bytes` in all.
+    sim::Time memory_bound(std::int64_t bytes) const;
+    double memory_bound_seconds(std::int64_t bytes) const;
+
+    /// The tile the model picks for a GEMM, its tile count and its waves (wave quantisation).
+    struct TileChoice {
+        GemmTile tile;
+        std::int64_t tiles = 0;
+        std::int64_t waves = 0;
+        double work = 0; ///< FLOPs the SMs spend (whole waves, divided by the tile's rate)
+    };
+    TileChoice choose_tile(std::int64_t m, std::int64_t n, std::int64_t k,
+                           std::int64_t batch = 1) const;
+    /// Tiles one wave holds: SMs * ctas_per_sm.
+    std::int64_t wave_slots() const { return slots_; }
+
+    sim::Time launch_overhead() const { return launch_; }
+    bool supports(Dtype d) const { return inv_rate_[index(d)] > 0; }
+    /// Sustained FLOP/s of large GEMMs in `d` (peak * efficiency).
+    double sustained_flops(Dtype d) const;
+    /// Sustained bytes/s of large memory-bound kernels.
+    double sustained_bandwidth() const { return 1.0 / inv_bandwidth_; }
+    /// Datasheet peak FLOP/s in `d`.
+    double peak_flops(Dtype d) const { return peak_[index(d)]; }
+
+    /// FLOPs of a GEMM: 2 m n k per product.
+    static double gemm_flops(std::int64_t m, std::int64_t n, std::int64_t k,
+                             std::int64_t batch = 1) {
+        return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+               static_cast<double>(k);
+    }
+    /// Compulsory HBM traffic of a GEMM: A and B read once, C written once.
+    static std::int64_t gemm_bytes(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
+                                   std::int64_t batch = 1) {
+        return batch * (m * k + k * n + m * n) * bytes_per_element(dtype);
+    }
+
+private:
+    static constexpr std::size_t index(Dtype d) { return static_cast<std::size_t>(d); }
+
+    std::string gpu_name_;
+    std::array<double, kDtypeCount> peak_{};
+    std::array<double, kDtypeCount> inv_rate_{}; ///< 1 / (peak * eff); 0 = unsupported
+    struct Tile {
+        GemmTile tile;
+        double flops_per_k = 0; ///< 2 * tm * tn / rate: per unit of k, with the feed penalty
+    };
+    std::array<Tile, kMaxGemmTiles> tiles_{};
+    int tile_count_ = 0;
+    std::int64_t slots_ = 0;
+    double half_flops_ = 0;
+    double p_ = 0;
+    double inv_p_ = 0;
+    double inv_bandwidth_ = 0; ///< 1 / (hbm_bandwidth * mem_eff)
+    double half_bytes_ = 0;
+    double launch_seconds_ = 0;
+    sim::Time launch_;
+};
+
+} // namespace clustersim::hardware

@@ -1,0 +1,279 @@
+#include "hardware/compute_model.h"
+#include "hardware/hardware_loader.h"
+#include "sim/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace clustersim;
+using namespace clustersim::hardware;
+
+namespace {
+
+struct GemmRow {
+    std::string source, gpu;
+    Dtype dtype = Dtype::fp16;
+    std::int64_t m = 0, n = 0, k = 0;
+    double tflops = 0, peak_tflops = 0;
+};
+
+std::vector<GemmRow> read_gemm_csv() {
+    std::ifstream in(CLUSTERSIM_SOURCE_DIR "/data/reference/gemm/matmul-throughput.csv");
+    REQUIRE(in);
+    std::vector<GemmRow> rows;
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#')
+            continue;
+        if (header) {
+            REQUIRE(line == "source,gpu,dtype,m,n,k,tflops,peak_tflops");
+            header = false;
+            continue;
+        }
+        std::stringstream ss(line);
+        std::vector<std::string> f;
+        std::string cell;
+        while (std::getline(ss, cell, ','))
+            f.push_back(cell);
+        REQUIRE(f.size() == 8);
+        GemmRow r;
+        r.source = f[0];
+        r.gpu = f[1];
+        REQUIRE(parse_dtype(f[2]));
+        r.dtype = *parse_dtype(f[2]);
+        r.m = std::stoll(f[3]);
+        r.n = std::stoll(f[4]);
+        r.k = std::stoll(f[5]);
+        r.tflops = std::stod(f[6]);
+        r.peak_tflops = std::stod(f[7]);
+        rows.push_back(r);
+    }
+    return rows;
+}
+
+/// The preset that describes each GPU of the table. GH200's H100 die is dgx-h100's with the
+/// GH200 datasheet's HBM3 bandwidth (4 TB/s).
+ClusterSpec hardware_for(const std::string& gpu) {
+    if (gpu == "a100-sxm4-80gb" || gpu == "a100-sxm4")
+        return load_hardware("dgx-a100");
+    if (gpu == "a100-pcie")
+        return load_hardware("pcie-4gpu");
+    if (gpu == "h100-sxm")
+        return load_hardware("dgx-h100");
+    if (gpu == "h200")
+        return load_hardware("hgx-h200");
+    if (gpu == "gh200")
+        return parse_hardware_yaml("extends: dgx-h100\ngpu: {hbm: {bandwidth: 4TB/s}}\n", "gh200");
+    FAIL("no preset for GPU " << gpu);
+    return {};
+}
+
+} // namespace
+
+TEST_CASE("compute model: predicted GEMM TFLOP/s vs every measured row", "[hardware][compute]") {
+    // One set of parameters per GPU family, fitted over the whole table (never per row):
+    // every row within 15%, mean absolute error within 5% (the fit gives 3.3% and 11.9%).
+    const auto rows = read_gemm_csv();
+    REQUIRE(rows.size() == 22);
+    double sum_abs = 0;
+    for (const auto& r : rows) {
+        const ClusterSpec hw = hardware_for(r.gpu);
+        CHECK(hw.node.gpu.peak(r.dtype) == Approx(r.peak_tflops * 1e12).epsilon(0.001));
+        const ComputeModel model(hw);
+        const double t = model.gemm_seconds(r.m, r.n, r.k, r.dtype);
+        const double predicted = ComputeModel::gemm_flops(r.m, r.n, r.k) / t / 1e12;
+        const double err = (predicted - r.tflops) / r.tflops;
+        INFO(r.source << " " << r.gpu << " " << to_string(r.dtype) << " " << r.m << "x" << r.n
+                      << "x" << r.k << ": measured " << r.tflops << ", predicted " << predicted);
+        CHECK(std::abs(err) <= 0.15);
+        sum_abs += std::abs(err);
+    }
+    CHECK(sum_abs / static_cast<double>(rows.size()) <= 0.05);
+}
+
+TEST_CASE("compute model: wave quantisation", "[hardware][compute]") {
+    const ComputeModel a100(load_hardware("dgx-a100"));
+    REQUIRE(a100.wave_slots() == 108);
+    const double launch = a100.launch_overhead().seconds();
+    const std::int64_t k = 8192;
+    // 12 x 9 tiles of 128x128 fill the 108 SMs exactly; one more column of tiles needs a
+    // second wave that costs nearly as much as the first (no other tile does better).
+    const std::int64_t m = 12 * 128, n = 9 * 128;
+    const auto full_choice = a100.choose_tile(m, n, k);
+    CHECK(full_choice.tile.m == 128);
+    CHECK(full_choice.tile.n == 128);
+    CHECK(full_choice.tiles == 108);
+    CHECK(full_choice.waves == 1);
+    const double full = a100.gemm_seconds(m, n, k, Dtype::fp16);
+    const double one_past = a100.gemm_seconds(m, n + 1, k, Dtype::fp16);
+    CHECK((one_past - full) / (full - launch) > 0.9);
+    CHECK((one_past - full) / (full - launch) < 1.0);
+    // Inside a wave, fewer tiles cost the same: 100 of 108 SMs busy take as long as 108.
+    const double partial = a100.gemm_seconds(10 * 128, 10 * 128, k, Dtype::fp16);
+    CHECK(a100.choose_tile(10 * 128, 10 * 128, k).tiles == 100);
+    CHECK(partial == Approx(full).epsilon(0.01));
+    // Padding: a dimension one past a tile boundary pays for a whole extra row of tiles, so
+    // 129 rows cost what 192 do (three rows of 64-row tiles).
+    CHECK(a100.gemm_seconds(129, 128, k, Dtype::fp16) ==
+          Approx(a100.gemm_seconds(192, 128, k, Dtype::fp16)).epsilon(0.01));
+
+    // H100 (132 SMs) runs 128x256 tiles at the full rate: 12 x 11 of them are one wave, one
+    // more row of the N dimension costs a second wave with every tile shape.
+    const ComputeModel h100(load_hardware("dgx-h100"));
+    REQUIRE(h100.wave_slots() == 132);
+    const std::int64_t hm = 12 * 128, hn = 11 * 256;
+    const auto h_choice = h100.choose_tile(hm, hn, k);
+    CHECK(h_choice.waves == 1);
+    CHECK(h_choice.tiles == 132);
+    const double h_full = h100.gemm_seconds(hm, hn, k, Dtype::bf16);
+    const double h_past = h100.gemm_seconds(hm, hn + 1, k, Dtype::bf16);
+    CHECK((h_past - h_full) / (h_full - launch) > 0.9);
+
+    // A batched GEMM quantises over all its tiles: 27 products of 512x512 are 432 tiles of
+    // 128x128 (216 of 256x128), four full waves' worth; the 28th product (+3.7% of the work)
+    // adds a fifth wave (+25% of the compute time).
+    const auto b27_choice = a100.choose_tile(512, 512, k, 27);
+    CHECK(b27_choice.tiles * b27_choice.tile.m * b27_choice.tile.n == 27 * 512 * 512);
+    CHECK(b27_choice.tiles % 108 == 0);
+    CHECK(a100.choose_tile(512, 512, k, 28).waves == 5);
+    const double b27 = a100.gemm_seconds(512, 512, k, Dtype::fp16, 27);
+    const double b28 = a100.gemm_seconds(512, 512, k, Dtype::fp16, 28);
+    CHECK(b28 > 1.15 * b27);
+
+    // Small GEMMs take smaller tiles where big ones would leave most SMs idle: a 32-row
+    // product uses 64-row tiles (and costs less than a 128x128 wave would).
+    const auto skinny = a100.choose_tile(32, 1024, 1024);
+    CHECK(skinny.tile.m == 64);
+}
+
+TEST_CASE("compute model: limits and roofline", "[hardware][compute]") {
+    const ClusterSpec hw = load_hardware("dgx-a100");
+    const ComputeModel a100(hw);
+    // Large compute-bound GEMMs approach peak * efficiency from below.
+    const std::int64_t big = 108 * 128 * 8; // whole waves
+    const double t = a100.gemm_seconds(big, 128 * 16, 65536, Dtype::bf16);
+    const double rate = ComputeModel::gemm_flops(big, 128 * 16, 65536) / t;
+    CHECK(rate < a100.sustained_flops(Dtype::bf16));
+    CHECK(rate == Approx(a100.sustained_flops(Dtype::bf16)).epsilon(0.02));
+    CHECK(a100.sustained_flops(Dtype::bf16) == Approx(312e12 * hw.compute.gemm_eff(Dtype::bf16)));
+
+    // Skinny GEMMs are memory-bound: with N = 64 the time is that of moving A, B and C at
+    // about the sustained HBM bandwidth (the smooth roofline adds a little near the ridge).
+    const double skinny = a100.gemm_seconds(65536, 64, 4096, Dtype::fp16);
+    const double bytes =
+        static_cast<double>(ComputeModel::gemm_bytes(65536, 64, 4096, Dtype::fp16));
+    CHECK(bytes / skinny < a100.sustained_bandwidth());
+    CHECK(bytes / skinny > 0.85 * a100.sustained_bandwidth());
+
+    // Time never decreases when any dimension grows.
+    double prev = 0;
+    for (std::int64_t kk = 64; kk <= 65536; kk *= 2) {
+        const double tk = a100.gemm_seconds(1024, 1024, kk, Dtype::fp16);
+        CHECK(tk >= prev);
+        prev = tk;
+    }
+    // Zero-sized work costs nothing; an unsupported dtype is an input error.
+    CHECK(a100.gemm(0, 10, 10, Dtype::fp16) == sim::Time::zero());
+    CHECK_THROWS_AS(a100.gemm(128, 128, 128, Dtype::fp8), InputError);
+    CHECK_THROWS_WITH(a100.gemm(128, 128, 128, Dtype::fp8), Catch::Contains("fp8"));
+}
+
+TEST_CASE("compute model: memory-bound kernels", "[hardware][compute]") {
+    const ClusterSpec hw = load_hardware("dgx-a100");
+    const ComputeModel a100(hw);
+    const double launch = a100.launch_overhead().seconds();
+    const double sustained = hw.node.gpu.hbm_bandwidth * hw.compute.memory_efficiency;
+    CHECK(a100.sustained_bandwidth() == Approx(sustained));
+    // Large copies reach the sustained bandwidth (A100: 1.61 TB/s measured).
+    const std::int64_t gib = std::int64_t{1} << 30;
+    const double t = a100.memory_bound_seconds(gib) - launch;
+    CHECK(static_cast<double>(gib) / t == Approx(sustained).epsilon(0.01));
+    CHECK(sustained == Approx(1.61e12).epsilon(0.01));
+    // At the half-efficiency size the kernel reaches half the sustained bandwidth.
+    const std::int64_t half = hw.compute.memory_half_efficiency_bytes;
+    const double th = a100.memory_bound_seconds(half) - launch;
+    CHECK(static_cast<double>(half) / th == Approx(sustained / 2));
+    // Tiny kernels cost the launch overhead.
+    CHECK(a100.memory_bound(64) - a100.launch_overhead() < sim::Time::us(2));
+    CHECK(a100.memory_bound(0) == sim::Time::zero());
+    // H200 moves bytes faster than H100 (4.0 vs 2.9 TB/s).
+    const ComputeModel h100(load_hardware("dgx-h100"));
+    const ComputeModel h200(load_hardware("hgx-h200"));
+    CHECK(h200.memory_bound(gib) < h100.memory_bound(gib));
+    CHECK(h200.sustained_bandwidth() == Approx(4.0e12).epsilon(0.01));
+}
+
+TEST_CASE("compute model: the compute section of hardware files", "[hardware][compute][loader]") {
+    auto error_of = [](const std::string& text) {
+        try {
+            (void)parse_hardware_yaml(text, "hw.yaml");
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    SECTION("presets carry a complete compute section") {
+        for (const auto& n : hardware_preset_names()) {
+            INFO(n);
+            const ClusterSpec s = load_hardware(n);
+            CHECK(s.compute.launch_overhead > sim::Time::zero());
+            CHECK_NOTHROW(ComputeModel(s));
+        }
+    }
+    SECTION("overrides change one value") {
+        const ClusterSpec s = parse_hardware_yaml(
+            "extends: dgx-a100\ncompute: {gemm: {efficiency: {fp16: 0.5}}}\n", "hw.yaml");
+        CHECK(s.compute.gemm_eff(Dtype::fp16) == 0.5);
+        CHECK(s.compute.gemm_eff(Dtype::bf16) == 0.835);
+        CHECK(s.compute.gemm_tile_count == 6);
+        CHECK(s.compute.gemm_full_rate_tile.n == 128);
+    }
+    SECTION("unknown key") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute:\n  gemm:\n    tile_k: 32\n"),
+                   Catch::Contains("hw.yaml:4:5") && Catch::Contains("compute.gemm.tile_k") &&
+                       Catch::Contains("full_rate_tile"));
+    }
+    SECTION("efficiency above 1") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {efficiency: {fp16: 1.5}}}\n"),
+                   Catch::Contains("compute.gemm.efficiency.fp16") &&
+                       Catch::Contains("fraction in (0, 1]"));
+    }
+    SECTION("efficiency not a number") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {memory: {efficiency: high}}\n"),
+                   Catch::Contains("compute.memory.efficiency") &&
+                       Catch::Contains("expected a number, got 'high'"));
+    }
+    SECTION("roofline sharpness below 1") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {roofline_sharpness: 0.5}}\n"),
+                   Catch::Contains("compute.gemm.roofline_sharpness"));
+    }
+    SECTION("a tile that is not MxN") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute:\n  gemm:\n    tiles: [128x128, 64]\n"),
+                   Catch::Contains("hw.yaml:4:22") && Catch::Contains("compute.gemm.tiles") &&
+                       Catch::Contains("like '128x256'") && Catch::Contains("got '64'"));
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {full_rate_tile: 0x128}}\n"),
+                   Catch::Contains("compute.gemm.full_rate_tile"));
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {tiles: 128x128}}\n"),
+                   Catch::Contains("compute.gemm.tiles") && Catch::Contains("list"));
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {tiles: []}}\n"),
+                   Catch::Contains("compute.gemm.tiles"));
+    }
+    SECTION("launch overhead without units") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {launch_overhead: fast}\n"),
+                   Catch::Contains("compute.launch_overhead"));
+    }
+    SECTION("a supported dtype without a GEMM efficiency") {
+        CHECK_THAT(error_of("extends: dgx-a100\ngpu: {peak_flops: {fp8: 624TFLOPS}}\n"),
+                   Catch::Contains("compute.gemm.efficiency.fp8"));
+    }
+    SECTION("compute as a scalar") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: fast\n"),
+                   Catch::Contains("'compute'") && Catch::Contains("expected a mapping"));
+    }
+}
