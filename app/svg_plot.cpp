@@ -992,6 +992,7 @@ std::string render_svg(const LineChart& chart) {
                             "stroke-linejoin=\"round\"{}/>\n",
                             d, e.color, dash_attr(e.line)));
     }
+    svg.raw("</g>\n<g id=\"markers\" clip-path=\"url(#plot-area)\">\n");
     for (std::size_t li = 0; li < lines.size(); ++li) {
         const auto& e = legend[owner[li]];
         if (!e.markers)
@@ -1275,13 +1276,20 @@ std::string render_svg(const GanttChart& chart) {
         if (e < s)
             continue;
         const double h = row_h[b.lane];
-        const double x = mt(s), w = std::max(mt(e) - x, 0.0);
+        double x = mt(s), w = std::max(mt(e) - x, 0.0);
+        // Narrower than a pixel: widened to one, as trace viewers do, so that a short transfer
+        // stays visible. The white separator between neighbours is kept only where it leaves
+        // the fill visible.
+        if (w < 1) {
+            x = std::min(x, right - 1);
+            w = 1;
+        }
+        const char* separator = w >= 3 ? " stroke=\"#ffffff\" stroke-width=\"0.75\"" : "";
         const double by = lane_top[b.lane] + h * static_cast<double>(b.stream) + 2;
         const std::string& fill = kind_fill[b.kind];
-        svg.raw(fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
-                            "stroke=\"#ffffff\" stroke-width=\"0.75\"><title>{}{}: {:.3f}-{:.3f} "
-                            "{}</title></rect>\n",
-                            coord(x), coord(by), coord(w), coord(h - 4), fill,
+        svg.raw(fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}>"
+                            "<title>{}{}: {:.3f}-{:.3f} {}</title></rect>\n",
+                            coord(x), coord(by), coord(w), coord(h - 4), fill, separator,
                             xml_escape(b.label.empty() ? "" : b.label + " "), xml_escape(b.kind),
                             b.start_s / unit.seconds, b.end_s / unit.seconds, unit.name));
         const double font = h >= 24 ? 11 : 10;
