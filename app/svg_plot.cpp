@@ -623,6 +623,65 @@ double max_label_width(const AxisTicks& t, double font) {
     return w;
 }
 
+/// The font size at which `text` fits in `width` pixels: `font`, or smaller down to 9 px.
+double fitted_font(std::string_view text, double font, double width) {
+    const double w = text_width(text, font);
+    return w <= width ? font : std::max(9.0, std::floor(font * width / w * 10) / 10);
+}
+
+/// `text` cut at a character boundary and ended with an ellipsis where it is wider than
+/// `width` at `font` pixels.
+std::string fitted_text(std::string_view text, double font, double width) {
+    if (text_width(text, font) <= width)
+        return std::string(text);
+    const std::string_view ellipsis = "\xE2\x80\xA6";
+    std::size_t n = text.size();
+    while (n > 0) {
+        --n;
+        while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0u) == 0x80u)
+            --n; // not inside a multi-byte character
+        if (text_width(text.substr(0, n), font) + text_width(ellipsis, font) <= width)
+            break;
+    }
+    return std::string(text.substr(0, n)) + std::string(ellipsis);
+}
+
+/// One line of heading text at `x`, shrunk and then cut to end before `right`.
+void heading(Svg& svg, double x, double y, double right, std::string_view text, double font,
+             std::string_view color, std::string_view extra = {}) {
+    const double size = fitted_font(text, font, right - x);
+    svg.text(x, y, fitted_text(text, size, right - x), size, "start", color, extra);
+}
+
+/// Hides the labels of a horizontal axis that would touch their neighbours: keeps every k-th
+/// labelled tick for the smallest k that leaves a gap (the ticks stay, as minor ones).
+void thin_labels(std::vector<Tick>& ticks, const Mapper& m) {
+    std::vector<std::size_t> labelled;
+    for (std::size_t i = 0; i < ticks.size(); ++i)
+        if (!ticks[i].label.empty() && m.contains(ticks[i].value))
+            labelled.push_back(i);
+    const auto fits = [&](std::size_t k) {
+        for (std::size_t j = 0; j + k < labelled.size(); j += k) {
+            const Tick& a = ticks[labelled[j]];
+            const Tick& b = ticks[labelled[j + k]];
+            const double gap =
+                std::abs(m(b.value) - m(a.value)) -
+                (text_width(a.label, kTickFont) + text_width(b.label, kTickFont)) / 2;
+            if (gap < 8)
+                return false;
+        }
+        return true;
+    };
+    std::size_t k = 1;
+    while (k < labelled.size() && !fits(k))
+        ++k;
+    for (std::size_t j = 0; j < labelled.size(); ++j)
+        if (j % k != 0) {
+            ticks[labelled[j]].label.clear();
+            ticks[labelled[j]].major = false;
+        }
+}
+
 struct Box {
     double x0, y0, x1, y1;
 };
@@ -743,7 +802,7 @@ std::string render_svg(const LineChart& chart) {
     }
     const int y_target = std::clamp((chart.height - 200) / 60, 3, 8);
     const int x_target = std::clamp((chart.width - 200) / 110, 3, 10);
-    const AxisTicks xt = axis_ticks(chart.x, xe, x_target, 0, "x");
+    AxisTicks xt = axis_ticks(chart.x, xe, x_target, 0, "x");
     AxisTicks yt = axis_ticks(chart.y, ye, y_target, 0, "y");
     AxisTicks y2t;
     if (has_y2) {
@@ -909,13 +968,19 @@ std::string render_svg(const LineChart& chart) {
     const Mapper mx = x_mapper();
     const Mapper my{yt.lo, yt.hi, bottom, top, chart.y.scale != AxisScale::linear};
     const Mapper my2{y2t.lo, y2t.hi, bottom, top, y2_axis.scale != AxisScale::linear};
+    thin_labels(xt.ticks, mx);
 
     Svg svg(W, H);
+    // Headings start at the plot's left edge, or at the margin when that leaves too little room.
+    const auto heading_x = [&](std::string_view text, double font) {
+        return text_width(text, font) <= W - left - 10 ? left : 14.0;
+    };
     if (!chart.title.empty())
-        svg.text(left, title_y, chart.title, kTitleFont, "start", kTextColor,
-                 " font-weight=\"bold\"");
+        heading(svg, heading_x(chart.title, kTitleFont), title_y, W - 10, chart.title, kTitleFont,
+                kTextColor, " font-weight=\"bold\"");
     if (!chart.subtitle.empty())
-        svg.text(left, subtitle_y, chart.subtitle, kSubtitleFont, "start", kMutedColor);
+        heading(svg, heading_x(chart.subtitle, kSubtitleFont), subtitle_y, W - 10, chart.subtitle,
+                kSubtitleFont, kMutedColor);
 
     // Grid lines at major ticks, then the axes over them.
     svg.raw("<g id=\"grid\">\n");
@@ -957,17 +1022,23 @@ std::string render_svg(const LineChart& chart) {
         }
     }
     const double mid_y = (top + bottom) / 2;
+    // Axis titles fit along their axis: shrunk, then cut.
+    const auto axis_title = [&](double x, double y, std::string_view text, double length,
+                                std::string_view extra) {
+        const double size = fitted_font(text, kAxisLabelFont, length);
+        svg.text(x, y, fitted_text(text, size, length), size, "middle", kTextColor, extra);
+    };
     if (!chart.x.label.empty())
-        svg.text((left + right) / 2, bottom + 8 + kTickFont + 10 + kAxisLabelFont, chart.x.label,
-                 kAxisLabelFont, "middle");
+        axis_title((left + right) / 2, bottom + 8 + kTickFont + 10 + kAxisLabelFont, chart.x.label,
+                   right - left, {});
     if (!chart.y.label.empty())
-        svg.text(14 + kAxisLabelFont, mid_y, chart.y.label, kAxisLabelFont, "middle", kTextColor,
-                 fmt::format(" transform=\"rotate(-90 {} {})\"", coord(14 + kAxisLabelFont),
-                             coord(mid_y)));
+        axis_title(14 + kAxisLabelFont, mid_y, chart.y.label, bottom - top,
+                   fmt::format(" transform=\"rotate(-90 {} {})\"", coord(14 + kAxisLabelFont),
+                               coord(mid_y)));
     if (has_y2 && !y2_axis.label.empty()) {
         const double x = W - 14 - kAxisLabelFont;
-        svg.text(x, mid_y, y2_axis.label, kAxisLabelFont, "middle", kTextColor,
-                 fmt::format(" transform=\"rotate(90 {} {})\"", coord(x), coord(mid_y)));
+        axis_title(x, mid_y, y2_axis.label, bottom - top,
+                   fmt::format(" transform=\"rotate(90 {} {})\"", coord(x), coord(mid_y)));
     }
     svg.raw("</g>\n");
 
@@ -1025,7 +1096,8 @@ std::string render_svg(const LineChart& chart) {
     }
     svg.raw("</g>\n");
     if (!chart.footnote.empty())
-        svg.text(left, H - 12, chart.footnote, kFootnoteFont, "start", kMutedColor);
+        heading(svg, heading_x(chart.footnote, kFootnoteFont), H - 12, W - 10, chart.footnote,
+                kFootnoteFont, kMutedColor);
     return svg.finish();
 }
 
@@ -1225,18 +1297,21 @@ std::string render_svg(const GanttChart& chart) {
             "height=\"7\" fill=\"#f6f6f6\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"7\" "
             "stroke=\"#c4c4c4\" stroke-width=\"2.5\"/></pattern></defs>\n");
     if (!chart.title.empty())
-        svg.text(14, title_y, chart.title, kTitleFont, "start", kTextColor,
-                 " font-weight=\"bold\"");
+        heading(svg, 14, title_y, W - 14, chart.title, kTitleFont, kTextColor,
+                " font-weight=\"bold\"");
     if (!chart.subtitle.empty())
-        svg.text(14, subtitle_y, chart.subtitle, kSubtitleFont, "start", kMutedColor);
+        heading(svg, 14, subtitle_y, W - 14, chart.subtitle, kSubtitleFont, kMutedColor);
 
     // Time ticks: the range itself is exact (the bubble ends where the step ends).
-    const AxisTicks tt =
+    AxisTicks tt =
         plot_detail::linear_ticks(t0 / unit.seconds, t1 / unit.seconds, TickFormat::number,
                                   std::clamp(static_cast<int>((right - left) / 90), 3, 12));
+    thin_labels(tt.ticks, Mapper{t0 / unit.seconds, t1 / unit.seconds, left, right, false});
     std::vector<double> tick_s;
     std::vector<std::string> tick_label;
     for (const auto& k : tt.ticks) {
+        if (k.label.empty())
+            continue;
         const double s = k.value * unit.seconds;
         if (s >= t0 - span * 1e-9 && s <= t1 + span * 1e-9) {
             tick_s.push_back(std::clamp(s, t0, t1));

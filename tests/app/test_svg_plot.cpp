@@ -352,6 +352,36 @@ TEST_CASE("line chart details", "[app][plot]") {
         const SvgDoc doc = parsed(svg);
         CHECK(contains(texts(doc), "a < b & \"c\""));
     }
+    SECTION("a narrow chart thins its x labels and shrinks its title instead of overlapping") {
+        LineChart c = samples::busbw_sample();
+        c.width = 340;
+        c.height = 300;
+        c.title = "a title far too long for a chart of this width, which must still fit";
+        const SvgDoc doc = parsed(render_svg(c));
+        std::vector<const SvgElement*> labels;
+        double axis_y = 0;
+        for (const auto* t : doc.find("text", "axes"))
+            if (t->attrs.at("text-anchor") == "middle" && !t->has("transform") &&
+                t->text.find('B') != std::string::npos)
+                labels.push_back(t);
+        REQUIRE(labels.size() >= 2);
+        for (std::size_t i = 0; i + 1 < labels.size(); ++i) {
+            const double gap = labels[i + 1]->num("x") - labels[i]->num("x") -
+                               (pd::text_width(labels[i]->text, labels[i]->num("font-size")) +
+                                pd::text_width(labels[i + 1]->text, labels[i]->num("font-size"))) /
+                                   2;
+            CHECK(gap >= 8);
+            axis_y = labels[i]->num("y");
+        }
+        CHECK(axis_y > 0);
+        const auto* title = doc.find("text").front();
+        // Shrunk to the smallest font, then cut with an ellipsis.
+        CHECK(title->num("font-size") == 9);
+        CHECK(title->text.rfind("a title far too long", 0) == 0);
+        CHECK(title->text != c.title);
+        CHECK(title->text.substr(title->text.size() - 3) == "\xE2\x80\xA6");
+        CHECK(title->num("x") + pd::text_width(title->text, 9) <= 340 - 10);
+    }
     SECTION("an empty chart still renders") {
         const SvgDoc doc = parsed(render_svg(LineChart{}));
         CHECK(doc.find("path", "data").empty());
