@@ -44,6 +44,10 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
         return static_cast<double>(t.m) * t.n / static_cast<double>(t.m + t.n);
     };
     const double full_rate = intensity(c.gemm_full_rate_tile);
+    for (Dtype d : kAllDtypes) {
+        if (gpu.supports(d) && c.fused_attention_efficiency > 0)
+            inv_attention_rate_[index(d)] = 1.0 / (gpu.peak(d) * c.fused_attention_efficiency);
+    }
     tile_count_ = c.gemm_tile_count;
     for (int i = 0; i < tile_count_; ++i) {
         const GemmTile t = c.gemm_tiles[static_cast<std::size_t>(i)];
@@ -58,6 +62,14 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     inv_bandwidth_ = 1.0 / (gpu.hbm_bandwidth * c.memory_efficiency);
     half_bytes_ = static_cast<double>(c.memory_half_efficiency_bytes);
     launch_seconds_ = launch_.seconds();
+}
+
+double ComputeModel::smooth_roofline(double t_comp, double t_mem) const {
+    // Written as t_big * (1 + (t_small/t_big)^p)^(1/p) so it never overflows.
+    const double big = std::max(t_comp, t_mem);
+    const double small = std::min(t_comp, t_mem);
+    const double r = small / big;
+    return r < 1e-4 ? big : big * std::pow(1.0 + std::pow(r, p_), inv_p_);
 }
 
 ComputeModel::TileChoice ComputeModel::choose_tile(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -89,17 +101,63 @@ double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k
     const double t_comp = (work + half_flops_) * inv_rate;
     const double t_mem =
         (static_cast<double>(gemm_bytes(m, n, k, dtype, batch)) + half_bytes_) * inv_bandwidth_;
-    // Smooth roofline, written as t_big * (1 + (t_small/t_big)^p)^(1/p) so it never overflows.
-    const double big = std::max(t_comp, t_mem);
-    const double small = std::min(t_comp, t_mem);
-    const double r = small / big;
-    const double t = r < 1e-4 ? big : big * std::pow(1.0 + std::pow(r, p_), inv_p_);
-    return t + launch_seconds_;
+    return smooth_roofline(t_comp, t_mem) + launch_seconds_;
 }
 
 sim::Time ComputeModel::gemm(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
                              std::int64_t batch) const {
     return sim::Time::from_seconds(gemm_seconds(m, n, k, dtype, batch));
+}
+
+namespace {
+/// Queries per CTA of a fused attention kernel (FlashAttention-2's block of rows).
+constexpr std::int64_t kAttentionQueryBlock = 128;
+} // namespace
+
+double ComputeModel::fused_attention_flops(std::int64_t batch_heads, std::int64_t seq,
+                                           std::int64_t head_dim, bool causal, bool backward) {
+    const double s = static_cast<double>(seq);
+    double flops = 4.0 * static_cast<double>(batch_heads) * s * s * static_cast<double>(head_dim);
+    if (causal) // the blocks below the diagonal, and the diagonal blocks whole
+        flops *= std::min(1.0, 0.5 * (1.0 + static_cast<double>(kAttentionQueryBlock) / s));
+    return backward ? 2.5 * flops : flops;
+}
+
+std::int64_t ComputeModel::fused_attention_bytes(std::int64_t batch_heads, std::int64_t seq,
+                                                 std::int64_t head_dim, Dtype dtype,
+                                                 bool backward) {
+    const std::int64_t tensors = backward ? 8 : 4;
+    return tensors * batch_heads * seq * head_dim * bytes_per_element(dtype);
+}
+
+double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
+                                             std::int64_t head_dim, Dtype dtype, bool causal,
+                                             bool backward) const {
+    const double inv_rate = inv_attention_rate_[index(dtype)];
+    if (!(inv_rate > 0))
+        throw InputError("GPU '" + gpu_name_ + "' has no " + std::string(to_string(dtype)) +
+                         " peak or fused attention efficiency in its hardware file");
+    if (batch_heads <= 0 || seq <= 0 || head_dim <= 0)
+        return 0;
+    // One CTA per block of queries of each head, in whole waves; every CTA does the average
+    // work (the scheduler balances causal blocks of unequal length).
+    const std::int64_t ctas = batch_heads * ceil_div(seq, kAttentionQueryBlock);
+    const std::int64_t waves = ceil_div(ctas, slots_);
+    const double flops = fused_attention_flops(batch_heads, seq, head_dim, causal, backward);
+    const double work = flops / static_cast<double>(ctas) * static_cast<double>(waves * slots_);
+    const double t_comp = (work + half_flops_) * inv_rate;
+    const double t_mem =
+        (static_cast<double>(fused_attention_bytes(batch_heads, seq, head_dim, dtype, backward)) +
+         half_bytes_) *
+        inv_bandwidth_;
+    return smooth_roofline(t_comp, t_mem) + launch_seconds_;
+}
+
+sim::Time ComputeModel::fused_attention(std::int64_t batch_heads, std::int64_t seq,
+                                        std::int64_t head_dim, Dtype dtype, bool causal,
+                                        bool backward) const {
+    return sim::Time::from_seconds(
+        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward));
 }
 
 double ComputeModel::memory_bound_seconds(std::int64_t bytes) const {

@@ -22,7 +22,11 @@
 ///
 ///     t = (bytes + B_half) / (hbm_bandwidth * mem_eff) + launch_overhead
 ///
-/// i.e. an efficiency curve bytes / (bytes + B_half) that saturates at mem_eff.
+/// i.e. an efficiency curve bytes / (bytes + B_half) that saturates at mem_eff. A fused
+/// attention kernel (FlashAttention) runs one CTA per block of 128 queries of each head, in
+/// waves over the SMs, at the fused-attention efficiency, against the memory roofline of
+/// Q, K, V and O (and their gradients); its backward does 2.5x the forward's FLOPs (five
+/// products instead of two, Dao 2023).
 ///
 /// A ComputeModel precomputes every rate, so a call is a handful of integer divisions and one
 /// `pow`: no allocation, no lookup by name (well under a microsecond; bench/bench_models.cpp).
@@ -52,6 +56,22 @@ public:
     /// The same in seconds (for fits and reports).
     double gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
                         std::int64_t batch = 1) const;
+
+    /// Time of a fused attention kernel over `batch_heads` (micro-batch x heads) independent
+    /// heads of `seq` queries and keys of `head_dim`, forward or backward; `causal` skips the
+    /// masked half of the scores.
+    sim::Time fused_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
+                              Dtype dtype, bool causal, bool backward) const;
+    double fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
+                                   std::int64_t head_dim, Dtype dtype, bool causal,
+                                   bool backward) const;
+    /// FLOPs a fused attention kernel executes: 4 s^2 d per head forward (QK^T and PV), half
+    /// of it (plus the diagonal blocks) when causal, 2.5x that backward.
+    static double fused_attention_flops(std::int64_t batch_heads, std::int64_t seq,
+                                        std::int64_t head_dim, bool causal, bool backward);
+    /// HBM bytes of a fused attention kernel: Q, K, V, O forward; with dO, dQ, dK, dV backward.
+    static std::int64_t fused_attention_bytes(std::int64_t batch_heads, std::int64_t seq,
+                                              std::int64_t head_dim, Dtype dtype, bool backward);
 
     /// Time of a memory-bound kernel that reads and writes `bytes` in all.
     sim::Time memory_bound(std::int64_t bytes) const;
@@ -91,6 +111,8 @@ public:
     }
 
 private:
+    /// (t_comp^p + t_mem^p)^(1/p).
+    double smooth_roofline(double t_comp, double t_mem) const;
     static constexpr std::size_t index(Dtype d) { return static_cast<std::size_t>(d); }
 
     std::string gpu_name_;
@@ -104,6 +126,7 @@ private:
     int tile_count_ = 0;
     std::int64_t slots_ = 0;
     double half_flops_ = 0;
+    std::array<double, kDtypeCount> inv_attention_rate_{}; ///< 1 / (peak * attention eff)
     double p_ = 0;
     double inv_p_ = 0;
     double inv_bandwidth_ = 0; ///< 1 / (hbm_bandwidth * mem_eff)

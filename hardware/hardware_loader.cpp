@@ -146,6 +146,11 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
         }
         g.finish();
     }
+    if (m.has("fused_attention")) {
+        YamlMap a = m.map("fused_attention");
+        read_fraction(a, "efficiency", c.fused_attention_efficiency);
+        a.finish();
+    }
     if (m.has("memory")) {
         YamlMap mem = m.map("memory");
         read_fraction(mem, "efficiency", c.memory_efficiency);
@@ -276,6 +281,8 @@ void validate(const ClusterSpec& s, const std::string& file) {
     require(c.gemm_half_efficiency_flops >= 0, "compute.gemm.half_efficiency_flops",
             "the work in FLOPs at which a GEMM reaches half its efficiency");
     require(c.roofline_sharpness >= 1, "compute.gemm.roofline_sharpness", "a number >= 1");
+    require(c.fused_attention_efficiency > 0, "compute.fused_attention.efficiency",
+            "the sustained fraction of the dense peak of FlashAttention");
     require(c.memory_efficiency > 0, "compute.memory.efficiency",
             "the sustained fraction of HBM bandwidth");
     require(c.memory_half_efficiency_bytes >= 0, "compute.memory.half_efficiency_bytes",

@@ -98,6 +98,9 @@ struct ComputeSpec {
     double gemm_half_efficiency_flops = -1;
     /// Exponent p of the smooth roofline (t_compute^p + t_memory^p)^(1/p); large p = max().
     double roofline_sharpness = 0;
+    /// Sustained fraction of the dense peak a fused attention kernel (FlashAttention) reaches:
+    /// its softmax and rescaling keep the tensor cores from GEMM rates.
+    double fused_attention_efficiency = 0;
     /// Sustained fraction of HBM bandwidth that large memory-bound kernels reach.
     double memory_efficiency = 0;
     /// Bytes moved at which a memory-bound kernel reaches half its sustained bandwidth.

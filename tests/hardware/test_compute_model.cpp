@@ -209,6 +209,34 @@ TEST_CASE("compute model: memory-bound kernels", "[hardware][compute]") {
     CHECK(h200.sustained_bandwidth() == Approx(4.0e12).epsilon(0.01));
 }
 
+TEST_CASE("compute model: fused attention", "[hardware][compute]") {
+    const ClusterSpec hw = load_hardware("dgx-a100");
+    const ComputeModel a100(hw);
+    // FLOPs: 4 s^2 d per head forward; causal skips the masked half (plus diagonal blocks);
+    // the backward does five products to the forward's two.
+    const double full = ComputeModel::fused_attention_flops(16, 4096, 128, false, false);
+    CHECK(full == Approx(4.0 * 16 * 4096 * 4096 * 128));
+    CHECK(ComputeModel::fused_attention_flops(16, 4096, 128, true, false) ==
+          Approx(full * 0.5 * (1 + 128.0 / 4096)));
+    CHECK(ComputeModel::fused_attention_flops(16, 4096, 128, false, true) == Approx(2.5 * full));
+    // Long sequences run at the fused-attention efficiency of the peak.
+    const double t = a100.fused_attention_seconds(108 * 4, 8192, 128, Dtype::bf16, false, false);
+    const double rate = ComputeModel::fused_attention_flops(108 * 4, 8192, 128, false, false) / t;
+    CHECK(rate < 312e12 * hw.compute.fused_attention_efficiency);
+    CHECK(rate == Approx(312e12 * hw.compute.fused_attention_efficiency).epsilon(0.02));
+    // Causal attention takes about half as long; the backward about 2.5x the forward.
+    const double causal =
+        a100.fused_attention_seconds(108 * 4, 8192, 128, Dtype::bf16, true, false);
+    CHECK(causal / t == Approx(0.5).epsilon(0.05));
+    const double bwd = a100.fused_attention_seconds(108 * 4, 8192, 128, Dtype::bf16, true, true);
+    CHECK(bwd / causal == Approx(2.5).epsilon(0.05));
+    // Query blocks quantise in waves like GEMM tiles: 108 blocks are one wave, 109 two.
+    const double w1 = a100.fused_attention_seconds(1, 108 * 128, 128, Dtype::bf16, false, false);
+    const double w2 = a100.fused_attention_seconds(1, 109 * 128, 128, Dtype::bf16, false, false);
+    CHECK(w2 / w1 > 1.5);
+    CHECK_THROWS_AS(a100.fused_attention(8, 1024, 128, Dtype::fp8, true, false), InputError);
+}
+
 TEST_CASE("compute model: the compute section of hardware files", "[hardware][compute][loader]") {
     auto error_of = [](const std::string& text) {
         try {
@@ -248,6 +276,13 @@ TEST_CASE("compute model: the compute section of hardware files", "[hardware][co
         CHECK_THAT(error_of("extends: dgx-a100\ncompute: {memory: {efficiency: high}}\n"),
                    Catch::Contains("compute.memory.efficiency") &&
                        Catch::Contains("expected a number, got 'high'"));
+    }
+    SECTION("fused attention efficiency") {
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {fused_attention: {efficiency: 0}}\n"),
+                   Catch::Contains("compute.fused_attention.efficiency") &&
+                       Catch::Contains("fraction"));
+        CHECK_THAT(error_of("extends: dgx-a100\ncompute: {fused_attention: {eff: 0.5}}\n"),
+                   Catch::Contains("unknown key 'compute.fused_attention.eff'"));
     }
     SECTION("roofline sharpness below 1") {
         CHECK_THAT(error_of("extends: dgx-a100\ncompute: {gemm: {roofline_sharpness: 0.5}}\n"),

@@ -1,0 +1,500 @@
+#include "strategies/models/layer_work.h"
+
+#include "sim/error.h"
+
+#include <string>
+
+namespace clustersim::strategies::models {
+
+using hardware::ComputeModel;
+using hardware::Dtype;
+
+std::string_view to_string(Pass p) {
+    switch (p) {
+    case Pass::forward:
+        return "forward";
+    case Pass::backward:
+        return "backward";
+    case Pass::recompute:
+        return "recompute";
+    }
+    return "?";
+}
+
+std::string_view to_string(OpKind k) {
+    switch (k) {
+    case OpKind::gemm:
+        return "gemm";
+    case OpKind::batched_gemm:
+        return "batched_gemm";
+    case OpKind::fused_attention:
+        return "fused_attention";
+    case OpKind::memory_bound:
+        return "memory_bound";
+    }
+    return "?";
+}
+
+std::string_view to_string(TpOp op) {
+    switch (op) {
+    case TpOp::all_reduce:
+        return "all_reduce";
+    case TpOp::all_gather:
+        return "all_gather";
+    case TpOp::reduce_scatter:
+        return "reduce_scatter";
+    }
+    return "?";
+}
+
+std::string_view to_string(Optimizer o) {
+    return o == Optimizer::sgd ? "sgd" : "adam";
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view s) {
+    if (s == "adam" || s == "adamw")
+        return Optimizer::adam;
+    if (s == "sgd")
+        return Optimizer::sgd;
+    return std::nullopt;
+}
+
+std::int64_t LayerWork::collective_bytes(Pass p) const {
+    std::int64_t total = 0;
+    for (const auto& c : collectives) {
+        if (c.pass == p)
+            total += c.bytes;
+    }
+    return total;
+}
+
+int LayerWork::collective_count(Pass p, TpOp op) const {
+    int n = 0;
+    for (const auto& c : collectives) {
+        if (c.pass == p && c.op == op)
+            ++n;
+    }
+    return n;
+}
+
+namespace {
+
+/// Shared quantities of one layer on one rank and the kernel constructors.
+struct Ctx {
+    const ModelSpec& m;
+    const LayerConfig& cfg;
+    const ComputeModel& cm;
+    Dtype dtype;
+    std::int64_t elem; ///< bytes per activation element
+    std::int64_t t;    ///< tensor-parallel size
+    bool sp;           ///< sequence parallel in effect (t > 1)
+    std::int64_t b;    ///< micro-batch
+    std::int64_t s;    ///< sequence
+    std::int64_t h;    ///< hidden
+    std::int64_t tokens;
+    std::int64_t sp_div; ///< t with sequence parallelism, else 1
+
+    Ctx(const ModelSpec& model, const LayerConfig& config, const ComputeModel& compute)
+        : m(model)
+        , cfg(config)
+        , cm(compute)
+        , dtype(config.dtype)
+        , elem(hardware::bytes_per_element(config.dtype))
+        , t(config.tp)
+        , sp(config.sequence_parallel && config.tp > 1)
+        , b(config.micro_batch)
+        , s(model.is_transformer() ? model.seq : 1)
+        , h(model.hidden)
+        , tokens(b * s)
+        , sp_div(sp ? config.tp : 1) {}
+
+    Op gemm(std::string_view name, std::int64_t M, std::int64_t N, std::int64_t K,
+            std::int64_t batch = 1) const {
+        Op op;
+        op.name = name;
+        op.kind = batch > 1 ? OpKind::batched_gemm : OpKind::gemm;
+        op.flops = ComputeModel::gemm_flops(M, N, K, batch);
+        op.bytes = ComputeModel::gemm_bytes(M, N, K, dtype, batch);
+        op.time = cm.gemm(M, N, K, dtype, batch);
+        op.m = M;
+        op.n = N;
+        op.k = K;
+        op.batch = batch;
+        return op;
+    }
+    Op memory(std::string_view name, std::int64_t bytes) const {
+        Op op;
+        op.name = name;
+        op.kind = OpKind::memory_bound;
+        op.bytes = bytes;
+        op.time = cm.memory_bound(bytes);
+        return op;
+    }
+    Op flash(std::string_view name, bool backward) const {
+        const std::int64_t bh = b * m.heads / t;
+        Op op;
+        op.name = name;
+        op.kind = OpKind::fused_attention;
+        op.flops = ComputeModel::fused_attention_flops(bh, s, m.head_dim(), true, backward);
+        op.bytes = ComputeModel::fused_attention_bytes(bh, s, m.head_dim(), dtype, backward);
+        op.time = cm.fused_attention(bh, s, m.head_dim(), dtype, true, backward);
+        op.m = s;
+        op.n = s;
+        op.k = m.head_dim();
+        op.batch = bh;
+        return op;
+    }
+    /// The next op's index in `pass` (what a collective issued now is `after` of, plus one).
+    static int next(const PassWork& pass) { return pass.ops.count(); }
+};
+
+void add_collective(LayerWork& w, std::string_view name, TpOp op, Pass pass, std::int64_t bytes,
+                    int after, int needed_by, bool regather = false) {
+    TpCollective c;
+    c.name = name;
+    c.op = op;
+    c.pass = pass;
+    c.bytes = bytes;
+    c.after = after;
+    c.needed_by = needed_by;
+    c.regather = regather;
+    w.collectives.push_back(c);
+}
+
+void check_config(const ModelSpec& m, const LayerConfig& cfg) {
+    check_tensor_parallel(m, cfg.tp, cfg.sequence_parallel && cfg.tp > 1);
+    if (cfg.micro_batch < 1)
+        throw InputError("micro-batch size must be at least 1, got " +
+                         std::to_string(cfg.micro_batch));
+}
+
+/// Activation bytes of a transformer layer, item by item as Korthikanti et al. 2022 count
+/// them (section 4.1), generalised to GQA, SwiGLU, FlashAttention, no dropout, any dtype.
+struct TransformerActivations {
+    std::int64_t layer_input = 0;    ///< input of the first norm: what full recompute keeps
+    std::int64_t attention_core = 0; ///< what selective recompute drops (unfused only)
+    std::int64_t all = 0;            ///< everything, without recompute
+};
+
+TransformerActivations transformer_activations(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div; // elements of an [s/t, b, h] tensor
+    const std::int64_t bh = c.b * m.heads / c.t;
+    const bool drop = m.dropout > 0;
+    TransformerActivations a;
+    a.layer_input = e * sharded;
+    const std::int64_t qkv_input = e * sharded; // stored sharded with SP, re-gathered
+    const std::int64_t qkv = e * T * m.qkv_out() / c.t;
+    if (m.attention == AttentionKind::unfused) {
+        // softmax output; with dropout also its mask (1 byte) and output, which feeds A.V
+        a.attention_core = bh * c.s * c.s * (drop ? 2 * e + 1 : e);
+    }
+    const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s : 0;
+    const std::int64_t proj_input = e * T * c.h / c.t;
+    const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
+    const std::int64_t post_norm_input = e * sharded;
+    const std::int64_t fc1_input = e * sharded;
+    const std::int64_t act_input = e * T * m.fc1_out() / c.t;
+    const std::int64_t fc2_input = e * T * m.ffn / c.t;
+    a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
+            post_norm_input + fc1_input + act_input + fc2_input;
+    return a;
+}
+
+LayerWork transformer_layer(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    LayerWork w;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t bh = c.b * m.heads / c.t;
+    const std::int64_t d = m.head_dim();
+    const std::int64_t qkv_n = m.qkv_out() / c.t;
+    const std::int64_t fc1_n = m.fc1_out() / c.t;
+    const std::int64_t f = m.ffn / c.t;
+    const bool drop = m.dropout > 0;
+    const bool flash = m.attention == AttentionKind::flash;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const bool tp = c.t > 1;
+    const std::int64_t comm = T * c.h * e; // every TP collective: s b h elements
+    const TpOp exit_op = c.sp ? TpOp::reduce_scatter : TpOp::all_reduce;
+    // Residual branch end: bias + dropout + residual add fused (Megatron), or the add alone.
+    const std::int64_t branch_end_bytes = drop ? sharded * (3 * e + 1) : 3 * sharded * e;
+    const std::string_view attn_end =
+        drop ? "attention.bias_dropout_add" : "attention.residual_add";
+    const std::string_view mlp_end = drop ? "mlp.bias_dropout_add" : "mlp.residual_add";
+
+    // ---- forward
+    PassWork& F = w.forward;
+    const int ln1 = F.add(c.memory("input_layernorm", 2 * sharded * e));
+    const int qkv = F.add(c.gemm("attention.qkv", T, qkv_n, c.h));
+    if (tp && c.sp)
+        add_collective(w, "attention.all_gather", TpOp::all_gather, Pass::forward, comm, ln1, qkv);
+    const int core_begin = Ctx::next(F);
+    if (flash) {
+        F.add(c.flash("attention.flash", false));
+    } else {
+        F.add(c.gemm("attention.scores", c.s, c.s, d, bh)); // Q K^T
+        F.add(c.memory("attention.softmax", 2 * bh * c.s * c.s * e));
+        if (drop)
+            F.add(c.memory("attention.dropout", bh * c.s * c.s * (2 * e + 1)));
+        F.add(c.gemm("attention.context", c.s, d, c.s, bh)); // P V
+    }
+    const int core_end = Ctx::next(F);
+    const int proj = F.add(c.gemm("attention.proj", T, c.h, c.h / c.t));
+    if (tp)
+        add_collective(w, c.sp ? "attention.reduce_scatter" : "attention.all_reduce", exit_op,
+                       Pass::forward, comm, proj, proj + 1);
+    F.add(c.memory(attn_end, branch_end_bytes));
+    const int ln2 = F.add(c.memory("post_attention_layernorm", 2 * sharded * e));
+    const int fc1 = F.add(c.gemm("mlp.fc1", T, fc1_n, c.h));
+    if (tp && c.sp)
+        add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::forward, comm, ln2, fc1);
+    F.add(c.memory(swiglu ? "mlp.swiglu" : "mlp.gelu", (swiglu ? 3 : 2) * T * f * e));
+    const int fc2 = F.add(c.gemm("mlp.fc2", T, c.h, f));
+    if (tp)
+        add_collective(w, c.sp ? "mlp.reduce_scatter" : "mlp.all_reduce", exit_op, Pass::forward,
+                       comm, fc2, fc2 + 1);
+    F.add(c.memory(mlp_end, branch_end_bytes));
+
+    // ---- backward (reverse order; data gradient, then weight gradient, of every GEMM)
+    PassWork& B = w.backward;
+    if (drop)
+        B.add(c.memory("mlp.dropout.bwd", sharded * (2 * e + 1)));
+    int i = Ctx::next(B);
+    if (tp && c.sp) // backward of the reduce-scatter
+        add_collective(w, "mlp.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1, i);
+    B.add(c.gemm("mlp.fc2.dgrad", T, f, c.h));
+    B.add(c.gemm("mlp.fc2.wgrad", f, c.h, T));
+    B.add(c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd", (swiglu ? 5 : 3) * T * f * e));
+    i = Ctx::next(B);
+    if (tp && c.sp)
+        add_collective(w, "mlp.fc1.regather", TpOp::all_gather, Pass::backward, comm, i - 1, i + 1,
+                       true);
+    B.add(c.gemm("mlp.fc1.dgrad", T, c.h, fc1_n));
+    B.add(c.gemm("mlp.fc1.wgrad", c.h, fc1_n, T));
+    if (tp)
+        add_collective(w, c.sp ? "mlp.fc1.grad_reduce_scatter" : "mlp.fc1.grad_all_reduce", exit_op,
+                       Pass::backward, comm, i, i + 2);
+    // The norm's backward also accumulates the residual stream's gradient (4 passes).
+    B.add(c.memory("post_attention_layernorm.bwd", 4 * sharded * e));
+    if (drop)
+        B.add(c.memory("attention.dropout_add.bwd", sharded * (2 * e + 1)));
+    i = Ctx::next(B);
+    if (tp && c.sp)
+        add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
+                       i - 1, i);
+    B.add(c.gemm("attention.proj.dgrad", T, c.h / c.t, c.h));
+    B.add(c.gemm("attention.proj.wgrad", c.h / c.t, c.h, T));
+    if (flash) {
+        B.add(c.flash("attention.flash.bwd", true));
+    } else {
+        B.add(c.gemm("attention.context.dgrad_probs", c.s, c.s, d, bh));  // dP = dO V^T
+        B.add(c.gemm("attention.context.dgrad_values", c.s, d, c.s, bh)); // dV = P^T dO
+        if (drop)
+            B.add(c.memory("attention.dropout.bwd", bh * c.s * c.s * (2 * e + 1)));
+        B.add(c.memory("attention.softmax.bwd", 3 * bh * c.s * c.s * e));
+        B.add(c.gemm("attention.scores.dgrad_query", c.s, d, c.s, bh)); // dQ = dS K
+        B.add(c.gemm("attention.scores.dgrad_key", c.s, d, c.s, bh));   // dK = dS^T Q
+    }
+    i = Ctx::next(B);
+    if (tp && c.sp)
+        add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm, i - 1,
+                       i + 1, true);
+    B.add(c.gemm("attention.qkv.dgrad", T, c.h, qkv_n));
+    B.add(c.gemm("attention.qkv.wgrad", c.h, qkv_n, T));
+    if (tp)
+        add_collective(w,
+                       c.sp ? "attention.qkv.grad_reduce_scatter" : "attention.qkv.grad_all_reduce",
+                       exit_op, Pass::backward, comm, i, i + 2);
+    B.add(c.memory("input_layernorm.bwd", 4 * sharded * e));
+
+    // ---- recompute and activations
+    const TransformerActivations act = transformer_activations(c);
+    switch (c.cfg.recompute) {
+    case Recompute::none:
+        w.activation_bytes = act.all;
+        break;
+    case Recompute::selective:
+        for (int k = core_begin; k < core_end && !flash; ++k)
+            w.recompute.add(F.ops[static_cast<std::size_t>(k)]);
+        w.activation_bytes = act.all - act.attention_core;
+        w.recomputed_activation_bytes = act.attention_core;
+        break;
+    case Recompute::full: {
+        for (const Op& op : F.ops)
+            w.recompute.add(op);
+        const std::size_t n = w.collectives.size();
+        for (std::size_t k = 0; k < n; ++k) {
+            if (w.collectives[k].pass != Pass::forward)
+                continue;
+            TpCollective again = w.collectives[k];
+            again.pass = Pass::recompute;
+            w.collectives.push_back(again);
+        }
+        w.activation_bytes = act.layer_input;
+        w.recomputed_activation_bytes = act.all - act.layer_input;
+        break;
+    }
+    }
+    w.parameters = layer_parameters_per_rank(m, c.cfg.tp);
+    return w;
+}
+
+/// The lecture's MLP layer, x = gelu(x @ W), each rank holding W[:, dim/t].
+LayerWork mlp_layer(const Ctx& c) {
+    LayerWork w;
+    const std::int64_t e = c.elem;
+    const std::int64_t rows = c.b;
+    const std::int64_t n = c.h / c.t;
+    const bool tp = c.t > 1;
+    const std::int64_t gathered = rows * c.h * e;
+    PassWork& F = w.forward;
+    F.add(c.gemm("mlp.linear", rows, n, c.h));
+    const int gelu = F.add(c.memory("mlp.gelu", 2 * rows * n * e));
+    if (tp) // every rank needs the whole activation for the next layer
+        add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::forward, gathered, gelu,
+                       gelu + 1);
+    PassWork& B = w.backward;
+    B.add(c.memory("mlp.gelu.bwd", 3 * rows * n * e));
+    const int dgrad = B.add(c.gemm("mlp.linear.dgrad", rows, c.h, n));
+    B.add(c.gemm("mlp.linear.wgrad", c.h, n, rows));
+    if (tp) // each rank's dgrad is a partial sum over its columns of W
+        add_collective(w, "mlp.grad_all_reduce", TpOp::all_reduce, Pass::backward, gathered, dgrad,
+                       B.ops.count());
+    const std::int64_t input = rows * c.h * e;
+    const std::int64_t gelu_input = rows * n * e;
+    if (c.cfg.recompute == Recompute::full) {
+        for (const Op& op : F.ops)
+            w.recompute.add(op);
+        if (tp)
+            add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::recompute, gathered, gelu,
+                           gelu + 1);
+        w.activation_bytes = input;
+        w.recomputed_activation_bytes = gelu_input;
+    } else {
+        w.activation_bytes = input + gelu_input;
+    }
+    w.parameters = layer_parameters_per_rank(c.m, c.cfg.tp);
+    return w;
+}
+
+} // namespace
+
+LayerWork layer_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
+    check_config(m, cfg);
+    const Ctx c(m, cfg, cm);
+    return m.is_transformer() ? transformer_layer(c) : mlp_layer(c);
+}
+
+LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
+    check_config(m, cfg);
+    LayerWork w;
+    if (!m.is_transformer())
+        return w;
+    const Ctx c(m, cfg, cm);
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t vocab_local = padded_vocab(m, cfg.tp) / c.t;
+    const bool learned = m.position_embedding == PositionEmbedding::learned;
+    const bool drop = m.dropout > 0;
+    PassWork& F = w.forward;
+    // Vocabulary-parallel lookup: each rank gathers the rows of its vocabulary shard (zeros
+    // elsewhere); the partial embeddings are summed across the tensor-parallel ranks.
+    const int lookup = F.add(c.memory("embedding.lookup", 2 * T * c.h * e));
+    if (c.t > 1)
+        add_collective(w, c.sp ? "embedding.reduce_scatter" : "embedding.all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, T * c.h * e,
+                       lookup, lookup + 1);
+    if (learned)
+        F.add(c.memory("embedding.position_add", 3 * sharded * e));
+    if (drop)
+        F.add(c.memory("embedding.dropout", sharded * (2 * e + 1)));
+    PassWork& B = w.backward;
+    if (drop)
+        B.add(c.memory("embedding.dropout.bwd", sharded * (2 * e + 1)));
+    const int grad = Ctx::next(B);
+    if (c.t > 1 && c.sp)
+        add_collective(w, "embedding.grad_all_gather", TpOp::all_gather, Pass::backward,
+                       T * c.h * e, grad - 1, grad);
+    // A dense gradient of the local vocabulary rows, accumulated into the fp32 main gradient.
+    B.add(c.memory("embedding.wgrad", T * c.h * e + vocab_local * c.h * e));
+    B.add(c.memory("embedding.grad_accumulate", vocab_local * c.h * (e + 8)));
+    if (learned)
+        B.add(c.memory("embedding.position_wgrad", sharded * e + std::int64_t{m.seq} * c.h * 8));
+    w.activation_bytes = drop ? sharded : 0; // the dropout mask (1 byte per element)
+    w.parameters = vocab_local * c.h + (learned ? std::int64_t{m.seq} * c.h : 0);
+    return w;
+}
+
+LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
+    check_config(m, cfg);
+    const Ctx c(m, cfg, cm);
+    LayerWork w;
+    const std::int64_t e = c.elem;
+    if (!m.is_transformer()) {
+        // mean(x^2) over the gathered output: a reduction, and its gradient 2x/n.
+        const std::int64_t x = c.b * c.h * e;
+        w.forward.add(c.memory("loss", x));
+        w.backward.add(c.memory("loss.bwd", 2 * x));
+        w.activation_bytes = x;
+        return w;
+    }
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t vocab_local = padded_vocab(m, cfg.tp) / c.t;
+    const std::int64_t comm = T * c.h * e;
+    const bool tp = c.t > 1;
+    PassWork& F = w.forward;
+    const int norm = F.add(c.memory("final_layernorm", 2 * sharded * e));
+    const int head = F.add(c.gemm("lm_head", T, vocab_local, c.h));
+    if (tp && c.sp)
+        add_collective(w, "lm_head.all_gather", TpOp::all_gather, Pass::forward, comm, norm, head);
+    // Vocabulary-parallel cross entropy: logits to fp32 softmax (kept for the backward), with
+    // all-reduces of the max, the sum of exponentials and the target logit (fp32 per token).
+    const int ce = F.add(c.memory("cross_entropy", T * vocab_local * (e + 4)));
+    if (tp) {
+        for (int k = 0; k < 3; ++k)
+            add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, 4 * T,
+                           head, ce);
+    }
+    PassWork& B = w.backward;
+    B.add(c.memory("cross_entropy.bwd", T * vocab_local * (4 + e)));
+    const int dgrad = Ctx::next(B);
+    if (tp && c.sp)
+        add_collective(w, "lm_head.regather", TpOp::all_gather, Pass::backward, comm, dgrad - 1,
+                       dgrad + 1, true);
+    B.add(c.gemm("lm_head.dgrad", T, c.h, vocab_local));
+    B.add(c.gemm("lm_head.wgrad", c.h, vocab_local, T));
+    if (tp)
+        add_collective(w, c.sp ? "lm_head.grad_reduce_scatter" : "lm_head.grad_all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm, dgrad,
+                       dgrad + 2);
+    B.add(c.memory("final_layernorm.bwd", 4 * sharded * e));
+    // Korthikanti et al. 2022, section 4.3: 4 s b h / t (1 + v / h) with sequence parallelism.
+    w.activation_bytes = 2 * sharded * e + T * vocab_local * 4;
+    w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
+    w.shares_embedding_weights = m.tied_embeddings;
+    return w;
+}
+
+Op optimizer_step(std::int64_t parameters, Dtype dtype, Optimizer optimizer, int zero_stage,
+                  const ComputeModel& cm) {
+    const bool mixed = hardware::bytes_per_element(dtype) < 4;
+    // Gradients: fp32 main gradients (Megatron) unless ZeRO keeps 16-bit ones (Rajbhandari
+    // et al.); fp32 master weights read and written in mixed precision, then the 16-bit copy.
+    const std::int64_t grad = mixed && zero_stage > 0 ? 2 : 4;
+    const std::int64_t weights = mixed ? 8 + hardware::bytes_per_element(dtype) : 8;
+    const std::int64_t state = optimizer == Optimizer::adam ? 16 : 0; // m, v read and written
+    Op op;
+    op.name = optimizer == Optimizer::adam ? "optimizer.adam" : "optimizer.sgd";
+    op.kind = OpKind::memory_bound;
+    op.bytes = parameters * (grad + weights + state);
+    op.time = cm.memory_bound(op.bytes);
+    return op;
+}
+
+} // namespace clustersim::strategies::models

@@ -1,0 +1,207 @@
+#pragma once
+/// \file
+/// A model turned into GPU work: the kernels of one layer's forward, backward and recompute
+/// on one tensor-parallel rank, each with its FLOPs, HBM bytes and time from the kernel cost
+/// model, plus the tensor-parallel collectives the layer needs, the activations it keeps for
+/// its backward, and the parameters it holds. The schedule builders (strategies/parallel/) turn
+/// these into tasks; nothing here knows about pipelines or data parallelism.
+///
+/// API (every function is pure and cheap: no allocation, no global state; a transformer layer
+/// costs a few microseconds, so a sweep can call it per configuration):
+///
+///     ComputeModel cm(load_hardware("dgx-a100"));
+///     ModelSpec gpt = load_model("gpt3-175B");
+///     LayerConfig cfg{.tp = 8, .sequence_parallel = true, .micro_batch = 1,
+///                     .dtype = Dtype::fp16, .recompute = Recompute::selective};
+///     LayerWork layer = layer_work(gpt, cfg, cm);   // one transformer (or MLP) layer
+///     LayerWork first = embedding_work(gpt, cfg, cm); // extra work of the first stage
+///     LayerWork last = head_work(gpt, cfg, cm);       // final norm, LM head and loss
+///     layer.forward.time, layer.backward.time, layer.recompute.time;  // compute only
+///     for (const TpCollective& c : layer.collectives) ...;  // op, bytes, pass, after, needed_by
+///     layer.activation_bytes;   // kept from forward to backward, per micro-batch
+///     layer.parameters;         // held by this tensor-parallel rank
+///     Op step = optimizer_step(params, Dtype::fp16, Optimizer::adam, /*zero=*/0, cm);
+///
+/// Conventions:
+/// - A pass is an ordered list of kernels on the compute stream. `backward` is in execution
+///   order (last forward op first); each GEMM Y = X W of the forward has a data-gradient GEMM
+///   (dX = dY W^T) and a weight-gradient GEMM (dW = X^T dY) in that order, so the data-gradient
+///   collective overlaps the weight-gradient GEMM as in Megatron.
+/// - `recompute` holds what the backward must run first: nothing (none), the attention core
+///   (selective; nothing with FlashAttention, which recomputes inside its backward), or the
+///   whole forward with its collectives (full).
+/// - A collective is issued when op `after` of its pass ends (-1: at the start of the pass) and
+///   op `needed_by` waits for it (the pass's op count: only the end of the pass, i.e. the next
+///   layer, waits). Sizes follow nccl-tests: `bytes` is the per-rank buffer of an all-reduce
+///   and the whole (gathered) buffer of an all-gather or reduce-scatter; with the Megatron
+///   split every one is s * b * h * element bytes.
+/// - Tensor parallelism (Megatron, Shoeybi et al. 2019): per layer 2 all-reduces forward (after
+///   the attention projection and fc2) and 2 backward (of the QKV and fc1 data gradients).
+///   With sequence parallelism (Korthikanti et al. 2022) each becomes an all-gather before the
+///   column-parallel GEMM and a reduce-scatter after the row-parallel one; the backward also
+///   re-gathers the sequence-sharded GEMM inputs for the weight gradients (`regather`), as
+///   Megatron does instead of storing them whole. The lecture's MLP split (each rank holds
+///   W[:, dim/t]) all-gathers the activations after every layer and all-reduces the data
+///   gradient in backward.
+/// - Unequal stages: `embedding_work` (vocabulary-parallel lookup, position embedding, dropout;
+///   its weight gradient is a dense V/t x h accumulate) and `head_work` (final norm, LM head
+///   GEMM over the padded vocabulary, vocabulary-parallel cross entropy with its three small
+///   all-reduces) are separate, for the first and last pipeline stages.
+
+#include "hardware/compute_model.h"
+#include "hardware/dtype.h"
+#include "sim/time.h"
+#include "strategies/models/model_spec.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+
+namespace clustersim::strategies::models {
+
+/// How one layer is run.
+struct LayerConfig {
+    int tp = 1;                     ///< tensor-parallel size t
+    bool sequence_parallel = false; ///< Megatron --sequence-parallel (needs tp > 1 to matter)
+    int micro_batch = 1;            ///< b: samples (the MLP: rows) per micro-batch
+    hardware::Dtype dtype = hardware::Dtype::bf16; ///< activations and GEMM inputs
+    Recompute recompute = Recompute::none;
+};
+
+enum class Pass : std::uint8_t { forward, backward, recompute };
+std::string_view to_string(Pass p);
+
+enum class OpKind : std::uint8_t {
+    gemm,            ///< one matrix product
+    batched_gemm,    ///< the attention products over (micro-batch x heads)
+    fused_attention, ///< FlashAttention forward or backward
+    memory_bound,    ///< elementwise, normalisation, softmax, dropout, embedding, loss
+};
+std::string_view to_string(OpKind k);
+
+/// One kernel. GEMM shapes are M x N = (M x K)(K x N), `batch` products.
+struct Op {
+    std::string_view name; ///< "attention.qkv", "mlp.fc1.wgrad", ... (static strings)
+    OpKind kind = OpKind::memory_bound;
+    double flops = 0;       ///< executed FLOPs (0 for memory-bound kernels)
+    std::int64_t bytes = 0; ///< HBM bytes read and written
+    sim::Time time;
+    std::int64_t m = 0, n = 0, k = 0, batch = 0; ///< GEMM shape (0 otherwise)
+};
+
+enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter };
+std::string_view to_string(TpOp op);
+
+/// A tensor-parallel collective among the `tp` ranks of a layer.
+struct TpCollective {
+    std::string_view name; ///< "attention.all_reduce", "mlp.fc1.regather", ...
+    TpOp op = TpOp::all_reduce;
+    Pass pass = Pass::forward;
+    std::int64_t bytes = 0; ///< nccl-tests size (see the file comment)
+    int after = -1;         ///< issued when this op of the pass ends; -1: at its start
+    int needed_by = 0;      ///< this op of the pass waits for it; == op count: the pass's end
+    /// A re-gather of a sequence-sharded input for a weight gradient (sequence parallelism
+    /// in backward); Korthikanti et al. count 4 all-gathers + 4 reduce-scatters per layer
+    /// without these.
+    bool regather = false;
+};
+
+/// A list of fixed capacity: no allocation, so LayerWork is a plain value.
+template <typename T, std::size_t N>
+class FixedList {
+public:
+    /// Appends and returns the index of the new item.
+    int push_back(const T& v) {
+        if (size_ == N)
+            throw std::logic_error("FixedList capacity exceeded");
+        items_[size_] = v;
+        return static_cast<int>(size_++);
+    }
+    std::size_t size() const { return size_; }
+    int count() const { return static_cast<int>(size_); }
+    bool empty() const { return size_ == 0; }
+    const T& operator[](std::size_t i) const { return items_[i]; }
+    T& operator[](std::size_t i) { return items_[i]; }
+    const T* begin() const { return items_.data(); }
+    const T* end() const { return items_.data() + size_; }
+
+private:
+    std::array<T, N> items_{};
+    std::size_t size_ = 0;
+};
+
+/// The kernels of one pass, in order, with their totals.
+struct PassWork {
+    FixedList<Op, 32> ops;
+    sim::Time time;         ///< sum of the kernels' times (compute stream only)
+    double flops = 0;       ///< sum of executed FLOPs
+    std::int64_t bytes = 0; ///< sum of HBM bytes
+
+    int add(const Op& op) {
+        time += op.time;
+        flops += op.flops;
+        bytes += op.bytes;
+        return ops.push_back(op);
+    }
+};
+
+/// The work of one layer (or of the embedding, or of the head) on one tensor-parallel rank for
+/// one micro-batch.
+struct LayerWork {
+    PassWork forward;
+    PassWork backward;
+    PassWork recompute; ///< runs before `backward` (see the file comment)
+    FixedList<TpCollective, 16> collectives;
+    /// Activations kept from the forward to the backward of this micro-batch (bytes).
+    std::int64_t activation_bytes = 0;
+    /// Activations the recompute pass re-materialises, held only during this layer's backward.
+    std::int64_t recomputed_activation_bytes = 0;
+    /// Parameters held by this rank (elements; the model-state bytes follow from
+    /// model_state_bytes in memory_formulas.h).
+    std::int64_t parameters = 0;
+    /// The head's weights are the word embeddings (tied): with one pipeline stage they are the
+    /// embedding's parameters, not extra ones; on separate stages Megatron keeps a copy on the
+    /// last stage and all-reduces the two gradients.
+    bool shares_embedding_weights = false;
+
+    const PassWork& pass(Pass p) const {
+        return p == Pass::forward ? forward : p == Pass::backward ? backward : recompute;
+    }
+    /// Total bytes of the collectives of one pass (nccl-tests sizes).
+    std::int64_t collective_bytes(Pass p) const;
+    /// Number of collectives of one kind in one pass.
+    int collective_count(Pass p, TpOp op) const;
+};
+
+/// One transformer layer, or one layer of the lecture's MLP. Throws InputError when `tp` does
+/// not split the model (check_tensor_parallel) or the micro-batch is not positive.
+LayerWork layer_work(const ModelSpec& m, const LayerConfig& cfg, const hardware::ComputeModel& cm);
+
+/// The first stage's extra work: embedding lookup, position embedding, dropout (empty for the
+/// MLP, whose input is given).
+LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg,
+                         const hardware::ComputeModel& cm);
+
+/// The last stage's extra work: final norm, LM head over the padded vocabulary, cross entropy
+/// (for the MLP: its loss, mean(x^2)).
+LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const hardware::ComputeModel& cm);
+
+enum class Optimizer : std::uint8_t {
+    adam, ///< Adam / AdamW: fp32 moments m and v
+    sgd,  ///< plain SGD: no optimizer state
+};
+std::string_view to_string(Optimizer o);
+/// "adam", "adamw", "sgd"; nullopt otherwise.
+std::optional<Optimizer> parse_optimizer(std::string_view s);
+
+/// The optimizer update of `parameters` (those this rank updates: all it holds, or its 1/dp
+/// shard under ZeRO) as one fused memory-bound kernel: Adam in mixed precision reads the
+/// gradient and the fp32 master weights, m and v, writes them back and writes the 16-bit
+/// weights (30 bytes per parameter with fp32 gradients, 28 with 16-bit ones under ZeRO).
+Op optimizer_step(std::int64_t parameters, hardware::Dtype dtype, Optimizer optimizer,
+                  int zero_stage, const hardware::ComputeModel& cm);
+
+} // namespace clustersim::strategies::models

@@ -1,0 +1,45 @@
+#include "strategies/models/memory_formulas.h"
+
+#include "sim/error.h"
+
+#include <string>
+
+namespace clustersim::strategies::models {
+
+double korthikanti_activation_bytes(double s, double b, double h, double a, double t,
+                                    bool sequence_parallel, Recompute recompute, bool flash) {
+    const double sbh = s * b * h;
+    const double attention = flash ? 0.0 : 5.0 * a * s / h;
+    switch (recompute) {
+    case Recompute::full:
+        return 2.0 * sbh;
+    case Recompute::selective:
+        return sequence_parallel ? 34.0 * sbh / t : sbh * (10.0 + 24.0 / t);
+    case Recompute::none:
+        break;
+    }
+    return sequence_parallel ? sbh / t * (34.0 + attention)
+                             : sbh * (10.0 + 24.0 / t + attention / t);
+}
+
+ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
+                                  Optimizer optimizer, int zero_stage, int dp) {
+    if (zero_stage < 0 || zero_stage > 3)
+        throw InputError("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(zero_stage));
+    if (dp < 1)
+        throw InputError("data-parallel size must be at least 1, got " + std::to_string(dp));
+    const bool mixed = hardware::bytes_per_element(dtype) < 4;
+    const std::int64_t weight_bytes = hardware::bytes_per_element(dtype);
+    // Megatron accumulates fp32 gradients without ZeRO; ZeRO (DeepSpeed) keeps 16-bit ones.
+    const std::int64_t grad_bytes = mixed && zero_stage > 0 ? 2 : 4;
+    const std::int64_t master = mixed ? 4 : 0;
+    const std::int64_t moments = optimizer == Optimizer::adam ? 8 : 0;
+    const std::int64_t shard = (parameters + dp - 1) / dp;
+    ModelStateBytes m;
+    m.weights = weight_bytes * (zero_stage >= 3 ? shard : parameters);
+    m.gradients = grad_bytes * (zero_stage >= 2 ? shard : parameters);
+    m.optimizer = (master + moments) * (zero_stage >= 1 ? shard : parameters);
+    return m;
+}
+
+} // namespace clustersim::strategies::models

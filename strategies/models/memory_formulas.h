@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// The published closed forms of training memory, as functions: activations per transformer
+/// layer (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+/// Models", section 4 and Table 2) and weights + gradients + optimizer state by ZeRO stage
+/// (Rajbhandari et al. 2020; 18 bytes per parameter without ZeRO as Megatron keeps fp32
+/// gradients). layer_work.h counts activations item by item; these closed forms are what the
+/// tests hold that accounting to.
+
+#include "hardware/dtype.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_spec.h"
+
+#include <cstdint>
+
+namespace clustersim::strategies::models {
+
+/// Activation bytes of one transformer layer for one micro-batch, 16-bit activations and
+/// 1-byte dropout masks (s sequence, b micro-batch, h hidden, a heads, t tensor parallel):
+///   no recompute, t = 1:            s b h (34 + 5 a s / h)
+///   tensor parallel:                s b h (10 + 24/t + 5 a s / (h t))
+///   tensor + sequence parallel:     s b h / t (34 + 5 a s / h)
+///   tensor parallel + selective:    s b h (10 + 24/t)
+///   tensor + sequence + selective:  34 s b h / t
+///   full recompute:                 2 s b h (the layer input only)
+/// FlashAttention (`flash`) removes the 5 a s / h term, whatever the recompute.
+double korthikanti_activation_bytes(double s, double b, double h, double a, double t,
+                                    bool sequence_parallel, Recompute recompute, bool flash);
+
+/// Bytes of model state held by one GPU for `parameters` (those it holds after tensor and
+/// pipeline parallelism), by ZeRO stage over `dp` data-parallel ranks.
+struct ModelStateBytes {
+    std::int64_t weights = 0;
+    std::int64_t gradients = 0;
+    std::int64_t optimizer = 0; ///< fp32 master weights and Adam's m and v
+    std::int64_t total() const { return weights + gradients + optimizer; }
+};
+
+/// Mixed precision (16-bit `dtype`) with Adam:
+///   ZeRO 0: 2P weights + 4P fp32 gradients + 12P (master, m, v) = 18P (Megatron);
+///   ZeRO 1: 2P + 2P + 12P/d = 4P + 12P/d; ZeRO 2: 2P + 2P/d + 12P/d = 2P + 14P/d;
+///   ZeRO 3: (2 + 2 + 12)P/d = 16P/d.
+/// fp32 training: 4P weights, 4P gradients, Adam 8P (no master copy), sharded likewise.
+/// SGD keeps no optimizer state beyond the master weights. Shards round up (ceil(P/d)).
+/// Throws InputError for a ZeRO stage outside 0..3 or dp < 1.
+ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
+                                  Optimizer optimizer, int zero_stage, int dp);
+
+} // namespace clustersim::strategies::models

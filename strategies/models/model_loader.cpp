@@ -1,0 +1,208 @@
+#include "strategies/models/model_loader.h"
+
+#include "hardware/hardware_loader.h"
+#include "hardware/yaml_reader.h"
+#include "sim/error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <initializer_list>
+
+namespace clustersim::strategies::models {
+namespace fs = std::filesystem;
+using hardware::YamlMap;
+
+namespace {
+
+constexpr int kMaxExtendsDepth = 8;
+constexpr std::int64_t kMaxDim = 1 << 24;
+
+/// A model being layered, with whether the defaulted sizes were given explicitly: when an
+/// override changes `hidden` or `heads`, an inherited default (4h, heads) follows it.
+struct Layered {
+    ModelSpec spec;
+    bool ffn_given = false;
+    bool kv_heads_given = false;
+};
+
+fs::path resolve(const std::string& name_or_path, const fs::path& relative_to) {
+    const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                                 name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
+    if (looks_like_path) {
+        fs::path p(name_or_path);
+        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
+            p = relative_to / p;
+        if (!fs::exists(p))
+            throw InputError(name_or_path + ": no such model file");
+        return p;
+    }
+    const fs::path preset = fs::path(hardware::config_dir()) / "models" / (name_or_path + ".yaml");
+    if (!fs::exists(preset)) {
+        std::string names;
+        for (const auto& n : model_preset_names())
+            names += (names.empty() ? "" : ", ") + n;
+        throw InputError("unknown model preset '" + name_or_path + "' (presets: " + names +
+                         "; or give a path to a YAML file, or the model as a mapping)");
+    }
+    return preset;
+}
+
+Layered load_layers(const YAML::Node& doc, const std::string& file, int depth);
+
+Layered load_file(const fs::path& path, int depth) {
+    return load_layers(hardware::load_yaml_file(path.string()), path.string(), depth);
+}
+
+void read_dim(YamlMap& m, std::string_view key, int& out) {
+    if (m.has(key))
+        out = static_cast<int>(m.integer(key, 1, kMaxDim));
+}
+
+template <typename E>
+void read_enum(YamlMap& m, std::string_view key, E& out, std::initializer_list<E> values) {
+    if (!m.has(key))
+        return;
+    std::vector<std::string> names;
+    for (E v : values)
+        names.emplace_back(to_string(v));
+    const std::string text = m.choice(key, names);
+    for (E v : values) {
+        if (to_string(v) == text)
+            out = v;
+    }
+}
+
+void apply_transformer(YamlMap& m, Layered& l) {
+    ModelSpec& s = l.spec;
+    read_dim(m, "layers", s.layers);
+    read_dim(m, "hidden", s.hidden);
+    read_dim(m, "heads", s.heads);
+    if (m.has("kv_heads")) {
+        read_dim(m, "kv_heads", s.kv_heads);
+        l.kv_heads_given = true;
+    }
+    if (m.has("ffn")) {
+        read_dim(m, "ffn", s.ffn);
+        l.ffn_given = true;
+    }
+    read_dim(m, "seq", s.seq);
+    read_dim(m, "vocab", s.vocab);
+    read_dim(m, "vocab_divisible_by", s.vocab_divisible_by);
+    read_enum(m, "attention", s.attention, {AttentionKind::unfused, AttentionKind::flash});
+    read_enum(m, "activation", s.activation, {Activation::gelu, Activation::swiglu});
+    read_enum(m, "norm", s.norm, {Norm::layernorm, Norm::rmsnorm});
+    read_enum(m, "position_embedding", s.position_embedding,
+              {PositionEmbedding::learned, PositionEmbedding::rope});
+    m.read("tied_embeddings", s.tied_embeddings);
+    m.read("bias", s.bias);
+    if (m.has("dropout")) {
+        const double p = m.number("dropout", 0);
+        if (!(p < 1))
+            m.fail("dropout", "expected a probability in [0, 1), got " + m.str("dropout"));
+        s.dropout = p;
+    }
+    if (!l.kv_heads_given)
+        s.kv_heads = s.heads;
+    if (!l.ffn_given)
+        s.ffn = 4 * s.hidden;
+}
+
+/// Checks the finished layer; errors point at the key in this file when it names it.
+void validate(YamlMap& m, const ModelSpec& s) {
+    auto require = [&](bool ok, std::string_view key, const std::string& what) {
+        if (ok)
+            return;
+        if (m.node()[std::string(key)].IsDefined())
+            m.fail(key, what);
+        throw InputError(hardware::format_mark(m.file(), m.node().Mark()) + ": model '" + s.name +
+                         "': " + what + (m.path().empty() ? "" : " (in " + m.path() + ")"));
+    };
+    auto present = [&](int v, std::string_view key) {
+        require(v > 0, key, "missing key '" + std::string(key) + "'");
+    };
+    present(s.layers, "layers");
+    if (!s.is_transformer()) {
+        present(s.hidden, "dim");
+        return;
+    }
+    present(s.hidden, "hidden");
+    present(s.heads, "heads");
+    present(s.seq, "seq");
+    present(s.vocab, "vocab");
+    require(s.hidden % s.heads == 0, "heads",
+            "heads=" + std::to_string(s.heads) + " does not divide hidden=" +
+                std::to_string(s.hidden) + " (each head gets hidden/heads dimensions)");
+    require(s.kv_heads <= s.heads && s.heads % s.kv_heads == 0, "kv_heads",
+            "kv_heads=" + std::to_string(s.kv_heads) + " must divide heads=" +
+                std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
+}
+
+Layered load_layers(const YAML::Node& doc, const std::string& file, int depth) {
+    YamlMap root(doc, file);
+    Layered l;
+    if (root.has("extends")) {
+        if (depth >= kMaxExtendsDepth)
+            root.fail("extends", "too many levels of 'extends' (a cycle?)");
+        const std::string base = root.str("extends");
+        try {
+            l = load_file(resolve(base, fs::path(file).parent_path()), depth + 1);
+        } catch (const InputError& e) {
+            root.fail("extends", std::string("cannot load '") + base + "': " + e.what());
+        }
+        l.spec.description.clear();
+    } else {
+        l.spec.name = fs::path(file).stem().string();
+    }
+    root.read("name", l.spec.name);
+    root.read("description", l.spec.description);
+    read_enum(root, "kind", l.spec.kind, {ModelKind::mlp, ModelKind::transformer});
+    if (l.spec.is_transformer()) {
+        apply_transformer(root, l);
+    } else {
+        read_dim(root, "layers", l.spec.layers);
+        read_dim(root, "dim", l.spec.hidden);
+    }
+    root.finish();
+    validate(root, l.spec);
+    return l;
+}
+
+} // namespace
+
+std::vector<std::string> model_preset_names() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry :
+         fs::directory_iterator(fs::path(hardware::config_dir()) / "models", ec)) {
+        if (entry.path().extension() == ".yaml")
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+    return load_file(resolve(name_or_path, {}), 0).spec;
+}
+
+ModelSpec load_model_node(const YAML::Node& node, const std::string& file) {
+    if (node.IsScalar())
+        return load_file(resolve(node.Scalar(), fs::path(file).parent_path()), 0).spec;
+    Layered l = load_layers(node, file, 0);
+    // An inline model without a name or a base is not named after the experiment file.
+    if (node.IsMap() && !node["name"] && !node["extends"])
+        l.spec.name = "custom";
+    return l.spec;
+}
+
+ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
+    YAML::Node doc;
+    try {
+        doc = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        throw InputError(hardware::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
+    }
+    return load_layers(doc, file, 0).spec;
+}
+
+} // namespace clustersim::strategies::models

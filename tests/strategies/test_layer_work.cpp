@@ -1,0 +1,412 @@
+#include "hardware/compute_model.h"
+#include "hardware/hardware_loader.h"
+#include "sim/error.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/memory_formulas.h"
+#include "strategies/models/model_loader.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+using namespace clustersim;
+using namespace clustersim::strategies::models;
+using hardware::ComputeModel;
+using hardware::Dtype;
+
+namespace {
+
+const ComputeModel& a100() {
+    static const ComputeModel cm(hardware::load_hardware("dgx-a100"));
+    return cm;
+}
+
+LayerConfig config(int tp, bool sp, int b, Recompute r = Recompute::none, Dtype d = Dtype::fp16) {
+    LayerConfig c;
+    c.tp = tp;
+    c.sequence_parallel = sp;
+    c.micro_batch = b;
+    c.dtype = d;
+    c.recompute = r;
+    return c;
+}
+
+double gemm_flops(const PassWork& p) {
+    double f = 0;
+    for (const Op& op : p.ops) {
+        if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm)
+            f += op.flops;
+    }
+    return f;
+}
+
+/// The collectives of `w` are well formed: issued after an op of their pass (or at its
+/// start), waited for by a later op (or the pass's end).
+void check_collective_references(const LayerWork& w) {
+    for (const auto& c : w.collectives) {
+        INFO(c.name);
+        const int n = w.pass(c.pass).ops.count();
+        CHECK(c.after >= -1);
+        CHECK(c.after < n);
+        CHECK(c.needed_by > c.after);
+        CHECK(c.needed_by <= n);
+        CHECK(c.bytes > 0);
+    }
+}
+
+} // namespace
+
+TEST_CASE("layer work: FLOPs add up to Narayanan et al.'s Eq. 3", "[models][flops]") {
+    // 96 B s l h^2 (1 + s/(6h) + V/(16 l h)): a forward, a backward of twice its cost and a
+    // recomputed forward of every layer, forward and backward of the LM head.
+    for (const char* name : {"megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T"}) {
+        INFO(name);
+        const ModelSpec m = load_model(name);
+        const std::int64_t batch = 1536;
+        const double eq3 = narayanan_iteration_flops(batch, m.seq, m.layers, m.hidden, m.vocab);
+        CHECK(model_flops_per_iteration(m, batch, true) == Approx(eq3).epsilon(1e-12));
+        // The same from the kernels of one layer and of the head, with recompute = full.
+        const LayerWork layer = layer_work(m, config(1, false, 1, Recompute::full), a100());
+        const LayerWork head = head_work(m, config(1, false, 1), a100());
+        CHECK(gemm_flops(layer.backward) == Approx(2 * gemm_flops(layer.forward)));
+        CHECK(gemm_flops(layer.recompute) == Approx(gemm_flops(layer.forward)));
+        const double per_sample =
+            m.layers * (gemm_flops(layer.forward) + gemm_flops(layer.backward) +
+                        gemm_flops(layer.recompute)) +
+            gemm_flops(head.forward) + gemm_flops(head.backward);
+        CHECK(batch * per_sample == Approx(eq3).epsilon(1e-12));
+        // Tensor parallelism splits every GEMM evenly.
+        const LayerWork split = layer_work(m, config(8, true, 1), a100());
+        CHECK(8 * gemm_flops(split.forward) == Approx(gemm_flops(layer.forward)));
+    }
+    // Without recompute the layers count three passes: 72 B s l h^2 (1 + s/(6h)) + 6 B s h V.
+    const ModelSpec g = load_model("gpt3-175B");
+    const double s = g.seq, h = g.hidden, l = g.layers, v = g.vocab;
+    CHECK(model_flops_per_iteration(g, 2, false) ==
+          Approx(2 * (72 * s * l * h * h * (1 + s / (6 * h)) + 6 * s * h * v)));
+}
+
+TEST_CASE("layer work: Megatron's tensor-parallel collectives", "[models][tp]") {
+    const ModelSpec m = load_model("gpt3-175B");
+    const std::int64_t sbh2 = std::int64_t{2048} * 2 * 12288 * 2; // s b h, fp16, b = 2
+    SECTION("no tensor parallelism: no collectives") {
+        const LayerWork w = layer_work(m, config(1, true, 2), a100());
+        CHECK(w.collectives.empty());
+    }
+    SECTION("tensor parallel: 2 all-reduces forward, 2 backward, of s b h each") {
+        const LayerWork w = layer_work(m, config(8, false, 2), a100());
+        check_collective_references(w);
+        CHECK(w.collectives.size() == 4);
+        CHECK(w.collective_count(Pass::forward, TpOp::all_reduce) == 2);
+        CHECK(w.collective_count(Pass::backward, TpOp::all_reduce) == 2);
+        for (const auto& c : w.collectives)
+            CHECK(c.bytes == sbh2);
+        // The forward all-reduces follow the row-parallel GEMMs; the backward ones follow
+        // the data gradients of the column-parallel GEMMs and overlap their weight gradients.
+        for (const auto& c : w.collectives) {
+            const Op& after = w.pass(c.pass).ops[static_cast<std::size_t>(c.after)];
+            INFO(c.name << " after " << after.name);
+            if (c.pass == Pass::forward) {
+                CHECK((after.name == "attention.proj" || after.name == "mlp.fc2"));
+                CHECK(c.needed_by == c.after + 1);
+            } else {
+                CHECK((after.name == "attention.qkv.dgrad" || after.name == "mlp.fc1.dgrad"));
+                const Op& overlapped = w.backward.ops[static_cast<std::size_t>(c.after + 1)];
+                CHECK(overlapped.name.ends_with(".wgrad"));
+                CHECK(c.needed_by == c.after + 2);
+            }
+        }
+    }
+    SECTION("sequence parallel: all-gathers and reduce-scatters instead, same volume") {
+        const LayerWork tp = layer_work(m, config(8, false, 2), a100());
+        const LayerWork sp = layer_work(m, config(8, true, 2), a100());
+        check_collective_references(sp);
+        CHECK(sp.collective_count(Pass::forward, TpOp::all_gather) == 2);
+        CHECK(sp.collective_count(Pass::forward, TpOp::reduce_scatter) == 2);
+        CHECK(sp.collective_count(Pass::forward, TpOp::all_reduce) == 0);
+        CHECK(sp.collective_count(Pass::backward, TpOp::reduce_scatter) == 2);
+        int regathers = 0, grad_gathers = 0;
+        for (const auto& c : sp.collectives) {
+            CHECK(c.bytes == sbh2);
+            if (c.pass == Pass::backward && c.op == TpOp::all_gather)
+                (c.regather ? regathers : grad_gathers)++;
+        }
+        // Korthikanti et al.: 4 all-gathers + 4 reduce-scatters per layer (forward and
+        // backward); Megatron re-gathers the two sharded GEMM inputs for the weight gradients.
+        CHECK(grad_gathers == 2);
+        CHECK(regathers == 2);
+        // An all-reduce moves what a reduce-scatter and an all-gather move (nccl-tests sizes
+        // are equal; busbw factors 2(n-1)/n vs (n-1)/n each).
+        CHECK(sp.collective_bytes(Pass::forward) == 2 * tp.collective_bytes(Pass::forward));
+        // Sequence parallelism shards the norms and dropouts: less memory-bound work.
+        CHECK(sp.forward.time < tp.forward.time);
+    }
+    SECTION("full recompute repeats the forward's collectives") {
+        const LayerWork w = layer_work(m, config(8, false, 2, Recompute::full), a100());
+        CHECK(w.collective_count(Pass::recompute, TpOp::all_reduce) == 2);
+        CHECK(w.recompute.ops.size() == w.forward.ops.size());
+        CHECK(w.recompute.time == w.forward.time);
+        check_collective_references(w);
+    }
+}
+
+TEST_CASE("layer work: activations match Korthikanti et al. 2022", "[models][memory]") {
+    // Per layer and micro-batch, for the configurations of their Table 3 (t = 8, s = 2048):
+    // the item-by-item accounting of layer_work against the closed forms, within 1%.
+    for (const char* name : {"megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T"}) {
+        const ModelSpec m = load_model(name);
+        const double s = m.seq, h = m.hidden, a = m.heads;
+        for (int b : {1, 4}) {
+            for (int t : {1, 8}) {
+                for (bool sp : {false, true}) {
+                    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+                        INFO(name << " b=" << b << " t=" << t << " sp=" << sp << " "
+                                  << to_string(r));
+                        const LayerWork w = layer_work(m, config(t, sp, b, r), a100());
+                        double expected =
+                            korthikanti_activation_bytes(s, b, h, a, t, sp && t > 1, r, false);
+                        // Full recompute keeps the layer input, sequence-sharded under SP.
+                        if (r == Recompute::full && sp)
+                            expected /= t;
+                        CHECK(static_cast<double>(w.activation_bytes) ==
+                              Approx(expected).epsilon(0.01));
+                    }
+                }
+            }
+        }
+        // FlashAttention removes the 5as/h term (it keeps only a row statistic per query).
+        ModelSpec flash = m;
+        flash.attention = AttentionKind::flash;
+        for (bool sp : {false, true}) {
+            const LayerWork w = layer_work(flash, config(8, sp, 1), a100());
+            CHECK(static_cast<double>(w.activation_bytes) ==
+                  Approx(korthikanti_activation_bytes(s, 1, h, a, 8, sp, Recompute::none, true))
+                      .epsilon(0.01));
+        }
+    }
+    // Without parallelism: s b h (34 + 5 a s / h), exactly; for GPT-3 the attention core's
+    // 5as/h = 80 outweighs the other 34.
+    const ModelSpec g = load_model("gpt3-175B");
+    const LayerWork w = layer_work(g, config(1, false, 1), a100());
+    const std::int64_t sbh = std::int64_t{2048} * 12288;
+    CHECK(5 * 96 * 2048 / 12288 == 80);
+    CHECK(w.activation_bytes == sbh * (34 + 80));
+    // Selective recompute keeps 34 sbh/t with SP: 107 MB per GPT-3 layer on 8 GPUs.
+    const LayerWork sel = layer_work(g, config(8, true, 1, Recompute::selective), a100());
+    CHECK(sel.activation_bytes == 34 * sbh / 8);
+    CHECK(sel.recomputed_activation_bytes == 5 * 96 * std::int64_t{2048} * 2048 / 8);
+}
+
+TEST_CASE("layer work: recompute passes", "[models][recompute]") {
+    for (const char* name : {"megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T"}) {
+        INFO(name);
+        const ModelSpec m = load_model(name);
+        const LayerWork none = layer_work(m, config(8, true, 1), a100());
+        const LayerWork sel = layer_work(m, config(8, true, 1, Recompute::selective), a100());
+        const LayerWork full = layer_work(m, config(8, true, 1, Recompute::full), a100());
+        CHECK(none.recompute.ops.empty());
+        // Selective recomputes exactly the attention core: QK^T, softmax, dropout, A.V.
+        REQUIRE(sel.recompute.ops.size() == 4);
+        CHECK(sel.recompute.ops[0].name == "attention.scores");
+        CHECK(sel.recompute.ops[3].name == "attention.context");
+        // Their cost relative to forward + backward: Korthikanti et al. measure a few percent
+        // for selective and 33-39% for full recompute (../shared/MODELING.md).
+        const double step = (none.forward.time + none.backward.time).seconds();
+        const double sel_overhead = sel.recompute.time.seconds() / step;
+        const double full_overhead = full.recompute.time.seconds() / step;
+        CHECK(sel_overhead > 0.01);
+        CHECK(sel_overhead < 0.10);
+        CHECK(full_overhead > 0.30);
+        CHECK(full_overhead < 0.40);
+        CHECK(sel.forward.time == none.forward.time);
+        CHECK(sel.backward.time == none.backward.time);
+    }
+    // FlashAttention recomputes inside its own backward: selective has nothing to add.
+    const LayerWork flash =
+        layer_work(load_model("llama2-70B"), config(8, true, 1, Recompute::selective), a100());
+    CHECK(flash.recompute.ops.empty());
+}
+
+TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
+    SECTION("GQA shrinks the QKV projection (Llama 2 70B, t = 8)") {
+        const LayerWork w = layer_work(load_model("llama2-70B"), config(8, false, 1), a100());
+        const Op& qkv = w.forward.ops[1];
+        CHECK(qkv.name == "attention.qkv");
+        CHECK(qkv.m == 4096);
+        CHECK(qkv.n == (64 + 2 * 8) * 128 / 8);
+        CHECK(qkv.k == 8192);
+        // SwiGLU: fc1 produces gate and up (2 x 28672 / 8 columns).
+        bool found = false;
+        for (const Op& op : w.forward.ops) {
+            if (op.name == "mlp.fc1") {
+                CHECK(op.n == 2 * 28672 / 8);
+                found = true;
+            }
+        }
+        CHECK(found);
+        // Everything but the two RMSNorms (replicated) is split 8 ways.
+        const std::int64_t per_layer = parameter_counts(load_model("llama2-70B")).per_layer;
+        CHECK(w.parameters == (per_layer - 2 * 8192) / 8 + 2 * 8192);
+    }
+    SECTION("unfused attention: batched GEMMs over micro-batch x heads / t") {
+        const LayerWork w = layer_work(load_model("gpt3-175B"), config(8, false, 2), a100());
+        const Op& scores = w.forward.ops[2];
+        CHECK(scores.name == "attention.scores");
+        CHECK(scores.kind == OpKind::batched_gemm);
+        CHECK(scores.batch == 2 * 96 / 8);
+        CHECK(scores.m == 2048);
+        CHECK(scores.n == 2048);
+        CHECK(scores.k == 128);
+        // The s^2 softmax is memory-bound: 2 bytes in, 2 out per score.
+        CHECK(w.forward.ops[3].bytes == 2 * 2 * 24 * std::int64_t{2048} * 2048);
+    }
+    SECTION("FlashAttention replaces the four kernels with one") {
+        ModelSpec m = load_model("gpt3-175B");
+        const LayerWork unfused = layer_work(m, config(8, true, 1), a100());
+        m.attention = AttentionKind::flash;
+        const LayerWork flash = layer_work(m, config(8, true, 1), a100());
+        CHECK(flash.forward.ops.size() == unfused.forward.ops.size() - 3);
+        CHECK(flash.forward.ops[2].kind == OpKind::fused_attention);
+        CHECK(flash.forward.bytes < unfused.forward.bytes);
+    }
+    SECTION("pass totals are the sums of their kernels") {
+        const LayerWork w = layer_work(load_model("megatron-22B"), config(4, true, 2), a100());
+        sim::Time t;
+        double f = 0;
+        for (const Op& op : w.backward.ops) {
+            t += op.time;
+            f += op.flops;
+            CHECK(op.time > sim::Time::zero());
+        }
+        CHECK(t == w.backward.time);
+        CHECK(f == Approx(w.backward.flops));
+    }
+    SECTION("bigger micro-batches and less tensor parallelism take longer") {
+        const ModelSpec m = load_model("megatron-22B");
+        CHECK(layer_work(m, config(8, true, 2), a100()).forward.time >
+              layer_work(m, config(8, true, 1), a100()).forward.time);
+        CHECK(layer_work(m, config(4, true, 1), a100()).forward.time >
+              layer_work(m, config(8, true, 1), a100()).forward.time);
+    }
+    SECTION("identical inputs give identical work") {
+        const ModelSpec m = load_model("turing-530B");
+        const LayerWork a = layer_work(m, config(8, true, 1, Recompute::selective), a100());
+        const LayerWork b = layer_work(m, config(8, true, 1, Recompute::selective), a100());
+        REQUIRE(a.backward.ops.size() == b.backward.ops.size());
+        for (std::size_t i = 0; i < a.backward.ops.size(); ++i) {
+            CHECK(a.backward.ops[i].name == b.backward.ops[i].name);
+            CHECK(a.backward.ops[i].time == b.backward.ops[i].time);
+        }
+        CHECK(a.activation_bytes == b.activation_bytes);
+    }
+}
+
+TEST_CASE("layer work: the lecture's MLP, split naively over 4 GPUs", "[models][mlp]") {
+    // cs336-parallelism-2.yaml, tensor_parallel: batch 128, each rank W[:, 256], all-gather of
+    // the 128x256 fp32 slices after every layer.
+    const ModelSpec m = load_model("lecture-mlp");
+    const LayerWork w = layer_work(m, config(4, false, 128, Recompute::none, Dtype::fp32), a100());
+    REQUIRE(w.forward.ops.size() == 2);
+    const Op& linear = w.forward.ops[0];
+    CHECK(linear.m == 128);
+    CHECK(linear.n == 256);
+    CHECK(linear.k == 1024);
+    CHECK(w.collective_count(Pass::forward, TpOp::all_gather) == 1);
+    CHECK(w.collectives[0].bytes == 128 * 1024 * 4);
+    CHECK(w.collectives[0].needed_by == 2); // the next layer waits for it
+    CHECK(w.collective_count(Pass::backward, TpOp::all_reduce) == 1);
+    CHECK(w.parameters == 1024 * 256);
+    check_collective_references(w);
+    // Data parallel over 4: local batch 32, no collectives in the layer.
+    const LayerWork dp = layer_work(m, config(1, false, 32, Recompute::none, Dtype::fp32), a100());
+    CHECK(dp.collectives.empty());
+    CHECK(dp.parameters == 1024 * 1024);
+    CHECK(embedding_work(m, config(1, false, 32), a100()).forward.ops.empty());
+    CHECK(head_work(m, config(1, false, 32), a100()).forward.ops.size() == 1);
+    // Full recompute keeps only the layer input.
+    const LayerWork full =
+        layer_work(m, config(4, false, 128, Recompute::full, Dtype::fp32), a100());
+    CHECK(full.activation_bytes == 128 * 1024 * 4);
+    CHECK(full.recompute.ops.size() == 2);
+}
+
+TEST_CASE("layer work: embedding and head stages", "[models][stages]") {
+    const ModelSpec m = load_model("gpt3-175B");
+    const std::int64_t s = 2048, h = 12288, v = 51200;
+    SECTION("head: LM head GEMM over the padded vocabulary, cross entropy, memory") {
+        const LayerWork w = head_work(m, config(8, true, 1), a100());
+        check_collective_references(w);
+        const Op& head = w.forward.ops[1];
+        CHECK(head.name == "lm_head");
+        CHECK(head.n == v / 8);
+        CHECK(head.flops == Approx(2.0 * s * h * v / 8));
+        CHECK(w.collective_count(Pass::forward, TpOp::all_reduce) == 3); // max, sum, target
+        // Korthikanti et al. 2022 section 4.3: 4 s b h / t (1 + v / h).
+        CHECK(static_cast<double>(w.activation_bytes) ==
+              Approx(4.0 * s * h / 8 * (1.0 + static_cast<double>(v) / h)));
+        CHECK(w.shares_embedding_weights);
+        CHECK(w.parameters == v / 8 * h + 2 * h);
+    }
+    SECTION("embedding: vocabulary-parallel lookup reduced across the ranks") {
+        const LayerWork w = embedding_work(m, config(8, false, 1), a100());
+        check_collective_references(w);
+        CHECK(w.collective_count(Pass::forward, TpOp::all_reduce) == 1);
+        CHECK(w.parameters == v / 8 * h + s * h);
+        CHECK(w.activation_bytes == s * h); // the dropout mask
+        CHECK(w.backward.time > sim::Time::zero());
+    }
+    SECTION("Megatron pads the vocabulary to a multiple of 128 t") {
+        ModelSpec odd = m;
+        odd.vocab = 50257;
+        CHECK(padded_vocab(odd, 1) == 50304);
+        CHECK(padded_vocab(odd, 8) == 51200);
+        CHECK(head_work(odd, config(8, false, 1), a100()).forward.ops[1].n == 6400);
+    }
+}
+
+TEST_CASE("layer work: optimizer step and model state", "[models][memory]") {
+    const std::int64_t p = 1'000'000;
+    CHECK(optimizer_step(p, Dtype::fp16, Optimizer::adam, 0, a100()).bytes == 30 * p);
+    CHECK(optimizer_step(p, Dtype::bf16, Optimizer::adam, 1, a100()).bytes == 28 * p);
+    CHECK(optimizer_step(p, Dtype::fp32, Optimizer::adam, 0, a100()).bytes == 28 * p);
+    CHECK(optimizer_step(p, Dtype::fp32, Optimizer::sgd, 0, a100()).bytes == 12 * p);
+    // Memory-bound: 30 MB at the A100's sustained 1.61 TB/s.
+    const Op big = optimizer_step(1'000'000'000, Dtype::fp16, Optimizer::adam, 0, a100());
+    CHECK(big.time.seconds() == Approx(30e9 / 1.61e12).epsilon(0.01));
+    CHECK(parse_optimizer("adamw") == Optimizer::adam);
+    CHECK_FALSE(parse_optimizer("lamb"));
+}
+
+TEST_CASE("layer work: configurations the model cannot take", "[models][errors]") {
+    const ModelSpec g = load_model("gpt3-175B");
+    SECTION("tp not dividing the heads names the numbers and the tp values that work") {
+        CHECK_THROWS_AS(layer_work(g, config(5, false, 1), a100()), InputError);
+        CHECK_THROWS_WITH(layer_work(g, config(5, false, 1), a100()),
+                          Catch::Contains("tp=5") && Catch::Contains("heads=96") &&
+                              Catch::Contains("1, 2, 3, 4, 6, 8"));
+    }
+    SECTION("GQA: tp must divide kv_heads") {
+        CHECK_THROWS_WITH(layer_work(load_model("llama2-70B"), config(16, false, 1), a100()),
+                          Catch::Contains("kv_heads=8"));
+    }
+    SECTION("sequence parallelism needs tp to divide seq") {
+        ModelSpec m = g;
+        m.seq = 2047;
+        CHECK_NOTHROW(layer_work(m, config(8, false, 1), a100()));
+        CHECK_THROWS_WITH(layer_work(m, config(8, true, 1), a100()), Catch::Contains("seq"));
+    }
+    SECTION("sequence parallelism on the MLP") {
+        CHECK_THROWS_WITH(layer_work(load_model("lecture-mlp"), config(4, true, 32), a100()),
+                          Catch::Contains("transformers"));
+    }
+    SECTION("micro-batch of zero, tp of zero") {
+        CHECK_THROWS_WITH(layer_work(g, config(8, false, 0), a100()),
+                          Catch::Contains("micro-batch"));
+        CHECK_THROWS_AS(layer_work(g, config(0, false, 1), a100()), InputError);
+    }
+    SECTION("a dtype the GPU lacks") {
+        CHECK_THROWS_WITH(layer_work(g, config(8, false, 1, Recompute::none, Dtype::fp8), a100()),
+                          Catch::Contains("fp8"));
+    }
+}

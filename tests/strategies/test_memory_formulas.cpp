@@ -1,0 +1,61 @@
+#include "sim/error.h"
+#include "strategies/models/memory_formulas.h"
+#include "strategies/models/model_loader.h"
+
+#include <catch2/catch.hpp>
+
+using namespace clustersim;
+using namespace clustersim::strategies::models;
+using hardware::Dtype;
+
+TEST_CASE("memory formulas: Korthikanti et al. 2022 closed forms", "[models][memory]") {
+    const double s = 2048, b = 1, h = 12288, a = 96, t = 8; // GPT-3 175B, Table 3
+    const double sbh = s * b * h;
+    auto k = [&](double tp, bool sp, Recompute r, bool flash = false) {
+        return korthikanti_activation_bytes(s, b, h, a, tp, sp, r, flash);
+    };
+    CHECK(k(1, false, Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)));
+    CHECK(k(t, false, Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+    CHECK(k(t, true, Recompute::none) == Approx(sbh / t * (34 + 5 * a * s / h)));
+    CHECK(k(t, false, Recompute::selective) == Approx(sbh * (10 + 24 / t)));
+    CHECK(k(t, true, Recompute::selective) == Approx(34 * sbh / t));
+    CHECK(k(t, true, Recompute::full) == Approx(2 * sbh));
+    CHECK(k(t, true, Recompute::none, true) == Approx(34 * sbh / t));
+    // At t = 1 sequence parallelism changes nothing; every technique saves memory.
+    CHECK(k(1, true, Recompute::none) == Approx(k(1, false, Recompute::none)));
+    CHECK(k(t, true, Recompute::none) < k(t, false, Recompute::none));
+    CHECK(k(t, true, Recompute::selective) < k(t, true, Recompute::none));
+    // GPT-3 on 8-way TP with SP and selective recompute: 107 MB per layer and micro-batch,
+    // a fifth of TP alone (23 sbh).
+    CHECK(k(t, true, Recompute::selective) == Approx(106'954'752));
+    CHECK(k(t, false, Recompute::none) == Approx(23 * sbh));
+}
+
+TEST_CASE("memory formulas: weights, gradients and optimizer state by ZeRO stage",
+          "[models][memory]") {
+    const std::int64_t p = 1'200'000'000;
+    const int d = 8;
+    auto total = [&](int zero, Dtype dt = Dtype::fp16, Optimizer o = Optimizer::adam) {
+        return model_state_bytes(p, dt, o, zero, d).total();
+    };
+    CHECK(total(0) == 18 * p); // Megatron, mixed precision (Korthikanti et al.)
+    CHECK(total(1) == 4 * p + 12 * p / d);
+    CHECK(total(2) == 2 * p + 14 * p / d);
+    CHECK(total(3) == 16 * p / d);
+    const ModelStateBytes z0 = model_state_bytes(p, Dtype::bf16, Optimizer::adam, 0, d);
+    CHECK(z0.weights == 2 * p);
+    CHECK(z0.gradients == 4 * p);
+    CHECK(z0.optimizer == 12 * p);
+    // fp32 training keeps no master copy: 4 + 4 + 8.
+    CHECK(total(0, Dtype::fp32) == 16 * p);
+    CHECK(total(0, Dtype::fp16, Optimizer::sgd) == 10 * p);
+    // Shards round up.
+    CHECK(model_state_bytes(10, Dtype::fp16, Optimizer::adam, 3, 4).weights == 2 * 3);
+    // ZeRO-3 over one rank is no sharding.
+    CHECK(model_state_bytes(p, Dtype::fp16, Optimizer::adam, 3, 1).total() == 16 * p);
+    // GPT-3 175B without ZeRO: 3.1 TB of model state, 49 GB per GPU on 8 x 8 (TP x PP).
+    const double gpt3 = static_cast<double>(parameter_counts(load_model("gpt3-175B")).total);
+    CHECK(18 * gpt3 / 64 == Approx(49.1e9).epsilon(0.01));
+    CHECK_THROWS_AS(model_state_bytes(p, Dtype::fp16, Optimizer::adam, 4, d), InputError);
+    CHECK_THROWS_AS(model_state_bytes(p, Dtype::fp16, Optimizer::adam, 1, 0), InputError);
+}
