@@ -1,0 +1,236 @@
+#include "strategies/parallel/experiment.h"
+
+#include "hardware/hardware_loader.h"
+#include "hardware/yaml_reader.h"
+#include "sim/error.h"
+#include "strategies/models/model_loader.h"
+
+#include <filesystem>
+
+namespace clustersim::strategies::parallel {
+
+std::string_view to_string(RecomputePolicy r) {
+    switch (r) {
+    case RecomputePolicy::none:
+        return "none";
+    case RecomputePolicy::selective:
+        return "selective";
+    case RecomputePolicy::full:
+        return "full";
+    case RecomputePolicy::automatic:
+        return "auto";
+    }
+    return "?";
+}
+
+std::pair<std::string, std::string> parse_override(const std::string& text) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+        throw InputError("--set: expected KEY=VALUE like parallel.tp=4, got '" + text + "'");
+    return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+namespace {
+
+/// Sets `key` (dotted) to `value` in the YAML tree. A preset name where a mapping is needed
+/// (`model: gpt3-175B` with `--set model.layers=48`) becomes `{extends: gpt3-175B}` first.
+void apply_override(YAML::Node root, const std::string& key, const std::string& value) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
+        parts.push_back(key.substr(start, dot - start));
+    parts.push_back(key.substr(start));
+    for (const auto& p : parts) {
+        if (p.empty())
+            throw InputError("--set: malformed key '" + key + "'");
+    }
+    YAML::Node node = root;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+        YAML::Node child = node[parts[i]];
+        if (child.IsScalar()) {
+            const std::string preset = child.Scalar();
+            child = YAML::Node(YAML::NodeType::Map);
+            child["extends"] = preset;
+            node[parts[i]] = child;
+        } else if (!child.IsDefined() || child.IsNull()) {
+            child = YAML::Node(YAML::NodeType::Map);
+            node[parts[i]] = child;
+        } else if (!child.IsMap()) {
+            throw InputError("--set " + key + ": '" + parts[i] + "' is not a mapping");
+        }
+        node = node[parts[i]];
+    }
+    node[parts.back()] = value;
+}
+
+void read_training(hardware::YamlMap m, TrainingSpec& t) {
+    t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
+    m.read("micro_batch", t.micro_batch, 1, 1 << 20);
+    if (m.has("dtype")) {
+        const std::string d = m.choice("dtype", {"fp32", "tf32", "fp16", "bf16", "fp8"});
+        t.dtype = *hardware::parse_dtype(d);
+    }
+    if (m.has("optimizer")) {
+        const std::string o = m.choice("optimizer", {"adam", "adamw", "sgd"});
+        t.optimizer = *models::parse_optimizer(o);
+    }
+    m.read("forward_only", t.forward_only);
+    m.finish();
+}
+
+void read_parallel(hardware::YamlMap m, ParallelSpec& p) {
+    m.read("tp", p.tp, 1, 1 << 16);
+    m.read("pp", p.pp, 1, 1 << 16);
+    m.read("dp", p.dp, 1, 1 << 24);
+    if (m.has("schedule")) {
+        const std::string s = m.choice("schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
+        p.schedule = s == "gpipe"  ? PipelineSchedule::gpipe
+                     : s == "1f1b" ? PipelineSchedule::one_f_one_b
+                                   : PipelineSchedule::interleaved_1f1b;
+    }
+    m.read("virtual_stages", p.virtual_stages, 1, 1 << 10);
+    m.read("sequence_parallel", p.sequence_parallel);
+    if (m.has("recompute")) {
+        const std::string r = m.choice("recompute", {"none", "selective", "full", "auto"});
+        p.recompute = r == "none"        ? RecomputePolicy::none
+                      : r == "selective" ? RecomputePolicy::selective
+                      : r == "full"      ? RecomputePolicy::full
+                                         : RecomputePolicy::automatic;
+    }
+    m.read("zero", p.zero, 0, 3);
+    m.read("dp_overlap", p.dp_overlap);
+    m.read_bytes("dp_bucket", p.dp_bucket);
+    m.finish();
+}
+
+} // namespace
+
+ExperimentSpec load_experiment(const std::string& path,
+                               const std::vector<std::pair<std::string, std::string>>& overrides) {
+    YAML::Node doc = hardware::load_yaml_file(path);
+    if (!doc.IsMap())
+        throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
+    for (const auto& [key, value] : overrides)
+        apply_override(doc, key, value);
+
+    hardware::YamlMap root(doc, path);
+    ExperimentSpec e;
+    e.file = path;
+    e.name = std::filesystem::path(path).stem().string();
+    root.read("name", e.name);
+    root.read("description", e.description);
+
+    if (!root.has("hardware"))
+        root.missing("hardware", "a preset like dgx-a100, a file, or a mapping");
+    hardware::ClusterSpec cluster;
+    try {
+        cluster = hardware::load_hardware_node(root.raw("hardware"), path);
+    } catch (const InputError& e2) {
+        // A preset name is a scalar with a mark of its own: point at it.
+        const YAML::Node h = root.raw("hardware");
+        if (h.IsScalar())
+            root.fail("hardware", e2.what());
+        throw;
+    }
+    int gpus = 0;
+    if (root.has("gpus") && root.has("nodes"))
+        root.fail("nodes", "give either gpus or nodes, not both");
+    if (root.has("gpus"))
+        gpus = static_cast<int>(root.integer("gpus", 1, 1 << 24));
+    else if (root.has("nodes"))
+        gpus = static_cast<int>(root.integer("nodes", 1, 1 << 20)) * cluster.node.gpus;
+    else
+        gpus = cluster.gpu_count();
+    e.gpus = gpus;
+    try {
+        e.cluster = hardware::with_gpu_count(cluster, gpus);
+    } catch (const InputError& err) {
+        root.fail(root.has("gpus") ? "gpus" : "nodes", err.what());
+    }
+
+    if (!root.has("model"))
+        root.missing("model", "a preset like gpt3-175B or a mapping");
+    try {
+        e.model = models::load_model_node(root.raw("model"), path);
+    } catch (const InputError& err) {
+        if (root.raw("model").IsScalar())
+            root.fail("model", err.what());
+        throw;
+    }
+    if (!root.has("training"))
+        root.missing("training", "global_batch at least");
+    read_training(root.map("training"), e.training);
+    if (root.has("parallel"))
+        read_parallel(root.map("parallel"), e.parallel);
+    root.finish();
+    validate_experiment(e);
+    return e;
+}
+
+void validate_experiment(ExperimentSpec& e) {
+    auto fail = [&](const std::string& what) { throw InputError(e.file + ": " + what); };
+    ParallelSpec& p = e.parallel;
+    const int tp_pp = p.tp * p.pp;
+    if (p.dp == 0) {
+        if (e.gpus % tp_pp != 0)
+            fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " = " +
+                 std::to_string(tp_pp) + " does not divide the " + std::to_string(e.gpus) +
+                 " GPUs; choose tp and pp whose product divides the GPU count");
+        p.dp = e.gpus / tp_pp;
+    }
+    if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
+        fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " x dp " +
+             std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
+             " GPUs, but the experiment has " + std::to_string(e.gpus) +
+             "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) + " or dp: " +
+             (e.gpus % tp_pp == 0 ? std::to_string(e.gpus / tp_pp) : std::string("(none fits)")));
+    const models::ModelSpec& m = e.model;
+    if (m.is_transformer()) {
+        if (m.heads % p.tp != 0)
+            fail("the model's " + std::to_string(m.heads) +
+                 " attention heads are not divisible by tp " + std::to_string(p.tp) +
+                 "; choose tp dividing " + std::to_string(m.heads));
+        if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
+            fail("the model's " + std::to_string(m.kv_heads) +
+                 " key/value heads do not split over tp " + std::to_string(p.tp));
+        if (m.ffn % p.tp != 0)
+            fail("the model's ffn " + std::to_string(m.ffn) + " is not divisible by tp " +
+                 std::to_string(p.tp));
+    } else if (m.hidden % p.tp != 0) {
+        fail("the MLP's dim " + std::to_string(m.hidden) + " is not divisible by tp " +
+             std::to_string(p.tp));
+    }
+    if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
+        fail("virtual_stages " + std::to_string(p.virtual_stages) +
+             " needs schedule: interleaved-1f1b");
+    if (p.schedule == PipelineSchedule::interleaved_1f1b && p.virtual_stages < 2)
+        fail("schedule interleaved-1f1b needs virtual_stages >= 2");
+    const int stages = p.pp * p.virtual_stages;
+    if (m.layers % stages != 0)
+        fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
+             std::to_string(p.pp) +
+             (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
+                                         " = " + std::to_string(stages)
+                                   : std::string()) +
+             "; choose a divisor of " + std::to_string(m.layers));
+    const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
+    if (e.training.global_batch % per_step != 0)
+        fail("global_batch " + std::to_string(e.training.global_batch) +
+             " is not divisible by micro_batch " + std::to_string(e.training.micro_batch) +
+             " x dp " + std::to_string(p.dp) + " = " + std::to_string(per_step) +
+             "; use a multiple of " + std::to_string(per_step));
+    const int mb = e.micro_batches();
+    if (p.schedule == PipelineSchedule::interleaved_1f1b && mb % p.pp != 0)
+        fail("interleaved-1f1b needs the micro-batches per pipeline (global_batch / (micro_batch x "
+             "dp) = " +
+             std::to_string(mb) + ") to be a multiple of pp " + std::to_string(p.pp) +
+             " (Megatron's rule); use global_batch " +
+             std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b");
+    if (!e.cluster.node.gpu.supports(e.training.dtype))
+        fail("the GPU " + e.cluster.node.gpu.name + " has no " +
+             std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file");
+    // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
+    // nothing to split (Megatron turns it off): both are allowed, and change nothing.
+}
+
+} // namespace clustersim::strategies::parallel

@@ -1,0 +1,88 @@
+#pragma once
+/// \file
+/// An experiment: a cluster, a model, how it is trained and how it is split. The value type of
+/// the experiment file (DESIGN.md, "Contract: the experiment file"), loaded and validated once.
+///
+/// Knob names follow Megatron-LM where one exists: tp (--tensor-model-parallel-size), pp
+/// (--pipeline-model-parallel-size), virtual_stages (--num-layers-per-virtual-pipeline-stage,
+/// given as a count), sequence_parallel (--sequence-parallel), recompute
+/// (--recompute-granularity selective | full), micro_batch (--micro-batch-size), global_batch
+/// (--global-batch-size), zero (DeepSpeed ZeRO stage / FSDP), dp_overlap and dp_bucket
+/// (--overlap-grad-reduce, DDP's bucket size).
+
+#include "hardware/specs.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_spec.h"
+#include "strategies/parallel/pipeline_schedule.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace clustersim::strategies::parallel {
+
+/// Recompute as the experiment asks for it; `automatic` chooses per layer (the plan is part of
+/// the result).
+enum class RecomputePolicy : std::uint8_t { none, selective, full, automatic };
+std::string_view to_string(RecomputePolicy r);
+
+struct TrainingSpec {
+    std::int64_t global_batch = 0; ///< samples per iteration (all data-parallel replicas)
+    int micro_batch = 1;           ///< samples per micro-batch on one replica
+    hardware::Dtype dtype = hardware::Dtype::bf16;
+    models::Optimizer optimizer = models::Optimizer::adam;
+    bool forward_only = false; ///< inference-style: no backward, no optimizer (the lecture's demos)
+};
+
+struct ParallelSpec {
+    int tp = 1;
+    int pp = 1;
+    int dp = 0; ///< 0: derived as gpus / (tp * pp)
+    PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    int virtual_stages = 1;
+    bool sequence_parallel = false;
+    RecomputePolicy recompute = RecomputePolicy::none;
+    int zero = 0; ///< 0..3
+    /// Gradient all-reduce overlapped with the backward pass in buckets (DDP); false: one
+    /// all-reduce of all gradients after the last backward.
+    bool dp_overlap = true;
+    std::int64_t dp_bucket = std::int64_t{25} << 20; ///< bytes per bucket (PyTorch DDP: 25 MiB)
+};
+
+struct ExperimentSpec {
+    std::string name; ///< file stem unless `name:` is given
+    std::string description;
+    std::string file;              ///< where it came from, for messages
+    hardware::ClusterSpec cluster; ///< sized to `gpus`
+    int gpus = 0;
+    models::ModelSpec model;
+    TrainingSpec training;
+    ParallelSpec parallel;
+
+    /// Micro-batches per iteration on one pipeline: global_batch / (micro_batch * dp).
+    int micro_batches() const {
+        return static_cast<int>(training.global_batch /
+                                (std::int64_t{training.micro_batch} * parallel.dp));
+    }
+    std::int64_t tokens_per_iteration() const {
+        return training.global_batch * (model.is_transformer() ? model.seq : 1);
+    }
+};
+
+/// Loads an experiment file, applying `overrides` ("parallel.tp" -> "4", as `--set`) first.
+/// Validates it (validate_experiment). Throws InputError naming file, line, column and key.
+ExperimentSpec
+load_experiment(const std::string& path,
+                const std::vector<std::pair<std::string, std::string>>& overrides = {});
+
+/// Parses "KEY=VALUE" as given to --set; throws InputError if malformed.
+std::pair<std::string, std::string> parse_override(const std::string& text);
+
+/// Checks that the numbers agree: tp*pp*dp = gpus; heads, kv heads and ffn divisible by tp;
+/// layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's micro-batches;
+/// the dtype supported by the GPU. Throws InputError saying which numbers disagree and what
+/// would fix it. Derives dp when it is 0.
+void validate_experiment(ExperimentSpec& e);
+
+} // namespace clustersim::strategies::parallel
