@@ -21,6 +21,7 @@ int run_cli(int argc, const char* const* argv, Io io) {
     register_transfer(app, io, exit_code);
     register_demo(app, io, exit_code);
     register_report(app, io, exit_code);
+    register_calibrate(app, io, exit_code);
 
     try {
         app.parse(argc, argv);

@@ -32,5 +32,6 @@ void register_hardware(CLI::App& app, Io io, int& exit_code);
 void register_transfer(CLI::App& app, Io io, int& exit_code);
 void register_demo(CLI::App& app, Io io, int& exit_code);
 void register_report(CLI::App& app, Io io, int& exit_code);
+void register_calibrate(CLI::App& app, Io io, int& exit_code);
 
 } // namespace clustersim::app

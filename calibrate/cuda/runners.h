@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// The CUDA runners, one per kind of measurement (internal to calibrate/; compiled only when
+/// CLUSTERSIM_HAVE_CUDA). Each runs on the devices it is given, reports progress, collects
+/// warnings for what it skips, and returns measurement values.
+
+#include "calibrate/cuda/cuda_util.h"
+#include "calibrate/runner.h"
+
+#include <string>
+#include <vector>
+
+namespace clustersim::calibrate::cuda {
+
+/// Shared by the runners of one suite.
+struct Context {
+    std::vector<int> devices; ///< CUDA device ordinals, all of one model
+    const RunOptions* options = nullptr;
+    Timing timing;
+    const Progress* progress = nullptr;
+    std::vector<std::string>* warnings = nullptr;
+
+    void report(const std::string& line) const {
+        if (progress != nullptr && *progress)
+            (*progress)(line);
+    }
+    void warn(const std::string& line) const { warnings->push_back(line); }
+};
+
+/// Why no GPU can be used ("" when at least one is visible): the CUDA error of the query.
+std::string why_no_device();
+/// Visible CUDA devices.
+int device_count();
+/// The environment of `devices`: GPU name, driver, CUDA, NCCL and cuBLAS versions, date, host.
+Environment environment(const std::vector<int>& devices, std::vector<std::string>& warnings);
+
+std::vector<CollectiveMeasurement> run_collectives(const Context& ctx);
+std::vector<P2pMeasurement> run_p2p(const Context& ctx);
+std::vector<GemmMeasurement> run_gemms(const Context& ctx);
+std::vector<CopyMeasurement> run_copies(const Context& ctx);
+std::vector<LaunchMeasurement> run_launches(const Context& ctx);
+
+} // namespace clustersim::calibrate::cuda

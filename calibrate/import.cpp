@@ -1,0 +1,248 @@
+#include "calibrate/import.h"
+
+#include "calibrate/import_util.h"
+#include "sim/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace clustersim::calibrate {
+namespace detail {
+
+std::vector<Line> split_lines(std::string_view text) {
+    std::vector<Line> lines;
+    int number = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos)
+            end = text.size();
+        std::string_view line = text.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        lines.push_back(Line{++number, line});
+        start = end + 1;
+    }
+    return lines;
+}
+
+std::vector<std::string_view> split_words(std::string_view text) {
+    std::vector<std::string_view> words;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\t'))
+            ++i;
+        std::size_t j = i;
+        while (j < text.size() && text[j] != ' ' && text[j] != '\t')
+            ++j;
+        if (j > i)
+            words.push_back(text.substr(i, j - i));
+        i = j;
+    }
+    return words;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+}
+
+std::optional<double> parse_number(std::string_view s) {
+    s = trim(s);
+    if (s.empty())
+        return std::nullopt;
+    if (s.front() == '+')
+        s.remove_prefix(1);
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
+        return std::nullopt;
+    return v;
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view s) {
+    s = trim(s);
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+        return std::nullopt;
+    return v;
+}
+
+namespace {
+std::string squash(std::string_view s) {
+    std::string out;
+    for (char c : lower(s)) {
+        if (c != '_' && c != '-' && c != ' ' && c != '.')
+            out += c;
+    }
+    return out;
+}
+} // namespace
+
+std::optional<CollectiveOp> op_from_file_name(const std::string& path) {
+    const std::string stem = squash(std::filesystem::path(path).filename().string());
+    // Every op the name contains, by position; an op inside a longer one found at an
+    // overlapping position ("reduce" inside "allreduce") does not count.
+    struct Hit {
+        std::size_t begin, end;
+        CollectiveOp op;
+    };
+    std::vector<Hit> hits;
+    for (int i = 0; i < kCollectiveOpCount; ++i) {
+        const auto op = static_cast<CollectiveOp>(i);
+        const std::string name = squash(to_string(op));
+        for (std::size_t pos = stem.find(name); pos != std::string::npos;
+             pos = stem.find(name, pos + 1))
+            hits.push_back(Hit{pos, pos + name.size(), op});
+    }
+    std::set<CollectiveOp> ops;
+    for (const auto& h : hits) {
+        const bool inside = std::any_of(hits.begin(), hits.end(), [&](const Hit& o) {
+            return o.end - o.begin > h.end - h.begin && o.begin <= h.begin && h.end <= o.end;
+        });
+        if (!inside)
+            ops.insert(h.op);
+    }
+    if (ops.size() != 1)
+        return std::nullopt;
+    return *ops.begin();
+}
+
+std::optional<int> gpus_from_file_name(const std::string& path) {
+    const std::string name = lower(std::filesystem::path(path).filename().string());
+    static const std::regex re(R"((?:^|[^0-9a-z])(\d{1,6})[-_x ]?gpus?(?:[^a-z]|$))");
+    std::set<int> found;
+    for (auto it = std::sregex_iterator(name.begin(), name.end(), re); it != std::sregex_iterator();
+         ++it)
+        found.insert(std::stoi((*it)[1].str()));
+    if (found.size() != 1 || *found.begin() < 1)
+        return std::nullopt;
+    return *found.begin();
+}
+
+std::optional<hardware::Dtype> dtype_from_type_name(std::string_view name) {
+    const std::string n = lower(name);
+    if (n == "f8e4m3" || n == "fp8e4m3" || n == "float8e4m3")
+        return hardware::Dtype::fp8;
+    if (n == "float32" || n == "fp32")
+        return hardware::Dtype::fp32;
+    return hardware::parse_dtype(n);
+}
+
+std::optional<double> seconds_per_unit(std::string_view unit) {
+    const std::string u = lower(trim(unit));
+    if (u == "ns")
+        return 1e-9;
+    if (u == "us" || u == "\xC2\xB5s" || u == "\xCE\xBCs")
+        return 1e-6;
+    if (u == "ms")
+        return 1e-3;
+    if (u == "s")
+        return 1.0;
+    return std::nullopt;
+}
+
+std::string check_printed_rate(std::string_view what, double printed_gbps, double computed_gbps) {
+    if (std::abs(printed_gbps - computed_gbps) <= 0.006 + 0.01 * computed_gbps)
+        return "";
+    return fmt::format("{} {:.2f} GB/s disagrees with the {:.4g} GB/s that size and time give",
+                       what, printed_gbps, computed_gbps);
+}
+
+std::string describe_point(const CollectiveMeasurement& c) {
+    return fmt::format("{}, {} GPUs, {} B, {}, {}", to_string(c.op), c.gpus, c.bytes,
+                       hardware::to_string(c.dtype), c.in_place ? "in-place" : "out-of-place");
+}
+
+Environment initial_environment(const ImportOptions& options) {
+    Environment e;
+    if (!options.device.empty())
+        e.device = options.device;
+    return e;
+}
+
+void warn_unknown_device(const ImportResult& result, const std::string& name,
+                         std::vector<std::string>& warnings) {
+    if (result.measurements.environment.device == "unknown")
+        warnings.push_back(name + ": the file does not name the GPU; recorded as 'unknown' "
+                                  "(pass --device NAME)");
+}
+
+} // namespace detail
+
+namespace {
+std::string read_text(const std::string& path) {
+    if (std::filesystem::is_directory(path))
+        throw InputError(path + ": is a directory, expected a measurement file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw InputError(path + ": cannot read the file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && detail::lower(s.substr(s.size() - suffix.size())) == suffix;
+}
+} // namespace
+
+ImportResult import_text(std::string_view text, const std::string& name,
+                         const ImportOptions& options) {
+    if (ends_with(name, ".csv"))
+        return import_csv(text, name, options);
+    const std::string_view body =
+        detail::trim(text.substr(0, std::min<std::size_t>(64, text.size())));
+    if (ends_with(name, ".json") || (!body.empty() && body.front() == '{')) {
+        ImportResult r;
+        r.measurements = parse_measurements(text, name);
+        if (!options.device.empty()) {
+            const std::string& d = r.measurements.environment.device;
+            if (d != "unknown" && d != options.device)
+                throw InputError(fmt::format("{}: the file says device '{}' but --device says '{}'",
+                                             name, d, options.device));
+            r.measurements.environment.device = options.device;
+        }
+        return r;
+    }
+    return import_nccl_tests_log(text, name, options);
+}
+
+ImportResult import_files(const std::vector<std::string>& paths, const ImportOptions& options) {
+    if (paths.empty())
+        throw InputError("no files to import");
+    ImportResult all;
+    all.measurements.environment = detail::initial_environment(options);
+    for (const auto& path : paths) {
+        ImportResult one = import_text(read_text(path), path, options);
+        all.warnings.insert(all.warnings.end(), one.warnings.begin(), one.warnings.end());
+        auto merged = merge_measurements(all.measurements, one.measurements, path);
+        all.warnings.insert(all.warnings.end(), merged.begin(), merged.end());
+    }
+    // Duplicates across files (each file's own were refused with their line).
+    check_measurements(all.measurements, paths.size() == 1 ? paths.front() : "the imported files");
+    return all;
+}
+
+} // namespace clustersim::calibrate

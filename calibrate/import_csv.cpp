@@ -1,0 +1,552 @@
+// Importing CSV tables: collective sweeps (nccl-tests columns, or one busbw column per device)
+// and training steps (Megatron knob names as columns).
+//
+// The header is the line just before the first data row (a row whose first field is a
+// number); it may itself start with '#' ("# GPUs,global batch,..."), since '#' also means
+// "number of". Other lines starting with '#' are comments. Units come from the header
+// ("time(ns)", "busbw(GB/s)", "iteration time (ms)").
+#include "calibrate/import.h"
+
+#include "calibrate/import_util.h"
+#include "sim/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+
+namespace clustersim::calibrate {
+namespace {
+
+using detail::Line;
+
+std::vector<std::string> split_csv(std::string_view line) {
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+                field += '"';
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                field += c;
+            }
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            fields.push_back(std::string(detail::trim(field)));
+            field.clear();
+        } else {
+            field += c;
+        }
+    }
+    fields.push_back(std::string(detail::trim(field)));
+    return fields;
+}
+
+struct CsvTable {
+    int header_line = 0;
+    std::vector<std::string> columns;    ///< as written
+    std::vector<std::string> normalized; ///< lower case, '#' and spaces folded
+    std::vector<std::pair<int, std::vector<std::string>>> rows;
+    std::vector<std::string> comments;
+};
+
+/// "# GPUs" -> "gpus", "iteration time (ms)" -> "iteration_time_(ms)", "size(B)" -> "size(b)".
+std::string normalize(std::string_view column) {
+    std::string s = detail::lower(detail::trim(column));
+    if (!s.empty() && s.front() == '#' && s != "#wrong")
+        s = std::string(detail::trim(s.substr(1)));
+    std::string out;
+    for (char c : s) {
+        if (c == ' ' || c == '-')
+            out += out.empty() || out.back() == '_' ? "" : "_";
+        else
+            out += c;
+    }
+    // "time _(ms)" never happens; "time (ms)" became "time_(ms)", keep "time(ms)" the same.
+    const auto pos = out.find("_(");
+    if (pos != std::string::npos)
+        out.erase(pos, 1);
+    return out;
+}
+
+CsvTable read_table(std::string_view text, const std::string& name) {
+    const auto lines = detail::split_lines(text);
+    CsvTable t;
+    std::size_t first_data = lines.size();
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const auto s = detail::trim(lines[i].text);
+        if (s.empty() || s.front() == '#')
+            continue;
+        const auto fields = split_csv(s);
+        if (detail::parse_number(fields.front())) {
+            first_data = i;
+            break;
+        }
+    }
+    if (first_data == lines.size())
+        throw InputError(name + ": no data rows (rows start with a number after a header line)");
+    // The header: the last non-empty line before the first row.
+    std::size_t header = first_data;
+    while (header > 0) {
+        --header;
+        if (!detail::trim(lines[header].text).empty())
+            break;
+    }
+    if (header == first_data || detail::trim(lines[header].text).empty())
+        throw InputError(fmt::format("{}:{}: a data row with no header line before it", name,
+                                     lines[first_data].number));
+    t.header_line = lines[header].number;
+    t.columns = split_csv(detail::trim(lines[header].text));
+    for (const auto& c : t.columns)
+        t.normalized.push_back(normalize(c));
+    for (std::size_t i = 0; i < header; ++i) {
+        const auto s = detail::trim(lines[i].text);
+        if (s.empty())
+            continue;
+        if (s.front() != '#')
+            throw InputError(fmt::format("{}:{}: expected a comment ('#') or the header before "
+                                         "the data, got '{}'",
+                                         name, lines[i].number, s.substr(0, 60)));
+        t.comments.emplace_back(s);
+    }
+    for (std::size_t i = first_data; i < lines.size(); ++i) {
+        const auto s = detail::trim(lines[i].text);
+        if (s.empty() || s.front() == '#')
+            continue;
+        auto fields = split_csv(s);
+        if (fields.size() != t.columns.size())
+            throw InputError(fmt::format("{}:{}: expected {} fields as the header at line {} "
+                                         "says, got {}: the row is cut or garbled",
+                                         name, lines[i].number, t.columns.size(), t.header_line,
+                                         fields.size()));
+        t.rows.emplace_back(lines[i].number, std::move(fields));
+    }
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training steps
+// ---------------------------------------------------------------------------------------------
+
+struct StepColumn {
+    std::vector<std::string_view> names; ///< normalized spellings
+    std::string_view section;            ///< "", "model", "training", "parallel"
+    std::string_view key;                ///< "gpus", "time", "preset" or a setting key
+    double seconds = 0;                  ///< for times: seconds per unit
+};
+
+const std::vector<StepColumn>& step_columns() {
+    static const std::vector<StepColumn> columns{
+        {{"gpus", "num_gpus", "world_size"}, "", "gpus"},
+        {{"model"}, "", "preset"},
+        {{"global_batch", "global_batch_size"}, "training", "global_batch"},
+        {{"micro_batch", "micro_batch_size"}, "training", "micro_batch"},
+        {{"hidden_size", "hidden"}, "model", "hidden"},
+        {{"attention_heads", "heads", "num_attention_heads"}, "model", "heads"},
+        {{"layers", "num_layers"}, "model", "layers"},
+        {{"sequence_length", "seq", "seq_length"}, "model", "seq"},
+        {{"ffn", "ffn_hidden_size"}, "model", "ffn"},
+        {{"vocab", "vocab_size"}, "model", "vocab"},
+        {{"tensor_parallelism", "tp", "tensor_model_parallel_size"}, "parallel", "tp"},
+        {{"pipeline_parallelism", "pp", "pipeline_model_parallel_size"}, "parallel", "pp"},
+        {{"data_parallelism", "dp"}, "parallel", "dp"},
+        {{"iteration_time(ms)", "step_time(ms)", "time(ms)", "time_ms", "step_time_ms",
+          "iteration_time_ms", "elapsed_time_per_iteration(ms)"},
+         "",
+         "time",
+         1e-3},
+        {{"iteration_time(s)", "step_time(s)", "time(s)", "step_time_s", "time_s"}, "", "time", 1},
+    };
+    return columns;
+}
+
+bool is_step_table(const CsvTable& t) {
+    for (const auto& n : t.normalized) {
+        for (const auto& c : step_columns()) {
+            if (c.key == "time" && std::find(c.names.begin(), c.names.end(), n) != c.names.end())
+                return true;
+        }
+    }
+    return false;
+}
+
+ImportResult import_steps(const CsvTable& t, const std::string& name,
+                          const ImportOptions& options) {
+    std::vector<const StepColumn*> map;
+    for (std::size_t i = 0; i < t.columns.size(); ++i) {
+        const StepColumn* found = nullptr;
+        for (const auto& c : step_columns()) {
+            if (std::find(c.names.begin(), c.names.end(), t.normalized[i]) != c.names.end())
+                found = &c;
+        }
+        if (found == nullptr) {
+            std::string known;
+            for (const auto& c : step_columns())
+                known += (known.empty() ? "" : ", ") + std::string(c.names.front());
+            throw InputError(fmt::format("{}:{}: unknown column '{}' in a table of training "
+                                         "steps (known: {})",
+                                         name, t.header_line, t.columns[i], known));
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+            if (map[j]->key == found->key && map[j]->section == found->section)
+                throw InputError(fmt::format("{}:{}: columns '{}' and '{}' say the same thing",
+                                             name, t.header_line, t.columns[j], t.columns[i]));
+        }
+        map.push_back(found);
+    }
+    auto has = [&](std::string_view key) {
+        return std::any_of(map.begin(), map.end(),
+                           [&](const StepColumn* c) { return c->key == key; });
+    };
+    if (!has("time"))
+        throw InputError(fmt::format("{}:{}: no step time column", name, t.header_line));
+
+    ImportResult result;
+    result.measurements.environment = detail::initial_environment(options);
+    std::map<std::string, int> seen;
+    for (const auto& [number, fields] : t.rows) {
+        const std::string where = fmt::format("{}:{}", name, number);
+        StepMeasurement s;
+        s.source = where;
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            const StepColumn& c = *map[i];
+            const std::string& f = fields[i];
+            if (c.key == "preset") {
+                s.model_preset = f;
+                continue;
+            }
+            if (c.key == "time") {
+                const auto v = detail::parse_number(f);
+                if (!v)
+                    throw InputError(
+                        fmt::format("{}: {}: expected a number, got '{}'", where, t.columns[i], f));
+                if (!(*v > 0))
+                    throw InputError(fmt::format("{}: {}: the step time must be positive, got {}",
+                                                 where, t.columns[i], f));
+                s.time = sim::Time::from_seconds(*v * c.seconds);
+                continue;
+            }
+            const auto v = detail::parse_integer(f);
+            if (!v || *v < 1)
+                throw InputError(fmt::format("{}: {}: expected a positive integer, got '{}'", where,
+                                             t.columns[i], f));
+            if (c.key == "gpus") {
+                s.gpus = static_cast<int>(*v);
+                continue;
+            }
+            const std::string key(c.key);
+            check_setting(c.section, key, SettingValue{*v},
+                          fmt::format("{}: {}", where, t.columns[i]));
+            Settings& target = c.section == "model"      ? s.model
+                               : c.section == "training" ? s.training
+                                                         : s.parallel;
+            target[key] = *v;
+        }
+        for (const auto& assignment : options.step_settings) {
+            // A setting the file has a column for is not overridden: the two would disagree.
+            const auto dot = assignment.find('.');
+            const auto eq = assignment.find('=');
+            if (dot != std::string::npos && eq != std::string::npos && dot < eq) {
+                const std::string section = assignment.substr(0, dot);
+                const std::string key = assignment.substr(dot + 1, eq - dot - 1);
+                const Settings* existing = section == "model"      ? &s.model
+                                           : section == "training" ? &s.training
+                                           : section == "parallel" ? &s.parallel
+                                                                   : nullptr;
+                if (existing != nullptr && existing->count(key) != 0)
+                    throw InputError(fmt::format("--set {}: {} already has a column for {}.{}",
+                                                 assignment, name, section, key));
+            }
+            apply_setting(s, assignment, "--set");
+        }
+        if (s.model_preset.empty() && s.model.count("kind") == 0)
+            s.model["kind"] = std::string("transformer");
+        if (s.gpus == 0) {
+            // Without a GPU column: --gpus, or the product of the parallel sizes.
+            std::int64_t n = 1;
+            int sizes = 0;
+            for (const char* k : {"tp", "pp", "dp"}) {
+                auto it = s.parallel.find(k);
+                if (it != s.parallel.end() && std::holds_alternative<std::int64_t>(it->second)) {
+                    n *= std::get<std::int64_t>(it->second);
+                    ++sizes;
+                }
+            }
+            if (options.gpus)
+                s.gpus = *options.gpus;
+            else if (sizes == 3)
+                s.gpus = static_cast<int>(n);
+            else
+                throw InputError(fmt::format("{}: no GPU count: add a GPUs column, or tp, pp "
+                                             "and dp columns, or pass --gpus",
+                                             where));
+        }
+        // One file's duplicates are reported with their lines; check_measurements would name
+        // only their positions.
+        MeasurementFile probe;
+        probe.steps.push_back(s);
+        check_measurements(probe, where);
+        std::string key = std::to_string(s.gpus) + "|" + s.model_preset;
+        for (const auto& o : s.overrides())
+            key += "|" + o;
+        const auto [it, inserted] = seen.emplace(key, number);
+        if (!inserted)
+            throw InputError(fmt::format("{}: duplicate step (same model, batch and parallel "
+                                         "settings as line {})",
+                                         where, it->second));
+        result.measurements.steps.push_back(std::move(s));
+    }
+    if (result.measurements.steps.empty())
+        throw InputError(name + ": no training steps in the table");
+    int most = 0;
+    for (const auto& s : result.measurements.steps)
+        most = std::max(most, s.gpus);
+    result.measurements.environment.device_count = most;
+    detail::warn_unknown_device(result, name, result.warnings);
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collective sweeps
+// ---------------------------------------------------------------------------------------------
+
+struct SweepGroup {
+    int time = -1;
+    double seconds_per_unit = 0;
+    int algbw = -1;
+    int busbw = -1;
+    int wrong = -1;
+};
+
+ImportResult import_sweep(const CsvTable& t, const std::string& name,
+                          const ImportOptions& options) {
+    static const std::regex time_re(R"(^time\s*(?:\((\S+)\)|_(ns|us|ms|s))$)");
+    static const std::regex bw_re(R"(^(algbw|busbw)\s*(?:\(gb/s\)|_gbps)$)");
+    static const std::regex device_bw_re(R"(^(.+)_busbw$)");
+    const std::string where = fmt::format("{}:{}", name, t.header_line);
+    int size = -1;
+    int type = -1;
+    std::vector<SweepGroup> groups(1);
+    std::vector<std::pair<std::string, int>> device_columns;
+    // A column already set in the current group starts the next group (the in-place set).
+    auto put = [&](int SweepGroup::*field, int col) {
+        if (groups.back().*field >= 0)
+            groups.emplace_back();
+        groups.back().*field = col;
+    };
+    for (std::size_t i = 0; i < t.normalized.size(); ++i) {
+        const std::string& n = t.normalized[i];
+        const int col = static_cast<int>(i);
+        std::smatch m;
+        if ((n == "size(b)" || n == "size" || n == "bytes" || n == "size_bytes") && size < 0) {
+            size = col;
+        } else if ((n == "type" || n == "dtype") && type < 0) {
+            type = col;
+        } else if (n == "count" || n == "count(elements)" || n == "redop" || n == "root") {
+            continue;
+        } else if (std::regex_match(n, m, time_re)) {
+            const std::string unit = m[1].matched ? m[1].str() : m[2].str();
+            const auto s = detail::seconds_per_unit(unit);
+            if (!s)
+                throw InputError(fmt::format("{}: column '{}': unknown time unit '{}' (ns, us, "
+                                             "ms or s)",
+                                             where, t.columns[i], unit));
+            put(&SweepGroup::time, col);
+            groups.back().seconds_per_unit = *s;
+        } else if (n == "time") {
+            throw InputError(fmt::format("{}: column '{}' has no unit: write time(ns), time(us) "
+                                         "or time(ms)",
+                                         where, t.columns[i]));
+        } else if (std::regex_match(n, m, bw_re)) {
+            put(m[1] == "algbw" ? &SweepGroup::algbw : &SweepGroup::busbw, col);
+        } else if (n == "#wrong" || n == "wrong") {
+            put(&SweepGroup::wrong, col);
+        } else if (std::regex_match(n, m, device_bw_re)) {
+            device_columns.emplace_back(m[1].str(), col);
+        } else {
+            throw InputError(fmt::format("{}: unknown column '{}' (known: size(B), count, type, "
+                                         "time(ns|us|ms), algbw(GB/s), busbw(GB/s), #wrong, or "
+                                         "DEVICE_busbw)",
+                                         where, t.columns[i]));
+        }
+    }
+    if (size < 0)
+        throw InputError(where + ": no size column (size(B) or bytes)");
+    std::string device;
+    if (!device_columns.empty()) {
+        if (groups.size() > 1 || groups.front().time >= 0 || groups.front().busbw >= 0)
+            throw InputError(where + ": a table has either per-device busbw columns or time and "
+                                     "busbw columns, not both");
+        std::string names;
+        for (const auto& [d, c] : device_columns)
+            names += (names.empty() ? "" : ", ") + d;
+        const std::string want = detail::lower(options.column);
+        int chosen = -1;
+        for (const auto& [d, c] : device_columns) {
+            if (want == d || want == d + "_busbw")
+                chosen = c, device = d;
+        }
+        if (chosen < 0 && device_columns.size() == 1 && want.empty())
+            chosen = device_columns.front().second, device = device_columns.front().first;
+        if (chosen < 0)
+            throw InputError(fmt::format("{}: the table has busbw for {}: choose one with "
+                                         "--column{}",
+                                         where, names,
+                                         want.empty() ? "" : " (not '" + options.column + "')"));
+        groups.front().busbw = chosen;
+    } else if (!options.column.empty()) {
+        throw InputError(where + ": --column chooses among DEVICE_busbw columns; this table has "
+                                 "none");
+    }
+    if (groups.size() > 2)
+        throw InputError(where + ": more than two column sets (out-of-place, in-place)");
+    for (const auto& g : groups) {
+        if (g.time < 0 && g.busbw < 0 && g.algbw < 0)
+            throw InputError(where + ": a column set has neither a time nor a bandwidth column");
+    }
+    if (options.in_place && groups.size() == 2)
+        throw InputError(where + ": --in-place is for tables with one column set; this one has "
+                                 "out-of-place and in-place columns");
+
+    // The op and the GPU count: from the options or the file name, which must not disagree.
+    const auto op = detail::agree<CollectiveOp>(
+        {{options.op, fmt::format("--op says {}", options.op ? to_string(*options.op) : "")},
+         {detail::op_from_file_name(name),
+          fmt::format("the file name says {}", detail::op_from_file_name(name)
+                                                   ? to_string(*detail::op_from_file_name(name))
+                                                   : "")}},
+        name, "the collective from --op and from the file name");
+    if (!op)
+        throw InputError(fmt::format("{}: cannot tell the collective: pass --op ({})", name,
+                                     collective_op_names()));
+    const auto gpus = detail::agree<int>(
+        {{options.gpus, fmt::format("--gpus says {}", options.gpus.value_or(0))},
+         {detail::gpus_from_file_name(name),
+          fmt::format("the file name says {}", detail::gpus_from_file_name(name).value_or(0))}},
+        name, "GPU counts from --gpus and from the file name");
+    if (!gpus)
+        throw InputError(name + ": cannot tell the GPU count: name it in the file name "
+                                "(...-8gpu.csv) or pass --gpus");
+    const double factor = bus_bandwidth_factor(op->first, gpus->first);
+
+    ImportResult result;
+    result.measurements.environment = detail::initial_environment(options);
+    if (options.device.empty() && !device.empty())
+        result.measurements.environment.device = device;
+    result.measurements.environment.device_count = gpus->first;
+    std::map<std::string, int> seen;
+    int derived = 0;
+    for (const auto& [number, fields] : t.rows) {
+        const std::string at = fmt::format("{}:{}", name, number);
+        const auto bytes = detail::parse_integer(fields[static_cast<std::size_t>(size)]);
+        if (!bytes || *bytes <= 0)
+            throw InputError(fmt::format("{}: {}: expected a positive byte count, got '{}'", at,
+                                         t.columns[static_cast<std::size_t>(size)],
+                                         fields[static_cast<std::size_t>(size)]));
+        hardware::Dtype dtype = options.dtype.value_or(hardware::Dtype::fp32);
+        if (type >= 0) {
+            const auto d = detail::dtype_from_type_name(fields[static_cast<std::size_t>(type)]);
+            if (!d)
+                throw InputError(fmt::format("{}: type '{}' is not one clustersim models (float, "
+                                             "half, bfloat16, double, f8e4m3)",
+                                             at, fields[static_cast<std::size_t>(type)]));
+            dtype = *d;
+        }
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+            const SweepGroup& g = groups[gi];
+            auto number_at = [&](int col, bool positive) -> std::optional<double> {
+                if (col < 0 || fields[static_cast<std::size_t>(col)] == "N/A")
+                    return std::nullopt;
+                const auto v = detail::parse_number(fields[static_cast<std::size_t>(col)]);
+                if (!v || (positive ? !(*v > 0) : *v < 0))
+                    throw InputError(fmt::format("{}: {}: expected a {} number, got '{}'", at,
+                                                 t.columns[static_cast<std::size_t>(col)],
+                                                 positive ? "positive" : "non-negative",
+                                                 fields[static_cast<std::size_t>(col)]));
+                return v;
+            };
+            const auto time = number_at(g.time, true);
+            const auto algbw = number_at(g.algbw, false);
+            const auto busbw = number_at(g.busbw, false);
+            CollectiveMeasurement c;
+            c.op = op->first;
+            c.gpus = gpus->first;
+            c.bytes = *bytes;
+            c.dtype = dtype;
+            c.in_place = groups.size() == 2 ? gi == 1 : options.in_place;
+            c.source = at;
+            if (time) {
+                c.time = sim::Time::from_seconds(*time * g.seconds_per_unit);
+            } else {
+                // No time column: the time follows from a bandwidth, to the precision it is
+                // printed with.
+                double alg = algbw.value_or(0);
+                if (!algbw && busbw && factor > 0)
+                    alg = *busbw / factor;
+                if (!(alg > 0))
+                    throw InputError(fmt::format("{}: no time and a zero bandwidth: the time "
+                                                 "cannot be derived",
+                                                 at));
+                c.time = sim::Time::from_seconds(static_cast<double>(*bytes) / (alg * 1e9));
+                ++derived;
+            }
+            if (time) {
+                const double alg = c.algbw() / 1e9;
+                std::string e;
+                if (algbw)
+                    e = detail::check_printed_rate("algbw", *algbw, alg);
+                if (e.empty() && busbw)
+                    e = detail::check_printed_rate("busbw", *busbw, alg * factor);
+                if (!e.empty())
+                    throw InputError(fmt::format("{}: {} for {} on {} GPUs: are the times in the "
+                                                 "unit the header says, and the GPU count right?",
+                                                 at, e, to_string(c.op), c.gpus));
+            }
+            if (g.wrong >= 0 && fields[static_cast<std::size_t>(g.wrong)] != "N/A") {
+                const auto w = detail::parse_integer(fields[static_cast<std::size_t>(g.wrong)]);
+                if (!w || *w < 0)
+                    throw InputError(fmt::format("{}: #wrong: expected a count or N/A, got '{}'",
+                                                 at, fields[static_cast<std::size_t>(g.wrong)]));
+                c.wrong = *w;
+                if (*w > 0) {
+                    result.warnings.push_back(fmt::format("{}: skipped {}: {} wrong elements", at,
+                                                          detail::describe_point(c), *w));
+                    continue;
+                }
+            }
+            const std::string key = detail::describe_point(c);
+            const auto [it, inserted] = seen.emplace(key, number);
+            if (!inserted)
+                throw InputError(
+                    fmt::format("{}: duplicate point ({}): first at line {}", at, key, it->second));
+            result.measurements.collectives.push_back(c);
+        }
+    }
+    if (derived > 0)
+        result.warnings.push_back(fmt::format(
+            "{}: no time column: {} times derived from the printed bandwidth (as precise as its "
+            "digits)",
+            name, derived));
+    detail::warn_unknown_device(result, name, result.warnings);
+    return result;
+}
+
+} // namespace
+
+ImportResult import_csv(std::string_view text, const std::string& name,
+                        const ImportOptions& options) {
+    const CsvTable t = read_table(text, name);
+    if (is_step_table(t))
+        return import_steps(t, name, options);
+    return import_sweep(t, name, options);
+}
+
+} // namespace clustersim::calibrate

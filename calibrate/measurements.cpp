@@ -1,0 +1,1086 @@
+#include "calibrate/measurements.h"
+
+#include "sim/error.h"
+#include "sim/units.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace clustersim::calibrate {
+
+using hardware::Dtype;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------------
+// Names
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+constexpr std::array<std::string_view, kCollectiveOpCount> kOpNames{
+    "broadcast",  "reduce",    "all_reduce", "all_gather", "reduce_scatter",
+    "all_to_all", "send_recv", "gather",     "scatter"};
+constexpr std::array<std::string_view, 4> kCopyKindNames{"device_to_device", "host_to_device",
+                                                         "device_to_host", "peer"};
+constexpr std::array<std::string_view, 2> kCopyMethodNames{"kernel", "memcpy"};
+constexpr std::array<std::string_view, 3> kLaunchMethodNames{"host_submit", "gpu_back_to_back",
+                                                             "launch_and_sync"};
+/// NCCL's algorithm names (NCCL_ALGO), lower case, plus our hierarchical composition.
+constexpr std::array<std::string_view, 9> kAlgorithms{
+    "ring",           "tree",          "direct", "nvls",        "nvls_tree",
+    "collnet_direct", "collnet_chain", "pat",    "hierarchical"};
+constexpr std::array<std::string_view, 4> kLayouts{"NN", "NT", "TN", "TT"};
+
+template <std::size_t N>
+std::string join(const std::array<std::string_view, N>& names) {
+    std::string out;
+    for (auto n : names) {
+        if (!out.empty())
+            out += ", ";
+        out += n;
+    }
+    return out;
+}
+
+template <typename E, std::size_t N>
+std::optional<E> find_name(const std::array<std::string_view, N>& names, std::string_view text) {
+    for (std::size_t i = 0; i < N; ++i) {
+        if (names[i] == text)
+            return static_cast<E>(i);
+    }
+    return std::nullopt;
+}
+} // namespace
+
+std::string_view to_string(CollectiveOp op) {
+    return kOpNames[static_cast<std::size_t>(op)];
+}
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view text) {
+    // Compare without separators and case, so all_reduce, all-reduce, allreduce, AllReduce
+    // and nccl-tests' alltoall / sendrecv all match.
+    auto squash = [](std::string_view s) {
+        std::string out;
+        for (char c : s) {
+            if (c == '_' || c == '-' || c == ' ')
+                continue;
+            out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        }
+        return out;
+    };
+    const std::string key = squash(text);
+    if (key.empty())
+        return std::nullopt;
+    for (std::size_t i = 0; i < kOpNames.size(); ++i) {
+        if (squash(kOpNames[i]) == key)
+            return static_cast<CollectiveOp>(i);
+    }
+    return std::nullopt;
+}
+
+std::string collective_op_names() {
+    return join(kOpNames);
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int gpus) {
+    const double n = gpus;
+    switch (op) {
+    case CollectiveOp::all_reduce:
+        return 2.0 * (n - 1) / n;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::gather:
+    case CollectiveOp::scatter:
+        return (n - 1) / n;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::send_recv:
+        return 1.0;
+    }
+    return 1.0;
+}
+
+std::string_view to_string(CopyKind kind) {
+    return kCopyKindNames[static_cast<std::size_t>(kind)];
+}
+std::optional<CopyKind> parse_copy_kind(std::string_view text) {
+    return find_name<CopyKind>(kCopyKindNames, text);
+}
+std::string_view to_string(CopyMethod method) {
+    return kCopyMethodNames[static_cast<std::size_t>(method)];
+}
+std::optional<CopyMethod> parse_copy_method(std::string_view text) {
+    return find_name<CopyMethod>(kCopyMethodNames, text);
+}
+std::string_view to_string(LaunchMethod method) {
+    return kLaunchMethodNames[static_cast<std::size_t>(method)];
+}
+std::optional<LaunchMethod> parse_launch_method(std::string_view text) {
+    return find_name<LaunchMethod>(kLaunchMethodNames, text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Derived rates
+// ---------------------------------------------------------------------------------------------
+
+double CollectiveMeasurement::algbw() const {
+    return static_cast<double>(bytes) / time.seconds();
+}
+double CollectiveMeasurement::busbw() const {
+    return algbw() * bus_bandwidth_factor(op, gpus);
+}
+double GemmMeasurement::flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+double GemmMeasurement::flop_rate() const {
+    return flops() / time.seconds();
+}
+double CopyMeasurement::bandwidth() const {
+    return static_cast<double>(bytes) / time.seconds();
+}
+double P2pMeasurement::bandwidth() const {
+    return static_cast<double>(bytes) / time.seconds();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step settings
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+enum class SettingType { integer, boolean, choice, dtype, size };
+
+struct SettingSpec {
+    std::string_view section;
+    std::string_view key;
+    SettingType type;
+    std::int64_t min = 1;
+    std::int64_t max = std::int64_t{1} << 40;
+    std::vector<std::string_view> choices = {};
+};
+
+// The experiment file's keys (../shared/DESIGN.md, "the experiment file"). A key added there
+// is added here, so a step measurement can say everything an experiment can.
+const std::vector<SettingSpec>& setting_specs() {
+    static const std::vector<SettingSpec> specs{
+        {"model", "kind", SettingType::choice, 0, 0, {"transformer", "mlp"}},
+        {"model", "layers", SettingType::integer},
+        {"model", "hidden", SettingType::integer},
+        {"model", "heads", SettingType::integer},
+        {"model", "ffn", SettingType::integer},
+        {"model", "seq", SettingType::integer},
+        {"model", "vocab", SettingType::integer},
+        {"model", "attention", SettingType::choice, 0, 0, {"unfused", "flash"}},
+        {"training", "global_batch", SettingType::integer},
+        {"training", "micro_batch", SettingType::integer},
+        {"training", "dtype", SettingType::dtype},
+        {"training", "optimizer", SettingType::choice, 0, 0, {"adam", "adamw", "sgd"}},
+        {"parallel", "tp", SettingType::integer},
+        {"parallel", "pp", SettingType::integer},
+        {"parallel", "dp", SettingType::integer},
+        {"parallel", "schedule", SettingType::choice, 0, 0, {"gpipe", "1f1b", "interleaved-1f1b"}},
+        {"parallel", "virtual_stages", SettingType::integer},
+        {"parallel", "sequence_parallel", SettingType::boolean},
+        {"parallel", "recompute", SettingType::choice, 0, 0, {"none", "selective", "full", "auto"}},
+        {"parallel", "zero", SettingType::integer, 0, 3},
+        {"parallel", "dp_overlap", SettingType::boolean},
+        {"parallel", "dp_bucket", SettingType::size},
+    };
+    return specs;
+}
+
+std::string valid_keys(std::string_view section) {
+    std::string out;
+    for (const auto& s : setting_specs()) {
+        if (s.section != section)
+            continue;
+        if (!out.empty())
+            out += ", ";
+        out += s.key;
+    }
+    return out;
+}
+
+const SettingSpec* find_spec(std::string_view section, std::string_view key) {
+    for (const auto& s : setting_specs()) {
+        if (s.section == section && s.key == key)
+            return &s;
+    }
+    return nullptr;
+}
+
+std::string describe(const SettingValue& v) {
+    return std::visit(
+        [](const auto& x) -> std::string {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, bool>)
+                return x ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>)
+                return "'" + x + "'";
+            else
+                return fmt::format("{}", x);
+        },
+        v);
+}
+
+std::string join_choices(const std::vector<std::string_view>& choices) {
+    std::string out;
+    for (auto c : choices) {
+        if (!out.empty())
+            out += ", ";
+        out += c;
+    }
+    return out;
+}
+} // namespace
+
+void check_setting(std::string_view section, const std::string& key, const SettingValue& value,
+                   const std::string& where) {
+    const SettingSpec* spec = find_spec(section, key);
+    if (spec == nullptr)
+        throw InputError(fmt::format("{}: unknown {} key '{}' (valid: {})", where, section, key,
+                                     valid_keys(section)));
+    const std::string got = describe(value);
+    switch (spec->type) {
+    case SettingType::integer: {
+        const auto* v = std::get_if<std::int64_t>(&value);
+        if (v == nullptr || *v < spec->min || *v > spec->max)
+            throw InputError(fmt::format("{}: expected an integer from {} to {}, got {}", where,
+                                         spec->min, spec->max, got));
+        return;
+    }
+    case SettingType::boolean:
+        if (!std::holds_alternative<bool>(value))
+            throw InputError(fmt::format("{}: expected true or false, got {}", where, got));
+        return;
+    case SettingType::choice: {
+        const auto* v = std::get_if<std::string>(&value);
+        if (v == nullptr ||
+            std::find(spec->choices.begin(), spec->choices.end(), *v) == spec->choices.end())
+            throw InputError(fmt::format("{}: expected one of {}, got {}", where,
+                                         join_choices(spec->choices), got));
+        return;
+    }
+    case SettingType::dtype: {
+        const auto* v = std::get_if<std::string>(&value);
+        if (v == nullptr || !hardware::parse_dtype(*v))
+            throw InputError(fmt::format(
+                "{}: expected a dtype (fp64, fp32, tf32, fp16, bf16, fp8), got {}", where, got));
+        return;
+    }
+    case SettingType::size: {
+        const auto* v = std::get_if<std::string>(&value);
+        const auto* i = std::get_if<std::int64_t>(&value);
+        bool ok = i != nullptr && *i > 0;
+        if (v != nullptr) {
+            try {
+                ok = sim::parse_bytes(*v) > 0;
+            } catch (const InputError&) {
+                ok = false;
+            }
+        }
+        if (!ok)
+            throw InputError(
+                fmt::format("{}: expected a positive size like '25MiB', got {}", where, got));
+        return;
+    }
+    }
+}
+
+void apply_setting(StepMeasurement& step, std::string_view assignment, const std::string& where) {
+    const auto eq = assignment.find('=');
+    const auto dot = assignment.find('.');
+    if (eq == std::string_view::npos || dot == std::string_view::npos || dot > eq)
+        throw InputError(fmt::format(
+            "{}: expected SECTION.KEY=VALUE (model.vocab=50257, parallel.recompute=full), got '{}'",
+            where, assignment));
+    const std::string section(assignment.substr(0, dot));
+    const std::string key(assignment.substr(dot + 1, eq - dot - 1));
+    const std::string text(assignment.substr(eq + 1));
+    Settings* target = section == "model"      ? &step.model
+                       : section == "training" ? &step.training
+                       : section == "parallel" ? &step.parallel
+                                               : nullptr;
+    if (target == nullptr)
+        throw InputError(fmt::format("{}: unknown section '{}' in '{}' (valid: model, training, "
+                                     "parallel)",
+                                     where, section, assignment));
+    const SettingSpec* spec = find_spec(section, key);
+    if (spec == nullptr)
+        throw InputError(fmt::format("{}: unknown {} key '{}' (valid: {})", where, section, key,
+                                     valid_keys(section)));
+    SettingValue value = text;
+    if (spec->type == SettingType::integer) {
+        std::int64_t v = 0;
+        std::size_t used = 0;
+        try {
+            v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != text.size())
+            throw InputError(
+                fmt::format("{}: {}.{}: expected an integer, got '{}'", where, section, key, text));
+        value = v;
+    } else if (spec->type == SettingType::boolean) {
+        if (text != "true" && text != "false")
+            throw InputError(fmt::format("{}: {}.{}: expected true or false, got '{}'", where,
+                                         section, key, text));
+        value = text == "true";
+    }
+    check_setting(section, key, value, fmt::format("{}: {}.{}", where, section, key));
+    (*target)[key] = value;
+}
+
+std::vector<std::string> StepMeasurement::overrides() const {
+    std::vector<std::string> out;
+    if (!model_preset.empty())
+        out.push_back("model=" + model_preset);
+    auto add = [&](std::string_view section, const Settings& settings) {
+        for (const auto& [key, value] : settings) {
+            std::string v = describe(value);
+            if (std::holds_alternative<std::string>(value))
+                v = std::get<std::string>(value);
+            out.push_back(fmt::format("{}.{}={}", section, key, v));
+        }
+    };
+    add("model", model);
+    add("training", training);
+    add("parallel", parallel);
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+/// Six significant digits: derived rates are written rounded so that files are stable and
+/// readable; the reader recomputes them from the times and checks them to 1%.
+double round_significant(double x) {
+    if (x == 0 || !std::isfinite(x))
+        return x;
+    return std::stod(fmt::format("{:.6g}", x));
+}
+/// Times are exact picoseconds; as microseconds they have at most six decimals.
+double micros(sim::Time t) {
+    return static_cast<double>(t.picoseconds()) / 1e6;
+}
+double millis(sim::Time t) {
+    return static_cast<double>(t.picoseconds()) / 1e9;
+}
+
+ordered_json settings_json(const Settings& s) {
+    ordered_json out = ordered_json::object();
+    for (const auto& [key, value] : s)
+        std::visit([&, k = key](const auto& v) { out[k] = v; }, value);
+    return out;
+}
+
+ordered_json to_json(const CollectiveMeasurement& c) {
+    ordered_json j;
+    j["op"] = to_string(c.op);
+    if (!c.algorithm.empty())
+        j["algorithm"] = c.algorithm;
+    j["gpus"] = c.gpus;
+    j["bytes"] = c.bytes;
+    j["dtype"] = hardware::to_string(c.dtype);
+    j["in_place"] = c.in_place;
+    j["time_us"] = micros(c.time);
+    j["algbw_gbps"] = round_significant(c.algbw() / 1e9);
+    j["busbw_gbps"] = round_significant(c.busbw() / 1e9);
+    if (c.wrong)
+        j["wrong"] = *c.wrong;
+    if (!c.source.empty())
+        j["source"] = c.source;
+    return j;
+}
+
+ordered_json to_json(const GemmMeasurement& g) {
+    ordered_json j;
+    j["m"] = g.m;
+    j["n"] = g.n;
+    j["k"] = g.k;
+    j["dtype"] = hardware::to_string(g.dtype);
+    j["layout"] = g.layout;
+    j["library"] = g.library;
+    j["time_us"] = micros(g.time);
+    j["tflops"] = round_significant(g.flop_rate() / 1e12);
+    if (!g.source.empty())
+        j["source"] = g.source;
+    return j;
+}
+
+ordered_json to_json(const CopyMeasurement& c) {
+    ordered_json j;
+    j["kind"] = to_string(c.kind);
+    j["method"] = to_string(c.method);
+    j["bytes"] = c.bytes;
+    j["src_gpu"] = c.src_gpu;
+    j["dst_gpu"] = c.dst_gpu;
+    j["time_us"] = micros(c.time);
+    j["gbps"] = round_significant(c.bandwidth() / 1e9);
+    if (!c.source.empty())
+        j["source"] = c.source;
+    return j;
+}
+
+ordered_json to_json(const P2pMeasurement& p) {
+    ordered_json j;
+    j["src_gpu"] = p.src_gpu;
+    j["dst_gpu"] = p.dst_gpu;
+    j["bytes"] = p.bytes;
+    j["time_us"] = micros(p.time);
+    j["gbps"] = round_significant(p.bandwidth() / 1e9);
+    if (!p.source.empty())
+        j["source"] = p.source;
+    return j;
+}
+
+ordered_json to_json(const LaunchMeasurement& l) {
+    ordered_json j;
+    j["method"] = to_string(l.method);
+    j["time_us"] = micros(l.time);
+    j["launches"] = l.launches;
+    if (!l.source.empty())
+        j["source"] = l.source;
+    return j;
+}
+
+ordered_json to_json(const StepMeasurement& s) {
+    ordered_json j;
+    j["gpus"] = s.gpus;
+    if (!s.model_preset.empty() && s.model.empty())
+        j["model"] = s.model_preset;
+    else {
+        ordered_json m = settings_json(s.model);
+        if (!s.model_preset.empty())
+            m["preset"] = s.model_preset;
+        j["model"] = m;
+    }
+    j["training"] = settings_json(s.training);
+    j["parallel"] = settings_json(s.parallel);
+    j["time_ms"] = millis(s.time);
+    if (!s.source.empty())
+        j["source"] = s.source;
+    return j;
+}
+
+template <typename T>
+void write_list(std::string& out, std::string_view key, const std::vector<T>& items, bool last) {
+    out += fmt::format("  \"{}\": [", key);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        out += i == 0 ? "\n    " : ",\n    ";
+        out += to_json(items[i]).dump();
+    }
+    out += items.empty() ? "]" : "\n  ]";
+    out += last ? "\n" : ",\n";
+}
+} // namespace
+
+std::string format_measurements(const MeasurementFile& file, const std::string& name) {
+    check_measurements(file, name);
+    const Environment& e = file.environment;
+    ordered_json env;
+    env["device"] = e.device;
+    env["device_count"] = e.device_count;
+    auto opt = [&](std::string_view key, const std::string& v) {
+        if (!v.empty())
+            env[std::string(key)] = v;
+    };
+    opt("driver_version", e.driver_version);
+    opt("cuda_version", e.cuda_version);
+    opt("nccl_version", e.nccl_version);
+    opt("cublas_version", e.cublas_version);
+    opt("date", e.date);
+    opt("host", e.host);
+    opt("tool", e.tool);
+
+    std::string out = "{\n";
+    out += fmt::format("  \"format\": \"{}\",\n", kMeasurementFormat);
+    out += fmt::format("  \"version\": {},\n", kMeasurementVersion);
+    out += "  \"environment\": ";
+    // The environment is small: indented, one key per line, with the file's indentation.
+    std::string env_text = env.dump(2);
+    std::string indented;
+    for (char c : env_text) {
+        indented += c;
+        if (c == '\n')
+            indented += "  ";
+    }
+    out += indented + ",\n";
+    write_list(out, "collectives", file.collectives, false);
+    write_list(out, "gemms", file.gemms, false);
+    write_list(out, "copies", file.copies, false);
+    write_list(out, "p2p", file.p2p, false);
+    write_list(out, "launches", file.launches, false);
+    write_list(out, "steps", file.steps, true);
+    out += "}\n";
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+std::string show(const json& v) {
+    std::string text = v.dump();
+    if (text.size() > 40)
+        text = text.substr(0, 37) + "...";
+    return text;
+}
+
+/// Reads one JSON object's keys, each getter naming its JSON path in errors; `finish()`
+/// refuses keys no getter asked for.
+class ObjectReader {
+public:
+    ObjectReader(const json& j, const std::string& file, std::string path)
+        : j_(j)
+        , file_(file)
+        , path_(std::move(path)) {
+        if (!j_.is_object())
+            fail_here(fmt::format("expected an object, got {}", show(j_)));
+    }
+
+    [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+        throw InputError(fmt::format("{}: {}: {}", file_, sub(key), what));
+    }
+    [[noreturn]] void fail_here(const std::string& what) const {
+        throw InputError(fmt::format("{}: {}: {}", file_, path_.empty() ? "(top)" : path_, what));
+    }
+    std::string sub(std::string_view key) const {
+        return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+    }
+    const std::string& path() const { return path_; }
+
+    bool has(std::string_view key) {
+        seen_.insert(std::string(key));
+        return j_.contains(key);
+    }
+    const json& get(std::string_view key) {
+        if (!has(key))
+            fail_here(fmt::format("missing key '{}'", key));
+        return j_.at(std::string(key));
+    }
+    std::string str(std::string_view key) {
+        const json& v = get(key);
+        if (!v.is_string())
+            fail(key, fmt::format("expected a string, got {}", show(v)));
+        return v.get<std::string>();
+    }
+    std::string str_or(std::string_view key, std::string fallback) {
+        return has(key) ? str(key) : std::move(fallback);
+    }
+    std::int64_t integer(std::string_view key, std::int64_t min, std::int64_t max) {
+        const json& v = get(key);
+        if (!v.is_number_integer())
+            fail(key, fmt::format("expected an integer, got {}", show(v)));
+        if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+            fail(key, fmt::format("expected an integer from {} to {}, got {}", min, max, show(v)));
+        const auto x = v.get<std::int64_t>();
+        if (x < min || x > max)
+            fail(key, fmt::format("expected an integer from {} to {}, got {}", min, max, x));
+        return x;
+    }
+    int small_int(std::string_view key, int min, int max) {
+        return static_cast<int>(integer(key, min, max));
+    }
+    double positive_number(std::string_view key) {
+        const json& v = get(key);
+        if (!v.is_number())
+            fail(key, fmt::format("expected a positive number, got {}", show(v)));
+        const double x = v.get<double>();
+        if (!(x > 0) || !std::isfinite(x))
+            fail(key, fmt::format("expected a positive number, got {}", show(v)));
+        return x;
+    }
+    bool boolean(std::string_view key) {
+        const json& v = get(key);
+        if (!v.is_boolean())
+            fail(key, fmt::format("expected true or false, got {}", show(v)));
+        return v.get<bool>();
+    }
+    /// A time in `unit_seconds` units: positive, finite, and representable.
+    sim::Time time(std::string_view key, double unit_seconds) {
+        const double x = positive_number(key);
+        const sim::Time t = sim::Time::from_seconds(x * unit_seconds);
+        if (t <= sim::Time::zero())
+            fail(key, fmt::format("expected a time of at least one picosecond, got {}", x));
+        if (t == sim::Time::max())
+            fail(key, fmt::format("time {} is out of range", x));
+        return t;
+    }
+    /// A derived rate, when written, must agree with the one computed from the time.
+    void check_rate(std::string_view key, double computed, std::string_view from) {
+        if (!has(key))
+            return;
+        const double given = positive_or_zero(key);
+        if (std::abs(given - computed) > 0.01 * computed + 0.005)
+            fail(key, fmt::format("{} disagrees with {} = {:.6g}: derived rates are checked "
+                                  "against the time (fix the time, or drop the key)",
+                                  given, from, computed));
+    }
+    void finish() {
+        for (const auto& [key, value] : j_.items()) {
+            if (seen_.count(key) == 0)
+                fail_here(fmt::format("unknown key '{}' (valid: {})", key, join_seen()));
+        }
+    }
+
+private:
+    double positive_or_zero(std::string_view key) {
+        const json& v = get(key);
+        if (!v.is_number() || !(v.get<double>() >= 0))
+            fail(key, fmt::format("expected a non-negative number, got {}", show(v)));
+        return v.get<double>();
+    }
+    std::string join_seen() const {
+        std::string out;
+        for (const auto& k : seen_) {
+            if (!out.empty())
+                out += ", ";
+            out += k;
+        }
+        return out;
+    }
+
+    const json& j_;
+    const std::string& file_;
+    std::string path_;
+    std::set<std::string> seen_;
+};
+
+Dtype read_dtype(ObjectReader& r, std::string_view key) {
+    const std::string s = r.str(key);
+    const auto d = hardware::parse_dtype(s);
+    if (!d || s != hardware::to_string(*d))
+        r.fail(key, fmt::format("expected one of fp64, fp32, tf32, fp16, bf16, fp8, got '{}'", s));
+    return *d;
+}
+
+template <std::size_t N>
+std::string read_choice(ObjectReader& r, std::string_view key,
+                        const std::array<std::string_view, N>& names, std::string_view what) {
+    const std::string s = r.str(key);
+    if (std::find(names.begin(), names.end(), s) == names.end())
+        r.fail(key, fmt::format("unknown {} '{}' (valid: {})", what, s, join(names)));
+    return s;
+}
+
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB: far beyond any buffer
+constexpr int kMaxGpus = 1 << 20;
+
+CollectiveMeasurement read_collective(ObjectReader& r) {
+    CollectiveMeasurement c;
+    const std::string op = read_choice(r, "op", kOpNames, "collective");
+    c.op = *parse_collective_op(op);
+    if (r.has("algorithm"))
+        c.algorithm = read_choice(r, "algorithm", kAlgorithms, "algorithm");
+    c.gpus = r.small_int("gpus", 1, kMaxGpus);
+    c.bytes = r.integer("bytes", 1, kMaxBytes);
+    c.dtype = read_dtype(r, "dtype");
+    c.in_place = r.boolean("in_place");
+    c.time = r.time("time_us", 1e-6);
+    if (r.has("wrong"))
+        c.wrong = r.integer("wrong", 0, kMaxBytes);
+    c.source = r.str_or("source", "");
+    r.check_rate("algbw_gbps", c.algbw() / 1e9, "bytes / time_us");
+    r.check_rate("busbw_gbps", c.busbw() / 1e9, "algbw x the bus factor");
+    return c;
+}
+
+GemmMeasurement read_gemm(ObjectReader& r) {
+    GemmMeasurement g;
+    g.m = r.integer("m", 1, kMaxBytes);
+    g.n = r.integer("n", 1, kMaxBytes);
+    g.k = r.integer("k", 1, kMaxBytes);
+    g.dtype = read_dtype(r, "dtype");
+    g.layout = read_choice(r, "layout", kLayouts, "layout");
+    g.library = r.str("library");
+    if (g.library.empty())
+        r.fail("library", "expected a library name like 'cublaslt', got ''");
+    g.time = r.time("time_us", 1e-6);
+    g.source = r.str_or("source", "");
+    r.check_rate("tflops", g.flop_rate() / 1e12, "2 m n k / time_us");
+    return g;
+}
+
+CopyMeasurement read_copy(ObjectReader& r) {
+    CopyMeasurement c;
+    c.kind = *parse_copy_kind(read_choice(r, "kind", kCopyKindNames, "copy kind"));
+    c.method = *parse_copy_method(read_choice(r, "method", kCopyMethodNames, "copy method"));
+    c.bytes = r.integer("bytes", 1, kMaxBytes);
+    c.src_gpu = r.small_int("src_gpu", 0, kMaxGpus);
+    c.dst_gpu = r.small_int("dst_gpu", 0, kMaxGpus);
+    c.time = r.time("time_us", 1e-6);
+    c.source = r.str_or("source", "");
+    r.check_rate("gbps", c.bandwidth() / 1e9, "bytes / time_us");
+    return c;
+}
+
+P2pMeasurement read_p2p(ObjectReader& r) {
+    P2pMeasurement p;
+    p.src_gpu = r.small_int("src_gpu", 0, kMaxGpus);
+    p.dst_gpu = r.small_int("dst_gpu", 0, kMaxGpus);
+    p.bytes = r.integer("bytes", 1, kMaxBytes);
+    p.time = r.time("time_us", 1e-6);
+    p.source = r.str_or("source", "");
+    r.check_rate("gbps", p.bandwidth() / 1e9, "bytes / time_us");
+    return p;
+}
+
+LaunchMeasurement read_launch(ObjectReader& r) {
+    LaunchMeasurement l;
+    l.method = *parse_launch_method(read_choice(r, "method", kLaunchMethodNames, "launch method"));
+    l.time = r.time("time_us", 1e-6);
+    l.launches = r.integer("launches", 1, kMaxBytes);
+    l.source = r.str_or("source", "");
+    return l;
+}
+
+Settings read_settings(const json& j, std::string_view section, const std::string& file,
+                       const std::string& path, std::string* preset) {
+    if (!j.is_object())
+        throw InputError(fmt::format("{}: {}: expected an object, got {}", file, path, show(j)));
+    Settings out;
+    for (const auto& [key, v] : j.items()) {
+        const std::string where = fmt::format("{}: {}.{}", file, path, key);
+        if (preset != nullptr && key == "preset") {
+            if (!v.is_string() || v.get<std::string>().empty())
+                throw InputError(where + ": expected a model preset name, got " + show(v));
+            *preset = v.get<std::string>();
+            continue;
+        }
+        SettingValue value;
+        if (v.is_boolean())
+            value = v.get<bool>();
+        else if (v.is_number_integer())
+            value = v.get<std::int64_t>();
+        else if (v.is_number())
+            value = v.get<double>();
+        else if (v.is_string())
+            value = v.get<std::string>();
+        else
+            throw InputError(where + ": expected a number, string or boolean, got " + show(v));
+        check_setting(section, key, value, where);
+        out[key] = value;
+    }
+    return out;
+}
+
+StepMeasurement read_step(ObjectReader& r, const std::string& file) {
+    StepMeasurement s;
+    s.gpus = r.small_int("gpus", 1, kMaxGpus);
+    const json& model = r.get("model");
+    if (model.is_string()) {
+        s.model_preset = model.get<std::string>();
+        if (s.model_preset.empty())
+            r.fail("model", "expected a model preset name or an object, got \"\"");
+    } else {
+        s.model = read_settings(model, "model", file, r.sub("model"), &s.model_preset);
+    }
+    s.training = r.has("training") ? read_settings(r.get("training"), "training", file,
+                                                   r.sub("training"), nullptr)
+                                   : Settings{};
+    s.parallel = r.has("parallel") ? read_settings(r.get("parallel"), "parallel", file,
+                                                   r.sub("parallel"), nullptr)
+                                   : Settings{};
+    s.time = r.time("time_ms", 1e-3);
+    s.source = r.str_or("source", "");
+    return s;
+}
+
+template <typename T, typename F>
+std::vector<T> read_list(ObjectReader& top, const json& root, std::string_view key,
+                         const std::string& file, F read_one) {
+    std::vector<T> out;
+    if (!top.has(key))
+        return out;
+    const json& list = root.at(std::string(key));
+    if (!list.is_array())
+        top.fail(key, fmt::format("expected a list, got {}", show(list)));
+    out.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        ObjectReader r(list[i], file, fmt::format("{}[{}]", key, i));
+        out.push_back(read_one(r));
+        r.finish();
+    }
+    return out;
+}
+} // namespace
+
+MeasurementFile parse_measurements(std::string_view json_text, const std::string& name) {
+    json root;
+    try {
+        root = json::parse(json_text.begin(), json_text.end());
+    } catch (const json::parse_error& e) {
+        // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column
+        // 5: syntax error ..."; keep the part after the bracketed id.
+        std::string what = e.what();
+        const auto close = what.find("] ");
+        if (close != std::string::npos)
+            what = what.substr(close + 2);
+        throw InputError(fmt::format("{}: not valid JSON: {}", name, what));
+    }
+    MeasurementFile file;
+    ObjectReader top(root, name, "");
+    const std::string format = top.str("format");
+    if (format != kMeasurementFormat)
+        top.fail("format", fmt::format("expected \"{}\", got \"{}\"", kMeasurementFormat, format));
+    const json& version = top.get("version");
+    if (!version.is_number_integer())
+        top.fail("version", "expected an integer, got " + show(version));
+    file.version = static_cast<int>(version.get<std::int64_t>());
+    if (file.version < 1 || file.version > kMeasurementVersion)
+        top.fail("version", fmt::format("version {} is not supported: this clustersim reads "
+                                        "versions 1 to {}",
+                                        version.get<std::int64_t>(), kMeasurementVersion));
+    {
+        ObjectReader env(top.get("environment"), name, "environment");
+        Environment& e = file.environment;
+        e.device = env.str("device");
+        if (e.device.empty())
+            env.fail("device", "expected the GPU's name (or \"unknown\"), got \"\"");
+        e.device_count = env.small_int("device_count", 0, kMaxGpus);
+        e.driver_version = env.str_or("driver_version", "");
+        e.cuda_version = env.str_or("cuda_version", "");
+        e.nccl_version = env.str_or("nccl_version", "");
+        e.cublas_version = env.str_or("cublas_version", "");
+        e.date = env.str_or("date", "");
+        e.host = env.str_or("host", "");
+        e.tool = env.str_or("tool", "");
+        env.finish();
+    }
+    file.collectives =
+        read_list<CollectiveMeasurement>(top, root, "collectives", name, read_collective);
+    file.gemms = read_list<GemmMeasurement>(top, root, "gemms", name, read_gemm);
+    file.copies = read_list<CopyMeasurement>(top, root, "copies", name, read_copy);
+    file.p2p = read_list<P2pMeasurement>(top, root, "p2p", name, read_p2p);
+    file.launches = read_list<LaunchMeasurement>(top, root, "launches", name, read_launch);
+    file.steps = read_list<StepMeasurement>(top, root, "steps", name,
+                                            [&](ObjectReader& r) { return read_step(r, name); });
+    top.finish();
+    check_measurements(file, name);
+    return file;
+}
+
+MeasurementFile read_measurements(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw InputError(path + ": cannot read the measurement file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_measurements(text.str(), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks and merging
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+std::string from(const std::string& source) {
+    return source.empty() ? std::string() : " (from " + source + ")";
+}
+
+std::string settings_key(const Settings& s) {
+    std::string out;
+    for (const auto& [k, v] : s)
+        out += k + "=" + describe(v) + ";";
+    return out;
+}
+
+/// Finds points that appear twice; `key_of` gives the identity and a description.
+template <typename T, typename K>
+void check_unique(const std::vector<T>& items, std::string_view list, const std::string& name,
+                  K key_of) {
+    std::map<std::string, std::size_t> first;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        auto [key, what] = key_of(items[i]);
+        auto [it, inserted] = first.emplace(key, i);
+        if (!inserted)
+            throw InputError(fmt::format("{}: {}[{}]{}: duplicate point ({}): first as {}[{}]{}",
+                                         name, list, i, from(items[i].source), what, list,
+                                         it->second, from(items[it->second].source)));
+    }
+}
+
+template <typename T>
+void check_positive_time(const std::vector<T>& items, std::string_view list,
+                         const std::string& name) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (items[i].time <= sim::Time::zero())
+            throw InputError(fmt::format("{}: {}[{}]{}: time must be positive", name, list, i,
+                                         from(items[i].source)));
+    }
+}
+
+std::optional<std::int64_t> int_setting(const Settings& s, const std::string& key) {
+    auto it = s.find(key);
+    if (it == s.end())
+        return std::nullopt;
+    if (const auto* v = std::get_if<std::int64_t>(&it->second))
+        return *v;
+    return std::nullopt;
+}
+} // namespace
+
+void check_measurements(const MeasurementFile& file, const std::string& name) {
+    if (file.environment.device.empty())
+        throw InputError(name + ": environment.device: expected the GPU's name or \"unknown\"");
+    check_positive_time(file.collectives, "collectives", name);
+    check_positive_time(file.gemms, "gemms", name);
+    check_positive_time(file.copies, "copies", name);
+    check_positive_time(file.p2p, "p2p", name);
+    check_positive_time(file.launches, "launches", name);
+    check_positive_time(file.steps, "steps", name);
+
+    for (std::size_t i = 0; i < file.collectives.size(); ++i) {
+        const auto& c = file.collectives[i];
+        if (c.gpus < 1 || c.bytes < 1 || (c.wrong && *c.wrong < 0))
+            throw InputError(fmt::format("{}: collectives[{}]{}: gpus and bytes must be positive",
+                                         name, i, from(c.source)));
+    }
+    for (std::size_t i = 0; i < file.gemms.size(); ++i) {
+        const auto& g = file.gemms[i];
+        if (g.m < 1 || g.n < 1 || g.k < 1 ||
+            std::find(kLayouts.begin(), kLayouts.end(), g.layout) == kLayouts.end())
+            throw InputError(fmt::format(
+                "{}: gemms[{}]{}: m, n, k must be positive and layout one of NN, NT, TN, TT", name,
+                i, from(g.source)));
+    }
+    for (std::size_t i = 0; i < file.copies.size(); ++i) {
+        const auto& c = file.copies[i];
+        const bool peer = c.kind == CopyKind::peer;
+        if (c.bytes < 1 || c.src_gpu < 0 || c.dst_gpu < 0 || peer != (c.src_gpu != c.dst_gpu))
+            throw InputError(fmt::format(
+                "{}: copies[{}]{}: bytes must be positive, and src_gpu differ from dst_gpu "
+                "exactly for peer copies (got {} from gpu{} to gpu{})",
+                name, i, from(c.source), to_string(c.kind), c.src_gpu, c.dst_gpu));
+    }
+    for (std::size_t i = 0; i < file.p2p.size(); ++i) {
+        const auto& p = file.p2p[i];
+        if (p.bytes < 1 || p.src_gpu < 0 || p.dst_gpu < 0 || p.src_gpu == p.dst_gpu)
+            throw InputError(
+                fmt::format("{}: p2p[{}]{}: bytes must be positive and src_gpu differ from dst_gpu",
+                            name, i, from(p.source)));
+    }
+    for (std::size_t i = 0; i < file.launches.size(); ++i) {
+        if (file.launches[i].launches < 1)
+            throw InputError(fmt::format("{}: launches[{}]{}: launches must be positive", name, i,
+                                         from(file.launches[i].source)));
+    }
+    for (std::size_t i = 0; i < file.steps.size(); ++i) {
+        const auto& s = file.steps[i];
+        const std::string where = fmt::format("{}: steps[{}]{}", name, i, from(s.source));
+        if (s.gpus < 1)
+            throw InputError(where + ": gpus must be positive");
+        for (const auto& [k, v] : s.model)
+            check_setting("model", k, v, where + ": model." + k);
+        for (const auto& [k, v] : s.training)
+            check_setting("training", k, v, where + ": training." + k);
+        for (const auto& [k, v] : s.parallel)
+            check_setting("parallel", k, v, where + ": parallel." + k);
+        if (s.model_preset.empty() && s.model.count("kind") == 0)
+            throw InputError(where + ": model: expected a preset name or an object with 'kind' "
+                                     "(transformer or mlp)");
+        const auto tp = int_setting(s.parallel, "tp");
+        const auto pp = int_setting(s.parallel, "pp");
+        const auto dp = int_setting(s.parallel, "dp");
+        if (tp && pp && dp && *tp * *pp * *dp != s.gpus)
+            throw InputError(fmt::format("{}: parallel: tp {} x pp {} x dp {} = {} but gpus is {}",
+                                         where, *tp, *pp, *dp, *tp * *pp * *dp, s.gpus));
+    }
+
+    check_unique(file.collectives, "collectives", name, [](const CollectiveMeasurement& c) {
+        const std::string what =
+            fmt::format("{}{}, {} GPUs, {} B, {}, {}", to_string(c.op),
+                        c.algorithm.empty() ? "" : " " + c.algorithm, c.gpus, c.bytes,
+                        hardware::to_string(c.dtype), c.in_place ? "in-place" : "out-of-place");
+        return std::pair{what, what};
+    });
+    check_unique(file.gemms, "gemms", name, [](const GemmMeasurement& g) {
+        const std::string what = fmt::format("{}x{}x{} {} {} {}", g.m, g.n, g.k,
+                                             hardware::to_string(g.dtype), g.layout, g.library);
+        return std::pair{what, what};
+    });
+    check_unique(file.copies, "copies", name, [](const CopyMeasurement& c) {
+        const std::string what = fmt::format("{} {} {} B gpu{} -> gpu{}", to_string(c.kind),
+                                             to_string(c.method), c.bytes, c.src_gpu, c.dst_gpu);
+        return std::pair{what, what};
+    });
+    check_unique(file.p2p, "p2p", name, [](const P2pMeasurement& p) {
+        const std::string what = fmt::format("gpu{} -> gpu{} {} B", p.src_gpu, p.dst_gpu, p.bytes);
+        return std::pair{what, what};
+    });
+    check_unique(file.launches, "launches", name, [](const LaunchMeasurement& l) {
+        const std::string what(to_string(l.method));
+        return std::pair{what, what};
+    });
+    check_unique(file.steps, "steps", name, [](const StepMeasurement& s) {
+        const std::string key =
+            fmt::format("{}|{}|{}|{}|{}", s.gpus, s.model_preset, settings_key(s.model),
+                        settings_key(s.training), settings_key(s.parallel));
+        std::string what = fmt::format("{} GPUs", s.gpus);
+        for (const auto& o : s.overrides())
+            what += ", " + o;
+        return std::pair{key, what};
+    });
+}
+
+std::vector<std::string> merge_measurements(MeasurementFile& into, const MeasurementFile& from_file,
+                                            const std::string& from_name) {
+    std::vector<std::string> warnings;
+    Environment& a = into.environment;
+    const Environment& b = from_file.environment;
+    const bool a_known = !a.device.empty() && a.device != "unknown";
+    const bool b_known = !b.device.empty() && b.device != "unknown";
+    if (a_known && b_known && a.device != b.device)
+        throw InputError(fmt::format(
+            "{}: device '{}' differs from '{}' of the files before it: one measurement file "
+            "describes one GPU model (import them into separate files)",
+            from_name, b.device, a.device));
+    if (!a_known && b_known)
+        a.device = b.device;
+    a.device_count = std::max(a.device_count, b.device_count);
+    auto fill = [&](std::string& mine, const std::string& theirs, std::string_view what) {
+        if (theirs.empty() || mine == theirs)
+            return;
+        if (mine.empty()) {
+            mine = theirs;
+            return;
+        }
+        warnings.push_back(fmt::format("{}: {} '{}' differs from '{}' of the files before it; "
+                                       "keeping '{}'",
+                                       from_name, what, theirs, mine, mine));
+    };
+    fill(a.driver_version, b.driver_version, "driver_version");
+    fill(a.cuda_version, b.cuda_version, "cuda_version");
+    fill(a.nccl_version, b.nccl_version, "nccl_version");
+    fill(a.cublas_version, b.cublas_version, "cublas_version");
+    // The date, host and tool of the first file stand for the merged file: runs of one
+    // calibration are minutes apart, and that is no reason to warn.
+    if (a.date.empty())
+        a.date = b.date;
+    if (a.host.empty())
+        a.host = b.host;
+    if (a.tool.empty())
+        a.tool = b.tool;
+    auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+    append(into.collectives, from_file.collectives);
+    append(into.gemms, from_file.gemms);
+    append(into.copies, from_file.copies);
+    append(into.p2p, from_file.p2p);
+    append(into.launches, from_file.launches);
+    append(into.steps, from_file.steps);
+    return warnings;
+}
+
+} // namespace clustersim::calibrate
