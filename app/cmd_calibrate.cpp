@@ -35,7 +35,9 @@ std::string describe_measurements(const calibrate::MeasurementFile& file) {
         parts = "no measurements";
     const auto& e = file.environment;
     return fmt::format("{} on {}{}", parts, e.device,
-                       e.device_count > 0 ? fmt::format(" ({} GPUs)", e.device_count) : "");
+                       e.device_count > 0 ? fmt::format(" ({} GPU{})", e.device_count,
+                                                        e.device_count == 1 ? "" : "s")
+                                          : "");
 }
 
 namespace {

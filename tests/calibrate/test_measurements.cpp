@@ -431,3 +431,59 @@ TEST_CASE("measurements: the example in docs/measurements.md is what the writer 
     CHECK(f.size() == 11);
     CHECK(format_measurements(f) == example);
 }
+
+TEST_CASE("measurements: a file another tool wrote reads (indented, other key order)",
+          "[calibrate][measurements]") {
+    // What calibrate/pytorch/lecture_mlp_step.py writes (json.dumps, indent=2).
+    const std::string text = R"json({
+  "format": "clustersim-measurements",
+  "version": 1,
+  "environment": {
+    "device": "NVIDIA H100 80GB HBM3",
+    "device_count": 1,
+    "cuda_version": "runtime 12.4 (PyTorch 2.4.0)",
+    "nccl_version": "2.20.5",
+    "date": "2025-01-01T00:00:00Z",
+    "host": "h",
+    "tool": "calibrate/pytorch/lecture_mlp_step.py"
+  },
+  "collectives": [],
+  "gemms": [],
+  "copies": [],
+  "p2p": [],
+  "launches": [],
+  "steps": [
+    {
+      "gpus": 1,
+      "model": {
+        "hidden": 1024,
+        "kind": "mlp",
+        "layers": 4
+      },
+      "training": {
+        "dtype": "fp32",
+        "global_batch": 128,
+        "micro_batch": 128,
+        "optimizer": "adamw"
+      },
+      "parallel": {
+        "dp": 1,
+        "pp": 1,
+        "tp": 1
+      },
+      "time_ms": 1.23456789,
+      "source": "calibrate/pytorch/lecture_mlp_step.py"
+    }
+  ]
+}
+)json";
+    const MeasurementFile f = parse_measurements(text, "step.json");
+    REQUIRE(f.steps.size() == 1);
+    CHECK(f.steps[0].time == Time::ps(1'234'567'890));
+    CHECK(f.steps[0].overrides() ==
+          std::vector<std::string>{"model.hidden=1024", "model.kind=mlp", "model.layers=4",
+                                   "training.dtype=fp32", "training.global_batch=128",
+                                   "training.micro_batch=128", "training.optimizer=adamw",
+                                   "parallel.dp=1", "parallel.pp=1", "parallel.tp=1"});
+    CHECK(f.environment.cuda_version == "runtime 12.4 (PyTorch 2.4.0)");
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Calibrate clustersim on this machine's NVIDIA GPUs:
+#   1. build clustersim (Release, CUDA runners on),
+#   2. `clustersim calibrate run --quick`: NCCL collectives (with 2+ GPUs), GEMMs, copies,
+#      launch overhead,
+#   3. one PyTorch training step of the lecture MLP (calibrate/pytorch/lecture_mlp_step.py),
+#   4. both merged into one measurement file,
+#   5. `clustersim validate` against it, once that subcommand exists.
+#
+# Usage: scripts/calibrate-on-gpu.sh [OUT_DIR]
+#   OUT_DIR defaults to calibrate/data/<gpu name>, e.g. calibrate/data/nvidia-h100-80gb-hbm3.
+# Environment: BUILD_DIR (default build/gpu), JOBS (default: all cores), HARDWARE (the preset
+# to validate against; default from the GPU's name), CUDA_HOME (default /usr/local/cuda).
+# Exit codes: 0 done (validation above its limit is reported, not fatal); 3 no GPU; other
+# non-zero: a step failed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build/gpu}"
+jobs="${JOBS:-$(nproc)}"
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+export PATH="$cuda_home/bin:$PATH"
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "calibrate-on-gpu: no NVIDIA GPU visible (nvidia-smi): nothing to measure" >&2
+    exit 3
+fi
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -n 1)"
+gpu_count="$(nvidia-smi -L | wc -l)"
+slug="$(printf '%s' "$gpu_name" | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9' '-' |
+    sed -e 's/-\{2,\}/-/g' -e 's/^-//' -e 's/-$//')"
+out_dir="${1:-$root/calibrate/data/$slug}"
+mkdir -p "$out_dir"
+echo "== $gpu_count x $gpu_name -> $out_dir"
+
+echo "== build (Release, CUDA on) in $build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WITH_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" -DCLUSTERSIM_BUILD_TESTS=OFF \
+    -DCLUSTERSIM_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target clustersim
+cs="$build/app/clustersim"
+
+echo "== clustersim calibrate run --quick"
+"$cs" calibrate run --quick --out "$out_dir/quick.json" 2>&1 | tee "$out_dir/run.log"
+
+inputs=("$out_dir/quick.json")
+echo "== PyTorch: one training step of the lecture MLP"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    python3 "$root/calibrate/pytorch/lecture_mlp_step.py" --out "$out_dir/lecture-mlp-step.json"
+    inputs+=("$out_dir/lecture-mlp-step.json")
+else
+    echo "PyTorch with CUDA is not installed: the training step is not measured" >&2
+fi
+
+echo "== merge"
+"$cs" calibrate import "${inputs[@]}" --out "$out_dir/measurements.json"
+
+# The preset to validate against: HARDWARE, or the GPU's name.
+hardware="${HARDWARE:-}"
+if [[ -z "$hardware" ]]; then
+    case "$gpu_name" in
+    *A100*) hardware=dgx-a100 ;;
+    *H100*) hardware=dgx-h100 ;;
+    *H200*) hardware=hgx-h200 ;;
+    esac
+fi
+
+if ! "$cs" validate --help >/dev/null 2>&1; then
+    echo "== validate: this clustersim has no 'validate' subcommand yet; measurements are in" \
+        "$out_dir/measurements.json"
+    exit 0
+fi
+if [[ -z "$hardware" ]]; then
+    echo "== validate: no preset for '$gpu_name'; set HARDWARE=PRESET_OR_FILE to validate" >&2
+    exit 0
+fi
+echo "== clustersim validate --hardware $hardware"
+rc=0
+"$cs" validate --hardware "$hardware" --measurements "$out_dir/measurements.json" |
+    tee "$out_dir/validation.txt" || rc=$?
+if [[ $rc -ne 0 ]]; then
+    echo "validate exited $rc (1: an error above its limit; see $out_dir/validation.txt)" >&2
+fi
+echo "== done: $out_dir"
