@@ -4,10 +4,13 @@
 /// micro-batches, bandwidth against message size) and Gantt charts (a pipeline-parallel step).
 ///
 /// The callers fill plain structs with data and call `render_svg`; layout, ticks, colours and
-/// legends are decided here. The output is one self-contained SVG 1.1 document (no scripts, no
-/// external fonts or images), deterministic byte for byte: numbers are printed with fixed
-/// precision by fmt (no locale), the iteration order is the order of the input, and nothing
-/// depends on time or addresses. Write it with `app::write_file_atomically`.
+/// legends are decided here. Fill the structs field by field (`Series s; s.name = ...`): GCC's
+/// -Wextra warns on brace initialisers that leave fields out, designated ones included.
+///
+/// The output is one self-contained SVG 1.1 document (no scripts, no external fonts or
+/// images), deterministic byte for byte: numbers are printed with fixed precision by fmt (no
+/// locale), the iteration order is the order of the input, and nothing depends on time or
+/// addresses. Write it with `app::write_file_atomically`.
 ///
 /// No Debian package offers a C++ SVG plotting library that fits (libplot and PLplot draw
 /// through C device drivers with their own fonts and layout, gnuplot-iostream needs the gnuplot
