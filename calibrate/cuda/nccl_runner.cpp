@@ -64,50 +64,6 @@ private:
     std::vector<Stream> streams_;
 };
 
-struct Layout {
-    std::size_t count = 0; ///< elements per rank in the collective's own terms
-    std::size_t bytes = 0; ///< nccl-tests' size
-    std::size_t send = 0;  ///< send buffer elements used per rank
-    std::size_t recv = 0;  ///< receive buffer elements used per rank
-};
-
-/// nccl-tests' buffer sizes for a nominal size.
-Layout layout_for(CollectiveOp op, std::size_t nominal, std::size_t elem, int n) {
-    Layout l;
-    const std::size_t total = nominal / elem;
-    const auto ranks = static_cast<std::size_t>(n);
-    switch (op) {
-    case CollectiveOp::all_reduce:
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-    case CollectiveOp::send_recv:
-        l.count = total;
-        l.send = l.recv = total;
-        l.bytes = total * elem;
-        break;
-    case CollectiveOp::all_gather:
-    case CollectiveOp::gather:
-        l.count = total / ranks; // per-rank block
-        l.send = l.count;
-        l.recv = l.count * ranks;
-        l.bytes = l.count * ranks * elem;
-        break;
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::scatter:
-        l.count = total / ranks;
-        l.send = l.count * ranks;
-        l.recv = l.count;
-        l.bytes = l.count * ranks * elem;
-        break;
-    case CollectiveOp::all_to_all:
-        l.count = total / ranks;
-        l.send = l.recv = l.count * ranks;
-        l.bytes = l.count * ranks * elem;
-        break;
-    }
-    return l;
-}
-
 bool has_in_place(CollectiveOp op) {
     switch (op) {
     case CollectiveOp::all_reduce:
@@ -314,15 +270,6 @@ private:
     std::vector<DeviceBuffer>& recv_;
 };
 
-/// The nominal sizes of the sweep: min, min x factor, ... up to max.
-std::vector<std::size_t> sweep(std::int64_t min, std::int64_t max, int factor) {
-    std::vector<std::size_t> sizes;
-    for (auto s = static_cast<std::size_t>(min); s <= static_cast<std::size_t>(max);
-         s *= static_cast<std::size_t>(factor))
-        sizes.push_back(s);
-    return sizes;
-}
-
 /// The largest buffer that fits twice (send and receive) on every device, with room left
 /// for NCCL and the check counters.
 std::size_t buffer_budget(const std::vector<int>& devices) {
@@ -334,6 +281,50 @@ std::size_t buffer_budget(const std::vector<int>& devices) {
 }
 
 } // namespace
+
+Layout layout_for(CollectiveOp op, std::size_t nominal, std::size_t elem, int n) {
+    Layout l;
+    const std::size_t total = nominal / elem;
+    const auto ranks = static_cast<std::size_t>(n);
+    switch (op) {
+    case CollectiveOp::all_reduce:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::send_recv:
+        l.count = total;
+        l.send = l.recv = total;
+        l.bytes = total * elem;
+        break;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::gather:
+        l.count = total / ranks; // per-rank block
+        l.send = l.count;
+        l.recv = l.count * ranks;
+        l.bytes = l.count * ranks * elem;
+        break;
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::scatter:
+        l.count = total / ranks;
+        l.send = l.count * ranks;
+        l.recv = l.count;
+        l.bytes = l.count * ranks * elem;
+        break;
+    case CollectiveOp::all_to_all:
+        l.count = total / ranks;
+        l.send = l.recv = l.count * ranks;
+        l.bytes = l.count * ranks * elem;
+        break;
+    }
+    return l;
+}
+
+std::vector<std::size_t> sweep(std::int64_t min, std::int64_t max, int factor) {
+    std::vector<std::size_t> sizes;
+    for (auto s = static_cast<std::size_t>(min); s <= static_cast<std::size_t>(max);
+         s *= static_cast<std::size_t>(factor))
+        sizes.push_back(s);
+    return sizes;
+}
 
 std::vector<CollectiveMeasurement> run_collectives(const Context& ctx) {
     const RunOptions& o = *ctx.options;

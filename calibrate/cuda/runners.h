@@ -5,6 +5,7 @@
 /// warnings for what it skips, and returns measurement values.
 
 #include "calibrate/cuda/cuda_util.h"
+#include "calibrate/cuda/sweep.h"
 #include "calibrate/runner.h"
 
 #include <string>
