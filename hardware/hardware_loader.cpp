@@ -1,5 +1,6 @@
 #include "hardware/hardware_loader.h"
 
+#include "hardware/collective_tuning_loader.h"
 #include "hardware/yaml_reader.h"
 #include "sim/error.h"
 
@@ -212,6 +213,8 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int dept
         apply_node(root.map("node"), spec.node);
     if (root.has("network"))
         apply_network(root.map("network"), spec.network);
+    if (root.has("collectives"))
+        apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
         apply_compute(root.map("compute"), spec.compute);
     root.read("nodes", spec.nodes, 1, 1 << 20);

@@ -4,6 +4,7 @@
 /// cluster built from them. They are plain data, validated once by the loader
 /// (hardware_loader.h); nothing here parses or prints.
 
+#include "hardware/collective_tuning.h"
 #include "hardware/dtype.h"
 #include "sim/time.h"
 
@@ -115,6 +116,7 @@ struct ClusterSpec {
     std::string description; ///< free text from the file
     NodeSpec node;
     NetworkSpec network;
+    CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
     ComputeSpec compute; ///< kernel cost model of the node's GPU
     int nodes = 1;
 

@@ -1,0 +1,105 @@
+#pragma once
+/// \file
+/// How fast a node's collective kernels run: the `collectives:` section of a hardware file.
+///
+/// NCCL models every (algorithm, protocol) pair as `latency + bytes / bandwidth`
+/// (src/graph/tuning.cc). Here the same idea is a small value type:
+/// - `launch_latency`: the fixed cost of one collective call (kernel launch, host/device
+///   synchronisation); calibrated per machine.
+/// - per protocol (LL, LL128, Simple): a base latency, and per link level (NVLink, PCIe,
+///   network) the latency of one pipeline step and the fraction of the link's bandwidth that
+///   the protocol delivers as payload; plus the payload of one pipeline chunk.
+/// - NVLS (NVLink SHARP in-switch reduction): a latency and a bandwidth efficiency.
+/// - `memory_passes`: bytes of HBM traffic per byte of the user buffer that the collective
+///   kernel moves in series with its transfers (reading the input, writing the output).
+/// Every value in a preset carries a comment saying where it comes from; calibration replaces
+/// them. Plain data: the loader (collective_tuning_loader.cpp) validates it once.
+
+#include "sim/time.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace clustersim::hardware {
+
+/// NCCL's three wire protocols.
+enum class Protocol : std::uint8_t {
+    ll,     ///< 8-byte lines, 4 bytes of flag per 4 of data: lowest latency, half the bandwidth
+    ll128,  ///< 128-byte lines with 8 bytes of flag: 120/128 of the bandwidth, low latency
+    simple, ///< bulk copies with fences: the most bandwidth, the highest latency
+};
+inline constexpr std::size_t kProtocolCount = 3;
+inline constexpr std::array<Protocol, kProtocolCount> kAllProtocols{Protocol::ll, Protocol::ll128,
+                                                                    Protocol::simple};
+
+/// The class of link a transfer's route is limited by.
+enum class LinkLevel : std::uint8_t {
+    nvlink,  ///< inside a node over NVLink/NVSwitch
+    pcie,    ///< inside a node over PCIe switches (and the host)
+    network, ///< between nodes, through NICs and the fabric
+};
+inline constexpr std::size_t kLinkLevelCount = 3;
+
+constexpr std::string_view to_string(Protocol p) {
+    switch (p) {
+    case Protocol::ll:
+        return "LL";
+    case Protocol::ll128:
+        return "LL128";
+    case Protocol::simple:
+        return "Simple";
+    }
+    return "?";
+}
+
+/// "ll", "ll128", "simple" (any case); nullopt when unknown.
+std::optional<Protocol> parse_protocol(std::string_view s);
+
+constexpr std::string_view to_string(LinkLevel l) {
+    switch (l) {
+    case LinkLevel::nvlink:
+        return "nvlink";
+    case LinkLevel::pcie:
+        return "pcie";
+    case LinkLevel::network:
+        return "network";
+    }
+    return "?";
+}
+
+/// One protocol on one link level.
+struct LevelTuning {
+    sim::Time step_latency = sim::Time::zero(); ///< per pipeline step crossing this level
+    double efficiency = 0; ///< payload bandwidth / link bandwidth, in (0, 1]; 0 = not given
+};
+
+struct ProtocolTuning {
+    sim::Time base_latency = sim::Time::zero(); ///< per call, on top of the launch latency
+    std::int64_t chunk_bytes = 0; ///< payload of one pipeline chunk (chain and tree algorithms)
+    std::array<LevelTuning, kLinkLevelCount> levels{};
+
+    const LevelTuning& level(LinkLevel l) const { return levels[static_cast<std::size_t>(l)]; }
+};
+
+struct NvlsTuning {
+    sim::Time latency = sim::Time::zero(); ///< per call, on top of Simple's latencies
+    double efficiency = 0; ///< payload bandwidth / NVLink bandwidth of a GPU's switch ports
+};
+
+struct CollectiveTuning {
+    sim::Time launch_latency = sim::Time::zero();
+    std::array<ProtocolTuning, kProtocolCount> protocols{};
+    NvlsTuning nvls;
+    double memory_passes = 0; ///< HBM bytes per user-buffer byte, in series with transfers
+
+    const ProtocolTuning& protocol(Protocol p) const {
+        return protocols[static_cast<std::size_t>(p)];
+    }
+    /// True when a hardware file gave the section (every protocol has an NVLink or PCIe
+    /// efficiency); collectives refuse hardware without it.
+    bool present() const;
+};
+
+} // namespace clustersim::hardware

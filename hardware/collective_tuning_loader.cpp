@@ -1,0 +1,59 @@
+// The `collectives:` section of hardware files. YAML is read here and in hardware_loader.cpp
+// only; the rest of clustersim sees the CollectiveTuning value.
+#include "hardware/collective_tuning_loader.h"
+
+#include "hardware/yaml_reader.h"
+
+#include <string>
+
+namespace clustersim::hardware {
+namespace {
+
+void read_efficiency(YamlMap& m, std::string_view key, double& out) {
+    if (!m.has(key))
+        return;
+    const double v = m.number(key, 0);
+    if (!(v > 0 && v <= 1))
+        m.fail(key, "expected a fraction of the link bandwidth in (0, 1], got " + m.str(key));
+    out = v;
+}
+
+void apply_level(YamlMap m, LevelTuning& level) {
+    m.read_time("step_latency", level.step_latency);
+    read_efficiency(m, "efficiency", level.efficiency);
+    m.finish();
+}
+
+void apply_protocol(YamlMap m, ProtocolTuning& p) {
+    m.read_time("base_latency", p.base_latency);
+    m.read_bytes("chunk", p.chunk_bytes);
+    for (std::size_t i = 0; i < kLinkLevelCount; ++i) {
+        const auto name = to_string(static_cast<LinkLevel>(i));
+        if (m.has(name))
+            apply_level(m.map(name), p.levels[i]);
+    }
+    m.finish();
+}
+
+} // namespace
+
+void apply_collectives(YamlMap m, CollectiveTuning& t) {
+    m.read_time("launch_latency", t.launch_latency);
+    m.read_number("memory_passes", t.memory_passes, 0);
+    if (m.has("nvls")) {
+        YamlMap n = m.map("nvls");
+        n.read_time("latency", t.nvls.latency);
+        read_efficiency(n, "efficiency", t.nvls.efficiency);
+        n.finish();
+    }
+    for (Protocol p : kAllProtocols) {
+        std::string key(to_string(p));
+        for (char& c : key)
+            c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        if (m.has(key))
+            apply_protocol(m.map(key), t.protocols[static_cast<std::size_t>(p)]);
+    }
+    m.finish();
+}
+
+} // namespace clustersim::hardware
