@@ -1,0 +1,95 @@
+#pragma once
+/// \file
+/// What a collective is: the operation, its size as nccl-tests counts it, the data type, the
+/// root, and the algorithm/protocol asked for; plus nccl-tests' reporting conventions (count,
+/// redop, bus bandwidth factor, size rounding).
+///
+/// Sizes follow nccl-tests: `bytes` is the per-rank buffer for all_reduce, broadcast, reduce
+/// and send_recv; the whole (output) buffer of n blocks for all_gather and gather; the whole
+/// (input) buffer for reduce_scatter and scatter; the per-rank buffer of n blocks for
+/// all_to_all. busbw = algbw x factor, factor 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
+/// reduce_scatter, all_to_all, gather and scatter, 1 for broadcast, reduce and send_recv.
+
+#include "hardware/collective_tuning.h"
+#include "hardware/dtype.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace clustersim::strategies::collectives {
+
+using hardware::Protocol;
+
+enum class Op : std::uint8_t {
+    broadcast,
+    reduce,
+    all_reduce,
+    all_gather,
+    reduce_scatter,
+    all_to_all,
+    gather,
+    scatter,
+    send_recv,
+};
+inline constexpr std::array<Op, 9> kAllOps{Op::broadcast,  Op::reduce,         Op::all_reduce,
+                                           Op::all_gather, Op::reduce_scatter, Op::all_to_all,
+                                           Op::gather,     Op::scatter,        Op::send_recv};
+
+enum class Algorithm : std::uint8_t {
+    automatic,    ///< the cheapest predicted among those NCCL offers for the op
+    ring,         ///< rings over NVLink and rail-aligned NICs; pipelined chain for rooted ops
+    tree,         ///< NCCL's double binary tree, pipelined (all_reduce)
+    direct,       ///< every pair at once (all_to_all, gather, scatter, send_recv, small groups)
+    nvls,         ///< NVLink SHARP: the NVSwitch reduces and multicasts (one node)
+    hierarchical, ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
+};
+inline constexpr std::array<Algorithm, 5> kConcreteAlgorithms{
+    Algorithm::ring, Algorithm::tree, Algorithm::direct, Algorithm::nvls, Algorithm::hierarchical};
+
+/// analytic: closed forms on the path bottlenecks; flow: the decomposition played out on the
+/// flow network, where concurrent traffic contends.
+enum class Fidelity : std::uint8_t { analytic, flow };
+
+std::string_view to_string(Op op);
+std::string_view to_string(Algorithm a);
+std::string_view to_string(Fidelity f);
+/// "all_reduce" (also "allreduce", "all-reduce"); nullopt when unknown.
+std::optional<Op> parse_op(std::string_view s);
+/// "auto", "ring", "tree", "direct", "nvls", "hierarchical".
+std::optional<Algorithm> parse_algorithm(std::string_view s);
+std::optional<Fidelity> parse_fidelity(std::string_view s);
+/// Every op name, comma separated (for error messages).
+std::string op_names();
+
+/// One collective call.
+struct Collective {
+    Op op = Op::all_reduce;
+    std::int64_t bytes = 0; ///< nccl-tests size (see the file comment)
+    hardware::Dtype dtype = hardware::Dtype::fp32;
+    int root = 0; ///< rank (index in the communicator) of broadcast, reduce, gather, scatter
+    Algorithm algorithm = Algorithm::automatic;
+    std::optional<Protocol> protocol; ///< nullopt: the cheapest
+};
+
+/// True for ops that reduce (nccl-tests prints redop "sum", else "none").
+bool reduces(Op op);
+/// True for broadcast, reduce, gather and scatter.
+bool has_root(Op op);
+/// True when `bytes` is split into one block per rank (all_gather, reduce_scatter, all_to_all,
+/// gather, scatter).
+bool splits_per_rank(Op op);
+/// nccl-tests' bus bandwidth factor.
+double bus_factor(Op op, int ranks);
+/// The size nccl-tests runs for a requested one: whole elements, and a multiple of `ranks`
+/// elements where the buffer is split per rank (it rounds down, as nccl-tests does).
+std::int64_t round_bytes(Op op, std::int64_t bytes, hardware::Dtype dtype, int ranks);
+/// nccl-tests' "count" column: elements per rank block where the buffer is split, else all.
+std::int64_t nccl_count(Op op, std::int64_t bytes, hardware::Dtype dtype, int ranks);
+/// Bytes of user buffer a rank reads or writes (the root's buffer for gather and scatter is the
+/// whole size, the others hold one block).
+double rank_buffer_bytes(Op op, std::int64_t bytes, int ranks, bool is_root);
+
+} // namespace clustersim::strategies::collectives

@@ -1,0 +1,378 @@
+// Closed forms of every (op, algorithm, protocol) on a communicator. Each is the sum of the
+// latencies of its steps and, per step, the bytes over the bottleneck of that step's transfers,
+// plus the kernel's memory and arithmetic work; schedule.cpp decomposes the same steps for the
+// flow network, and tests hold the two within 1% when nothing else runs.
+#include "strategies/collectives/communicator.h"
+
+#include "sim/error.h"
+#include "strategies/collectives/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace clustersim::strategies::collectives {
+
+using detail::idx;
+using detail::Plan;
+using hardware::LinkLevel;
+
+namespace detail {
+
+double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root) {
+    return plan.tuning.memory_passes *
+           rank_buffer_bytes(op, static_cast<std::int64_t>(bytes), plan.n, is_root);
+}
+
+double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
+                              hardware::Dtype dtype, bool is_root) {
+    const auto& gpu = plan.topo.spec().node.gpu;
+    const double fp32 = gpu.peak(hardware::Dtype::fp32);
+    if (!(fp32 > 0))
+        return 0;
+    // Element-wise adds run on CUDA cores: the fp32 rate, twice that for packed half2/bfloat162.
+    const double rate = dtype == hardware::Dtype::fp32 ? fp32 : 2 * fp32;
+    const double count = bytes / static_cast<double>(hardware::bytes_per_element(dtype));
+    const double n = plan.n;
+    double elements = 0;
+    switch (op) {
+    case Op::all_reduce:
+        if (algorithm == Algorithm::direct) {
+            elements = (n - 1) * count;
+        } else if (algorithm == Algorithm::nvls) {
+            elements = 0;
+        } else if (algorithm == Algorithm::hierarchical && plan.hier().nvls_rs > 0) {
+            const double nodes = static_cast<double>(plan.node_ranks.size());
+            elements = (nodes - 1) / nodes * count / plan.hier().per_node;
+        } else {
+            elements = (n - 1) / n * count;
+        }
+        break;
+    case Op::reduce_scatter:
+        elements = algorithm == Algorithm::nvls ? 0 : (n - 1) / n * count;
+        break;
+    case Op::reduce:
+        elements = algorithm == Algorithm::direct ? (is_root ? (n - 1) * count : 0) : count;
+        break;
+    default:
+        break;
+    }
+    return elements / rate;
+}
+
+} // namespace detail
+
+namespace {
+
+double seconds(sim::Time t) {
+    return t.seconds();
+}
+
+std::int64_t chunks(double bytes, std::int64_t chunk_bytes) {
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(chunk_bytes))));
+}
+
+/// A pipelined chain over cycle 0 starting at cyclic hop `start`: n - 1 hops, K chunks.
+/// Round r runs hops max(0, r-K+1) .. min(n-2, r); its time is its slowest hop's.
+double chain_seconds(const Plan& plan, Protocol p, int start, double bytes) {
+    const int n = plan.n;
+    if (n < 2)
+        return 0;
+    const std::int64_t K = chunks(bytes, plan.tuning.protocol(p).chunk_bytes);
+    const double chunk = bytes / static_cast<double>(K);
+    const auto& w = plan.hop_cost[idx(p)];
+    double latency = 0;
+    for (int j = 0; j < n - 1; ++j)
+        latency += seconds(plan.step_latency(plan.hop_level[size_t((start + j) % n)], p));
+    // sum over rounds of max over active hops = sum over cost levels u_i of (u_i - u_{i-1}) x
+    // (rounds in which a hop costing >= u_i is active).
+    double total = 0, previous = 0;
+    for (double level : plan.hop_cost_levels[idx(p)]) {
+        std::int64_t covered = 0, end = 0;
+        for (int j = 0; j < n - 1; ++j) {
+            if (w[size_t((start + j) % n)] < level)
+                continue;
+            const std::int64_t lo = std::max<std::int64_t>(j, end);
+            const std::int64_t hi = j + K;
+            if (hi > lo)
+                covered += hi - lo;
+            end = std::max(end, hi);
+        }
+        total += (level - previous) * static_cast<double>(covered);
+        previous = level;
+    }
+    return latency + total * chunk;
+}
+
+double tree_seconds(const Plan& plan, Protocol p, double bytes) {
+    const detail::TreeData& t = plan.tree();
+    const int S = 2 * t.depth;
+    const double half = bytes / 2;
+    const std::int64_t K = chunks(half, plan.tuning.protocol(p).chunk_bytes);
+    const double chunk = half / static_cast<double>(K);
+    double latency = 0;
+    for (int o = 0; o < S; ++o)
+        latency += seconds(plan.step_latency(t.stage_level[size_t(o)], p));
+    const auto& w = t.window[idx(p)];
+    const std::int64_t rounds = K + S - 1;
+    const std::int64_t steady = std::max<std::int64_t>(0, K - S + 1); // rounds S-1 .. K-1
+    double sum = static_cast<double>(steady) * w[size_t(S - 1)];
+    for (std::int64_t r = 0; r < rounds; ++r) {
+        if (r >= S - 1 && r <= K - 1) {
+            r = K - 1; // skip the steady block, counted above
+            continue;
+        }
+        const std::int64_t lo = std::max<std::int64_t>(0, r - K + 1);
+        const std::int64_t hi = std::min<std::int64_t>(S - 1, r);
+        sum += w[size_t(lo * S + hi)];
+    }
+    return latency + sum * chunk;
+}
+
+} // namespace
+
+Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
+    : plan_(std::make_unique<Plan>(topology, std::move(gpus))) {
+}
+
+Communicator Communicator::first(const hardware::Topology& topology, int count) {
+    if (count < 1 || count > topology.gpu_count())
+        throw InputError("a communicator of " + std::to_string(count) +
+                         " GPUs does not fit a cluster of " + std::to_string(topology.gpu_count()));
+    std::vector<int> gpus(static_cast<size_t>(count));
+    std::iota(gpus.begin(), gpus.end(), 0);
+    return Communicator(topology, std::move(gpus));
+}
+
+Communicator::~Communicator() = default;
+Communicator::Communicator(Communicator&&) noexcept = default;
+
+int Communicator::size() const {
+    return plan_->n;
+}
+const std::vector<int>& Communicator::gpus() const {
+    return plan_->gpus;
+}
+const hardware::Topology& Communicator::topology() const {
+    return plan_->topo;
+}
+int Communicator::node_count() const {
+    return static_cast<int>(plan_->node_ranks.size());
+}
+
+std::string Communicator::why_not(Algorithm a, Op op) const {
+    const Plan& p = *plan_;
+    const std::string name(to_string(a));
+    const std::string op_name(to_string(op));
+    switch (a) {
+    case Algorithm::automatic:
+    case Algorithm::direct:
+        return {};
+    case Algorithm::ring:
+        if (op == Op::all_reduce || op == Op::all_gather || op == Op::reduce_scatter ||
+            op == Op::broadcast || op == Op::reduce)
+            return {};
+        return "--algo ring runs all_reduce, all_gather, reduce_scatter, broadcast and reduce; " +
+               op_name + " runs direct (point-to-point), as in NCCL";
+    case Algorithm::tree:
+        if (op != Op::all_reduce)
+            return "--algo tree runs all_reduce only (NCCL's double binary tree), not " + op_name;
+        if (p.n < 2)
+            return "--algo tree needs at least 2 GPUs, got 1";
+        return {};
+    case Algorithm::nvls:
+        if (op != Op::all_reduce && op != Op::all_gather && op != Op::reduce_scatter)
+            return "--algo nvls runs all_reduce, all_gather and reduce_scatter, not " + op_name;
+        if (!(p.topo.spec().node.nvls &&
+              p.topo.spec().node.fabric == hardware::IntraNodeFabric::nvswitch))
+            return "--algo nvls needs NVSwitch with NVLink SHARP (node.nvswitch.nvls: true); "
+                   "hardware '" +
+                   p.topo.spec().name + "' has none";
+        if (p.node_ranks.size() > 1)
+            return "--algo nvls runs within one node, but the GPUs span " +
+                   std::to_string(p.node_ranks.size()) + " nodes (use hierarchical)";
+        if (p.n < 2)
+            return "--algo nvls needs at least 2 GPUs, got 1";
+        return {};
+    case Algorithm::hierarchical:
+        if (op != Op::all_reduce)
+            return "--algo hierarchical runs all_reduce only, not " + op_name;
+        if (p.node_ranks.size() < 2)
+            return "--algo hierarchical needs GPUs on at least 2 nodes; these " +
+                   std::to_string(p.n) + " are on one";
+        if (!p.regular)
+            return "--algo hierarchical needs the same number of GPUs on every node";
+        return {};
+    }
+    return "unknown algorithm";
+}
+
+void Communicator::validate(const Collective& c) const {
+    const Plan& p = *plan_;
+    using hardware::Dtype;
+    if (c.dtype != Dtype::fp32 && c.dtype != Dtype::fp16 && c.dtype != Dtype::bf16)
+        throw InputError("dtype '" + std::string(hardware::to_string(c.dtype)) +
+                         "': collectives run fp32, fp16 and bf16");
+    const std::int64_t elem = hardware::bytes_per_element(c.dtype);
+    const std::int64_t unit = elem * (splits_per_rank(c.op) ? p.n : 1);
+    if (c.bytes <= 0)
+        throw InputError("the size of a collective must be positive, got " +
+                         std::to_string(c.bytes) + " B");
+    if (c.bytes % unit != 0)
+        throw InputError(std::string(to_string(c.op)) + " of " + std::to_string(c.bytes) +
+                         " B on " + std::to_string(p.n) + " GPUs: the size must be a multiple of " +
+                         std::to_string(unit) + " B (" +
+                         (splits_per_rank(c.op) ? std::to_string(p.n) + " blocks of " : "") +
+                         std::to_string(elem) + "-byte " +
+                         std::string(hardware::to_string(c.dtype)) + " elements)");
+    if (has_root(c.op) && (c.root < 0 || c.root >= p.n))
+        throw InputError("root " + std::to_string(c.root) + " is not a rank: ranks are 0 to " +
+                         std::to_string(p.n - 1));
+    const std::string why = why_not(c.algorithm, c.op);
+    if (!why.empty())
+        throw InputError(why);
+    if (c.algorithm == Algorithm::nvls && c.protocol && *c.protocol != Protocol::simple)
+        throw InputError("--algo nvls runs the Simple protocol only, not " +
+                         std::string(hardware::to_string(*c.protocol)));
+}
+
+Choice Communicator::choose(const Collective& c) const {
+    static constexpr Algorithm kOrder[] = {Algorithm::ring, Algorithm::tree, Algorithm::nvls,
+                                           Algorithm::hierarchical, Algorithm::direct};
+    auto offered = [&](Algorithm a) {
+        // The algorithms NCCL offers per op; hierarchical stands for NCCL's NVLS-tree, which
+        // needs NVLS nodes.
+        switch (c.op) {
+        case Op::all_reduce:
+            return a == Algorithm::ring || a == Algorithm::tree || a == Algorithm::nvls ||
+                   (a == Algorithm::hierarchical && plan_->topo.spec().node.nvls);
+        case Op::all_gather:
+        case Op::reduce_scatter:
+            return a == Algorithm::ring || a == Algorithm::nvls;
+        case Op::broadcast:
+        case Op::reduce:
+            return a == Algorithm::ring;
+        default:
+            return a == Algorithm::direct;
+        }
+    };
+    Choice best;
+    bool found = false;
+    for (Algorithm a : kOrder) {
+        if (c.algorithm != Algorithm::automatic ? a != c.algorithm
+                                                : (!offered(a) || !why_not(a, c.op).empty()))
+            continue;
+        for (Protocol p : hardware::kAllProtocols) {
+            if (c.protocol ? p != *c.protocol : (a == Algorithm::nvls && p != Protocol::simple))
+                continue;
+            const sim::Time t = predict(c, a, p);
+            if (!found || t < best.time) {
+                best = Choice{a, p, t};
+                found = true;
+            }
+        }
+    }
+    if (!found)
+        throw InputError("no algorithm runs " + std::string(to_string(c.op)) + " here");
+    return best;
+}
+
+sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) const {
+    const Plan& p = *plan_;
+    const double S = static_cast<double>(c.bytes);
+    const double n = p.n;
+    const auto& proto = p.tuning.protocol(pr);
+    double t = seconds(p.tuning.launch_latency) + seconds(proto.base_latency);
+    auto alpha = [&](LinkLevel l) { return seconds(p.step_latency(l, pr)); };
+
+    switch (a) {
+    case Algorithm::automatic:
+        return choose(c).time;
+    case Algorithm::ring:
+        switch (c.op) {
+        case Op::all_reduce:
+            t += 2 * (n - 1) * (alpha(p.ring_level) + p.ring_cost[idx(pr)] * S / n);
+            break;
+        case Op::all_gather:
+        case Op::reduce_scatter:
+            t += (n - 1) * (alpha(p.ring_level) + p.ring_cost[idx(pr)] * S / n);
+            break;
+        case Op::broadcast:
+            t += chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
+            break;
+        case Op::reduce:
+            t += chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
+            break;
+        default:
+            break;
+        }
+        break;
+    case Algorithm::tree:
+        t += tree_seconds(p, pr, S);
+        break;
+    case Algorithm::direct: {
+        LinkLevel level = p.all_pairs_level;
+        double body = 0;
+        switch (c.op) {
+        case Op::all_reduce:
+            body = p.all_pairs_cost[idx(pr)] * S;
+            break;
+        case Op::all_gather:
+        case Op::reduce_scatter:
+        case Op::all_to_all:
+            body = p.all_pairs_cost[idx(pr)] * S / n;
+            break;
+        case Op::send_recv:
+            body = p.send_recv_cost[idx(pr)] * S;
+            level = p.send_recv_level;
+            break;
+        default: { // rooted: the root's ports carry one transfer per peer
+            const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
+            const double local =
+                static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
+            body =
+                std::max((local - 1) * p.port_intra[idx(pr)], (n - local) * p.port_inter[idx(pr)]) *
+                per_peer;
+            level = n > local ? LinkLevel::network : p.intra_level;
+        }
+        }
+        t += alpha(level) + body;
+        break;
+    }
+    case Algorithm::nvls: {
+        const double cost = c.op == Op::all_reduce   ? p.nvls_all_reduce
+                            : c.op == Op::all_gather ? p.nvls_all_gather
+                                                     : p.nvls_reduce_scatter;
+        t += seconds(p.tuning.nvls.latency) + cost * S;
+        break;
+    }
+    case Algorithm::hierarchical: {
+        const detail::HierData& h = p.hier();
+        const double g = h.per_node;
+        const double nodes = static_cast<double>(p.node_ranks.size());
+        const bool nvls = h.nvls_rs > 0;
+        if (g > 1) {
+            if (nvls)
+                t += 2 * seconds(p.tuning.nvls.latency) + (h.nvls_rs + h.nvls_ag) * S;
+            else
+                t += 2 * (g - 1) * (alpha(p.intra_level) + h.intra_ring[idx(pr)] * S);
+        }
+        t += 2 * (nodes - 1) * (alpha(LinkLevel::network) + h.inter_ring[idx(pr)] * S);
+        break;
+    }
+    }
+
+    // The kernel's own memory and arithmetic work, in series with the transfers.
+    const double hbm = p.topo.spec().node.gpu.hbm_bandwidth;
+    double local = 0;
+    for (bool is_root : {false, true}) {
+        if (is_root ? !has_root(c.op) : (has_root(c.op) && p.n == 1))
+            continue;
+        local = std::max({local, detail::kernel_memory_bytes(p, c.op, S, is_root) / hbm,
+                          detail::kernel_compute_seconds(p, c.op, a, S, c.dtype, is_root)});
+    }
+    return sim::Time::from_seconds(t + local);
+}
+
+} // namespace clustersim::strategies::collectives

@@ -1,0 +1,69 @@
+#pragma once
+/// \file
+/// A communicator: a group of GPUs of a Topology that collectives run over, with everything
+/// the closed forms need precomputed (rings, trees, route bottlenecks), so that `predict` costs
+/// a few arithmetic operations and allocates nothing.
+
+#include "hardware/topology.h"
+#include "sim/time.h"
+#include "strategies/collectives/collective.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace clustersim::strategies::collectives {
+
+namespace detail {
+class Plan;
+}
+
+/// What `choose` settles: the algorithm and protocol, and the predicted time.
+struct Choice {
+    Algorithm algorithm = Algorithm::ring;
+    Protocol protocol = Protocol::simple;
+    sim::Time time = sim::Time::zero();
+};
+
+class Communicator {
+public:
+    /// Ranks are the positions in `gpus` (GPU indices of `topology`, distinct). The topology
+    /// must outlive the communicator. Throws InputError for bad GPUs or hardware without a
+    /// `collectives:` section.
+    Communicator(const hardware::Topology& topology, std::vector<int> gpus);
+    /// The first `count` GPUs of the topology.
+    static Communicator first(const hardware::Topology& topology, int count);
+    ~Communicator();
+    Communicator(Communicator&&) noexcept;
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+
+    int size() const;
+    const std::vector<int>& gpus() const;
+    const hardware::Topology& topology() const;
+    /// Nodes the communicator spans.
+    int node_count() const;
+
+    /// Why `algorithm` cannot run `op` on this communicator; empty when it can.
+    std::string why_not(Algorithm algorithm, Op op) const;
+    /// Throws InputError when `c` cannot run: size not a positive multiple of what the op needs,
+    /// dtype other than fp32/fp16/bf16, root out of range, algorithm or protocol that does not
+    /// apply.
+    void validate(const Collective& c) const;
+    /// The algorithm and protocol `c` runs with (the cheapest predicted ones where `c` leaves
+    /// them open, among the algorithms NCCL offers for the op) and the predicted time.
+    /// Does not validate.
+    Choice choose(const Collective& c) const;
+    /// choose(c).time.
+    sim::Time predict(const Collective& c) const { return choose(c).time; }
+    /// The closed form of one algorithm and protocol (which must apply).
+    sim::Time predict(const Collective& c, Algorithm algorithm, Protocol protocol) const;
+
+    /// Internal precomputation, for the decompositions and the flow runner.
+    const detail::Plan& plan() const { return *plan_; }
+
+private:
+    std::unique_ptr<detail::Plan> plan_;
+};
+
+} // namespace clustersim::strategies::collectives

@@ -1,0 +1,439 @@
+#include "strategies/collectives/plan.h"
+
+#include "sim/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace clustersim::strategies::collectives::detail {
+namespace {
+
+/// Per-edge loads of a set of flows, with the edges touched kept for a cheap maximum.
+class EdgeLoads {
+public:
+    explicit EdgeLoads(const hardware::Topology& topo)
+        : topo_(topo)
+        , load_(topo.edge_count()) {}
+    void add(const RouteInfo& r, double wire_bytes) {
+        for (sim::ResourceId e : r.edges) {
+            if (load_[e] == 0)
+                touched_.push_back(e);
+            load_[e] += wire_bytes;
+        }
+    }
+    double max_cost() const {
+        double worst = 0;
+        for (sim::ResourceId e : touched_)
+            worst = std::max(worst, load_[e] / topo_.edge(e).bandwidth);
+        return worst;
+    }
+    void clear() {
+        for (sim::ResourceId e : touched_)
+            load_[e] = 0;
+        touched_.clear();
+    }
+
+private:
+    const hardware::Topology& topo_;
+    std::vector<double> load_;
+    std::vector<sim::ResourceId> touched_;
+};
+
+LinkLevel level_of(const hardware::Topology& topo, const hardware::Route& r) {
+    LinkLevel level = LinkLevel::nvlink;
+    for (hardware::EdgeIndex e : r.edges) {
+        switch (topo.edge(e).kind) {
+        case hardware::LinkKind::nic:
+        case hardware::LinkKind::fabric:
+            return LinkLevel::network;
+        case hardware::LinkKind::pcie:
+        case hardware::LinkKind::host:
+            level = LinkLevel::pcie;
+            break;
+        default:
+            break;
+        }
+    }
+    return level;
+}
+
+/// NCCL's binary tree over positions 0..n-1 (ncclGetBtree): the parent of position r.
+int btree_parent(int r, int n) {
+    if (r == 0)
+        return -1;
+    const int bit = r & -r;
+    int up = (r ^ bit) | (bit << 1);
+    if (up >= n)
+        up = r ^ bit;
+    return up;
+}
+
+} // namespace
+
+Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
+    : topo(topology)
+    , tuning(topology.spec().collectives)
+    , gpus(std::move(gpu_list))
+    , n(static_cast<int>(gpus.size())) {
+    const auto& spec = topo.spec();
+    if (gpus.empty())
+        throw InputError("a communicator needs at least one GPU");
+    std::set<int> seen;
+    for (int g : gpus) {
+        if (g < 0 || g >= topo.gpu_count())
+            throw InputError("GPU " + std::to_string(g) +
+                             " is not in the cluster (it has GPUs 0 to " +
+                             std::to_string(topo.gpu_count() - 1) + ")");
+        if (!seen.insert(g).second)
+            throw InputError("GPU " + std::to_string(g) + " appears twice in the communicator");
+    }
+    if (!tuning.present())
+        throw InputError("hardware '" + spec.name +
+                         "' has no 'collectives:' section (protocol latencies and efficiencies); "
+                         "add one or extend a preset that has it");
+
+    std::vector<int> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return gpus[size_t(a)] < gpus[size_t(b)]; });
+    rank_node.assign(size_t(n), 0);
+    rank_local.assign(size_t(n), 0);
+    for (int r : order) {
+        const int tn = topo.node_of(gpus[size_t(r)]);
+        if (node_topology.empty() || node_topology.back() != tn) {
+            node_topology.push_back(tn);
+            node_ranks.emplace_back();
+        }
+        rank_node[size_t(r)] = static_cast<int>(node_ranks.size()) - 1;
+        rank_local[size_t(r)] = static_cast<int>(node_ranks.back().size());
+        node_ranks.back().push_back(r);
+    }
+    for (const auto& members : node_ranks)
+        regular = regular && members.size() == node_ranks.front().size();
+    intra_level = spec.node.fabric == hardware::IntraNodeFabric::nvswitch ? LinkLevel::nvlink
+                                                                          : LinkLevel::pcie;
+    nvls_capable = spec.node.nvls && spec.node.fabric == hardware::IntraNodeFabric::nvswitch &&
+                   node_ranks.size() == 1 && n >= 2;
+    for (int g : gpus) {
+        const hardware::Route r = topo.memory_route(g);
+        memory_edges_.push_back(r.edges.at(0));
+    }
+    build_rings();
+    build_direct();
+    if (nvls_capable) {
+        const int sw = switch_of(0);
+        std::vector<PFlow> ar, ag, rs;
+        const double inv = 1.0 / n;
+        for (int r = 0; r < n; ++r) {
+            // all_reduce: every rank feeds every slice to the switch and stores its own reduced
+            // slice back (multimem.ld_reduce + multimem.st); it receives its slice and the
+            // multicast of all slices.
+            ar.push_back({r, sw, 1 + inv});
+            ar.push_back({sw, r, 1 + inv});
+            ag.push_back({r, sw, inv});
+            ag.push_back({sw, r, 1});
+            rs.push_back({r, sw, 1});
+            rs.push_back({sw, r, inv});
+        }
+        nvls_all_reduce = pattern_cost(ar, Protocol::simple);
+        nvls_all_gather = pattern_cost(ag, Protocol::simple);
+        nvls_reduce_scatter = pattern_cost(rs, Protocol::simple);
+    }
+}
+
+void Plan::build_rings() {
+    const int nodes = static_cast<int>(node_ranks.size());
+    if (nodes == 1) {
+        channels = 1;
+        cycles = {node_ranks[0]};
+    } else {
+        int fewest = n;
+        for (const auto& members : node_ranks)
+            fewest = std::min(fewest, static_cast<int>(members.size()));
+        channels = std::max(1, std::min(fewest, std::max(1, topo.spec().node.nics)));
+        for (int c = 0; c < channels; ++c) {
+            std::vector<int> cycle;
+            for (int k = 0; k < nodes; ++k) {
+                const auto& m = node_ranks[size_t(k)];
+                const int p = static_cast<int>(m.size());
+                const int a = c % p;
+                const int b = (c + 1) % p;
+                for (int i = 0; i < p; ++i) {
+                    // Even nodes run a, a-1, ..., b; odd nodes b, b+1, ..., a: the hop out of
+                    // node k leaves from the GPU that enters node k+1, so it stays on a rail.
+                    const int local = (k % 2 == 0) ? (a - i + p) % p : (b + i) % p;
+                    cycle.push_back(m[size_t(local)]);
+                }
+            }
+            cycles.push_back(std::move(cycle));
+        }
+    }
+    std::map<std::pair<int, int>, double> step;
+    if (n > 1) {
+        for (const auto& cycle : cycles) {
+            for (int p = 0; p < n; ++p)
+                step[{cycle[size_t(p)], cycle[size_t((p + 1) % n)]}] += 1.0 / channels;
+        }
+    }
+    for (const auto& [pair, bytes] : step)
+        ring_step.push_back({pair.first, pair.second, bytes});
+    for (Protocol p : hardware::kAllProtocols)
+        ring_cost[idx(p)] = pattern_cost(ring_step, p);
+    ring_level = pattern_level(ring_step);
+
+    cycle_position.assign(size_t(n), 0);
+    for (int i = 0; i < n; ++i)
+        cycle_position[size_t(cycles[0][size_t(i)])] = i;
+    for (int i = 0; i < n; ++i) {
+        const std::vector<PFlow> hop{{cycles[0][size_t(i)], cycles[0][size_t((i + 1) % n)], 1.0}};
+        hop_level.push_back(n > 1 ? pattern_level(hop) : intra_level);
+        for (Protocol p : hardware::kAllProtocols)
+            hop_cost[idx(p)].push_back(n > 1 ? pattern_cost(hop, p) : 0.0);
+    }
+    for (Protocol p : hardware::kAllProtocols) {
+        auto levels = hop_cost[idx(p)];
+        std::sort(levels.begin(), levels.end());
+        levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+        hop_cost_levels[idx(p)] = std::move(levels);
+    }
+}
+
+void Plan::build_direct() {
+    const auto& node = topo.spec().node;
+    const int nodes = static_cast<int>(node_ranks.size());
+    const double intra_port = node.fabric == hardware::IntraNodeFabric::nvswitch
+                                  ? node.nvlink.bandwidth
+                                  : node.pcie.bandwidth;
+    for (Protocol p : hardware::kAllProtocols) {
+        port_intra[idx(p)] = 1.0 / (efficiency(intra_level, p) * intra_port);
+        port_inter[idx(p)] = nodes > 1 ? 1.0 / (efficiency(LinkLevel::network, p) *
+                                                std::min(node.nic.bandwidth, node.pcie.bandwidth))
+                                       : 0.0;
+    }
+    all_pairs_level = nodes > 1 ? LinkLevel::network : intra_level;
+    if (n <= 64) {
+        std::vector<PFlow> pairs;
+        for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < n; ++j) {
+                if (i != j)
+                    pairs.push_back({i, j, 1.0});
+            }
+        }
+        for (Protocol p : hardware::kAllProtocols)
+            all_pairs_cost[idx(p)] = pattern_cost(pairs, p);
+    } else {
+        // Port model (n^2 routes would cost more than the prediction is worth): a rank's
+        // intra-node peers share its NVLink port, its inter-node peers its NIC, and ranks on one
+        // NIC share it.
+        for (Protocol p : hardware::kAllProtocols) {
+            double worst = 0;
+            for (int k = 0; k < nodes; ++k) {
+                const auto& m = node_ranks[size_t(k)];
+                std::map<std::size_t, int> per_nic;
+                int share = 1;
+                if (nodes > 1) {
+                    for (int r : m)
+                        share = std::max(share, ++per_nic[topo.gpu_nic(gpus[size_t(r)])]);
+                }
+                const double p_k = static_cast<double>(m.size());
+                worst = std::max(worst, (p_k - 1) * port_intra[idx(p)]);
+                worst = std::max(worst, (n - p_k) * share * port_inter[idx(p)]);
+            }
+            all_pairs_cost[idx(p)] = worst;
+        }
+    }
+    std::vector<PFlow> shift;
+    if (n > 1) {
+        for (int i = 0; i < n; ++i)
+            shift.push_back({i, (i + 1) % n, 1.0});
+    }
+    for (Protocol p : hardware::kAllProtocols)
+        send_recv_cost[idx(p)] = pattern_cost(shift, p);
+    send_recv_level = n > 1 ? pattern_level(shift) : intra_level;
+}
+
+const RouteInfo& Plan::route(int src, int dst) const {
+    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                              static_cast<std::uint32_t>(dst);
+    std::lock_guard<std::mutex> lock(route_mutex_);
+    auto it = routes_.find(key);
+    if (it != routes_.end())
+        return it->second;
+    hardware::Route r;
+    if (!is_switch(src) && !is_switch(dst)) {
+        r = topo.gpu_route(gpus[size_t(src)], gpus[size_t(dst)]);
+    } else if (is_switch(dst)) {
+        r = topo.route(topo.gpu_hbm(gpus[size_t(src)]),
+                       topo.nvswitch(node_topology[size_t(switch_node(dst))]));
+    } else {
+        r = topo.route(topo.nvswitch(node_topology[size_t(switch_node(src))]),
+                       topo.gpu_hbm(gpus[size_t(dst)]));
+    }
+    RouteInfo info{{r.edges.begin(), r.edges.end()}, level_of(topo, r), r.bottleneck};
+    return routes_.emplace(key, std::move(info)).first->second;
+}
+
+double Plan::efficiency(LinkLevel level, Protocol p) const {
+    const double e = tuning.protocol(p).level(level).efficiency;
+    if (!(e > 0))
+        throw InputError("hardware '" + topo.spec().name + "' gives no collectives." +
+                         [&] {
+                             std::string s(hardware::to_string(p));
+                             for (char& c : s)
+                                 c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                             return s;
+                         }() +
+                         "." + std::string(hardware::to_string(level)) +
+                         ".efficiency, which this communicator needs");
+    return e;
+}
+
+double Plan::flow_efficiency(int src, int dst, Protocol p) const {
+    if (is_switch(src) || is_switch(dst)) {
+        if (!(tuning.nvls.efficiency > 0))
+            throw InputError("hardware '" + topo.spec().name +
+                             "' gives no collectives.nvls.efficiency");
+        return tuning.nvls.efficiency;
+    }
+    return efficiency(route(src, dst).level, p);
+}
+
+double Plan::pattern_cost(const std::vector<PFlow>& flows, Protocol p) const {
+    EdgeLoads loads(topo);
+    for (const PFlow& f : flows) {
+        if (f.src == f.dst || f.bytes <= 0)
+            continue;
+        loads.add(route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p));
+    }
+    return loads.max_cost();
+}
+
+LinkLevel Plan::pattern_level(const std::vector<PFlow>& flows) const {
+    LinkLevel worst = LinkLevel::nvlink;
+    bool any = false;
+    for (const PFlow& f : flows) {
+        if (f.src == f.dst)
+            continue;
+        any = true;
+        if (!is_switch(f.src) && !is_switch(f.dst))
+            worst = std::max(worst, route(f.src, f.dst).level);
+    }
+    return any ? worst : intra_level;
+}
+
+const TreeData& Plan::tree() const {
+    std::call_once(tree_once_, [this] {
+        auto t = std::make_unique<TreeData>();
+        const auto& pos = cycles[0];
+        for (int tr = 0; tr < 2; ++tr) {
+            t->parent[size_t(tr)].assign(size_t(n), -1);
+            t->level[size_t(tr)].assign(size_t(n), 0);
+            for (int q = 0; q < n; ++q) {
+                int parent_pos = -1;
+                if (tr == 0) {
+                    parent_pos = btree_parent(q, n);
+                } else if (n % 2 ==
+                           0) { // mirrored, so the leaves of one are inner nodes of the other
+                    const int up = btree_parent(n - 1 - q, n);
+                    parent_pos = up < 0 ? -1 : n - 1 - up;
+                } else { // shifted by one
+                    const int up = btree_parent((q - 1 + n) % n, n);
+                    parent_pos = up < 0 ? -1 : (up + 1) % n;
+                }
+                t->parent[size_t(tr)][size_t(pos[size_t(q)])] =
+                    parent_pos < 0 ? -1 : pos[size_t(parent_pos)];
+            }
+            for (int r = 0; r < n; ++r) {
+                int d = 0;
+                for (int u = t->parent[size_t(tr)][size_t(r)]; u >= 0;
+                     u = t->parent[size_t(tr)][size_t(u)])
+                    ++d;
+                t->level[size_t(tr)][size_t(r)] = d;
+                t->depth = std::max(t->depth, d);
+            }
+        }
+        const int D = t->depth;
+        t->stages.resize(size_t(2 * D));
+        for (int o = 0; o < 2 * D; ++o) {
+            const bool up = o < D;
+            for (int tr = 0; tr < 2; ++tr) {
+                for (int r = 0; r < n; ++r) {
+                    const int parent = t->parent[size_t(tr)][size_t(r)];
+                    if (parent < 0)
+                        continue;
+                    const int h = t->level[size_t(tr)][size_t(r)];
+                    if (up && h == D - o)
+                        t->stages[size_t(o)].push_back({r, parent, tr});
+                    if (!up && h - 1 == o - D)
+                        t->stages[size_t(o)].push_back({parent, r, tr});
+                }
+            }
+            t->stage_reduces.push_back(up);
+        }
+        const int S = 2 * D;
+        std::vector<std::vector<PFlow>> stage_flows(static_cast<size_t>(S));
+        for (int o = 0; o < S; ++o) {
+            for (const auto& h : t->stages[size_t(o)])
+                stage_flows[size_t(o)].push_back({h.src, h.dst, 1.0});
+            t->stage_level.push_back(pattern_level(stage_flows[size_t(o)]));
+        }
+        EdgeLoads loads(topo);
+        for (Protocol p : hardware::kAllProtocols) {
+            auto& w = t->window[idx(p)];
+            w.assign(size_t(S * S), 0.0);
+            for (int lo = 0; lo < S; ++lo) {
+                loads.clear();
+                for (int hi = lo; hi < S; ++hi) {
+                    for (const PFlow& f : stage_flows[size_t(hi)])
+                        loads.add(route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p));
+                    w[size_t(lo * S + hi)] = loads.max_cost();
+                }
+            }
+        }
+        tree_ = std::move(t);
+    });
+    return *tree_;
+}
+
+const HierData& Plan::hier() const {
+    std::call_once(hier_once_, [this] {
+        auto h = std::make_unique<HierData>();
+        const int N = static_cast<int>(node_ranks.size());
+        const int g = static_cast<int>(node_ranks.front().size());
+        h->per_node = g;
+        std::vector<PFlow> intra, inter, rs, ag;
+        for (int k = 0; k < N; ++k) {
+            const auto& m = node_ranks[size_t(k)];
+            for (int q = 0; q < g && g > 1; ++q)
+                intra.push_back({m[size_t(q)], m[size_t((q + 1) % g)], 1.0 / g});
+            for (int q = 0; q < g; ++q) {
+                rs.push_back({m[size_t(q)], switch_of(k), 1.0});
+                rs.push_back({switch_of(k), m[size_t(q)], 1.0 / g});
+                ag.push_back({m[size_t(q)], switch_of(k), 1.0 / g});
+                ag.push_back({switch_of(k), m[size_t(q)], 1.0});
+            }
+        }
+        for (int l = 0; l < g; ++l) {
+            for (int k = 0; k < N; ++k)
+                inter.push_back({node_ranks[size_t(k)][size_t(l)],
+                                 node_ranks[size_t((k + 1) % N)][size_t(l)], 1.0 / g / N});
+        }
+        for (Protocol p : hardware::kAllProtocols) {
+            h->intra_ring[idx(p)] = pattern_cost(intra, p);
+            h->inter_ring[idx(p)] = pattern_cost(inter, p);
+        }
+        const auto& node = topo.spec().node;
+        if (node.nvls && node.fabric == hardware::IntraNodeFabric::nvswitch && g >= 2) {
+            h->nvls_rs = pattern_cost(rs, Protocol::simple);
+            h->nvls_ag = pattern_cost(ag, Protocol::simple);
+        }
+        hier_ = std::move(h);
+    });
+    return *hier_;
+}
+
+} // namespace clustersim::strategies::collectives::detail

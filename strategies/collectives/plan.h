@@ -1,0 +1,179 @@
+#pragma once
+/// \file
+/// Internal to strategies/collectives: what a communicator precomputes once so that closed
+/// forms cost a few arithmetic operations (communicator.cpp) and decompositions know their
+/// rings, trees and routes (schedule.cpp). Not part of the public API.
+///
+/// Costs are "seconds per byte" of some unit, on the bottleneck edge of a set of concurrent
+/// transfers: max over edges of (sum of wire bytes crossing it) / capacity, where wire bytes are
+/// payload / protocol efficiency of the transfer's link level. For a set of transfers that a
+/// bottleneck edge serves alone this is exactly when the flow network finishes them.
+
+#include "hardware/collective_tuning.h"
+#include "hardware/topology.h"
+#include "sim/flow_network.h"
+#include "sim/time.h"
+#include "strategies/collectives/collective.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace clustersim::strategies::collectives::detail {
+
+using hardware::LinkLevel;
+
+/// An endpoint of a transfer: a rank (>= 0), or the NVSwitch of the communicator's k-th node.
+constexpr int switch_of(int comm_node) {
+    return -1 - comm_node;
+}
+constexpr bool is_switch(int endpoint) {
+    return endpoint < 0;
+}
+constexpr int switch_node(int endpoint) {
+    return -1 - endpoint;
+}
+
+/// A transfer between endpoints; `bytes` is payload, often per byte of some unit.
+struct PFlow {
+    int src = 0;
+    int dst = 0;
+    double bytes = 0;
+};
+
+struct RouteInfo {
+    std::vector<sim::ResourceId> edges;
+    LinkLevel level = LinkLevel::nvlink;
+    double bottleneck = 0;
+};
+
+/// Per protocol, indexed by static_cast<size_t>(Protocol).
+template <typename T>
+using PerProtocol = std::array<T, hardware::kProtocolCount>;
+
+constexpr std::size_t idx(Protocol p) {
+    return static_cast<std::size_t>(p);
+}
+
+/// The two trees of NCCL's double binary tree over ring positions, and their pipeline stages.
+struct TreeData {
+    int depth = 0;                          ///< D: the deeper of the two trees
+    std::array<std::vector<int>, 2> parent; ///< per rank; -1 for the root
+    std::array<std::vector<int>, 2> level;  ///< depth of each rank
+    /// Stage o (0 .. 2D-1) moves chunk k at step k + o: up from depth D - o for o < D, down
+    /// from depth o - D for o >= D. Hops of tree t carry part t of the buffer.
+    struct Hop {
+        int src;
+        int dst;
+        int part;
+    };
+    std::vector<std::vector<Hop>> stages;
+    std::vector<bool> stage_reduces;
+    std::vector<LinkLevel> stage_level;
+    /// window[p][lo * stages + hi]: cost per byte of chunk of a step running stages lo..hi.
+    PerProtocol<std::vector<double>> window;
+};
+
+/// Hierarchical all_reduce on a regular multi-node communicator.
+struct HierData {
+    int per_node = 0;                 ///< g
+    PerProtocol<double> intra_ring{}; ///< per step, per byte of S (all nodes at once)
+    PerProtocol<double> inter_ring{}; ///< per step, per byte of S (all g rings at once)
+    double nvls_rs = 0, nvls_ag = 0;  ///< per byte of S, when NVLS runs the intra phases
+};
+
+class Plan {
+public:
+    Plan(const hardware::Topology& topology, std::vector<int> gpus);
+
+    const hardware::Topology& topo;
+    hardware::CollectiveTuning tuning;
+    std::vector<int> gpus;
+    int n = 0;
+
+    // Nodes: ranks grouped by the node that holds their GPU, nodes by topology index, ranks in
+    // a node by GPU index.
+    std::vector<int> rank_node;               ///< communicator node of each rank
+    std::vector<int> rank_local;              ///< position of each rank in its node
+    std::vector<std::vector<int>> node_ranks; ///< ranks of each communicator node
+    std::vector<int> node_topology;           ///< topology node of each communicator node
+    bool regular = true;                      ///< same number of ranks on every node
+    LinkLevel intra_level = LinkLevel::nvlink;
+    bool nvls_capable = false; ///< one node, NVSwitch with NVLS, at least 2 GPUs
+
+    // Rings: C channel cycles. One node: one cycle by GPU index. Several nodes: rail-aligned
+    // cycles (node k enters and leaves channel c on GPUs c and c+1, alternating direction with
+    // the node's parity, so every inter-node hop stays on one rail and each NIC carries one
+    // channel each way).
+    int channels = 1;
+    std::vector<std::vector<int>> cycles;
+    std::vector<PFlow> ring_step; ///< one step of every channel, per byte of a rank's block
+    PerProtocol<double> ring_cost{};
+    LinkLevel ring_level = LinkLevel::nvlink;
+
+    // Chains (broadcast, reduce): cycle 0's hops; hop i goes from cycles[0][i] to [i + 1].
+    PerProtocol<std::vector<double>> hop_cost;
+    PerProtocol<std::vector<double>> hop_cost_levels; ///< distinct values, ascending
+    std::vector<LinkLevel> hop_level;
+    std::vector<int> cycle_position; ///< position of each rank in cycles[0]
+
+    // Direct: all pairs at once (per byte sent to each peer) and send/recv to the next rank.
+    PerProtocol<double> all_pairs_cost{};
+    PerProtocol<double> send_recv_cost{};
+    LinkLevel all_pairs_level = LinkLevel::nvlink;
+    LinkLevel send_recv_level = LinkLevel::nvlink;
+    /// Port model of a rooted direct op: per byte per peer, the root's intra-node peers share
+    /// its NVLink (or PCIe) port, the others its NIC.
+    PerProtocol<double> port_intra{};
+    PerProtocol<double> port_inter{};
+
+    // NVLS (nvls_capable only): per byte of S, by op.
+    double nvls_all_reduce = 0, nvls_all_gather = 0, nvls_reduce_scatter = 0;
+
+    /// Route between endpoints (cached; thread-safe).
+    const RouteInfo& route(int src, int dst) const;
+    /// The HBM edge a rank's kernels stream memory through.
+    sim::ResourceId memory_edge(int rank) const { return memory_edges_[static_cast<size_t>(rank)]; }
+    double efficiency(LinkLevel level, Protocol p) const;
+    /// Efficiency of a transfer: NVLS for switch endpoints, else by the route's level.
+    double flow_efficiency(int src, int dst, Protocol p) const;
+    sim::Time step_latency(LinkLevel level, Protocol p) const {
+        return tuning.protocol(p).level(level).step_latency;
+    }
+    /// max over edges of sum(bytes / efficiency) / capacity, for flows running together.
+    double pattern_cost(const std::vector<PFlow>& flows, Protocol p) const;
+    /// The slowest link level any of the flows crosses (network > pcie > nvlink).
+    LinkLevel pattern_level(const std::vector<PFlow>& flows) const;
+
+    const TreeData& tree() const;
+    const HierData& hier() const;
+
+private:
+    void build_rings();
+    void build_direct();
+
+    std::vector<sim::ResourceId> memory_edges_;
+    mutable std::mutex route_mutex_;
+    mutable std::unordered_map<std::uint64_t, RouteInfo> routes_;
+    mutable std::once_flag tree_once_, hier_once_;
+    mutable std::unique_ptr<TreeData> tree_;
+    mutable std::unique_ptr<HierData> hier_;
+};
+
+/// HBM bytes a rank's collective kernel moves in series with its transfers (memory_passes x
+/// the rank's user buffer).
+double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root);
+/// Seconds of reduction arithmetic on a rank (CUDA-core adds: the fp32 rate, twice that for
+/// packed 16-bit types; NVLS reduces in the switch).
+double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
+                              hardware::Dtype dtype, bool is_root);
+
+/// Elements [begin, end) of part `i` of `parts` equal parts of `total` (floor boundaries).
+inline std::int64_t part_begin(std::int64_t i, std::int64_t parts, std::int64_t total) {
+    return i * total / parts; // i * total stays far below 2^63 for any buffer we simulate
+}
+
+} // namespace clustersim::strategies::collectives::detail

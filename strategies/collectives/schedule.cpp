@@ -1,0 +1,546 @@
+#include "strategies/collectives/schedule.h"
+
+#include "strategies/collectives/communicator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace clustersim::strategies::collectives {
+
+using detail::part_begin;
+using detail::PFlow;
+using detail::Plan;
+using hardware::LinkLevel;
+
+namespace {
+
+std::vector<PFlow> aggregate(const std::map<std::pair<int, int>, double>& m) {
+    std::vector<PFlow> out;
+    for (const auto& [pair, bytes] : m)
+        out.push_back({pair.first, pair.second, bytes});
+    return out;
+}
+
+/// `steps` split into at most `max_rounds` ranges of (nearly) equal length.
+std::vector<StepRange> even_rounds(int steps, int max_rounds) {
+    std::vector<StepRange> out;
+    const int R = std::min(steps, std::max(1, max_rounds));
+    for (int r = 0; r < R; ++r)
+        out.push_back({static_cast<int>(static_cast<long>(r) * steps / R),
+                       static_cast<int>(static_cast<long>(r + 1) * steps / R)});
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------
+// Rings. Every step, each position of each cycle hands one block (split into one sub-block per
+// channel) to the next position. Reduce-scatter: at step s position p sends block
+// B(p - 1 - s), which the receiver adds to its own, so that position q ends with the full sum of
+// block B(q). All-gather: position p sends block B(p - s), which it holds complete.
+// All-reduce: reduce-scatter, then all-gather.
+
+enum class RingKind { reduce_scatter, all_gather, all_reduce };
+
+struct RingGroup {
+    std::vector<std::vector<int>> cycles;   ///< one per channel, all of the same length
+    std::vector<std::vector<int>> block_of; ///< per channel: block index of each position
+    std::int64_t offset = 0;                ///< the group's element range
+    std::int64_t count = 0;
+    double fraction = 1; ///< of the collective's bytes covered by the range
+};
+
+class RingPhase : public Phase {
+public:
+    RingPhase(const Plan& plan, RingKind kind, std::vector<RingGroup> groups, double bytes,
+              Protocol p)
+        : kind_(kind)
+        , groups_(std::move(groups)) {
+        length_ = static_cast<int>(groups_.front().cycles.front().size());
+        std::map<std::pair<int, int>, double> step;
+        for (const RingGroup& g : groups_) {
+            const double per = bytes * g.fraction / length_ / static_cast<double>(g.cycles.size());
+            for (const auto& cycle : g.cycles) {
+                for (int q = 0; q < length_ && length_ > 1; ++q)
+                    step[{cycle[size_t(q)], cycle[size_t((q + 1) % length_)]}] += per;
+            }
+        }
+        step_flows_ = aggregate(step);
+        latency_ = plan.step_latency(plan.pattern_level(step_flows_), p);
+    }
+
+    int steps() const override { return (length_ - 1) * (kind_ == RingKind::all_reduce ? 2 : 1); }
+    sim::Time step_latency(int) const override { return latency_; }
+    std::vector<StepRange> rounds(int max_rounds) const override {
+        return even_rounds(steps(), max_rounds);
+    }
+    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
+        const double k = r.end - r.begin;
+        for (const PFlow& f : step_flows_)
+            out.push_back({f.src, f.dst, f.bytes * k});
+    }
+    void transfers(int s, std::vector<Transfer>& out) const override {
+        const int L = length_;
+        const bool reducing =
+            kind_ == RingKind::reduce_scatter || (kind_ == RingKind::all_reduce && s < L - 1);
+        const int t = kind_ == RingKind::all_reduce && !reducing ? s - (L - 1) : s;
+        for (const RingGroup& g : groups_) {
+            const auto C = static_cast<std::int64_t>(g.cycles.size());
+            for (std::size_t c = 0; c < g.cycles.size(); ++c) {
+                const auto& cycle = g.cycles[c];
+                for (int p = 0; p < L; ++p) {
+                    const int pos = reducing ? ((p - 1 - t) % L + L) % L : ((p - t) % L + L) % L;
+                    const std::int64_t block = g.block_of[c][size_t(pos)];
+                    const std::int64_t b0 = part_begin(block, L, g.count);
+                    const std::int64_t b1 = part_begin(block + 1, L, g.count);
+                    const std::int64_t lo = b0 + part_begin(std::int64_t(c), C, b1 - b0);
+                    const std::int64_t hi = b0 + part_begin(std::int64_t(c) + 1, C, b1 - b0);
+                    out.push_back({cycle[size_t(p)], cycle[size_t((p + 1) % L)], g.offset + lo,
+                                   g.offset + lo, hi - lo, reducing});
+                }
+            }
+        }
+    }
+
+private:
+    RingKind kind_;
+    std::vector<RingGroup> groups_;
+    int length_ = 1;
+    std::vector<PFlow> step_flows_;
+    sim::Time latency_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Pipelines (chains and trees): stage o moves chunk k at step k + o, so K chunks take
+// K + stages - 1 steps; a stage pays its latency once, at the step its first chunk crosses it.
+
+struct Part {
+    std::int64_t offset = 0;
+    std::int64_t count = 0;
+    double bytes = 0;
+};
+
+class PipelinePhase : public Phase {
+public:
+    PipelinePhase(std::vector<std::vector<detail::TreeData::Hop>> stages, std::vector<bool> reduces,
+                  std::vector<sim::Time> latency, std::vector<Part> parts, std::int64_t chunks)
+        : stages_(std::move(stages))
+        , reduces_(std::move(reduces))
+        , latency_(std::move(latency))
+        , parts_(std::move(parts))
+        , K_(chunks) {}
+
+    int steps() const override {
+        return stages_.empty() ? 0 : static_cast<int>(K_) + static_cast<int>(stages_.size()) - 1;
+    }
+    sim::Time step_latency(int s) const override {
+        return s < static_cast<int>(latency_.size()) ? latency_[size_t(s)] : sim::Time::zero();
+    }
+    std::vector<StepRange> rounds(int max_rounds) const override {
+        // Steps S-1 .. K-1 run every stage (a full pipeline) and are grouped; the fill and
+        // drain steps stay alone.
+        std::vector<StepRange> out;
+        if (steps() == 0)
+            return out;
+        const int S = static_cast<int>(stages_.size());
+        const int first_full = S - 1;
+        const int last_full = static_cast<int>(K_) - 1;
+        int s = 0;
+        for (; s < std::min(first_full, steps()); ++s)
+            out.push_back({s, s + 1});
+        if (last_full >= first_full) {
+            for (StepRange r : even_rounds(last_full - first_full + 1, max_rounds))
+                out.push_back({first_full + r.begin, first_full + r.end});
+            s = last_full + 1;
+        }
+        for (; s < steps(); ++s)
+            out.push_back({s, s + 1});
+        return out;
+    }
+    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
+        const int S = static_cast<int>(stages_.size());
+        const bool full = r.begin >= S - 1 && r.end - 1 <= K_ - 1;
+        const int last = full ? r.begin + 1 : r.end;
+        const double k = full ? r.end - r.begin : 1;
+        for (int s = r.begin; s < last; ++s) {
+            for (int o = 0; o < S; ++o) {
+                const std::int64_t chunk = s - o;
+                if (chunk < 0 || chunk >= K_)
+                    continue;
+                for (const auto& h : stages_[size_t(o)])
+                    out.push_back(
+                        {h.src, h.dst, k * parts_[size_t(h.part)].bytes / static_cast<double>(K_)});
+            }
+        }
+    }
+    void transfers(int s, std::vector<Transfer>& out) const override {
+        for (int o = 0; o < static_cast<int>(stages_.size()); ++o) {
+            const std::int64_t k = s - o;
+            if (k < 0 || k >= K_)
+                continue;
+            for (const auto& h : stages_[size_t(o)]) {
+                const Part& part = parts_[size_t(h.part)];
+                const std::int64_t lo = part.offset + part_begin(k, K_, part.count);
+                const std::int64_t hi = part.offset + part_begin(k + 1, K_, part.count);
+                out.push_back({h.src, h.dst, lo, lo, hi - lo, reduces_[size_t(o)]});
+            }
+        }
+    }
+
+private:
+    std::vector<std::vector<detail::TreeData::Hop>> stages_;
+    std::vector<bool> reduces_;
+    std::vector<sim::Time> latency_;
+    std::vector<Part> parts_;
+    std::int64_t K_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Direct: every transfer of the op at once, in one step.
+
+class DirectPhase : public Phase {
+public:
+    DirectPhase(const Plan& plan, Op op, int root, std::int64_t elements, double bytes, Protocol p)
+        : op_(op)
+        , root_(root)
+        , n_(plan.n)
+        , E_(elements)
+        , S_(bytes) {
+        std::vector<PFlow> flows;
+        round_flows({0, 1}, flows);
+        latency_ =
+            plan.step_latency(flows.empty() ? plan.intra_level : plan.pattern_level(flows), p);
+    }
+    int steps() const override { return 1; }
+    sim::Time step_latency(int) const override { return latency_; }
+    std::vector<StepRange> rounds(int) const override { return {{0, 1}}; }
+    void round_flows(StepRange, std::vector<PFlow>& out) const override {
+        const double n = n_;
+        for_each([&](int i, int j) {
+            double b = 0;
+            switch (op_) {
+            case Op::all_reduce:
+            case Op::broadcast:
+            case Op::reduce:
+            case Op::send_recv:
+                b = S_;
+                break;
+            default:
+                b = S_ / n;
+            }
+            if (i != j)
+                out.push_back({i, j, b});
+        });
+    }
+    void transfers(int, std::vector<Transfer>& out) const override {
+        const std::int64_t m = splits_per_rank(op_) ? E_ / n_ : E_;
+        for_each([&](int i, int j) {
+            switch (op_) {
+            case Op::all_reduce:
+            case Op::reduce:
+                out.push_back({i, j, 0, 0, E_, true});
+                break;
+            case Op::broadcast:
+                out.push_back({i, j, 0, 0, E_, false});
+                break;
+            case Op::all_gather:
+            case Op::gather:
+                out.push_back({i, j, i * m, i * m, m, false});
+                break;
+            case Op::reduce_scatter:
+                out.push_back({i, j, j * m, j * m, m, true});
+                break;
+            case Op::scatter:
+                out.push_back({i, j, j * m, j * m, m, false});
+                break;
+            case Op::all_to_all:
+                out.push_back({i, j, j * m, E_ + i * m, m, false});
+                break;
+            case Op::send_recv:
+                out.push_back({i, j, 0, E_, E_, false});
+                break;
+            }
+        });
+    }
+
+private:
+    /// Calls f(src, dst) for every transfer of the op; send_recv on one rank sends to itself.
+    template <typename F>
+    void for_each(F&& f) const {
+        switch (op_) {
+        case Op::broadcast:
+        case Op::scatter:
+            for (int j = 0; j < n_; ++j) {
+                if (j != root_ || op_ == Op::scatter)
+                    f(root_, j);
+            }
+            break;
+        case Op::reduce:
+        case Op::gather:
+            for (int i = 0; i < n_; ++i) {
+                if (i != root_ || op_ == Op::gather)
+                    f(i, root_);
+            }
+            break;
+        case Op::send_recv:
+            for (int i = 0; i < n_; ++i)
+                f(i, (i + 1) % n_);
+            break;
+        default:
+            for (int i = 0; i < n_; ++i) {
+                for (int j = 0; j < n_; ++j) {
+                    if (i != j || op_ == Op::all_to_all) // own block stays in place
+                        f(i, j);
+                }
+            }
+        }
+    }
+
+    Op op_;
+    int root_;
+    int n_;
+    std::int64_t E_;
+    double S_;
+    sim::Time latency_;
+};
+
+// ------------------------------------------------------------------------------------------
+// NVLS: the node's NVSwitch reduces (multimem.ld_reduce) and multicasts (multimem.st). Per
+// chunk, all_reduce: every rank adds its chunk of every block into the switch; each block's
+// owner reads the sum back and stores it to the switch, which multicasts it to all ranks.
+// all_gather: owners store, the switch multicasts. reduce_scatter: all add, owners read.
+
+struct NvlsGroup {
+    std::vector<int> ranks;
+    int switch_endpoint = -1;
+    std::vector<int> block_of; ///< block owned by each position
+    std::int64_t offset = 0;
+    std::int64_t count = 0;
+    double fraction = 1;
+};
+
+class NvlsPhase : public Phase {
+public:
+    NvlsPhase(RingKind kind, std::vector<NvlsGroup> groups, double bytes, std::int64_t chunks,
+              sim::Time latency)
+        : kind_(kind)
+        , groups_(std::move(groups))
+        , K_(chunks)
+        , latency_(latency) {
+        per_chunk_ = kind_ == RingKind::all_reduce ? 4 : 2;
+        for (const NvlsGroup& g : groups_) {
+            const double L = static_cast<double>(g.ranks.size());
+            const double chunk = bytes * g.fraction / static_cast<double>(K_);
+            for (int r : g.ranks) {
+                const double up = kind_ == RingKind::all_reduce   ? chunk * (1 + 1 / L)
+                                  : kind_ == RingKind::all_gather ? chunk / L
+                                                                  : chunk;
+                const double down = kind_ == RingKind::all_reduce   ? chunk * (1 + 1 / L)
+                                    : kind_ == RingKind::all_gather ? chunk
+                                                                    : chunk / L;
+                chunk_flows_.push_back({r, g.switch_endpoint, up});
+                chunk_flows_.push_back({g.switch_endpoint, r, down});
+            }
+        }
+    }
+    int steps() const override { return static_cast<int>(K_) * per_chunk_; }
+    sim::Time step_latency(int s) const override { return s == 0 ? latency_ : sim::Time::zero(); }
+    std::vector<StepRange> rounds(int max_rounds) const override {
+        auto out = even_rounds(static_cast<int>(K_), max_rounds);
+        for (StepRange& r : out)
+            r = {r.begin * per_chunk_, r.end * per_chunk_};
+        return out;
+    }
+    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
+        const double k = static_cast<double>(r.end - r.begin) / per_chunk_;
+        for (const PFlow& f : chunk_flows_)
+            out.push_back({f.src, f.dst, f.bytes * k});
+    }
+    void transfers(int s, std::vector<Transfer>& out) const override {
+        const std::int64_t k = s / per_chunk_;
+        const int j = s % per_chunk_;
+        for (const NvlsGroup& g : groups_) {
+            const auto L = static_cast<std::int64_t>(g.ranks.size());
+            auto chunk = [&](std::int64_t block, std::int64_t& lo, std::int64_t& len) {
+                const std::int64_t b0 = part_begin(block, L, g.count);
+                const std::int64_t b1 = part_begin(block + 1, L, g.count);
+                lo = g.offset + b0 + part_begin(k, K_, b1 - b0);
+                len = g.offset + b0 + part_begin(k + 1, K_, b1 - b0) - lo;
+            };
+            const int sw = g.switch_endpoint;
+            for (std::size_t q = 0; q < g.ranks.size(); ++q) {
+                const int r = g.ranks[q];
+                const std::int64_t own = g.block_of[q];
+                std::int64_t lo = 0, len = 0;
+                const bool all_to_switch = (kind_ != RingKind::all_gather && j == 0);
+                const bool switch_to_all = (kind_ == RingKind::all_reduce && j == 3) ||
+                                           (kind_ == RingKind::all_gather && j == 1);
+                if (all_to_switch || switch_to_all) {
+                    for (std::int64_t b = 0; b < L; ++b) {
+                        chunk(b, lo, len);
+                        if (all_to_switch)
+                            out.push_back({r, sw, lo, lo, len, true});
+                        else
+                            out.push_back({sw, r, lo, lo, len, false});
+                    }
+                    continue;
+                }
+                chunk(own, lo, len);
+                const bool owner_reads = (kind_ == RingKind::all_reduce && j == 1) ||
+                                         (kind_ == RingKind::reduce_scatter && j == 1);
+                if (owner_reads)
+                    out.push_back({sw, r, lo, lo, len, false});
+                else // all_reduce j == 2, all_gather j == 0: the owner stores to the switch
+                    out.push_back({r, sw, lo, lo, len, false});
+            }
+        }
+    }
+
+private:
+    RingKind kind_;
+    std::vector<NvlsGroup> groups_;
+    std::int64_t K_;
+    sim::Time latency_;
+    int per_chunk_ = 4;
+    std::vector<PFlow> chunk_flows_;
+};
+
+std::int64_t chunk_count(double bytes, std::int64_t chunk_bytes) {
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(chunk_bytes))));
+}
+
+std::vector<int> identity(int n) {
+    std::vector<int> v(static_cast<size_t>(n));
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+} // namespace
+
+std::int64_t buffer_elements(Op op, std::int64_t elements) {
+    return (op == Op::all_to_all || op == Op::send_recv) ? 2 * elements : elements;
+}
+
+Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm algorithm,
+                        Protocol p, const DecomposeOptions& options) {
+    const Plan& plan = comm.plan();
+    const int n = plan.n;
+    const double S = static_cast<double>(c.bytes);
+    const std::int64_t E = c.bytes / hardware::bytes_per_element(c.dtype);
+    const std::int64_t chunk =
+        options.chunk_bytes > 0 ? options.chunk_bytes : plan.tuning.protocol(p).chunk_bytes;
+    Decomposition d;
+    d.algorithm = algorithm;
+    d.protocol = p;
+    d.start_latency = plan.tuning.launch_latency + plan.tuning.protocol(p).base_latency;
+    d.buffer_elements = buffer_elements(c.op, E);
+    for (int r = 0; r < n; ++r) {
+        const bool is_root = has_root(c.op) && r == c.root;
+        d.memory_bytes.push_back(detail::kernel_memory_bytes(plan, c.op, S, is_root));
+        d.compute.push_back(sim::Time::from_seconds(
+            detail::kernel_compute_seconds(plan, c.op, algorithm, S, c.dtype, is_root)));
+    }
+    const RingKind kind = c.op == Op::all_reduce   ? RingKind::all_reduce
+                          : c.op == Op::all_gather ? RingKind::all_gather
+                                                   : RingKind::reduce_scatter;
+
+    switch (algorithm) {
+    case Algorithm::automatic:
+        break;
+    case Algorithm::ring:
+        if (c.op == Op::broadcast || c.op == Op::reduce) {
+            // A pipelined chain over cycle 0, from the root (broadcast) or to it (reduce).
+            const int start =
+                (plan.cycle_position[size_t(c.root)] + (c.op == Op::reduce ? 1 : 0)) % n;
+            std::vector<std::vector<detail::TreeData::Hop>> stages;
+            std::vector<sim::Time> latency;
+            for (int j = 0; j + 1 < n; ++j) {
+                const int h = (start + j) % n;
+                stages.push_back(
+                    {{plan.cycles[0][size_t(h)], plan.cycles[0][size_t((h + 1) % n)], 0}});
+                latency.push_back(plan.step_latency(plan.hop_level[size_t(h)], p));
+            }
+            d.phases.push_back(std::make_unique<PipelinePhase>(
+                std::move(stages),
+                std::vector<bool>(size_t(std::max(0, n - 1)), c.op == Op::reduce),
+                std::move(latency), std::vector<Part>{{0, E, S}}, chunk_count(S, chunk)));
+        } else {
+            RingGroup g;
+            g.cycles = plan.cycles;
+            g.block_of = plan.cycles; // rank r owns block r, as nccl-tests lays out its buffers
+            g.count = E;
+            std::vector<RingGroup> groups{std::move(g)};
+            d.phases.push_back(std::make_unique<RingPhase>(plan, kind, std::move(groups), S, p));
+        }
+        break;
+    case Algorithm::tree: {
+        const detail::TreeData& t = plan.tree();
+        std::vector<sim::Time> latency;
+        for (LinkLevel l : t.stage_level)
+            latency.push_back(plan.step_latency(l, p));
+        const std::int64_t half = E / 2;
+        d.phases.push_back(std::make_unique<PipelinePhase>(
+            t.stages, t.stage_reduces, std::move(latency),
+            std::vector<Part>{{0, half, S / 2}, {half, E - half, S / 2}},
+            chunk_count(S / 2, chunk)));
+        break;
+    }
+    case Algorithm::direct:
+        d.phases.push_back(std::make_unique<DirectPhase>(plan, c.op, c.root, E, S, p));
+        break;
+    case Algorithm::nvls: {
+        NvlsGroup g{identity(n), detail::switch_of(0), identity(n), 0, E, 1.0};
+        d.phases.push_back(std::make_unique<NvlsPhase>(
+            kind, std::vector<NvlsGroup>{std::move(g)}, S,
+            chunk_count(S, plan.tuning.protocol(Protocol::simple).chunk_bytes),
+            plan.tuning.nvls.latency));
+        break;
+    }
+    case Algorithm::hierarchical: {
+        const detail::HierData& h = plan.hier();
+        const int g = h.per_node;
+        const int N = static_cast<int>(plan.node_ranks.size());
+        const bool nvls = h.nvls_rs > 0;
+        auto intra = [&](RingKind k) -> std::unique_ptr<Phase> {
+            if (nvls) {
+                std::vector<NvlsGroup> groups;
+                for (int node = 0; node < N; ++node)
+                    groups.push_back({plan.node_ranks[size_t(node)], detail::switch_of(node),
+                                      identity(g), 0, E, 1.0});
+                return std::make_unique<NvlsPhase>(
+                    k, std::move(groups), S,
+                    chunk_count(S, plan.tuning.protocol(Protocol::simple).chunk_bytes),
+                    plan.tuning.nvls.latency);
+            }
+            std::vector<RingGroup> groups;
+            for (int node = 0; node < N; ++node)
+                groups.push_back({{plan.node_ranks[size_t(node)]}, {identity(g)}, 0, E, 1.0});
+            return std::make_unique<RingPhase>(plan, k, std::move(groups), S, p);
+        };
+        if (g > 1)
+            d.phases.push_back(intra(RingKind::reduce_scatter));
+        std::vector<RingGroup> inter;
+        for (int l = 0; l < g; ++l) {
+            RingGroup rg;
+            std::vector<int> cycle;
+            for (int node = 0; node < N; ++node)
+                cycle.push_back(plan.node_ranks[size_t(node)][size_t(l)]);
+            rg.cycles = {cycle};
+            rg.block_of = {identity(N)};
+            rg.offset = part_begin(l, g, E);
+            rg.count = part_begin(l + 1, g, E) - rg.offset;
+            rg.fraction = 1.0 / g;
+            inter.push_back(std::move(rg));
+        }
+        d.phases.push_back(
+            std::make_unique<RingPhase>(plan, RingKind::all_reduce, std::move(inter), S, p));
+        if (g > 1)
+            d.phases.push_back(intra(RingKind::all_gather));
+        break;
+    }
+    }
+    return d;
+}
+
+} // namespace clustersim::strategies::collectives

@@ -1,0 +1,215 @@
+// Flow fidelity: every decomposition against its closed form when nothing else runs (within
+// 1%), conservation of bytes, agreement of the flow view with the values view, contention
+// between concurrent collectives, and determinism.
+#include "collectives_test_util.h"
+
+#include "hardware/flow_binding.h"
+#include "strategies/collectives/flow_runner.h"
+#include "strategies/collectives/schedule.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace clustersim;
+using namespace clustersim::strategies::collectives;
+using collectives_test::GiB;
+using collectives_test::MiB;
+using collectives_test::topology;
+
+namespace {
+
+struct Case {
+    const char* preset;
+    int cluster_gpus;
+    std::vector<int> gpus;
+    std::string name;
+};
+
+std::vector<int> first(int n) {
+    std::vector<int> g(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i)
+        g[size_t(i)] = i;
+    return g;
+}
+
+std::vector<Case> cases() {
+    return {
+        {"dgx-h100", 8, first(1), "1 H100"},
+        {"dgx-h100", 8, first(2), "2 H100"},
+        {"dgx-h100", 8, first(3), "3 H100"},
+        {"dgx-h100", 8, first(5), "5 H100"},
+        {"dgx-h100", 8, first(8), "8 H100"},
+        {"dgx-a100", 8, first(8), "8 A100"},
+        {"dgx-a100", 8, {6, 1, 4}, "A100 ranks 6,1,4"},
+        {"dgx-h100", 16, first(16), "2 DGX H100"},
+        {"dgx-h100", 24, first(24), "3 DGX H100"},
+        {"dgx-h100", 16, {0, 1, 2, 8, 9}, "H100 3+2 GPUs on 2 nodes"},
+        {"dgx-a100", 32, {0, 8, 16, 24}, "one A100 per node, 4 nodes"},
+        {"pcie-4gpu", 4, first(4), "PCIe box"},
+    };
+}
+
+bool nvswitch(const Case& k) {
+    return std::string(k.preset) != "pcie-4gpu";
+}
+
+} // namespace
+
+TEST_CASE("collectives: flow fidelity agrees with the closed form within 1% when uncontended",
+          "[collectives][flow]") {
+    int checked = 0;
+    for (const Case& k : cases()) {
+        const auto& topo = topology(k.preset, k.cluster_gpus);
+        const Communicator comm(topo, k.gpus);
+        const int n = comm.size();
+        for (Op op : kAllOps) {
+            for (Algorithm a : kConcreteAlgorithms) {
+                if (!comm.why_not(a, op).empty())
+                    continue;
+                // The direct port model ignores PCIe host-link sharing: held on NVSwitch only.
+                if (a == Algorithm::direct && !nvswitch(k))
+                    continue;
+                for (Protocol p : {Protocol::ll, Protocol::simple}) {
+                    if (a == Algorithm::nvls && p != Protocol::simple)
+                        continue;
+                    for (std::int64_t size : {std::int64_t(96) * 1024, 96 * MiB}) {
+                        Collective c;
+                        c.op = op;
+                        c.bytes = round_bytes(op, size, hardware::Dtype::fp32, n);
+                        c.algorithm = a;
+                        c.protocol = p;
+                        c.root = has_root(op) ? n - 1 : 0;
+                        const Outcome flow = simulate(comm, c, Fidelity::flow);
+                        const sim::Time closed = comm.predict(c, a, p);
+                        INFO(k.name << ": " << to_string(op) << " " << to_string(a) << " "
+                                    << hardware::to_string(p) << " " << c.bytes << " B: flow "
+                                    << flow.time.microseconds() << " us, closed form "
+                                    << closed.microseconds() << " us");
+                        CHECK(flow.time / closed == Approx(1).epsilon(0.01));
+                        ++checked;
+                    }
+                }
+            }
+        }
+    }
+    CHECK(checked > 300);
+}
+
+TEST_CASE("collectives: bytes moved are the algorithm's count", "[collectives][flow]") {
+    const auto& topo = topology("dgx-h100", 16);
+    const double S = 64.0 * MiB;
+    auto payload = [&](const std::vector<int>& gpus, Op op, Algorithm a) {
+        const Communicator comm(topo, gpus);
+        Collective c;
+        c.op = op;
+        c.bytes = 64 * MiB;
+        c.algorithm = a;
+        c.protocol = Protocol::simple;
+        return simulate(comm, c, Fidelity::flow).stats.payload_bytes;
+    };
+    const double n = 8;
+    CHECK(payload(first(8), Op::all_reduce, Algorithm::ring) == Approx(2 * (n - 1) * S));
+    CHECK(payload(first(8), Op::all_gather, Algorithm::ring) == Approx((n - 1) * S));
+    CHECK(payload(first(8), Op::reduce_scatter, Algorithm::ring) == Approx((n - 1) * S));
+    CHECK(payload(first(8), Op::broadcast, Algorithm::ring) == Approx((n - 1) * S));
+    CHECK(payload(first(8), Op::all_reduce, Algorithm::tree) == Approx(2 * (n - 1) * S));
+    CHECK(payload(first(8), Op::all_reduce, Algorithm::direct) == Approx(n * (n - 1) * S));
+    CHECK(payload(first(8), Op::all_to_all, Algorithm::direct) == Approx((n - 1) * S));
+    CHECK(payload(first(8), Op::gather, Algorithm::direct) == Approx((n - 1) / n * S));
+    CHECK(payload(first(8), Op::send_recv, Algorithm::direct) == Approx(n * S));
+    // NVLS: each GPU sends (n+1)/n S to the switch and receives as much.
+    CHECK(payload(first(8), Op::all_reduce, Algorithm::nvls) == Approx(2 * (n + 1) * S));
+    // Two nodes of 8: a 16-GPU ring, and the hierarchical algorithm (NVLS in each node,
+    // 8 two-node rings over S/8 each).
+    CHECK(payload(first(16), Op::all_reduce, Algorithm::ring) == Approx(2 * 15 * S));
+    CHECK(payload(first(16), Op::all_reduce, Algorithm::hierarchical) ==
+          Approx(2 * 2 * (n + 1) * S + 8 * 2 * (S / 8)));
+}
+
+TEST_CASE("collectives: the flow view of every round is the sum of its transfers",
+          "[collectives][flow]") {
+    const auto& topo = topology("dgx-h100", 16);
+    for (const auto& gpus : {first(5), first(8), first(16), std::vector<int>{0, 1, 2, 8, 9}}) {
+        const Communicator comm(topo, gpus);
+        const int n = comm.size();
+        for (Op op : kAllOps) {
+            for (Algorithm a : kConcreteAlgorithms) {
+                if (!comm.why_not(a, op).empty())
+                    continue;
+                Collective c;
+                c.op = op;
+                c.bytes = round_bytes(op, 4 * 1000 * 96, hardware::Dtype::fp32, n);
+                c.root = has_root(op) ? 1 : 0;
+                const auto d = decompose(comm, c, a, Protocol::simple, {4 * 1024});
+                for (const auto& phase : d.phases) {
+                    for (const StepRange r : phase->rounds(7)) {
+                        std::map<std::pair<int, int>, double> from_transfers, from_flows;
+                        std::size_t transfers = 0;
+                        for (int s = r.begin; s < r.end; ++s) {
+                            std::vector<Transfer> ts;
+                            phase->transfers(s, ts);
+                            for (const Transfer& t : ts) {
+                                if (t.src != t.dst)
+                                    from_transfers[{t.src, t.dst}] += 4.0 * t.count;
+                            }
+                            transfers += ts.size();
+                        }
+                        std::vector<detail::PFlow> flows;
+                        phase->round_flows(r, flows);
+                        for (const auto& f : flows)
+                            from_flows[{f.src, f.dst}] += f.bytes;
+                        INFO(to_string(op) << " " << to_string(a) << " on " << n << " GPUs");
+                        REQUIRE(from_flows.size() == from_transfers.size());
+                        for (const auto& [pair, bytes] : from_transfers)
+                            CHECK(std::abs(from_flows[pair] - bytes) <= 4.0 * transfers);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("collectives: two all-reduces on the same links each take about twice as long",
+          "[collectives][flow][contention]") {
+    const auto& topo = topology("dgx-a100", 8);
+    Collective c;
+    c.bytes = GiB;
+    c.algorithm = Algorithm::ring;
+    auto run = [&](const std::vector<std::vector<int>>& groups) {
+        std::vector<Communicator> comms;
+        for (const auto& g : groups)
+            comms.emplace_back(topo, g);
+        sim::Engine engine;
+        sim::FlowNetwork net(engine);
+        hardware::bind_topology(net, topo);
+        FlowCollectives runner(engine, net, topo);
+        std::vector<sim::Time> done(groups.size());
+        for (std::size_t i = 0; i < comms.size(); ++i)
+            runner.start(comms[i], c, [&, i] { done[i] = engine.now(); });
+        engine.run();
+        CHECK(runner.running() == 0);
+        return done;
+    };
+    const sim::Time alone = run({first(8)})[0];
+    const auto shared = run({first(8), first(8)});
+    CHECK(shared[0] / alone == Approx(2).epsilon(0.05));
+    CHECK(shared[1] / alone == Approx(2).epsilon(0.05));
+    // Disjoint halves of an NVSwitch node do not contend.
+    const sim::Time half = run({{0, 1, 2, 3}})[0];
+    const auto halves = run({{0, 1, 2, 3}, {4, 5, 6, 7}});
+    CHECK(halves[0] / half == Approx(1).epsilon(0.001));
+    CHECK(halves[1] / half == Approx(1).epsilon(0.001));
+}
+
+TEST_CASE("collectives: flow runs are deterministic", "[collectives][flow]") {
+    const auto& topo = topology("dgx-h100", 16);
+    const auto comm = Communicator::first(topo, 16);
+    Collective c;
+    c.bytes = 48 * MiB;
+    const Outcome a = simulate(comm, c, Fidelity::flow);
+    const Outcome b = simulate(comm, c, Fidelity::flow);
+    CHECK(a.time == b.time);
+    CHECK(a.events == b.events);
+    CHECK(a.stats.flows == b.stats.flows);
+}
