@@ -49,6 +49,7 @@ struct Table {
     std::vector<std::string> columns;
     int size = -1;
     int type = -1;
+    int redop = -1;
     std::vector<Group> groups;
     bool units_seen = false;
     CollectiveOp op = CollectiveOp::all_reduce;
@@ -57,6 +58,7 @@ struct Table {
     int rows = 0;
     int zero_size_rows = 0;
     int not_measured = 0;
+    int other_redops = 0;
 };
 
 class LogImporter {
@@ -233,7 +235,9 @@ private:
                 t.size = col;
             else if (w == "type" && t.type < 0)
                 t.type = col;
-            else if (w == "count" || w == "redop" || w == "root")
+            else if (w == "redop" && t.redop < 0)
+                t.redop = col;
+            else if (w == "count" || w == "root")
                 continue;
             else if (w == "time")
                 set(g.time, col);
@@ -371,6 +375,23 @@ private:
         if (!size || *size < 0)
             fail(number, fmt::format("size: expected a byte count, got '{}'",
                                      words[static_cast<std::size_t>(t.size)]));
+        if (t.redop >= 0) {
+            // `-o all` runs every reduction; the measurement format describes sums (and the
+            // non-reducing collectives, whose redop is "none").
+            const std::string op = detail::lower(words[static_cast<std::size_t>(t.redop)]);
+            if (op != "sum" && op != "none" && op != "-") {
+                ++t.other_redops;
+                for (const Group& g : t.groups) {
+                    // Still part of the footer's average.
+                    if (g.busbw < 0)
+                        continue;
+                    if (const auto v =
+                            detail::parse_number(words[static_cast<std::size_t>(g.busbw)]))
+                        t.printed_busbw.push_back(*v);
+                }
+                return;
+            }
+        }
         hardware::Dtype dtype = options_.dtype.value_or(hardware::Dtype::fp32);
         if (t.type >= 0) {
             const auto name = words[static_cast<std::size_t>(t.type)];
@@ -498,6 +519,10 @@ private:
             result_.warnings.push_back(
                 fmt::format("{}:{}: skipped {} rows of size 0 (too small to split over {} GPUs)",
                             name_, t.header_line, t.zero_size_rows, t.gpus));
+        if (t.other_redops > 0)
+            result_.warnings.push_back(fmt::format(
+                "{}:{}: skipped {} rows with a reduction other than sum (prod, max, min, avg)",
+                name_, t.header_line, t.other_redops));
         if (t.not_measured > 0)
             result_.warnings.push_back(
                 fmt::format("{}:{}: skipped {} column sets whose time is N/A", name_, t.header_line,

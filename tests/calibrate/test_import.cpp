@@ -299,6 +299,20 @@ TEST_CASE("import: nccl-tests log variants", "[calibrate][import]") {
                    Catch::Contains("all_reduce.log:12: skipped all_reduce, 4 GPUs, 1048576 B") &&
                        Catch::Contains("17 wrong elements"));
     }
+    SECTION("-o all: reductions other than sum are skipped with a warning") {
+        const auto start = kLog.find("     1048576");
+        const auto row = kLog.substr(start, kLog.find('\n', start) - start + 1);
+        std::string prod = row;
+        prod.replace(prod.find(" sum "), 5, " prod");
+        std::string log = replace(kLog, row, row + prod);
+        log = replace(log, "101.1167", "95.0300"); // the mean over all four rows
+        const ImportResult r = import_text(log, "all_reduce.log", {});
+        CHECK(r.measurements.collectives.size() == 6);
+        REQUIRE(r.warnings.size() == 1);
+        CHECK_THAT(r.warnings.front(),
+                   Catch::Contains("all_reduce.log:10: skipped 1 rows with a reduction other "
+                                   "than sum"));
+    }
     SECTION("old nccl-tests: no redop/root, an 'error' column") {
         const std::string log = R"(# nccl-tests all_gather_perf -b 8M -e 8M -g 2
 #                                             out-of-place                       in-place
