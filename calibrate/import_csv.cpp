@@ -168,7 +168,14 @@ const std::vector<StepColumn>& step_columns() {
     return columns;
 }
 
+bool is_size_column(const std::string& n) {
+    return n == "size(b)" || n == "size" || n == "bytes" || n == "size_bytes";
+}
+
+/// A table of steps has a step time and no size column ("time(ms)" alone is ambiguous).
 bool is_step_table(const CsvTable& t) {
+    if (std::any_of(t.normalized.begin(), t.normalized.end(), is_size_column))
+        return false;
     for (const auto& n : t.normalized) {
         for (const auto& c : step_columns()) {
             if (c.key == "time" && std::find(c.names.begin(), c.names.end(), n) != c.names.end())
@@ -346,7 +353,7 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
         const std::string& n = t.normalized[i];
         const int col = static_cast<int>(i);
         std::smatch m;
-        if ((n == "size(b)" || n == "size" || n == "bytes" || n == "size_bytes") && size < 0) {
+        if (is_size_column(n) && size < 0) {
             size = col;
         } else if ((n == "type" || n == "dtype") && type < 0) {
             type = col;

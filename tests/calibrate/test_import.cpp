@@ -478,6 +478,12 @@ TEST_CASE("import: bad CSV tables", "[calibrate][import][errors]") {
     const std::string row2 = "2097152,524288,float,53430,39.25,51130,41.01\n";
     const std::string name = "nccl-all-reduce-2gpu.csv";
     REQUIRE(import_text(header + row1 + row2, name, {}).measurements.collectives.size() == 4);
+    SECTION("times in ms are still a sweep, not training steps") {
+        const auto f = import_text("size,time(ms),busbw(GB/s)\n1048576,0.04421,23.72\n", name, {})
+                           .measurements;
+        REQUIRE(f.collectives.size() == 1);
+        CHECK(f.collectives.front().time == Time::ns(44'210));
+    }
     SECTION("mixed units: times in us under a time(ns) header") {
         CHECK_THAT(error_of(header + "1048576,262144,float,44.21,23.72,45100,23.25\n", name),
                    Catch::Contains("nccl-all-reduce-2gpu.csv:2: busbw 23.72 GB/s disagrees with "
