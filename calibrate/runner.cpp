@@ -116,12 +116,20 @@ RunResult run_calibration(const RunOptions& options, const Progress& progress) {
                std::find(options.only.begin(), options.only.end(), part) != options.only.end();
     };
     auto& m = result.measurements;
-    if (wanted("launch"))
+    ctx.report(fmt::format("calibrating {} x {}{}", n, m.environment.device,
+                           options.quick ? " (quick)" : ""));
+    if (wanted("launch")) {
+        ctx.report("kernel launch overhead (GPU 0)");
         m.launches = cuda::run_launches(ctx);
-    if (wanted("copy"))
+    }
+    if (wanted("copy")) {
+        ctx.report("memory copies (GPU 0; peer copies from GPU 0)");
         m.copies = cuda::run_copies(ctx);
-    if (wanted("gemm"))
+    }
+    if (wanted("gemm")) {
+        ctx.report("GEMMs, cuBLASLt (GPU 0)");
         m.gemms = cuda::run_gemms(ctx);
+    }
     if (wanted("collectives") || wanted("p2p")) {
         if (n < 2) {
             result.warnings.push_back("collectives and point-to-point transfers skipped: they "
@@ -129,8 +137,10 @@ RunResult run_calibration(const RunOptions& options, const Progress& progress) {
         } else {
             if (wanted("collectives"))
                 m.collectives = cuda::run_collectives(ctx);
-            if (wanted("p2p"))
+            if (wanted("p2p")) {
+                ctx.report("point-to-point transfers, NCCL send/recv");
                 m.p2p = cuda::run_p2p(ctx);
+            }
         }
     }
     check_measurements(m, "the measurements");
