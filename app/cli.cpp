@@ -19,8 +19,10 @@ int run_cli(int argc, const char* const* argv, Io io) {
     int exit_code = kOk;
     register_hardware(app, io, exit_code);
     register_transfer(app, io, exit_code);
+    register_collective(app, io, exit_code);
     register_demo(app, io, exit_code);
     register_report(app, io, exit_code);
+    register_run(app, io, exit_code);
     register_calibrate(app, io, exit_code);
 
     try {

@@ -30,8 +30,10 @@ int run_cli(int argc, const char* const* argv, Io io);
 // Registration of each subcommand; each sets `exit_code` when its check fails.
 void register_hardware(CLI::App& app, Io io, int& exit_code);
 void register_transfer(CLI::App& app, Io io, int& exit_code);
+void register_collective(CLI::App& app, Io io, int& exit_code);
 void register_demo(CLI::App& app, Io io, int& exit_code);
 void register_report(CLI::App& app, Io io, int& exit_code);
+void register_run(CLI::App& app, Io io, int& exit_code);
 void register_calibrate(CLI::App& app, Io io, int& exit_code);
 
 } // namespace clustersim::app

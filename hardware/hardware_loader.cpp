@@ -116,6 +116,8 @@ GemmTile parse_tile(const YamlMap& m, std::string_view key, const YAML::Node& no
 
 void apply_compute(YamlMap m, ComputeSpec& c) {
     m.read_time("launch_overhead", c.launch_overhead);
+    m.read_time("host_overhead", c.host_overhead);
+    m.read_bytes("runtime_memory", c.runtime_memory, false);
     if (m.has("gemm")) {
         YamlMap g = m.map("gemm");
         if (g.has("tiles")) {

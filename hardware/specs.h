@@ -84,6 +84,13 @@ inline constexpr int kMaxGemmTiles = 8;
 struct ComputeSpec {
     /// Fixed cost of every kernel (launch and the gap between back-to-back kernels).
     sim::Time launch_overhead = sim::Time::zero();
+    /// Host (CPU) time to issue one kernel from the training framework (Python, PyTorch
+    /// dispatch, the launch call). A GPU starves when its kernels are shorter than this: small
+    /// models are host-bound. Used by the training-step model (strategies/parallel/step_plan.h).
+    sim::Time host_overhead = sim::Time::zero();
+    /// GPU memory the software stack takes before the model: CUDA context, NCCL buffers,
+    /// cuBLAS workspaces, allocator slack. Counted in every GPU's peak memory.
+    std::int64_t runtime_memory = 0;
     /// The CTA output tiles (M x N) the GEMM library chooses among (the fastest is taken, as
     /// cuBLAS's heuristics do), and CTAs resident per SM: waves of tiles over the SMs.
     std::array<GemmTile, kMaxGemmTiles> gemm_tiles{};

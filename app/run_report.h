@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// How a training step is reported: the human table, the JSON of the DESIGN contract, the
+/// Perfetto trace and the Gantt chart. Shared by `run`, the demo and the examples.
+
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/training_step.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+
+namespace clustersim::app {
+
+/// "tp 8 x pp 8 x dp 1, interleaved-1f1b (v=3), 64 micro-batches of 1, recompute selective".
+std::string describe_parallel(const strategies::parallel::ExperimentSpec& e);
+void print_step_table(std::ostream& out, const strategies::parallel::ExperimentSpec& e,
+                      const strategies::parallel::StepResult& r);
+nlohmann::ordered_json step_json(const strategies::parallel::ExperimentSpec& e,
+                                 const strategies::parallel::StepResult& r);
+/// Chrome trace-event JSON: a process per simulated GPU, a thread per stream, memory counters.
+std::string step_trace(const strategies::parallel::ExperimentSpec& e,
+                       const strategies::parallel::StepResult& r);
+/// The pipeline as a Gantt chart (SVG).
+std::string step_timeline_svg(const strategies::parallel::ExperimentSpec& e,
+                              const strategies::parallel::StepResult& r);
+
+} // namespace clustersim::app

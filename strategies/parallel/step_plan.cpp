@@ -1,0 +1,569 @@
+#include "strategies/parallel/step_plan.h"
+
+#include "sim/error.h"
+#include "strategies/models/memory_formulas.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+namespace clustersim::strategies::parallel {
+
+PassCost& PassCost::operator+=(const PassCost& o) {
+    time += o.time;
+    compute += o.compute;
+    recompute += o.recompute;
+    tp_wait += o.tp_wait;
+    host_wait += o.host_wait;
+    kernels += o.kernels;
+    return *this;
+}
+PassCost operator-(PassCost a, const PassCost& b) {
+    a.time -= b.time;
+    a.compute -= b.compute;
+    a.recompute -= b.recompute;
+    a.tp_wait -= b.tp_wait;
+    a.host_wait -= b.host_wait;
+    a.kernels -= b.kernels;
+    return a;
+}
+PassCost operator*(PassCost a, double k) {
+    a.time *= k;
+    a.compute *= k;
+    a.recompute *= k;
+    a.tp_wait *= k;
+    a.host_wait *= k;
+    a.kernels = static_cast<int>(std::lround(a.kernels * k));
+    return a;
+}
+
+namespace {
+
+using models::LayerWork;
+using models::Pass;
+using models::Recompute;
+
+collectives::Op to_collective(models::TpOp op) {
+    switch (op) {
+    case models::TpOp::all_reduce:
+        return collectives::Op::all_reduce;
+    case models::TpOp::all_gather:
+        return collectives::Op::all_gather;
+    case models::TpOp::reduce_scatter:
+        return collectives::Op::reduce_scatter;
+    }
+    return collectives::Op::all_reduce;
+}
+
+/// Predicted times of collectives on one communicator, cached by (op, bytes, dtype).
+class CollectiveTimes {
+public:
+    explicit CollectiveTimes(const collectives::Communicator* comm)
+        : comm_(comm) {}
+    double seconds(const collectives::Collective& c) {
+        if (comm_ == nullptr || comm_->size() < 2)
+            return 0;
+        const auto key =
+            std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
+        auto it = cache_.find(key);
+        if (it != cache_.end())
+            return it->second;
+        collectives::Collective rounded = c;
+        rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
+        const double t = rounded.bytes > 0 ? comm_->predict(rounded).seconds() : 0.0;
+        cache_.emplace(key, t);
+        return t;
+    }
+
+private:
+    const collectives::Communicator* comm_;
+    std::map<std::tuple<int, std::int64_t, int>, double> cache_;
+};
+
+/// Collectives carry activations in 16-bit types as they are, everything else as fp32.
+hardware::Dtype comm_dtype(hardware::Dtype d) {
+    switch (d) {
+    case hardware::Dtype::fp16:
+        return hardware::Dtype::fp16;
+    case hardware::Dtype::bf16:
+    case hardware::Dtype::fp8:
+        return hardware::Dtype::bf16;
+    default:
+        return hardware::Dtype::fp32;
+    }
+}
+
+/// The clocks of one rank while a pass runs: the host issuing kernels, the compute stream and
+/// the stream of tensor-parallel collectives.
+struct Clock {
+    double host = 0;
+    double gpu = 0;
+    double comm = 0;
+};
+
+/// A piece of a pass: consecutive kernels of one layer with the collectives they issue and wait
+/// for (indices as in LayerWork: `after` an op, `needed_by` an op; -1 and op count at the ends).
+struct Unit {
+    const models::PassWork* work = nullptr;
+    Pass pass = Pass::forward;
+    bool recompute = false;
+};
+
+/// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
+void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
+               hardware::Dtype dtype, double host_overhead, Clock& c, PassCost& cost) {
+    for (const Unit& u : units) {
+        const auto& ops = u.work->ops;
+        const int n = ops.count();
+        // Completion times of this unit's collectives, by index in w.collectives.
+        std::array<double, 16> done{};
+        auto issue_collective = [&](std::size_t k) {
+            const models::TpCollective& tc = w.collectives[k];
+            const double issue = c.host;
+            c.host += host_overhead;
+            ++cost.kernels;
+            const double start = std::max({issue, c.gpu, c.comm});
+            collectives::Collective coll;
+            coll.op = to_collective(tc.op);
+            coll.bytes = tc.bytes;
+            coll.dtype = comm_dtype(dtype);
+            done[k] = start + tp.seconds(coll);
+            c.comm = done[k];
+        };
+        auto wait_for = [&](int needed_by) {
+            double need = 0;
+            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+                if (w.collectives[k].pass == u.pass && w.collectives[k].needed_by == needed_by)
+                    need = std::max(need, done[k]);
+            }
+            return need;
+        };
+        for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+            if (w.collectives[k].pass == u.pass && w.collectives[k].after < 0)
+                issue_collective(k);
+        }
+        for (int i = 0; i < n; ++i) {
+            const models::Op& op = ops[static_cast<std::size_t>(i)];
+            const double issue = c.host;
+            c.host += host_overhead;
+            ++cost.kernels;
+            const double host_ready = std::max(c.gpu, issue);
+            const double start = std::max(host_ready, wait_for(i));
+            cost.host_wait += host_ready - c.gpu;
+            cost.tp_wait += start - host_ready;
+            const double t = op.time.seconds();
+            (u.recompute ? cost.recompute : cost.compute) += t;
+            c.gpu = start + t;
+            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+                if (w.collectives[k].pass == u.pass && w.collectives[k].after == i)
+                    issue_collective(k);
+            }
+        }
+        const double need = wait_for(n);
+        if (need > c.gpu) {
+            cost.tp_wait += need - c.gpu;
+            c.gpu = need;
+        }
+    }
+}
+
+/// The cost of `count` identical layers run back to back from `clock`: the first three are
+/// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
+/// compute stream and collectives repeats exactly once it has filled).
+void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
+                hardware::Dtype dtype, double host_overhead, Clock& c, PassCost& cost) {
+    constexpr int kSimulated = 3;
+    Clock before = c;
+    PassCost before_cost = cost;
+    for (int i = 0; i < std::min(count, kSimulated); ++i) {
+        before = c;
+        before_cost = cost;
+        run_units(w, units, tp, dtype, host_overhead, c, cost);
+    }
+    if (count > kSimulated) {
+        const double k = count - kSimulated;
+        const PassCost step = cost - before_cost;
+        c.host += k * (c.host - before.host);
+        c.comm += k * (c.comm - before.comm);
+        c.gpu += k * (c.gpu - before.gpu);
+        cost += step * k;
+    }
+}
+
+std::vector<Unit> forward_units(const LayerWork& w) {
+    return {{&w.forward, Pass::forward, false}};
+}
+std::vector<Unit> backward_units(const LayerWork& w) {
+    std::vector<Unit> u;
+    if (!w.recompute.ops.empty())
+        u.push_back({&w.recompute, Pass::recompute, true});
+    u.push_back({&w.backward, Pass::backward, false});
+    return u;
+}
+
+double finish(Clock& c, PassCost& cost) {
+    c.gpu = std::max(c.gpu, c.comm);
+    cost.time = cost.compute + cost.recompute + cost.tp_wait + cost.host_wait;
+    return c.gpu;
+}
+
+/// Everything that depends on the experiment but not on a stage's recompute choice.
+struct Context {
+    const ExperimentSpec& e;
+    const hardware::ComputeModel cm;
+    std::array<LayerWork, 3> layer; ///< by Recompute: none, selective, full
+    LayerWork embedding;
+    LayerWork head;
+    std::unique_ptr<collectives::Communicator> tp_comm;
+    CollectiveTimes tp_times;
+    double host_overhead;
+};
+
+const LayerWork& layer_of(const Context& ctx, Recompute r) {
+    return ctx.layer[static_cast<std::size_t>(r)];
+}
+
+/// Costs, activations and gradient buckets of virtual stage `vs` under recompute plan `rp`.
+void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    st.recompute = rp;
+    const auto dtype = ctx.e.training.dtype;
+    const double ho = ctx.host_overhead;
+    // The layers in order of recompute: full-recompute layers first (the lowest ones), then
+    // selective, then none; their order does not change the time.
+    const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
+                                                           {Recompute::selective, rp.selective},
+                                                           {Recompute::none, rp.none}}};
+
+    Clock c;
+    PassCost f;
+    if (st.embedding)
+        run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
+    for (auto [r, n] : groups) {
+        if (n > 0)
+            run_layers(layer_of(ctx, r), forward_units(layer_of(ctx, r)), n, ctx.tp_times, dtype,
+                       ho, c, f);
+    }
+    if (st.head)
+        run_units(ctx.head, forward_units(ctx.head), ctx.tp_times, dtype, ho, c, f);
+    finish(c, f);
+    st.forward = f;
+
+    // Backward: head first, then the layers from the last down, then the embedding. Bucket
+    // readiness follows the layers' completion within the pass.
+    const double grad_bytes_per_param = 4.0; // Megatron reduces fp32 main gradients
+    const std::int64_t bucket_limit = std::max<std::int64_t>(1, ctx.e.parallel.dp_bucket);
+    st.buckets.clear();
+    std::int64_t pending = 0;
+    auto add_grads = [&](std::int64_t params, double at) {
+        pending += static_cast<std::int64_t>(params * grad_bytes_per_param);
+        if (pending >= bucket_limit) {
+            st.buckets.push_back({pending, at});
+            pending = 0;
+        }
+    };
+    c = Clock{};
+    PassCost b;
+    if (st.head) {
+        run_units(ctx.head, backward_units(ctx.head), ctx.tp_times, dtype, ho, c, b);
+        if (!ctx.head.shares_embedding_weights || ctx.e.parallel.pp > 1)
+            add_grads(ctx.head.parameters, std::max(c.gpu, c.comm));
+    }
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+        const auto [r, n] = *it;
+        if (n == 0)
+            continue;
+        const LayerWork& w = layer_of(ctx, r);
+        const double start = std::max(c.gpu, c.comm);
+        const Clock at_start = c;
+        run_layers(w, backward_units(w), n, ctx.tp_times, dtype, ho, c, b);
+        // Layers finish at evenly spaced times across the group (extrapolated steady state).
+        const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
+        (void)at_start;
+        for (int i = 1; i <= n; ++i)
+            add_grads(w.parameters, start + per_layer * i);
+    }
+    if (st.embedding) {
+        run_units(ctx.embedding, backward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, b);
+        add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
+    }
+    const double end = finish(c, b);
+    if (pending > 0)
+        st.buckets.push_back({pending, end});
+    st.backward = b;
+
+    st.activation_bytes = 0;
+    st.transient_bytes = 0;
+    st.parameters = 0;
+    for (auto [r, n] : groups) {
+        const LayerWork& w = layer_of(ctx, r);
+        st.activation_bytes += n * w.activation_bytes;
+        st.parameters += n * w.parameters;
+        if (n > 0)
+            st.transient_bytes = std::max(st.transient_bytes, w.recomputed_activation_bytes);
+    }
+    if (st.embedding) {
+        st.activation_bytes += ctx.embedding.activation_bytes;
+        st.parameters += ctx.embedding.parameters;
+    }
+    if (st.head) {
+        st.activation_bytes += ctx.head.activation_bytes;
+        if (!ctx.head.shares_embedding_weights || ctx.e.parallel.pp > 1)
+            st.parameters += ctx.head.parameters;
+    }
+}
+
+RecomputePlan uniform(Recompute r, int layers) {
+    RecomputePlan p;
+    (r == Recompute::none ? p.none : r == Recompute::selective ? p.selective : p.full) = layers;
+    return p;
+}
+
+void plan_ranks(Context& ctx, StepPlan& plan) {
+    const ExperimentSpec& e = ctx.e;
+    const ParallelSpec& par = e.parallel;
+    const auto grad_dtype = hardware::Dtype::fp32;
+    plan.ranks.clear();
+    for (int p = 0; p < par.pp; ++p) {
+        RankPlan r;
+        r.rank = p;
+        r.gpu = gpu_of(par, 0, 0, p);
+        for (int t = 0; t < par.tp; ++t)
+            r.tp_group.push_back(gpu_of(par, t, 0, p));
+        for (int d = 0; d < par.dp; ++d)
+            r.dp_group.push_back(gpu_of(par, 0, d, p));
+        for (int c = 0; c < plan.shape.virtual_stages; ++c)
+            r.parameters += plan.stage(virtual_stage(c, p, par.pp)).parameters;
+        const auto state = models::model_state_bytes(r.parameters, e.training.dtype,
+                                                     e.training.optimizer, par.zero, par.dp);
+        r.weights_bytes = state.weights;
+        r.grads_bytes = state.gradients;
+        r.optimizer_bytes = state.optimizer;
+        const std::int64_t updated =
+            par.zero >= 1 ? (r.parameters + par.dp - 1) / par.dp : r.parameters;
+        if (!e.training.forward_only)
+            r.optimizer_time = models::optimizer_step(updated, e.training.dtype,
+                                                      e.training.optimizer, par.zero, ctx.cm)
+                                   .time.seconds();
+        plan.ranks.push_back(std::move(r));
+    }
+    if (e.training.forward_only)
+        return;
+
+    for (RankPlan& r : plan.ranks) {
+        std::unique_ptr<collectives::Communicator> dp_comm;
+        if (par.dp > 1)
+            dp_comm = std::make_unique<collectives::Communicator>(*plan.topology, r.dp_group);
+        CollectiveTimes times(dp_comm.get());
+        auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype, int chunk,
+                       int bucket, bool after_opt, const char* what) {
+            DpCollective d;
+            d.collective.op = op;
+            d.collective.dtype = dtype;
+            d.collective.bytes = bytes;
+            d.time = times.seconds(d.collective);
+            d.chunk = chunk;
+            d.bucket = bucket;
+            d.after_optimizer = after_opt;
+            d.what = what;
+            r.dp.push_back(d);
+        };
+        if (par.dp > 1) {
+            const auto grad_op =
+                par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
+            const char* grad_what = par.zero >= 1 ? "grad reduce-scatter" : "grad all-reduce";
+            if (par.dp_overlap) {
+                for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+                    const auto& st = plan.stage(virtual_stage(c, r.rank, par.pp));
+                    for (std::size_t k = 0; k < st.buckets.size(); ++k)
+                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k), false,
+                            grad_what);
+                }
+            } else {
+                add(grad_op, r.parameters * 4, grad_dtype, -1, -1, false, grad_what);
+            }
+            if (par.zero >= 1)
+                add(collectives::Op::all_gather,
+                    r.parameters * hardware::bytes_per_element(e.training.dtype), e.training.dtype,
+                    -1, -1, true, "param all-gather");
+        }
+    }
+    // Tied embeddings on separate stages: Megatron all-reduces the embedding gradient between
+    // the first and the last pipeline rank after the backward.
+    if (par.pp > 1 && e.model.is_transformer() && e.model.tied_embeddings) {
+        const std::vector<int> pair{gpu_of(par, 0, 0, 0), gpu_of(par, 0, 0, par.pp - 1)};
+        collectives::Communicator comm(*plan.topology, pair);
+        CollectiveTimes times(&comm);
+        DpCollective d;
+        d.collective.op = collectives::Op::all_reduce;
+        d.collective.dtype = grad_dtype;
+        d.collective.bytes = ctx.embedding.parameters * 4;
+        d.time = times.seconds(d.collective);
+        d.chunk = -1;
+        d.what = "embedding grad all-reduce";
+        plan.ranks.front().dp.push_back(d);
+        plan.ranks.back().dp.push_back(d);
+    }
+}
+
+double p2p_seconds(const hardware::Topology& topo, int from, int to, std::int64_t bytes) {
+    if (from == to || bytes <= 0)
+        return 0;
+    collectives::Communicator pair(topo, {from, to});
+    collectives::Collective c;
+    c.op = collectives::Op::send_recv;
+    c.bytes = bytes;
+    c.dtype = hardware::Dtype::fp32;
+    c.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, 2);
+    return c.bytes > 0 ? pair.predict(c).seconds() : 0.0;
+}
+
+} // namespace
+
+std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
+    const int P = plan.shape.ranks;
+    std::int64_t live = 0;
+    std::int64_t peak = 0;
+    for (const PipePass& pass : plan.orders[static_cast<std::size_t>(rank)]) {
+        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, P));
+        if (pass.kind == PassKind::forward) {
+            live += st.activation_bytes;
+            peak = std::max(peak, live);
+        } else {
+            peak = std::max(peak, live + st.transient_bytes);
+            live -= st.activation_bytes;
+        }
+    }
+    return peak;
+}
+
+StepPlan build_step_plan(const ExperimentSpec& e,
+                         std::shared_ptr<const hardware::Topology> topology) {
+    const ParallelSpec& par = e.parallel;
+    StepPlan plan;
+    plan.experiment = &e;
+    plan.topology = std::move(topology);
+    plan.shape =
+        PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
+    plan.orders = pipeline_order(par.schedule, plan.shape);
+    plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
+    plan.runtime_bytes = e.cluster.compute.runtime_memory;
+    plan.host_overhead = e.cluster.compute.host_overhead.seconds();
+
+    Context ctx{e,
+                hardware::ComputeModel(e.cluster),
+                {},
+                {},
+                {},
+                nullptr,
+                CollectiveTimes(nullptr),
+                plan.host_overhead};
+    models::LayerConfig cfg;
+    cfg.tp = par.tp;
+    cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
+    cfg.micro_batch = e.training.micro_batch;
+    cfg.dtype = e.training.dtype;
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        cfg.recompute = r;
+        ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
+    }
+    cfg.recompute = Recompute::none;
+    ctx.embedding = models::embedding_work(e.model, cfg, ctx.cm);
+    ctx.head = models::head_work(e.model, cfg, ctx.cm);
+    if (par.tp > 1) {
+        std::vector<int> group;
+        for (int t = 0; t < par.tp; ++t)
+            group.push_back(gpu_of(par, t, 0, 0));
+        ctx.tp_comm = std::make_unique<collectives::Communicator>(*plan.topology, group);
+        ctx.tp_times = CollectiveTimes(ctx.tp_comm.get());
+    }
+
+    const int V = par.pp * par.virtual_stages;
+    const int per_stage = e.model.layers / V;
+    plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
+    plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
+                             : par.recompute == RecomputePolicy::full    ? Recompute::full
+                                                                         : Recompute::none;
+    if (e.training.forward_only)
+        plan.uniform_recompute = Recompute::none;
+    plan.stages.resize(static_cast<std::size_t>(V));
+    for (int vs = 0; vs < V; ++vs) {
+        VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
+        st.index = vs;
+        st.rank = vs % par.pp;
+        st.chunk = vs / par.pp;
+        st.first_layer = vs * per_stage;
+        st.layers = per_stage;
+        st.embedding = vs == 0 && e.model.is_transformer();
+        st.head = vs == V - 1;
+        cost_stage(ctx, st,
+                   uniform(plan.automatic_recompute ? Recompute::none : plan.uniform_recompute,
+                           per_stage));
+    }
+
+    // Automatic recompute: per rank, the cheapest plan that fits. Selective first (it drops
+    // the large attention activations for a few percent of time), then whole layers to full
+    // recompute, spread over the rank's chunks, until the peak fits.
+    if (plan.automatic_recompute && !e.training.forward_only) {
+        const std::int64_t budget = plan.capacity_bytes - plan.runtime_bytes;
+        for (int p = 0; p < par.pp; ++p) {
+            const auto state = models::model_state_bytes(
+                [&] {
+                    std::int64_t params = 0;
+                    for (int c = 0; c < par.virtual_stages; ++c)
+                        params += plan.stage(virtual_stage(c, p, par.pp)).parameters;
+                    return params;
+                }(),
+                e.training.dtype, e.training.optimizer, par.zero, par.dp);
+            auto fits = [&] { return state.total() + peak_activation_bytes(plan, p) <= budget; };
+            if (fits())
+                continue;
+            std::vector<int> chunks;
+            for (int c = 0; c < par.virtual_stages; ++c)
+                chunks.push_back(virtual_stage(c, p, par.pp));
+            const bool selective_helps = layer_of(ctx, Recompute::selective).activation_bytes <
+                                         layer_of(ctx, Recompute::none).activation_bytes;
+            if (selective_helps) {
+                for (int vs : chunks)
+                    cost_stage(ctx, plan.stages[static_cast<std::size_t>(vs)],
+                               uniform(Recompute::selective, per_stage));
+                if (fits())
+                    continue;
+            }
+            const Recompute rest = selective_helps ? Recompute::selective : Recompute::none;
+            for (int k = 1; k <= per_stage && !fits(); ++k) {
+                for (int vs : chunks) {
+                    RecomputePlan rp = uniform(rest, per_stage - k);
+                    rp.full = k;
+                    cost_stage(ctx, plan.stages[static_cast<std::size_t>(vs)], rp);
+                }
+            }
+        }
+    }
+
+    // Transfers between consecutive virtual stages: each tensor-parallel rank sends its share
+    // of the s x b x h activation (Megatron's scatter-gather of pipeline tensors).
+    const auto act_bytes = [&]() -> std::int64_t {
+        const std::int64_t e_bytes = hardware::bytes_per_element(e.training.dtype);
+        if (!e.model.is_transformer())
+            return std::int64_t{e.training.micro_batch} * e.model.hidden * e_bytes / par.tp;
+        return std::int64_t{e.model.seq} * e.training.micro_batch * e.model.hidden * e_bytes /
+               par.tp;
+    }();
+    std::map<std::pair<int, int>, double> p2p_cache;
+    for (int vs = 0; vs + 1 < V; ++vs) {
+        VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
+        const int from = gpu_of(par, 0, 0, vs % par.pp);
+        const int to = gpu_of(par, 0, 0, (vs + 1) % par.pp);
+        const auto key = std::make_pair(from, to);
+        if (!p2p_cache.count(key))
+            p2p_cache[key] = p2p_seconds(*plan.topology, from, to, act_bytes);
+        st.send_bytes = act_bytes;
+        st.send_forward = p2p_cache[key];
+        st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key];
+    }
+    plan_ranks(ctx, plan);
+    return plan;
+}
+
+} // namespace clustersim::strategies::parallel

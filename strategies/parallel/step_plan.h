@@ -1,0 +1,137 @@
+#pragma once
+/// \file
+/// The plan of one training step: what each pipeline rank runs and how long each piece takes,
+/// before the pieces are put on a timeline.
+///
+/// Built once per experiment from the model's layer work (strategies/models), the kernel cost
+/// model and the collectives' closed forms, it holds for every virtual stage the duration of a
+/// forward and of a backward pass (compute, recompute, exposed tensor-parallel communication and
+/// host dispatch, see PassCost), the activations a micro-batch keeps, the gradients it produces
+/// and when they are ready for data-parallel buckets; for every pipeline rank its model state,
+/// its data-parallel communication and its optimizer step. training_step.h lays the plan out in
+/// time, analytically (a DAG pass) or on the flow network.
+///
+/// The host: a framework such as Megatron issues kernels from one Python thread. Each kernel
+/// (collectives included) costs the host `host_overhead` to issue; the GPU runs a kernel when it
+/// has been issued, its stream is free and the collectives it needs are done. Small models are
+/// host-bound this way, large ones GPU-bound, and the pass time says which.
+
+#include "hardware/compute_model.h"
+#include "hardware/topology.h"
+#include "strategies/collectives/communicator.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/pipeline_schedule.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace clustersim::strategies::parallel {
+
+/// Components of one pass on the compute stream (seconds). time = compute + recompute + tp_wait
+/// + host_wait.
+struct PassCost {
+    double time = 0;
+    double compute = 0;   ///< forward (or backward) kernels
+    double recompute = 0; ///< recompute kernels run before a backward
+    double tp_wait = 0;   ///< waiting for tensor-parallel collectives
+    double host_wait = 0; ///< waiting for the host to issue kernels
+    int kernels = 0;      ///< kernels issued, collectives included
+
+    PassCost& operator+=(const PassCost& o);
+};
+PassCost operator-(PassCost a, const PassCost& b);
+PassCost operator*(PassCost a, double k);
+
+/// A data-parallel gradient bucket of one virtual stage.
+struct GradBucket {
+    std::int64_t bytes = 0; ///< gradient bytes (as reduced)
+    double ready = 0;       ///< seconds after the start of the chunk's last backward pass
+};
+
+/// Recompute of one virtual stage's layers.
+struct RecomputePlan {
+    int none = 0;
+    int selective = 0;
+    int full = 0;
+};
+
+/// One model chunk: a virtual stage of the pipeline.
+struct VirtualStagePlan {
+    int index = 0; ///< virtual stage: chunk * pp + rank
+    int rank = 0;  ///< pipeline rank that runs it
+    int chunk = 0;
+    int first_layer = 0;
+    int layers = 0;
+    bool embedding = false; ///< holds the embedding (first virtual stage)
+    bool head = false;      ///< holds the LM head and loss (last virtual stage)
+    RecomputePlan recompute;
+    PassCost forward;
+    PassCost backward;
+    std::int64_t activation_bytes = 0; ///< kept per micro-batch from forward to backward
+    std::int64_t transient_bytes = 0;  ///< extra held while its backward runs (recomputed)
+    std::int64_t parameters = 0;       ///< held by one tensor-parallel rank
+    std::vector<GradBucket> buckets;   ///< in the order the backward produces them
+    double send_forward = 0;           ///< activation transfer to the next virtual stage (seconds)
+    double send_backward = 0;          ///< gradient transfer from the next virtual stage (seconds)
+    std::int64_t send_bytes = 0;       ///< bytes of one such transfer, per tensor-parallel rank
+};
+
+/// A collective of the data-parallel phase of one rank.
+struct DpCollective {
+    collectives::Collective collective;
+    double time = 0;              ///< analytic prediction
+    int chunk = 0;                ///< model chunk whose gradients it reduces (-1: after the step)
+    int bucket = -1;              ///< index in the chunk's buckets (-1: all of them, at the end)
+    bool after_optimizer = false; ///< ZeRO's parameter all-gather
+    const char* what = "";
+};
+
+struct RankPlan {
+    int rank = 0;
+    int gpu = 0; ///< the representative GPU simulated for this rank
+    std::int64_t parameters = 0;
+    std::int64_t weights_bytes = 0;
+    std::int64_t grads_bytes = 0;
+    std::int64_t optimizer_bytes = 0;
+    double optimizer_time = 0;
+    std::vector<DpCollective> dp; ///< in issue order on the data-parallel stream
+    std::vector<int> dp_group;    ///< GPUs of the representative's data-parallel group
+    std::vector<int> tp_group;    ///< GPUs of the representative's tensor-parallel group
+};
+
+struct StepPlan {
+    const ExperimentSpec* experiment = nullptr;
+    std::shared_ptr<const hardware::Topology> topology;
+    PipelineShape shape;
+    std::vector<std::vector<PipePass>> orders;
+    std::vector<VirtualStagePlan> stages; ///< by virtual stage index
+    std::vector<RankPlan> ranks;
+    std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL and library workspaces per GPU
+    std::int64_t capacity_bytes = 0;
+    double host_overhead = 0;
+    bool automatic_recompute = false;
+    /// Recompute actually used on every layer when not automatic.
+    models::Recompute uniform_recompute = models::Recompute::none;
+
+    const VirtualStagePlan& stage(int vs) const { return stages[static_cast<std::size_t>(vs)]; }
+};
+
+/// Builds the plan of `e` on `topology` (which must be the cluster of `e`). `recompute_plan`
+/// fixes the recompute of each virtual stage (tests and the automatic search use it); empty:
+/// from the experiment (for `auto`, the cheapest plan per rank that fits in memory).
+StepPlan build_step_plan(const ExperimentSpec& e,
+                         std::shared_ptr<const hardware::Topology> topology);
+
+/// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
+std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);
+
+/// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p`
+/// (Megatron's order: tensor-parallel fastest, then data-parallel, then pipeline).
+inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank) {
+    return t + p.tp * (d + p.dp * pp_rank);
+}
+
+} // namespace clustersim::strategies::parallel

@@ -1,0 +1,122 @@
+#pragma once
+/// \file
+/// One training step of an experiment, simulated: step time, where it goes, memory per GPU.
+///
+///     ExperimentSpec e = load_experiment("configs/experiments/gpt3-175B-64xA100.yaml");
+///     StepResult r = simulate_step(e, Fidelity::analytic);
+///     r.step_time_s, r.breakdown.pp_bubble_s, r.memory[0].peak_bytes, r.oom ...
+///
+/// Symmetry: data-parallel replicas and tensor-parallel peers do the same work at the same
+/// time, so the simulation runs one representative GPU per pipeline rank (tensor-parallel rank
+/// 0 of data-parallel replica 0) and says so in `simulated_gpus`. Collectives still span their
+/// whole groups (a data-parallel all-reduce is timed over all dp GPUs).
+///
+/// Fidelities (one interface, tests hold them together):
+/// - analytic: pass durations from the step plan, transfers and collectives from their closed
+///   forms, the pipeline timed as a DAG (schedule_timing.h). Fast enough for sweeps.
+/// - flow: the same passes as tasks on in-order streams (compute, pipeline sends, data-parallel
+///   collectives) executed by the event engine, with every pipeline transfer and data-parallel
+///   collective played on the flow network of the cluster graph, so that they contend for NICs
+///   and links. Tensor-parallel collectives stay inside the passes (analytic): they are serial
+///   with the compute stream and, within a node, on links nothing else uses.
+///
+/// The breakdown is that of the rank whose step ends last (the critical rank) and sums to the
+/// step time: compute + recompute + host + tp_comm_exposed + pp_bubble + pp_comm_exposed +
+/// dp_comm_exposed + optimizer.
+
+#include "strategies/collectives/collective.h"
+#include "strategies/parallel/experiment.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clustersim::strategies::parallel {
+
+using collectives::Fidelity;
+
+struct Breakdown {
+    double compute_s = 0;         ///< forward and backward kernels
+    double recompute_s = 0;       ///< recompute kernels
+    double host_s = 0;            ///< the GPU idle while the host issues kernels
+    double tp_comm_exposed_s = 0; ///< waiting for tensor-parallel collectives
+    double pp_bubble_s = 0;       ///< pipeline idle: warm-up, cool-down, unequal stages
+    double pp_comm_exposed_s = 0; ///< idle while a pipeline transfer it waits for is in flight
+    double dp_comm_exposed_s = 0; ///< waiting for data-parallel collectives
+    double optimizer_s = 0;
+};
+
+struct StageMemory {
+    int stage = 0; ///< pipeline rank
+    std::int64_t peak_bytes = 0;
+    std::int64_t weights_bytes = 0;
+    std::int64_t grads_bytes = 0;
+    std::int64_t optimizer_bytes = 0;
+    std::int64_t activations_bytes = 0; ///< peak of kept + transient activations
+    std::int64_t runtime_bytes = 0;     ///< CUDA context, NCCL, workspaces (hardware file)
+    std::string recompute;              ///< the recompute of its layers, e.g. "12 selective"
+};
+
+/// Streams of a simulated GPU, as the trace and the timeline show them.
+enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3 };
+
+struct TimelineBar {
+    int rank = 0;
+    TimelineStream stream = TimelineStream::compute;
+    double start = 0;
+    double end = 0;
+    std::string kind;  ///< forward, backward, recompute, optimizer, pp-comm, dp-comm
+    std::string label; ///< "F3", "B3", "F3.1" (micro-batch, chunk), "AR 25 MiB"
+};
+
+/// Activations held by a rank from `time` on.
+struct MemoryPoint {
+    int rank = 0;
+    double time = 0;
+    std::int64_t activations_bytes = 0;
+};
+
+struct StepResult {
+    std::string experiment;
+    Fidelity fidelity = Fidelity::analytic;
+    int gpus = 0;
+    int tp = 1, pp = 1, dp = 1, micro_batches = 1, virtual_stages = 1;
+    std::string schedule;
+
+    double step_time_s = 0;
+    double tokens_per_s = 0;
+    double mfu = 0;                   ///< model FLOPs / (step time x GPUs x dense peak)
+    double model_flops = 0;           ///< per iteration, without recompute
+    double bubble_fraction = 0;       ///< pp_bubble_s / step_time_s
+    double ideal_bubble_fraction = 0; ///< the schedule's closed form with equal stages
+    Breakdown breakdown;
+    int critical_rank = 0; ///< the pipeline rank the breakdown describes
+
+    std::vector<StageMemory> memory; ///< per pipeline rank
+    std::int64_t peak_bytes_max = 0;
+    std::int64_t capacity_bytes = 0;
+    bool oom = false;
+    int oom_stage = -1;
+    std::int64_t oom_excess_bytes = 0;
+    std::string oom_fix;        ///< a recompute or ZeRO setting that would fit, or what else to try
+    std::string recompute_plan; ///< per rank, e.g. "auto: stage 0: 4 full + 8 selective, ..."
+
+    std::vector<int> simulated_gpus;
+    std::string simulated_note;
+    std::uint64_t events = 0; ///< engine events (flow fidelity)
+
+    std::vector<TimelineBar> bars; ///< filled when asked for a timeline
+    std::vector<MemoryPoint> memory_points;
+};
+
+struct StepOptions {
+    Fidelity fidelity = Fidelity::analytic;
+    bool timeline = false;  ///< record bars and memory points (traces, Gantt charts)
+    bool oom_advice = true; ///< when out of memory, search a setting that fits
+};
+
+/// Simulates one step of `e`. Throws InputError for configurations that cannot run (already
+/// refused by validate_experiment when `e` came from load_experiment).
+StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options = {});
+
+} // namespace clustersim::strategies::parallel
