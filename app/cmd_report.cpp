@@ -1,5 +1,6 @@
 // clustersim report validation: the accuracy tables of docs/validation.md.
 #include "app/cli.h"
+#include "app/collective_accuracy.h"
 #include "app/output.h"
 #include "app/report_compute.h"
 #include "app/report_sections.h"
@@ -21,6 +22,7 @@ namespace clustersim::app {
 std::vector<ReportSection> report_sections() {
     std::vector<ReportSection> sections;
     // Sections are added here as each area lands (collectives, training steps, calibration).
+    sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
     return sections;
 }
