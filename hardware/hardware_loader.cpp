@@ -116,8 +116,6 @@ GemmTile parse_tile(const YamlMap& m, std::string_view key, const YAML::Node& no
 
 void apply_compute(YamlMap m, ComputeSpec& c) {
     m.read_time("launch_overhead", c.launch_overhead);
-    m.read_time("host_overhead", c.host_overhead);
-    m.read_bytes("runtime_memory", c.runtime_memory, false);
     if (m.has("gemm")) {
         YamlMap g = m.map("gemm");
         if (g.has("tiles")) {
@@ -160,6 +158,23 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
         mem.read_bytes("half_efficiency_bytes", c.memory_half_efficiency_bytes, false);
         mem.finish();
     }
+    m.finish();
+}
+
+void apply_framework(YamlMap m, FrameworkSpec& f) {
+    m.read_time("host_overhead", f.host_overhead);
+    if (m.has("gemm_efficiency")) {
+        f.gemm_efficiency = m.number("gemm_efficiency", 0.01);
+        if (f.gemm_efficiency > 1.0)
+            m.fail("gemm_efficiency", "expected a fraction in (0, 1]");
+    }
+    if (m.has("memory_efficiency")) {
+        f.memory_efficiency = m.number("memory_efficiency", 0.01);
+        if (f.memory_efficiency > 1.0)
+            m.fail("memory_efficiency", "expected a fraction in (0, 1]");
+    }
+    m.read_time("p2p_overhead", f.p2p_overhead);
+    m.read_bytes("runtime_memory", f.runtime_memory, false);
     m.finish();
 }
 
@@ -219,6 +234,8 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int dept
         apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
         apply_compute(root.map("compute"), spec.compute);
+    if (root.has("framework"))
+        apply_framework(root.map("framework"), spec.framework);
     root.read("nodes", spec.nodes, 1, 1 << 20);
     root.finish();
     return spec;

@@ -84,13 +84,6 @@ inline constexpr int kMaxGemmTiles = 8;
 struct ComputeSpec {
     /// Fixed cost of every kernel (launch and the gap between back-to-back kernels).
     sim::Time launch_overhead = sim::Time::zero();
-    /// Host (CPU) time to issue one kernel from the training framework (Python, PyTorch
-    /// dispatch, the launch call). A GPU starves when its kernels are shorter than this: small
-    /// models are host-bound. Used by the training-step model (strategies/parallel/step_plan.h).
-    sim::Time host_overhead = sim::Time::zero();
-    /// GPU memory the software stack takes before the model: CUDA context, NCCL buffers,
-    /// cuBLAS workspaces, allocator slack. Counted in every GPU's peak memory.
-    std::int64_t runtime_memory = 0;
     /// The CTA output tiles (M x N) the GEMM library chooses among (the fastest is taken, as
     /// cuBLAS's heuristics do), and CTAs resident per SM: waves of tiles over the SMs.
     std::array<GemmTile, kMaxGemmTiles> gemm_tiles{};
@@ -117,6 +110,26 @@ struct ComputeSpec {
     double gemm_eff(Dtype d) const { return gemm_efficiency[static_cast<std::size_t>(d)]; }
 };
 
+/// The training software stack as it behaves on this hardware (Megatron-LM on PyTorch by
+/// default): what end-to-end steps show beyond the kernels' microbenchmarks. Calibrated from
+/// measured training steps (`clustersim calibrate fit`); used by the training-step model.
+struct FrameworkSpec {
+    /// Host (CPU) time to issue one kernel (Python, PyTorch dispatch, the launch call). A GPU
+    /// starves when its kernels are shorter than this: small models are host-bound.
+    sim::Time host_overhead = sim::Time::zero();
+    /// Fraction of the microbenchmark rate GEMMs (and attention kernels) reach inside training:
+    /// transposed layouts, epilogues, mixed shapes. 1 = as the compute model predicts.
+    double gemm_efficiency = 1.0;
+    /// The same for memory-bound kernels (unfused elementwise ops, softmax, optimizer).
+    double memory_efficiency = 1.0;
+    /// Time one pipeline send/receive costs beyond its transfer: the P2P call, its handshake
+    /// and the device synchronisation Megatron puts around it.
+    sim::Time p2p_overhead = sim::Time::zero();
+    /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
+    /// workspaces, allocator slack. Counted in every GPU's peak memory.
+    std::int64_t runtime_memory = 0;
+};
+
 /// A whole cluster: `nodes` identical nodes on one network.
 struct ClusterSpec {
     std::string name;        ///< preset name or file stem
@@ -124,7 +137,8 @@ struct ClusterSpec {
     NodeSpec node;
     NetworkSpec network;
     CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
-    ComputeSpec compute; ///< kernel cost model of the node's GPU
+    ComputeSpec compute;          ///< kernel cost model of the node's GPU
+    FrameworkSpec framework;      ///< the training software stack (training-step model)
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

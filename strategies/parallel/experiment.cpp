@@ -44,7 +44,8 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
         if (p.empty())
             throw InputError("--set: malformed key '" + key + "'");
     }
-    YAML::Node node = root;
+    YAML::Node node;
+    node.reset(root);
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
         YAML::Node child = node[parts[i]];
         if (child.IsScalar()) {
@@ -58,7 +59,8 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
         } else if (!child.IsMap()) {
             throw InputError("--set " + key + ": '" + parts[i] + "' is not a mapping");
         }
-        node = node[parts[i]];
+        // reset() rebinds the handle; operator= would overwrite the node's content.
+        node.reset(node[parts[i]]);
     }
     node[parts.back()] = value;
 }
@@ -100,7 +102,30 @@ void read_parallel(hardware::YamlMap m, ParallelSpec& p) {
     m.read("zero", p.zero, 0, 3);
     m.read("dp_overlap", p.dp_overlap);
     m.read_bytes("dp_bucket", p.dp_bucket);
+    m.read("pp_overlap", p.pp_overlap);
     m.finish();
+}
+
+} // namespace
+
+namespace {
+
+/// Reads model, training and parallel from `root` into `e` (whose cluster is set).
+void read_workload(hardware::YamlMap& root, ExperimentSpec& e, const std::string& file) {
+    if (!root.has("model"))
+        root.missing("model", "a preset like gpt3-175B or a mapping");
+    try {
+        e.model = models::load_model_node(root.raw("model"), file);
+    } catch (const InputError& err) {
+        if (root.raw("model").IsScalar())
+            root.fail("model", err.what());
+        throw;
+    }
+    if (!root.has("training"))
+        root.missing("training", "global_batch at least");
+    read_training(root.map("training"), e.training);
+    if (root.has("parallel"))
+        read_parallel(root.map("parallel"), e.parallel);
 }
 
 } // namespace
@@ -147,21 +172,25 @@ ExperimentSpec load_experiment(const std::string& path,
     } catch (const InputError& err) {
         root.fail(root.has("gpus") ? "gpus" : "nodes", err.what());
     }
+    read_workload(root, e, path);
+    root.finish();
+    validate_experiment(e);
+    return e;
+}
 
-    if (!root.has("model"))
-        root.missing("model", "a preset like gpt3-175B or a mapping");
-    try {
-        e.model = models::load_model_node(root.raw("model"), path);
-    } catch (const InputError& err) {
-        if (root.raw("model").IsScalar())
-            root.fail("model", err.what());
-        throw;
-    }
-    if (!root.has("training"))
-        root.missing("training", "global_batch at least");
-    read_training(root.map("training"), e.training);
-    if (root.has("parallel"))
-        read_parallel(root.map("parallel"), e.parallel);
+ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
+                               const std::vector<std::pair<std::string, std::string>>& settings,
+                               const std::string& name) {
+    YAML::Node doc(YAML::NodeType::Map);
+    for (const auto& [key, value] : settings)
+        apply_override(doc, key, value);
+    hardware::YamlMap root(doc, name);
+    ExperimentSpec e;
+    e.file = name;
+    e.name = name;
+    e.gpus = gpus;
+    e.cluster = hardware::with_gpu_count(cluster, gpus);
+    read_workload(root, e, name);
     root.finish();
     validate_experiment(e);
     return e;

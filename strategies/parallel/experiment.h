@@ -48,6 +48,9 @@ struct ParallelSpec {
     /// all-reduce of all gradients after the last backward.
     bool dp_overlap = true;
     std::int64_t dp_bucket = std::int64_t{25} << 20; ///< bytes per bucket (PyTorch DDP: 25 MiB)
+    /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:
+    /// the sender waits for each send to complete, as Megatron's default schedules do.
+    bool pp_overlap = false;
 };
 
 struct ExperimentSpec {
@@ -75,6 +78,13 @@ struct ExperimentSpec {
 ExperimentSpec
 load_experiment(const std::string& path,
                 const std::vector<std::pair<std::string, std::string>>& overrides = {});
+
+/// An experiment on a given cluster from settings alone ("model=gpt3-175B",
+/// "model.layers=24", "training.global_batch=16", "parallel.tp=2"), as measurement files and
+/// sweeps describe steps. `name` names it in messages. Validates it.
+ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
+                               const std::vector<std::pair<std::string, std::string>>& settings,
+                               const std::string& name);
 
 /// Parses "KEY=VALUE" as given to --set; throws InputError if malformed.
 std::pair<std::string, std::string> parse_override(const std::string& text);

@@ -72,10 +72,17 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                 const double end = start + dur;
                 (pass.kind == PassKind::forward ? fwd_end : bwd_end)[at(pass.micro_batch, vs)] =
                     end;
-                free_at[p] = end;
+                double released = end;
+                if (d.blocking_sends) {
+                    if (pass.kind == PassKind::forward && vs + 1 < V)
+                        released += xfer_f[vs];
+                    else if (pass.kind == PassKind::backward && vs > 0)
+                        released += xfer_b[vs - 1];
+                }
+                free_at[p] = released;
                 t.busy[p] += dur;
-                t.ranks[p].push_back(PassTime{pass, vs, start, end, ready});
-                t.makespan = std::max(t.makespan, end);
+                t.ranks[p].push_back(PassTime{pass, vs, start, end, ready, released});
+                t.makespan = std::max(t.makespan, released);
                 ++next[p];
                 --remaining;
                 progressed = true;

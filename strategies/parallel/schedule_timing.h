@@ -23,6 +23,9 @@ struct PassDurations {
     /// Transfer time of a micro-batch's activation from virtual stage `vs` to `vs + 1`
     /// (forward) or of its gradient from `vs + 1` to `vs` (backward).
     std::function<double(PassKind kind, int vs)> transfer;
+    /// The sender's compute stream waits for its sends to complete (Megatron's synchronous
+    /// point-to-point communication); false: sends overlap the sender's next pass.
+    bool blocking_sends = false;
 };
 
 /// Start and end of one pass, in seconds from the start of the step.
@@ -31,7 +34,8 @@ struct PassTime {
     int virtual_stage;
     double start;
     double end;
-    double ready; ///< when its inputs had arrived (start - ready: it waited for its rank)
+    double ready;    ///< when its inputs had arrived (start - ready: it waited for its rank)
+    double released; ///< when its rank could go on: its end, or the end of a blocking send
 };
 
 struct ScheduleTiming {

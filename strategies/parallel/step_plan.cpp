@@ -112,7 +112,10 @@ struct Unit {
 
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
 void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
-               hardware::Dtype dtype, double host_overhead, Clock& c, PassCost& cost) {
+               hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c, PassCost& cost) {
+    const double host_overhead = fw.host_overhead.seconds();
+    const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
+    const double inv_memory_eff = 1.0 / fw.memory_efficiency;
     for (const Unit& u : units) {
         const auto& ops = u.work->ops;
         const int n = ops.count();
@@ -152,7 +155,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
             const double start = std::max(host_ready, wait_for(i));
             cost.host_wait += host_ready - c.gpu;
             cost.tp_wait += start - host_ready;
-            const double t = op.time.seconds();
+            const double t =
+                op.time.seconds() *
+                (op.kind == models::OpKind::memory_bound ? inv_memory_eff : inv_gemm_eff);
             (u.recompute ? cost.recompute : cost.compute) += t;
             c.gpu = start + t;
             for (std::size_t k = 0; k < w.collectives.size(); ++k) {
@@ -172,14 +177,15 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
 void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
-                hardware::Dtype dtype, double host_overhead, Clock& c, PassCost& cost) {
+                hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c,
+                PassCost& cost) {
     constexpr int kSimulated = 3;
     Clock before = c;
     PassCost before_cost = cost;
     for (int i = 0; i < std::min(count, kSimulated); ++i) {
         before = c;
         before_cost = cost;
-        run_units(w, units, tp, dtype, host_overhead, c, cost);
+        run_units(w, units, tp, dtype, fw, c, cost);
     }
     if (count > kSimulated) {
         const double k = count - kSimulated;
@@ -217,7 +223,7 @@ struct Context {
     LayerWork head;
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
-    double host_overhead;
+    hardware::FrameworkSpec fw;
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -228,7 +234,7 @@ const LayerWork& layer_of(const Context& ctx, Recompute r) {
 void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
     const auto dtype = ctx.e.training.dtype;
-    const double ho = ctx.host_overhead;
+    const hardware::FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
     const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
@@ -344,7 +350,8 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         if (!e.training.forward_only)
             r.optimizer_time = models::optimizer_step(updated, e.training.dtype,
                                                       e.training.optimizer, par.zero, ctx.cm)
-                                   .time.seconds();
+                                   .time.seconds() /
+                               ctx.fw.memory_efficiency;
         plan.ranks.push_back(std::move(r));
     }
     if (e.training.forward_only)
@@ -447,8 +454,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
     plan.orders = pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
-    plan.runtime_bytes = e.cluster.compute.runtime_memory;
-    plan.host_overhead = e.cluster.compute.host_overhead.seconds();
+    plan.runtime_bytes = e.cluster.framework.runtime_memory;
+    plan.host_overhead = e.cluster.framework.host_overhead.seconds();
 
     Context ctx{e,
                 hardware::ComputeModel(e.cluster),
@@ -457,7 +464,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                 {},
                 nullptr,
                 CollectiveTimes(nullptr),
-                plan.host_overhead};
+                e.cluster.framework};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -559,8 +566,9 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (!p2p_cache.count(key))
             p2p_cache[key] = p2p_seconds(*plan.topology, from, to, act_bytes);
         st.send_bytes = act_bytes;
-        st.send_forward = p2p_cache[key];
-        st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key];
+        const double overhead = from == to ? 0.0 : e.cluster.framework.p2p_overhead.seconds();
+        st.send_forward = p2p_cache[key] + overhead;
+        st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key] + overhead;
     }
     plan_ranks(ctx, plan);
     return plan;

@@ -27,6 +27,7 @@ struct ExecutedPass {
     double end = 0;
     double send_start = kNone; ///< when the transfer of its input started (none: -1)
     double arrival = kNone;    ///< when that transfer ended
+    double released = 0;       ///< when its rank went on (after a blocking send: later than end)
 };
 
 struct Interval {
@@ -79,6 +80,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
     d.transfer = [&](PassKind k, int vs) {
         return k == PassKind::forward ? plan.stage(vs).send_forward : plan.stage(vs).send_backward;
     };
+    d.blocking_sends = !plan.experiment->parallel.pp_overlap;
     const ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
     const int V = P * plan.shape.virtual_stages;
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
@@ -95,7 +97,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
     for (int p = 0; p < P; ++p) {
         ExecutedRank& r = out[static_cast<std::size_t>(p)];
         for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
-            ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, kNone, kNone};
+            ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, kNone, kNone, t.released};
             const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
             if (t.pass.kind == PassKind::forward && t.virtual_stage > 0) {
                 e.send_start = fwd_end[j * V + t.virtual_stage - 1];
@@ -113,7 +115,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
             }
             r.passes.push_back(e);
         }
-        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().end;
+        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().released;
     }
 
     // Data-parallel streams, in issue order; the embedding all-reduce shared by the first and
@@ -229,14 +231,25 @@ FlowRun run_flow(const StepPlan& plan) {
         streams.push_back(
             {g.add_stream("compute", p), g.add_stream("pp", p), g.add_stream("dp", p)});
 
-    // Pass tasks; a rank's last backward of a chunk is split at its bucket boundaries so that
-    // buckets can start as the gradients become ready.
+    // Pass tasks, each followed by its send to the next virtual stage (forward) or the
+    // previous one (backward). Synchronous sends (Megatron's default) go on the compute stream,
+    // so the sender waits for them; with pp_overlap they go on the pp stream. A rank's last
+    // backward of a chunk is split at its bucket boundaries so that buckets can start as the
+    // gradients become ready.
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
     std::vector<sim::TaskId> fwd_task(m * V), bwd_first(m * V), bwd_last(m * V);
     std::vector<std::vector<sim::TaskId>> pass_first(static_cast<std::size_t>(P)),
         pass_last(static_cast<std::size_t>(P));
+    std::vector<std::vector<int>> pass_send(static_cast<std::size_t>(P)); ///< send task or -1
     std::vector<std::vector<std::vector<sim::TaskId>>> bucket_ready(static_cast<std::size_t>(P));
     const bool overlap = par.dp > 1 && par.dp_overlap && !plan.shape.forward_only;
+    struct SendRecord {
+        int sender;
+        sim::TaskId task;
+        std::string label;
+    };
+    std::vector<SendRecord> sends;
+    std::map<std::size_t, sim::TaskId> fwd_send, bwd_send; // by receiver key
     for (int p = 0; p < P; ++p) {
         const auto& order = plan.orders[static_cast<std::size_t>(p)];
         const auto last_b = last_backward_of_chunk(order, v);
@@ -245,7 +258,8 @@ FlowRun run_flow(const StepPlan& plan) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, P);
             const auto& st = plan.stage(vs);
-            const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
+            const std::size_t j = static_cast<std::size_t>(pass.micro_batch);
+            const std::size_t key = j * V + vs;
             const std::string name = pass_label(pass, v);
             if (pass.kind == PassKind::forward) {
                 const auto id = g.add_task(
@@ -253,78 +267,65 @@ FlowRun run_flow(const StepPlan& plan) {
                 fwd_task[key] = id;
                 pass_first[p].push_back(id);
                 pass_last[p].push_back(id);
-                continue;
+            } else {
+                const bool split =
+                    overlap && static_cast<int>(i) == last_b[static_cast<std::size_t>(pass.chunk)];
+                double at = 0;
+                sim::TaskId first = 0, last = 0;
+                bool any = false;
+                auto segment = [&](double until) {
+                    const auto id = g.add_task({name,
+                                                streams[p].compute,
+                                                sim::Time::from_seconds(std::max(0.0, until - at)),
+                                                {},
+                                                0});
+                    if (!any)
+                        first = id;
+                    last = id;
+                    any = true;
+                    at = until;
+                    return id;
+                };
+                if (split) {
+                    for (const GradBucket& bucket : st.buckets)
+                        bucket_ready[p][static_cast<std::size_t>(pass.chunk)].push_back(
+                            segment(std::min(bucket.ready, st.backward.time)));
+                }
+                if (!any || at < st.backward.time)
+                    segment(st.backward.time);
+                bwd_first[key] = first;
+                bwd_last[key] = last;
+                pass_first[p].push_back(first);
+                pass_last[p].push_back(last);
             }
-            const bool split =
-                overlap && static_cast<int>(i) == last_b[static_cast<std::size_t>(pass.chunk)];
-            double at = 0;
-            sim::TaskId first = 0, last = 0;
-            bool any = false;
-            auto segment = [&](double until, const std::string& label) {
-                const auto id = g.add_task({label,
-                                            streams[p].compute,
-                                            sim::Time::from_seconds(std::max(0.0, until - at)),
-                                            {},
-                                            0});
-                if (!any)
-                    first = id;
-                last = id;
-                any = true;
-                at = until;
-                return id;
-            };
-            if (split) {
-                for (const GradBucket& b : st.buckets)
-                    bucket_ready[p][static_cast<std::size_t>(pass.chunk)].push_back(
-                        segment(std::min(b.ready, st.backward.time), name));
-            }
-            if (!any || at < st.backward.time)
-                segment(st.backward.time, name);
-            bwd_first[key] = first;
-            bwd_last[key] = last;
-            pass_first[p].push_back(first);
-            pass_last[p].push_back(last);
-        }
-    }
 
-    // Pipeline transfers: sender's pass -> send (on the sender's pp stream) -> receiver's pass.
-    struct SendRecord {
-        int sender;
-        sim::TaskId task;
-        std::string label;
-    };
-    std::vector<SendRecord> sends;
-    std::map<std::size_t, sim::TaskId> fwd_send, bwd_send; // by receiver key
-    // Add sends in the senders' execution order so each pp stream runs them in that order.
-    for (int p = 0; p < P; ++p) {
-        for (const PipePass& pass : plan.orders[static_cast<std::size_t>(p)]) {
-            const int vs = virtual_stage(pass.chunk, p, P);
-            const std::size_t j = static_cast<std::size_t>(pass.micro_batch);
             int to_vs = -1;
             if (pass.kind == PassKind::forward && vs + 1 < V)
                 to_vs = vs + 1;
             if (pass.kind == PassKind::backward && vs > 0)
                 to_vs = vs - 1;
-            if (to_vs < 0)
+            if (to_vs < 0) {
+                pass_send[p].push_back(-1);
                 continue;
+            }
             const int to_rank = to_vs % P;
-            const auto& st = plan.stage(std::min(vs, to_vs));
+            const auto& sender_stage = plan.stage(std::min(vs, to_vs));
             const int from_gpu = plan.ranks[static_cast<std::size_t>(p)].gpu;
             const int to_gpu = plan.ranks[static_cast<std::size_t>(to_rank)].gpu;
             sim::TaskAction action;
-            if (from_gpu != to_gpu && st.send_bytes > 0) {
+            if (from_gpu != to_gpu && sender_stage.send_bytes > 0) {
                 collectives::Collective c;
                 c.op = collectives::Op::send_recv;
                 c.dtype = hardware::Dtype::fp32;
-                c.bytes = st.send_bytes;
+                c.bytes = sender_stage.send_bytes;
                 action = collective_task(&pair_comm(from_gpu, to_gpu), c);
             }
-            const auto id =
-                g.add_task({pass_label(pass, v), streams[p].pp, sim::Time::zero(), action, 0});
-            g.add_dependency(
-                pass.kind == PassKind::forward ? fwd_task[j * V + vs] : bwd_last[j * V + vs], id);
+            const sim::StreamId stream = par.pp_overlap ? streams[p].pp : streams[p].compute;
+            const auto id = g.add_task({name, stream, sim::Time::zero(), action, 0});
+            g.add_dependency(pass_last[p].back(), id);
             (pass.kind == PassKind::forward ? fwd_send : bwd_send)[j * V + to_vs] = id;
-            sends.push_back({p, id, pass_label(pass, v)});
+            sends.push_back({p, id, name});
+            pass_send[p].push_back(static_cast<int>(id));
         }
     }
     for (std::size_t key = 0; key < m * V; ++key) {
@@ -418,7 +419,10 @@ FlowRun run_flow(const StepPlan& plan) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, P);
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
-            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), kNone, kNone};
+            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), kNone, kNone, 0};
+            x.released = x.end;
+            if (!par.pp_overlap && pass_send[p][i] >= 0)
+                x.released = e(static_cast<sim::TaskId>(pass_send[p][i]));
             if (pass.kind == PassKind::forward && vs > 0) {
                 x.send_start = s(fwd_send.at(key));
                 x.arrival = e(fwd_send.at(key));
@@ -428,7 +432,7 @@ FlowRun run_flow(const StepPlan& plan) {
             }
             r.passes.push_back(x);
         }
-        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().end;
+        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().released;
         r.optimizer_start = s(optimizer[p]);
         r.optimizer_end = e(optimizer[p]);
         r.end = r.optimizer_end;
@@ -506,6 +510,7 @@ void account_memory(const StepPlan& plan, StepResult& r) {
 Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, double step) {
     Breakdown b;
     double prev_end = 0;
+    double prev_released = 0;
     for (const ExecutedPass& x : r.passes) {
         const auto& st = plan.stage(x.vs);
         const PassCost& c = x.pass.kind == PassKind::forward ? st.forward : st.backward;
@@ -514,12 +519,23 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, do
         b.recompute_s += c.recompute;
         b.tp_comm_exposed_s += c.tp_wait;
         b.host_s += c.host_wait;
-        const double gap = std::max(0.0, x.start - prev_end);
-        if (gap > 0 && x.arrival != kNone && x.arrival > prev_end)
-            b.pp_comm_exposed_s += std::min(gap, x.arrival - std::max(prev_end, x.send_start));
+        // Idle before this pass: first the previous pass's blocking send (the rank was busy
+        // sending), then the transfer of this pass's input while it was in flight; the rest is
+        // bubble.
+        double idle_from = prev_end;
+        if (prev_released > prev_end) {
+            b.pp_comm_exposed_s += std::min(x.start, prev_released) - prev_end;
+            idle_from = std::min(x.start, prev_released);
+        }
+        const double gap = std::max(0.0, x.start - idle_from);
+        if (gap > 0 && x.arrival != kNone && x.arrival > idle_from)
+            b.pp_comm_exposed_s += std::min(gap, x.arrival - std::max(idle_from, x.send_start));
         prev_end = x.end;
+        prev_released = x.released;
     }
     b.optimizer_s = plan.ranks[static_cast<std::size_t>(rank)].optimizer_time;
+    if (prev_released > prev_end)
+        b.pp_comm_exposed_s += prev_released - prev_end; // the last pass's blocking send
     b.dp_comm_exposed_s =
         std::max(0.0, r.optimizer_start - r.last_pass_end) + std::max(0.0, r.end - r.optimizer_end);
     const double accounted = b.compute_s + b.recompute_s + b.tp_comm_exposed_s + b.host_s +

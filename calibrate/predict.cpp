@@ -1,0 +1,25 @@
+#include "calibrate/predict.h"
+
+#include "strategies/parallel/training_step.h"
+
+namespace clustersim::calibrate {
+
+strategies::parallel::ExperimentSpec step_experiment(const hardware::ClusterSpec& cluster,
+                                                     const StepMeasurement& step) {
+    std::vector<std::pair<std::string, std::string>> settings;
+    for (const auto& o : step.overrides())
+        settings.push_back(strategies::parallel::parse_override(o));
+    return strategies::parallel::make_experiment(cluster, step.gpus, settings,
+                                                 step.source.empty() ? "step" : step.source);
+}
+
+double predict_step(const hardware::ClusterSpec& cluster, const StepMeasurement& step,
+                    strategies::collectives::Fidelity fidelity) {
+    const auto e = step_experiment(cluster, step);
+    strategies::parallel::StepOptions o;
+    o.fidelity = fidelity;
+    o.oom_advice = false;
+    return strategies::parallel::simulate_step(e, o).step_time_s;
+}
+
+} // namespace clustersim::calibrate

@@ -1,0 +1,24 @@
+#pragma once
+/// \file
+/// Predictions of measured points: what the simulator says a measurement should have been on a
+/// given hardware description. `validate` compares these with the measurements, `fit` tunes
+/// the hardware file to bring them closer.
+
+#include "calibrate/measurements.h"
+#include "hardware/specs.h"
+#include "strategies/collectives/collective.h"
+#include "strategies/parallel/experiment.h"
+
+namespace clustersim::calibrate {
+
+/// The experiment a measured training step describes, on `cluster` (sized to its GPUs).
+/// Throws InputError when the step's settings do not make a valid experiment.
+strategies::parallel::ExperimentSpec step_experiment(const hardware::ClusterSpec& cluster,
+                                                     const StepMeasurement& step);
+
+/// Predicted seconds of a measured training step.
+double predict_step(
+    const hardware::ClusterSpec& cluster, const StepMeasurement& step,
+    strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic);
+
+} // namespace clustersim::calibrate
