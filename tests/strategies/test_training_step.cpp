@@ -1,0 +1,306 @@
+#include "hardware/hardware_loader.h"
+#include "sim/error.h"
+#include "strategies/models/memory_formulas.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+
+using namespace clustersim;
+using namespace clustersim::strategies::parallel;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+/// A cluster whose framework costs nothing extra and whose NVLink is so fast that pipeline
+/// transfers take only their latency, so that the schedules' closed forms hold.
+hardware::ClusterSpec ideal_cluster(const std::string& preset = "dgx-a100") {
+    hardware::ClusterSpec c = hardware::load_hardware(preset);
+    c.node.nvlink.bandwidth = 1e14;
+    c.framework.host_overhead = sim::Time::zero();
+    c.framework.p2p_overhead = sim::Time::zero();
+    c.framework.gemm_efficiency = 1;
+    c.framework.memory_efficiency = 1;
+    return c;
+}
+
+ExperimentSpec experiment(const hardware::ClusterSpec& c, int gpus, Settings s) {
+    return make_experiment(c, gpus, s, "test");
+}
+
+/// A deep MLP: equal stages (no embedding; its loss is negligible next to 48 layers of
+/// 4096 x 4096 on micro-batches of 8192 rows).
+Settings deep_mlp(const std::string& schedule, int pp, int micro_batches, int v = 1) {
+    return {{"model.kind", "mlp"},
+            {"model.layers", "48"},
+            {"model.dim", "4096"},
+            {"training.global_batch", std::to_string(8192 * micro_batches)},
+            {"training.micro_batch", "8192"},
+            {"training.dtype", "bf16"},
+            {"parallel.pp", std::to_string(pp)},
+            {"parallel.schedule", schedule},
+            {"parallel.virtual_stages", std::to_string(v)},
+            {"parallel.dp", "1"},
+            {"parallel.pp_overlap", "true"}};
+}
+
+double sum(const Breakdown& b) {
+    return b.compute_s + b.recompute_s + b.host_s + b.tp_comm_exposed_s + b.pp_bubble_s +
+           b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.optimizer_s;
+}
+
+} // namespace
+
+TEST_CASE("training step: bubble fraction (p-1)/(m+p-1) for GPipe and 1F1B with equal stages",
+          "[strategies][training]") {
+    const auto cluster = ideal_cluster();
+    for (const char* schedule : {"gpipe", "1f1b"}) {
+        for (int p : {2, 4}) {
+            for (int m : {1, 4, 16}) {
+                const auto e = experiment(cluster, p, deep_mlp(schedule, p, m));
+                const StepResult r = simulate_step(e);
+                INFO(schedule << " p=" << p << " m=" << m);
+                CHECK(r.ideal_bubble_fraction == Approx(double(p - 1) / (m + p - 1)));
+                // The closed form counts forward and backward only: compare the bubble with the
+                // step less the optimizer. Transfers of 8192 x 4096 activations over NVLink and
+                // the small loss keep it within 2% of the closed form.
+                const double passes = r.step_time_s - r.breakdown.optimizer_s;
+                CHECK(r.breakdown.pp_bubble_s / passes ==
+                      Approx(r.ideal_bubble_fraction).epsilon(0.02));
+                CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
+            }
+        }
+    }
+}
+
+TEST_CASE("training step: interleaving divides the bubble by v", "[strategies][training]") {
+    const auto cluster = ideal_cluster();
+    for (int v : {2, 3}) {
+        const int p = 4, m = 8;
+        const auto e = experiment(cluster, p, deep_mlp("interleaved-1f1b", p, m, v));
+        const StepResult r = simulate_step(e);
+        INFO("v=" << v);
+        CHECK(r.ideal_bubble_fraction == Approx(double(p - 1) / (v * m + p - 1)));
+        // Interleaving makes v times more transfers, each costing NCCL's ~40 us latency against
+        // passes of ~5 ms: within 5% of the closed form.
+        const double passes = r.step_time_s - r.breakdown.optimizer_s;
+        CHECK(r.breakdown.pp_bubble_s / passes == Approx(r.ideal_bubble_fraction).epsilon(0.05));
+        const StepResult plain = simulate_step(experiment(cluster, p, deep_mlp("1f1b", p, m)));
+        CHECK(r.bubble_fraction < plain.bubble_fraction);
+    }
+}
+
+TEST_CASE("training step: 1F1B keeps at most p micro-batches in flight, GPipe keeps m",
+          "[strategies][training][memory]") {
+    const auto cluster = ideal_cluster();
+    const int p = 4, m = 16;
+    const StepResult one = simulate_step(experiment(cluster, p, deep_mlp("1f1b", p, m)));
+    const StepResult gpipe = simulate_step(experiment(cluster, p, deep_mlp("gpipe", p, m)));
+    // Every stage keeps a fixed amount per micro-batch (the last stage a little more, for its
+    // loss): stage s of 1F1B holds p - s micro-batches at once, every GPipe stage all m.
+    for (int s = 0; s < p; ++s) {
+        INFO("stage " << s);
+        const double per_mb = static_cast<double>(gpipe.memory[s].activations_bytes) / m;
+        CHECK(static_cast<double>(one.memory[s].activations_bytes) ==
+              Approx(per_mb * (p - s)).epsilon(0.01));
+        CHECK(one.memory[s].activations_bytes < gpipe.memory[s].activations_bytes);
+    }
+}
+
+TEST_CASE("training step: memory returns to its baseline after the step",
+          "[strategies][training][memory]") {
+    const auto cluster = ideal_cluster();
+    StepOptions o;
+    o.timeline = true;
+    const StepResult r =
+        simulate_step(experiment(cluster, 4, deep_mlp("interleaved-1f1b", 4, 8, 2)), o);
+    std::vector<std::int64_t> last(4, -1);
+    for (const auto& pt : r.memory_points) {
+        CHECK(pt.activations_bytes >= 0);
+        CHECK(pt.activations_bytes <= r.memory[pt.rank].activations_bytes);
+        last[pt.rank] = pt.activations_bytes;
+    }
+    for (int s = 0; s < 4; ++s)
+        CHECK(last[s] == 0);
+}
+
+TEST_CASE("training step: DP overlap hides the all-reduce when the backward is longer",
+          "[strategies][training][dp]") {
+    const auto cluster = ideal_cluster();
+    Settings s = deep_mlp("1f1b", 1, 4);
+    s.push_back({"parallel.dp", "8"});
+    s.push_back({"parallel.pp", "1"});
+    s[3] = {"training.global_batch", std::to_string(8192 * 4 * 8)};
+    s.push_back({"parallel.dp_bucket", "32MiB"});
+    auto overlapped = s;
+    overlapped.push_back({"parallel.dp_overlap", "true"});
+    auto at_end = s;
+    at_end.push_back({"parallel.dp_overlap", "false"});
+    const StepResult a = simulate_step(experiment(cluster, 8, overlapped));
+    const StepResult b = simulate_step(experiment(cluster, 8, at_end));
+    // 48 layers of 64 MiB of fp32 gradients, one bucket each: a bucket's all-reduce over 8 GPUs
+    // (~0.6 ms on NVLink) is shorter than a layer's backward (~2 ms), so only the last bucket
+    // is exposed; without overlap the whole 3.2 GB all-reduce is.
+    CHECK(b.breakdown.dp_comm_exposed_s > 10 * a.breakdown.dp_comm_exposed_s);
+    CHECK(a.step_time_s < b.step_time_s);
+    CHECK(a.breakdown.compute_s == Approx(b.breakdown.compute_s));
+}
+
+TEST_CASE("training step: identical input, identical output", "[strategies][training]") {
+    const auto e =
+        load_experiment(CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml");
+    StepOptions o;
+    o.timeline = true;
+    const StepResult a = simulate_step(e, o);
+    const StepResult b = simulate_step(e, o);
+    CHECK(a.step_time_s == b.step_time_s);
+    REQUIRE(a.bars.size() == b.bars.size());
+    for (std::size_t i = 0; i < a.bars.size(); ++i) {
+        CHECK(a.bars[i].start == b.bars[i].start);
+        CHECK(a.bars[i].label == b.bars[i].label);
+    }
+}
+
+TEST_CASE("training step: analytic and flow fidelity agree without contention",
+          "[strategies][training][flow]") {
+    const auto cluster = ideal_cluster();
+    for (const char* schedule : {"gpipe", "1f1b"}) {
+        const auto e = experiment(cluster, 4, deep_mlp(schedule, 4, 8));
+        StepOptions flow;
+        flow.fidelity = Fidelity::flow;
+        const StepResult a = simulate_step(e);
+        const StepResult f = simulate_step(e, flow);
+        INFO(schedule);
+        CHECK(f.step_time_s == Approx(a.step_time_s).epsilon(0.01));
+        CHECK(f.bubble_fraction == Approx(a.bubble_fraction).margin(0.01));
+        CHECK(f.events > 0);
+    }
+}
+
+TEST_CASE("training step: GPT-3 175B on 64 A100s", "[strategies][training]") {
+    const auto e =
+        load_experiment(CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml");
+    const StepResult r = simulate_step(e);
+    CHECK(r.simulated_gpus == std::vector<int>{0, 8, 16, 24, 32, 40, 48, 56});
+    CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
+    // Model FLOPs per iteration (Narayanan et al. Eq. 3 without the recompute pass):
+    // 72 B s l h^2 (1 + s/6h + V/12lh).
+    const double B = 64, s = 2048, l = 96, h = 12288, V = 50257;
+    CHECK(r.model_flops ==
+          Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))).epsilon(0.01));
+    CHECK(r.mfu > 0.2);
+    CHECK(r.mfu < 0.8);
+    CHECK_FALSE(r.oom);
+    // Activations of stage 1 with TP 8 + sequence parallel + selective recompute: 34 s b h / t
+    // per layer (Korthikanti et al.), 4 layers per chunk; interleaved 1F1B holds
+    // 2(p-1-1) + (v-1)p + 1 = 29 chunk passes on rank 1 at its peak, plus, during a backward,
+    // one layer's recomputed attention.
+    const double per_layer = 34.0 * s * 1 * h / 8;
+    const double kept = 29 * 4 * per_layer;
+    CHECK(static_cast<double>(r.memory[1].activations_bytes) >= kept);
+    CHECK(static_cast<double>(r.memory[1].activations_bytes) <= kept + 5 * 96 * s * s);
+}
+
+TEST_CASE("training step: out of memory is a result with a fix", "[strategies][training][memory]") {
+    const auto cluster = hardware::load_hardware("dgx-a100");
+    Settings s{{"model", "gpt3-175B"},
+               {"training.global_batch", "8"},
+               {"parallel.tp", "8"},
+               {"parallel.pp", "1"},
+               {"parallel.recompute", "none"}};
+    const StepResult r = simulate_step(experiment(cluster, 8, s));
+    CHECK(r.oom);
+    CHECK(r.oom_stage == 0);
+    CHECK(r.oom_excess_bytes > 0);
+    CHECK(r.step_time_s > 0);
+    CHECK_THAT(r.oom_fix, Catch::Contains("no recompute or ZeRO setting fits"));
+
+    Settings t{{"model", "megatron-22B"},
+               {"training.global_batch", "16"},
+               {"training.micro_batch", "4"},
+               {"parallel.tp", "8"},
+               {"parallel.recompute", "none"}};
+    const StepResult u = simulate_step(experiment(cluster, 8, t));
+    INFO(u.peak_bytes_max);
+    REQUIRE(u.oom);
+    CHECK_THAT(u.oom_fix, Catch::StartsWith("fits with recompute"));
+}
+
+TEST_CASE("training step: recompute auto picks the cheapest plan that fits",
+          "[strategies][training][memory]") {
+    const auto cluster = hardware::load_hardware("dgx-a100");
+    Settings s{{"model", "megatron-22B"},
+               {"training.global_batch", "16"},
+               {"training.micro_batch", "4"},
+               {"parallel.tp", "8"},
+               {"parallel.recompute", "auto"}};
+    const StepResult a = simulate_step(experiment(cluster, 8, s));
+    CHECK_FALSE(a.oom);
+    CHECK_THAT(a.recompute_plan, Catch::StartsWith("auto: stage 0: "));
+    s.back().second = "full";
+    const StepResult full = simulate_step(experiment(cluster, 8, s));
+    CHECK(a.step_time_s <= full.step_time_s);
+    s.back().second = "none";
+    const StepResult none = simulate_step(experiment(cluster, 8, s));
+    REQUIRE(none.oom); // auto had to recompute something
+    CHECK(a.step_time_s >= none.step_time_s);
+}
+
+TEST_CASE("experiments: numbers that disagree are refused with what would fix them",
+          "[strategies][training][errors]") {
+    const auto cluster = hardware::load_hardware("dgx-a100");
+    Settings base{{"model", "gpt3-175B"}, {"training.global_batch", "64"}};
+    auto with = [&](Settings extra) {
+        Settings s = base;
+        s.insert(s.end(), extra.begin(), extra.end());
+        return s;
+    };
+    SECTION("tp x pp x dp is not the GPU count") {
+        CHECK_THROWS_WITH(
+            experiment(cluster, 64,
+                       with({{"parallel.tp", "8"}, {"parallel.pp", "4"}, {"parallel.dp", "4"}})),
+            Catch::Contains("tp 8 x pp 4 x dp 4 = 128 GPUs") && Catch::Contains("has 64") &&
+                Catch::Contains("dp: 2"));
+    }
+    SECTION("heads not divisible by tp") {
+        CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.tp", "64"}})),
+                          Catch::Contains("96 attention heads") && Catch::Contains("tp 64"));
+    }
+    SECTION("layers not divisible by pp x virtual stages") {
+        CHECK_THROWS_WITH(experiment(cluster, 64,
+                                     with({{"parallel.tp", "8"},
+                                           {"parallel.pp", "8"},
+                                           {"parallel.schedule", "interleaved-1f1b"},
+                                           {"parallel.virtual_stages", "5"}})),
+                          Catch::Contains("96 layers") && Catch::Contains("= 40"));
+    }
+    SECTION("global batch not divisible by micro batch x dp") {
+        CHECK_THROWS_WITH(
+            experiment(cluster, 64, with({{"parallel.tp", "8"}, {"training.micro_batch", "3"}})),
+            Catch::Contains("global_batch 64") && Catch::Contains("micro_batch 3 x dp 8"));
+    }
+    SECTION("interleaving with too few micro-batches") {
+        Settings s{{"model", "gpt3-175B"},
+                   {"training.global_batch", "12"},
+                   {"parallel.tp", "8"},
+                   {"parallel.pp", "8"},
+                   {"parallel.schedule", "interleaved-1f1b"},
+                   {"parallel.virtual_stages", "2"}};
+        CHECK_THROWS_WITH(experiment(cluster, 64, s), Catch::Contains("multiple of pp 8") &&
+                                                          Catch::Contains("global_batch 16"));
+    }
+    SECTION("an unknown model preset") {
+        CHECK_THROWS_WITH(
+            experiment(cluster, 8, {{"model", "gpt5"}, {"training.global_batch", "8"}}),
+            Catch::Contains("gpt5"));
+    }
+    SECTION("an unknown key") {
+        CHECK_THROWS_WITH(experiment(cluster, 8, with({{"parallel.tpp", "2"}})),
+                          Catch::Contains("unknown key 'parallel.tpp'"));
+    }
+    SECTION("a dtype the GPU lacks") {
+        CHECK_THROWS_WITH(
+            experiment(cluster, 8, with({{"training.dtype", "fp8"}, {"parallel.tp", "8"}})),
+            Catch::Contains("no fp8"));
+    }
+}
