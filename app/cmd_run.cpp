@@ -73,7 +73,9 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                r.gpus, "one per pipeline rank", fidelity_name(r.fidelity));
     fmt::print(out, "\n");
     fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
-    fmt::print(out, "{:<12}{:.0f}\n", "tokens/s", r.tokens_per_s);
+    // An MLP's samples are rows, not token sequences.
+    fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
+               r.tokens_per_s);
     fmt::print(out, "{:<12}{}\n", "MFU", pct(r.mfu));
     if (r.pp > 1)
         fmt::print(out, "{:<12}{} (closed form for equal stages: {})\n", "bubble",

@@ -57,6 +57,19 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     }
     slots_ = static_cast<std::int64_t>(gpu.sm_count) * c.gemm_ctas_per_sm;
     half_flops_ = c.gemm_half_efficiency_flops;
+    // The fill and drain of the tile pipeline is a time: fitted on 16-bit (and fp8) GEMMs, it
+    // costs a dtype slower than 16-bit (fp32, tf32, fp64) no longer than it costs 16-bit ones.
+    double fastest_16bit = 0;
+    for (Dtype d : {Dtype::fp16, Dtype::bf16}) {
+        if (inv_rate_[index(d)] > 0)
+            fastest_16bit = fastest_16bit > 0 ? std::min(fastest_16bit, inv_rate_[index(d)])
+                                              : inv_rate_[index(d)];
+    }
+    for (Dtype d : kAllDtypes) {
+        const double inv_rate = inv_rate_[index(d)];
+        half_seconds_[index(d)] =
+            half_flops_ * (fastest_16bit > 0 ? std::min(inv_rate, fastest_16bit) : inv_rate);
+    }
     p_ = std::min(c.roofline_sharpness, kMaxSharpness);
     inv_p_ = 1.0 / p_;
     inv_bandwidth_ = 1.0 / (gpu.hbm_bandwidth * c.memory_efficiency);
@@ -98,7 +111,7 @@ double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
         return 0;
     const double work = choose_tile(m, n, k, batch).work;
-    const double t_comp = (work + half_flops_) * inv_rate;
+    const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
     const double t_mem =
         (static_cast<double>(gemm_bytes(m, n, k, dtype, batch)) + half_bytes_) * inv_bandwidth_;
     return smooth_roofline(t_comp, t_mem) + launch_seconds_;
@@ -145,7 +158,7 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
     const std::int64_t waves = ceil_div(ctas, slots_);
     const double flops = fused_attention_flops(batch_heads, seq, head_dim, causal, backward);
     const double work = flops / static_cast<double>(ctas) * static_cast<double>(waves * slots_);
-    const double t_comp = (work + half_flops_) * inv_rate;
+    const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
     const double t_mem =
         (static_cast<double>(fused_attention_bytes(batch_heads, seq, head_dim, dtype, backward)) +
          half_bytes_) *

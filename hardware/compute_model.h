@@ -126,6 +126,7 @@ private:
     int tile_count_ = 0;
     std::int64_t slots_ = 0;
     double half_flops_ = 0;
+    std::array<double, kDtypeCount> half_seconds_{};       ///< fill and drain time per dtype
     std::array<double, kDtypeCount> inv_attention_rate_{}; ///< 1 / (peak * attention eff)
     double p_ = 0;
     double inv_p_ = 0;
