@@ -234,6 +234,8 @@ std::string format_bandwidth(double bps) {
 }
 
 std::string format_time(Time t) {
+    if (t == Time::zero())
+        return "0";
     const double s = t.seconds();
     if (s >= 1)
         return sig3(s, "s");

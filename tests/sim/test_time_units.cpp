@@ -102,5 +102,6 @@ TEST_CASE("units: formatting", "[sim][units]") {
     CHECK(sim::format_bandwidth(3.35e12) == "3.35 TB/s");
     CHECK(sim::format_time(Time::us(2110)) == "2.11 ms");
     CHECK(sim::format_time(Time::ns(12300)) == "12.3 us");
+    CHECK(sim::format_time(Time::zero()) == "0");
     CHECK(sim::format_flop_rate(9.894e14) == "989 TFLOP/s");
 }
