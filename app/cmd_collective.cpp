@@ -118,7 +118,7 @@ std::string show_values(const cl::Communicator& comm, cl::Collective c, bool byt
             const cl::View v = before ? cl::input_view(c.op, E, n, r, c.root)
                                       : cl::output_view(c.op, E, n, r, c.root);
             const auto& buf = before ? in[size_t(r)] : out[size_t(r)];
-            s += fmt::format("rank {} (gpu{}) {:<7}{}\n", r, comm.gpus()[size_t(r)],
+            s += fmt::format("rank {} (gpu{}) {:<8}{}\n", r, comm.gpus()[size_t(r)],
                              std::string(when) + ":", format_list(buf, v));
             if (!before) {
                 const std::vector<double> got(buf.begin() + v.offset,
