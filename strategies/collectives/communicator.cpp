@@ -312,28 +312,29 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
         t += tree_seconds(p, pr, S);
         break;
     case Algorithm::direct: {
-        LinkLevel level = p.all_pairs_level;
+        const detail::DirectData& dd = p.direct();
+        LinkLevel level = dd.all_pairs_level;
         double body = 0;
         switch (c.op) {
         case Op::all_reduce:
-            body = p.all_pairs_cost[idx(pr)] * S;
+            body = dd.all_pairs_cost[idx(pr)] * S;
             break;
         case Op::all_gather:
         case Op::reduce_scatter:
         case Op::all_to_all:
-            body = p.all_pairs_cost[idx(pr)] * S / n;
+            body = dd.all_pairs_cost[idx(pr)] * S / n;
             break;
         case Op::send_recv:
-            body = p.send_recv_cost[idx(pr)] * S;
-            level = p.send_recv_level;
+            body = dd.send_recv_cost[idx(pr)] * S;
+            level = dd.send_recv_level;
             break;
         default: { // rooted: the root's ports carry one transfer per peer
             const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
             const double local =
                 static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
-            body =
-                std::max((local - 1) * p.port_intra[idx(pr)], (n - local) * p.port_inter[idx(pr)]) *
-                per_peer;
+            body = std::max((local - 1) * dd.port_intra[idx(pr)],
+                            (n - local) * dd.port_inter[idx(pr)]) *
+                   per_peer;
             level = n > local ? LinkLevel::network : p.intra_level;
         }
         }

@@ -123,7 +123,6 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
         memory_edges_.push_back(r.edges.at(0));
     }
     build_rings();
-    build_direct();
     if (nvls_capable) {
         const int sw = switch_of(0);
         std::vector<PFlow> ar, ag, rs;
@@ -202,58 +201,68 @@ void Plan::build_rings() {
     }
 }
 
-void Plan::build_direct() {
-    const auto& node = topo.spec().node;
-    const int nodes = static_cast<int>(node_ranks.size());
-    const double intra_port = node.fabric == hardware::IntraNodeFabric::nvswitch
-                                  ? node.nvlink.bandwidth
-                                  : node.pcie.bandwidth;
-    for (Protocol p : hardware::kAllProtocols) {
-        port_intra[idx(p)] = 1.0 / (efficiency(intra_level, p) * intra_port);
-        port_inter[idx(p)] = nodes > 1 ? 1.0 / (efficiency(LinkLevel::network, p) *
-                                                std::min(node.nic.bandwidth, node.pcie.bandwidth))
-                                       : 0.0;
-    }
-    all_pairs_level = nodes > 1 ? LinkLevel::network : intra_level;
-    if (n <= 64) {
-        std::vector<PFlow> pairs;
-        for (int i = 0; i < n; ++i) {
-            for (int j = 0; j < n; ++j) {
-                if (i != j)
-                    pairs.push_back({i, j, 1.0});
+const DirectData& Plan::direct() const {
+    std::call_once(direct_once_, [this] {
+        auto d = std::make_unique<DirectData>();
+        auto& port_intra = d->port_intra;
+        auto& port_inter = d->port_inter;
+        auto& all_pairs_cost = d->all_pairs_cost;
+        auto& send_recv_cost = d->send_recv_cost;
+        const auto& node = topo.spec().node;
+        const int nodes = static_cast<int>(node_ranks.size());
+        const double intra_port = node.fabric == hardware::IntraNodeFabric::nvswitch
+                                      ? node.nvlink.bandwidth
+                                      : node.pcie.bandwidth;
+        for (Protocol p : hardware::kAllProtocols) {
+            port_intra[idx(p)] = 1.0 / (efficiency(intra_level, p) * intra_port);
+            port_inter[idx(p)] = nodes > 1
+                                     ? 1.0 / (efficiency(LinkLevel::network, p) *
+                                              std::min(node.nic.bandwidth, node.pcie.bandwidth))
+                                     : 0.0;
+        }
+        d->all_pairs_level = nodes > 1 ? LinkLevel::network : intra_level;
+        if (n <= 64) {
+            std::vector<PFlow> pairs;
+            for (int i = 0; i < n; ++i) {
+                for (int j = 0; j < n; ++j) {
+                    if (i != j)
+                        pairs.push_back({i, j, 1.0});
+                }
             }
+            for (Protocol p : hardware::kAllProtocols)
+                all_pairs_cost[idx(p)] = pattern_cost(pairs, p);
+        } else {
+            // Port model (n^2 routes would cost more than the prediction is worth): a rank's
+            // intra-node peers share its NVLink port, its inter-node peers its NIC, and ranks on
+            // one NIC share it.
+            for (Protocol p : hardware::kAllProtocols) {
+                double worst = 0;
+                for (int k = 0; k < nodes; ++k) {
+                    const auto& m = node_ranks[size_t(k)];
+                    std::map<std::size_t, int> per_nic;
+                    int share = 1;
+                    if (nodes > 1) {
+                        for (int r : m)
+                            share = std::max(share, ++per_nic[topo.gpu_nic(gpus[size_t(r)])]);
+                    }
+                    const double p_k = static_cast<double>(m.size());
+                    worst = std::max(worst, (p_k - 1) * port_intra[idx(p)]);
+                    worst = std::max(worst, (n - p_k) * share * port_inter[idx(p)]);
+                }
+                all_pairs_cost[idx(p)] = worst;
+            }
+        }
+        std::vector<PFlow> shift;
+        if (n > 1) {
+            for (int i = 0; i < n; ++i)
+                shift.push_back({i, (i + 1) % n, 1.0});
         }
         for (Protocol p : hardware::kAllProtocols)
-            all_pairs_cost[idx(p)] = pattern_cost(pairs, p);
-    } else {
-        // Port model (n^2 routes would cost more than the prediction is worth): a rank's
-        // intra-node peers share its NVLink port, its inter-node peers its NIC, and ranks on one
-        // NIC share it.
-        for (Protocol p : hardware::kAllProtocols) {
-            double worst = 0;
-            for (int k = 0; k < nodes; ++k) {
-                const auto& m = node_ranks[size_t(k)];
-                std::map<std::size_t, int> per_nic;
-                int share = 1;
-                if (nodes > 1) {
-                    for (int r : m)
-                        share = std::max(share, ++per_nic[topo.gpu_nic(gpus[size_t(r)])]);
-                }
-                const double p_k = static_cast<double>(m.size());
-                worst = std::max(worst, (p_k - 1) * port_intra[idx(p)]);
-                worst = std::max(worst, (n - p_k) * share * port_inter[idx(p)]);
-            }
-            all_pairs_cost[idx(p)] = worst;
-        }
-    }
-    std::vector<PFlow> shift;
-    if (n > 1) {
-        for (int i = 0; i < n; ++i)
-            shift.push_back({i, (i + 1) % n, 1.0});
-    }
-    for (Protocol p : hardware::kAllProtocols)
-        send_recv_cost[idx(p)] = pattern_cost(shift, p);
-    send_recv_level = n > 1 ? pattern_level(shift) : intra_level;
+            send_recv_cost[idx(p)] = pattern_cost(shift, p);
+        d->send_recv_level = n > 1 ? pattern_level(shift) : intra_level;
+        direct_ = std::move(d);
+    });
+    return *direct_;
 }
 
 const RouteInfo& Plan::route(int src, int dst) const {

@@ -77,6 +77,19 @@ struct TreeData {
     PerProtocol<std::vector<double>> window;
 };
 
+/// Direct algorithms: all pairs at once (per byte sent to each peer) and send/recv to the next
+/// rank. Computed on first use: an exact all-pairs pattern costs n^2 routes.
+struct DirectData {
+    PerProtocol<double> all_pairs_cost{};
+    PerProtocol<double> send_recv_cost{};
+    LinkLevel all_pairs_level = LinkLevel::nvlink;
+    LinkLevel send_recv_level = LinkLevel::nvlink;
+    /// Port model of a rooted op: per byte per peer, the root's intra-node peers share its
+    /// NVLink (or PCIe) port, the others its NIC.
+    PerProtocol<double> port_intra{};
+    PerProtocol<double> port_inter{};
+};
+
 /// Hierarchical all_reduce on a regular multi-node communicator.
 struct HierData {
     int per_node = 0;                 ///< g
@@ -120,16 +133,6 @@ public:
     std::vector<LinkLevel> hop_level;
     std::vector<int> cycle_position; ///< position of each rank in cycles[0]
 
-    // Direct: all pairs at once (per byte sent to each peer) and send/recv to the next rank.
-    PerProtocol<double> all_pairs_cost{};
-    PerProtocol<double> send_recv_cost{};
-    LinkLevel all_pairs_level = LinkLevel::nvlink;
-    LinkLevel send_recv_level = LinkLevel::nvlink;
-    /// Port model of a rooted direct op: per byte per peer, the root's intra-node peers share
-    /// its NVLink (or PCIe) port, the others its NIC.
-    PerProtocol<double> port_intra{};
-    PerProtocol<double> port_inter{};
-
     // NVLS (nvls_capable only): per byte of S, by op.
     double nvls_all_reduce = 0, nvls_all_gather = 0, nvls_reduce_scatter = 0;
 
@@ -150,17 +153,18 @@ public:
 
     const TreeData& tree() const;
     const HierData& hier() const;
+    const DirectData& direct() const;
 
 private:
     void build_rings();
-    void build_direct();
 
     std::vector<sim::ResourceId> memory_edges_;
     mutable std::mutex route_mutex_;
     mutable std::unordered_map<std::uint64_t, RouteInfo> routes_;
-    mutable std::once_flag tree_once_, hier_once_;
+    mutable std::once_flag tree_once_, hier_once_, direct_once_;
     mutable std::unique_ptr<TreeData> tree_;
     mutable std::unique_ptr<HierData> hier_;
+    mutable std::unique_ptr<DirectData> direct_;
 };
 
 /// HBM bytes a rank's collective kernel moves in series with its transfers (memory_passes x

@@ -1,0 +1,44 @@
+#pragma once
+/// \file
+/// Communicators of one topology, built once per group of GPUs and shared: a sweep simulates
+/// thousands of configurations whose tensor-, data- and pipeline-parallel groups repeat, and a
+/// communicator's precomputation (rings, trees, routes) costs far more than its predictions.
+
+#include "hardware/topology.h"
+#include "strategies/collectives/communicator.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace clustersim::strategies::collectives {
+
+class CommunicatorCache {
+public:
+    /// The topology must outlive the cache.
+    explicit CommunicatorCache(const hardware::Topology& topology)
+        : topology_(topology) {}
+
+    const hardware::Topology& topology() const { return topology_; }
+
+    /// The communicator over `gpus` (ranks in that order), built on first use. Thread-safe; the
+    /// reference stays valid as long as the cache. Throws InputError as the Communicator does.
+    const Communicator& get(const std::vector<int>& gpus);
+
+    /// Communicators built so far.
+    std::size_t size() const;
+
+private:
+    struct Entry {
+        std::once_flag once;
+        std::unique_ptr<Communicator> communicator;
+        std::atomic<bool> ready{false};
+    };
+    const hardware::Topology& topology_;
+    mutable std::mutex mutex_;
+    std::map<std::vector<int>, std::shared_ptr<Entry>> built_;
+};
+
+} // namespace clustersim::strategies::collectives
