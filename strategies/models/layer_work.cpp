@@ -453,16 +453,39 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
     const int head = F.add(c.gemm("lm_head", T, vocab_local, c.h));
     if (tp && c.sp)
         add_collective(w, "lm_head.all_gather", TpOp::all_gather, Pass::forward, comm, norm, head);
-    // Vocabulary-parallel cross entropy: logits to fp32 softmax (kept for the backward), with
-    // all-reduces of the max, the sum of exponentials and the target logit (fp32 per token).
-    const int ce = F.add(c.memory("cross_entropy", T * vocab_local * (e + 4)));
+    // Megatron's vocab_parallel_cross_entropy, kernel by kernel: it is not fused, and every
+    // step is a pass over the fp32 logits [T, V/t]: the cast of the 16-bit logits to fp32, the
+    // max over the vocabulary (all-reduced), its subtraction, the target logit picked per
+    // token (all-reduced), exp, the sum of exponentials (all-reduced), and the division that
+    // leaves the softmax kept for the backward; then the loss per token and its masked mean.
+    // Per logit 38 bytes forward (6 + 4 + 8 + 8 + 4 + 8) and 14 backward (the gradient
+    // scaled in place, 8, and cast back to 16-bit, 6); the token-sized kernels are small.
+    const std::int64_t logits = T * vocab_local;
+    const std::int64_t fp32 = 4;
+    const bool cast = e != fp32; // fp32 training has no casts
+    if (cast)
+        F.add(c.memory("cross_entropy.to_fp32", logits * (e + fp32)));
+    const int max = F.add(c.memory("cross_entropy.max", logits * fp32));
+    if (tp)
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       max, max + 1);
+    F.add(c.memory("cross_entropy.subtract_max", 2 * logits * fp32));
+    const int target = F.add(c.memory("cross_entropy.target_logit", 4 * T * fp32));
+    F.add(c.memory("cross_entropy.exp", 2 * logits * fp32));
+    const int sum = F.add(c.memory("cross_entropy.sum", logits * fp32));
+    const int softmax = F.add(c.memory("cross_entropy.softmax", 2 * logits * fp32));
     if (tp) {
-        for (int k = 0; k < 3; ++k)
-            add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, 4 * T,
-                           head, ce);
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       target, softmax + 1); // the target logit, needed by the loss
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       sum, softmax); // the sum of exponentials
     }
+    F.add(c.memory("cross_entropy.loss", 4 * T * fp32));
     PassWork& B = w.backward;
-    B.add(c.memory("cross_entropy.bwd", T * vocab_local * (4 + e)));
+    B.add(c.memory("cross_entropy.bwd.target", 4 * T * fp32));
+    B.add(c.memory("cross_entropy.bwd.scale", 2 * logits * fp32));
+    if (cast)
+        B.add(c.memory("cross_entropy.bwd.to_16bit", logits * (fp32 + e)));
     const int dgrad = Ctx::next(B);
     if (tp && c.sp)
         add_collective(w, "lm_head.regather", TpOp::all_gather, Pass::backward, comm, dgrad - 1,
