@@ -216,6 +216,8 @@ void register_calibrate(CLI::App& app, Io io, int& exit_code) {
     cmd->require_subcommand(1);
     add_calibrate_run(*cmd, io, exit_code);
     add_calibrate_import(*cmd, io, exit_code);
+    add_calibrate_fit(*cmd, io, exit_code);
+    add_calibrate_split(*cmd, io, exit_code);
 }
 
 } // namespace clustersim::app

@@ -20,6 +20,12 @@ void add_calibrate_run(CLI::App& calibrate, Io io, int& exit_code);
 /// `calibrate import FILE... --out M.json [--op OP] [--gpus N] ...`: existing measurements.
 void add_calibrate_import(CLI::App& calibrate, Io io, int& exit_code);
 
+/// `calibrate fit M.json... --hardware BASE --out FITTED.yaml`: a fitted hardware file
+/// (cmd_calibrate_fit.cpp).
+void add_calibrate_fit(CLI::App& calibrate, Io io, int& exit_code);
+/// `calibrate split M.json --fraction F --seed S --out A.json --rest B.json`.
+void add_calibrate_split(CLI::App& calibrate, Io io, int& exit_code);
+
 /// "1440 training steps, 2048 collectives" and the device: what a measurement file holds.
 std::string describe_measurements(const calibrate::MeasurementFile& file);
 

@@ -2,6 +2,7 @@
 // (or as CSV / JSON), in analytic or flow fidelity; --show-values runs the schedule on numbers.
 #include "app/cli.h"
 #include "app/cluster_options.h"
+#include "app/uncertainty.h"
 #include "hardware/topology.h"
 #include "sim/error.h"
 #include "sim/units.h"
@@ -162,20 +163,32 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                            {"fidelity", cl::to_string(fidelity)},
                            {"time_us", r.time.microseconds()},
                            {"algbw_gbps", algbw(r)},
-                           {"busbw_gbps", busbw(r)}});
+                           {"busbw_gbps", busbw(r)},
+                           {"time_band", band_json(spec, PredictionKind::collective,
+                                                   r.time.seconds())}});
         }
         return arr.dump(2) + "\n";
     }
+    // A calibrated hardware file gives each time its p10-p90 band (app/uncertainty.h).
+    auto band = [&](const Row& r) {
+        return time_band(spec, PredictionKind::collective, r.time.seconds());
+    };
+    const bool calibrated = spec.uncertainty.collectives.present();
     if (o.format == "csv") {
         s = "op,algo,protocol,gpus,bytes,count,dtype,redop,root,fidelity,time_us,algbw_gbps,"
-            "busbw_gbps\n";
-        for (const Row& r : rows)
-            s += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f}\n",
+            "busbw_gbps";
+        s += calibrated ? ",time_p10_us,time_p90_us\n" : "\n";
+        for (const Row& r : rows) {
+            s += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f}",
                              cl::to_string(base.op), cl::to_string(r.choice.algorithm),
                              hardware::to_string(r.choice.protocol), n, r.bytes,
                              cl::nccl_count(base.op, r.bytes, base.dtype, n),
                              hardware::to_string(base.dtype), redop, root, cl::to_string(fidelity),
                              r.time.microseconds(), algbw(r), busbw(r));
+            s += calibrated ? fmt::format(",{:.3f},{:.3f}\n", band(r)->low_s * 1e6,
+                                          band(r)->high_s * 1e6)
+                            : "\n";
+        }
         return s;
     }
     s += fmt::format("# clustersim collective: {} on {} x {} ({}, {} node{}), {} fidelity, "
@@ -183,18 +196,32 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                      cl::to_string(base.op), n, spec.node.gpu.name, spec.name, comm.node_count(),
                      comm.node_count() == 1 ? "" : "s", cl::to_string(fidelity), o.algo);
     s += fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {}\n", "size",
-                     "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm");
+                     "count", "type", "redop", "root", "time", "algbw", "busbw",
+                     calibrated ? fmt::format("{:<13}  time p10-p90 (us)", "algorithm")
+                                : std::string("algorithm"));
     s += fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}\n", "(B)",
                      "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
     double sum = 0;
     for (const Row& r : rows) {
-        s += fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {}  {:6.2f}  {:6.2f}  {}\n", r.bytes,
-                         cl::nccl_count(base.op, r.bytes, base.dtype, n),
+        s += fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {}  {:6.2f}  {:6.2f}  {}",
+                         r.bytes, cl::nccl_count(base.op, r.bytes, base.dtype, n),
                          hardware::nccl_type_name(base.dtype), redop, root,
-                         time_column(r.time.microseconds()), algbw(r), busbw(r), algo(r));
+                         time_column(r.time.microseconds()), algbw(r), busbw(r),
+                         calibrated ? fmt::format("{:<13}", algo(r)) : algo(r));
+        s += calibrated ? fmt::format("  {} - {}\n", time_column(band(r)->low_s * 1e6),
+                                      time_column(band(r)->high_s * 1e6))
+                        : "\n";
         sum += busbw(r);
     }
     s += fmt::format("# Avg bus bandwidth    : {:g}\n", sum / static_cast<double>(rows.size()));
+    const auto& u = spec.uncertainty;
+    s += calibrated ? fmt::format("# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. "
+                                  "{:+.1f}% ({} {} collectives)\n",
+                                  100 * u.collectives.p10, 100 * u.collectives.p90,
+                                  u.collectives.points, u.basis)
+                    : fmt::format("# uncertainty: uncalibrated (hardware '{}' has no uncertainty: "
+                                  "section; clustersim calibrate fit writes one)\n",
+                                  spec.name);
     return s;
 }
 

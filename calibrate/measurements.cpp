@@ -1021,7 +1021,7 @@ void check_measurements(const MeasurementFile& file, const std::string& name) {
         return std::pair{what, what};
     });
     check_unique(file.launches, "launches", name, [](const LaunchMeasurement& l) {
-        const std::string what(to_string(l.method));
+        const std::string what = fmt::format("{}, {} launches", to_string(l.method), l.launches);
         return std::pair{what, what};
     });
     check_unique(file.steps, "steps", name, [](const StepMeasurement& s) {

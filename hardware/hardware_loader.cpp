@@ -1,5 +1,6 @@
 #include "hardware/hardware_loader.h"
 
+#include "hardware/calibration_loader.h"
 #include "hardware/collective_tuning_loader.h"
 #include "hardware/yaml_reader.h"
 #include "sim/error.h"
@@ -174,6 +175,9 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
             m.fail("memory_efficiency", "expected a fraction in (0, 1]");
     }
     m.read_time("p2p_overhead", f.p2p_overhead);
+    m.read_time("microbatch_overhead", f.microbatch_overhead);
+    m.read_time("collective_overhead", f.collective_overhead);
+    m.read("fp32_grad_reduce", f.fp32_grad_reduce);
     m.read_bytes("runtime_memory", f.runtime_memory, false);
     m.finish();
 }
@@ -236,6 +240,10 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int dept
         apply_compute(root.map("compute"), spec.compute);
     if (root.has("framework"))
         apply_framework(root.map("framework"), spec.framework);
+    if (root.has("calibration"))
+        apply_calibration(root, root.raw("calibration"), spec.calibration);
+    if (root.has("uncertainty"))
+        apply_uncertainty(root.map("uncertainty"), spec.uncertainty);
     root.read("nodes", spec.nodes, 1, 1 << 20);
     root.finish();
     return spec;

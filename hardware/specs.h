@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace clustersim::hardware {
 
@@ -125,9 +126,47 @@ struct FrameworkSpec {
     /// Time one pipeline send/receive costs beyond its transfer: the P2P call, its handshake
     /// and the device synchronisation Megatron puts around it.
     sim::Time p2p_overhead = sim::Time::zero();
+    /// Host time per micro-batch and pipeline stage outside the layers, with the GPU idle: the
+    /// batch fetched and broadcast to the tensor-parallel ranks (Megatron's get_batch, whose
+    /// size exchange synchronises host and device), masks and position ids, the loss and its
+    /// data-parallel average, the schedule's bookkeeping.
+    sim::Time microbatch_overhead = sim::Time::zero();
+    /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
+    /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.
+    sim::Time collective_overhead = sim::Time::zero();
+    /// Data-parallel gradients are reduced in 32-bit (Megatron's
+    /// --accumulate-allreduce-grads-in-fp32, ZeRO's fp32 reduction); false: in the training
+    /// dtype when it is 16-bit (Megatron-LM's fp16 default, DeepSpeed's fp16 engine).
+    bool fp32_grad_reduce = true;
     /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
     /// workspaces, allocator slack. Counted in every GPU's peak memory.
     std::int64_t runtime_memory = 0;
+};
+
+/// Where one calibrated value of a hardware file came from (the `calibration:` section that
+/// `clustersim calibrate fit` writes): the data it was fitted to and how well it fits.
+struct CalibrationRecord {
+    std::string key;             ///< dotted key it sets, e.g. "collectives.launch_latency"
+    std::string value;           ///< as written in the file, e.g. "31.2us"
+    std::string method;          ///< e.g. "huber-nelder-mead"
+    std::vector<std::string> files; ///< measurement files
+    int points = 0;              ///< measured points the fit used
+    double mean_abs_error = 0;   ///< mean |predicted / measured - 1| over them after the fit
+    double max_abs_error = 0;    ///< largest |predicted / measured - 1|
+};
+
+/// Distribution of measured / predicted - 1 over validated points of one kind.
+struct ResidualBand {
+    int points = 0; ///< 0: none (uncalibrated for this kind)
+    double p10 = 0, p50 = 0, p90 = 0;
+    bool present() const { return points > 0; }
+};
+
+/// How far to trust this hardware file's predictions, by kind (the `uncertainty:` section).
+struct Uncertainty {
+    std::string basis; ///< "held-out" or "in-sample": what the residuals were measured on
+    ResidualBand collectives, gemms, steps;
+    bool present() const { return collectives.present() || gemms.present() || steps.present(); }
 };
 
 /// A whole cluster: `nodes` identical nodes on one network.
@@ -139,6 +178,8 @@ struct ClusterSpec {
     CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
     ComputeSpec compute;          ///< kernel cost model of the node's GPU
     FrameworkSpec framework;      ///< the training software stack (training-step model)
+    std::vector<CalibrationRecord> calibration; ///< origin of calibrated values (may be empty)
+    Uncertainty uncertainty;      ///< validation residuals; absent: uncalibrated
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

@@ -1,0 +1,171 @@
+// clustersim calibrate fit | split: a hardware file fitted to measurements, and a reproducible
+// split of measurements into a fitting and a validation set.
+#include "app/cmd_calibrate.h"
+#include "app/output.h"
+#include "calibrate/fit.h"
+#include "calibrate/split.h"
+#include "hardware/hardware_loader.h"
+#include "sim/error.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace clustersim::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FitCommand {
+    std::vector<std::string> files;
+    std::string hardware;
+    std::string out;
+    std::string name;
+    std::vector<std::string> holdout;
+    std::vector<std::string> step_fields;
+    double huber_delta = 0.05;
+    std::string fidelity = "analytic";
+};
+
+struct SplitCommand {
+    std::string file;
+    double fraction = 0;
+    std::uint64_t seed = 0;
+    std::string out;
+    std::string rest;
+};
+
+void check_out(const std::string& out, const char* flag) {
+    const fs::path p(out);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir))
+        throw InputError(fmt::format("{}: directory '{}' does not exist", flag, dir.string()));
+    if (fs::is_directory(p))
+        throw InputError(fmt::format("{}: '{}' is a directory", flag, out));
+}
+
+/// What `extends:` says in the fitted file: the preset name, or BASE's path relative to the
+/// fitted file's directory (the loader resolves it from there).
+std::string extends_value(const std::string& base, const std::string& out) {
+    const bool path = base.find('/') != std::string::npos || base.ends_with(".yaml") ||
+                      base.ends_with(".yml");
+    if (!path)
+        return base;
+    const fs::path out_dir = fs::absolute(fs::path(out)).parent_path();
+    return fs::relative(fs::absolute(fs::path(base)), out_dir).generic_string();
+}
+
+std::string pct(double x) {
+    return fmt::format("{:.2f}%", 100.0 * x);
+}
+
+std::vector<calibrate::NamedMeasurements> read_all(const std::vector<std::string>& paths) {
+    std::vector<calibrate::NamedMeasurements> out;
+    for (const auto& p : paths)
+        out.push_back({p, calibrate::read_measurements(p)});
+    return out;
+}
+
+} // namespace
+
+void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
+    auto o = std::make_shared<FitCommand>();
+    auto* cmd = calibrate.add_subcommand(
+        "fit", "Fit a hardware file's parameters to measurements (a file that extends BASE)");
+    cmd->add_option("measurements", o->files, "Measurement files (JSON)")->required();
+    cmd->add_option("--hardware", o->hardware, "BASE: the preset or hardware file to extend")
+        ->required();
+    cmd->add_option("--out,-o", o->out, "Fitted hardware file to write (YAML)")->required();
+    cmd->add_option("--name", o->name, "name: of the fitted hardware (default: --out's stem)");
+    cmd->add_option("--validate", o->holdout,
+                    "Held-out measurement files: the uncertainty bands come from them (default: "
+                    "the fitted points, in-sample)");
+    cmd->add_option("--step-fields", o->step_fields,
+                    "Framework fields the training steps may tune (default: all the steps "
+                    "determine)")
+        ->delimiter(',');
+    cmd->add_option("--huber-delta", o->huber_delta,
+                    "Huber threshold of the relative residual (collectives, GEMMs, copies)")
+        ->capture_default_str();
+    cmd->add_option("--fidelity", o->fidelity, "Step predictions: analytic or flow")
+        ->check(CLI::IsMember({"analytic", "flow"}))
+        ->capture_default_str();
+    cmd->callback([o, io] {
+        check_out(o->out, "--out");
+        if (!(o->huber_delta > 0 && o->huber_delta < 10))
+            throw InputError(
+                fmt::format("--huber-delta: expected a positive fraction, got {}", o->huber_delta));
+        const hardware::ClusterSpec base = hardware::load_hardware(o->hardware);
+        calibrate::FitOptions options;
+        options.huber_delta = o->huber_delta;
+        options.step_fields = o->step_fields;
+        options.step_fidelity = o->fidelity == "flow" ? strategies::collectives::Fidelity::flow
+                                                      : strategies::collectives::Fidelity::analytic;
+        options.holdout = read_all(o->holdout);
+        const auto inputs = read_all(o->files);
+        const calibrate::FitResult r = calibrate::fit_hardware(base, inputs, options);
+        const std::string name = o->name.empty() ? fs::path(o->out).stem().string() : o->name;
+        const std::string text =
+            calibrate::format_fitted_hardware(r, extends_value(o->hardware, o->out), name);
+        // The file must load as what was fitted before it is written.
+        hardware::parse_hardware_yaml(text, o->out);
+        for (const auto& w : r.warnings)
+            fmt::print(io.err, "warning: {}\n", w);
+        for (const auto& part : r.parts) {
+            fmt::print(io.out, "{:<12} {:>5} points  ", part.name, part.points);
+            if (part.fitted)
+                fmt::print(io.out, "mean |error| {} -> {}, max {} -> {} ({})\n",
+                           pct(part.before.mean_abs), pct(part.after.mean_abs),
+                           pct(part.before.max_abs), pct(part.after.max_abs), part.method);
+            else
+                fmt::print(io.out, "not fitted\n");
+            for (const auto& n : part.notes)
+                fmt::print(io.out, "  {}\n", n);
+        }
+        for (const auto& rec : r.records)
+            fmt::print(io.out, "  {} = {}\n", rec.key, rec.value);
+        const auto& u = r.uncertainty;
+        auto band = [&](const char* kind, const hardware::ResidualBand& b) {
+            if (b.present())
+                fmt::print(io.out, "uncertainty  {:<12} p10 {:+.1f}%  p50 {:+.1f}%  p90 {:+.1f}%  "
+                                   "({} {} points)\n",
+                           kind, 100 * b.p10, 100 * b.p50, 100 * b.p90, b.points, u.basis);
+        };
+        band("collectives", u.collectives);
+        band("gemms", u.gemms);
+        band("steps", u.steps);
+        write_file_atomically(o->out, text);
+        fmt::print(io.out, "wrote {} ({} value{}, extends {})\n", o->out, r.records.size(),
+                   r.records.size() == 1 ? "" : "s", extends_value(o->hardware, o->out));
+    });
+}
+
+void add_calibrate_split(CLI::App& calibrate, Io io, int& /*exit_code*/) {
+    auto o = std::make_shared<SplitCommand>();
+    auto* cmd = calibrate.add_subcommand(
+        "split", "Split a measurement file into a fitting and a held-out set, reproducibly");
+    cmd->add_option("measurements", o->file, "Measurement file (JSON)")->required();
+    cmd->add_option("--fraction", o->fraction, "Share of each kind's points chosen, in (0, 1)")
+        ->required();
+    cmd->add_option("--seed", o->seed, "Seed of the choice (splitmix64 of seed + index)")
+        ->required();
+    cmd->add_option("--out,-o", o->out, "Measurement file of the chosen points")->required();
+    cmd->add_option("--rest", o->rest, "Measurement file of the other points")->required();
+    cmd->callback([o, io] {
+        check_out(o->out, "--out");
+        check_out(o->rest, "--rest");
+        const auto file = calibrate::read_measurements(o->file);
+        const auto s = calibrate::split_measurements(file, o->fraction, o->seed);
+        const std::string chosen = calibrate::format_measurements(s.chosen, o->out);
+        const std::string rest = calibrate::format_measurements(s.rest, o->rest);
+        write_file_atomically(o->out, chosen);
+        write_file_atomically(o->rest, rest);
+        fmt::print(io.out, "wrote {}: {}\nwrote {}: {}\n", o->out, describe_measurements(s.chosen),
+                   o->rest, describe_measurements(s.rest));
+    });
+}
+
+} // namespace clustersim::app

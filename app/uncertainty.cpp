@@ -1,0 +1,65 @@
+#include "app/uncertainty.h"
+
+#include "sim/units.h"
+
+#include <fmt/format.h>
+
+namespace clustersim::app {
+namespace {
+
+const hardware::ResidualBand& band_of(const hardware::Uncertainty& u, PredictionKind kind) {
+    switch (kind) {
+    case PredictionKind::collective:
+        return u.collectives;
+    case PredictionKind::gemm:
+        return u.gemms;
+    case PredictionKind::step:
+        break;
+    }
+    return u.steps;
+}
+
+const char* kind_name(PredictionKind kind, int points) {
+    switch (kind) {
+    case PredictionKind::collective:
+        return points == 1 ? "collective" : "collectives";
+    case PredictionKind::gemm:
+        return points == 1 ? "GEMM" : "GEMMs";
+    case PredictionKind::step:
+        break;
+    }
+    return points == 1 ? "step" : "steps";
+}
+
+} // namespace
+
+std::optional<TimeBand> time_band(const hardware::ClusterSpec& hardware, PredictionKind kind,
+                                  double predicted_s) {
+    const hardware::ResidualBand& b = band_of(hardware.uncertainty, kind);
+    if (!b.present())
+        return std::nullopt;
+    return TimeBand{predicted_s * (1 + b.p10), predicted_s * (1 + b.p90), b.points,
+                    hardware.uncertainty.basis.empty() ? "in-sample" : hardware.uncertainty.basis};
+}
+
+std::string band_text(const hardware::ClusterSpec& hardware, PredictionKind kind,
+                      double predicted_s) {
+    const auto b = time_band(hardware, kind, predicted_s);
+    if (!b)
+        return fmt::format("uncalibrated (hardware '{}' has no uncertainty for {})", hardware.name,
+                           kind_name(kind, 2));
+    return fmt::format("p10-p90 {} - {} ({} {} {})",
+                       sim::format_time(sim::Time::from_seconds(b->low_s)),
+                       sim::format_time(sim::Time::from_seconds(b->high_s)), b->points, b->basis,
+                       kind_name(kind, b->points));
+}
+
+nlohmann::ordered_json band_json(const hardware::ClusterSpec& hardware, PredictionKind kind,
+                                 double predicted_s) {
+    const auto b = time_band(hardware, kind, predicted_s);
+    if (!b)
+        return "uncalibrated";
+    return {{"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};
+}
+
+} // namespace clustersim::app

@@ -1,0 +1,85 @@
+// The `calibration:` and `uncertainty:` sections of hardware files. YAML is read here and in
+// the other loader files only.
+#include "hardware/calibration_loader.h"
+
+#include <algorithm>
+
+namespace clustersim::hardware {
+namespace {
+
+std::vector<std::string> read_strings(YamlMap& m, std::string_view key) {
+    const YAML::Node list = m.raw(key);
+    if (!list.IsSequence())
+        m.fail(key, "expected a list of file names like [a.json, b.json]");
+    std::vector<std::string> out;
+    for (const auto& item : list) {
+        if (!item.IsScalar() || item.Scalar().empty())
+            m.fail_at(item, key, "expected a file name");
+        out.push_back(item.Scalar());
+    }
+    return out;
+}
+
+double read_percent(YamlMap& m, std::string_view key) {
+    return m.has(key) ? m.number(key, 0) / 100.0 : 0.0;
+}
+
+void apply_band(YamlMap m, ResidualBand& band) {
+    ResidualBand b;
+    b.points = static_cast<int>(m.integer("points", 1, 1 << 30));
+    // Residuals are measured / predicted - 1: above -1 (a measured time is positive).
+    b.p10 = m.number("p10", -0.999999);
+    b.p50 = m.number("p50", -0.999999);
+    b.p90 = m.number("p90", -0.999999);
+    if (!(b.p10 <= b.p50 && b.p50 <= b.p90))
+        m.fail("p90", "expected p10 <= p50 <= p90");
+    m.finish();
+    band = b;
+}
+
+} // namespace
+
+void apply_calibration(const YamlMap& parent, const YAML::Node& node,
+                       std::vector<CalibrationRecord>& out) {
+    if (!node.IsSequence())
+        parent.fail_at(node, "calibration",
+                       "expected a list of records (- key: ..., value: ..., files: [...])");
+    std::size_t i = 0;
+    for (const auto& item : node) {
+        YamlMap m(item, parent.file(), "calibration[" + std::to_string(i++) + "]");
+        CalibrationRecord r;
+        r.key = m.str("key");
+        if (r.key.empty())
+            m.fail("key", "expected the dotted key the record describes");
+        r.value = m.str("value");
+        if (m.has("method"))
+            r.method = m.str("method");
+        if (m.has("files"))
+            r.files = read_strings(m, "files");
+        if (m.has("points"))
+            r.points = static_cast<int>(m.integer("points", 0, 1 << 30));
+        r.mean_abs_error = read_percent(m, "mean_abs_error_pct");
+        r.max_abs_error = read_percent(m, "max_abs_error_pct");
+        m.finish();
+        auto same = std::find_if(out.begin(), out.end(),
+                                 [&](const CalibrationRecord& c) { return c.key == r.key; });
+        if (same != out.end())
+            *same = std::move(r);
+        else
+            out.push_back(std::move(r));
+    }
+}
+
+void apply_uncertainty(YamlMap m, Uncertainty& out) {
+    if (m.has("basis"))
+        out.basis = m.choice("basis", {"held-out", "in-sample"});
+    if (m.has("collectives"))
+        apply_band(m.map("collectives"), out.collectives);
+    if (m.has("gemms"))
+        apply_band(m.map("gemms"), out.gemms);
+    if (m.has("steps"))
+        apply_band(m.map("steps"), out.steps);
+    m.finish();
+}
+
+} // namespace clustersim::hardware

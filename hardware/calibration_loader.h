@@ -1,0 +1,34 @@
+#pragma once
+/// \file
+/// The `calibration:` and `uncertainty:` sections of hardware files, which `clustersim
+/// calibrate fit` writes (docs/calibration.md):
+///
+///     calibration:                       # one entry per fitted value
+///       - key: collectives.launch_latency
+///         value: 31.2us
+///         method: huber-nelder-mead
+///         files: [a100-tables.json]
+///         points: 2048
+///         mean_abs_error_pct: 1.9
+///         max_abs_error_pct: 12.1
+///     uncertainty:                       # measured / predicted - 1, by kind
+///       basis: held-out                  # or in-sample
+///       collectives: {points: 1024, p10: -0.031, p50: 0.002, p90: 0.028}
+///       gemms: {...}
+///       steps: {...}
+///
+/// A file that extends another replaces the records of the keys it names and the bands of the
+/// kinds it gives; the rest is inherited.
+
+#include "hardware/specs.h"
+#include "hardware/yaml_reader.h"
+
+namespace clustersim::hardware {
+
+/// Reads a `calibration:` list (`node`, the value of the key) into `out`.
+void apply_calibration(const YamlMap& parent, const YAML::Node& node,
+                       std::vector<CalibrationRecord>& out);
+/// Reads an `uncertainty:` mapping into `out`.
+void apply_uncertainty(YamlMap m, Uncertainty& out);
+
+} // namespace clustersim::hardware
