@@ -34,6 +34,10 @@ void register_collective(CLI::App& app, Io io, int& exit_code);
 void register_demo(CLI::App& app, Io io, int& exit_code);
 void register_report(CLI::App& app, Io io, int& exit_code);
 void register_run(CLI::App& app, Io io, int& exit_code);
+void register_sweep(CLI::App& app, Io io, int& exit_code);
+void register_scale(CLI::App& app, Io io, int& exit_code);
+void register_bubble(CLI::App& app, Io io, int& exit_code);
 void register_calibrate(CLI::App& app, Io io, int& exit_code);
+void register_validate(CLI::App& app, Io io, int& exit_code);
 
 } // namespace clustersim::app

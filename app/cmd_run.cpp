@@ -5,6 +5,7 @@
 #include "app/output.h"
 #include "app/run_report.h"
 #include "app/svg_plot.h"
+#include "app/uncertainty.h"
 #include "sim/error.h"
 #include "sim/units.h"
 #include "strategies/parallel/experiment.h"
@@ -73,6 +74,8 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                r.gpus, "one per pipeline rank", fidelity_name(r.fidelity));
     fmt::print(out, "\n");
     fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
+    fmt::print(out, "{:<12}{}\n", "uncertainty",
+               band_text(e.cluster, PredictionKind::step, r.step_time_s));
     // An MLP's samples are rows, not token sequences.
     fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
                r.tokens_per_s);
@@ -129,6 +132,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                      {"virtual_stages", r.virtual_stages},
                      {"micro_batches", r.micro_batches}};
     j["step_time_s"] = r.step_time_s;
+    j["step_time_band"] = band_json(e.cluster, PredictionKind::step, r.step_time_s);
     j["tokens_per_s"] = r.tokens_per_s;
     j["mfu"] = r.mfu;
     j["bubble_fraction"] = r.bubble_fraction;

@@ -4,6 +4,7 @@
 #include "hardware/yaml_reader.h"
 #include "sim/error.h"
 #include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment_reader.h"
 
 #include <filesystem>
 
@@ -137,7 +138,24 @@ ExperimentSpec load_experiment(const std::string& path,
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     for (const auto& [key, value] : overrides)
         apply_override(doc, key, value);
+    ExperimentSpec e = detail::read_experiment_document(doc, path);
+    validate_experiment(e);
+    return e;
+}
 
+namespace detail {
+
+void override_key(YAML::Node root, const std::string& key, const std::string& value) {
+    apply_override(std::move(root), key, value);
+}
+void read_training_section(hardware::YamlMap m, TrainingSpec& t) {
+    read_training(std::move(m), t);
+}
+void read_parallel_section(hardware::YamlMap m, ParallelSpec& p) {
+    read_parallel(std::move(m), p);
+}
+
+ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path) {
     hardware::YamlMap root(doc, path);
     ExperimentSpec e;
     e.file = path;
@@ -174,9 +192,10 @@ ExperimentSpec load_experiment(const std::string& path,
     }
     read_workload(root, e, path);
     root.finish();
-    validate_experiment(e);
     return e;
 }
+
+} // namespace detail
 
 ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
                                const std::vector<std::pair<std::string, std::string>>& settings,

@@ -56,6 +56,16 @@ collectives::Op to_collective(models::TpOp op) {
     return collectives::Op::all_reduce;
 }
 
+/// A communicator over `gpus`: shared from the plan's cache when it has one, else built into
+/// `owned` (which must outlive its use).
+const collectives::Communicator* communicator(const StepPlan& plan, const std::vector<int>& gpus,
+                                              std::unique_ptr<collectives::Communicator>& owned) {
+    if (plan.communicators != nullptr)
+        return &plan.communicators->get(gpus);
+    owned = std::make_unique<collectives::Communicator>(*plan.topology, gpus);
+    return owned.get();
+}
+
 /// Predicted times of collectives on one communicator, cached by (op, bytes, dtype).
 class CollectiveTimes {
 public:
@@ -94,6 +104,15 @@ hardware::Dtype comm_dtype(hardware::Dtype d) {
     }
 }
 
+/// The dtype data-parallel gradients are reduced in: fp32 main gradients, or the 16-bit
+/// training dtype when the framework reduces those (FrameworkSpec::fp32_grad_reduce).
+hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
+    const auto d = e.training.dtype;
+    if (e.cluster.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
+        return hardware::Dtype::fp32;
+    return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
+}
+
 /// The clocks of one rank while a pass runs: the host issuing kernels, the compute stream and
 /// the stream of tensor-parallel collectives.
 struct Clock {
@@ -114,6 +133,7 @@ struct Unit {
 void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
                hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c, PassCost& cost) {
     const double host_overhead = fw.host_overhead.seconds();
+    const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
     const double inv_memory_eff = 1.0 / fw.memory_efficiency;
     for (const Unit& u : units) {
@@ -124,7 +144,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
         auto issue_collective = [&](std::size_t k) {
             const models::TpCollective& tc = w.collectives[k];
             const double issue = c.host;
-            c.host += host_overhead;
+            c.host += collective_host;
             ++cost.kernels;
             const double start = std::max({issue, c.gpu, c.comm});
             collectives::Collective coll;
@@ -241,7 +261,9 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
                                                            {Recompute::selective, rp.selective},
                                                            {Recompute::none, rp.none}}};
 
+    // Each micro-batch starts with the host alone (get_batch synchronises host and device).
     Clock c;
+    c.host = ho.microbatch_overhead.seconds();
     PassCost f;
     if (st.embedding)
         run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
@@ -257,7 +279,8 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
 
     // Backward: head first, then the layers from the last down, then the embedding. Bucket
     // readiness follows the layers' completion within the pass.
-    const double grad_bytes_per_param = 4.0; // Megatron reduces fp32 main gradients
+    const double grad_bytes_per_param =
+        static_cast<double>(hardware::bytes_per_element(grad_reduce_dtype(ctx.e)));
     const std::int64_t bucket_limit = std::max<std::int64_t>(1, ctx.e.parallel.dp_bucket);
     st.buckets.clear();
     std::int64_t pending = 0;
@@ -328,7 +351,7 @@ RecomputePlan uniform(Recompute r, int layers) {
 void plan_ranks(Context& ctx, StepPlan& plan) {
     const ExperimentSpec& e = ctx.e;
     const ParallelSpec& par = e.parallel;
-    const auto grad_dtype = hardware::Dtype::fp32;
+    const auto grad_dtype = grad_reduce_dtype(e);
     plan.ranks.clear();
     for (int p = 0; p < par.pp; ++p) {
         RankPlan r;
@@ -359,9 +382,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
 
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
-        if (par.dp > 1)
-            dp_comm = std::make_unique<collectives::Communicator>(*plan.topology, r.dp_group);
-        CollectiveTimes times(dp_comm.get());
+        CollectiveTimes times(par.dp > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
         auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype, int chunk,
                        int bucket, bool after_opt, const char* what) {
             DpCollective d;
@@ -387,7 +408,8 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                             grad_what);
                 }
             } else {
-                add(grad_op, r.parameters * 4, grad_dtype, -1, -1, false, grad_what);
+                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
+                    -1, -1, false, grad_what);
             }
             if (par.zero >= 1)
                 add(collectives::Op::all_gather,
@@ -399,12 +421,12 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     // the first and the last pipeline rank after the backward.
     if (par.pp > 1 && e.model.is_transformer() && e.model.tied_embeddings) {
         const std::vector<int> pair{gpu_of(par, 0, 0, 0), gpu_of(par, 0, 0, par.pp - 1)};
-        collectives::Communicator comm(*plan.topology, pair);
-        CollectiveTimes times(&comm);
+        std::unique_ptr<collectives::Communicator> comm;
+        CollectiveTimes times(communicator(plan, pair, comm));
         DpCollective d;
         d.collective.op = collectives::Op::all_reduce;
         d.collective.dtype = grad_dtype;
-        d.collective.bytes = ctx.embedding.parameters * 4;
+        d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
         d.time = times.seconds(d.collective);
         d.chunk = -1;
         d.what = "embedding grad all-reduce";
@@ -413,10 +435,11 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     }
 }
 
-double p2p_seconds(const hardware::Topology& topo, int from, int to, std::int64_t bytes) {
+double p2p_seconds(const StepPlan& plan, int from, int to, std::int64_t bytes) {
     if (from == to || bytes <= 0)
         return 0;
-    collectives::Communicator pair(topo, {from, to});
+    std::unique_ptr<collectives::Communicator> owned;
+    const collectives::Communicator& pair = *communicator(plan, {from, to}, owned);
     collectives::Collective c;
     c.op = collectives::Op::send_recv;
     c.bytes = bytes;
@@ -445,11 +468,13 @@ std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
 }
 
 StepPlan build_step_plan(const ExperimentSpec& e,
-                         std::shared_ptr<const hardware::Topology> topology) {
+                         std::shared_ptr<const hardware::Topology> topology,
+                         collectives::CommunicatorCache* communicators) {
     const ParallelSpec& par = e.parallel;
     StepPlan plan;
     plan.experiment = &e;
     plan.topology = std::move(topology);
+    plan.communicators = communicators;
     plan.shape =
         PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
     plan.orders = pipeline_order(par.schedule, plan.shape);
@@ -481,8 +506,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         std::vector<int> group;
         for (int t = 0; t < par.tp; ++t)
             group.push_back(gpu_of(par, t, 0, 0));
-        ctx.tp_comm = std::make_unique<collectives::Communicator>(*plan.topology, group);
-        ctx.tp_times = CollectiveTimes(ctx.tp_comm.get());
+        ctx.tp_times = CollectiveTimes(communicator(plan, group, ctx.tp_comm));
     }
 
     const int V = par.pp * par.virtual_stages;
@@ -564,7 +588,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         const int to = gpu_of(par, 0, 0, (vs + 1) % par.pp);
         const auto key = std::make_pair(from, to);
         if (!p2p_cache.count(key))
-            p2p_cache[key] = p2p_seconds(*plan.topology, from, to, act_bytes);
+            p2p_cache[key] = p2p_seconds(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
         const double overhead = from == to ? 0.0 : e.cluster.framework.p2p_overhead.seconds();
         st.send_forward = p2p_cache[key] + overhead;

@@ -19,6 +19,7 @@
 #include "hardware/compute_model.h"
 #include "hardware/topology.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/collectives/communicator_cache.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/pipeline_schedule.h"
@@ -105,6 +106,9 @@ struct RankPlan {
 struct StepPlan {
     const ExperimentSpec* experiment = nullptr;
     std::shared_ptr<const hardware::Topology> topology;
+    /// Communicators shared with other plans on the same topology (StepSimulator); null: the
+    /// plan builds its own.
+    collectives::CommunicatorCache* communicators = nullptr;
     PipelineShape shape;
     std::vector<std::vector<PipePass>> orders;
     std::vector<VirtualStagePlan> stages; ///< by virtual stage index
@@ -122,8 +126,11 @@ struct StepPlan {
 /// Builds the plan of `e` on `topology` (which must be the cluster of `e`). `recompute_plan`
 /// fixes the recompute of each virtual stage (tests and the automatic search use it); empty:
 /// from the experiment (for `auto`, the cheapest plan per rank that fits in memory).
+/// `communicators`, when given, is a cache on `topology` that the plan takes its communicators
+/// from (same results, built once for many plans).
 StepPlan build_step_plan(const ExperimentSpec& e,
-                         std::shared_ptr<const hardware::Topology> topology);
+                         std::shared_ptr<const hardware::Topology> topology,
+                         collectives::CommunicatorCache* communicators = nullptr);
 
 /// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);

@@ -71,7 +71,9 @@ std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int 
 // ---------------------------------------------------------------------------------------------
 // Analytic: the DAG timing of the schedule, then each rank's data-parallel stream.
 
-std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
+/// `timeline`: also record the transfers and collectives as labelled intervals (only the
+/// timeline uses them; a sweep skips them).
+std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
     PassDurations d;
     d.pass = [&](PassKind k, int vs) {
@@ -96,6 +98,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
     std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
     for (int p = 0; p < P; ++p) {
         ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
         for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
             ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, kNone, kNone, t.released};
             const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
@@ -106,7 +109,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
                 e.send_start = bwd_end[j * V + t.virtual_stage + 1];
                 e.arrival = e.send_start + plan.stage(t.virtual_stage).send_backward;
             }
-            if (e.arrival != kNone && e.arrival > e.send_start) {
+            if (timeline && e.arrival != kNone && e.arrival > e.send_start) {
                 // Record the transfer on the sender's timeline.
                 const int sender = t.pass.kind == PassKind::forward ? (t.virtual_stage - 1) % P
                                                                     : (t.virtual_stage + 1) % P;
@@ -137,14 +140,14 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
             const double ready = b.start + st.buckets[static_cast<std::size_t>(c.bucket)].ready;
             const double start = std::max(ready, t);
             t = start + c.time;
-            r.dp.push_back({start, t, collective_label(c)});
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer || c.chunk >= 0 || std::string(c.what).rfind("embedding", 0) == 0)
                 continue;
             const double start = std::max(r.last_pass_end, t);
             t = start + c.time;
-            r.dp.push_back({start, t, collective_label(c)});
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
         before_shared[static_cast<std::size_t>(p)] = std::max(t, r.last_pass_end);
     }
@@ -157,7 +160,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
                 continue;
             const double start = std::max(before_shared.front(), before_shared.back());
             t = start + c.time;
-            r.dp.push_back({start, t, collective_label(c)});
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
         r.optimizer_start = std::max(r.last_pass_end, t);
         r.optimizer_end = r.optimizer_start + rp.optimizer_time;
@@ -167,7 +170,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan) {
                 continue;
             const double start = t;
             t = start + c.time;
-            r.dp.push_back({start, t, collective_label(c)});
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
         r.end = t;
         (void)e;
@@ -581,11 +584,13 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
 }
 
 /// A recompute or ZeRO setting under which the experiment fits, or advice.
-std::string find_fix(const ExperimentSpec& e) {
+std::string find_fix(const ExperimentSpec& e,
+                     const std::shared_ptr<const hardware::Topology>& topology,
+                     collectives::CommunicatorCache* communicators) {
     auto fits = [&](ExperimentSpec variant) {
         StepOptions o;
         o.oom_advice = false;
-        return !simulate_step(variant, o).oom;
+        return !detail::simulate_step_on(variant, o, topology, communicators).oom;
     };
     std::vector<std::pair<std::string, ExperimentSpec>> tries;
     if (e.parallel.recompute != RecomputePolicy::full &&
@@ -614,8 +619,14 @@ std::string find_fix(const ExperimentSpec& e) {
 } // namespace
 
 StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options) {
-    auto topology = std::make_shared<const hardware::Topology>(e.cluster);
-    const StepPlan plan = build_step_plan(e, topology);
+    return detail::simulate_step_on(e, options, std::make_shared<const hardware::Topology>(e.cluster),
+                                    nullptr);
+}
+
+StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& options,
+                                    std::shared_ptr<const hardware::Topology> topology,
+                                    collectives::CommunicatorCache* communicators) {
+    const StepPlan plan = build_step_plan(e, topology, communicators);
 
     StepResult r;
     r.experiment = e.name;
@@ -634,7 +645,7 @@ StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options) {
         ranks = std::move(run.ranks);
         r.events = run.events;
     } else {
-        ranks = run_analytic(plan);
+        ranks = run_analytic(plan, options.timeline);
     }
     for (std::size_t p = 0; p < ranks.size(); ++p) {
         if (ranks[p].end > r.step_time_s) {
@@ -657,7 +668,7 @@ StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options) {
 
     account_memory(plan, r);
     if (r.oom && options.oom_advice)
-        r.oom_fix = find_fix(e);
+        r.oom_fix = find_fix(e, topology, communicators);
 
     for (const RankPlan& rp : plan.ranks)
         r.simulated_gpus.push_back(rp.gpu);

@@ -24,10 +24,13 @@
 /// step time: compute + recompute + host + tp_comm_exposed + pp_bubble + pp_comm_exposed +
 /// dp_comm_exposed + optimizer.
 
+#include "hardware/topology.h"
 #include "strategies/collectives/collective.h"
+#include "strategies/collectives/communicator_cache.h"
 #include "strategies/parallel/experiment.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,5 +121,13 @@ struct StepOptions {
 /// Simulates one step of `e`. Throws InputError for configurations that cannot run (already
 /// refused by validate_experiment when `e` came from load_experiment).
 StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options = {});
+
+namespace detail {
+/// simulate_step on `topology` (the graph of `e.cluster`), with communicators from
+/// `communicators` when not null: what StepSimulator (step_simulator.h) shares between steps.
+StepResult simulate_step_on(const ExperimentSpec& e, const StepOptions& options,
+                            std::shared_ptr<const hardware::Topology> topology,
+                            collectives::CommunicatorCache* communicators);
+} // namespace detail
 
 } // namespace clustersim::strategies::parallel

@@ -1,0 +1,238 @@
+// clustersim bubble EXPERIMENT.yaml --micro-batches 1,2,4,...,64: the pipeline bubble and the
+// step time against the number of micro-batches for GPipe, 1F1B and interleaved 1F1B, next to
+// the closed forms; --plot draws the whiteboard picture.
+#include "app/cli.h"
+#include "app/output.h"
+#include "app/svg_plot.h"
+#include "app/sweep.h"
+#include "sim/error.h"
+#include "sim/units.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace clustersim::app {
+namespace {
+
+namespace sp = strategies::parallel;
+using sp::Settings;
+
+struct BubbleOptions {
+    std::string experiment;
+    std::string micro_batches;
+    std::vector<std::string> sets;
+    int virtual_stages = 0;
+    std::string plot;
+    int jobs = 0;
+    std::string fidelity = "analytic";
+};
+
+struct Schedule {
+    sp::PipelineSchedule schedule;
+    std::string name;  ///< as in the experiment file
+    std::string label; ///< for people
+    int v = 1;
+};
+
+struct Cell {
+    std::int64_t m = 0;
+    sweep::Outcome outcome;
+    double closed_form = 0;
+};
+
+std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedule>& schedules,
+                       const std::vector<std::vector<Cell>>& cells) {
+    const int p = base.parallel.pp;
+    const int v = schedules.back().v;
+    LineChart c;
+    c.title = fmt::format("Pipeline bubble against micro-batches: {}", base.name);
+    c.subtitle = fmt::format("p = {} stages (tp {} x dp {}), micro-batch {}; interleaved with "
+                             "v = {} virtual stages; {} simulated",
+                             p, base.parallel.tp, base.parallel.dp, base.training.micro_batch, v,
+                             base.model.name);
+    c.footnote = "dashed: closed forms with equal stages and free communication, GPipe and 1F1B "
+                 "(p-1)/(m+p-1), interleaved (p-1)/(v m+p-1)";
+    c.x.label = "micro-batches per step (m)";
+    c.x.scale = AxisScale::log2;
+    c.x.format = TickFormat::integer;
+    c.y.label = "bubble fraction of the step";
+    c.y.format = TickFormat::percent;
+    c.y.max = 1.0;
+    const char* groups[] = {"gpipe", "1f1b", "interleaved"};
+    std::vector<Series> solid, dashed;
+    for (std::size_t s = 0; s < schedules.size(); ++s) {
+        Series sim;
+        sim.name = schedules[s].label;
+        sim.group = groups[s];
+        Series cf;
+        cf.name = s == 2 ? "(p-1)/(v m+p-1)" : "(p-1)/(m+p-1)";
+        cf.line = LineStyle::dashed;
+        cf.markers = false;
+        cf.group = groups[s];
+        for (const Cell& cell : cells[s]) {
+            cf.x.push_back(static_cast<double>(cell.m));
+            cf.y.push_back(cell.closed_form);
+            if (!cell.outcome.valid)
+                continue;
+            sim.x.push_back(static_cast<double>(cell.m));
+            sim.y.push_back(cell.outcome.result.bubble_fraction);
+        }
+        solid.push_back(sim);
+        // GPipe and 1F1B share one closed form: draw it once.
+        if (s != 1)
+            dashed.push_back(cf);
+    }
+    c.series = solid;
+    c.series.insert(c.series.end(), dashed.begin(), dashed.end());
+    return render_svg(c);
+}
+
+void run_bubble(const BubbleOptions& o, Io io) {
+    const auto ms = sweep::parse_int_list("--micro-batches", o.micro_batches);
+    if (o.virtual_stages < 0 || o.virtual_stages == 1)
+        throw InputError("--virtual-stages: interleaving needs at least 2, got " +
+                         std::to_string(o.virtual_stages));
+    if (o.jobs < 0)
+        throw InputError("--jobs: expected a positive number of threads");
+    Settings fixed;
+    for (const auto& s : o.sets)
+        fixed.push_back(sp::parse_override(s));
+    const sp::ExperimentVariants variants(o.experiment, fixed);
+    sweep::EvalOptions eo;
+    eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    const sweep::Evaluator evaluator(variants, eo);
+    // The experiment as given must run: its tp, pp and dp are kept for every point.
+    sp::ExperimentSpec base;
+    try {
+        base = evaluator.experiment({});
+    } catch (const InputError& e) {
+        throw InputError(std::string(e.what()) + " (the experiment itself must be valid)");
+    }
+    if (base.parallel.pp < 2)
+        throw InputError(o.experiment + ": pp is " + std::to_string(base.parallel.pp) +
+                         ": no pipeline, no bubble; set a pipeline, e.g. --set parallel.pp=4");
+    const int v = o.virtual_stages > 0           ? o.virtual_stages
+                  : base.parallel.virtual_stages > 1 ? base.parallel.virtual_stages
+                                                     : 2;
+    const std::vector<Schedule> schedules{
+        {sp::PipelineSchedule::gpipe, "gpipe", "GPipe", 1},
+        {sp::PipelineSchedule::one_f_one_b, "1f1b", "1F1B", 1},
+        {sp::PipelineSchedule::interleaved_1f1b, "interleaved-1f1b",
+         fmt::format("interleaved 1F1B (v={})", v), v}};
+    std::vector<Settings> configs;
+    for (const Schedule& s : schedules) {
+        for (std::int64_t m : ms) {
+            configs.push_back(
+                {{"parallel.schedule", s.name},
+                 {"parallel.virtual_stages", std::to_string(s.v)},
+                 {"parallel.dp", std::to_string(base.parallel.dp)},
+                 {"training.global_batch",
+                  std::to_string(m * base.training.micro_batch * base.parallel.dp)}});
+        }
+    }
+    const auto outcomes =
+        sweep::evaluate_all(evaluator, configs, o.jobs > 0 ? o.jobs : sweep::default_jobs());
+    std::vector<std::vector<Cell>> cells(schedules.size());
+    std::size_t k = 0;
+    for (std::size_t s = 0; s < schedules.size(); ++s) {
+        for (std::int64_t m : ms) {
+            Cell c;
+            c.m = m;
+            c.outcome = outcomes[k++];
+            sp::PipelineShape shape;
+            shape.ranks = base.parallel.pp;
+            shape.micro_batches = static_cast<int>(m);
+            shape.virtual_stages = schedules[s].v;
+            c.closed_form = sp::ideal_bubble_fraction(schedules[s].schedule, shape);
+            cells[s].push_back(std::move(c));
+        }
+    }
+
+    fmt::print(io.out, "{:<10}{}: {}, pp {} x tp {} x dp {}, micro-batch {}, {} fidelity\n",
+               "bubble", o.experiment, base.model.name, base.parallel.pp, base.parallel.tp,
+               base.parallel.dp, base.training.micro_batch, o.fidelity);
+    fmt::print(io.out,
+               "{:<10}m micro-batches per step: global batch = m x micro-batch x dp; the closed "
+               "form assumes equal stages and free communication\n\n",
+               "sweep");
+    std::vector<std::vector<std::string>> table;
+    table.push_back({"schedule", "m", "bubble", "closed form", "step time", "per micro-batch",
+                     "tokens/s", "peak GB", "fits"});
+    std::map<std::string, int> reasons; // footnotes, numbered in order of first appearance
+    std::vector<std::string> reason_text;
+    for (std::size_t s = 0; s < schedules.size(); ++s) {
+        for (const Cell& c : cells[s]) {
+            std::vector<std::string> line{schedules[s].label, std::to_string(c.m)};
+            if (!c.outcome.valid) {
+                auto [it, inserted] =
+                    reasons.emplace(c.outcome.reason, static_cast<int>(reasons.size()) + 1);
+                if (inserted)
+                    reason_text.push_back(c.outcome.reason);
+                line.push_back(fmt::format("invalid [{}]", it->second));
+                line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
+                while (line.size() < table.front().size())
+                    line.push_back("-");
+            } else {
+                const auto& r = c.outcome.result;
+                line.push_back(fmt::format("{:.1f}%", 100 * r.bubble_fraction));
+                line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
+                line.push_back(sim::format_time(sim::Time::from_seconds(r.step_time_s)));
+                line.push_back(sim::format_time(
+                    sim::Time::from_seconds(r.step_time_s / static_cast<double>(c.m))));
+                line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
+                line.push_back(fmt::format("{:.1f}", static_cast<double>(r.peak_bytes_max) / 1e9));
+                line.push_back(r.oom ? "OOM" : "yes");
+            }
+            table.push_back(std::move(line));
+        }
+    }
+    std::vector<std::size_t> width(table.front().size(), 0);
+    for (const auto& line : table) {
+        for (std::size_t c = 0; c < line.size(); ++c)
+            width[c] = std::max(width[c], line[c].size());
+    }
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        const auto& line = table[i];
+        std::string s;
+        for (std::size_t c = 0; c < line.size(); ++c)
+            s += (c == 0 ? "" : "  ") + (c == 0 ? fmt::format("{:<{}}", line[c], width[c])
+                                                : fmt::format("{:>{}}", line[c], width[c]));
+        while (!s.empty() && s.back() == ' ')
+            s.pop_back();
+        io.out << s << "\n";
+    }
+    for (std::size_t i = 0; i < reason_text.size(); ++i)
+        fmt::print(io.out, "[{}] {}\n", i + 1, reason_text[i]);
+    if (!o.plot.empty()) {
+        write_file_atomically(o.plot, bubble_svg(base, schedules, cells));
+        fmt::print(io.out, "\n{:<10}{}\n", "plot", o.plot);
+    }
+}
+
+} // namespace
+
+void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
+    auto o = std::make_shared<BubbleOptions>();
+    auto* cmd = app.add_subcommand(
+        "bubble", "Pipeline bubble and step time against micro-batches, with the closed forms");
+    cmd->add_option("experiment", o->experiment, "Experiment file (YAML) with pp > 1")->required();
+    cmd->add_option("--micro-batches", o->micro_batches,
+                    "Micro-batch counts, e.g. 1,2,4,...,64 (... continues the steps)")
+        ->required();
+    cmd->add_option("--set", o->sets, "Override a key (repeatable)");
+    cmd->add_option("--virtual-stages", o->virtual_stages,
+                    "Virtual stages of the interleaved schedule (default: the experiment's, or 2)");
+    cmd->add_option("--plot", o->plot, "Write the bubble against micro-batches (SVG)");
+    cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
+    cmd->add_option("--fidelity", o->fidelity, "analytic or flow")
+        ->check(CLI::IsMember({"analytic", "flow"}))
+        ->capture_default_str();
+    cmd->callback([o, io] { run_bubble(*o, io); });
+}
+
+} // namespace clustersim::app

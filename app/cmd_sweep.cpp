@@ -1,0 +1,458 @@
+// clustersim sweep EXPERIMENT.yaml --vary KEY=V1,V2,... : every configuration of the product of
+// the axes, simulated on a pool of threads (and across MPI ranks with --mpi), one CSV row per
+// configuration in configuration order, and the best ones as a table.
+#include "app/cli.h"
+#include "app/mpi_sweep.h"
+#include "app/output.h"
+#include "app/sweep.h"
+#include "sim/error.h"
+#include "sim/units.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace clustersim::app {
+namespace {
+
+namespace sp = strategies::parallel;
+using sweep::Axis;
+using sweep::RowSummary;
+using strategies::parallel::Settings;
+
+struct SweepOptions {
+    std::string experiment;
+    std::vector<std::string> vary;
+    std::vector<std::string> sets;
+    int gpus = 0;
+    std::string max_memory;
+    int jobs = 0;
+    std::string out;
+    int top = 10;
+    bool resume = false;
+    std::string fidelity = "analytic";
+    bool mpi = false;
+};
+
+constexpr int kTagRows = 1;
+constexpr int kTagDone = 2;
+constexpr int kTagError = 3;
+
+/// Counts and the best rows, kept as rows come (a sweep of 10^6 rows need not stay in memory).
+class Tally {
+public:
+    Tally(std::size_t columns, std::size_t k)
+        : columns_(columns)
+        , k_(k) {}
+    void add(const std::string& row) {
+        RowSummary s = sweep::summarize(row, columns_);
+        ++total_;
+        if (!s.valid) {
+            ++invalid_;
+            return;
+        }
+        ++(s.oom ? oom_ : fit_);
+        if (k_ == 0)
+            return;
+        best_.push_back(std::move(s));
+        // The order is total, so the k best of what has been seen contain the final k best.
+        if (best_.size() > 2 * k_ + 64)
+            best_ = sweep::top_rows(std::move(best_), k_);
+    }
+    std::vector<RowSummary> best() const { return sweep::top_rows(best_, k_); }
+    std::int64_t total_ = 0, invalid_ = 0, fit_ = 0, oom_ = 0;
+
+private:
+    std::size_t columns_;
+    std::size_t k_;
+    std::vector<RowSummary> best_;
+};
+
+std::string join_keys(const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys)
+        s += (s.empty() ? "" : ", ") + k;
+    return s;
+}
+
+/// The rows of `text` (one per line), each to the sink under its configuration number.
+void submit_rows(const std::string& text, sweep::OrderedSink& sink) {
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        auto nl = text.find('\n', pos);
+        if (nl == std::string::npos)
+            nl = text.size();
+        std::string row = text.substr(pos, nl - pos);
+        const std::int64_t index = std::stoll(row.substr(0, row.find(',')));
+        sink.submit(index, std::move(row));
+        pos = nl + 1;
+    }
+}
+
+void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
+    const int rank = session ? session->rank() : 0;
+    const int ranks = session ? session->size() : 1;
+
+    // Everything that can be wrong is found before any file is written; every rank finds the
+    // same (the checks are deterministic), and only rank 0 prints.
+    if (o.vary.empty())
+        throw InputError("--vary: give at least one KEY=V1,V2,... (e.g. --vary parallel.tp=1,2,4,8)");
+    if (o.jobs < 0)
+        throw InputError("--jobs: expected a positive number of threads, got " +
+                         std::to_string(o.jobs));
+    if (o.top < 0)
+        throw InputError("--top: expected a number of rows >= 0, got " + std::to_string(o.top));
+    if (o.resume && o.out.empty())
+        throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
+    if (o.gpus < 0)
+        throw InputError("--gpus: expected a positive number of GPUs, got " +
+                         std::to_string(o.gpus));
+    std::vector<Axis> axes;
+    for (const auto& text : o.vary) {
+        Axis a = sweep::parse_axis("--vary", text);
+        for (const Axis& b : axes) {
+            if (b.key == a.key)
+                throw InputError("--vary " + a.key + ": given twice; put all its values in one list");
+        }
+        axes.push_back(std::move(a));
+    }
+    Settings fixed;
+    for (const auto& s : o.sets)
+        fixed.push_back(sp::parse_override(s));
+    std::int64_t max_memory = 0;
+    if (!o.max_memory.empty()) {
+        try {
+            max_memory = sim::parse_bytes(o.max_memory);
+        } catch (const InputError& e) {
+            throw InputError(std::string("--max-memory: ") + e.what());
+        }
+        if (max_memory <= 0)
+            throw InputError("--max-memory: expected a positive size like 40GiB, got '" +
+                             o.max_memory + "'");
+    }
+
+    const sp::ExperimentVariants variants(o.experiment, fixed);
+    auto varied = [&](const char* key) {
+        return std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.key == key; });
+    };
+    for (const Axis& a : axes) {
+        if (!variants.is_key(a.key))
+            throw InputError("--vary " + a.key + ": unknown key; valid keys: " +
+                             join_keys(variants.keys()));
+        if (o.gpus > 0 && (a.key == "gpus" || a.key == "nodes"))
+            throw InputError("--vary " + a.key + ": the GPU count is fixed by --gpus " +
+                             std::to_string(o.gpus) + "; give one or the other");
+    }
+    const bool dp_given = varied("parallel.dp") ||
+                          std::any_of(fixed.begin(), fixed.end(),
+                                      [](const auto& kv) { return kv.first == "parallel.dp"; });
+    sweep::EvalOptions eo;
+    eo.gpus = o.gpus;
+    eo.max_memory = max_memory;
+    eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
+    eo.derive_dp = !dp_given && (varied("parallel.tp") || varied("parallel.pp") ||
+                                 varied("gpus") || varied("nodes") || o.gpus > 0);
+    const sweep::Evaluator evaluator(variants, eo);
+
+    // Values of the wrong type are errors of the command line, not invalid configurations.
+    for (const Axis& a : axes) {
+        for (const auto& v : a.values) {
+            Settings s;
+            if (o.gpus > 0)
+                s.emplace_back("gpus", std::to_string(o.gpus));
+            s.emplace_back(a.key, v);
+            try {
+                (void)variants.read(s);
+            } catch (const InputError& e) {
+                throw InputError("--vary " + a.key + "=" + v + ": " +
+                                 sweep::strip_path(e.what(), o.experiment));
+            }
+        }
+    }
+
+    const sweep::Grid grid(axes);
+    const std::int64_t configs = grid.size();
+    // A sweep in which nothing can run (a GPU count no split uses, say) is a mistake.
+    {
+        std::string first_reason;
+        bool any = false;
+        for (std::int64_t i = 0; i < configs && !any; ++i) {
+            try {
+                (void)evaluator.experiment(grid.settings(i));
+                any = true;
+            } catch (const InputError& e) {
+                if (first_reason.empty())
+                    first_reason = sweep::strip_path(e.what(), o.experiment);
+            }
+        }
+        if (!any)
+            throw InputError(fmt::format("none of the {} configurations can run{}: the first "
+                                         "fails with: {}",
+                                         configs,
+                                         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "",
+                                         first_reason));
+    }
+
+    const auto columns = sweep::csv_columns(axes);
+    sweep::Identity id;
+    id.experiment = o.experiment;
+    id.experiment_hash = sweep::file_hash(o.experiment);
+    id.fixed = fixed;
+    id.axes = axes;
+    id.gpus = o.gpus;
+    id.max_memory = max_memory;
+    id.fidelity = o.fidelity;
+    const std::string header = sweep::csv_header(id, columns);
+
+    // Rank 0 reads what a resumed sweep has already written and opens the CSV; it tells the
+    // other ranks which configurations are left (or the error, so that all stop together).
+    sweep::Existing existing;
+    std::unique_ptr<sweep::LineWriter> writer;
+    bool resumed = false;
+    std::string plan;
+    if (rank == 0) {
+        try {
+            resumed = o.resume && std::filesystem::exists(o.out);
+            if (resumed)
+                existing = sweep::read_existing(o.out, header, configs);
+            if (!o.out.empty())
+                writer = std::make_unique<sweep::LineWriter>(o.out, !resumed, header,
+                                                             existing.keep_bytes);
+            plan = "ok\n";
+            for (std::int64_t d : existing.done)
+                plan += std::to_string(d) + "\n";
+        } catch (const InputError& e) {
+            plan = std::string("error\n") + e.what();
+        }
+    }
+    if (session)
+        session->broadcast(plan);
+    if (plan.rfind("error\n", 0) == 0)
+        throw InputError(plan.substr(6));
+    std::set<std::int64_t> done;
+    if (rank == 0) {
+        done = existing.done;
+    } else {
+        std::istringstream in(plan.substr(3));
+        for (std::string line; std::getline(in, line);)
+            done.insert(std::stoll(line));
+    }
+    std::vector<std::int64_t> todo;
+    for (std::int64_t i = 0; i < configs; ++i) {
+        if (!done.count(i))
+            todo.push_back(i);
+    }
+    std::vector<std::int64_t> mine;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+        if (static_cast<int>(i % static_cast<std::size_t>(ranks)) == rank)
+            mine.push_back(todo[i]);
+    }
+    const int jobs = o.jobs > 0 ? o.jobs : sweep::default_jobs();
+    auto work = [&](std::int64_t index) {
+        return sweep::csv_row(index, grid.values(index), evaluator.evaluate(grid.settings(index)));
+    };
+
+    if (rank != 0) {
+        // A worker rank: simulate its share, ship rows to rank 0 as they are done.
+        std::mutex outbox_mutex;
+        std::vector<std::string> outbox;
+        sweep::OrderedSink sink(mine, [&](std::int64_t, const std::string& row) {
+            std::lock_guard<std::mutex> lock(outbox_mutex);
+            outbox.push_back(row);
+        });
+        std::atomic<bool> finished{false};
+        std::exception_ptr error;
+        std::thread pool([&] {
+            try {
+                sweep::run_pool(mine, jobs, work, sink);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            finished = true;
+        });
+        for (;;) {
+            const bool last = finished;
+            std::vector<std::string> batch;
+            {
+                std::lock_guard<std::mutex> lock(outbox_mutex);
+                batch.swap(outbox);
+            }
+            if (!batch.empty()) {
+                std::string text;
+                for (const auto& row : batch)
+                    text += row + "\n";
+                text.pop_back();
+                session->send_to_root(text, kTagRows);
+            }
+            if (last)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        pool.join();
+        if (error) {
+            std::string what = "internal error";
+            try {
+                std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+                what = e.what();
+            }
+            session->send_to_root(what, kTagError);
+            std::rethrow_exception(error);
+        }
+        session->send_to_root("", kTagDone);
+        return;
+    }
+
+    // Rank 0: simulate its share, receive the others', write every row in order.
+    Tally tally(columns.size(), static_cast<std::size_t>(o.top));
+    for (const auto& row : existing.rows)
+        tally.add(row);
+    sweep::Progress progress(io.err, sweep::is_terminal(io.err),
+                             static_cast<std::int64_t>(todo.size()), "configurations");
+    std::int64_t emitted = 0;
+    sweep::OrderedSink sink(todo, [&](std::int64_t, const std::string& row) {
+        if (writer)
+            writer->write_line(row);
+        tally.add(row);
+        progress.update(++emitted);
+    });
+    fmt::print(io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
+               o.experiment, configs,
+               [&] {
+                   std::string s;
+                   for (const Axis& a : axes)
+                       s += (s.empty() ? "" : " x ") + fmt::format("{} {}", a.values.size(), a.key);
+                   return s;
+               }(),
+               o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
+               jobs == 1 ? "" : "s",
+               ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
+    if (eo.derive_dp)
+        fmt::print(io.out, "{:<10}derived as gpus / (tp x pp) in every configuration\n", "dp");
+    if (resumed)
+        fmt::print(io.out, "{:<10}{} rows already in {}, {} to go\n", "resume",
+                   existing.done.size(), o.out, todo.size());
+    else if (o.resume)
+        fmt::print(io.out, "{:<10}no {} yet: starting the sweep\n", "resume", o.out);
+
+    if (ranks == 1) {
+        sweep::run_pool(mine, jobs, work, sink);
+    } else {
+        std::atomic<bool> finished{false};
+        std::exception_ptr error;
+        std::thread pool([&] {
+            try {
+                sweep::run_pool(mine, jobs, work, sink);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            finished = true;
+        });
+        int done_ranks = 0;
+        while (done_ranks < ranks - 1) {
+            std::string text;
+            int source = 0, tag = 0;
+            if (!session->receive(text, source, tag, finished)) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                continue;
+            }
+            if (tag == kTagRows) {
+                submit_rows(text, sink);
+            } else if (tag == kTagDone) {
+                ++done_ranks;
+            } else {
+                fmt::print(io.err, "clustersim: internal error on MPI rank {}: {}\n", source, text);
+                session->abort(1);
+            }
+        }
+        pool.join();
+        if (error)
+            std::rethrow_exception(error);
+    }
+    progress.finish();
+    writer.reset();
+    if (!o.out.empty() && !existing.in_order) {
+        // Rows resumed from a file not in configuration order (edited by hand): sort it.
+        std::ifstream in(o.out, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::vector<std::pair<std::int64_t, std::string>> rows;
+        std::istringstream lines(text.substr(header.size()));
+        for (std::string line; std::getline(lines, line);)
+            rows.emplace_back(std::stoll(line.substr(0, line.find(','))), line);
+        std::stable_sort(rows.begin(), rows.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::string sorted = header;
+        for (const auto& r : rows)
+            sorted += r.second + "\n";
+        write_file_atomically(o.out, sorted);
+    }
+
+    fmt::print(io.out,
+               "{:<10}{} valid: {} fit in memory, {} out of memory; {} invalid (each row of the "
+               "CSV says why)\n",
+               "result", tally.fit_ + tally.oom_, tally.fit_, tally.oom_, tally.invalid_);
+    if (!o.out.empty())
+        fmt::print(io.out, "{:<10}{}\n", "csv", o.out);
+    if (o.top > 0) {
+        const auto best = tally.best();
+        fmt::print(io.out,
+                   "\nbest {} by tokens/s (configurations that fit in memory first, then those "
+                   "out of memory)\n",
+                   best.size());
+        sweep::print_top(io.out, columns, axes, best);
+    }
+}
+
+} // namespace
+
+void register_sweep(CLI::App& app, Io io, int& exit_code) {
+    auto o = std::make_shared<SweepOptions>();
+    auto* cmd = app.add_subcommand(
+        "sweep", "Simulate every combination of experiment keys; CSV of all, table of the best");
+    cmd->add_option("experiment", o->experiment, "Experiment file (YAML)")->required();
+    cmd->add_option("--vary", o->vary,
+                    "KEY=V1,V2,... : values of one key (repeatable; e.g. parallel.tp=1,2,4,8)")
+        ->required();
+    cmd->add_option("--set", o->sets, "Fix a key in every configuration, e.g. --set parallel.zero=1");
+    cmd->add_option("--gpus", o->gpus,
+                    "GPUs of every configuration (default: the experiment's); dp = gpus / (tp x "
+                    "pp)");
+    cmd->add_option("--max-memory", o->max_memory,
+                    "Memory per GPU for the out-of-memory verdict (default: the GPU's HBM)");
+    cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
+    cmd->add_option("--out", o->out, "Write every configuration as a CSV row");
+    cmd->add_option("--top", o->top, "Print the best K configurations")->capture_default_str();
+    cmd->add_flag("--resume", o->resume,
+                  "Continue the sweep in --out: skip the configurations already written");
+    cmd->add_option("--fidelity", o->fidelity, "analytic (closed forms) or flow (network)")
+        ->check(CLI::IsMember({"analytic", "flow"}))
+        ->capture_default_str();
+    cmd->add_flag("--mpi", o->mpi,
+                  "Split the configurations among MPI ranks (run under mpirun); rank 0 writes");
+    cmd->callback([o, io, &exit_code] {
+        std::unique_ptr<mpi::Session> session;
+        if (o->mpi)
+            session = std::make_unique<mpi::Session>();
+        const int rank = session ? session->rank() : 0;
+        try {
+            run_sweep(*o, io, session.get());
+        } catch (const InputError&) {
+            if (rank == 0)
+                throw;
+            exit_code = kUsage; // every rank found the same error; rank 0 says it
+        }
+    });
+}
+
+} // namespace clustersim::app

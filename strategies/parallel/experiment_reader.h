@@ -1,0 +1,27 @@
+#pragma once
+/// \file
+/// The pieces of the experiment loader (experiment.h), for code that builds many variants of
+/// one experiment file without reading it again each time (experiment_variants.h). Not for
+/// general use: load_experiment is the way to read an experiment.
+
+#include "hardware/yaml_reader.h"
+#include "strategies/parallel/experiment.h"
+
+#include <string>
+
+namespace clustersim::strategies::parallel::detail {
+
+/// Sets the dotted `key` to `value` in a parsed experiment document, as `--set` does (a preset
+/// name where a mapping is needed becomes `{extends: NAME}` first).
+void override_key(YAML::Node root, const std::string& key, const std::string& value);
+
+/// Reads a parsed experiment document (overrides already applied) into an ExperimentSpec,
+/// without validate_experiment. `path` names it in messages and resolves relative files.
+ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path);
+
+/// Reads a `training:` mapping onto `t`; keys that are absent keep their values.
+void read_training_section(hardware::YamlMap m, TrainingSpec& t);
+/// Reads a `parallel:` mapping onto `p`; keys that are absent keep their values.
+void read_parallel_section(hardware::YamlMap m, ParallelSpec& p);
+
+} // namespace clustersim::strategies::parallel::detail

@@ -1,0 +1,76 @@
+#pragma once
+/// \file
+/// Many variants of one experiment file, built fast: what a sweep needs for each of its
+/// configurations.
+///
+///     ExperimentVariants v("configs/experiments/gpt3-175B-64xA100.yaml");
+///     ExperimentSpec e = v.read({{"parallel.tp", "4"}, {"parallel.pp", "16"}});
+///     validate_experiment(e);   // InputError: the reason the configuration cannot run
+///
+/// `read(overrides)` gives exactly what `load_experiment(path, overrides)` gives before
+/// validation, but the file is parsed once, and the hardware and the model (which load presets
+/// from disk) are read once per distinct value of the keys that change them; the training and
+/// parallel sections, which are small, are re-read per variant. A variant costs a few tens of
+/// microseconds instead of a file load.
+///
+/// Keys: `keys()` lists what can be varied, derived from the experiment schema itself (the
+/// loaders' own lists of the keys they accept, so it never falls behind them): the top-level
+/// hardware, gpus, nodes and model, and every key of training, parallel and the model
+/// (`model.layers`, ...).
+
+#include "strategies/parallel/experiment.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace clustersim::strategies::parallel {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+class ExperimentVariants {
+public:
+    /// Parses `path` and reads it once with `fixed` applied (as `--set` would), so that an
+    /// experiment that cannot be read fails here. Throws InputError.
+    explicit ExperimentVariants(const std::string& path, Settings fixed = {});
+    ~ExperimentVariants();
+    ExperimentVariants(const ExperimentVariants&) = delete;
+    ExperimentVariants& operator=(const ExperimentVariants&) = delete;
+
+    const std::string& path() const { return path_; }
+
+    /// The experiment with the fixed settings and then `overrides` applied, NOT validated.
+    /// Throws InputError when a value cannot be read (wrong type, unknown key), as
+    /// load_experiment would. Thread-safe.
+    ExperimentSpec read(const Settings& overrides) const;
+
+    /// The keys `read` accepts, sorted: "gpus", "hardware", "model", "model.layers", ...,
+    /// "parallel.tp", ..., "training.micro_batch", ...
+    const std::vector<std::string>& keys() const { return keys_; }
+    bool is_key(const std::string& key) const;
+
+private:
+    struct Heavy; ///< a cluster and a model, read once per value of their keys
+    std::shared_ptr<const Heavy> heavy(const Settings& heavy_overrides) const;
+    std::vector<std::string> probe_keys() const;
+
+    std::string path_;
+    Settings fixed_;
+    std::unique_ptr<YAML::Node> doc_; ///< the parsed file (never modified)
+    std::vector<std::string> keys_;
+    mutable std::mutex mutex_;
+    mutable std::map<Settings, std::shared_ptr<const Heavy>> heavy_cache_;
+};
+
+/// True for keys whose change re-reads the hardware or the model (everything but training.*
+/// and parallel.*).
+bool is_heavy_key(const std::string& key);
+
+} // namespace clustersim::strategies::parallel
