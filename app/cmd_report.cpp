@@ -4,6 +4,7 @@
 #include "app/output.h"
 #include "app/report_compute.h"
 #include "app/report_sections.h"
+#include "app/report_training.h"
 #include "sim/error.h"
 
 #include <CLI/CLI.hpp>
@@ -24,6 +25,7 @@ std::vector<ReportSection> report_sections() {
     // Sections are added here as each area lands (collectives, training steps, calibration).
     sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
+    sections.push_back({"training", "Training steps", training_steps_markdown});
     return sections;
 }
 
