@@ -231,6 +231,54 @@ std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
     return render_svg(chart);
 }
 
+std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
+    LineChart chart;
+    chart.title = fmt::format("{}: memory per GPU during one step", e.name);
+    chart.subtitle = fmt::format("{}; step {}", describe_parallel(e), seconds(r.step_time_s));
+    chart.x.label = "time (s)";
+    chart.y.label = "memory per GPU (GB)";
+    constexpr double kGB = 1e9;
+    double last = r.step_time_s;
+    for (const auto& pt : r.memory_points)
+        last = std::max(last, pt.time);
+    for (std::size_t p = 0; p < r.memory.size(); ++p) {
+        const auto& m = r.memory[p];
+        const double held = static_cast<double>(m.weights_bytes + m.grads_bytes +
+                                                m.optimizer_bytes + m.runtime_bytes);
+        Series s;
+        s.name = fmt::format("stage {} / GPU {}", p, r.simulated_gpus[p]);
+        s.markers = false;
+        // A step function: each point holds until the next.
+        double level = held;
+        s.x.push_back(0.0);
+        s.y.push_back(level / kGB);
+        for (const auto& pt : r.memory_points) {
+            if (static_cast<std::size_t>(pt.rank) != p)
+                continue;
+            s.x.push_back(pt.time);
+            s.y.push_back(level / kGB);
+            level = held + static_cast<double>(pt.activations_bytes);
+            s.x.push_back(pt.time);
+            s.y.push_back(level / kGB);
+        }
+        s.x.push_back(last);
+        s.y.push_back(level / kGB);
+        chart.series.push_back(std::move(s));
+    }
+    Series cap;
+    cap.name = "capacity";
+    cap.markers = false;
+    cap.line = LineStyle::dashed;
+    const double capacity = static_cast<double>(e.cluster.node.gpu.hbm_bytes) / kGB;
+    cap.x = {0.0, last};
+    cap.y = {capacity, capacity};
+    chart.series.push_back(std::move(cap));
+    chart.x.max = last;
+    chart.footnote = "weights, gradients, optimizer state and runtime are held throughout; "
+                     "activations from their forward until their backward";
+    return render_svg(chart);
+}
+
 namespace {
 struct RunOptions {
     std::string experiment;
@@ -238,6 +286,7 @@ struct RunOptions {
     std::string fidelity = "analytic";
     std::string trace;
     std::string timeline;
+    std::string memory;
     std::string format = "table";
 };
 } // namespace
@@ -253,6 +302,8 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         ->capture_default_str();
     cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
     cmd->add_option("--timeline", o->timeline, "Write a Gantt chart (SVG) of the pipeline");
+    cmd->add_option("--memory-timeline", o->memory,
+                    "Write each simulated GPU's memory over the step (SVG)");
     cmd->add_option("--format", o->format, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
@@ -264,15 +315,18 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         strategies::parallel::StepOptions options;
         options.fidelity = o->fidelity == "flow" ? strategies::parallel::Fidelity::flow
                                                  : strategies::parallel::Fidelity::analytic;
-        options.timeline = !o->trace.empty() || !o->timeline.empty();
+        options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty();
         const StepResult r = strategies::parallel::simulate_step(e, options);
         // Render everything before writing anything: no partial output on failure.
         const std::string trace = o->trace.empty() ? "" : step_trace(e, r);
         const std::string svg = o->timeline.empty() ? "" : step_timeline_svg(e, r);
+        const std::string memory = o->memory.empty() ? "" : step_memory_svg(e, r);
         if (!o->trace.empty())
             write_file_atomically(o->trace, trace);
         if (!o->timeline.empty())
             write_file_atomically(o->timeline, svg);
+        if (!o->memory.empty())
+            write_file_atomically(o->memory, memory);
         if (o->format == "json") {
             io.out << step_json(e, r).dump(2) << "\n";
             return;
@@ -282,6 +336,8 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
             fmt::print(io.out, "{:<12}{} (open in https://ui.perfetto.dev)\n", "trace", o->trace);
         if (!o->timeline.empty())
             fmt::print(io.out, "{:<12}{}\n", "timeline", o->timeline);
+        if (!o->memory.empty())
+            fmt::print(io.out, "{:<12}{}\n", "memory", o->memory);
     });
 }
 

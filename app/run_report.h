@@ -25,5 +25,8 @@ std::string step_trace(const strategies::parallel::ExperimentSpec& e,
 /// The pipeline as a Gantt chart (SVG).
 std::string step_timeline_svg(const strategies::parallel::ExperimentSpec& e,
                               const strategies::parallel::StepResult& r);
+/// Each simulated GPU's memory over the step (line chart, SVG), with the capacity.
+std::string step_memory_svg(const strategies::parallel::ExperimentSpec& e,
+                            const strategies::parallel::StepResult& r);
 
 } // namespace clustersim::app

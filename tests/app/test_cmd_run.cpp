@@ -1,0 +1,114 @@
+// clustersim run's output files through app::run_cli: the Perfetto trace (a process per
+// simulated GPU, memory as a counter track), the Gantt chart and the memory timeline; and that
+// the memory timeline's curves are the step's memory (held state plus activations, back to the
+// held state at the end, never above the reported peak).
+#include "app/cli.h"
+#include "svg_check.h"
+
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace clustersim;
+namespace fs = std::filesystem;
+
+namespace {
+struct Run {
+    int code;
+    std::string out;
+    std::string err;
+};
+Run run(std::vector<std::string> args) {
+    args.insert(args.begin(), "clustersim");
+    std::vector<const char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
+    return {code, out.str(), err.str()};
+}
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+const std::string kExperiment =
+    CLUSTERSIM_SOURCE_DIR "/configs/experiments/pipeline-schedules.yaml";
+} // namespace
+
+TEST_CASE("cli run: trace, timeline and memory timeline files", "[app][run]") {
+    const fs::path dir = fs::temp_directory_path() / "clustersim-test-cmd-run";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const Run r = run({"run", kExperiment, "--trace", (dir / "t.json").string(), "--timeline",
+                       (dir / "g.svg").string(), "--memory-timeline", (dir / "m.svg").string()});
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("memory      " + (dir / "m.svg").string()));
+
+    // The trace: one process per simulated pipeline rank (pp 4), memory counters on each.
+    const auto trace = nlohmann::json::parse(slurp(dir / "t.json"));
+    std::set<int> pids, counter_pids;
+    for (const auto& ev : trace["traceEvents"]) {
+        if (ev["ph"] == "X")
+            pids.insert(ev["pid"].get<int>());
+        if (ev["ph"] == "C" && ev["name"] == "memory")
+            counter_pids.insert(ev["pid"].get<int>());
+    }
+    CHECK(pids.size() == 4);
+    CHECK(counter_pids == pids);
+
+    // The Gantt chart and the memory chart are well-formed SVG; the memory chart has one line
+    // per stage and the capacity in its legend.
+    test::check_svg(slurp(dir / "g.svg"));
+    const std::string mem = slurp(dir / "m.svg");
+    test::check_svg(mem);
+    for (const char* name : {"stage 0 / GPU 0", "stage 3 / GPU 24", "capacity"})
+        CHECK_THAT(mem, Catch::Contains(name));
+    fs::remove_all(dir);
+
+    // Bad input leaves no file: an unknown key fails before anything is written.
+    const Run bad = run({"run", kExperiment, "--set", "parallel.colour=red", "--memory-timeline",
+                         (dir / "m.svg").string()});
+    CHECK(bad.code == 2);
+    CHECK_FALSE(fs::exists(dir / "m.svg"));
+}
+
+TEST_CASE("memory timeline: held state plus activations, back to the held state, under the peak",
+          "[app][run][memory]") {
+    namespace par = strategies::parallel;
+    const par::ExperimentSpec e = par::load_experiment(kExperiment, {});
+    par::StepOptions o;
+    o.timeline = true;
+    const par::StepResult r = par::simulate_step(e, o);
+    REQUIRE(r.memory.size() == 4);
+    for (std::size_t p = 0; p < r.memory.size(); ++p) {
+        const auto& m = r.memory[p];
+        const std::int64_t held =
+            m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.runtime_bytes;
+        std::int64_t highest = 0, last = -1;
+        int points = 0;
+        for (const auto& pt : r.memory_points) {
+            if (static_cast<std::size_t>(pt.rank) != p)
+                continue;
+            ++points;
+            CHECK(pt.activations_bytes >= 0);
+            highest = std::max(highest, pt.activations_bytes);
+            last = pt.activations_bytes;
+        }
+        INFO("stage " << p);
+        CHECK(points > 0);
+        CHECK(last == 0); // every activation freed by its backward
+        CHECK(held + highest <= m.peak_bytes);
+        // The peak is the held state plus the activations' peak (kept and transient).
+        CHECK(m.peak_bytes == held + m.activations_bytes);
+        CHECK(highest <= m.activations_bytes);
+    }
+}
