@@ -45,6 +45,15 @@ struct Cell {
     double closed_form = 0;
 };
 
+/// The bubble's share of the pipeline phase: the step without the optimizer and the data-parallel
+/// reduction left exposed after the last backward, the part of the step the closed forms
+/// describe (they count only forward and backward slots). StepResult::bubble_fraction is the
+/// share of the whole step.
+double pipeline_bubble(const strategies::parallel::StepResult& r) {
+    const double pipeline = r.step_time_s - r.breakdown.optimizer_s - r.breakdown.dp_comm_exposed_s;
+    return pipeline > 0 ? r.breakdown.pp_bubble_s / pipeline : 0.0;
+}
+
 std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedule>& schedules,
                        const std::vector<std::vector<Cell>>& cells) {
     const int p = base.parallel.pp;
@@ -60,7 +69,7 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
     c.x.label = "micro-batches per step (m)";
     c.x.scale = AxisScale::log2;
     c.x.format = TickFormat::integer;
-    c.y.label = "bubble fraction of the step";
+    c.y.label = "bubble fraction of the pipeline phase";
     c.y.format = TickFormat::percent;
     c.y.max = 1.0;
     const char* groups[] = {"gpipe", "1f1b", "interleaved"};
@@ -80,7 +89,7 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
             if (!cell.outcome.valid)
                 continue;
             sim.x.push_back(static_cast<double>(cell.m));
-            sim.y.push_back(cell.outcome.result.bubble_fraction);
+            sim.y.push_back(pipeline_bubble(cell.outcome.result));
         }
         solid.push_back(sim);
         // GPipe and 1F1B share one closed form: draw it once.
@@ -116,23 +125,22 @@ void run_bubble(const BubbleOptions& o, Io io) {
     if (base.parallel.pp < 2)
         throw InputError(o.experiment + ": pp is " + std::to_string(base.parallel.pp) +
                          ": no pipeline, no bubble; set a pipeline, e.g. --set parallel.pp=4");
-    const int v = o.virtual_stages > 0           ? o.virtual_stages
+    const int v = o.virtual_stages > 0               ? o.virtual_stages
                   : base.parallel.virtual_stages > 1 ? base.parallel.virtual_stages
                                                      : 2;
-    const std::vector<Schedule> schedules{
-        {sp::PipelineSchedule::gpipe, "gpipe", "GPipe", 1},
-        {sp::PipelineSchedule::one_f_one_b, "1f1b", "1F1B", 1},
-        {sp::PipelineSchedule::interleaved_1f1b, "interleaved-1f1b",
-         fmt::format("interleaved 1F1B (v={})", v), v}};
+    const std::vector<Schedule> schedules{{sp::PipelineSchedule::gpipe, "gpipe", "GPipe", 1},
+                                          {sp::PipelineSchedule::one_f_one_b, "1f1b", "1F1B", 1},
+                                          {sp::PipelineSchedule::interleaved_1f1b,
+                                           "interleaved-1f1b",
+                                           fmt::format("interleaved 1F1B (v={})", v), v}};
     std::vector<Settings> configs;
     for (const Schedule& s : schedules) {
         for (std::int64_t m : ms) {
-            configs.push_back(
-                {{"parallel.schedule", s.name},
-                 {"parallel.virtual_stages", std::to_string(s.v)},
-                 {"parallel.dp", std::to_string(base.parallel.dp)},
-                 {"training.global_batch",
-                  std::to_string(m * base.training.micro_batch * base.parallel.dp)}});
+            configs.push_back({{"parallel.schedule", s.name},
+                               {"parallel.virtual_stages", std::to_string(s.v)},
+                               {"parallel.dp", std::to_string(base.parallel.dp)},
+                               {"training.global_batch",
+                                std::to_string(m * base.training.micro_batch * base.parallel.dp)}});
         }
     }
     const auto outcomes =
@@ -158,11 +166,16 @@ void run_bubble(const BubbleOptions& o, Io io) {
                base.parallel.dp, base.training.micro_batch, o.fidelity);
     fmt::print(io.out,
                "{:<10}m micro-batches per step: global batch = m x micro-batch x dp; the closed "
-               "form assumes equal stages and free communication\n\n",
+               "form assumes equal stages and free communication\n",
                "sweep");
+    fmt::print(io.out,
+               "{:<10}bubble: idle share of the pipeline phase (forward and backward passes, "
+               "without the optimizer step and exposed dp reduction), as the closed form counts "
+               "it; of step: idle share of the whole step\n\n",
+               "columns");
     std::vector<std::vector<std::string>> table;
-    table.push_back({"schedule", "m", "bubble", "closed form", "step time", "per micro-batch",
-                     "tokens/s", "peak GB", "fits"});
+    table.push_back({"schedule", "m", "bubble", "closed form", "of step", "step time",
+                     "per micro-batch", "tokens/s", "peak GB", "fits"});
     std::map<std::string, int> reasons; // footnotes, numbered in order of first appearance
     std::vector<std::string> reason_text;
     for (std::size_t s = 0; s < schedules.size(); ++s) {
@@ -179,8 +192,9 @@ void run_bubble(const BubbleOptions& o, Io io) {
                     line.push_back("-");
             } else {
                 const auto& r = c.outcome.result;
-                line.push_back(fmt::format("{:.1f}%", 100 * r.bubble_fraction));
+                line.push_back(fmt::format("{:.1f}%", 100 * pipeline_bubble(r)));
                 line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
+                line.push_back(fmt::format("{:.1f}%", 100 * r.bubble_fraction));
                 line.push_back(sim::format_time(sim::Time::from_seconds(r.step_time_s)));
                 line.push_back(sim::format_time(
                     sim::Time::from_seconds(r.step_time_s / static_cast<double>(c.m))));

@@ -234,8 +234,9 @@ void run_scale(const ScaleOptions& o, Io io) {
     std::vector<Point> points;
     for (std::int64_t n64 : counts) {
         if (n64 > (1 << 24))
-            throw InputError("--gpus: " + std::to_string(n64) + " GPUs is more than clustersim "
-                                                                "builds");
+            throw InputError("--gpus: " + std::to_string(n64) +
+                             " GPUs is more than clustersim "
+                             "builds");
         const int n = static_cast<int>(n64);
         sweep::EvalOptions eo;
         eo.gpus = n;
@@ -294,8 +295,8 @@ void run_scale(const ScaleOptions& o, Io io) {
             continue;
         if (first == nullptr)
             first = &p;
-        p.efficiency = (p.best.result.tokens_per_s / p.gpus) /
-                       (first->best.result.tokens_per_s / first->gpus);
+        p.efficiency =
+            (p.best.result.tokens_per_s / p.gpus) / (first->best.result.tokens_per_s / first->gpus);
     }
 
     fmt::print(io.out, "{:<10}{}: {} ({:.1f}B parameters) on {} x {}, {} fidelity\n", "scale",
@@ -314,7 +315,8 @@ void run_scale(const ScaleOptions& o, Io io) {
                o.tokens.empty() ? " (20 per parameter, Chinchilla)" : "",
                o.price > 0 ? fmt::format(" at ${:.2f} per GPU-hour", o.price) : "");
     if (first != nullptr)
-        fmt::print(io.out, "{:<10}tokens/s per GPU against {} GPUs\n", "efficiency", first->gpus);
+        fmt::print(io.out, "{:<10}efficiency = tokens/s per GPU against {} GPUs\n", "baseline",
+                   first->gpus);
     fmt::print(io.out, "\n");
 
     std::vector<std::vector<std::string>> table;
@@ -352,9 +354,8 @@ void run_scale(const ScaleOptions& o, Io io) {
         std::string s;
         for (std::size_t c = 0; c < line.size(); ++c) {
             const bool left = c == 3; // the configuration reads left to right
-            s += (c == 0 ? "" : "  ") +
-                 (left ? fmt::format("{:<{}}", line[c], width[c])
-                       : fmt::format("{:>{}}", line[c], width[c]));
+            s += (c == 0 ? "" : "  ") + (left ? fmt::format("{:<{}}", line[c], width[c])
+                                              : fmt::format("{:>{}}", line[c], width[c]));
         }
         while (!s.empty() && s.back() == ' ')
             s.pop_back();

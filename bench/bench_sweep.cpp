@@ -1,0 +1,133 @@
+// Benchmarks of `clustersim sweep` in analytic fidelity. Targets (issue "Explore", README):
+// - GPT-3 175B on 64 A100s: at least 4,000 configurations per second per core, scaling
+//   linearly with threads. BM_Sweep_Gpt3_64/jobs:N: items_per_second is configurations per
+//   second on N threads (per core: divide by N), over a grid of 180 configurations evaluated
+//   by a warm evaluator (the cluster and its communicators built once, as after the first
+//   configurations of any sweep).
+// - Turing-530B: a sweep of 10,000 configurations in under 10 s on 2 cores, measured as the
+//   whole command (reading the experiment, building the cluster of thousands of GPUs,
+//   simulating, writing the CSV): BM_Sweep_Turing530B_Command/gpus:N.
+#include "app/cli.h"
+#include "app/sweep.h"
+
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
+
+using namespace clustersim;
+namespace sw = clustersim::app::sweep;
+namespace sp = clustersim::strategies::parallel;
+
+namespace {
+std::string experiment_path(const char* name) {
+    return std::string(CLUSTERSIM_DEFAULT_CONFIG_DIR) + "/experiments/" + name + ".yaml";
+}
+
+/// GPT-3's grid: 4 tp x 5 pp x 3 micro-batches x 3 recompute = 180 configurations, dp derived,
+/// the file's interleaved schedule with 3 virtual stages.
+std::vector<sp::Settings> gpt3_grid() {
+    const sw::Grid grid({{"parallel.tp", {"1", "2", "4", "8"}},
+                         {"parallel.pp", {"1", "2", "4", "8", "16"}},
+                         {"training.micro_batch", {"1", "2", "4"}},
+                         {"parallel.recompute", {"none", "selective", "full"}}});
+    std::vector<sp::Settings> out;
+    for (std::int64_t i = 0; i < grid.size(); ++i)
+        out.push_back(grid.settings(i));
+    return out;
+}
+} // namespace
+
+static void BM_Sweep_Gpt3_64(benchmark::State& state) {
+    const int jobs = static_cast<int>(state.range(0));
+    const sp::ExperimentVariants variants(experiment_path("gpt3-175B-64xA100"));
+    sw::EvalOptions eo;
+    eo.derive_dp = true;
+    const sw::Evaluator evaluator(variants, eo);
+    const auto configs = gpt3_grid();
+    (void)sw::evaluate_all(evaluator, configs, jobs); // warm: cluster and communicators
+    std::size_t valid = 0;
+    for (auto _ : state) {
+        const auto outcomes = sw::evaluate_all(evaluator, configs, jobs);
+        valid = 0;
+        for (const auto& o : outcomes)
+            valid += o.valid ? 1 : 0;
+        benchmark::DoNotOptimize(valid);
+    }
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(configs.size()));
+    state.counters["configs"] = static_cast<double>(configs.size());
+    state.counters["valid"] = static_cast<double>(valid);
+    state.counters["per_core"] = benchmark::Counter(static_cast<double>(configs.size()) / jobs,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Sweep_Gpt3_64)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgNames({"jobs"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// 10,080 configurations of Turing-530B (105 layers, 128 heads): tp 1, 2, 4, 8 x pp over the
+// eight divisors of 105 x micro-batch 1, 2, 4, 8, 16 x recompute none, selective, full x
+// schedule GPipe, 1F1B or interleaved x virtual stages 1, 3, 5, 7, 15, 21, 35; dp derived from
+// --gpus. Combinations the rules refuse (virtual stages without interleaving, pp x v not
+// dividing 105, tp x pp not dividing the GPUs, ...) are rows with their reason, as in any sweep.
+static void BM_Sweep_Turing530B_Command(benchmark::State& state) {
+    const std::string gpus = std::to_string(state.range(0));
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             ("clustersim-bench-sweep-" + std::to_string(::getpid()) + ".csv"))
+                                .string();
+    const std::vector<std::string> args{"clustersim",
+                                        "sweep",
+                                        experiment_path("turing-530B-2520xA100"),
+                                        "--gpus",
+                                        gpus,
+                                        "--vary",
+                                        "parallel.tp=1,2,4,8",
+                                        "--vary",
+                                        "parallel.pp=1,3,5,7,15,21,35,105",
+                                        "--vary",
+                                        "training.micro_batch=1,2,4,8,16",
+                                        "--vary",
+                                        "parallel.recompute=none,selective,full",
+                                        "--vary",
+                                        "parallel.schedule=gpipe,1f1b,interleaved-1f1b",
+                                        "--vary",
+                                        "parallel.virtual_stages=1,3,5,7,15,21,35",
+                                        "--jobs",
+                                        std::to_string(state.range(1)),
+                                        "--out",
+                                        out,
+                                        "--top",
+                                        "5"};
+    std::vector<const char*> argv;
+    for (const auto& a : args)
+        argv.push_back(a.c_str());
+    std::string summary;
+    for (auto _ : state) {
+        std::ostringstream o, e;
+        const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {o, e});
+        if (code != 0) {
+            state.SkipWithError(e.str().c_str());
+            break;
+        }
+        summary = o.str();
+    }
+    const std::int64_t configs = 4 * 8 * 5 * 3 * 3 * 7;
+    state.SetItemsProcessed(state.iterations() * configs);
+    state.counters["configs"] = static_cast<double>(configs);
+    // "result    N valid: ..." : how many of them were simulated (the rest fail validation).
+    const auto at = summary.find("result");
+    if (at != std::string::npos)
+        state.counters["valid"] = std::stod(summary.substr(at + 10));
+    std::filesystem::remove(out);
+}
+BENCHMARK(BM_Sweep_Turing530B_Command)
+    ->Args({2520, 2})
+    ->Args({5128, 2})
+    ->Args({5120, 2})
+    ->ArgNames({"gpus", "jobs"})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);

@@ -1,0 +1,308 @@
+// clustersim scale and bubble through app::run_cli. scale: per GPU count the best configuration
+// a sweep of the same knobs finds, scaling efficiency computed from the rows' own numbers, cost =
+// hours x GPUs x price. bubble: on an ideal pipeline (equal stages, compute far above the
+// transfers) the simulated bubble equals the closed forms; both SVGs are well-formed.
+#include "app/cli.h"
+#include "svg_check.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace clustersim;
+namespace fs = std::filesystem;
+
+namespace {
+struct Run {
+    int code;
+    std::string out;
+    std::string err;
+};
+Run run(std::vector<std::string> args) {
+    args.insert(args.begin(), "clustersim");
+    std::vector<const char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
+    return {code, out.str(), err.str()};
+}
+
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const std::string& name)
+        : path(fs::temp_directory_path() /
+               ("clustersim-" + name + "-" + std::to_string(::getpid()))) {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<std::string> lines(const std::string& s) {
+    std::vector<std::string> v;
+    std::istringstream in(s);
+    for (std::string l; std::getline(in, l);)
+        v.push_back(l);
+    return v;
+}
+
+std::string trim(const std::string& s) {
+    const auto a = s.find_first_not_of(' ');
+    const auto b = s.find_last_not_of(' ');
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+/// A table printed with two spaces between right-aligned columns (the first may be
+/// left-aligned; cells hold no two spaces in a row): the cells of each line under the heading
+/// `first`, by column name. A right-aligned cell ends where its heading ends and starts after the
+/// previous two spaces.
+std::vector<std::map<std::string, std::string>>
+table(const std::string& out, const std::string& first, const std::vector<std::string>& names) {
+    const auto ls = lines(out);
+    std::size_t h = 0;
+    while (h < ls.size() && ls[h].rfind(first, 0) != 0)
+        ++h;
+    REQUIRE(h < ls.size());
+    const std::string& head = ls[h];
+    std::vector<std::map<std::string, std::string>> rows;
+    for (std::size_t i = h + 1; i < ls.size() && !trim(ls[i]).empty(); ++i) {
+        if (ls[i][0] == '[')
+            break; // footnotes
+        std::map<std::string, std::string> row;
+        for (const auto& name : names) {
+            const auto at = head.find(name);
+            REQUIRE(at != std::string::npos);
+            if (at == 0) {
+                // The first column, either aligned: up to the first two spaces after its text.
+                const auto from = ls[i].find_first_not_of(' ');
+                row[name] = ls[i].substr(from, ls[i].find("  ", from) - from);
+                continue;
+            }
+            const std::size_t end = at + name.size();
+            std::string cell = ls[i].substr(0, std::min(end, ls[i].size()));
+            const auto sep = cell.rfind("  ");
+            row[name] = trim(sep == std::string::npos ? cell : cell.substr(sep + 2));
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+double percent(const std::string& s) {
+    REQUIRE(!s.empty());
+    REQUIRE(s.back() == '%');
+    return std::stod(s.substr(0, s.size() - 1)) / 100;
+}
+
+double dollars(std::string s) {
+    REQUIRE(s.rfind("$", 0) == 0);
+    s.erase(0, 1);
+    s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+    return std::stod(s);
+}
+
+const std::string kGpt3 = CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml";
+const std::string kMlp = CLUSTERSIM_SOURCE_DIR "/configs/experiments/lecture-mlp-pipeline.yaml";
+} // namespace
+
+TEST_CASE("scale: efficiency and cost from the rows' own numbers", "[app][scale]") {
+    TempDir dir("scale");
+    const std::string svg = dir.file("scale.svg");
+    const Run r = run({"scale", kGpt3, "--gpus", "64,128,...,512", "--price-per-gpu-hour", "2.5",
+                       "--tokens", "300B", "--plot", svg, "--jobs", "2"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto rows = table(r.out, "GPUs",
+                            {"GPUs", "tokens/s", "per GPU", "efficiency", "time to train", "cost"});
+    REQUIRE(rows.size() == 4);
+    const double g0 = std::stod(rows[0].at("GPUs"));
+    const double t0 = std::stod(rows[0].at("tokens/s"));
+    CHECK(g0 == 64);
+    CHECK(rows[0].at("efficiency") == "100.0%");
+    for (const auto& row : rows) {
+        const double g = std::stod(row.at("GPUs"));
+        const double t = std::stod(row.at("tokens/s"));
+        INFO(g << " GPUs, " << t << " tokens/s");
+        CHECK(std::stod(row.at("per GPU")) == Approx(t / g).margin(0.5));
+        // Efficiency: tokens/s per GPU against the smallest count (printed to 0.1%).
+        CHECK(percent(row.at("efficiency")) == Approx((t / g) / (t0 / g0)).margin(0.0006));
+        // Time to train 300B tokens, and its cost at $2.50 per GPU-hour.
+        const double seconds = 300e9 / t;
+        const std::string days = row.at("time to train");
+        REQUIRE(days.find(" days") != std::string::npos);
+        CHECK(std::stod(days) == Approx(seconds / 86400).margin(0.051));
+        // tokens/s is printed rounded to a token: the cost follows to that precision.
+        CHECK(dollars(row.at("cost")) == Approx(seconds / 3600 * g * 2.5).epsilon(1e-4));
+    }
+    // More GPUs, more throughput, less per GPU (the global batch is fixed).
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        CHECK(std::stod(rows[i].at("tokens/s")) > std::stod(rows[i - 1].at("tokens/s")));
+        CHECK(percent(rows[i].at("efficiency")) <= 1.0);
+    }
+    const auto doc = test::check_svg(slurp(svg));
+    INFO(doc.error);
+    CHECK(doc.error.empty());
+    std::string text;
+    for (const auto* e : doc.find("text"))
+        text += e->text + "\n";
+    CHECK_THAT(text, Catch::Contains("GPUs"));
+    CHECK_THAT(text, Catch::Contains("throughput"));
+    CHECK_THAT(text, Catch::Contains("efficiency"));
+}
+
+TEST_CASE("scale: the best configuration is the best a sweep of the same knobs finds",
+          "[app][scale]") {
+    TempDir dir("scale-best");
+    const Run s = run({"scale", kGpt3, "--gpus", "64", "--jobs", "2"});
+    INFO(s.err);
+    REQUIRE(s.code == 0);
+    const auto rows = table(s.out, "GPUs", {"GPUs", "tried", "fit", "tokens/s"});
+    REQUIRE(rows.size() == 1);
+    // scale's knobs as sweep axes: tp over the node's divisors, pp over the divisors of the 96
+    // layers that divide 64 GPUs, micro-batch 1..8, recompute, 1F1B or 2..8 virtual stages.
+    const std::string csv = dir.file("s.csv");
+    const Run w = run({"sweep",  kGpt3,
+                       "--gpus", "64",
+                       "--vary", "parallel.tp=1,2,4,8",
+                       "--vary", "parallel.pp=1,2,4,8,16,32",
+                       "--vary", "training.micro_batch=1,2,4,8",
+                       "--vary", "parallel.recompute=none,selective,full",
+                       "--vary", "parallel.schedule=1f1b,interleaved-1f1b",
+                       "--vary", "parallel.virtual_stages=1,2,3,4,6,8",
+                       "--top",  "1",
+                       "--jobs", "2",
+                       "--out",  csv});
+    INFO(w.err);
+    REQUIRE(w.code == 0);
+    const auto best = table(w.out, "#", {"tokens/s", "fits"});
+    REQUIRE(best.size() == 1);
+    CHECK(best[0].at("fits") == "yes");
+    CHECK(best[0].at("tokens/s") == rows[0].at("tokens/s"));
+    // The sweep's product holds every configuration scale tries (and some it skips, such as
+    // interleaving without a pipeline): at least as many fit.
+    const auto at = w.out.find(" fit in memory");
+    REQUIRE(at != std::string::npos);
+    const auto from = w.out.rfind(' ', at - 1) + 1;
+    CHECK(std::stoi(w.out.substr(from, at - from)) >= std::stoi(rows[0].at("fit")));
+}
+
+TEST_CASE("scale: bad input exits 2 and names the flag", "[app][scale]") {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--gpus", "64,x"}, "--gpus"},
+        {{"--gpus", "128,64"}, "--gpus"},
+        {{"--gpus", "7"}, "--gpus 7"},
+        {{"--gpus", "64", "--price-per-gpu-hour", "-1"}, "--price-per-gpu-hour"},
+        {{"--gpus", "64", "--tokens", "many"}, "--tokens"},
+        {{"--gpus", "64", "--max-memory", "lots"}, "--max-memory"},
+    };
+    for (const auto& [args, says] : cases) {
+        std::vector<std::string> a{"scale", kGpt3};
+        a.insert(a.end(), args.begin(), args.end());
+        INFO(says);
+        const Run r = run(a);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.err, Catch::Contains(says));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+}
+
+namespace {
+/// An ideal pipeline: the lecture's MLP (identical layers, no embedding or head) made deep and
+/// wide, 16 layers of 16384 x 16384 per stage on 4 H100s, so that a stage's compute (about
+/// 16 x 6 x 64 x 16384^2 FLOPs = 1.6 TFLOP per micro-batch, milliseconds) dwarfs the transfer
+/// of its 64 x 16384 activations (2 MiB, microseconds over NVLink); plain SGD.
+std::vector<std::string> ideal(const std::string& micro_batches) {
+    return {"bubble",          kMlp,
+            "--micro-batches", micro_batches,
+            "--set",           "gpus=4",
+            "--set",           "parallel.pp=4",
+            "--set",           "model.layers=64",
+            "--set",           "model.dim=16384",
+            "--set",           "training.micro_batch=64",
+            "--set",           "training.global_batch=256",
+            "--set",           "training.forward_only=false",
+            "--set",           "training.dtype=bf16",
+            "--set",           "training.optimizer=sgd"};
+}
+} // namespace
+
+TEST_CASE("bubble: on an ideal pipeline the simulated bubble is the closed form", "[app][bubble]") {
+    TempDir dir("bubble");
+    const std::string svg = dir.file("bubble.svg");
+    auto args = ideal("1,2,...,64");
+    args.insert(args.end(), {"--plot", svg, "--virtual-stages", "2"});
+    const Run r = run(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto rows =
+        table(r.out, "schedule", {"schedule", "m", "bubble", "closed form", "of step", "fits"});
+    REQUIRE(rows.size() == 3 * 7);
+    const int p = 4;
+    int compared = 0;
+    for (const auto& row : rows) {
+        const int m = std::stoi(row.at("m"));
+        const bool interleaved = row.at("schedule").find("interleaved") != std::string::npos;
+        const int v = interleaved ? 2 : 1;
+        INFO(row.at("schedule") << ", m = " << m);
+        // The closed forms: GPipe and 1F1B (p-1)/(m+p-1), interleaved (p-1)/(v m+p-1).
+        const double closed = static_cast<double>(p - 1) / (v * m + p - 1);
+        CHECK(percent(row.at("closed form")) == Approx(closed).margin(0.0005));
+        if (row.at("bubble").rfind("invalid", 0) == 0) {
+            // Megatron's rule: interleaving needs m to be a multiple of p.
+            CHECK(interleaved);
+            CHECK(m % p != 0);
+            continue;
+        }
+        // Within 1.5 percentage points (the transfers and per-micro-batch launch overheads are
+        // not quite free; the rows differ by 0.1 to 1.3 points, most at m = 64).
+        CHECK(percent(row.at("bubble")) == Approx(closed).margin(0.015));
+        // The share of the whole step is smaller: the optimizer step is not pipelined.
+        CHECK(percent(row.at("of step")) <= percent(row.at("bubble")));
+        ++compared;
+    }
+    CHECK(compared == 3 * 7 - 2);
+    const auto doc = test::check_svg(slurp(svg));
+    INFO(doc.error);
+    REQUIRE(doc.error.empty());
+    std::string text;
+    for (const auto* e : doc.find("text"))
+        text += e->text + "\n";
+    for (const char* s : {"GPipe", "1F1B", "interleaved 1F1B (v=2)", "(p-1)/(m+p-1)",
+                          "(p-1)/(v m+p-1)", "micro-batches"})
+        CHECK_THAT(text, Catch::Contains(s));
+}
+
+TEST_CASE("bubble: bad input exits 2 and names the flag", "[app][bubble]") {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--micro-batches", "1,2,x"}, "--micro-batches"},
+        {{"--micro-batches", "1,...,8"}, "--micro-batches"},
+        {{"--micro-batches", "4", "--virtual-stages", "1"}, "--virtual-stages"},
+        {{"--micro-batches", "4", "--set", "parallel.pp=1", "--set", "gpus=1"}, "no pipeline"},
+    };
+    for (const auto& [args, says] : cases) {
+        std::vector<std::string> a{"bubble", kMlp};
+        a.insert(a.end(), args.begin(), args.end());
+        INFO(says);
+        const Run r = run(a);
+        CHECK(r.code == 2);
+        CHECK_THAT(r.err, Catch::Contains(says));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+}
