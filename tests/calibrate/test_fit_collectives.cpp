@@ -131,7 +131,7 @@ TEST_CASE("fit collectives: points of one size determine nothing", "[calibrate][
     }
 }
 
-TEST_CASE("fit collectives: A100 all-reduce, fit on 2 and 8 GPUs, validate on 4",
+TEST_CASE("fit collectives: A100 all-reduce, fit on 2 and 8 GPUs, validate on 4 (slow)",
           "[calibrate][fit][accuracy]") {
     const auto base = hardware::load_hardware("dgx-a100");
     const FitResult r = fit_hardware(base, {{"nccl-all-reduce-2gpu.json", a100_all_reduce(2)},
