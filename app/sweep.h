@@ -66,9 +66,9 @@ private:
 
 /// How every configuration is built and simulated.
 struct EvalOptions {
-    int gpus = 0;                 ///< 0: the experiment's (or the configuration's `gpus`)
-    std::int64_t max_memory = 0;  ///< bytes per GPU; 0: the GPU's HBM
-    bool derive_dp = false;       ///< dp = gpus / (tp x pp) in every configuration
+    int gpus = 0;                ///< 0: the experiment's (or the configuration's `gpus`)
+    std::int64_t max_memory = 0; ///< bytes per GPU; 0: the GPU's HBM
+    bool derive_dp = false;      ///< dp = gpus / (tp x pp) in every configuration
     strategies::parallel::Fidelity fidelity = strategies::parallel::Fidelity::analytic;
 };
 
@@ -76,12 +76,16 @@ struct EvalOptions {
 struct Outcome {
     bool valid = false;
     std::string reason; ///< when invalid: validation's message, without the file name
-    int gpus = 0, tp = 0, pp = 0, dp = 0, micro_batch = 0, micro_batches = 0,
-        virtual_stages = 0;
+    int gpus = 0, tp = 0, pp = 0, dp = 0, micro_batch = 0, micro_batches = 0, virtual_stages = 0;
     std::string schedule;
     std::string recompute;
     StepResult result;
 };
+
+/// Tunes the C library's allocator, once per process, to keep freed memory rather than give it
+/// back to the system after every configuration (see sweep.cpp: the page faults cost more than
+/// the simulations). Evaluator's constructor calls it.
+void keep_freed_memory();
 
 /// Builds and simulates configurations of one experiment file. Simulators (the cluster's graph
 /// and its communicators) are built once per cluster and shared. Thread-safe.
@@ -132,7 +136,7 @@ std::vector<std::string> split_csv(const std::string& line);
 /// What makes a sweep the same sweep, for --resume: the experiment file (its bytes), the fixed
 /// settings, the axes, and the options that change results.
 struct Identity {
-    std::string experiment;           ///< the path as given
+    std::string experiment;            ///< the path as given
     std::uint64_t experiment_hash = 0; ///< FNV-1a 64 of the file's bytes
     Settings fixed;
     std::vector<Axis> axes;
@@ -150,10 +154,10 @@ std::string csv_header(const Identity& id, const std::vector<std::string>& colum
 
 /// Rows already in a sweep's CSV, for --resume.
 struct Existing {
-    std::set<std::int64_t> done;      ///< configurations with a complete row
-    std::int64_t keep_bytes = 0;      ///< the file up to its last complete line
-    bool in_order = true;             ///< rows are exactly configurations 0, 1, 2, ... in order
-    std::vector<std::string> rows;    ///< the complete rows, as in the file
+    std::set<std::int64_t> done;   ///< configurations with a complete row
+    std::int64_t keep_bytes = 0;   ///< the file up to its last complete line
+    bool in_order = true;          ///< rows are exactly configurations 0, 1, 2, ... in order
+    std::vector<std::string> rows; ///< the complete rows, as in the file
 };
 
 /// Reads `path` for --resume. Throws InputError when it is not the CSV of this sweep (another
