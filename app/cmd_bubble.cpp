@@ -60,10 +60,10 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
     const int v = schedules.back().v;
     LineChart c;
     c.title = fmt::format("Pipeline bubble against micro-batches: {}", base.name);
-    c.subtitle = fmt::format("p = {} stages (tp {} x dp {}), micro-batch {}; interleaved with "
-                             "v = {} virtual stages; {} simulated",
-                             p, base.parallel.tp, base.parallel.dp, base.training.micro_batch, v,
-                             base.model.name);
+    c.subtitle = fmt::format(
+        "{} on p = {} stages (tp {} x dp {}), micro-batch {}, interleaved v = {}; "
+        "GPipe and 1F1B coincide",
+        base.model.name, p, base.parallel.tp, base.parallel.dp, base.training.micro_batch, v);
     c.footnote = "dashed: closed forms with equal stages and free communication, GPipe and 1F1B "
                  "(p-1)/(m+p-1), interleaved (p-1)/(v m+p-1)";
     c.x.label = "micro-batches per step (m)";
