@@ -5,6 +5,7 @@
 #include "app/mpi_sweep.h"
 #include "app/output.h"
 #include "app/sweep.h"
+#include "app/uncertainty.h"
 #include "sim/error.h"
 #include "sim/units.h"
 
@@ -26,9 +27,9 @@ namespace clustersim::app {
 namespace {
 
 namespace sp = strategies::parallel;
+using strategies::parallel::Settings;
 using sweep::Axis;
 using sweep::RowSummary;
-using strategies::parallel::Settings;
 
 struct SweepOptions {
     std::string experiment;
@@ -106,7 +107,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     // Everything that can be wrong is found before any file is written; every rank finds the
     // same (the checks are deterministic), and only rank 0 prints.
     if (o.vary.empty())
-        throw InputError("--vary: give at least one KEY=V1,V2,... (e.g. --vary parallel.tp=1,2,4,8)");
+        throw InputError(
+            "--vary: give at least one KEY=V1,V2,... (e.g. --vary parallel.tp=1,2,4,8)");
     if (o.jobs < 0)
         throw InputError("--jobs: expected a positive number of threads, got " +
                          std::to_string(o.jobs));
@@ -122,7 +124,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         Axis a = sweep::parse_axis("--vary", text);
         for (const Axis& b : axes) {
             if (b.key == a.key)
-                throw InputError("--vary " + a.key + ": given twice; put all its values in one list");
+                throw InputError("--vary " + a.key +
+                                 ": given twice; put all its values in one list");
         }
         axes.push_back(std::move(a));
     }
@@ -147,8 +150,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     };
     for (const Axis& a : axes) {
         if (!variants.is_key(a.key))
-            throw InputError("--vary " + a.key + ": unknown key; valid keys: " +
-                             join_keys(variants.keys()));
+            throw InputError("--vary " + a.key +
+                             ": unknown key; valid keys: " + join_keys(variants.keys()));
         if (o.gpus > 0 && (a.key == "gpus" || a.key == "nodes"))
             throw InputError("--vary " + a.key + ": the GPU count is fixed by --gpus " +
                              std::to_string(o.gpus) + "; give one or the other");
@@ -161,8 +164,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     eo.max_memory = max_memory;
     eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
     // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
-    eo.derive_dp = !dp_given && (varied("parallel.tp") || varied("parallel.pp") ||
-                                 varied("gpus") || varied("nodes") || o.gpus > 0);
+    eo.derive_dp = !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("gpus") ||
+                                 varied("nodes") || o.gpus > 0);
     const sweep::Evaluator evaluator(variants, eo);
 
     // Values of the wrong type are errors of the command line, not invalid configurations.
@@ -197,11 +200,10 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
             }
         }
         if (!any)
-            throw InputError(fmt::format("none of the {} configurations can run{}: the first "
-                                         "fails with: {}",
-                                         configs,
-                                         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "",
-                                         first_reason));
+            throw InputError(fmt::format(
+                "none of the {} configurations can run{}: the first "
+                "fails with: {}",
+                configs, o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", first_reason));
     }
 
     const auto columns = sweep::csv_columns(axes);
@@ -327,17 +329,17 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         tally.add(row);
         progress.update(++emitted);
     });
-    fmt::print(io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
-               o.experiment, configs,
-               [&] {
-                   std::string s;
-                   for (const Axis& a : axes)
-                       s += (s.empty() ? "" : " x ") + fmt::format("{} {}", a.values.size(), a.key);
-                   return s;
-               }(),
-               o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
-               jobs == 1 ? "" : "s",
-               ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
+    fmt::print(
+        io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
+        o.experiment, configs,
+        [&] {
+            std::string s;
+            for (const Axis& a : axes)
+                s += (s.empty() ? "" : " x ") + fmt::format("{} {}", a.values.size(), a.key);
+            return s;
+        }(),
+        o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
+        jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
     if (eo.derive_dp)
         fmt::print(io.out, "{:<10}derived as gpus / (tp x pp) in every configuration\n", "dp");
     if (resumed)
@@ -411,6 +413,18 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                    "out of memory)\n",
                    best.size());
         sweep::print_top(io.out, columns, axes, best);
+        // How far to trust the times: the hardware file's band for steps (app/uncertainty.h),
+        // shown for the best configuration.
+        if (!best.empty() && best.front().valid) {
+            const auto& f = best.front().fields;
+            const auto& rc = sweep::result_columns();
+            const std::size_t at = f.size() - rc.size() +
+                                   static_cast<std::size_t>(
+                                       std::find(rc.begin(), rc.end(), "step_time_s") - rc.begin());
+            const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
+            fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
+                       band_text(e.cluster, PredictionKind::step, std::stod(f.at(at))));
+        }
     }
 }
 
@@ -424,7 +438,8 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
     cmd->add_option("--vary", o->vary,
                     "KEY=V1,V2,... : values of one key (repeatable; e.g. parallel.tp=1,2,4,8)")
         ->required();
-    cmd->add_option("--set", o->sets, "Fix a key in every configuration, e.g. --set parallel.zero=1");
+    cmd->add_option("--set", o->sets,
+                    "Fix a key in every configuration, e.g. --set parallel.zero=1");
     cmd->add_option("--gpus", o->gpus,
                     "GPUs of every configuration (default: the experiment's); dp = gpus / (tp x "
                     "pp)");

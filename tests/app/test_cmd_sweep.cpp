@@ -5,6 +5,7 @@
 // sweep's CSV, and every bad input of the issue: exit 2, the flag or key named, no CSV line.
 #include "app/cli.h"
 #include "app/sweep.h"
+#include "sim/units.h"
 
 #include <catch2/catch.hpp>
 
@@ -394,4 +395,31 @@ TEST_CASE("sweep: the CSV quotes fields with commas and reads them back", "[app]
     CHECK(f == "\"a, \"\"b\"\"\"");
     CHECK(split_csv("1," + f + ",x") == std::vector<std::string>{"1", "a, \"b\"", "x"});
     CHECK_THROWS(split_csv("1,\"open"));
+}
+
+TEST_CASE("sweep: the best configuration's time with the hardware file's band, or uncalibrated",
+          "[app][sweep][uncertainty]") {
+    TempDir dir("uncertainty");
+    const Run plain = run({"sweep", kGpt3, "--vary", "parallel.tp=4,8", "--top", "1"});
+    REQUIRE(plain.code == 0);
+    CHECK_THAT(plain.out, Catch::Contains("uncertainty best: uncalibrated (hardware 'dgx-a100' "
+                                          "has no uncertainty for steps)"));
+    // A calibrated file: the band is [t (1 + p10), t (1 + p90)] of the best step time t.
+    const std::string hw = dir.file("calibrated.yaml");
+    spit(hw, "extends: dgx-a100\nname: calibrated\nuncertainty:\n  basis: held-out\n"
+             "  steps: {points: 100, p10: -0.1, p50: 0, p90: 0.2}\n");
+    const Run cal = run({"sweep", kGpt3, "--set", "hardware=" + hw, "--vary", "parallel.tp=4,8",
+                         "--top", "1", "--out", dir.file("s.csv")});
+    REQUIRE(cal.code == 0);
+    const Csv csv = parse_csv(slurp(dir.file("s.csv")));
+    // The best that fits is tp 8 (tp 4 is out of memory), as the uncalibrated sweep says.
+    double best = 0;
+    for (const auto& row : csv.rows)
+        if (row.at("parallel.tp") == "8")
+            best = std::stod(row.at("step_time_s"));
+    REQUIRE(best > 0);
+    const std::string expected =
+        "uncertainty best: p10-p90 " + sim::format_time(sim::Time::from_seconds(best * 0.9)) +
+        " - " + sim::format_time(sim::Time::from_seconds(best * 1.2)) + " (100 held-out steps)";
+    CHECK_THAT(cal.out, Catch::Contains(expected));
 }
