@@ -50,8 +50,8 @@ void check_out(const std::string& out, const char* flag) {
 /// What `extends:` says in the fitted file: the preset name, or BASE's path relative to the
 /// fitted file's directory (the loader resolves it from there).
 std::string extends_value(const std::string& base, const std::string& out) {
-    const bool path = base.find('/') != std::string::npos || base.ends_with(".yaml") ||
-                      base.ends_with(".yml");
+    const bool path =
+        base.find('/') != std::string::npos || base.ends_with(".yaml") || base.ends_with(".yml");
     if (!path)
         return base;
     const fs::path out_dir = fs::absolute(fs::path(out)).parent_path();
@@ -130,8 +130,9 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         const auto& u = r.uncertainty;
         auto band = [&](const char* kind, const hardware::ResidualBand& b) {
             if (b.present())
-                fmt::print(io.out, "uncertainty  {:<12} p10 {:+.1f}%  p50 {:+.1f}%  p90 {:+.1f}%  "
-                                   "({} {} points)\n",
+                fmt::print(io.out,
+                           "uncertainty  {:<12} p10 {:+.1f}%  p50 {:+.1f}%  p90 {:+.1f}%  "
+                           "({} {} points)\n",
                            kind, 100 * b.p10, 100 * b.p50, 100 * b.p90, b.points, u.basis);
         };
         band("collectives", u.collectives);

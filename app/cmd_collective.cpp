@@ -152,20 +152,20 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
     if (o.format == "json") {
         nlohmann::ordered_json arr = nlohmann::ordered_json::array();
         for (const Row& r : rows) {
-            arr.push_back({{"op", cl::to_string(base.op)},
-                           {"algo", cl::to_string(r.choice.algorithm)},
-                           {"protocol", hardware::to_string(r.choice.protocol)},
-                           {"gpus", n},
-                           {"bytes", r.bytes},
-                           {"count", cl::nccl_count(base.op, r.bytes, base.dtype, n)},
-                           {"dtype", hardware::to_string(base.dtype)},
-                           {"root", root},
-                           {"fidelity", cl::to_string(fidelity)},
-                           {"time_us", r.time.microseconds()},
-                           {"algbw_gbps", algbw(r)},
-                           {"busbw_gbps", busbw(r)},
-                           {"time_band", band_json(spec, PredictionKind::collective,
-                                                   r.time.seconds())}});
+            arr.push_back(
+                {{"op", cl::to_string(base.op)},
+                 {"algo", cl::to_string(r.choice.algorithm)},
+                 {"protocol", hardware::to_string(r.choice.protocol)},
+                 {"gpus", n},
+                 {"bytes", r.bytes},
+                 {"count", cl::nccl_count(base.op, r.bytes, base.dtype, n)},
+                 {"dtype", hardware::to_string(base.dtype)},
+                 {"root", root},
+                 {"fidelity", cl::to_string(fidelity)},
+                 {"time_us", r.time.microseconds()},
+                 {"algbw_gbps", algbw(r)},
+                 {"busbw_gbps", busbw(r)},
+                 {"time_band", band_json(spec, PredictionKind::collective, r.time.seconds())}});
         }
         return arr.dump(2) + "\n";
     }
@@ -185,9 +185,9 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                              cl::nccl_count(base.op, r.bytes, base.dtype, n),
                              hardware::to_string(base.dtype), redop, root, cl::to_string(fidelity),
                              r.time.microseconds(), algbw(r), busbw(r));
-            s += calibrated ? fmt::format(",{:.3f},{:.3f}\n", band(r)->low_s * 1e6,
-                                          band(r)->high_s * 1e6)
-                            : "\n";
+            s += calibrated
+                     ? fmt::format(",{:.3f},{:.3f}\n", band(r)->low_s * 1e6, band(r)->high_s * 1e6)
+                     : "\n";
         }
         return s;
     }
@@ -203,8 +203,8 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                      "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)");
     double sum = 0;
     for (const Row& r : rows) {
-        s += fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {}  {:6.2f}  {:6.2f}  {}",
-                         r.bytes, cl::nccl_count(base.op, r.bytes, base.dtype, n),
+        s += fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {}  {:6.2f}  {:6.2f}  {}", r.bytes,
+                         cl::nccl_count(base.op, r.bytes, base.dtype, n),
                          hardware::nccl_type_name(base.dtype), redop, root,
                          time_column(r.time.microseconds()), algbw(r), busbw(r),
                          calibrated ? fmt::format("{:<13}", algo(r)) : algo(r));
@@ -215,13 +215,14 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
     }
     s += fmt::format("# Avg bus bandwidth    : {:g}\n", sum / static_cast<double>(rows.size()));
     const auto& u = spec.uncertainty;
-    s += calibrated ? fmt::format("# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. "
-                                  "{:+.1f}% ({} {} collectives)\n",
-                                  100 * u.collectives.p10, 100 * u.collectives.p90,
-                                  u.collectives.points, u.basis)
-                    : fmt::format("# uncertainty: uncalibrated (hardware '{}' has no uncertainty: "
-                                  "section; clustersim calibrate fit writes one)\n",
-                                  spec.name);
+    s += calibrated
+             ? fmt::format("# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. "
+                           "{:+.1f}% ({} {} collectives)\n",
+                           100 * u.collectives.p10, 100 * u.collectives.p90, u.collectives.points,
+                           u.basis)
+             : fmt::format("# uncertainty: uncalibrated (hardware '{}' has no uncertainty: "
+                           "section; clustersim calibrate fit writes one)\n",
+                           spec.name);
     return s;
 }
 

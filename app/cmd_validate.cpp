@@ -102,7 +102,8 @@ void print_table(const ValidateOptions& o, const hardware::ClusterSpec& hw, cons
                "max |error|");
     for (const auto& k : kinds)
         fmt::print(io.out, "{:<12} {:>7} {:>13} {:>12}{}\n", cal::to_string(k.kind), k.s.points,
-                   abs_pct(k.s.mean_abs), abs_pct(k.s.max_abs), k.over ? "  above --max-error" : "");
+                   abs_pct(k.s.mean_abs), abs_pct(k.s.max_abs),
+                   k.over ? "  above --max-error" : "");
     if (kinds.empty())
         fmt::print(io.out, "(no point could be predicted)\n");
     if (o.max_error) {
@@ -172,8 +173,8 @@ void print_json(const ValidateOptions& o, const hardware::ClusterSpec& hw, const
 
 void run(const ValidateOptions& o, Io io, int& exit_code) {
     if (o.max_error && !(*o.max_error >= 0))
-        throw InputError(fmt::format("--max-error: expected a percentage >= 0, got {}",
-                                     *o.max_error));
+        throw InputError(
+            fmt::format("--max-error: expected a percentage >= 0, got {}", *o.max_error));
     cal::ValidationOptions vo;
     if (!o.min_bytes.empty()) {
         try {

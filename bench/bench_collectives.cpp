@@ -50,7 +50,11 @@ static void BM_FlowRingAllReduce1024Gpus(benchmark::State& state) {
     state.counters["events"] = static_cast<double>(out.events);
     state.SetLabel(std::string("protocol ") + std::string(hardware::to_string(p)));
 }
-BENCHMARK(BM_FlowRingAllReduce1024Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_FlowRingAllReduce1024Gpus)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 // The simulation alone, topology and communicator built once.
 static void BM_FlowRingAllReduce1024GpusSimulationOnly(benchmark::State& state) {
@@ -58,8 +62,8 @@ static void BM_FlowRingAllReduce1024GpusSimulationOnly(benchmark::State& state) 
         hardware::with_gpu_count(hardware::load_hardware("dgx-h100"), 1024));
     const auto comm = Communicator::first(topo, 1024);
     for (auto _ : state) {
-        const Outcome out =
-            simulate(comm, ring_all_reduce(std::int64_t(1) << 30, Protocol::simple), Fidelity::flow);
+        const Outcome out = simulate(comm, ring_all_reduce(std::int64_t(1) << 30, Protocol::simple),
+                                     Fidelity::flow);
         benchmark::DoNotOptimize(out.time);
     }
 }

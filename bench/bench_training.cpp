@@ -32,7 +32,11 @@ static void BM_Gpt3_64_Analytic(benchmark::State& state) {
     }
     state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
-BENCHMARK(BM_Gpt3_64_Analytic)->Arg(0)->Arg(1)->ArgNames({"timeline"})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt3_64_Analytic)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgNames({"timeline"})
+    ->Unit(benchmark::kMillisecond);
 
 static void BM_Gpt3_1024_Flow(benchmark::State& state) {
     const auto e = strategies::parallel::load_experiment(experiment_path("gpt3-175B-1024xA100"));

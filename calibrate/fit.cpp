@@ -26,19 +26,34 @@ using hardware::Protocol;
 const std::vector<FrameworkField>& framework_fields() {
     using F = hardware::FrameworkSpec;
     static const std::vector<FrameworkField> fields{
-        {"host_overhead", true, {0, 500e-6, false}, [](const F& f) { return f.host_overhead.seconds(); },
+        {"host_overhead",
+         true,
+         {0, 500e-6, false},
+         [](const F& f) { return f.host_overhead.seconds(); },
          [](F& f, double v) { f.host_overhead = sim::Time::from_seconds(v); }},
-        {"gemm_efficiency", false, {0.3, 1.0, false}, [](const F& f) { return f.gemm_efficiency; },
+        {"gemm_efficiency",
+         false,
+         {0.3, 1.0, false},
+         [](const F& f) { return f.gemm_efficiency; },
          [](F& f, double v) { f.gemm_efficiency = v; }},
-        {"memory_efficiency", false, {0.2, 1.0, false},
+        {"memory_efficiency",
+         false,
+         {0.2, 1.0, false},
          [](const F& f) { return f.memory_efficiency; },
          [](F& f, double v) { f.memory_efficiency = v; }},
-        {"p2p_overhead", true, {0, 5e-3, false}, [](const F& f) { return f.p2p_overhead.seconds(); },
+        {"p2p_overhead",
+         true,
+         {0, 5e-3, false},
+         [](const F& f) { return f.p2p_overhead.seconds(); },
          [](F& f, double v) { f.p2p_overhead = sim::Time::from_seconds(v); }},
-        {"microbatch_overhead", true, {0, 20e-3, false},
+        {"microbatch_overhead",
+         true,
+         {0, 20e-3, false},
          [](const F& f) { return f.microbatch_overhead.seconds(); },
          [](F& f, double v) { f.microbatch_overhead = sim::Time::from_seconds(v); }},
-        {"collective_overhead", true, {0, 500e-6, false},
+        {"collective_overhead",
+         true,
+         {0, 500e-6, false},
          [](const F& f) { return f.collective_overhead.seconds(); },
          [](F& f, double v) { f.collective_overhead = sim::Time::from_seconds(v); }},
     };
@@ -154,17 +169,16 @@ double loss_value(const Problem& p, const std::vector<double>& predicted, double
 std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<Param>& params,
                                     const Problem& p, const std::vector<double>& pred0,
                                     std::vector<std::string>& notes) {
-    constexpr double kStep = 0.05;     // normalised units
-    constexpr double kNoEffect = 1e-7; // column norm: nothing depends on the parameter
-    constexpr double kCollinear = 0.03; // residual / norm: (nearly) a combination of the kept
+    constexpr double kStep = 0.05;          // normalised units
+    constexpr double kNoEffect = 1e-7;      // column norm: nothing depends on the parameter
+    constexpr double kCollinear = 0.03;     // residual / norm: (nearly) a combination of the kept
     std::vector<std::vector<double>> basis; // orthonormal columns kept
     std::vector<std::size_t> kept;
     std::vector<std::string> kept_names;
     for (std::size_t j = 0; j < params.size(); ++j) {
         const Param& prm = params[j];
-        const double u0 = std::clamp(to_unit(std::clamp(prm.get(base), prm.bounds.lo, prm.bounds.hi),
-                                             prm.bounds),
-                                     0.0, 1.0);
+        const double u0 = std::clamp(
+            to_unit(std::clamp(prm.get(base), prm.bounds.lo, prm.bounds.hi), prm.bounds), 0.0, 1.0);
         const double u1 = u0 + kStep <= 1.0 ? u0 + kStep : u0 - kStep;
         ClusterSpec moved = base;
         prm.set(moved, from_unit(u1, prm.bounds));
@@ -172,8 +186,7 @@ std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<P
         std::vector<double> col(pred.size());
         double norm = 0;
         for (std::size_t i = 0; i < pred.size(); ++i) {
-            col[i] = std::sqrt(p.weights[i]) * (std::log(pred[i]) - std::log(pred0[i])) /
-                     (u1 - u0);
+            col[i] = std::sqrt(p.weights[i]) * (std::log(pred[i]) - std::log(pred0[i])) / (u1 - u0);
             norm += col[i] * col[i];
         }
         norm = std::sqrt(norm);
@@ -196,9 +209,8 @@ std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<P
             std::string names;
             for (const auto& n : kept_names)
                 names += (names.empty() ? "" : ", ") + n;
-            notes.push_back(prm.name +
-                            ": not fitted: on these points its effect is that of " + names +
-                            " (more GPU counts or sizes would separate them)");
+            notes.push_back(prm.name + ": not fitted: on these points its effect is that of " +
+                            names + " (more GPU counts or sizes would separate them)");
             continue;
         }
         for (double& c : col)
@@ -351,8 +363,8 @@ void fit_launches(const std::vector<NamedMeasurements>& inputs, FitResult& resul
     o.fitted = {0};
     const std::vector<Param> params{
         {"compute.launch_overhead", {}, nullptr, nullptr, [](const ClusterSpec& s) {
-             return Written{{"compute.launch_overhead",
-                             time_text(s.compute.launch_overhead.seconds())}};
+             return Written{
+                 {"compute.launch_overhead", time_text(s.compute.launch_overhead.seconds())}};
          }}};
     record(result, part, o, params);
     result.parts.push_back(std::move(part));
@@ -445,8 +457,8 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
             const auto& g = inputs[f].file.gemms[i];
             if (!result.fitted.node.gpu.supports(g.dtype)) {
                 result.warnings.push_back(
-                    fmt::format("{}: gemms[{}] ({}) skipped: the GPU has no {} peak", inputs[f].name,
-                                i, point_label(g), hardware::to_string(g.dtype)));
+                    fmt::format("{}: gemms[{}] ({}) skipped: the GPU has no {} peak",
+                                inputs[f].name, i, point_label(g), hardware::to_string(g.dtype)));
                 continue;
             }
             refs.push_back({f, i});
@@ -477,21 +489,22 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
     for (hardware::Dtype d : dtypes) {
         const auto i = static_cast<std::size_t>(d);
         const std::string key = "compute.gemm.efficiency." + std::string(hardware::to_string(d));
-        params.push_back({key,
-                          {0.05, 1.0, false},
-                          [i](const ClusterSpec& s) { return s.compute.gemm_efficiency[i]; },
-                          [i](ClusterSpec& s, double v) {
-                              s.compute.gemm_efficiency[i] = round_fraction(v);
-                          },
-                          [i, key](const ClusterSpec& s) {
-                              return Written{{key, fraction_text(s.compute.gemm_efficiency[i])}};
-                          }});
+        params.push_back(
+            {key,
+             {0.05, 1.0, false},
+             [i](const ClusterSpec& s) { return s.compute.gemm_efficiency[i]; },
+             [i](ClusterSpec& s, double v) { s.compute.gemm_efficiency[i] = round_fraction(v); },
+             [i, key](const ClusterSpec& s) {
+                 return Written{{key, fraction_text(s.compute.gemm_efficiency[i])}};
+             }});
     }
     params.push_back(
         {"compute.gemm.half_efficiency_flops",
          {1e5, 1e13, true},
          [](const ClusterSpec& s) { return std::max(1e5, s.compute.gemm_half_efficiency_flops); },
-         [](ClusterSpec& s, double v) { s.compute.gemm_half_efficiency_flops = round_significant(v); },
+         [](ClusterSpec& s, double v) {
+             s.compute.gemm_half_efficiency_flops = round_significant(v);
+         },
          [](const ClusterSpec& s) {
              return Written{{"compute.gemm.half_efficiency_flops",
                              significant_text(s.compute.gemm_half_efficiency_flops)}};
@@ -633,22 +646,23 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
              [li, l](const ClusterSpec& s) {
                  Written w;
                  for (Protocol pr : hardware::kAllProtocols)
-                     w.push_back({"collectives." + protocol_key(pr) + "." + level_key(l) +
-                                      ".efficiency",
-                                  fraction_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
-                                                    .levels[li]
-                                                    .efficiency)});
+                     w.push_back(
+                         {"collectives." + protocol_key(pr) + "." + level_key(l) + ".efficiency",
+                          fraction_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
+                                            .levels[li]
+                                            .efficiency)});
                  return w;
              }});
     }
-    params.push_back({"collectives.memory_passes",
-                      {0, 20, false},
-                      [](const ClusterSpec& s) { return s.collectives.memory_passes; },
-                      [](ClusterSpec& s, double v) { s.collectives.memory_passes = round_number(v); },
-                      [](const ClusterSpec& s) {
-                          return Written{{"collectives.memory_passes",
-                                          number_text(s.collectives.memory_passes)}};
-                      }});
+    params.push_back(
+        {"collectives.memory_passes",
+         {0, 20, false},
+         [](const ClusterSpec& s) { return s.collectives.memory_passes; },
+         [](ClusterSpec& s, double v) { s.collectives.memory_passes = round_number(v); },
+         [](const ClusterSpec& s) {
+             return Written{
+                 {"collectives.memory_passes", number_text(s.collectives.memory_passes)}};
+         }});
     for (LinkLevel l : levels) {
         const auto li = static_cast<std::size_t>(l);
         std::array<double, hardware::kProtocolCount> ratio{};
@@ -672,25 +686,24 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
              [li, l](const ClusterSpec& s) {
                  Written w;
                  for (Protocol pr : hardware::kAllProtocols)
-                     w.push_back({"collectives." + protocol_key(pr) + "." + level_key(l) +
-                                      ".step_latency",
-                                  time_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
-                                                .levels[li]
-                                                .step_latency.seconds())});
+                     w.push_back(
+                         {"collectives." + protocol_key(pr) + "." + level_key(l) + ".step_latency",
+                          time_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
+                                        .levels[li]
+                                        .step_latency.seconds())});
                  return w;
              }});
     }
     if (nvls_points) {
-        params.push_back({"collectives.nvls.efficiency",
-                          {0.05, 1.0, false},
-                          [](const ClusterSpec& s) { return s.collectives.nvls.efficiency; },
-                          [](ClusterSpec& s, double v) {
-                              s.collectives.nvls.efficiency = round_fraction(v);
-                          },
-                          [](const ClusterSpec& s) {
-                              return Written{{"collectives.nvls.efficiency",
-                                              fraction_text(s.collectives.nvls.efficiency)}};
-                          }});
+        params.push_back(
+            {"collectives.nvls.efficiency",
+             {0.05, 1.0, false},
+             [](const ClusterSpec& s) { return s.collectives.nvls.efficiency; },
+             [](ClusterSpec& s, double v) { s.collectives.nvls.efficiency = round_fraction(v); },
+             [](const ClusterSpec& s) {
+                 return Written{
+                     {"collectives.nvls.efficiency", fraction_text(s.collectives.nvls.efficiency)}};
+             }});
         params.push_back({"collectives.nvls.latency",
                           {0, 500e-6, false},
                           [](const ClusterSpec& s) { return s.collectives.nvls.latency.seconds(); },
@@ -786,15 +799,14 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
                           }});
     }
     for (const auto& want : options.step_fields) {
-        const bool known =
-            std::any_of(framework_fields().begin(), framework_fields().end(),
-                        [&](const FrameworkField& f) { return f.key == want; });
+        const bool known = std::any_of(framework_fields().begin(), framework_fields().end(),
+                                       [&](const FrameworkField& f) { return f.key == want; });
         if (!known) {
             std::string names;
             for (const auto& f : framework_fields())
                 names += (names.empty() ? "" : ", ") + std::string(f.key);
-            throw InputError("--step-fields: unknown framework field '" + want + "' (fittable: " +
-                             names + ")");
+            throw InputError("--step-fields: unknown framework field '" + want +
+                             "' (fittable: " + names + ")");
         }
     }
     record(result, part, fit_core(result.fitted, params, p, options, "steps"), params);
@@ -878,8 +890,9 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
     // BASE's of the same kind.
     for (const auto& r : result.records) {
         auto& cal = result.fitted.calibration;
-        auto same = std::find_if(cal.begin(), cal.end(),
-                                 [&](const hardware::CalibrationRecord& c) { return c.key == r.key; });
+        auto same = std::find_if(cal.begin(), cal.end(), [&](const hardware::CalibrationRecord& c) {
+            return c.key == r.key;
+        });
         if (same != cal.end())
             *same = r;
         else

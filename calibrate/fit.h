@@ -9,8 +9,10 @@
 /// | launches (`gpu_back_to_back`) | compute.launch_overhead | median |
 /// | device-to-device copies | compute.memory.efficiency, half_efficiency_bytes | Huber |
 /// | GEMMs | compute.gemm.efficiency.<dtype> (each dtype measured), half_efficiency_flops | Huber |
-/// | collectives | collectives.launch_latency, memory_passes; per link level measured (nvlink, pcie, network) the Simple efficiency and step latency, LL and LL128 keeping BASE's ratios to Simple (their line formats); NVLS latency and efficiency from points measured with algorithm nvls | Huber |
-/// | training steps | the framework fields of `framework_fields()` | MAPE |
+/// | collectives | collectives.launch_latency, memory_passes; per link level measured (nvlink,
+/// pcie, network) the Simple efficiency and step latency, LL and LL128 keeping BASE's ratios to
+/// Simple (their line formats); NVLS latency and efficiency from points measured with algorithm
+/// nvls | Huber | | training steps | the framework fields of `framework_fields()` | MAPE |
 ///
 /// "Huber": robust least squares of the residual measured/predicted - 1 (for collectives the
 /// nccl-tests busbw residual: predicted busbw / measured busbw - 1 is the same number), Huber
@@ -49,9 +51,9 @@ struct NamedMeasurements {
 /// One field of hardware::FrameworkSpec the step fit may tune. Adding a field to
 /// FrameworkSpec that steps should calibrate means adding one row to this table.
 struct FrameworkField {
-    std::string_view key;     ///< under `framework:`, e.g. "host_overhead"
-    bool is_time = false;     ///< a duration (seconds here, written as "12.3us"), else a number
-    ParameterBounds bounds;   ///< in seconds for durations
+    std::string_view key;   ///< under `framework:`, e.g. "host_overhead"
+    bool is_time = false;   ///< a duration (seconds here, written as "12.3us"), else a number
+    ParameterBounds bounds; ///< in seconds for durations
     double (*get)(const hardware::FrameworkSpec&) = nullptr;
     void (*set)(hardware::FrameworkSpec&, double) = nullptr;
 };
@@ -94,7 +96,8 @@ struct FitResult {
 /// Fits `base` to `inputs`. Throws InputError (naming the file) for measurements of another
 /// GPU, duplicate points across files, no points at all, or when nothing can be determined.
 FitResult fit_hardware(const hardware::ClusterSpec& base,
-                       const std::vector<NamedMeasurements>& inputs, const FitOptions& options = {});
+                       const std::vector<NamedMeasurements>& inputs,
+                       const FitOptions& options = {});
 
 /// The fitted hardware file: `extends: <extends>`, `name: <name>`, the fitted keys with a
 /// comment each, `calibration:` and `uncertainty:`. Deterministic (no dates, no paths beyond

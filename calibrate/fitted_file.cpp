@@ -103,8 +103,7 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
            "# value's data and residual error (|predicted / measured - 1|), `uncertainty:` the\n"
            "# spread of measured / predicted - 1 that `run` and `collective` report as a band.\n";
     for (const auto& part : result.parts) {
-        out += fmt::format("# {}: {} point{}", part.name, part.points,
-                           part.points == 1 ? "" : "s");
+        out += fmt::format("# {}: {} point{}", part.name, part.points, part.points == 1 ? "" : "s");
         if (part.points > 0)
             out += fmt::format(", mean |error| {}% -> {}%, max {}% -> {}% ({})",
                                pct(part.before.mean_abs), pct(part.after.mean_abs),
@@ -115,9 +114,9 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
     }
     out += fmt::format("extends: {}\n", extends);
     out += fmt::format("name: {}\n", name);
-    out += fmt::format("description: {}\n",
-                       quoted(result.fitted.node.gpu.name + " node (" + extends +
-                              ") calibrated on " + join(files, ", ")));
+    out +=
+        fmt::format("description: {}\n", quoted(result.fitted.node.gpu.name + " node (" + extends +
+                                                ") calibrated on " + join(files, ", ")));
 
     KeyNode root;
     for (const auto& r : result.records) {
@@ -141,10 +140,11 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
         std::vector<std::string> q;
         for (const auto& f : r.files)
             q.push_back(quoted(f));
-        out += fmt::format("  - key: {}\n    value: {}\n    method: {}\n    files: [{}]\n"
-                           "    points: {}\n    mean_abs_error_pct: {}\n    max_abs_error_pct: {}\n",
-                           r.key, r.value, r.method, join(q, ", "), r.points,
-                           pct(r.mean_abs_error), pct(r.max_abs_error));
+        out +=
+            fmt::format("  - key: {}\n    value: {}\n    method: {}\n    files: [{}]\n"
+                        "    points: {}\n    mean_abs_error_pct: {}\n    max_abs_error_pct: {}\n",
+                        r.key, r.value, r.method, join(q, ", "), r.points, pct(r.mean_abs_error),
+                        pct(r.max_abs_error));
     }
 
     const auto& u = result.uncertainty;

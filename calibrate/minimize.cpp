@@ -63,8 +63,8 @@ MinimizeResult minimize_bounded(const std::function<double(const std::vector<dou
 
     Point best(n);
     for (std::size_t i = 0; i < n; ++i)
-        best[i] = std::clamp(to_unit(std::clamp(x0[i], bounds[i].lo, bounds[i].hi), bounds[i]),
-                             0.0, 1.0);
+        best[i] =
+            std::clamp(to_unit(std::clamp(x0[i], bounds[i].lo, bounds[i].hi), bounds[i]), 0.0, 1.0);
     double best_value = eval(best);
     if (n == 0) {
         result.x = to_x(best);
@@ -80,8 +80,8 @@ MinimizeResult minimize_bounded(const std::function<double(const std::vector<dou
         s.values.push_back(best_value);
         for (std::size_t i = 0; i < n; ++i) {
             Point p = best;
-            p[i] += p[i] + options.initial_step <= 1.0 ? options.initial_step
-                                                       : -options.initial_step;
+            p[i] +=
+                p[i] + options.initial_step <= 1.0 ? options.initial_step : -options.initial_step;
             s.points.push_back(clamp(p));
             s.values.push_back(eval(s.points.back()));
         }
@@ -89,8 +89,9 @@ MinimizeResult minimize_bounded(const std::function<double(const std::vector<dou
         while (result.evaluations < options.max_evaluations) {
             std::iota(order.begin(), order.end(), 0);
             // Ties broken by index: deterministic.
-            std::stable_sort(order.begin(), order.end(),
-                             [&](std::size_t a, std::size_t b) { return s.values[a] < s.values[b]; });
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+                return s.values[a] < s.values[b];
+            });
             Simplex sorted;
             for (std::size_t i : order) {
                 sorted.points.push_back(s.points[i]);

@@ -25,8 +25,8 @@ struct ParameterBounds {
 struct MinimizeOptions {
     int max_evaluations = 3000; ///< over all restarts
     int max_restarts = 4;
-    double initial_step = 0.1;  ///< simplex edge, in normalised units
-    double tolerance = 1e-10;   ///< stop when the simplex's values agree to this (relative)
+    double initial_step = 0.1; ///< simplex edge, in normalised units
+    double tolerance = 1e-10;  ///< stop when the simplex's values agree to this (relative)
 };
 
 struct MinimizeResult {

@@ -41,8 +41,8 @@ void split_list(const std::vector<T>& all, double fraction, std::uint64_t seed,
 MeasurementSplit split_measurements(const MeasurementFile& file, double fraction,
                                     std::uint64_t seed) {
     if (!(fraction > 0 && fraction < 1))
-        throw InputError(fmt::format("--fraction: expected a number between 0 and 1, got {}",
-                                     fraction));
+        throw InputError(
+            fmt::format("--fraction: expected a number between 0 and 1, got {}", fraction));
     MeasurementSplit s;
     s.chosen.version = s.rest.version = file.version;
     s.chosen.environment = s.rest.environment = file.environment;

@@ -153,7 +153,7 @@ std::string device_mismatch(std::string_view device, std::string_view gpu_name) 
             return s;
         };
         return lower(x).find(lower(y)) != std::string::npos ? ""
-                                                             : "the GPU models cannot be compared";
+                                                            : "the GPU models cannot be compared";
     }
     if (a.model != b.model)
         return "a " + a.model + " is not a " + b.model;
@@ -229,7 +229,7 @@ std::string point_label(const StepMeasurement& s) {
 
 struct CollectivePredictor::Impl {
     hardware::ClusterSpec cluster;
-    std::map<int, std::unique_ptr<hardware::Topology>> topologies; ///< by node count
+    std::map<int, std::unique_ptr<hardware::Topology>> topologies;  ///< by node count
     std::map<int, std::unique_ptr<cl::Communicator>> communicators; ///< by GPU count
 
     cl::Communicator& communicator(int gpus) {
@@ -373,8 +373,8 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
                           src);
                 continue;
             }
-            add(PointKind::gemm, i, point_label(g), g.source, "",
-                g.time, model.gemm_seconds(g.m, g.n, g.k, g.dtype));
+            add(PointKind::gemm, i, point_label(g), g.source, "", g.time,
+                model.gemm_seconds(g.m, g.n, g.k, g.dtype));
         }
     }
 
@@ -384,9 +384,8 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
         for (std::size_t i = 0; i < file.copies.size(); ++i) {
             const auto& c = file.copies[i];
             const std::string src = where(c.source, name, PointKind::copy, i);
-            const std::string label =
-                fmt::format("copy {} {} {}", to_string(c.kind), to_string(c.method),
-                            sim::format_bytes(c.bytes));
+            const std::string label = fmt::format("copy {} {} {}", to_string(c.kind),
+                                                  to_string(c.method), sim::format_bytes(c.bytes));
             switch (c.kind) {
             case CopyKind::device_to_device:
                 add(PointKind::copy, i, label, c.source, "memory-bound kernel", c.time,
@@ -399,11 +398,11 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
                     auto& topo = topologies[spec.nodes];
                     if (!topo)
                         topo = std::make_unique<hardware::Topology>(spec);
-                    const auto t = strategies::simulate_transfer(*topo, c.src_gpu, c.dst_gpu,
-                                                                 c.bytes);
-                    add(PointKind::copy, i, label + fmt::format(" gpu{}->gpu{}", c.src_gpu,
-                                                                c.dst_gpu),
-                        c.source, "transfer", c.time, t.time.seconds());
+                    const auto t =
+                        strategies::simulate_transfer(*topo, c.src_gpu, c.dst_gpu, c.bytes);
+                    add(PointKind::copy, i,
+                        label + fmt::format(" gpu{}->gpu{}", c.src_gpu, c.dst_gpu), c.source,
+                        "transfer", c.time, t.time.seconds());
                 } catch (const InputError& e) {
                     skips.add(PointKind::copy, e.what(), src);
                 }

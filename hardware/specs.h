@@ -146,13 +146,13 @@ struct FrameworkSpec {
 /// Where one calibrated value of a hardware file came from (the `calibration:` section that
 /// `clustersim calibrate fit` writes): the data it was fitted to and how well it fits.
 struct CalibrationRecord {
-    std::string key;             ///< dotted key it sets, e.g. "collectives.launch_latency"
-    std::string value;           ///< as written in the file, e.g. "31.2us"
-    std::string method;          ///< e.g. "huber-nelder-mead"
+    std::string key;                ///< dotted key it sets, e.g. "collectives.launch_latency"
+    std::string value;              ///< as written in the file, e.g. "31.2us"
+    std::string method;             ///< e.g. "huber-nelder-mead"
     std::vector<std::string> files; ///< measurement files
-    int points = 0;              ///< measured points the fit used
-    double mean_abs_error = 0;   ///< mean |predicted / measured - 1| over them after the fit
-    double max_abs_error = 0;    ///< largest |predicted / measured - 1|
+    int points = 0;                 ///< measured points the fit used
+    double mean_abs_error = 0;      ///< mean |predicted / measured - 1| over them after the fit
+    double max_abs_error = 0;       ///< largest |predicted / measured - 1|
 };
 
 /// Distribution of measured / predicted - 1 over validated points of one kind.
@@ -179,7 +179,7 @@ struct ClusterSpec {
     ComputeSpec compute;          ///< kernel cost model of the node's GPU
     FrameworkSpec framework;      ///< the training software stack (training-step model)
     std::vector<CalibrationRecord> calibration; ///< origin of calibrated values (may be empty)
-    Uncertainty uncertainty;      ///< validation residuals; absent: uncalibrated
+    Uncertainty uncertainty;                    ///< validation residuals; absent: uncalibrated
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

@@ -408,8 +408,8 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                             grad_what);
                 }
             } else {
-                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
-                    -1, -1, false, grad_what);
+                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype, -1,
+                    -1, false, grad_what);
             }
             if (par.zero >= 1)
                 add(collectives::Op::all_gather,

@@ -619,8 +619,8 @@ std::string find_fix(const ExperimentSpec& e,
 } // namespace
 
 StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options) {
-    return detail::simulate_step_on(e, options, std::make_shared<const hardware::Topology>(e.cluster),
-                                    nullptr);
+    return detail::simulate_step_on(e, options,
+                                    std::make_shared<const hardware::Topology>(e.cluster), nullptr);
 }
 
 StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& options,

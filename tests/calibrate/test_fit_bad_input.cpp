@@ -82,7 +82,8 @@ TEST_CASE("fit: an unknown device is a warning, not a silent assumption",
 TEST_CASE("fit: the same point in two files is an error", "[calibrate][fit][errors]") {
     const auto base = hardware::load_hardware("dgx-a100");
     const std::string e = error_of([&] {
-        fit_hardware(base, {{"a.json", two_collectives(kA100)}, {"b.json", two_collectives(kA100)}});
+        fit_hardware(base,
+                     {{"a.json", two_collectives(kA100)}, {"b.json", two_collectives(kA100)}});
     });
     CHECK_THAT(e, Catch::StartsWith("a.json, b.json: collectives[2]: duplicate point"));
 }
@@ -91,15 +92,20 @@ TEST_CASE("fit: too few points to determine the parameters", "[calibrate][fit][e
     const auto base = hardware::load_hardware("dgx-a100");
     // Two sizes on one GPU count keep the launch latency and the NVLink efficiency: two
     // parameters need at least four points.
-    const std::string e =
-        error_of([&] { fit_hardware(base, {{"two.json", two_collectives(kA100)}}); });
-    CHECK_THAT(e, Catch::Contains("two.json: nothing could be fitted") &&
-                      Catch::Contains("2 points cannot determine 2 parameters (at least 4 needed)"));
-    CHECK_THAT(error_of([&] { fit_hardware(base, {{"empty.json", MeasurementFile{}}}); }),
+    const std::string e = error_of([&] {
+        fit_hardware(base, {{"two.json", two_collectives(kA100)}});
+    });
+    CHECK_THAT(e,
+               Catch::Contains("two.json: nothing could be fitted") &&
+                   Catch::Contains("2 points cannot determine 2 parameters (at least 4 needed)"));
+    CHECK_THAT(error_of([&] {
+                   fit_hardware(base, {{"empty.json", MeasurementFile{}}});
+               }),
                Catch::Contains("empty.json: no measured points to fit"));
 }
 
-TEST_CASE("fit: steps that cannot be built are skipped with a warning", "[calibrate][fit][errors]") {
+TEST_CASE("fit: steps that cannot be built are skipped with a warning",
+          "[calibrate][fit][errors]") {
     const auto base = hardware::load_hardware("dgx-a100");
     MeasurementFile f;
     f.environment.device = kA100;
@@ -117,7 +123,8 @@ TEST_CASE("fit: steps that cannot be built are skipped with a warning", "[calibr
                Catch::StartsWith("1 step skipped: mixed.json: ") && Catch::Contains("steps.csv:7"));
 }
 
-TEST_CASE("hardware files keep calibration and uncertainty sections", "[calibrate][fit][hardware]") {
+TEST_CASE("hardware files keep calibration and uncertainty sections",
+          "[calibrate][fit][hardware]") {
     const std::string text = R"(extends: dgx-a100
 name: a100-fitted
 collectives:

@@ -68,8 +68,7 @@ TEST_CASE("fit collectives: recovers the parameters of curves a known model made
     level(truth, Protocol::simple, LinkLevel::nvlink) = {sim::Time::ns(2000), 0.9};
     level(truth, Protocol::ll, LinkLevel::nvlink) = {sim::Time::ns(353), 0.45};
     level(truth, Protocol::ll128, LinkLevel::nvlink) = {sim::Time::ns(1118), 0.8438};
-    const FitResult r =
-        fit_hardware(base, {{"synthetic.json", synthetic_curves(truth, {2, 8})}});
+    const FitResult r = fit_hardware(base, {{"synthetic.json", synthetic_curves(truth, {2, 8})}});
     const auto& c = r.fitted.collectives;
     CHECK(c.launch_latency.seconds() == Approx(22e-6).epsilon(0.02));
     CHECK(c.memory_passes == Approx(2.5).epsilon(0.02));
