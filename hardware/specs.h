@@ -129,7 +129,8 @@ struct FrameworkSpec {
     /// Host time per micro-batch and pipeline stage outside the layers, with the GPU idle: the
     /// batch fetched and broadcast to the tensor-parallel ranks (Megatron's get_batch, whose
     /// size exchange synchronises host and device), masks and position ids, the loss and its
-    /// data-parallel average, the schedule's bookkeeping.
+    /// data-parallel average, the schedule's bookkeeping. Transformer models only: they run
+    /// Megatron's loop; the MLP runs the lecture's plain PyTorch loop, which has none of this.
     sim::Time microbatch_overhead = sim::Time::zero();
     /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
     /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.

@@ -262,8 +262,11 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
                                                            {Recompute::none, rp.none}}};
 
     // Each micro-batch starts with the host alone (get_batch synchronises host and device).
+    // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
+    // which the transformer models run under; the MLP is the lecture's plain PyTorch loop of
+    // matmuls and sends, which has none of it.
     Clock c;
-    c.host = ho.microbatch_overhead.seconds();
+    c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
     PassCost f;
     if (st.embedding)
         run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
