@@ -1,4 +1,5 @@
 #include "app/cli.h"
+#include "cli_run.h"
 
 #include <catch2/catch.hpp>
 
@@ -6,23 +7,7 @@
 #include <sstream>
 
 using namespace clustersim;
-
-namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-} // namespace
+using namespace clustersim::test;
 
 TEST_CASE("cli: hardware show works for every preset", "[app][hardware]") {
     for (const char* preset : {"dgx-a100", "dgx-h100", "hgx-h200", "pcie-4gpu"}) {

@@ -2,6 +2,7 @@
 #include "calibrate/device.h"
 #include "calibrate/measurements.h"
 #include "calibrate/runner.h"
+#include "cli_run.h"
 #include "sim/error.h"
 
 #include <catch2/catch.hpp>
@@ -12,47 +13,10 @@
 #include <unistd.h>
 
 using namespace clustersim;
+using namespace clustersim::test;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-
-/// A fresh directory for one test's files, removed afterwards.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() /
-               ("clustersim-" + name + "-" + std::to_string(::getpid()))) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 const std::string kData = CLUSTERSIM_SOURCE_DIR "/data/reference";
 } // namespace
 

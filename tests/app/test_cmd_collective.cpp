@@ -1,6 +1,7 @@
 // clustersim collective through app::run_cli: the nccl-tests table, CSV, JSON, --show-values,
 // and bad input (one line on stderr, exit code 2, nothing on stdout).
 #include "app/cli.h"
+#include "cli_run.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -10,30 +11,7 @@
 #include <sstream>
 
 using namespace clustersim;
-
-namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-std::vector<std::string> lines(const std::string& s) {
-    std::vector<std::string> v;
-    std::istringstream in(s);
-    for (std::string l; std::getline(in, l);)
-        v.push_back(l);
-    return v;
-}
-} // namespace
+using namespace clustersim::test;
 
 TEST_CASE("cli collective: a sweep printed as nccl-tests prints it", "[app][collective]") {
     const Run r = run({"collective", "--hardware", "dgx-a100", "--op", "all_reduce", "--gpus", "8",

@@ -3,6 +3,7 @@
 // the memory timeline's curves are the step's memory (held state plus activations, back to the
 // held state at the end, never above the reported peak).
 #include "app/cli.h"
+#include "cli_run.h"
 #include "svg_check.h"
 
 #include "strategies/parallel/experiment.h"
@@ -17,29 +18,10 @@
 #include <sstream>
 
 using namespace clustersim;
+using namespace clustersim::test;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 const std::string kExperiment =
     CLUSTERSIM_SOURCE_DIR "/configs/experiments/pipeline-schedules.yaml";
 } // namespace

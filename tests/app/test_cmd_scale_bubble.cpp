@@ -3,6 +3,7 @@
 // hours x GPUs x price. bubble: on an ideal pipeline (equal stages, compute far above the
 // transfers) the simulated bubble equals the closed forms; both SVGs are well-formed.
 #include "app/cli.h"
+#include "cli_run.h"
 #include "svg_check.h"
 
 #include <catch2/catch.hpp>
@@ -15,54 +16,10 @@
 #include <unistd.h>
 
 using namespace clustersim;
+using namespace clustersim::test;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() /
-               ("clustersim-" + name + "-" + std::to_string(::getpid()))) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::vector<std::string> lines(const std::string& s) {
-    std::vector<std::string> v;
-    std::istringstream in(s);
-    for (std::string l; std::getline(in, l);)
-        v.push_back(l);
-    return v;
-}
-
 std::string trim(const std::string& s) {
     const auto a = s.find_first_not_of(' ');
     const auto b = s.find_last_not_of(' ');

@@ -5,6 +5,7 @@
 // sweep's CSV, and every bad input of the issue: exit 2, the flag or key named, no CSV line.
 #include "app/cli.h"
 #include "app/sweep.h"
+#include "cli_run.h"
 #include "sim/units.h"
 
 #include <catch2/catch.hpp>
@@ -16,51 +17,10 @@
 #include <unistd.h>
 
 using namespace clustersim;
+using namespace clustersim::test;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-    int code;
-    std::string out;
-    std::string err;
-};
-Run run(std::vector<std::string> args) {
-    args.insert(args.begin(), "clustersim");
-    std::vector<const char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.c_str());
-    std::ostringstream out, err;
-    const int code = app::run_cli(static_cast<int>(argv.size()), argv.data(), {out, err});
-    return {code, out.str(), err.str()};
-}
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() /
-               ("clustersim-" + name + "-" + std::to_string(::getpid()))) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
-
 const std::string kGpt3 = CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml";
 
 /// A parsed sweep CSV: the comment lines, the columns, and the rows as maps column -> field.
