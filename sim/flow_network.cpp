@@ -210,16 +210,31 @@ void FlowNetwork::compute_max_min_rates() {
             throw std::logic_error("a flow with an empty path needs a finite max_rate");
     }
 
+    // Freezing a resource's flows changes the share of every resource on their paths; those
+    // are collected and re-queued once per batch (not once per flow), which is all the heap
+    // can see anyway: nothing is popped until the batch is done.
+    dirty_.assign(nr, 0);
+    std::vector<ResourceId> changed;
     auto freeze = [&](std::uint32_t i, double rate) {
         frozen_[i] = 1;
         active_[i].rate = rate;
         for (ResourceId q : active_[i].path) {
             remaining_capacity_[q] = std::max(0.0, remaining_capacity_[q] - rate);
             --count_[q];
+            if (!dirty_[q]) {
+                dirty_[q] = 1;
+                changed.push_back(q);
+            }
+        }
+    };
+    auto requeue = [&] {
+        for (ResourceId q : changed) {
+            dirty_[q] = 0;
             ++version_[q];
             if (count_[q] > 0)
                 heap.push(Entry{remaining_capacity_[q] / count_[q], q, version_[q]});
         }
+        changed.clear();
     };
 
     while (!heap.empty()) {
@@ -227,8 +242,10 @@ void FlowNetwork::compute_max_min_rates() {
         heap.pop();
         if (e.index >= nr) {
             const std::uint32_t i = e.index - static_cast<std::uint32_t>(nr);
-            if (!frozen_[i])
+            if (!frozen_[i]) {
                 freeze(i, e.share);
+                requeue();
+            }
             continue;
         }
         const ResourceId r = e.index;
@@ -239,6 +256,7 @@ void FlowNetwork::compute_max_min_rates() {
             if (!frozen_[i])
                 freeze(i, e.share);
         }
+        requeue();
     }
 }
 

@@ -114,6 +114,7 @@ private:
     std::vector<std::uint32_t> count_, version_, offset_, members_;
     std::vector<double> remaining_capacity_;
     std::vector<char> frozen_;
+    std::vector<char> dirty_; ///< resources whose share a batch of freezes changed
     std::vector<ResourceId> touched_;
 };
 
