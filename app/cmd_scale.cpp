@@ -216,14 +216,7 @@ void run_scale(const ScaleOptions& o, Io io) {
     Settings fixed;
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
-    std::int64_t max_memory = 0;
-    if (!o.max_memory.empty()) {
-        try {
-            max_memory = sim::parse_bytes(o.max_memory);
-        } catch (const InputError& e) {
-            throw InputError(std::string("--max-memory: ") + e.what());
-        }
-    }
+    const std::int64_t max_memory = sweep::parse_max_memory(o.max_memory);
     const sp::ExperimentVariants variants(o.experiment, fixed);
     const sp::ExperimentSpec base = variants.read({});
     const double parameters =

@@ -132,17 +132,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     Settings fixed;
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
-    std::int64_t max_memory = 0;
-    if (!o.max_memory.empty()) {
-        try {
-            max_memory = sim::parse_bytes(o.max_memory);
-        } catch (const InputError& e) {
-            throw InputError(std::string("--max-memory: ") + e.what());
-        }
-        if (max_memory <= 0)
-            throw InputError("--max-memory: expected a positive size like 40GiB, got '" +
-                             o.max_memory + "'");
-    }
+    const std::int64_t max_memory = sweep::parse_max_memory(o.max_memory);
 
     const sp::ExperimentVariants variants(o.experiment, fixed);
     auto varied = [&](const char* key) {

@@ -56,6 +56,20 @@ Axis parse_axis(const std::string& flag, const std::string& text) {
     return a;
 }
 
+std::int64_t parse_max_memory(const std::string& text) {
+    if (text.empty())
+        return 0;
+    std::int64_t bytes = 0;
+    try {
+        bytes = sim::parse_bytes(text);
+    } catch (const InputError& e) {
+        throw InputError(std::string("--max-memory: ") + e.what());
+    }
+    if (bytes <= 0)
+        throw InputError("--max-memory: expected a positive size like 40GiB, got '" + text + "'");
+    return bytes;
+}
+
 std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text) {
     std::vector<std::string> items;
     for (std::size_t pos = 0;;) {

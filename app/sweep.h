@@ -47,6 +47,8 @@ Axis parse_axis(const std::string& flag, const std::string& text);
 /// progression of the two numbers before it (geometric when the second is a whole multiple of
 /// the first, else arithmetic) up to the number after it. Throws InputError naming `flag`.
 std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text);
+/// `--max-memory`: a positive size such as 40GiB; 0 when `text` is empty (the GPU's HBM).
+std::int64_t parse_max_memory(const std::string& text);
 
 /// The Cartesian product of the axes; the last axis varies fastest.
 class Grid {
