@@ -377,10 +377,16 @@ void fit_launches(const std::vector<NamedMeasurements>& inputs, FitResult& resul
 void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& options,
                 FitResult& result) {
     std::vector<PointRef> refs;
+    const std::int64_t l2 = result.fitted.node.gpu.l2_bytes;
+    int cached = 0;
     for (std::size_t f = 0; f < inputs.size(); ++f)
-        for (std::size_t i = 0; i < inputs[f].file.copies.size(); ++i)
-            if (inputs[f].file.copies[i].kind == CopyKind::device_to_device)
+        for (std::size_t i = 0; i < inputs[f].file.copies.size(); ++i) {
+            const auto& c = inputs[f].file.copies[i];
+            if (c.cache_resident(l2))
+                ++cached;
+            else if (c.kind == CopyKind::device_to_device)
                 refs.push_back({f, i});
+        }
     bool any = false;
     for (const auto& in : inputs)
         any = any || !in.file.copies.empty();
@@ -391,9 +397,13 @@ void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& 
     part.method = "huber-nelder-mead";
     part.files = files_of(inputs, refs);
     part.points = static_cast<int>(refs.size());
+    if (cached > 0)
+        part.notes.push_back(fmt::format("{} device-to-device cop{} left out: source and "
+                                         "destination fit in the {} L2 cache",
+                                         cached, cached == 1 ? "y" : "ies", sim::format_bytes(l2)));
     if (refs.empty()) {
-        part.notes.push_back("compute.memory: not fitted: no device-to-device copies (host and "
-                             "peer copies do not measure HBM)");
+        part.notes.push_back("compute.memory: not fitted: no device-to-device copies larger than "
+                             "the L2 cache (host and peer copies do not measure HBM)");
         result.parts.push_back(std::move(part));
         return;
     }
@@ -746,7 +756,7 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
             try {
                 step_experiment(hardware::with_gpu_count(result.fitted, s.gpus), s);
             } catch (const InputError& e) {
-                auto& k = skipped[inputs[f].name + ": " + e.what()];
+                auto& k = skipped[inputs[f].name + ": " + skip_reason(e.what(), s.source)];
                 if (k.first++ == 0)
                     k.second = s.source.empty() ? fmt::format("{}:steps[{}]", inputs[f].name, i)
                                                 : s.source;

@@ -173,6 +173,7 @@ const std::vector<SettingSpec>& setting_specs() {
         {"model", "kind", SettingType::choice, 0, 0, {"transformer", "mlp"}},
         {"model", "layers", SettingType::integer},
         {"model", "hidden", SettingType::integer},
+        {"model", "dim", SettingType::integer}, // the MLP's width (kind: mlp)
         {"model", "heads", SettingType::integer},
         {"model", "ffn", SettingType::integer},
         {"model", "seq", SettingType::integer},

@@ -9,12 +9,20 @@
 #include "strategies/collectives/collective.h"
 #include "strategies/parallel/experiment.h"
 
+#include <string>
+#include <string_view>
+
 namespace clustersim::calibrate {
 
 /// The experiment a measured training step describes, on `cluster` (sized to its GPUs).
 /// Throws InputError when the step's settings do not make a valid experiment.
 strategies::parallel::ExperimentSpec step_experiment(const hardware::ClusterSpec& cluster,
                                                      const StepMeasurement& step);
+
+/// Why a point was skipped, without the point's own location when the error starts with it
+/// ("file.csv:12: model 'x': missing key 'vocab'" -> "model 'x': missing key 'vocab'"), so
+/// that a thousand rows skipped for one reason are reported as one line with one example.
+std::string skip_reason(std::string_view what, std::string_view source);
 
 /// Predicted seconds of a measured training step.
 double predict_step(

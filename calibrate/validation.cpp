@@ -214,7 +214,10 @@ std::string setting(const Settings& s, const std::string& key, const std::string
 
 std::string point_label(const StepMeasurement& s) {
     std::string model = s.model_preset;
-    if (model.empty())
+    if (model.empty() && s.model.count("dim") != 0) // the MLP: layers of dim x dim
+        model = fmt::format("mlp L{} d{}", setting(s.model, "layers", "?"),
+                            setting(s.model, "dim", "?"));
+    else if (model.empty())
         model = fmt::format("L{} h{}", setting(s.model, "layers", "?"),
                             setting(s.model, "hidden", "?"));
     return fmt::format("step {} GPUs {} tp{} pp{} dp{} gb{} mb{}", s.gpus, model,
@@ -388,6 +391,14 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
                                                   to_string(c.method), sim::format_bytes(c.bytes));
             switch (c.kind) {
             case CopyKind::device_to_device:
+                if (c.cache_resident(cluster.node.gpu.l2_bytes)) {
+                    skips.add(PointKind::copy,
+                              fmt::format("source and destination fit in the {} L2 cache (the "
+                                          "model has HBM only)",
+                                          sim::format_bytes(cluster.node.gpu.l2_bytes)),
+                              src);
+                    break;
+                }
                 add(PointKind::copy, i, label, c.source, "memory-bound kernel", c.time,
                     model.memory_bound_seconds(2 * c.bytes));
                 break;
@@ -469,7 +480,7 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
                 add(PointKind::step, i, point_label(s), s.source, "", s.time,
                     predict_step(cluster, s, options.fidelity));
             } catch (const InputError& e) {
-                skips.add(PointKind::step, e.what(), src);
+                skips.add(PointKind::step, skip_reason(e.what(), s.source), src);
             }
         }
     }

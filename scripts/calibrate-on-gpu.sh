@@ -10,9 +10,14 @@
 # Usage: scripts/calibrate-on-gpu.sh [OUT_DIR]
 #   OUT_DIR defaults to calibrate/data/<gpu name>, e.g. calibrate/data/nvidia-h100-80gb-hbm3.
 # Environment: BUILD_DIR (default build/gpu), JOBS (default: all cores), HARDWARE (the preset
-# to validate against; default from the GPU's name), CUDA_HOME (default /usr/local/cuda).
+# to validate against; default from the GPU's name), CUDA_HOME (default /usr/local/cuda),
+# CLUSTERSIM (a clustersim already built with CUDA on: no build, for a GPU machine that lacks
+# the build's Debian packages), FULL=1 (after --quick, also the full sweep of GEMMs, copies
+# and launches, into full.json), MLP_SHAPES (the lecture MLP steps to time, as
+# "layers:dim:batch" words; default "4:1024:128 4:4096:1024 8:8192:1024").
 # Exit codes: 0 done (validation above its limit is reported, not fatal); 3 no GPU; other
-# non-zero: a step failed.
+# non-zero: a step failed. A `calibrate run --quick` that fails is retried one part at a time,
+# so that one broken part does not lose the others' measurements.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,23 +38,59 @@ out_dir="${1:-$root/calibrate/data/$slug}"
 mkdir -p "$out_dir"
 echo "== $gpu_count x $gpu_name -> $out_dir"
 
-echo "== build (Release, CUDA on) in $build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WITH_CUDA=ON \
-    -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" -DCLUSTERSIM_BUILD_TESTS=OFF \
-    -DCLUSTERSIM_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target clustersim
-cs="$build/app/clustersim"
+if [[ -n "${CLUSTERSIM:-}" ]]; then
+    cs="$CLUSTERSIM"
+    echo "== using $cs (no build)"
+else
+    echo "== build (Release, CUDA on) in $build"
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WITH_CUDA=ON \
+        -DCMAKE_CUDA_COMPILER="$cuda_home/bin/nvcc" -DCLUSTERSIM_BUILD_TESTS=OFF \
+        -DCLUSTERSIM_BUILD_BENCH=OFF >/dev/null
+    cmake --build "$build" -j "$jobs" --target clustersim
+    cs="$build/app/clustersim"
+fi
 
+inputs=()
 echo "== clustersim calibrate run --quick"
-"$cs" calibrate run --quick --out "$out_dir/quick.json" 2>&1 | tee "$out_dir/run.log"
+start=$(date +%s)
+if "$cs" calibrate run --quick --out "$out_dir/quick.json" 2>&1 | tee "$out_dir/run.log"; then
+    echo "calibrate run --quick: $(($(date +%s) - start)) s" | tee -a "$out_dir/run.log"
+    inputs+=("$out_dir/quick.json")
+else
+    echo "calibrate run --quick failed; again one part at a time" | tee -a "$out_dir/run.log"
+    for part in launch copy gemm collectives p2p; do
+        if "$cs" calibrate run --quick --only "$part" --out "$out_dir/quick-$part.json" 2>&1 |
+            tee -a "$out_dir/run.log"; then
+            inputs+=("$out_dir/quick-$part.json")
+        fi
+    done
+fi
 
-inputs=("$out_dir/quick.json")
-echo "== PyTorch: one training step of the lecture MLP"
+if [[ "${FULL:-0}" == 1 ]]; then
+    echo "== clustersim calibrate run (full sweep: launch, copy, gemm)"
+    start=$(date +%s)
+    if "$cs" calibrate run --only launch --only copy --only gemm --out "$out_dir/full.json" 2>&1 |
+        tee -a "$out_dir/run.log"; then
+        echo "calibrate run (full): $(($(date +%s) - start)) s" | tee -a "$out_dir/run.log"
+    fi
+fi
+
+echo "== PyTorch: training steps of the lecture MLP"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    python3 "$root/calibrate/pytorch/lecture_mlp_step.py" --out "$out_dir/lecture-mlp-step.json"
-    inputs+=("$out_dir/lecture-mlp-step.json")
+    for shape in ${MLP_SHAPES:-4:1024:128 4:4096:1024 8:8192:1024}; do
+        IFS=: read -r layers dim batch <<<"$shape"
+        step_file="$out_dir/lecture-mlp-$layers-$dim-$batch.json"
+        if python3 "$root/calibrate/pytorch/lecture_mlp_step.py" --layers "$layers" \
+            --dim "$dim" --batch "$batch" --out "$step_file"; then
+            inputs+=("$step_file")
+        fi
+    done
 else
     echo "PyTorch with CUDA is not installed: the training step is not measured" >&2
+fi
+if [[ ${#inputs[@]} -eq 0 ]]; then
+    echo "calibrate-on-gpu: nothing was measured" >&2
+    exit 1
 fi
 
 echo "== merge"
@@ -80,5 +121,10 @@ rc=0
     tee "$out_dir/validation.txt" || rc=$?
 if [[ $rc -ne 0 ]]; then
     echo "validate exited $rc (1: an error above its limit; see $out_dir/validation.txt)" >&2
+fi
+if [[ -f "$out_dir/full.json" ]]; then
+    echo "== clustersim validate --hardware $hardware (full sweep)"
+    "$cs" validate --hardware "$hardware" --measurements "$out_dir/full.json" |
+        tee "$out_dir/validation-full.txt" || true
 fi
 echo "== done: $out_dir"

@@ -47,7 +47,7 @@ def measurement(environment, layers, dim, batch, time_ms):
     """The measurement file's content: one training step of the MLP on one GPU."""
     step = {
         "gpus": 1,
-        "model": {"hidden": dim, "kind": "mlp", "layers": layers},
+        "model": {"dim": dim, "kind": "mlp", "layers": layers},
         "training": {
             "dtype": "fp32",
             "global_batch": batch,

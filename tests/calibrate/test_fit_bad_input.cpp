@@ -123,6 +123,30 @@ TEST_CASE("fit: steps that cannot be built are skipped with a warning",
                Catch::StartsWith("1 step skipped: mixed.json: ") && Catch::Contains("steps.csv:7"));
 }
 
+TEST_CASE("fit and validate: many steps skipped for one reason make one line",
+          "[calibrate][fit][validate][errors]") {
+    const auto base = hardware::load_hardware("dgx-a100");
+    MeasurementFile f;
+    f.environment.device = kA100;
+    for (int line = 7; line < 10; ++line) {
+        StepMeasurement s = megatron_steps().steps[static_cast<std::size_t>(line - 7)];
+        s.model.erase("vocab"); // each error names its own row first: "steps.csv:7: ..."
+        s.source = "steps.csv:" + std::to_string(line);
+        f.steps.push_back(s);
+    }
+    f.collectives = a100_all_reduce(8).collectives;
+    const FitResult r = fit_hardware(base, {{"rows.json", f}});
+    REQUIRE(r.warnings.size() == 1);
+    CHECK_THAT(r.warnings.front(), Catch::StartsWith("3 steps skipped: rows.json: ") &&
+                                       Catch::Contains("vocab") &&
+                                       Catch::EndsWith("(e.g. steps.csv:7)"));
+    const auto v = validate_measurements(base, f, "rows.json");
+    REQUIRE(v.skipped.size() == 1);
+    CHECK_THAT(v.skipped.front(), Catch::StartsWith("3 steps skipped: ") &&
+                                      Catch::Contains("vocab") &&
+                                      Catch::EndsWith("(e.g. steps.csv:7)"));
+}
+
 TEST_CASE("hardware files keep calibration and uncertainty sections",
           "[calibrate][fit][hardware]") {
     const std::string text = R"(extends: dgx-a100

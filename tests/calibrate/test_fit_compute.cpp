@@ -101,9 +101,22 @@ TEST_CASE("fit copies: HBM efficiency and its half-efficiency size", "[calibrate
     const FitPart* p = find_part(r, "copies");
     REQUIRE(p);
     CHECK(p->after.mean_abs < 0.002);
+    // 64 KiB to 16 MiB: source and destination fit in the A100's 40 MiB L2, so they measure the
+    // cache, and are left out (64 MiB and up: 4 points remain).
+    CHECK(p->points == 4);
+    CHECK(std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) {
+        return n == "5 device-to-device copies left out: source and destination fit in the "
+                    "40 MiB L2 cache";
+    }));
+    // ... and validation skips them.
+    const Validation v = validate_measurements(base, f, "copies.json");
+    CHECK(v.of(PointKind::copy).size() == 4);
+    REQUIRE(v.skipped.size() == 1);
+    CHECK_THAT(v.skipped[0], Catch::StartsWith("5 copies skipped: source and destination fit "
+                                               "in the 40 MiB L2 cache"));
 
     // One size: the efficiency only.
-    f.copies.resize(1);
+    f.copies.erase(f.copies.begin(), f.copies.end() - 1);
     f.copies.push_back(f.copies[0]);
     f.copies[1].method = CopyMethod::memcpy;
     f.copies.push_back(f.copies[0]); // the same copy on another GPU
