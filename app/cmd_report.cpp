@@ -3,6 +3,7 @@
 #include "app/collective_accuracy.h"
 #include "app/output.h"
 #include "app/report_compute.h"
+#include "app/report_published.h"
 #include "app/report_sections.h"
 #include "app/report_training.h"
 #include "sim/error.h"
@@ -26,6 +27,8 @@ std::vector<ReportSection> report_sections() {
     sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
     sections.push_back({"training", "Training steps", training_steps_markdown});
+    sections.push_back({"published", "Training steps: published Megatron-LM runs",
+                        published_megatron_markdown});
     return sections;
 }
 
