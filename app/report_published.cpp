@@ -368,6 +368,24 @@ std::string published_megatron_markdown(const std::string& data_dir) {
     md += "\nWhere the predicted steps go (shares of the step; the pipeline rank whose step ends "
           "last):\n\n";
     md += breakdown_table(big);
+    {
+        // How large the gap of the largest model is against the terms that could hold it.
+        const PublishedRun& r = big.back();
+        const auto& b = r.step.breakdown;
+        const double t = r.step.step_time_s;
+        const double gap = t * (r.predicted / r.measured - 1);
+        const double pipeline =
+            b.pp_bubble_s + b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.optimizer_s;
+        const double compute = b.compute_s + b.recompute_s;
+        md += fmt::format(
+            "\nThe largest model ({}): the measured TFLOP/s mean a step {:.1f} s {} than "
+            "predicted. The pipeline bubble, pipeline and data-parallel communication and the "
+            "optimizer take {:.1f} s ({}) of the predicted step, compute and recompute {:.1f} s "
+            "({}): to account for the difference alone, the former would have to be {:.1f}x "
+            "what the model says, the latter {:.2f}x.\n",
+            r.model, std::abs(gap), gap >= 0 ? "longer" : "shorter", pipeline, share(pipeline, t),
+            compute, share(compute, t), (pipeline + gap) / pipeline, (compute + gap) / compute);
+    }
 
     const auto small = megatron2020_runs(data_dir);
     const Summary sb = summarize(small, kTarget);
