@@ -107,7 +107,7 @@ std::string gemm_validation_markdown(const std::string& data_dir) {
         const double t = cm.gemm_seconds(r.m, r.n, r.k, r.dtype);
         const double predicted = hardware::ComputeModel::gemm_flops(r.m, r.n, r.k) / t / 1e12;
         const double err = (predicted - r.tflops) / r.tflops;
-        const auto choice = cm.choose_tile(r.m, r.n, r.k);
+        const auto choice = cm.choose_tile(r.m, r.n, r.k, 1, r.dtype);
         sum_abs += std::abs(err);
         worst = std::max(worst, std::abs(err));
         table += fmt::format("| {} | {} ({}) | {} | {}x{}x{} | {:.1f} | {:.1f} | {:+.1f}% | "

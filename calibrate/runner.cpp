@@ -118,6 +118,7 @@ RunResult run_calibration(const RunOptions& options, const Progress& progress) {
     auto& m = result.measurements;
     ctx.report(fmt::format("calibrating {} x {}{}", n, m.environment.device,
                            options.quick ? " (quick)" : ""));
+    cuda::raise_clocks(ctx, 0.5);
     if (wanted("launch")) {
         ctx.report("kernel launch overhead (GPU 0)");
         m.launches = cuda::run_launches(ctx);

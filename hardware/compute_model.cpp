@@ -52,8 +52,7 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     for (int i = 0; i < tile_count_; ++i) {
         const GemmTile t = c.gemm_tiles[static_cast<std::size_t>(i)];
         require(t.m > 0 && t.n > 0, "a positive size for every tile in compute.gemm.tiles");
-        const double rate = std::min(1.0, intensity(t) / full_rate);
-        tiles_[static_cast<std::size_t>(i)] = {t, 2.0 * t.m * t.n / rate};
+        tiles_[static_cast<std::size_t>(i)] = {t, 2.0 * t.m * t.n, intensity(t) / full_rate};
     }
     slots_ = static_cast<std::int64_t>(gpu.sm_count) * c.gemm_ctas_per_sm;
     half_flops_ = c.gemm_half_efficiency_flops;
@@ -64,6 +63,18 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
         if (inv_rate_[index(d)] > 0)
             fastest_16bit = fastest_16bit > 0 ? std::min(fastest_16bit, inv_rate_[index(d)])
                                               : inv_rate_[index(d)];
+    }
+    // The feed bound in bytes per second: what the 16-bit peak needs from the full-rate tile,
+    // a type needs in proportion to its peak and its element size.
+    double peak_16bit = 0;
+    for (Dtype d : {Dtype::fp16, Dtype::bf16})
+        peak_16bit = std::max(peak_16bit, peak_[index(d)]);
+    for (Dtype d : kAllDtypes) {
+        const double peak = peak_[index(d)];
+        feed_[index(d)] =
+            peak > 0 && peak_16bit > 0
+                ? (peak_16bit / peak) * (2.0 / static_cast<double>(bytes_per_element(d)))
+                : 1.0;
     }
     for (Dtype d : kAllDtypes) {
         const double inv_rate = inv_rate_[index(d)];
@@ -86,16 +97,18 @@ double ComputeModel::smooth_roofline(double t_comp, double t_mem) const {
 }
 
 ComputeModel::TileChoice ComputeModel::choose_tile(std::int64_t m, std::int64_t n, std::int64_t k,
-                                                   std::int64_t batch) const {
+                                                   std::int64_t batch, Dtype dtype) const {
     TileChoice best;
     const double slots_k = static_cast<double>(slots_) * static_cast<double>(k);
+    const double feed = feed_[index(dtype)];
     for (int i = 0; i < tile_count_; ++i) {
         const Tile& t = tiles_[static_cast<std::size_t>(i)];
+        const double flops_per_k = t.flops / std::min(1.0, t.intensity_ratio * feed);
         const std::int64_t tiles = batch * ceil_div(m, t.tile.m) * ceil_div(n, t.tile.n);
         const std::int64_t waves = ceil_div(tiles, slots_);
         // Whole waves of whole tiles: padding and idle SMs in the last wave cost as much as
         // useful work. Ties keep the earlier tile, so the choice is deterministic.
-        const double work = static_cast<double>(waves) * slots_k * t.flops_per_k;
+        const double work = static_cast<double>(waves) * slots_k * flops_per_k;
         if (i == 0 || work < best.work)
             best = {t.tile, tiles, waves, work};
     }
@@ -110,7 +123,7 @@ double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k
                          " peak or GEMM efficiency in its hardware file");
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
         return 0;
-    const double work = choose_tile(m, n, k, batch).work;
+    const double work = choose_tile(m, n, k, batch, dtype).work;
     const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
     const double t_mem =
         (static_cast<double>(gemm_bytes(m, n, k, dtype, batch)) + half_bytes_) * inv_bandwidth_;

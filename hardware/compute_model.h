@@ -8,7 +8,8 @@
 ///     for each CTA tile (tm x tn) the library has:
 ///       tiles = batch * ceil(m / tm) * ceil(n / tn)
 ///       waves = ceil(tiles / (SMs * ctas_per_sm))                  (wave quantisation)
-///       rate  = min(1, I(tm, tn) / I(full_rate_tile)), I(a, b) = ab / (a + b)
+///       rate  = min(1, I(tm, tn) / I(full_rate_tile) * feed[dtype]), I(a, b) = ab / (a + b)
+///       feed  = (peak[16-bit] / peak[dtype]) * (2 / bytes[dtype])   (1 for 16-bit)
 ///       W     = waves * SMs * ctas_per_sm * 2 * tm * tn * k / rate  (the work the SMs spend)
 ///     W       = the smallest over the tiles (the library's heuristic picks the fastest)
 ///     t_comp  = (W + W_half) / (peak[dtype] * eff[dtype])          (efficiency W / (W + W_half))
@@ -17,8 +18,11 @@
 ///
 /// so one tile past a full wave costs a whole extra wave, small tiles pay for feeding their
 /// operands from L2, small GEMMs pay the pipeline fill and drain, and skinny GEMMs meet the
-/// memory roofline. A memory-bound kernel (softmax, dropout,
-/// layernorm, GeLU, residual add, optimizer update) moving `bytes`:
+/// memory roofline. The feed bound is one of bytes per second, fitted on 16-bit tensor-core
+/// GEMMs (full_rate_tile): a type with a lower peak per operand byte (fp32 on the CUDA cores:
+/// 15x fewer FLOP/s from 2x the bytes) runs small tiles at full rate (measured on an H200:
+/// 512^3 fp32 in 15 us, where charging the 16-bit feed penalty predicts 37 us). A memory-bound
+/// kernel (softmax, dropout, layernorm, GeLU, residual add, optimizer update) moving `bytes`:
 ///
 ///     t = (bytes + B_half) / (hbm_bandwidth * mem_eff) + launch_overhead
 ///
@@ -84,8 +88,8 @@ public:
         std::int64_t waves = 0;
         double work = 0; ///< FLOPs the SMs spend (whole waves, divided by the tile's rate)
     };
-    TileChoice choose_tile(std::int64_t m, std::int64_t n, std::int64_t k,
-                           std::int64_t batch = 1) const;
+    TileChoice choose_tile(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1,
+                           Dtype dtype = Dtype::fp16) const;
     /// Tiles one wave holds: SMs * ctas_per_sm.
     std::int64_t wave_slots() const { return slots_; }
 
@@ -120,8 +124,10 @@ private:
     std::array<double, kDtypeCount> inv_rate_{}; ///< 1 / (peak * eff); 0 = unsupported
     struct Tile {
         GemmTile tile;
-        double flops_per_k = 0; ///< 2 * tm * tn / rate: per unit of k, with the feed penalty
+        double flops = 0;           ///< 2 * tm * tn: per unit of k
+        double intensity_ratio = 0; ///< I(tm, tn) / I(full_rate_tile)
     };
+    std::array<double, kDtypeCount> feed_{}; ///< feed[dtype] above
     std::array<Tile, kMaxGemmTiles> tiles_{};
     int tile_count_ = 0;
     std::int64_t slots_ = 0;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 namespace clustersim::calibrate::cuda {
 namespace {
@@ -148,6 +149,24 @@ std::vector<CopyMeasurement> run_copies(const Context& ctx) {
         ctx.report(fmt::format("  peer copy gpu{} -> gpu{}: {:.1f} GB/s", gpu, peer, best / 1e9));
     }
     return out;
+}
+
+void raise_clocks(const Context& ctx, double seconds) {
+    const auto ns = static_cast<unsigned long long>(seconds * 1e9);
+    std::vector<std::unique_ptr<Stream>> streams;
+    std::vector<DeviceBuffer> sinks;
+    for (const int gpu : ctx.devices) {
+        check(cudaSetDevice(gpu), "cudaSetDevice");
+        cudaDeviceProp prop{};
+        check(cudaGetDeviceProperties(&prop, gpu), "cudaGetDeviceProperties");
+        streams.push_back(std::make_unique<Stream>(gpu));
+        sinks.emplace_back(gpu, sizeof(float));
+        check(launch_busy(ns, prop.multiProcessorCount * 4, static_cast<float*>(sinks.back().get()),
+                          streams.back()->get()),
+              "launch_busy");
+    }
+    for (const auto& s : streams)
+        check(cudaStreamSynchronize(s->get()), "cudaStreamSynchronize");
 }
 
 std::vector<LaunchMeasurement> run_launches(const Context& ctx) {

@@ -130,6 +130,20 @@ __global__ void spin_kernel(unsigned long long nanoseconds) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
 }
 
+__global__ void busy_kernel(unsigned long long nanoseconds, float* sink) {
+    unsigned long long start = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    unsigned long long now = start;
+    float a = static_cast<float>(threadIdx.x) * 1e-3f, b = 1.0001f;
+    while (now - start < nanoseconds) {
+        for (int i = 0; i < 256; ++i)
+            a = fmaf(a, b, 1e-7f);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    }
+    if (a == 12345.0f) // never true in practice; keeps the arithmetic from being removed
+        *sink = a;
+}
+
 __global__ void copy_kernel(uint4* dst, const uint4* src, std::size_t count) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
@@ -210,6 +224,13 @@ cudaError_t launch_empty(cudaStream_t stream) {
 
 cudaError_t launch_spin(unsigned long long nanoseconds, cudaStream_t stream) {
     spin_kernel<<<1, 1, 0, stream>>>(nanoseconds);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_busy(unsigned long long nanoseconds, int blocks, float* sink,
+                        cudaStream_t stream) {
+    busy_kernel<<<blocks > 0 ? static_cast<unsigned>(blocks) : 1u, kThreads, 0, stream>>>(
+        nanoseconds, sink);
     return cudaGetLastError();
 }
 

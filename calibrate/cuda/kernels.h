@@ -49,6 +49,11 @@ cudaError_t launch_empty(cudaStream_t stream);
 /// A kernel that waits `nanoseconds` on the GPU's global timer, so that the host can queue
 /// work behind it.
 cudaError_t launch_spin(unsigned long long nanoseconds, cudaStream_t stream);
+/// Arithmetic on `blocks` blocks for `nanoseconds`: brings an idle GPU up to its working
+/// clocks before anything is timed. `sink` (device memory, one float) is never written in
+/// practice; it keeps the compiler from removing the arithmetic.
+cudaError_t launch_busy(unsigned long long nanoseconds, int blocks, float* sink,
+                        cudaStream_t stream);
 /// Copies `bytes` (a multiple of 16, both pointers 16-byte aligned) with 16-byte loads and
 /// stores over `blocks` blocks: the HBM copy kernel.
 cudaError_t launch_copy(void* dst, const void* src, std::size_t bytes, int blocks,

@@ -35,6 +35,10 @@ int device_count();
 /// The environment of `devices`: GPU name, driver, CUDA, NCCL and cuBLAS versions, date, host.
 Environment environment(const std::vector<int>& devices, std::vector<std::string>& warnings);
 
+/// Keeps every device busy for `seconds` (untimed), so that the first measurement does not
+/// run at idle clocks (an idle H200 sat at 345 MHz; its first GEMM measured 1.5x slow).
+void raise_clocks(const Context& ctx, double seconds);
+
 std::vector<CollectiveMeasurement> run_collectives(const Context& ctx);
 std::vector<P2pMeasurement> run_p2p(const Context& ctx);
 std::vector<GemmMeasurement> run_gemms(const Context& ctx);

@@ -152,6 +152,35 @@ TEST_CASE("compute model: wave quantisation", "[hardware][compute]") {
     CHECK(skinny.tile.m == 64);
 }
 
+TEST_CASE("compute model: the tile feed bound is in bytes, so fp32 tiles are not feed-bound",
+          "[hardware][compute]") {
+    // On the H100 the 16-bit peak needs 128x256 tiles (I = 85.3) to run at full rate; a 64x64
+    // tile (I = 32) runs at 32 / 85.3 of it. fp32 on the CUDA cores has 989 / 67 = 14.8x fewer
+    // FLOP/s from twice the bytes per element: 7.4x less feed per FLOP, so every tile of the
+    // list runs it at full rate and the work is the padded FLOPs alone.
+    const ClusterSpec hw = load_hardware("dgx-h100");
+    const ComputeModel h100(hw);
+    const std::int64_t m = 512, n = 512, k = 512;
+    const auto fp32 = h100.choose_tile(m, n, k, 1, Dtype::fp32);
+    const double padded = static_cast<double>(fp32.waves * h100.wave_slots()) * 2.0 *
+                          static_cast<double>(fp32.tile.m * fp32.tile.n * k);
+    CHECK(fp32.work == Approx(padded).epsilon(1e-12));
+    const auto fp16 = h100.choose_tile(m, n, k, 1, Dtype::fp16);
+    const double i_tile = static_cast<double>(fp16.tile.m * fp16.tile.n) /
+                          static_cast<double>(fp16.tile.m + fp16.tile.n);
+    const double i_full = 128.0 * 256.0 / (128.0 + 256.0);
+    const double fp16_padded = static_cast<double>(fp16.waves * h100.wave_slots()) * 2.0 *
+                               static_cast<double>(fp16.tile.m * fp16.tile.n * k);
+    CHECK(fp16.work == Approx(fp16_padded / std::min(1.0, i_tile / i_full)).epsilon(1e-12));
+    CHECK(fp16.work > 1.5 * fp16_padded);
+    // tf32 (4-byte operands at half the 16-bit rate) and fp8 (1 byte at twice the rate) need
+    // the same feed per FLOP as 16-bit, so they choose and pay alike.
+    for (Dtype d : {Dtype::tf32, Dtype::fp8}) {
+        const auto c = h100.choose_tile(m, n, k, 1, d);
+        CHECK(c.work == Approx(fp16.work).epsilon(0.01));
+    }
+}
+
 TEST_CASE("compute model: limits and roofline", "[hardware][compute]") {
     const ClusterSpec hw = load_hardware("dgx-a100");
     const ComputeModel a100(hw);
