@@ -27,8 +27,8 @@ std::vector<ReportSection> report_sections() {
     sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
     sections.push_back({"training", "Training steps", training_steps_markdown});
-    sections.push_back({"published", "Training steps: published Megatron-LM runs",
-                        published_megatron_markdown});
+    sections.push_back(
+        {"published", "Training steps: published Megatron-LM runs", published_megatron_markdown});
     return sections;
 }
 

@@ -157,14 +157,19 @@ std::string training_steps_markdown(const std::string& data_dir) {
         md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} |\n", p->label, src,
                           1e3 * p->measured_s, 1e3 * p->predicted_s, signed_pct(p->error()));
     }
-    md += "\nWhat the groups show: tensor-parallel-8 steps are under-predicted by about 20% "
-          "(measured, their host-bound layers take ~5 ms per layer and micro-batch against ~3.3 "
-          "ms at TP 1-4, a cost the model has no mechanism for yet), and the error is not "
-          "monotonic in the micro-batch size within a TP/hidden group (e.g. TP 4, hidden 2048: "
-          "micro-batch 2 is measured faster per sample than 1 and 4), which no smooth kernel "
-          "model follows. The fitted `microbatch_overhead` (3.1 ms) is larger than the whole "
-          "per-micro-batch intercept measured at TP 8 (2.0 ms): it also stands in for the "
-          "under-predicted LM head and loss at TP 1.\n";
+    md += "\nWhat the groups show: tensor-parallel-8 steps are under-predicted by about 15% "
+          "(measured, their host-bound layers take 4-5 ms per layer and micro-batch against "
+          "~3.3 ms at TP 1-4, a cost the model has no mechanism for yet). At micro-batch 1 "
+          "part of it is Megatron's own: with 2 heads per rank the fused scale-mask-softmax "
+          "kernel does not take 1 x 2 rows of scores (it needs a multiple of 4), so PyTorch's "
+          "softmax runs in fp32 with five kernels each way; the model follows that rule, which "
+          "took those rows from -30% to -15%. The error is not monotonic in the micro-batch "
+          "size within a TP/hidden group (e.g. TP 4, hidden 2048: micro-batch 2 is measured "
+          "faster per sample than 1 and 4), which no smooth kernel model follows: a free scale "
+          "per TP, hidden and micro-batch cell would leave about 2.4%. The fitted "
+          "`microbatch_overhead` (3.1 ms) is larger than the whole per-micro-batch intercept "
+          "measured at TP 8 (2.0 ms): it also stands in for the under-predicted LM head and "
+          "loss at TP 1.\n";
     return md;
 }
 

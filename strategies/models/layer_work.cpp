@@ -77,6 +77,25 @@ int LayerWork::collective_count(Pass p, TpOp op) const {
     return n;
 }
 
+/// Whether Megatron-LM's fused scale-mask-softmax kernel (scaled_upper_triang_masked_softmax,
+/// causal) takes attention scores of `attn_batches` = micro-batch x heads per rank rows of
+/// `sq` x `sk`: 16-bit input, 16 < sk <= 2048, sq and attn_batches multiples of 4, and
+/// attn_batches a multiple of the kernel's rows per block (128 threads; a warp per row of up
+/// to 32 x 32 elements, two rows per warp up to 128 columns). Otherwise Megatron runs
+/// PyTorch's softmax (FusedScaleMaskSoftmax.is_kernel_available, megatron/model/fused_softmax.py).
+bool megatron_fused_softmax(std::int64_t attn_batches, std::int64_t sq, std::int64_t sk,
+                            Dtype dtype) {
+    if (hardware::bytes_per_element(dtype) != 2 || !(16 < sk && sk <= 2048) || sq % 4 != 0 ||
+        attn_batches % 4 != 0)
+        return false;
+    std::int64_t pow2 = 1;
+    while (pow2 < sk)
+        pow2 *= 2;
+    const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
+    const std::int64_t rows_per_block = (128 / warp) * (pow2 <= 128 ? 2 : 1);
+    return attn_batches % rows_per_block == 0;
+}
+
 namespace {
 
 /// Shared quantities of one layer on one rank and the kernel constructors.
@@ -218,6 +237,8 @@ LayerWork transformer_layer(const Ctx& c) {
     const bool flash = m.attention == AttentionKind::flash;
     const bool swiglu = m.activation == Activation::swiglu;
     const bool tp = c.t > 1;
+    const std::int64_t scores = bh * c.s * c.s; // attention score elements, unfused
+    const bool fused_softmax = megatron_fused_softmax(bh, c.s, c.s, c.dtype);
     const std::int64_t comm = T * c.h * e; // every TP collective: s b h elements
     const TpOp exit_op = c.sp ? TpOp::reduce_scatter : TpOp::all_reduce;
     // Residual branch end: bias + dropout + residual add fused (Megatron), or the add alone.
@@ -237,7 +258,17 @@ LayerWork transformer_layer(const Ctx& c) {
         F.add(c.flash("attention.flash", false));
     } else {
         F.add(c.gemm("attention.scores", c.s, c.s, d, bh)); // Q K^T
-        F.add(c.memory("attention.softmax", 2 * bh * c.s * c.s * e));
+        if (fused_softmax) {
+            F.add(c.memory("attention.softmax", 2 * bh * c.s * c.s * e));
+        } else { // in fp32: cast, scale, causal mask (in place), softmax, cast back
+            if (e < 4)
+                F.add(c.memory("attention.softmax.to_fp32", scores * (e + 4)));
+            F.add(c.memory("attention.softmax.scale", scores * 8));
+            F.add(c.memory("attention.softmax.mask", scores * 9)); // and the 1-byte mask
+            F.add(c.memory("attention.softmax.torch", scores * 8));
+            if (e < 4)
+                F.add(c.memory("attention.softmax.to_16bit", scores * (4 + e)));
+        }
         if (drop)
             F.add(c.memory("attention.dropout", bh * c.s * c.s * (2 * e + 1)));
         F.add(c.gemm("attention.context", c.s, d, c.s, bh)); // P V
@@ -295,7 +326,17 @@ LayerWork transformer_layer(const Ctx& c) {
         B.add(c.gemm("attention.context.dgrad_values", c.s, d, c.s, bh)); // dV = P^T dO
         if (drop)
             B.add(c.memory("attention.dropout.bwd", bh * c.s * c.s * (2 * e + 1)));
-        B.add(c.memory("attention.softmax.bwd", 3 * bh * c.s * c.s * e));
+        if (fused_softmax) {
+            B.add(c.memory("attention.softmax.bwd", 3 * bh * c.s * c.s * e));
+        } else { // autograd through the same five: casts, softmax, masked fill, scale
+            if (e < 4)
+                B.add(c.memory("attention.softmax.to_16bit.bwd", scores * (e + 4)));
+            B.add(c.memory("attention.softmax.torch.bwd", scores * 12));
+            B.add(c.memory("attention.softmax.mask.bwd", scores * 9));
+            B.add(c.memory("attention.softmax.scale.bwd", scores * 8));
+            if (e < 4)
+                B.add(c.memory("attention.softmax.to_fp32.bwd", scores * (4 + e)));
+        }
         B.add(c.gemm("attention.scores.dgrad_query", c.s, d, c.s, bh)); // dQ = dS K
         B.add(c.gemm("attention.scores.dgrad_key", c.s, d, c.s, bh));   // dK = dS^T Q
     }

@@ -180,6 +180,12 @@ struct LayerWork {
 /// not split the model (check_tensor_parallel) or the micro-batch is not positive.
 LayerWork layer_work(const ModelSpec& m, const LayerConfig& cfg, const hardware::ComputeModel& cm);
 
+/// Whether Megatron-LM's fused scale-mask-softmax kernel takes causal attention scores of
+/// `attn_batches` (micro-batch x heads per rank) rows of `sq` x `sk` in `dtype`; when it does
+/// not, an unfused-attention layer runs PyTorch's softmax in fp32 (five kernels each way).
+bool megatron_fused_softmax(std::int64_t attn_batches, std::int64_t sq, std::int64_t sk,
+                            hardware::Dtype dtype);
+
 /// The first stage's extra work: embedding lookup, position embedding, dropout (empty for the
 /// MLP, whose input is given).
 LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg,

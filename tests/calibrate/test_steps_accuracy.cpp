@@ -65,7 +65,7 @@ TEST_CASE("steps accuracy: dgx-a100 preset, every row, mean |error| at most 8% (
 }
 
 TEST_CASE("steps accuracy: dgx-a100 preset, no row worse than 25% (issue 4; not reached: the "
-          "tensor-parallel-8 rows are under-predicted by up to 31%)",
+          "tensor-parallel-8 rows are under-predicted by up to 27%)",
           "[calibrate][accuracy][!shouldfail]") {
     const ErrorSummary& s = preset_on_all_rows();
     INFO("max |error| " << 100 * s.max_abs << "%");
@@ -81,7 +81,7 @@ TEST_CASE("steps accuracy: the preset (the seeded fifth's fit) on the other four
     CHECK(s.mean_abs <= 0.08);
 }
 
-TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5; not reached: 7.3%)",
+TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5; not reached: 6.9%)",
           "[calibrate][accuracy][!shouldfail]") {
     const ErrorSummary& s = preset_held_out();
     INFO("held-out mean |error| " << 100 * s.mean_abs << "%");
@@ -102,10 +102,15 @@ TEST_CASE("steps accuracy: refitting the seeded fifth keeps the preset's framewo
     const auto& a = preset.framework;
     const auto& b = r.fitted.framework;
     CHECK(b.host_overhead.seconds() == Approx(a.host_overhead.seconds()).epsilon(0.03));
-    CHECK(b.memory_efficiency == Approx(a.memory_efficiency).margin(0.02));
     CHECK(b.gemm_efficiency == Approx(a.gemm_efficiency).margin(0.02));
-    CHECK(b.microbatch_overhead.seconds() == Approx(a.microbatch_overhead.seconds()).epsilon(0.05));
+    // memory_efficiency and microbatch_overhead lie along a shallow valley (a slower
+    // memory-bound kernel and a shorter per-micro-batch cost nearly trade off: 0.83 with
+    // 2.76 ms and 0.89 with 3.07 ms are 0.1 points apart in-sample), so they may move along
+    // it; the predictions must not.
+    CHECK(b.memory_efficiency == Approx(a.memory_efficiency).margin(0.08));
+    CHECK(b.microbatch_overhead.seconds() == Approx(a.microbatch_overhead.seconds()).epsilon(0.15));
     const ErrorSummary held = step_errors(r.fitted, seeded_split().rest);
-    INFO("refitted: held-out mean |error| " << 100 * held.mean_abs << "%");
-    CHECK(held.mean_abs <= 0.08);
+    INFO("refitted: held-out mean |error| " << 100 * held.mean_abs << "%, preset's "
+                                            << 100 * preset_held_out().mean_abs << "%");
+    CHECK(held.mean_abs <= preset_held_out().mean_abs + 0.002);
 }

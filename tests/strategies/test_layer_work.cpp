@@ -261,6 +261,35 @@ TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
         // The s^2 softmax is memory-bound: 2 bytes in, 2 out per score.
         CHECK(w.forward.ops[3].bytes == 2 * 2 * 24 * std::int64_t{2048} * 2048);
     }
+    SECTION("Megatron's fused softmax, or PyTorch's in fp32 where its kernel does not fit") {
+        // scaled_upper_triang_masked_softmax: 16-bit scores, 16 < sk <= 2048, rows
+        // (micro-batch x heads per rank) a multiple of 4 and of its rows per block: 4 for
+        // sk > 128 (a warp per row, 4 warps), 8 up to 128 (two rows per warp).
+        CHECK_FALSE(megatron_fused_softmax(2, 1024, 1024, Dtype::fp16)); // 16 heads, tp 8, mb 1
+        CHECK(megatron_fused_softmax(4, 1024, 1024, Dtype::fp16));       // ... mb 2
+        CHECK(megatron_fused_softmax(4, 1024, 1024, Dtype::bf16));
+        CHECK_FALSE(megatron_fused_softmax(4, 1024, 1024, Dtype::fp32)); // 16-bit only
+        CHECK_FALSE(megatron_fused_softmax(4, 4096, 4096, Dtype::fp16)); // sk > 2048
+        CHECK_FALSE(megatron_fused_softmax(4, 128, 128, Dtype::fp16));   // 8 rows per block
+        CHECK(megatron_fused_softmax(8, 128, 128, Dtype::fp16));
+        // A 16-head model at t = 8 and micro-batch 1 runs the fallback: cast to fp32, scale,
+        // mask, softmax, cast back (4 kernels more), and five backward kernels for one.
+        ModelSpec m = load_model("gpt3-175B");
+        m.heads = 16;
+        m.hidden = 2048;
+        m.ffn = 4 * 2048;
+        const LayerWork fused = layer_work(m, config(8, false, 2), a100());
+        const LayerWork fallback = layer_work(m, config(8, false, 1), a100());
+        CHECK(fallback.forward.ops.size() == fused.forward.ops.size() + 4);
+        CHECK(fallback.backward.ops.size() == fused.backward.ops.size() + 4);
+        CHECK(fallback.forward.ops[3].name == "attention.softmax.to_fp32");
+        // Every fp32 pass reads and writes 4 bytes per score: 4 + 2 (casts), 8, 8 + mask, 8.
+        const std::int64_t scores = 1 * 16 / 8 * std::int64_t{2048} * 2048;
+        std::int64_t bytes = 0;
+        for (int i = 3; i < 8; ++i)
+            bytes += fallback.forward.ops[static_cast<std::size_t>(i)].bytes;
+        CHECK(bytes == scores * (6 + 8 + 9 + 8 + 6));
+    }
     SECTION("FlashAttention replaces the four kernels with one") {
         ModelSpec m = load_model("gpt3-175B");
         const LayerWork unfused = layer_work(m, config(8, true, 1), a100());
