@@ -220,6 +220,36 @@ std::string breakdown_table(const std::vector<PublishedRun>& runs) {
     return md;
 }
 
+/// The experiment overrides of a published GPT run (fp16, full recompute, gradients
+/// all-reduced after the backward; 1F1B, or interleaved 1F1B with virtual stages).
+std::vector<std::string> gpt_settings(const PublishedRun& r, std::int64_t heads, int seq,
+                                      int vocab) {
+    std::vector<std::string> settings = {
+        "model.kind=transformer",
+        fmt::format("model.layers={}", r.layers),
+        fmt::format("model.hidden={}", r.hidden),
+        fmt::format("model.heads={}", heads),
+        fmt::format("model.ffn={}", 4 * r.hidden),
+        fmt::format("model.seq={}", seq),
+        fmt::format("model.vocab={}", vocab),
+        fmt::format("training.global_batch={}", r.global_batch),
+        fmt::format("training.micro_batch={}", r.micro_batch),
+        "training.dtype=fp16",
+        fmt::format("parallel.tp={}", r.tp),
+        fmt::format("parallel.pp={}", r.pp),
+        fmt::format("parallel.dp={}", r.dp),
+        "parallel.recompute=full",
+        "parallel.dp_overlap=false",
+    };
+    if (r.virtual_stages > 1) {
+        settings.push_back("parallel.schedule=interleaved-1f1b");
+        settings.push_back(fmt::format("parallel.virtual_stages={}", r.virtual_stages));
+    } else {
+        settings.push_back("parallel.schedule=1f1b");
+    }
+    return settings;
+}
+
 } // namespace
 
 double megatron_eq3_flops(double global_batch, double seq, double layers, double hidden,
@@ -248,29 +278,8 @@ std::vector<PublishedRun> narayanan2021_runs(const std::string& data_dir) {
         r.global_batch = csv.integer(i, "global_batch");
         r.micro_batch = kNarayananMicroBatch;
         r.virtual_stages = virtual_stages_for(layers, r.pp);
-        std::vector<std::string> settings = {
-            "model.kind=transformer",
-            fmt::format("model.layers={}", layers),
-            fmt::format("model.hidden={}", hidden),
-            fmt::format("model.heads={}", csv.integer(i, "heads")),
-            fmt::format("model.ffn={}", 4 * hidden),
-            fmt::format("model.seq={}", kNarayananSeq),
-            fmt::format("model.vocab={}", kNarayananVocab),
-            fmt::format("training.global_batch={}", r.global_batch),
-            fmt::format("training.micro_batch={}", r.micro_batch),
-            "training.dtype=fp16",
-            fmt::format("parallel.tp={}", r.tp),
-            fmt::format("parallel.pp={}", r.pp),
-            fmt::format("parallel.dp={}", r.dp),
-            "parallel.recompute=full",
-            "parallel.dp_overlap=false",
-        };
-        if (r.virtual_stages > 1) {
-            settings.push_back("parallel.schedule=interleaved-1f1b");
-            settings.push_back(fmt::format("parallel.virtual_stages={}", r.virtual_stages));
-        } else {
-            settings.push_back("parallel.schedule=1f1b");
-        }
+        const auto settings =
+            gpt_settings(r, csv.integer(i, "heads"), kNarayananSeq, kNarayananVocab);
         r.step = simulate(cluster, make_step(r.gpus, settings, csv.where(i)));
         const double flops =
             megatron_eq3_flops(r.global_batch, kNarayananSeq, layers, hidden, kNarayananVocab);
@@ -308,24 +317,7 @@ std::vector<PublishedRun> megatron2020_runs(const std::string& data_dir) {
                                          "divide the global batch {}",
                                          csv.where(i), r.gpus, r.tp, r.dp, r.global_batch));
         r.micro_batch = r.global_batch / r.dp;
-        const std::vector<std::string> settings = {
-            "model.kind=transformer",
-            fmt::format("model.layers={}", r.layers),
-            fmt::format("model.hidden={}", r.hidden),
-            fmt::format("model.heads={}", csv.integer(i, "heads")),
-            fmt::format("model.ffn={}", 4 * r.hidden),
-            fmt::format("model.seq={}", kReadmeSeq),
-            fmt::format("model.vocab={}", kReadmeVocab),
-            fmt::format("training.global_batch={}", r.global_batch),
-            fmt::format("training.micro_batch={}", r.micro_batch),
-            "training.dtype=fp16",
-            fmt::format("parallel.tp={}", r.tp),
-            "parallel.pp=1",
-            fmt::format("parallel.dp={}", r.dp),
-            "parallel.schedule=1f1b",
-            "parallel.recompute=full",
-            "parallel.dp_overlap=false",
-        };
+        const auto settings = gpt_settings(r, csv.integer(i, "heads"), kReadmeSeq, kReadmeVocab);
         r.step = simulate(sys->second, make_step(r.gpus, settings, csv.where(i)));
         r.measured = csv.number(i, "iteration_ms");
         r.published_tflops = csv.number(i, "tflops_per_gpu");
