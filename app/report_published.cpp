@@ -9,6 +9,7 @@
 #include "calibrate/predict.h"
 #include "hardware/hardware_loader.h"
 #include "sim/error.h"
+#include "strategies/models/layer_work.h"
 
 #include <fmt/format.h>
 
@@ -222,13 +223,12 @@ std::string breakdown_table(const std::vector<PublishedRun>& runs) {
 
 /// The experiment overrides of a published GPT run (fp16, full recompute, gradients
 /// all-reduced after the backward; 1F1B, or interleaved 1F1B with virtual stages).
-std::vector<std::string> gpt_settings(const PublishedRun& r, std::int64_t heads, int seq,
-                                      int vocab) {
+std::vector<std::string> gpt_settings(const PublishedRun& r, int seq, int vocab) {
     std::vector<std::string> settings = {
         "model.kind=transformer",
         fmt::format("model.layers={}", r.layers),
         fmt::format("model.hidden={}", r.hidden),
-        fmt::format("model.heads={}", heads),
+        fmt::format("model.heads={}", r.heads),
         fmt::format("model.ffn={}", 4 * r.hidden),
         fmt::format("model.seq={}", seq),
         fmt::format("model.vocab={}", vocab),
@@ -278,8 +278,8 @@ std::vector<PublishedRun> narayanan2021_runs(const std::string& data_dir) {
         r.global_batch = csv.integer(i, "global_batch");
         r.micro_batch = kNarayananMicroBatch;
         r.virtual_stages = virtual_stages_for(layers, r.pp);
-        const auto settings =
-            gpt_settings(r, csv.integer(i, "heads"), kNarayananSeq, kNarayananVocab);
+        r.heads = csv.integer(i, "heads");
+        const auto settings = gpt_settings(r, kNarayananSeq, kNarayananVocab);
         r.step = simulate(cluster, make_step(r.gpus, settings, csv.where(i)));
         const double flops =
             megatron_eq3_flops(r.global_batch, kNarayananSeq, layers, hidden, kNarayananVocab);
@@ -317,7 +317,8 @@ std::vector<PublishedRun> megatron2020_runs(const std::string& data_dir) {
                                          "divide the global batch {}",
                                          csv.where(i), r.gpus, r.tp, r.dp, r.global_batch));
         r.micro_batch = r.global_batch / r.dp;
-        const auto settings = gpt_settings(r, csv.integer(i, "heads"), kReadmeSeq, kReadmeVocab);
+        r.heads = csv.integer(i, "heads");
+        const auto settings = gpt_settings(r, kReadmeSeq, kReadmeVocab);
         r.step = simulate(sys->second, make_step(r.gpus, settings, csv.where(i)));
         r.measured = csv.number(i, "iteration_ms");
         r.published_tflops = csv.number(i, "tflops_per_gpu");
@@ -357,6 +358,17 @@ std::string published_megatron_markdown(const std::string& data_dir) {
                           r.gpus, r.tp, r.pp, r.dp, r.virtual_stages, r.step.micro_batches,
                           r.measured, r.predicted, signed_pct(r.error()));
     md += "\n" + summary_line(nb, kTarget, "issue 4: per-GPU TFLOP/s");
+    for (const auto& r : big) {
+        const std::int64_t rows = std::int64_t{r.micro_batch} * r.heads / r.tp;
+        if (!strategies::models::megatron_fused_softmax(rows, kNarayananSeq, kNarayananSeq,
+                                                        hardware::Dtype::fp16))
+            md += fmt::format(
+                "\n{}: {} heads per rank at micro-batch {} are {} rows of scores, which "
+                "Megatron's fused softmax kernel does not take (it needs a multiple of 4), so the "
+                "model runs PyTorch's fp32 softmax there ({:+.1f}%); the paper's throughput says "
+                "it ran a micro-batch where the fused kernel applies.\n",
+                r.model, r.heads / r.tp, r.micro_batch, rows, 100 * r.error());
+    }
     md += "\nWhere the predicted steps go (shares of the step; the pipeline rank whose step ends "
           "last):\n\n";
     md += breakdown_table(big);

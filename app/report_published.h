@@ -21,7 +21,7 @@ namespace clustersim::app {
 struct PublishedRun {
     std::string model;  ///< "1.7B", "1.2B"
     std::string system; ///< the hardware the row ran on ("dgx-a100", "dgx2-v100")
-    int layers = 0, hidden = 0;
+    int layers = 0, hidden = 0, heads = 0;
     int gpus = 0, tp = 1, pp = 1, dp = 1;
     int global_batch = 0, micro_batch = 1, virtual_stages = 1;
     double measured = 0;         ///< TFLOP/s per GPU (Narayanan) or iteration ms (2020 README)
