@@ -1,6 +1,10 @@
 #include "calibrate/measurements.h"
 #include "sim/error.h"
 
+#include "calibrate/predict.h"
+
+#include "hardware/hardware_loader.h"
+
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -456,7 +460,7 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
     {
       "gpus": 1,
       "model": {
-        "hidden": 1024,
+        "dim": 1024,
         "kind": "mlp",
         "layers": 4
       },
@@ -481,9 +485,12 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
     REQUIRE(f.steps.size() == 1);
     CHECK(f.steps[0].time == Time::ps(1'234'567'890));
     CHECK(f.steps[0].overrides() ==
-          std::vector<std::string>{"model.hidden=1024", "model.kind=mlp", "model.layers=4",
+          std::vector<std::string>{"model.dim=1024", "model.kind=mlp", "model.layers=4",
                                    "training.dtype=fp32", "training.global_batch=128",
                                    "training.micro_batch=128", "training.optimizer=adamw",
                                    "parallel.dp=1", "parallel.pp=1", "parallel.tp=1"});
     CHECK(f.environment.cuda_version == "runtime 12.4 (PyTorch 2.4.0)");
+    // ... and the step is one the simulator can predict (the lecture MLP on one H100).
+    const auto h100 = hardware::with_gpu_count(hardware::load_hardware("dgx-h100"), 1);
+    CHECK(predict_step(h100, f.steps[0]) > 0);
 }
