@@ -229,8 +229,8 @@ cudaError_t launch_spin(unsigned long long nanoseconds, cudaStream_t stream) {
 
 cudaError_t launch_busy(unsigned long long nanoseconds, int blocks, float* sink,
                         cudaStream_t stream) {
-    busy_kernel < < <blocks> 0 ? static_cast<unsigned>(blocks) : 1u, kThreads, 0,
-        stream >>> (nanoseconds, sink);
+    const unsigned grid = blocks > 0 ? static_cast<unsigned>(blocks) : 1u;
+    busy_kernel<<<grid, kThreads, 0, stream>>>(nanoseconds, sink);
     return cudaGetLastError();
 }
 
