@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -89,6 +90,81 @@ std::string group_table(const std::vector<const PredictedPoint*>& points,
     return md;
 }
 
+/// Errors by (tp, hidden, micro-batch) cell, one column per (pp, dp) split: whether a cell's
+/// error follows the configuration (the same in every split, which are separate runs on 2-8
+/// GPUs) or the individual run.
+struct CellTable {
+    std::string markdown;
+    double worst_spread = 0; ///< largest spread of a cell's split means
+    double cell_range = 0;   ///< largest minus smallest cell mean
+    /// Mean |error| if each cell's predictions were scaled by their own median measured /
+    /// predicted ratio: what a model could reach without telling the cells apart better.
+    double free_scale = 0;
+};
+
+CellTable cell_split_table(const std::vector<const PredictedPoint*>& points) {
+    CellTable out;
+    using Cell = std::array<int, 3>;  // tp, h, mb
+    using Split = std::array<int, 2>; // pp, dp
+    std::map<Cell, std::map<Split, Stats>> cells;
+    std::map<Cell, std::vector<double>> ratios;
+    std::map<Split, bool> splits;
+    for (const auto* p : points) {
+        const Cell c{label_value(p->label, "tp"), label_value(p->label, "h"),
+                     label_value(p->label, "mb")};
+        const Split sp{label_value(p->label, "pp"), label_value(p->label, "dp")};
+        cells[c][sp].add(p->error());
+        ratios[c].push_back(p->measured_s / p->predicted_s);
+        splits[sp] = true;
+    }
+    std::string md = "| tp h mb |";
+    std::string rule = "|---|";
+    for (const auto& [sp, _] : splits) {
+        md += fmt::format(" pp{} dp{} |", sp[0], sp[1]);
+        rule += "---:|";
+    }
+    md += " spread |\n" + rule + "---:|\n";
+    double cell_lo = 1e9, cell_hi = -1e9;
+    for (const auto& [c, by_split] : cells) {
+        Stats whole;
+        for (const auto& [sp, st] : by_split) {
+            whole.n += st.n;
+            whole.sum += st.sum;
+        }
+        cell_lo = std::min(cell_lo, whole.sum / whole.n);
+        cell_hi = std::max(cell_hi, whole.sum / whole.n);
+        md += fmt::format("| tp{} h{} mb{} |", c[0], c[1], c[2]);
+        double lo = 1e9, hi = -1e9;
+        for (const auto& [sp, _] : splits) {
+            const auto it = by_split.find(sp);
+            if (it == by_split.end()) {
+                md += " |";
+                continue;
+            }
+            const double mean = it->second.sum / it->second.n;
+            lo = std::min(lo, mean);
+            hi = std::max(hi, mean);
+            md += fmt::format(" {:+.0f}% |", 100 * mean);
+        }
+        out.worst_spread = std::max(out.worst_spread, hi - lo);
+        md += fmt::format(" {:.0f} |\n", 100 * (hi - lo));
+    }
+    // Mean |error| after a free scale per cell.
+    Stats scaled;
+    for (auto& [c, r] : ratios) {
+        std::vector<double> sorted = r;
+        std::sort(sorted.begin(), sorted.end());
+        const std::size_t n = sorted.size();
+        const double k = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        for (double x : r)
+            scaled.add(k / x - 1);
+    }
+    out.free_scale = scaled.sum_abs / scaled.n;
+    out.cell_range = cell_hi - cell_lo;
+    out.markdown = md;
+    return out;
+}
+
 } // namespace
 
 std::string training_steps_markdown(const std::string& data_dir) {
@@ -142,6 +218,13 @@ std::string training_steps_markdown(const std::string& data_dir) {
     md += "\n### By micro-batch size\n\n";
     md += group_table(points, {"mb"}, "group");
 
+    const CellTable cells = cell_split_table(points);
+    md += "\n### By tensor-parallel size, hidden size and micro-batch size, in every split\n\n";
+    md += "Mean error of each (TP, hidden, micro-batch) cell in each pipeline/data-parallel "
+          "split (separate runs on 2-8 GPUs, 4-16 of them per entry: 12-24 layers, one to four "
+          "global batches); spread = largest minus smallest entry of the row, in points.\n\n";
+    md += cells.markdown;
+
     std::vector<const PredictedPoint*> worst(points.begin(), points.end());
     std::stable_sort(worst.begin(), worst.end(), [](const auto* a, const auto* b) {
         return std::abs(a->error()) > std::abs(b->error());
@@ -157,19 +240,24 @@ std::string training_steps_markdown(const std::string& data_dir) {
         md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {} |\n", p->label, src,
                           1e3 * p->measured_s, 1e3 * p->predicted_s, signed_pct(p->error()));
     }
-    md += "\nWhat the groups show: tensor-parallel-8 steps are under-predicted by about 15% "
-          "(measured, their host-bound layers take 4-5 ms per layer and micro-batch against "
-          "~3.3 ms at TP 1-4, a cost the model has no mechanism for yet). At micro-batch 1 "
-          "part of it is Megatron's own: with 2 heads per rank the fused scale-mask-softmax "
-          "kernel does not take 1 x 2 rows of scores (it needs a multiple of 4), so PyTorch's "
-          "softmax runs in fp32 with five kernels each way; the model follows that rule, which "
-          "took those rows from -30% to -15%. The error is not monotonic in the micro-batch "
-          "size within a TP/hidden group (e.g. TP 4, hidden 2048: micro-batch 2 is measured "
-          "faster per sample than 1 and 4), which no smooth kernel model follows: a free scale "
-          "per TP, hidden and micro-batch cell would leave about 2.4%. The fitted "
-          "`microbatch_overhead` (3.1 ms) is larger than the whole per-micro-batch intercept "
-          "measured at TP 8 (2.0 ms): it also stands in for the under-predicted LM head and "
-          "loss at TP 1.\n";
+    md += fmt::format(
+        "\nWhat the groups show: tensor-parallel-8 steps are under-predicted by about 15% "
+        "(measured, their host-bound layers take 4-5 ms per layer and micro-batch against "
+        "~3.3 ms at TP 1-4, a cost the model has no mechanism for yet). At micro-batch 1 "
+        "part of it is Megatron's own: with 2 heads per rank the fused scale-mask-softmax "
+        "kernel does not take 1 x 2 rows of scores (it needs a multiple of 4), so PyTorch's "
+        "softmax runs in fp32 with five kernels each way; the model follows that rule, which "
+        "took those rows from -30% to -15%. The error is not monotonic in the micro-batch "
+        "size within a TP/hidden group (e.g. TP 4, hidden 2048: micro-batch 2 is measured "
+        "faster per sample than 1 and 4), which no smooth kernel model follows, yet it is "
+        "the same in every pipeline/data-parallel split of a cell (spread at most {:.0f} "
+        "points, where the cells differ by up to {:.0f}): it belongs to the (TP, hidden, "
+        "micro-batch) configuration, not to individual runs. A free scale per cell (its "
+        "median measured / predicted) would leave {:.1f}% mean |error|. The fitted "
+        "`microbatch_overhead` (3.1 ms) is larger than the whole per-micro-batch intercept "
+        "measured at TP 8 (2.0 ms): it also stands in for the under-predicted LM head and "
+        "loss at TP 1.\n",
+        100 * cells.worst_spread, 100 * cells.cell_range, 100 * cells.free_scale);
     return md;
 }
 
