@@ -230,8 +230,10 @@ void validate_experiment(ExperimentSpec& e) {
         fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " x dp " +
              std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
              " GPUs, but the experiment has " + std::to_string(e.gpus) +
-             "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) + " or dp: " +
-             (e.gpus % tp_pp == 0 ? std::to_string(e.gpus / tp_pp) : std::string("(none fits)")));
+             "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
+             (e.gpus % tp_pp == 0 ? " or dp: " + std::to_string(e.gpus / tp_pp)
+                                  : " (no dp fits " + std::to_string(e.gpus) + " GPUs: tp x pp = " +
+                                        std::to_string(tp_pp) + " does not divide it)"));
     const models::ModelSpec& m = e.model;
     if (m.is_transformer()) {
         if (m.heads % p.tp != 0)

@@ -261,6 +261,12 @@ TEST_CASE("experiments: numbers that disagree are refused with what would fix th
                        with({{"parallel.tp", "8"}, {"parallel.pp", "4"}, {"parallel.dp", "4"}})),
             Catch::Contains("tp 8 x pp 4 x dp 4 = 128 GPUs") && Catch::Contains("has 64") &&
                 Catch::Contains("dp: 2"));
+        // No data-parallel size fits when tp x pp does not divide the GPUs: say so, offer none.
+        CHECK_THROWS_WITH(
+            experiment(cluster, 64,
+                       with({{"parallel.tp", "3"}, {"parallel.pp", "1"}, {"parallel.dp", "2"}})),
+            Catch::Contains("set gpus: 6") && Catch::Contains("no dp fits 64 GPUs") &&
+                !Catch::Contains("dp: "));
     }
     SECTION("heads not divisible by tp") {
         CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.tp", "64"}})),
