@@ -451,7 +451,11 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     result.measurements.environment.device_count = gpus->first;
     std::map<std::string, int> seen;
     int derived = 0;
-    for (const auto& [number, fields] : t.rows) {
+    for (const auto& row : t.rows) {
+        // Not a structured binding: the lambda below uses `fields`, and clang 14 (the
+        // sanitizer build's compiler) cannot capture structured bindings.
+        const int number = row.first;
+        const std::vector<std::string>& fields = row.second;
         const std::string at = fmt::format("{}:{}", name, number);
         const auto bytes = detail::parse_integer(fields[static_cast<std::size_t>(size)]);
         if (!bytes || *bytes <= 0)

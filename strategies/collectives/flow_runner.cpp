@@ -110,7 +110,7 @@ void FlowCollectives::local_work(Run* run) {
         ++run->pending;
         ++stats_.flows;
         stats_.hbm_bytes += bytes;
-        auto on_done = [this, run, advance](sim::FlowId) {
+        auto on_done = [run, advance](sim::FlowId) {
             if (--run->pending == 0)
                 advance();
         };
