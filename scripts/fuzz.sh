@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for N seconds (default 60), in parallel.
-# Skips (exit 0, with a note) where clang is not installed.
+# Skips (exit 0, with a note) where clang is not installed. The targets are part of the
+# sanitizer build (scripts/sanitize-config.sh: clang, ASan + UBSan on every library they fuzz),
+# so after `scripts/test.sh --sanitize` there is nothing left to compile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -8,10 +10,8 @@ if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found; skipping the fuzzers" >&2
   exit 0
 fi
-dir=build/fuzz
-CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLUSTERSIM_BUILD_FUZZ=ON \
-  -DCLUSTERSIM_BUILD_TESTS=OFF -DCLUSTERSIM_BUILD_BENCH=OFF -DCLUSTERSIM_WITH_CUDA=OFF \
-  -DCLUSTERSIM_WITH_MPI=OFF >/dev/null
+source scripts/sanitize-config.sh
+dir=$asan_dir
 cmake --build "$dir" -j "$(nproc)" --target fuzz_units fuzz_hardware_yaml
 pids=()
 for t in units hardware_yaml; do

@@ -1,0 +1,23 @@
+# Sourced by scripts/test.sh --sanitize and scripts/fuzz.sh: configures the sanitizer build
+# (build/asan) and sets $asan_dir. Both scripts then build in the same directory, so CI
+# compiles the libraries for ASan+UBSan once, for the tests and the fuzzers together.
+#   Debug, AddressSanitizer + UBSan, warnings are errors, no CUDA runners (the normal build
+#   compiles them) and no benchmarks. With clang++ installed it is compiled by clang, which
+#   builds it about twice as fast as GCC does, checks the code with a second compiler's
+#   warnings, and is what libFuzzer needs, so the fuzz targets are part of it.
+asan_dir=build/asan
+asan_flags=(-DCMAKE_BUILD_TYPE=Debug -DCLUSTERSIM_WERROR=ON -DCLUSTERSIM_SANITIZE=ON
+            -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_BUILD_BENCH=OFF)
+if command -v clang++ >/dev/null; then
+  asan_flags+=(-DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_BUILD_FUZZ=ON)
+  asan_cxx=$(command -v clang++)
+else
+  asan_flags+=(-DCLUSTERSIM_BUILD_FUZZ=OFF)
+  asan_cxx=$(command -v "${CXX:-c++}")
+fi
+# A directory configured with the other compiler starts over (CMake cannot switch in place).
+if [ -f "$asan_dir/CMakeCache.txt" ] &&
+   ! grep -qx "CMAKE_CXX_COMPILER:[A-Z]*=$asan_cxx" "$asan_dir/CMakeCache.txt"; then
+  rm -rf "$asan_dir"
+fi
+cmake -S . -B "$asan_dir" "${asan_flags[@]}" >/dev/null
