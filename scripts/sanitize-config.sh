@@ -16,8 +16,10 @@ else
   asan_cxx=$(command -v "${CXX:-c++}")
 fi
 # A directory configured with the other compiler starts over (CMake cannot switch in place).
-if [ -f "$asan_dir/CMakeCache.txt" ] &&
-   ! grep -qx "CMAKE_CXX_COMPILER:[A-Z]*=$asan_cxx" "$asan_dir/CMakeCache.txt"; then
+cached_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$asan_dir/CMakeCache.txt" 2>/dev/null || true)
+if [ -n "$cached_cxx" ] && [ "$(realpath "$(command -v "$cached_cxx" || echo "$cached_cxx")")" != \
+                             "$(realpath "$asan_cxx")" ]; then
+  echo "sanitize-config: $asan_dir was configured with $cached_cxx; starting it over" >&2
   rm -rf "$asan_dir"
 fi
 cmake -S . -B "$asan_dir" "${asan_flags[@]}" >/dev/null
