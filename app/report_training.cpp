@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,35 +108,33 @@ CellTable cell_split_table(const std::vector<const PredictedPoint*>& points) {
     using Cell = std::array<int, 3>;  // tp, h, mb
     using Split = std::array<int, 2>; // pp, dp
     std::map<Cell, std::map<Split, Stats>> cells;
+    std::map<Cell, Stats> whole;
     std::map<Cell, std::vector<double>> ratios;
-    std::map<Split, bool> splits;
+    std::set<Split> splits;
     for (const auto* p : points) {
         const Cell c{label_value(p->label, "tp"), label_value(p->label, "h"),
                      label_value(p->label, "mb")};
         const Split sp{label_value(p->label, "pp"), label_value(p->label, "dp")};
         cells[c][sp].add(p->error());
+        whole[c].add(p->error());
         ratios[c].push_back(p->measured_s / p->predicted_s);
-        splits[sp] = true;
+        splits.insert(sp);
     }
     std::string md = "| tp h mb |";
     std::string rule = "|---|";
-    for (const auto& [sp, _] : splits) {
+    for (const auto& sp : splits) {
         md += fmt::format(" pp{} dp{} |", sp[0], sp[1]);
         rule += "---:|";
     }
     md += " spread |\n" + rule + "---:|\n";
     double cell_lo = 1e9, cell_hi = -1e9;
     for (const auto& [c, by_split] : cells) {
-        Stats whole;
-        for (const auto& [sp, st] : by_split) {
-            whole.n += st.n;
-            whole.sum += st.sum;
-        }
-        cell_lo = std::min(cell_lo, whole.sum / whole.n);
-        cell_hi = std::max(cell_hi, whole.sum / whole.n);
+        const double cell_mean = whole[c].sum / whole[c].n;
+        cell_lo = std::min(cell_lo, cell_mean);
+        cell_hi = std::max(cell_hi, cell_mean);
         md += fmt::format("| tp{} h{} mb{} |", c[0], c[1], c[2]);
         double lo = 1e9, hi = -1e9;
-        for (const auto& [sp, _] : splits) {
+        for (const auto& sp : splits) {
             const auto it = by_split.find(sp);
             if (it == by_split.end()) {
                 md += " |";
