@@ -1,6 +1,6 @@
 #include "app/cli.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -5,8 +5,8 @@
 #include "app/output.h"
 #include "app/svg_plot.h"
 #include "app/sweep.h"
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -195,8 +195,8 @@ void run_bubble(const BubbleOptions& o, Io io) {
                 line.push_back(fmt::format("{:.1f}%", 100 * pipeline_bubble(r)));
                 line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
                 line.push_back(fmt::format("{:.1f}%", 100 * r.bubble_fraction));
-                line.push_back(sim::format_time(sim::Time::from_seconds(r.step_time_s)));
-                line.push_back(sim::format_time(
+                line.push_back(base::format_time(sim::Time::from_seconds(r.step_time_s)));
+                line.push_back(base::format_time(
                     sim::Time::from_seconds(r.step_time_s / static_cast<double>(c.m))));
                 line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
                 line.push_back(fmt::format("{:.1f}", static_cast<double>(r.peak_bytes_max) / 1e9));

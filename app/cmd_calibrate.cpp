@@ -3,11 +3,11 @@
 #include "app/cmd_calibrate.h"
 
 #include "app/output.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "calibrate/import.h"
 #include "calibrate/measurements.h"
 #include "calibrate/runner.h"
-#include "sim/error.h"
-#include "sim/units.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -61,7 +61,7 @@ void print_warnings(const Io& io, const std::vector<std::string>& warnings) {
 }
 
 std::int64_t positive_size(const std::string& text, std::string_view flag) {
-    const std::int64_t v = sim::parse_bytes(text);
+    const std::int64_t v = base::parse_bytes(text);
     if (v <= 0)
         throw InputError(fmt::format("{}: expected a positive size, got '{}'", flag, text));
     return v;

@@ -2,10 +2,10 @@
 // split of measurements into a fitting and a validation set.
 #include "app/cmd_calibrate.h"
 #include "app/output.h"
+#include "base/error.h"
 #include "calibrate/fit.h"
 #include "calibrate/split.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -3,9 +3,9 @@
 #include "app/cli.h"
 #include "app/cluster_options.h"
 #include "app/uncertainty.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "hardware/topology.h"
-#include "sim/error.h"
-#include "sim/units.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/collectives/values.h"
 
@@ -46,7 +46,7 @@ struct Row {
 std::int64_t size_flag(const std::string& flag, const std::string& text) {
     std::int64_t v = 0;
     try {
-        v = sim::parse_bytes(text);
+        v = base::parse_bytes(text);
     } catch (const InputError& e) {
         throw InputError(flag + ": " + e.what());
     }

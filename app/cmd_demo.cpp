@@ -3,9 +3,9 @@
 #include "app/cli.h"
 #include "app/output.h"
 #include "app/run_report.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
-#include "sim/units.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 
@@ -32,7 +32,7 @@ struct Ran {
 
 /// Runs a built-in experiment and writes its trace and timeline into `dir`.
 Ran run_builtin(const std::string& name, const std::string& dir) {
-    const std::string path = hardware::config_dir() + "/experiments/" + name + ".yaml";
+    const std::string path = config::config_dir() + "/experiments/" + name + ".yaml";
     Ran r{strategies::parallel::load_experiment(path),
           {},
           dir + "/" + name + ".trace.json",
@@ -46,7 +46,7 @@ Ran run_builtin(const std::string& name, const std::string& dir) {
 }
 
 std::string t(double s) {
-    return sim::format_time(sim::Time::from_seconds(s));
+    return base::format_time(sim::Time::from_seconds(s));
 }
 
 void print_side_by_side(std::ostream& out, const std::vector<Ran>& runs) {

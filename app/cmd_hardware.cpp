@@ -3,8 +3,8 @@
 #include "app/cluster_options.h"
 #include "app/output.h"
 #include "app/reports.h"
+#include "base/units.h"
 #include "hardware/topology.h"
-#include "sim/units.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,25 +27,25 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
     fmt::print(out, "  {:<12}{} x {} ({} node{} of {})\n", "GPUs", s.gpu_count(), g.name, s.nodes,
                s.nodes == 1 ? "" : "s", s.node.gpus);
     fmt::print(out, "  {:<12}{} SMs at {} MHz, L2 {}\n", "GPU", g.sm_count, g.clock_mhz,
-               sim::format_bytes(g.l2_bytes));
-    fmt::print(out, "  {:<12}{} at {}\n", "HBM", sim::format_bytes(g.hbm_bytes),
-               sim::format_bandwidth(g.hbm_bandwidth));
+               base::format_bytes(g.l2_bytes));
+    fmt::print(out, "  {:<12}{} at {}\n", "HBM", base::format_bytes(g.hbm_bytes),
+               base::format_bandwidth(g.hbm_bandwidth));
     std::string peaks;
     for (Dtype d : kAllDtypes) {
         if (g.supports(d))
             peaks += fmt::format("{}{} {}", peaks.empty() ? "" : ", ", to_string(d),
-                                 sim::format_flop_rate(g.peak(d)));
+                                 base::format_flop_rate(g.peak(d)));
     }
     fmt::print(out, "  {:<12}{}\n", "peak", peaks);
     fmt::print(out, "  {:<12}{}\n", "intra-node",
                s.node.fabric == IntraNodeFabric::nvswitch
                    ? fmt::format("NVSwitch, {} per GPU per direction{}",
-                                 sim::format_bandwidth(s.node.nvlink.bandwidth),
+                                 base::format_bandwidth(s.node.nvlink.bandwidth),
                                  s.node.nvls ? ", NVLS in-switch reduction" : "")
                    : std::string("PCIe switches and host"));
     if (s.node.nics > 0)
         fmt::print(out, "  {:<12}{} NICs per node at {}\n", "network", s.node.nics,
-                   sim::format_bandwidth(s.node.nic.bandwidth));
+                   base::format_bandwidth(s.node.nic.bandwidth));
     if (s.nodes > 1)
         fmt::print(out, "  {:<12}rail-optimised fat tree, {}-port switches\n", "fabric",
                    s.network.switch_radix);
@@ -68,7 +68,7 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
     for (const auto& [kind, t] : by_kind) {
         std::string bws;
         for (double bw : t.bandwidths)
-            bws += (bws.empty() ? "" : ", ") + sim::format_bandwidth(bw);
+            bws += (bws.empty() ? "" : ", ") + base::format_bandwidth(bw);
         fmt::print(out, "  {:<12}{:>8}  {}\n", to_string(kind), t.edges / 2, bws);
     }
     fmt::print(out, "\n  {:<12}{:>8}\n", "vertices", topo.vertex_count());
@@ -76,7 +76,7 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
         fmt::print(out, "  {:<12}{:>8}\n", to_string(kind), n);
     if (topo.gpu_count() > 1)
         fmt::print(out, "\n  {:<12}{} (GPUs 0-{} to GPUs {}-{}, one direction)\n", "bisection",
-                   sim::format_bandwidth(topo.bisection_bandwidth()), topo.gpu_count() / 2 - 1,
+                   base::format_bandwidth(topo.bisection_bandwidth()), topo.gpu_count() / 2 - 1,
                    topo.gpu_count() / 2, topo.gpu_count() - 1);
 }
 

@@ -6,7 +6,7 @@
 #include "app/report_published.h"
 #include "app/report_sections.h"
 #include "app/report_training.h"
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -6,8 +6,8 @@
 #include "app/run_report.h"
 #include "app/svg_plot.h"
 #include "app/uncertainty.h"
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 
@@ -30,7 +30,7 @@ std::string pct(double x) {
     return fmt::format("{:.1f}%", 100.0 * x);
 }
 std::string seconds(double s) {
-    return sim::format_time(sim::Time::from_seconds(s));
+    return base::format_time(sim::Time::from_seconds(s));
 }
 std::string gb(std::int64_t bytes) {
     return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
@@ -59,7 +59,7 @@ std::string describe_parallel(const ExperimentSpec& e) {
     if (p.zero > 0)
         s += fmt::format(", ZeRO-{}", p.zero);
     if (p.dp > 1 && !e.training.forward_only)
-        s += p.dp_overlap ? ", DP overlapped in " + sim::format_bytes(p.dp_bucket) + " buckets"
+        s += p.dp_overlap ? ", DP overlapped in " + base::format_bytes(p.dp_bucket) + " buckets"
                           : ", DP all-reduce after backward";
     if (e.training.forward_only)
         s += ", forward only";

@@ -7,8 +7,8 @@
 #include "app/run_report.h"
 #include "app/svg_plot.h"
 #include "app/sweep.h"
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "strategies/models/model_spec.h"
 
 #include <CLI/CLI.hpp>
@@ -140,7 +140,7 @@ std::string duration(double s) {
         return fmt::format("{:.1f} days", s / 86400);
     if (s >= 2 * 3600)
         return fmt::format("{:.1f} h", s / 3600);
-    return sim::format_time(sim::Time::from_seconds(s));
+    return base::format_time(sim::Time::from_seconds(s));
 }
 
 std::string money(double x) {
@@ -327,7 +327,7 @@ void run_scale(const ScaleOptions& o, Io io) {
         } else {
             const auto& r = p.best.result;
             line.push_back(p.layout);
-            line.push_back(sim::format_time(sim::Time::from_seconds(r.step_time_s)));
+            line.push_back(base::format_time(sim::Time::from_seconds(r.step_time_s)));
             line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
             line.push_back(fmt::format("{:.0f}", r.tokens_per_s / p.gpus));
             line.push_back(fmt::format("{:.1f}%", 100 * r.mfu));

@@ -6,8 +6,8 @@
 #include "app/output.h"
 #include "app/sweep.h"
 #include "app/uncertainty.h"
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

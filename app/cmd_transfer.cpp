@@ -2,8 +2,8 @@
 #include "app/cli.h"
 #include "app/cluster_options.h"
 #include "app/reports.h"
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "strategies/transfer.h"
 
 #include <CLI/CLI.hpp>
@@ -50,9 +50,9 @@ void print_transfer(std::ostream& out, const hardware::Topology& topo, int from,
     fmt::print(out, "{:<11}{} ({} node{} x {} {} = {} GPUs)\n", "hardware", s.name, s.nodes,
                s.nodes == 1 ? "" : "s", s.node.gpus, s.node.gpu.name, s.gpu_count());
     fmt::print(out, "{:<11}gpu{} -> gpu{}, {} ({} B)\n", "transfer", from, to,
-               sim::format_bytes(bytes), bytes);
+               base::format_bytes(bytes), bytes);
     fmt::print(out, "{:<11}{}\n", "path", topo.describe(r.route, topo.gpu_hbm(from)));
-    fmt::print(out, "{:<11}{} ({})\n", "bottleneck", sim::format_bandwidth(r.route.bottleneck),
+    fmt::print(out, "{:<11}{} ({})\n", "bottleneck", base::format_bandwidth(r.route.bottleneck),
                [&] {
                    for (auto e : r.route.edges) {
                        if (topo.edge(e).bandwidth == r.route.bottleneck)
@@ -60,9 +60,9 @@ void print_transfer(std::ostream& out, const hardware::Topology& topo, int from,
                    }
                    return std::string("?");
                }());
-    fmt::print(out, "{:<11}{}\n", "latency", sim::format_time(r.route.latency));
-    fmt::print(out, "{:<11}{}\n", "time", sim::format_time(r.time));
-    fmt::print(out, "{:<11}{}\n", "achieved", sim::format_bandwidth(r.achieved_bandwidth));
+    fmt::print(out, "{:<11}{}\n", "latency", base::format_time(r.route.latency));
+    fmt::print(out, "{:<11}{}\n", "time", base::format_time(r.time));
+    fmt::print(out, "{:<11}{}\n", "achieved", base::format_bandwidth(r.achieved_bandwidth));
 }
 
 void register_transfer(CLI::App& app, Io io, int& /*exit_code*/) {
@@ -73,7 +73,7 @@ void register_transfer(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--to", opts->to, "Destination GPU (gpuJ)")->capture_default_str();
     cmd->add_option("--bytes,-b", opts->bytes, "Size, e.g. 1GiB or 100MB")->capture_default_str();
     cmd->callback([opts, io] {
-        const std::int64_t bytes = sim::parse_bytes(opts->bytes);
+        const std::int64_t bytes = base::parse_bytes(opts->bytes);
         if (bytes <= 0)
             throw InputError("--bytes: expected a positive size, got '" + opts->bytes + "'");
         hardware::Topology topo(opts->cluster.load());

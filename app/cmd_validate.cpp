@@ -3,10 +3,10 @@
 // kind's mean is above --max-error, so a person can keep it in their CI.
 #include "app/cli.h"
 #include "app/cmd_calibrate.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "calibrate/validation.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
-#include "sim/units.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -40,7 +40,7 @@ std::string abs_pct(double x) {
     return fmt::format("{:.2f}%", 100.0 * x);
 }
 std::string time_text(double s) {
-    return sim::format_time(sim::Time::from_seconds(s));
+    return base::format_time(sim::Time::from_seconds(s));
 }
 
 cal::PointKind parse_kind(const std::string& text) {
@@ -178,7 +178,7 @@ void run(const ValidateOptions& o, Io io, int& exit_code) {
     cal::ValidationOptions vo;
     if (!o.min_bytes.empty()) {
         try {
-            vo.min_collective_bytes = sim::parse_bytes(o.min_bytes);
+            vo.min_collective_bytes = base::parse_bytes(o.min_bytes);
         } catch (const InputError& e) {
             throw InputError(std::string("--min-bytes: ") + e.what());
         }

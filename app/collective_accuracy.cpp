@@ -1,10 +1,10 @@
 #include "app/collective_accuracy.h"
 
+#include "base/error.h"
+#include "base/units.h"
+#include "config/yaml_map.h"
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
-#include "hardware/yaml_reader.h"
-#include "sim/error.h"
-#include "sim/units.h"
 #include "strategies/collectives/communicator.h"
 
 #include <fmt/format.h>
@@ -115,7 +115,7 @@ private:
 };
 
 std::string size_label(double bytes) {
-    return sim::format_bytes(static_cast<std::int64_t>(bytes));
+    return base::format_bytes(static_cast<std::int64_t>(bytes));
 }
 
 } // namespace
@@ -198,8 +198,8 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
     // 4. 8x H200: large messages by collective (16 GiB) and by GPU count (8 GiB).
     {
         const std::string file = data_dir + "/nccl/h200-8gpu-large-messages.yaml";
-        hardware::YamlMap root(hardware::load_yaml_file(file), file);
-        hardware::YamlMap big = root.map("collectives_16GiB_8gpus");
+        config::YamlMap root(config::load_yaml_file(file), file);
+        config::YamlMap big = root.map("collectives_16GiB_8gpus");
         const std::int64_t S16 = std::int64_t(16) << 30;
         const struct {
             const char* key;
@@ -219,7 +219,7 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
         const std::int64_t S8 = std::int64_t(8) << 30;
         for (auto it = by_count.begin(); it != by_count.end(); ++it) {
             const int n = static_cast<int>(number(it->first.Scalar(), file));
-            hardware::YamlMap entry(it->second, file, "all_reduce_8GiB_by_gpu_count");
+            config::YamlMap entry(it->second, file, "all_reduce_8GiB_by_gpu_count");
             const double factor = 2.0 * (n - 1) / n;
             const auto [tr, ar] = P.run("hgx-h200", n, cl::Op::all_reduce, S8, cl::Algorithm::ring);
             acc.h200_by_count.push_back({std::to_string(n) + " GPUs, NVLS off",
@@ -241,10 +241,10 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
     // 5. The lecture: 4 of the 8 H100 of a node, 100*1024^2 fp32 elements.
     {
         const std::string file = data_dir + "/lecture/cs336-parallelism-2.yaml";
-        hardware::YamlMap root(hardware::load_yaml_file(file), file);
-        hardware::YamlMap bench = root.map("collective_benchmarks");
+        config::YamlMap root(config::load_yaml_file(file), file);
+        config::YamlMap bench = root.map("collective_benchmarks");
         for (const char* key : {"all_reduce", "reduce_scatter"}) {
-            hardware::YamlMap b = bench.map(key);
+            config::YamlMap b = bench.map(key);
             const int n = static_cast<int>(b.integer("world_size", 1, 1024));
             const std::int64_t elements =
                 b.integer(std::string(key) == "all_reduce" ? "elements" : "input_elements", 1,

@@ -1,6 +1,6 @@
 #include "app/mpi_sweep.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <algorithm>
 #include <cstdlib>

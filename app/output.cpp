@@ -1,6 +1,6 @@
 #include "app/output.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -3,9 +3,9 @@
 // GH200's HBM bandwidth); no parameter is set per row.
 #include "app/report_compute.h"
 
+#include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <fmt/format.h>
 

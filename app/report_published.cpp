@@ -5,10 +5,10 @@
 // does. What a table does not state is set by one rule per table (below), never per row.
 #include "app/report_published.h"
 
+#include "base/error.h"
 #include "calibrate/measurements.h"
 #include "calibrate/predict.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 #include "strategies/models/layer_work.h"
 
 #include <fmt/format.h>

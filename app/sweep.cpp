@@ -1,8 +1,8 @@
 #include "app/sweep.h"
 
-#include "sim/error.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "sim/time.h"
-#include "sim/units.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -61,7 +61,7 @@ std::int64_t parse_max_memory(const std::string& text) {
         return 0;
     std::int64_t bytes = 0;
     try {
-        bytes = sim::parse_bytes(text);
+        bytes = base::parse_bytes(text);
     } catch (const InputError& e) {
         throw InputError(std::string("--max-memory: ") + e.what());
     }
@@ -748,7 +748,7 @@ void print_top(std::ostream& out, const std::vector<std::string>& columns,
             line.push_back(f[1 + k]);
         line.push_back(at("tp") + " x " + at("pp") + " x " + at("dp"));
         line.push_back(at("micro_batch") + " x " + at("micro_batches"));
-        line.push_back(sim::format_time(sim::Time::from_seconds(to_double(at("step_time_s")))));
+        line.push_back(base::format_time(sim::Time::from_seconds(to_double(at("step_time_s")))));
         line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
         line.push_back(fmt::format("{:.1f}%", 100 * to_double(at("mfu"))));
         line.push_back(fmt::format("{:.1f}%", 100 * to_double(at("bubble_fraction"))));

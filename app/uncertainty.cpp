@@ -1,6 +1,6 @@
 #include "app/uncertainty.h"
 
-#include "sim/units.h"
+#include "base/units.h"
 
 #include <fmt/format.h>
 
@@ -49,8 +49,8 @@ std::string band_text(const hardware::ClusterSpec& hardware, PredictionKind kind
         return fmt::format("uncalibrated (hardware '{}' has no uncertainty for {})", hardware.name,
                            kind_name(kind, 2));
     return fmt::format("p10-p90 {} - {} ({} {} {})",
-                       sim::format_time(sim::Time::from_seconds(b->low_s)),
-                       sim::format_time(sim::Time::from_seconds(b->high_s)), b->points, b->basis,
+                       base::format_time(sim::Time::from_seconds(b->low_s)),
+                       base::format_time(sim::Time::from_seconds(b->high_s)), b->points, b->basis,
                        kind_name(kind, b->points));
 }
 

@@ -3,10 +3,10 @@
 // and writes what it found into the fitted ClusterSpec with a record of where it came from.
 #include "calibrate/fit.h"
 
+#include "base/error.h"
+#include "base/units.h"
 #include "calibrate/predict.h"
 #include "hardware/compute_model.h"
-#include "sim/error.h"
-#include "sim/units.h"
 
 #include <fmt/format.h>
 
@@ -400,7 +400,8 @@ void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& 
     if (cached > 0)
         part.notes.push_back(fmt::format("{} device-to-device cop{} left out: source and "
                                          "destination fit in the {} L2 cache",
-                                         cached, cached == 1 ? "y" : "ies", sim::format_bytes(l2)));
+                                         cached, cached == 1 ? "y" : "ies",
+                                         base::format_bytes(l2)));
     if (refs.empty()) {
         part.notes.push_back("compute.memory: not fitted: no device-to-device copies larger than "
                              "the L2 cache (host and peer copies do not measure HBM)");

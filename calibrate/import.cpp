@@ -1,7 +1,7 @@
 #include "calibrate/import.h"
 
+#include "base/error.h"
 #include "calibrate/import_util.h"
-#include "sim/error.h"
 
 #include <fmt/format.h>
 

@@ -7,8 +7,8 @@
 // ("time(ns)", "busbw(GB/s)", "iteration time (ms)").
 #include "calibrate/import.h"
 
+#include "base/error.h"
 #include "calibrate/import_util.h"
-#include "sim/error.h"
 
 #include <fmt/format.h>
 

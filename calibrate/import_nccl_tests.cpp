@@ -8,8 +8,8 @@
 // parsing.
 #include "calibrate/import.h"
 
+#include "base/error.h"
 #include "calibrate/import_util.h"
-#include "sim/error.h"
 
 #include <fmt/format.h>
 

@@ -3,8 +3,8 @@
 /// Pieces the importers share (internal to calibrate/): strict number parsing, what a file
 /// name says, nccl-tests' type names, and the rate checks that catch mixed units.
 
+#include "base/error.h"
 #include "calibrate/import.h"
-#include "sim/error.h"
 
 #include <map>
 #include <optional>

@@ -1,7 +1,7 @@
 #include "calibrate/measurements.h"
 
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -282,7 +282,7 @@ void check_setting(std::string_view section, const std::string& key, const Setti
         bool ok = i != nullptr && *i > 0;
         if (v != nullptr) {
             try {
-                ok = sim::parse_bytes(*v) > 0;
+                ok = base::parse_bytes(*v) > 0;
             } catch (const InputError&) {
                 ok = false;
             }

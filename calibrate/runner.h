@@ -6,8 +6,8 @@
 /// dtype, HBM, host-device and peer copies, and kernel launch overhead, and returns them as a
 /// MeasurementFile. Built without CUDA, or run without a GPU, it throws DeviceUnavailable.
 
+#include "base/error.h"
 #include "calibrate/measurements.h"
-#include "sim/error.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #include "calibrate/split.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 #include "calibrate/validation.h"
 
+#include "base/error.h"
+#include "base/units.h"
 #include "calibrate/predict.h"
 #include "hardware/compute_model.h"
 #include "hardware/topology.h"
-#include "sim/error.h"
-#include "sim/units.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/transfer.h"
 
@@ -183,7 +183,7 @@ std::optional<std::string> check_device(const hardware::ClusterSpec& cluster,
 // ---------------------------------------------------------------------------------------------
 
 std::string point_label(const CollectiveMeasurement& c) {
-    return fmt::format("{} {} GPUs {} {}{}{}", to_string(c.op), c.gpus, sim::format_bytes(c.bytes),
+    return fmt::format("{} {} GPUs {} {}{}{}", to_string(c.op), c.gpus, base::format_bytes(c.bytes),
                        hardware::to_string(c.dtype), c.in_place ? " in-place" : "",
                        c.algorithm.empty() ? "" : " " + c.algorithm);
 }
@@ -350,7 +350,7 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
             if (c.bytes < options.min_collective_bytes) {
                 skips.add(PointKind::collective,
                           "smaller than --min-bytes " +
-                              sim::format_bytes(options.min_collective_bytes),
+                              base::format_bytes(options.min_collective_bytes),
                           src);
                 continue;
             }
@@ -388,14 +388,14 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
             const auto& c = file.copies[i];
             const std::string src = where(c.source, name, PointKind::copy, i);
             const std::string label = fmt::format("copy {} {} {}", to_string(c.kind),
-                                                  to_string(c.method), sim::format_bytes(c.bytes));
+                                                  to_string(c.method), base::format_bytes(c.bytes));
             switch (c.kind) {
             case CopyKind::device_to_device:
                 if (c.cache_resident(cluster.node.gpu.l2_bytes)) {
                     skips.add(PointKind::copy,
                               fmt::format("source and destination fit in the {} L2 cache (the "
                                           "model has HBM only)",
-                                          sim::format_bytes(cluster.node.gpu.l2_bytes)),
+                                          base::format_bytes(cluster.node.gpu.l2_bytes)),
                               src);
                     break;
                 }
@@ -447,7 +447,7 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
                 const cl::Choice choice = comm.choose(c);
                 add(PointKind::p2p, i,
                     fmt::format("p2p gpu{}->gpu{} {}", p.src_gpu, p.dst_gpu,
-                                sim::format_bytes(p.bytes)),
+                                base::format_bytes(p.bytes)),
                     p.source,
                     fmt::format("{}/{}", cl::to_string(choice.algorithm),
                                 hardware::to_string(choice.protocol)),

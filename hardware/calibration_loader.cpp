@@ -5,6 +5,8 @@
 #include <algorithm>
 
 namespace clustersim::hardware {
+
+using config::YamlMap;
 namespace {
 
 std::vector<std::string> read_strings(YamlMap& m, std::string_view key) {

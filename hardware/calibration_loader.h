@@ -20,15 +20,15 @@
 /// A file that extends another replaces the records of the keys it names and the bands of the
 /// kinds it gives; the rest is inherited.
 
+#include "config/yaml_map.h"
 #include "hardware/specs.h"
-#include "hardware/yaml_reader.h"
 
 namespace clustersim::hardware {
 
 /// Reads a `calibration:` list (`node`, the value of the key) into `out`.
-void apply_calibration(const YamlMap& parent, const YAML::Node& node,
+void apply_calibration(const config::YamlMap& parent, const YAML::Node& node,
                        std::vector<CalibrationRecord>& out);
 /// Reads an `uncertainty:` mapping into `out`.
-void apply_uncertainty(YamlMap m, Uncertainty& out);
+void apply_uncertainty(config::YamlMap m, Uncertainty& out);
 
 } // namespace clustersim::hardware

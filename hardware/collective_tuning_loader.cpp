@@ -2,11 +2,13 @@
 // only; the rest of clustersim sees the CollectiveTuning value.
 #include "hardware/collective_tuning_loader.h"
 
-#include "hardware/yaml_reader.h"
+#include "config/yaml_map.h"
 
 #include <string>
 
 namespace clustersim::hardware {
+
+using config::YamlMap;
 namespace {
 
 void read_efficiency(YamlMap& m, std::string_view key, double& out) {

@@ -4,12 +4,14 @@
 
 #include "hardware/collective_tuning.h"
 
-namespace clustersim::hardware {
-
+namespace clustersim::config {
 class YamlMap;
+} // namespace clustersim::config
+
+namespace clustersim::hardware {
 
 /// Applies the keys present in `m` onto `tuning` (a file that extends another changes only the
 /// keys it names). Efficiencies must be in (0, 1], latencies >= 0, chunks positive.
-void apply_collectives(YamlMap m, CollectiveTuning& tuning);
+void apply_collectives(config::YamlMap m, CollectiveTuning& tuning);
 
 } // namespace clustersim::hardware

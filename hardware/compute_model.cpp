@@ -1,6 +1,6 @@
 #include "hardware/compute_model.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <algorithm>
 #include <cmath>

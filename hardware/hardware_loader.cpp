@@ -1,24 +1,21 @@
 #include "hardware/hardware_loader.h"
 
+#include "base/error.h"
+#include "config/preset.h"
+#include "config/yaml_map.h"
 #include "hardware/calibration_loader.h"
 #include "hardware/collective_tuning_loader.h"
-#include "hardware/yaml_reader.h"
-#include "sim/error.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
-#ifndef CLUSTERSIM_DEFAULT_CONFIG_DIR
-#define CLUSTERSIM_DEFAULT_CONFIG_DIR "configs"
-#endif
-
 namespace clustersim::hardware {
+
+using config::YamlMap;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kMaxExtendsDepth = 8;
 
 void apply_link(YamlMap m, LinkSpec& link) {
     m.read_bandwidth("bandwidth", link.bandwidth);
@@ -182,50 +179,12 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
     m.finish();
 }
 
-fs::path resolve(const std::string& name_or_path, const fs::path& relative_to) {
-    const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                                 name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
-    if (looks_like_path) {
-        fs::path p(name_or_path);
-        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
-            p = relative_to / p;
-        if (!fs::exists(p))
-            throw InputError(name_or_path + ": no such hardware file");
-        return p;
-    }
-    const fs::path preset = fs::path(config_dir()) / "hardware" / (name_or_path + ".yaml");
-    if (!fs::exists(preset)) {
-        std::string names;
-        for (const auto& n : hardware_preset_names())
-            names += (names.empty() ? "" : ", ") + n;
-        throw InputError("unknown hardware preset '" + name_or_path + "' (presets: " + names +
-                         "; or give a path to a YAML file)");
-    }
-    return preset;
-}
-
-ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int depth);
-
-ClusterSpec load_file(const fs::path& path, int depth) {
-    return load_layers(load_yaml_file(path.string()), path.string(), depth);
-}
-
-ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int depth) {
-    YamlMap root(doc, file);
-    ClusterSpec spec;
-    if (root.has("extends")) {
-        if (depth >= kMaxExtendsDepth)
-            root.fail("extends", "too many levels of 'extends' (a cycle?)");
-        const std::string base = root.str("extends");
-        try {
-            spec = load_file(resolve(base, fs::path(file).parent_path()), depth + 1);
-        } catch (const InputError& e) {
-            root.fail("extends", std::string("cannot load '") + base + "': " + e.what());
-        }
+/// Reads one layer of a hardware file over what the layers below it gave.
+void read_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
+    if (extended)
         spec.description.clear();
-    } else {
-        spec.name = fs::path(file).stem().string();
-    }
+    else
+        spec.name = fs::path(root.file()).stem().string();
     root.read("name", spec.name);
     root.read("description", spec.description);
     if (root.has("gpu"))
@@ -246,26 +205,17 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file, int dept
         apply_uncertainty(root.map("uncertainty"), spec.uncertainty);
     root.read("nodes", spec.nodes, 1, 1 << 20);
     root.finish();
-    return spec;
+}
+
+ClusterSpec load_layers(const YAML::Node& doc, const std::string& file) {
+    return config::load_layered<ClusterSpec>(hardware_presets(), doc, file, read_layer);
 }
 
 } // namespace
 
-std::string config_dir() {
-    if (const char* env = std::getenv("CLUSTERSIM_CONFIG_DIR"); env && *env)
-        return env;
-    return CLUSTERSIM_DEFAULT_CONFIG_DIR;
-}
-
-std::vector<std::string> hardware_preset_names() {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / "hardware", ec)) {
-        if (entry.path().extension() == ".yaml")
-            names.push_back(entry.path().stem().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
+const config::PresetKind& hardware_presets() {
+    static const config::PresetKind kind{"hardware", "hardware", "or give a path to a YAML file"};
+    return kind;
 }
 
 void validate(const ClusterSpec& s, const std::string& file) {
@@ -326,8 +276,8 @@ void validate(const ClusterSpec& s, const std::string& file) {
 }
 
 ClusterSpec load_hardware(const std::string& name_or_path) {
-    const fs::path path = resolve(name_or_path, {});
-    ClusterSpec spec = load_file(path, 0);
+    const fs::path path = config::resolve_preset(hardware_presets(), name_or_path);
+    ClusterSpec spec = config::load_layered_file<ClusterSpec>(hardware_presets(), path, read_layer);
     validate(spec, path.string());
     return spec;
 }
@@ -337,9 +287,9 @@ ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file
     try {
         doc = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        throw InputError(format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
+        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
     }
-    ClusterSpec spec = load_layers(doc, file, 0);
+    ClusterSpec spec = load_layers(doc, file);
     validate(spec, file);
     return spec;
 }
@@ -347,7 +297,7 @@ ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file
 ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file) {
     if (node.IsScalar())
         return load_hardware(node.Scalar());
-    ClusterSpec spec = load_layers(node, file, 0);
+    ClusterSpec spec = load_layers(node, file);
     validate(spec, file);
     return spec;
 }

@@ -7,6 +7,7 @@
 /// `configs/hardware/<name>.yaml`. Unknown keys, wrong types, bad units and missing required
 /// fields are InputErrors naming the file, line, column and key.
 
+#include "config/preset.h"
 #include "hardware/specs.h"
 
 #include <string>
@@ -18,11 +19,8 @@ class Node;
 
 namespace clustersim::hardware {
 
-/// The configs/ directory: $CLUSTERSIM_CONFIG_DIR if set, else the source tree's.
-std::string config_dir();
-
-/// Names of the presets in configs/hardware, sorted.
-std::vector<std::string> hardware_preset_names();
+/// Hardware presets: configs/hardware/<name>.yaml.
+const config::PresetKind& hardware_presets();
 
 /// Loads a preset name ("dgx-h100") or a path to a YAML file.
 ClusterSpec load_hardware(const std::string& name_or_path);

@@ -1,6 +1,6 @@
 #include "hardware/specs.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 namespace clustersim::hardware {
 

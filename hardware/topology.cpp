@@ -1,7 +1,7 @@
 #include "hardware/topology.h"
 
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <boost/graph/graphviz.hpp>
 
@@ -296,7 +296,7 @@ struct EdgeWriter {
     template <class E>
     void operator()(std::ostream& out, const E& e) const {
         const EdgeInfo& info = g[e];
-        out << "[label=\"" << to_string(info.kind) << " " << sim::format_bandwidth(info.bandwidth)
+        out << "[label=\"" << to_string(info.kind) << " " << base::format_bandwidth(info.bandwidth)
             << "\"]";
     }
 };

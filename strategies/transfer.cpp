@@ -1,8 +1,8 @@
 #include "strategies/transfer.h"
 
+#include "base/error.h"
 #include "hardware/flow_binding.h"
 #include "sim/engine.h"
-#include "sim/error.h"
 #include "sim/flow_network.h"
 
 namespace clustersim::strategies {

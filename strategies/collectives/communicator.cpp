@@ -4,7 +4,7 @@
 // flow network, and tests hold the two within 1% when nothing else runs.
 #include "strategies/collectives/communicator.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/collectives/plan.h"
 
 #include <algorithm>

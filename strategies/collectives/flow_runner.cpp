@@ -1,7 +1,7 @@
 #include "strategies/collectives/flow_runner.h"
 
+#include "base/error.h"
 #include "hardware/flow_binding.h"
-#include "sim/error.h"
 #include "strategies/collectives/plan.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "strategies/collectives/plan.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "strategies/models/layer_work.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <string>
 

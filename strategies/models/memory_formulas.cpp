@@ -1,6 +1,6 @@
 #include "strategies/models/memory_formulas.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <string>
 

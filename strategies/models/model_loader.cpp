@@ -1,8 +1,8 @@
 #include "strategies/models/model_loader.h"
 
-#include "hardware/hardware_loader.h"
-#include "hardware/yaml_reader.h"
-#include "sim/error.h"
+#include "base/error.h"
+#include "config/preset.h"
+#include "config/yaml_map.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,11 +10,10 @@
 
 namespace clustersim::strategies::models {
 namespace fs = std::filesystem;
-using hardware::YamlMap;
+using config::YamlMap;
 
 namespace {
 
-constexpr int kMaxExtendsDepth = 8;
 constexpr std::int64_t kMaxDim = 1 << 24;
 
 /// A model being layered, with whether the defaulted sizes were given explicitly: when an
@@ -24,34 +23,6 @@ struct Layered {
     bool ffn_given = false;
     bool kv_heads_given = false;
 };
-
-fs::path resolve(const std::string& name_or_path, const fs::path& relative_to) {
-    const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                                 name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
-    if (looks_like_path) {
-        fs::path p(name_or_path);
-        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
-            p = relative_to / p;
-        if (!fs::exists(p))
-            throw InputError(name_or_path + ": no such model file");
-        return p;
-    }
-    const fs::path preset = fs::path(hardware::config_dir()) / "models" / (name_or_path + ".yaml");
-    if (!fs::exists(preset)) {
-        std::string names;
-        for (const auto& n : model_preset_names())
-            names += (names.empty() ? "" : ", ") + n;
-        throw InputError("unknown model preset '" + name_or_path + "' (presets: " + names +
-                         "; or give a path to a YAML file, or the model as a mapping)");
-    }
-    return preset;
-}
-
-Layered load_layers(const YAML::Node& doc, const std::string& file, int depth);
-
-Layered load_file(const fs::path& path, int depth) {
-    return load_layers(hardware::load_yaml_file(path.string()), path.string(), depth);
-}
 
 void read_dim(YamlMap& m, std::string_view key, int& out) {
     if (m.has(key))
@@ -114,7 +85,7 @@ void validate(YamlMap& m, const ModelSpec& s) {
             return;
         if (m.node()[std::string(key)].IsDefined())
             m.fail(key, what);
-        throw InputError(hardware::format_mark(m.file(), m.node().Mark()) + ": model '" + s.name +
+        throw InputError(config::format_mark(m.file(), m.node().Mark()) + ": model '" + s.name +
                          "': " + what + (m.path().empty() ? "" : " (in " + m.path() + ")"));
     };
     auto present = [&](int v, std::string_view key) {
@@ -137,22 +108,12 @@ void validate(YamlMap& m, const ModelSpec& s) {
                 std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
 }
 
-Layered load_layers(const YAML::Node& doc, const std::string& file, int depth) {
-    YamlMap root(doc, file);
-    Layered l;
-    if (root.has("extends")) {
-        if (depth >= kMaxExtendsDepth)
-            root.fail("extends", "too many levels of 'extends' (a cycle?)");
-        const std::string base = root.str("extends");
-        try {
-            l = load_file(resolve(base, fs::path(file).parent_path()), depth + 1);
-        } catch (const InputError& e) {
-            root.fail("extends", std::string("cannot load '") + base + "': " + e.what());
-        }
+/// Reads one layer of a model file over what the layers below it gave.
+void read_layer(YamlMap& root, Layered& l, bool extended) {
+    if (extended)
         l.spec.description.clear();
-    } else {
-        l.spec.name = fs::path(file).stem().string();
-    }
+    else
+        l.spec.name = fs::path(root.file()).stem().string();
     root.read("name", l.spec.name);
     root.read("description", l.spec.description);
     read_enum(root, "kind", l.spec.kind, {ModelKind::mlp, ModelKind::transformer});
@@ -164,31 +125,34 @@ Layered load_layers(const YAML::Node& doc, const std::string& file, int depth) {
     }
     root.finish();
     validate(root, l.spec);
-    return l;
+}
+
+Layered load_layers(const YAML::Node& doc, const std::string& file) {
+    return config::load_layered<Layered>(model_presets(), doc, file, read_layer);
+}
+
+Layered load_file(const fs::path& path) {
+    return config::load_layered_file<Layered>(model_presets(), path, read_layer);
 }
 
 } // namespace
 
-std::vector<std::string> model_preset_names() {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& entry :
-         fs::directory_iterator(fs::path(hardware::config_dir()) / "models", ec)) {
-        if (entry.path().extension() == ".yaml")
-            names.push_back(entry.path().stem().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
+const config::PresetKind& model_presets() {
+    static const config::PresetKind kind{
+        "models", "model", "or give a path to a YAML file, or the model as a mapping"};
+    return kind;
 }
 
 ModelSpec load_model(const std::string& name_or_path) {
-    return load_file(resolve(name_or_path, {}), 0).spec;
+    return load_file(config::resolve_preset(model_presets(), name_or_path)).spec;
 }
 
 ModelSpec load_model_node(const YAML::Node& node, const std::string& file) {
     if (node.IsScalar())
-        return load_file(resolve(node.Scalar(), fs::path(file).parent_path()), 0).spec;
-    Layered l = load_layers(node, file, 0);
+        return load_file(config::resolve_preset(model_presets(), node.Scalar(),
+                                                fs::path(file).parent_path()))
+            .spec;
+    Layered l = load_layers(node, file);
     // An inline model without a name or a base is not named after the experiment file.
     if (node.IsMap() && !node["name"] && !node["extends"])
         l.spec.name = "custom";
@@ -200,9 +164,9 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
     try {
         doc = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        throw InputError(hardware::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
+        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
     }
-    return load_layers(doc, file, 0).spec;
+    return load_layers(doc, file).spec;
 }
 
 } // namespace clustersim::strategies::models

@@ -13,6 +13,7 @@
 /// Unknown keys, wrong types and inconsistent numbers (heads not dividing hidden, kv_heads not
 /// dividing heads, ...) are InputErrors naming the file, line, column and key.
 
+#include "config/preset.h"
 #include "strategies/models/model_spec.h"
 
 #include <string>
@@ -24,8 +25,8 @@ class Node;
 
 namespace clustersim::strategies::models {
 
-/// Names of the presets in configs/models, sorted.
-std::vector<std::string> model_preset_names();
+/// Model presets: configs/models/<name>.yaml.
+const config::PresetKind& model_presets();
 
 /// Loads a preset name or a path to a YAML file.
 ModelSpec load_model(const std::string& name_or_path);

@@ -1,6 +1,6 @@
 #include "strategies/models/model_spec.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <string>
 #include <vector>

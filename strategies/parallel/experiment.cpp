@@ -1,8 +1,8 @@
 #include "strategies/parallel/experiment.h"
 
+#include "base/error.h"
+#include "config/yaml_map.h"
 #include "hardware/hardware_loader.h"
-#include "hardware/yaml_reader.h"
-#include "sim/error.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment_reader.h"
 
@@ -66,7 +66,7 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
     node[parts.back()] = value;
 }
 
-void read_training(hardware::YamlMap m, TrainingSpec& t) {
+void read_training(config::YamlMap m, TrainingSpec& t) {
     t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
     m.read("micro_batch", t.micro_batch, 1, 1 << 20);
     if (m.has("dtype")) {
@@ -81,7 +81,7 @@ void read_training(hardware::YamlMap m, TrainingSpec& t) {
     m.finish();
 }
 
-void read_parallel(hardware::YamlMap m, ParallelSpec& p) {
+void read_parallel(config::YamlMap m, ParallelSpec& p) {
     m.read("tp", p.tp, 1, 1 << 16);
     m.read("pp", p.pp, 1, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
@@ -112,7 +112,7 @@ void read_parallel(hardware::YamlMap m, ParallelSpec& p) {
 namespace {
 
 /// Reads model, training and parallel from `root` into `e` (whose cluster is set).
-void read_workload(hardware::YamlMap& root, ExperimentSpec& e, const std::string& file) {
+void read_workload(config::YamlMap& root, ExperimentSpec& e, const std::string& file) {
     if (!root.has("model"))
         root.missing("model", "a preset like gpt3-175B or a mapping");
     try {
@@ -133,7 +133,7 @@ void read_workload(hardware::YamlMap& root, ExperimentSpec& e, const std::string
 
 ExperimentSpec load_experiment(const std::string& path,
                                const std::vector<std::pair<std::string, std::string>>& overrides) {
-    YAML::Node doc = hardware::load_yaml_file(path);
+    YAML::Node doc = config::load_yaml_file(path);
     if (!doc.IsMap())
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     for (const auto& [key, value] : overrides)
@@ -148,15 +148,15 @@ namespace detail {
 void override_key(YAML::Node root, const std::string& key, const std::string& value) {
     apply_override(std::move(root), key, value);
 }
-void read_training_section(hardware::YamlMap m, TrainingSpec& t) {
+void read_training_section(config::YamlMap m, TrainingSpec& t) {
     read_training(std::move(m), t);
 }
-void read_parallel_section(hardware::YamlMap m, ParallelSpec& p) {
+void read_parallel_section(config::YamlMap m, ParallelSpec& p) {
     read_parallel(std::move(m), p);
 }
 
 ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path) {
-    hardware::YamlMap root(doc, path);
+    config::YamlMap root(doc, path);
     ExperimentSpec e;
     e.file = path;
     e.name = std::filesystem::path(path).stem().string();
@@ -203,7 +203,7 @@ ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
     YAML::Node doc(YAML::NodeType::Map);
     for (const auto& [key, value] : settings)
         apply_override(doc, key, value);
-    hardware::YamlMap root(doc, name);
+    config::YamlMap root(doc, name);
     ExperimentSpec e;
     e.file = name;
     e.name = name;

@@ -4,7 +4,7 @@
 /// one experiment file without reading it again each time (experiment_variants.h). Not for
 /// general use: load_experiment is the way to read an experiment.
 
-#include "hardware/yaml_reader.h"
+#include "config/yaml_map.h"
 #include "strategies/parallel/experiment.h"
 
 #include <string>
@@ -20,8 +20,8 @@ void override_key(YAML::Node root, const std::string& key, const std::string& va
 ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path);
 
 /// Reads a `training:` mapping onto `t`; keys that are absent keep their values.
-void read_training_section(hardware::YamlMap m, TrainingSpec& t);
+void read_training_section(config::YamlMap m, TrainingSpec& t);
 /// Reads a `parallel:` mapping onto `p`; keys that are absent keep their values.
-void read_parallel_section(hardware::YamlMap m, ParallelSpec& p);
+void read_parallel_section(config::YamlMap m, ParallelSpec& p);
 
 } // namespace clustersim::strategies::parallel::detail

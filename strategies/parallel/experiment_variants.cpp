@@ -1,7 +1,7 @@
 #include "strategies/parallel/experiment_variants.h"
 
-#include "hardware/yaml_reader.h"
-#include "sim/error.h"
+#include "base/error.h"
+#include "config/yaml_map.h"
 #include "strategies/parallel/experiment_reader.h"
 
 #include <algorithm>
@@ -52,7 +52,7 @@ struct ExperimentVariants::Heavy {
 ExperimentVariants::ExperimentVariants(const std::string& path, Settings fixed)
     : path_(path)
     , fixed_(std::move(fixed)) {
-    YAML::Node doc = hardware::load_yaml_file(path);
+    YAML::Node doc = config::load_yaml_file(path);
     if (!doc.IsMap())
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     doc_ = std::make_unique<YAML::Node>(doc);
@@ -114,7 +114,7 @@ ExperimentSpec ExperimentVariants::read(const Settings& overrides) const {
     for (const auto& [key, value] : light)
         detail::override_key(d, key, value);
     e.training = TrainingSpec{};
-    hardware::YamlMap root(d, path_);
+    config::YamlMap root(d, path_);
     if (!root.has("training"))
         root.missing("training", "global_batch at least");
     detail::read_training_section(root.map("training"), e.training);
@@ -160,12 +160,12 @@ std::vector<std::string> ExperimentVariants::probe_keys() const {
     }
     TrainingSpec t;
     for (const auto& k : probe([&] {
-             detail::read_training_section(hardware::YamlMap(training, path_, "training"), t);
+             detail::read_training_section(config::YamlMap(training, path_, "training"), t);
          }))
         keys.insert("training." + k);
     ParallelSpec p;
     for (const auto& k : probe([&] {
-             detail::read_parallel_section(hardware::YamlMap(parallel, path_, "parallel"), p);
+             detail::read_parallel_section(config::YamlMap(parallel, path_, "parallel"), p);
          }))
         keys.insert("parallel." + k);
     return {keys.begin(), keys.end()};

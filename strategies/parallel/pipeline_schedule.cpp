@@ -1,6 +1,6 @@
 #include "strategies/parallel/pipeline_schedule.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <algorithm>
 #include <string>

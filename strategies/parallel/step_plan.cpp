@@ -1,6 +1,6 @@
 #include "strategies/parallel/step_plan.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/models/memory_formulas.h"
 
 #include <algorithm>

@@ -1,11 +1,11 @@
 #include "strategies/parallel/training_step.h"
 
+#include "base/error.h"
+#include "base/units.h"
 #include "hardware/flow_binding.h"
 #include "sim/engine.h"
-#include "sim/error.h"
 #include "sim/flow_network.h"
 #include "sim/task_graph.h"
-#include "sim/units.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/parallel/schedule_timing.h"
 #include "strategies/parallel/step_plan.h"
@@ -55,7 +55,7 @@ std::string pass_label(const PipePass& p, int virtual_stages) {
 }
 
 std::string collective_label(const DpCollective& d) {
-    return std::string(d.what) + " " + sim::format_bytes(d.collective.bytes);
+    return std::string(d.what) + " " + base::format_bytes(d.collective.bytes);
 }
 
 /// Index of the last backward pass of each chunk in a rank's order.

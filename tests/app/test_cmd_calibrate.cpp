@@ -1,9 +1,9 @@
 #include "app/cli.h"
+#include "base/error.h"
 #include "calibrate/device.h"
 #include "calibrate/measurements.h"
 #include "calibrate/runner.h"
 #include "cli_run.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,8 +5,8 @@
 // sweep's CSV, and every bad input of the issue: exit 2, the flag or key named, no CSV line.
 #include "app/cli.h"
 #include "app/sweep.h"
+#include "base/units.h"
 #include "cli_run.h"
-#include "sim/units.h"
 
 #include <catch2/catch.hpp>
 
@@ -379,7 +379,7 @@ TEST_CASE("sweep: the best configuration's time with the hardware file's band, o
             best = std::stod(row.at("step_time_s"));
     REQUIRE(best > 0);
     const std::string expected =
-        "uncertainty best: p10-p90 " + sim::format_time(sim::Time::from_seconds(best * 0.9)) +
-        " - " + sim::format_time(sim::Time::from_seconds(best * 1.2)) + " (100 held-out steps)";
+        "uncertainty best: p10-p90 " + base::format_time(sim::Time::from_seconds(best * 0.9)) +
+        " - " + base::format_time(sim::Time::from_seconds(best * 1.2)) + " (100 held-out steps)";
     CHECK_THAT(cal.out, Catch::Contains(expected));
 }

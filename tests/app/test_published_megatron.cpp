@@ -5,9 +5,9 @@
 // are asserted in tests tagged [!shouldfail] (as tests/calibrate/test_steps_accuracy.cpp does):
 // they fail the day the model reaches them, and the tag must go.
 #include "app/report_published.h"
+#include "base/error.h"
 #include "cli_run.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include "strategies/models/layer_work.h"
 

@@ -3,10 +3,10 @@
 // sections (kept, inherited, refused when malformed).
 #include "fit_data.h"
 
+#include "base/error.h"
 #include "calibrate/fit.h"
 #include "calibrate/validation.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,10 +3,10 @@
 // node's all-reduce tables (fit on 2 and 8 GPUs, validate on 4).
 #include "fit_data.h"
 
+#include "base/error.h"
 #include "calibrate/fit.h"
 #include "calibrate/validation.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,11 +3,11 @@
 // rows of the GEMM table.
 #include "fit_data.h"
 
+#include "base/error.h"
 #include "calibrate/fit.h"
 #include "calibrate/validation.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
+#include "base/error.h"
 #include "calibrate/import.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
+#include "base/error.h"
 #include "calibrate/measurements.h"
-#include "sim/error.h"
 
 #include "calibrate/predict.h"
 

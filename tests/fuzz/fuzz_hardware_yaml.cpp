@@ -1,8 +1,8 @@
 // libFuzzer target: a hardware file either loads into a valid ClusterSpec (and, when small
 // enough, a topology) or fails with an InputError; nothing else may escape.
+#include "base/error.h"
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
-#include "sim/error.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
+#include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 
@@ -276,7 +276,7 @@ TEST_CASE("compute model: the compute section of hardware files", "[hardware][co
         return std::string("(no error)");
     };
     SECTION("presets carry a complete compute section") {
-        for (const auto& n : hardware_preset_names()) {
+        for (const auto& n : config::preset_names(hardware_presets())) {
             INFO(n);
             const ClusterSpec s = load_hardware(n);
             CHECK(s.compute.launch_overhead > sim::Time::zero());

@@ -1,5 +1,5 @@
+#include "base/error.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 
 #include <catch2/catch.hpp>
 
@@ -39,7 +39,7 @@ std::string load_error(const std::string& text) {
 } // namespace
 
 TEST_CASE("presets: every preset loads and says what it is", "[hardware][presets]") {
-    const auto names = hardware_preset_names();
+    const auto names = config::preset_names(hardware_presets());
     REQUIRE(names.size() >= 4);
     for (const auto& n : {"dgx-a100", "dgx-h100", "hgx-h200", "pcie-4gpu"})
         CHECK(std::find(names.begin(), names.end(), n) != names.end());

@@ -1,6 +1,6 @@
+#include "base/error.h"
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
-#include "sim/error.h"
 #include "strategies/transfer.h"
 
 #include <catch2/catch.hpp>

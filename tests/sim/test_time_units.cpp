@@ -1,6 +1,6 @@
-#include "sim/error.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "sim/time.h"
-#include "sim/units.h"
 
 #include <catch2/catch.hpp>
 
@@ -28,80 +28,80 @@ TEST_CASE("Time: named constructors and arithmetic are exact in picoseconds", "[
 }
 
 TEST_CASE("units: sizes", "[sim][units]") {
-    CHECK(sim::parse_bytes("4096") == 4096);
-    CHECK(sim::parse_bytes("4096B") == 4096);
-    CHECK(sim::parse_bytes("1KiB") == 1024);
-    CHECK(sim::parse_bytes("1GiB") == 1073741824);
-    CHECK(sim::parse_bytes("1.5 GiB") == 1610612736);
-    CHECK(sim::parse_bytes("100MB") == 100'000'000);
-    CHECK(sim::parse_bytes("80GB") == 80'000'000'000);
+    CHECK(base::parse_bytes("4096") == 4096);
+    CHECK(base::parse_bytes("4096B") == 4096);
+    CHECK(base::parse_bytes("1KiB") == 1024);
+    CHECK(base::parse_bytes("1GiB") == 1073741824);
+    CHECK(base::parse_bytes("1.5 GiB") == 1610612736);
+    CHECK(base::parse_bytes("100MB") == 100'000'000);
+    CHECK(base::parse_bytes("80GB") == 80'000'000'000);
     // Bare K/M/G are binary, as nccl-tests parses -b/-e.
-    CHECK(sim::parse_bytes("100M") == 100 * 1024 * 1024);
-    CHECK(sim::parse_bytes("8G") == std::int64_t{8} << 30);
+    CHECK(base::parse_bytes("100M") == 100 * 1024 * 1024);
+    CHECK(base::parse_bytes("8G") == std::int64_t{8} << 30);
 }
 
 TEST_CASE("units: rates, times and FLOP rates", "[sim][units]") {
-    CHECK(sim::parse_bandwidth("900GB/s") == Approx(9e11));
-    CHECK(sim::parse_bandwidth("400Gb/s") == Approx(5e10));
-    CHECK(sim::parse_bandwidth("200Gbps") == Approx(2.5e10));
-    CHECK(sim::parse_bandwidth("1.6TB/s") == Approx(1.6e12));
-    CHECK(sim::parse_bandwidth("1GiB/s") == Approx(1073741824.0));
-    CHECK(sim::parse_time("2us") == Time::us(2));
-    CHECK(sim::parse_time("2\xC2\xB5s") == Time::us(2));
-    CHECK(sim::parse_time("1.5ms") == Time::us(1500));
-    CHECK(sim::parse_time("130ns") == Time::ns(130));
-    CHECK(sim::parse_time("7ps") == Time::ps(7));
-    CHECK(sim::parse_time("1s") == Time::s(1));
-    CHECK(sim::parse_flop_rate("989TFLOPS") == Approx(9.89e14));
-    CHECK(sim::parse_flop_rate("19.5 TFLOP/s") == Approx(1.95e13));
-    CHECK(sim::parse_flop_rate("1PFLOPS") == Approx(1e15));
+    CHECK(base::parse_bandwidth("900GB/s") == Approx(9e11));
+    CHECK(base::parse_bandwidth("400Gb/s") == Approx(5e10));
+    CHECK(base::parse_bandwidth("200Gbps") == Approx(2.5e10));
+    CHECK(base::parse_bandwidth("1.6TB/s") == Approx(1.6e12));
+    CHECK(base::parse_bandwidth("1GiB/s") == Approx(1073741824.0));
+    CHECK(base::parse_time("2us") == Time::us(2));
+    CHECK(base::parse_time("2\xC2\xB5s") == Time::us(2));
+    CHECK(base::parse_time("1.5ms") == Time::us(1500));
+    CHECK(base::parse_time("130ns") == Time::ns(130));
+    CHECK(base::parse_time("7ps") == Time::ps(7));
+    CHECK(base::parse_time("1s") == Time::s(1));
+    CHECK(base::parse_flop_rate("989TFLOPS") == Approx(9.89e14));
+    CHECK(base::parse_flop_rate("19.5 TFLOP/s") == Approx(1.95e13));
+    CHECK(base::parse_flop_rate("1PFLOPS") == Approx(1e15));
 }
 
 TEST_CASE("units: bad input is a UnitsError with the text and an example", "[sim][units]") {
     SECTION("empty") {
-        CHECK_THROWS_AS(sim::parse_bytes(""), UnitsError);
+        CHECK_THROWS_AS(base::parse_bytes(""), UnitsError);
     }
     SECTION("no number") {
-        CHECK_THROWS_WITH(sim::parse_bytes("GiB"),
+        CHECK_THROWS_WITH(base::parse_bytes("GiB"),
                           Catch::Contains("'GiB'") && Catch::Contains("1GiB"));
     }
     SECTION("negative size") {
-        CHECK_THROWS_WITH(sim::parse_bytes("-1GiB"), Catch::Contains("negative"));
+        CHECK_THROWS_WITH(base::parse_bytes("-1GiB"), Catch::Contains("negative"));
     }
     SECTION("unknown size unit") {
-        CHECK_THROWS_WITH(sim::parse_bytes("3 parsecs"), Catch::Contains("unknown unit"));
+        CHECK_THROWS_WITH(base::parse_bytes("3 parsecs"), Catch::Contains("unknown unit"));
     }
     SECTION("a rate without /s") {
-        CHECK_THROWS_WITH(sim::parse_bandwidth("900GB"), Catch::Contains("B/s"));
+        CHECK_THROWS_WITH(base::parse_bandwidth("900GB"), Catch::Contains("B/s"));
     }
     SECTION("a time without unit") {
-        CHECK_THROWS_AS(sim::parse_time("12"), UnitsError);
+        CHECK_THROWS_AS(base::parse_time("12"), UnitsError);
     }
     SECTION("a time unit that is not one") {
-        CHECK_THROWS_AS(sim::parse_time("2 hours"), UnitsError);
+        CHECK_THROWS_AS(base::parse_time("2 hours"), UnitsError);
     }
     SECTION("a FLOP rate with a binary prefix") {
-        CHECK_THROWS_AS(sim::parse_flop_rate("1TiFLOPS"), UnitsError);
+        CHECK_THROWS_AS(base::parse_flop_rate("1TiFLOPS"), UnitsError);
     }
     SECTION("not finite") {
-        CHECK_THROWS_AS(sim::parse_bandwidth("infGB/s"), UnitsError);
-        CHECK_THROWS_AS(sim::parse_bytes("nan"), UnitsError);
+        CHECK_THROWS_AS(base::parse_bandwidth("infGB/s"), UnitsError);
+        CHECK_THROWS_AS(base::parse_bytes("nan"), UnitsError);
     }
     SECTION("too large") {
-        CHECK_THROWS_AS(sim::parse_bytes("100000000PB"), UnitsError);
+        CHECK_THROWS_AS(base::parse_bytes("100000000PB"), UnitsError);
     }
 }
 
 TEST_CASE("units: formatting", "[sim][units]") {
-    CHECK(sim::format_bytes(1073741824) == "1 GiB");
-    CHECK(sim::format_bytes(100 * 1024 * 1024) == "100 MiB");
-    CHECK(sim::format_bytes(80'000'000'000) == "80 GB");
-    CHECK(sim::format_bytes(4096) == "4 KiB");
-    CHECK(sim::format_bytes(12) == "12 B");
-    CHECK(sim::format_bandwidth(4.5e11) == "450 GB/s");
-    CHECK(sim::format_bandwidth(3.35e12) == "3.35 TB/s");
-    CHECK(sim::format_time(Time::us(2110)) == "2.11 ms");
-    CHECK(sim::format_time(Time::ns(12300)) == "12.3 us");
-    CHECK(sim::format_time(Time::zero()) == "0");
-    CHECK(sim::format_flop_rate(9.894e14) == "989 TFLOP/s");
+    CHECK(base::format_bytes(1073741824) == "1 GiB");
+    CHECK(base::format_bytes(100 * 1024 * 1024) == "100 MiB");
+    CHECK(base::format_bytes(80'000'000'000) == "80 GB");
+    CHECK(base::format_bytes(4096) == "4 KiB");
+    CHECK(base::format_bytes(12) == "12 B");
+    CHECK(base::format_bandwidth(4.5e11) == "450 GB/s");
+    CHECK(base::format_bandwidth(3.35e12) == "3.35 TB/s");
+    CHECK(base::format_time(Time::us(2110)) == "2.11 ms");
+    CHECK(base::format_time(Time::ns(12300)) == "12.3 us");
+    CHECK(base::format_time(Time::zero()) == "0");
+    CHECK(base::format_flop_rate(9.894e14) == "989 TFLOP/s");
 }

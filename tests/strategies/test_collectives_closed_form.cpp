@@ -2,7 +2,7 @@
 // presets, so these check the formulas, not the calibration), and nccl-tests' conventions.
 #include "collectives_test_util.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/collectives/communicator.h"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
+#include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/models/model_loader.h"

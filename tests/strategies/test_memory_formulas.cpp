@@ -1,4 +1,4 @@
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/models/model_loader.h"
 

@@ -1,4 +1,4 @@
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/models/model_loader.h"
 
 #include <catch2/catch.hpp>
@@ -31,7 +31,7 @@ const std::string kBase = "kind: transformer\nlayers: 2\nhidden: 64\nheads: 4\ns
 } // namespace
 
 TEST_CASE("model presets: every preset loads and says what it is", "[models][presets]") {
-    const auto names = model_preset_names();
+    const auto names = config::preset_names(model_presets());
     for (const auto& n : {"lecture-mlp", "gpt3-175B", "megatron-22B", "turing-530B", "megatron-1T",
                           "llama2-7B", "llama2-70B"})
         CHECK(std::find(names.begin(), names.end(), n) != names.end());

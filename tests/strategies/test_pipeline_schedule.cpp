@@ -1,4 +1,4 @@
-#include "sim/error.h"
+#include "base/error.h"
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/schedule_timing.h"
 

@@ -1,5 +1,5 @@
+#include "base/error.h"
 #include "hardware/hardware_loader.h"
-#include "sim/error.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"

@@ -1,13 +1,19 @@
-#include "hardware/yaml_reader.h"
+#include "config/yaml_map.h"
 
-#include "sim/error.h"
-#include "sim/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 #include <charconv>
 #include <cmath>
 #include <fstream>
 
-namespace clustersim::hardware {
+namespace clustersim::config {
+
+SourceLocation location(const std::string& file, const YAML::Mark& mark, std::string key) {
+    if (mark.is_null())
+        return {file, 0, 0, std::move(key)};
+    return {file, mark.line + 1, mark.column + 1, std::move(key)};
+}
 
 std::string format_mark(const std::string& file, const YAML::Mark& mark) {
     if (mark.is_null())
@@ -111,7 +117,7 @@ std::int64_t YamlMap::bytes(std::string_view key, bool positive) {
     const std::string text = scalar(key, "a size like '80GiB'").Scalar();
     std::int64_t v = 0;
     try {
-        v = sim::parse_bytes(text);
+        v = base::parse_bytes(text);
     } catch (const UnitsError& e) {
         fail(key, e.what());
     }
@@ -124,7 +130,7 @@ double YamlMap::bandwidth(std::string_view key) {
     const std::string text = scalar(key, "a bandwidth like '900GB/s'").Scalar();
     double v = 0;
     try {
-        v = sim::parse_bandwidth(text);
+        v = base::parse_bandwidth(text);
     } catch (const UnitsError& e) {
         fail(key, e.what());
     }
@@ -136,7 +142,7 @@ double YamlMap::bandwidth(std::string_view key) {
 sim::Time YamlMap::time(std::string_view key) {
     const std::string text = scalar(key, "a time like '2us'").Scalar();
     try {
-        return sim::parse_time(text);
+        return base::parse_time(text);
     } catch (const UnitsError& e) {
         fail(key, e.what());
     }
@@ -146,7 +152,7 @@ double YamlMap::flop_rate(std::string_view key, bool positive) {
     const std::string text = scalar(key, "a FLOP rate like '989TFLOPS'").Scalar();
     double v = 0;
     try {
-        v = sim::parse_flop_rate(text);
+        v = base::parse_flop_rate(text);
     } catch (const UnitsError& e) {
         fail(key, e.what());
     }
@@ -224,8 +230,9 @@ void YamlMap::finish() {
         for (const auto& k : asked_)
             valid += (valid.empty() ? "" : ", ") + k;
         throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" + key_path(key) +
-                         "' (valid keys here: " + valid + ")");
+                             "' (valid keys here: " + valid + ")",
+                         location(*file_, it->first.Mark(), key_path(key)));
     }
 }
 
-} // namespace clustersim::hardware
+} // namespace clustersim::config

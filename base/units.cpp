@@ -1,6 +1,6 @@
-#include "sim/units.h"
+#include "base/units.h"
 
-#include "sim/error.h"
+#include "base/error.h"
 
 #include <array>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <limits>
 
-namespace clustersim::sim {
+namespace clustersim::base {
 namespace {
 
 struct Suffix {
@@ -145,7 +145,7 @@ double parse_bandwidth(std::string_view text) {
     return value * scale * per_unit;
 }
 
-Time parse_time(std::string_view text) {
+sim::Time parse_time(std::string_view text) {
     auto [value, unit] = split_number(text, "a time", "2us' or '1.5ms");
     bool found = false;
     const double factor = lookup(kTimeSuffixes, unit, found);
@@ -155,7 +155,7 @@ Time parse_time(std::string_view text) {
     const double seconds = value * factor;
     if (seconds * 1e12 >= 9.2e18)
         throw UnitsError("time '" + std::string(text) + "' is too large (at most ~106 days)");
-    return Time::from_seconds(seconds);
+    return sim::Time::from_seconds(seconds);
 }
 
 double parse_flop_rate(std::string_view text) {
@@ -233,8 +233,8 @@ std::string format_bandwidth(double bps) {
     return sig3(bps, "B/s");
 }
 
-std::string format_time(Time t) {
-    if (t == Time::zero())
+std::string format_time(sim::Time t) {
+    if (t == sim::Time::zero())
         return "0";
     const double s = t.seconds();
     if (s >= 1)
@@ -256,4 +256,4 @@ std::string format_flop_rate(double flops) {
     return sig3(flops / 1e9, "GFLOP/s");
 }
 
-} // namespace clustersim::sim
+} // namespace clustersim::base

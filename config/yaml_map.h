@@ -3,11 +3,12 @@
 /// Reading YAML config files into value types with errors a person can act on.
 ///
 /// Every loader reads mappings through `YamlMap`: each getter names the key it reads, converts
-/// the value (units through sim/units.h) and, when something is wrong, throws an InputError of
+/// the value (units through base/units.h) and, when something is wrong, throws an InputError of
 /// the form `FILE:LINE:COL: key 'gpu.hbm.bandwidth': expected a bandwidth like '900GB/s', got
 /// 'fast'`. `finish()` then refuses any key that no getter asked for, listing the valid ones.
 /// yaml-cpp appears only in loader files; model code never sees a YAML node.
 
+#include "base/error.h"
 #include "sim/time.h"
 
 #include <yaml-cpp/yaml.h>
@@ -20,7 +21,10 @@
 #include <string_view>
 #include <vector>
 
-namespace clustersim::hardware {
+namespace clustersim::config {
+
+/// The structured form of a mark (1-based), for InputError::where().
+SourceLocation location(const std::string& file, const YAML::Mark& mark, std::string key = "");
 
 /// "FILE:LINE:COL" from a yaml-cpp mark (which is 0-based).
 std::string format_mark(const std::string& file, const YAML::Mark& mark);
@@ -87,4 +91,4 @@ private:
     std::set<std::string, std::less<>> asked_;
 };
 
-} // namespace clustersim::hardware
+} // namespace clustersim::config

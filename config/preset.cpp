@@ -1,0 +1,53 @@
+#include "config/preset.h"
+
+#include "base/error.h"
+#include "base/text.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#ifndef CLUSTERSIM_DEFAULT_CONFIG_DIR
+#define CLUSTERSIM_DEFAULT_CONFIG_DIR "configs"
+#endif
+
+namespace clustersim::config {
+
+namespace fs = std::filesystem;
+
+std::string config_dir() {
+    if (const char* env = std::getenv("CLUSTERSIM_CONFIG_DIR"); env && *env)
+        return env;
+    return CLUSTERSIM_DEFAULT_CONFIG_DIR;
+}
+
+std::vector<std::string> preset_names(const PresetKind& kind) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / kind.folder, ec)) {
+        if (entry.path().extension() == ".yaml")
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+fs::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
+                        const fs::path& relative_to) {
+    const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                                 name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
+    if (looks_like_path) {
+        fs::path p(name_or_path);
+        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
+            p = relative_to / p;
+        if (!fs::exists(p))
+            throw InputError(name_or_path + ": no such " + kind.noun + " file");
+        return p;
+    }
+    const fs::path preset = fs::path(config_dir()) / kind.folder / (name_or_path + ".yaml");
+    if (!fs::exists(preset))
+        throw InputError("unknown " + kind.noun + " preset '" + name_or_path + "' (presets: " +
+                         base::join(preset_names(kind), ", ") + "; " + kind.hint + ")");
+    return preset;
+}
+
+} // namespace clustersim::config
