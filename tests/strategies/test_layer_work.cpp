@@ -22,7 +22,8 @@ const ComputeModel& a100() {
     return cm;
 }
 
-LayerConfig config(int tp, bool sp, int b, Recompute r = Recompute::none, Dtype d = Dtype::fp16) {
+LayerConfig layer_config(int tp, bool sp, int b, Recompute r = Recompute::none,
+                         Dtype d = Dtype::fp16) {
     LayerConfig c;
     c.tp = tp;
     c.sequence_parallel = sp;
@@ -67,8 +68,8 @@ TEST_CASE("layer work: FLOPs add up to Narayanan et al.'s Eq. 3", "[models][flop
         const double eq3 = narayanan_iteration_flops(batch, m.seq, m.layers, m.hidden, m.vocab);
         CHECK(model_flops_per_iteration(m, batch, true) == Approx(eq3).epsilon(1e-12));
         // The same from the kernels of one layer and of the head, with recompute = full.
-        const LayerWork layer = layer_work(m, config(1, false, 1, Recompute::full), a100());
-        const LayerWork head = head_work(m, config(1, false, 1), a100());
+        const LayerWork layer = layer_work(m, layer_config(1, false, 1, Recompute::full), a100());
+        const LayerWork head = head_work(m, layer_config(1, false, 1), a100());
         CHECK(gemm_flops(layer.backward) == Approx(2 * gemm_flops(layer.forward)));
         CHECK(gemm_flops(layer.recompute) == Approx(gemm_flops(layer.forward)));
         const double per_sample =
@@ -77,7 +78,7 @@ TEST_CASE("layer work: FLOPs add up to Narayanan et al.'s Eq. 3", "[models][flop
             gemm_flops(head.forward) + gemm_flops(head.backward);
         CHECK(batch * per_sample == Approx(eq3).epsilon(1e-12));
         // Tensor parallelism splits every GEMM evenly.
-        const LayerWork split = layer_work(m, config(8, true, 1), a100());
+        const LayerWork split = layer_work(m, layer_config(8, true, 1), a100());
         CHECK(8 * gemm_flops(split.forward) == Approx(gemm_flops(layer.forward)));
     }
     // Without recompute the layers count three passes: 72 B s l h^2 (1 + s/(6h)) + 6 B s h V.
@@ -91,11 +92,11 @@ TEST_CASE("layer work: Megatron's tensor-parallel collectives", "[models][tp]") 
     const ModelSpec m = load_model("gpt3-175B");
     const std::int64_t sbh2 = std::int64_t{2048} * 2 * 12288 * 2; // s b h, fp16, b = 2
     SECTION("no tensor parallelism: no collectives") {
-        const LayerWork w = layer_work(m, config(1, true, 2), a100());
+        const LayerWork w = layer_work(m, layer_config(1, true, 2), a100());
         CHECK(w.collectives.empty());
     }
     SECTION("tensor parallel: 2 all-reduces forward, 2 backward, of s b h each") {
-        const LayerWork w = layer_work(m, config(8, false, 2), a100());
+        const LayerWork w = layer_work(m, layer_config(8, false, 2), a100());
         check_collective_references(w);
         CHECK(w.collectives.size() == 4);
         CHECK(w.collective_count(Pass::forward, TpOp::all_reduce) == 2);
@@ -119,8 +120,8 @@ TEST_CASE("layer work: Megatron's tensor-parallel collectives", "[models][tp]") 
         }
     }
     SECTION("sequence parallel: all-gathers and reduce-scatters instead, same volume") {
-        const LayerWork tp = layer_work(m, config(8, false, 2), a100());
-        const LayerWork sp = layer_work(m, config(8, true, 2), a100());
+        const LayerWork tp = layer_work(m, layer_config(8, false, 2), a100());
+        const LayerWork sp = layer_work(m, layer_config(8, true, 2), a100());
         check_collective_references(sp);
         CHECK(sp.collective_count(Pass::forward, TpOp::all_gather) == 2);
         CHECK(sp.collective_count(Pass::forward, TpOp::reduce_scatter) == 2);
@@ -143,7 +144,7 @@ TEST_CASE("layer work: Megatron's tensor-parallel collectives", "[models][tp]") 
         CHECK(sp.forward.time < tp.forward.time);
     }
     SECTION("full recompute repeats the forward's collectives") {
-        const LayerWork w = layer_work(m, config(8, false, 2, Recompute::full), a100());
+        const LayerWork w = layer_work(m, layer_config(8, false, 2, Recompute::full), a100());
         CHECK(w.collective_count(Pass::recompute, TpOp::all_reduce) == 2);
         CHECK(w.recompute.ops.size() == w.forward.ops.size());
         CHECK(w.recompute.time == w.forward.time);
@@ -163,7 +164,7 @@ TEST_CASE("layer work: activations match Korthikanti et al. 2022", "[models][mem
                     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
                         INFO(name << " b=" << b << " t=" << t << " sp=" << sp << " "
                                   << to_string(r));
-                        const LayerWork w = layer_work(m, config(t, sp, b, r), a100());
+                        const LayerWork w = layer_work(m, layer_config(t, sp, b, r), a100());
                         double expected =
                             korthikanti_activation_bytes(s, b, h, a, t, sp && t > 1, r, false);
                         // Full recompute keeps the layer input, sequence-sharded under SP.
@@ -179,7 +180,7 @@ TEST_CASE("layer work: activations match Korthikanti et al. 2022", "[models][mem
         ModelSpec flash = m;
         flash.attention = AttentionKind::flash;
         for (bool sp : {false, true}) {
-            const LayerWork w = layer_work(flash, config(8, sp, 1), a100());
+            const LayerWork w = layer_work(flash, layer_config(8, sp, 1), a100());
             CHECK(static_cast<double>(w.activation_bytes) ==
                   Approx(korthikanti_activation_bytes(s, 1, h, a, 8, sp, Recompute::none, true))
                       .epsilon(0.01));
@@ -188,12 +189,12 @@ TEST_CASE("layer work: activations match Korthikanti et al. 2022", "[models][mem
     // Without parallelism: s b h (34 + 5 a s / h), exactly; for GPT-3 the attention core's
     // 5as/h = 80 outweighs the other 34.
     const ModelSpec g = load_model("gpt3-175B");
-    const LayerWork w = layer_work(g, config(1, false, 1), a100());
+    const LayerWork w = layer_work(g, layer_config(1, false, 1), a100());
     const std::int64_t sbh = std::int64_t{2048} * 12288;
     CHECK(5 * 96 * 2048 / 12288 == 80);
     CHECK(w.activation_bytes == sbh * (34 + 80));
     // Selective recompute keeps 34 sbh/t with SP: 107 MB per GPT-3 layer on 8 GPUs.
-    const LayerWork sel = layer_work(g, config(8, true, 1, Recompute::selective), a100());
+    const LayerWork sel = layer_work(g, layer_config(8, true, 1, Recompute::selective), a100());
     CHECK(sel.activation_bytes == 34 * sbh / 8);
     CHECK(sel.recomputed_activation_bytes == 5 * 96 * std::int64_t{2048} * 2048 / 8);
 }
@@ -202,9 +203,9 @@ TEST_CASE("layer work: recompute passes", "[models][recompute]") {
     for (const char* name : {"megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T"}) {
         INFO(name);
         const ModelSpec m = load_model(name);
-        const LayerWork none = layer_work(m, config(8, true, 1), a100());
-        const LayerWork sel = layer_work(m, config(8, true, 1, Recompute::selective), a100());
-        const LayerWork full = layer_work(m, config(8, true, 1, Recompute::full), a100());
+        const LayerWork none = layer_work(m, layer_config(8, true, 1), a100());
+        const LayerWork sel = layer_work(m, layer_config(8, true, 1, Recompute::selective), a100());
+        const LayerWork full = layer_work(m, layer_config(8, true, 1, Recompute::full), a100());
         CHECK(none.recompute.ops.empty());
         // Selective recomputes exactly the attention core: QK^T, softmax, dropout, A.V.
         REQUIRE(sel.recompute.ops.size() == 4);
@@ -223,14 +224,14 @@ TEST_CASE("layer work: recompute passes", "[models][recompute]") {
         CHECK(sel.backward.time == none.backward.time);
     }
     // FlashAttention recomputes inside its own backward: selective has nothing to add.
-    const LayerWork flash =
-        layer_work(load_model("llama2-70B"), config(8, true, 1, Recompute::selective), a100());
+    const LayerWork flash = layer_work(load_model("llama2-70B"),
+                                       layer_config(8, true, 1, Recompute::selective), a100());
     CHECK(flash.recompute.ops.empty());
 }
 
 TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
     SECTION("GQA shrinks the QKV projection (Llama 2 70B, t = 8)") {
-        const LayerWork w = layer_work(load_model("llama2-70B"), config(8, false, 1), a100());
+        const LayerWork w = layer_work(load_model("llama2-70B"), layer_config(8, false, 1), a100());
         const Op& qkv = w.forward.ops[1];
         CHECK(qkv.name == "attention.qkv");
         CHECK(qkv.m == 4096);
@@ -250,7 +251,7 @@ TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
         CHECK(w.parameters == (per_layer - 2 * 8192) / 8 + 2 * 8192);
     }
     SECTION("unfused attention: batched GEMMs over micro-batch x heads / t") {
-        const LayerWork w = layer_work(load_model("gpt3-175B"), config(8, false, 2), a100());
+        const LayerWork w = layer_work(load_model("gpt3-175B"), layer_config(8, false, 2), a100());
         const Op& scores = w.forward.ops[2];
         CHECK(scores.name == "attention.scores");
         CHECK(scores.kind == OpKind::batched_gemm);
@@ -278,8 +279,8 @@ TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
         m.heads = 16;
         m.hidden = 2048;
         m.ffn = 4 * 2048;
-        const LayerWork fused = layer_work(m, config(8, false, 2), a100());
-        const LayerWork fallback = layer_work(m, config(8, false, 1), a100());
+        const LayerWork fused = layer_work(m, layer_config(8, false, 2), a100());
+        const LayerWork fallback = layer_work(m, layer_config(8, false, 1), a100());
         CHECK(fallback.forward.ops.size() == fused.forward.ops.size() + 4);
         CHECK(fallback.backward.ops.size() == fused.backward.ops.size() + 4);
         CHECK(fallback.forward.ops[3].name == "attention.softmax.to_fp32");
@@ -292,15 +293,16 @@ TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
     }
     SECTION("FlashAttention replaces the four kernels with one") {
         ModelSpec m = load_model("gpt3-175B");
-        const LayerWork unfused = layer_work(m, config(8, true, 1), a100());
+        const LayerWork unfused = layer_work(m, layer_config(8, true, 1), a100());
         m.attention = AttentionKind::flash;
-        const LayerWork flash = layer_work(m, config(8, true, 1), a100());
+        const LayerWork flash = layer_work(m, layer_config(8, true, 1), a100());
         CHECK(flash.forward.ops.size() == unfused.forward.ops.size() - 3);
         CHECK(flash.forward.ops[2].kind == OpKind::fused_attention);
         CHECK(flash.forward.bytes < unfused.forward.bytes);
     }
     SECTION("pass totals are the sums of their kernels") {
-        const LayerWork w = layer_work(load_model("megatron-22B"), config(4, true, 2), a100());
+        const LayerWork w =
+            layer_work(load_model("megatron-22B"), layer_config(4, true, 2), a100());
         sim::Time t;
         double f = 0;
         for (const Op& op : w.backward.ops) {
@@ -313,15 +315,15 @@ TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {
     }
     SECTION("bigger micro-batches and less tensor parallelism take longer") {
         const ModelSpec m = load_model("megatron-22B");
-        CHECK(layer_work(m, config(8, true, 2), a100()).forward.time >
-              layer_work(m, config(8, true, 1), a100()).forward.time);
-        CHECK(layer_work(m, config(4, true, 1), a100()).forward.time >
-              layer_work(m, config(8, true, 1), a100()).forward.time);
+        CHECK(layer_work(m, layer_config(8, true, 2), a100()).forward.time >
+              layer_work(m, layer_config(8, true, 1), a100()).forward.time);
+        CHECK(layer_work(m, layer_config(4, true, 1), a100()).forward.time >
+              layer_work(m, layer_config(8, true, 1), a100()).forward.time);
     }
     SECTION("identical inputs give identical work") {
         const ModelSpec m = load_model("turing-530B");
-        const LayerWork a = layer_work(m, config(8, true, 1, Recompute::selective), a100());
-        const LayerWork b = layer_work(m, config(8, true, 1, Recompute::selective), a100());
+        const LayerWork a = layer_work(m, layer_config(8, true, 1, Recompute::selective), a100());
+        const LayerWork b = layer_work(m, layer_config(8, true, 1, Recompute::selective), a100());
         REQUIRE(a.backward.ops.size() == b.backward.ops.size());
         for (std::size_t i = 0; i < a.backward.ops.size(); ++i) {
             CHECK(a.backward.ops[i].name == b.backward.ops[i].name);
@@ -335,7 +337,8 @@ TEST_CASE("layer work: the lecture's MLP, split naively over 4 GPUs", "[models][
     // cs336-parallelism-2.yaml, tensor_parallel: batch 128, each rank W[:, 256], all-gather of
     // the 128x256 fp32 slices after every layer.
     const ModelSpec m = load_model("lecture-mlp");
-    const LayerWork w = layer_work(m, config(4, false, 128, Recompute::none, Dtype::fp32), a100());
+    const LayerWork w =
+        layer_work(m, layer_config(4, false, 128, Recompute::none, Dtype::fp32), a100());
     REQUIRE(w.forward.ops.size() == 2);
     const Op& linear = w.forward.ops[0];
     CHECK(linear.m == 128);
@@ -348,14 +351,15 @@ TEST_CASE("layer work: the lecture's MLP, split naively over 4 GPUs", "[models][
     CHECK(w.parameters == 1024 * 256);
     check_collective_references(w);
     // Data parallel over 4: local batch 32, no collectives in the layer.
-    const LayerWork dp = layer_work(m, config(1, false, 32, Recompute::none, Dtype::fp32), a100());
+    const LayerWork dp =
+        layer_work(m, layer_config(1, false, 32, Recompute::none, Dtype::fp32), a100());
     CHECK(dp.collectives.empty());
     CHECK(dp.parameters == 1024 * 1024);
-    CHECK(embedding_work(m, config(1, false, 32), a100()).forward.ops.empty());
-    CHECK(head_work(m, config(1, false, 32), a100()).forward.ops.size() == 1);
+    CHECK(embedding_work(m, layer_config(1, false, 32), a100()).forward.ops.empty());
+    CHECK(head_work(m, layer_config(1, false, 32), a100()).forward.ops.size() == 1);
     // Full recompute keeps only the layer input.
     const LayerWork full =
-        layer_work(m, config(4, false, 128, Recompute::full, Dtype::fp32), a100());
+        layer_work(m, layer_config(4, false, 128, Recompute::full, Dtype::fp32), a100());
     CHECK(full.activation_bytes == 128 * 1024 * 4);
     CHECK(full.recompute.ops.size() == 2);
 }
@@ -364,7 +368,7 @@ TEST_CASE("layer work: embedding and head stages", "[models][stages]") {
     const ModelSpec m = load_model("gpt3-175B");
     const std::int64_t s = 2048, h = 12288, v = 51200;
     SECTION("head: LM head GEMM over the padded vocabulary, cross entropy, memory") {
-        const LayerWork w = head_work(m, config(8, true, 1), a100());
+        const LayerWork w = head_work(m, layer_config(8, true, 1), a100());
         check_collective_references(w);
         const Op& head = w.forward.ops[1];
         CHECK(head.name == "lm_head");
@@ -378,7 +382,7 @@ TEST_CASE("layer work: embedding and head stages", "[models][stages]") {
         CHECK(w.parameters == v / 8 * h + 2 * h);
     }
     SECTION("embedding: vocabulary-parallel lookup reduced across the ranks") {
-        const LayerWork w = embedding_work(m, config(8, false, 1), a100());
+        const LayerWork w = embedding_work(m, layer_config(8, false, 1), a100());
         check_collective_references(w);
         CHECK(w.collective_count(Pass::forward, TpOp::all_reduce) == 1);
         CHECK(w.parameters == v / 8 * h + s * h);
@@ -390,7 +394,7 @@ TEST_CASE("layer work: embedding and head stages", "[models][stages]") {
         odd.vocab = 50257;
         CHECK(padded_vocab(odd, 1) == 50304);
         CHECK(padded_vocab(odd, 8) == 51200);
-        CHECK(head_work(odd, config(8, false, 1), a100()).forward.ops[1].n == 6400);
+        CHECK(head_work(odd, layer_config(8, false, 1), a100()).forward.ops[1].n == 6400);
     }
 }
 
@@ -410,32 +414,33 @@ TEST_CASE("layer work: optimizer step and model state", "[models][memory]") {
 TEST_CASE("layer work: configurations the model cannot take", "[models][errors]") {
     const ModelSpec g = load_model("gpt3-175B");
     SECTION("tp not dividing the heads names the numbers and the tp values that work") {
-        CHECK_THROWS_AS(layer_work(g, config(5, false, 1), a100()), InputError);
-        CHECK_THROWS_WITH(layer_work(g, config(5, false, 1), a100()),
+        CHECK_THROWS_AS(layer_work(g, layer_config(5, false, 1), a100()), InputError);
+        CHECK_THROWS_WITH(layer_work(g, layer_config(5, false, 1), a100()),
                           Catch::Contains("tp=5") && Catch::Contains("heads=96") &&
                               Catch::Contains("1, 2, 3, 4, 6, 8"));
     }
     SECTION("GQA: tp must divide kv_heads") {
-        CHECK_THROWS_WITH(layer_work(load_model("llama2-70B"), config(16, false, 1), a100()),
+        CHECK_THROWS_WITH(layer_work(load_model("llama2-70B"), layer_config(16, false, 1), a100()),
                           Catch::Contains("kv_heads=8"));
     }
     SECTION("sequence parallelism needs tp to divide seq") {
         ModelSpec m = g;
         m.seq = 2047;
-        CHECK_NOTHROW(layer_work(m, config(8, false, 1), a100()));
-        CHECK_THROWS_WITH(layer_work(m, config(8, true, 1), a100()), Catch::Contains("seq"));
+        CHECK_NOTHROW(layer_work(m, layer_config(8, false, 1), a100()));
+        CHECK_THROWS_WITH(layer_work(m, layer_config(8, true, 1), a100()), Catch::Contains("seq"));
     }
     SECTION("sequence parallelism on the MLP") {
-        CHECK_THROWS_WITH(layer_work(load_model("lecture-mlp"), config(4, true, 32), a100()),
+        CHECK_THROWS_WITH(layer_work(load_model("lecture-mlp"), layer_config(4, true, 32), a100()),
                           Catch::Contains("transformers"));
     }
     SECTION("micro-batch of zero, tp of zero") {
-        CHECK_THROWS_WITH(layer_work(g, config(8, false, 0), a100()),
+        CHECK_THROWS_WITH(layer_work(g, layer_config(8, false, 0), a100()),
                           Catch::Contains("micro-batch"));
-        CHECK_THROWS_AS(layer_work(g, config(0, false, 1), a100()), InputError);
+        CHECK_THROWS_AS(layer_work(g, layer_config(0, false, 1), a100()), InputError);
     }
     SECTION("a dtype the GPU lacks") {
-        CHECK_THROWS_WITH(layer_work(g, config(8, false, 1, Recompute::none, Dtype::fp8), a100()),
-                          Catch::Contains("fp8"));
+        CHECK_THROWS_WITH(
+            layer_work(g, layer_config(8, false, 1, Recompute::none, Dtype::fp8), a100()),
+            Catch::Contains("fp8"));
     }
 }
