@@ -37,7 +37,9 @@ fs::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
                                  name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
     if (looks_like_path) {
         fs::path p(name_or_path);
-        if (p.is_relative() && !relative_to.empty() && !fs::exists(p))
+        // Relative to the file that names it, never to wherever the command runs: the same
+        // file must mean the same hardware from any directory.
+        if (p.is_relative() && !relative_to.empty())
             p = relative_to / p;
         if (!fs::exists(p))
             throw InputError(name_or_path + ": no such " + kind.noun + " file");

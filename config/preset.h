@@ -31,7 +31,8 @@ struct PresetKind {
 std::vector<std::string> preset_names(const PresetKind& kind);
 
 /// The file a name or path stands for. A value with a '/' or a .yaml/.yml ending is a path;
-/// a relative one is tried as given, then against `relative_to` (the including file's folder).
+/// a relative one is taken relative to `relative_to` (the including file's folder; empty for a
+/// path given on the command line, which is relative to the working directory).
 /// Anything else names a preset. Throws InputError listing the presets when none matches.
 std::filesystem::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
                                      const std::filesystem::path& relative_to = {});

@@ -3,9 +3,13 @@
 #include "base/error.h"
 #include "base/units.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 namespace clustersim::config {
 
@@ -22,11 +26,24 @@ std::string format_mark(const std::string& file, const YAML::Mark& mark) {
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-    std::ifstream in(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(path + ": is a directory, expected a YAML file");
+    std::ifstream in(path, std::ios::binary);
     if (!in)
         throw InputError(path + ": cannot open the file");
+    // Read at most one byte past the limit: a device or a huge file is refused after
+    // kMaxYamlFileBytes, not read whole first.
+    std::string text(kMaxYamlFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad())
+        throw InputError(path + ": cannot read the file");
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxYamlFileBytes)
+        throw InputError(path + ": larger than " + std::to_string(kMaxYamlFileBytes >> 20) +
+                         " MiB; a config file is a few KiB (is this the right file?)");
     try {
-        return YAML::Load(in);
+        return YAML::Load(text);
     } catch (const YAML::Exception& e) {
         throw InputError(format_mark(path, e.mark) + ": invalid YAML: " + e.msg);
     }
@@ -41,6 +58,37 @@ YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
         throw InputError(format_mark(*file_, node_.Mark()) + ": " + where +
                          ": expected a mapping of keys to values");
     }
+    refuse_duplicate_keys();
+}
+
+void YamlMap::refuse_duplicate_keys() const {
+    // yaml-cpp keeps both entries of a repeated key and lookups find the first, so a repeated
+    // section would silently drop the second: refuse it, naming both places.
+    if (node_.size() < 2)
+        return;
+    std::vector<std::pair<std::string, YAML::Mark>> keys;
+    keys.reserve(node_.size());
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+        if (it->first.IsScalar())
+            keys.emplace_back(it->first.Scalar(), it->first.Mark());
+    }
+    // Stable: for a key given twice, the first entry in the file comes first.
+    std::stable_sort(keys.begin(), keys.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < keys.size(); ++i) {
+        if (keys[i].first != keys[i - 1].first)
+            continue;
+        const std::string key = key_path(keys[i].first);
+        const YAML::Mark& first = keys[i - 1].second;
+        const YAML::Mark& second = keys[i].second;
+        const auto& [earlier, later] =
+            first.line < second.line || (first.line == second.line && first.column < second.column)
+                ? std::pair{first, second}
+                : std::pair{second, first};
+        throw InputError(format_mark(*file_, later) + ": key '" + key + "' given twice (first at " +
+                             format_mark(*file_, earlier) + "); keep one",
+                         location(*file_, later, key));
+    }
 }
 
 std::string YamlMap::key_path(std::string_view key) const {
@@ -53,12 +101,14 @@ void YamlMap::fail(std::string_view key, const std::string& what) const {
 }
 
 void YamlMap::fail_at(const YAML::Node& at, std::string_view key, const std::string& what) const {
-    throw InputError(format_mark(*file_, at.Mark()) + ": key '" + key_path(key) + "': " + what);
+    throw InputError(format_mark(*file_, at.Mark()) + ": key '" + key_path(key) + "': " + what,
+                     location(*file_, at.Mark(), key_path(key)));
 }
 
 void YamlMap::missing(std::string_view key, const std::string& what) const {
     throw InputError(format_mark(*file_, node_.Mark()) + ": missing key '" + key_path(key) + "' (" +
-                     what + ")");
+                         what + ")",
+                     location(*file_, node_.Mark(), key_path(key)));
 }
 
 bool YamlMap::has(std::string_view key) {

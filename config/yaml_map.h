@@ -13,6 +13,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,12 +30,17 @@ SourceLocation location(const std::string& file, const YAML::Mark& mark, std::st
 /// "FILE:LINE:COL" from a yaml-cpp mark (which is 0-based).
 std::string format_mark(const std::string& file, const YAML::Mark& mark);
 
-/// Parses a YAML file; a syntax error becomes an InputError with the file, line and column.
+/// Config files larger than this are refused before parsing (a device, a log given by mistake).
+inline constexpr std::size_t kMaxYamlFileBytes = std::size_t{16} << 20;
+
+/// Parses a YAML file; a syntax error becomes an InputError with the file, line and column, as
+/// do a directory, an unreadable file and one over kMaxYamlFileBytes.
 YAML::Node load_yaml_file(const std::string& path);
 
 class YamlMap {
 public:
-    /// Wraps `node`, which must be a mapping (else InputError naming `path`).
+    /// Wraps `node`, which must be a mapping with no key given twice (else InputError naming
+    /// `path`).
     YamlMap(YAML::Node node, std::string file, std::string path = "");
 
     const std::string& file() const { return *file_; }
@@ -83,6 +89,8 @@ public:
     std::string key_path(std::string_view key) const;
 
 private:
+    /// Throws when a key appears twice in this mapping (naming both lines).
+    void refuse_duplicate_keys() const;
     YAML::Node scalar(std::string_view key, std::string_view expected);
 
     YAML::Node node_;

@@ -1,0 +1,48 @@
+#include "base/error.h"
+#include "base/text.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace clustersim;
+
+TEST_CASE("text: percentages with the decimals asked for", "[base][text]") {
+    CHECK(base::percent(0.1234) == "12.3%");
+    CHECK(base::percent(0.1234, 2) == "12.34%");
+    CHECK(base::percent(0) == "0.0%");
+    CHECK(base::signed_percent(0.05) == "+5.0%");
+    CHECK(base::signed_percent(-0.0456, 2) == "-4.56%");
+    CHECK(base::percent_number(0.1234, 2) == "12.34");
+}
+
+TEST_CASE("text: significant digits", "[base][text]") {
+    CHECK(base::round_significant(123456.789, 6) == 123457.0);
+    CHECK(base::round_significant(0.000123456789, 3) == 0.000123);
+    CHECK(base::round_significant(-98765.0, 2) == -99000.0);
+    CHECK(base::round_significant(0.0, 3) == 0.0);
+    CHECK(std::isinf(base::round_significant(std::numeric_limits<double>::infinity(), 3)));
+    CHECK(base::scientific(1.23456e9, 3) == "1.23e+09");
+    CHECK(base::scientific(5000, 3) == "5.00e+03");
+    // What is written reads back as what was rounded.
+    const double x = 2.0 / 3.0;
+    CHECK(base::round_significant(x, 4) == std::stod(base::scientific(x, 4)));
+}
+
+TEST_CASE("text: join", "[base][text]") {
+    CHECK(base::join({}, ", ").empty());
+    CHECK(base::join({"a"}, ", ") == "a");
+    CHECK(base::join({"a", "b", "c"}, ", ") == "a, b, c");
+}
+
+TEST_CASE("errors: an InputError may carry its location as data", "[base][error]") {
+    const InputError plain("x.yaml: bad");
+    CHECK_FALSE(plain.where().has_value());
+    const InputError located("x.yaml:3:5: key 'a.b': bad", {"x.yaml", 3, 5, "a.b"});
+    REQUIRE(located.where().has_value());
+    CHECK(located.where()->line == 3);
+    CHECK(located.where()->column == 5);
+    CHECK(located.where()->key == "a.b");
+    CHECK(std::string(located.what()) == "x.yaml:3:5: key 'a.b': bad");
+}
