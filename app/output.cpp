@@ -2,43 +2,134 @@
 
 #include "base/error.h"
 
+#include <atomic>
 #include <cerrno>
-#include <cstdio>
+#include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
+#include <mutex>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace clustersim::app {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The temporary file being written, so that SIGINT or SIGTERM does not leave it behind. A
+// signal handler may only touch lock-free atomics and call async-signal-safe functions
+// (unlink, signal, raise), hence a fixed buffer and a flag instead of a std::string.
+char pending_temp[4096];
+std::atomic<bool> temp_pending{false};
+
+extern "C" void remove_temp_and_reraise(int sig) {
+    if (temp_pending.load())
+        ::unlink(pending_temp);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+void install_cleanup_handlers() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (int sig : {SIGINT, SIGTERM}) {
+            // Only where nobody else handles the signal (an MPI runtime may).
+            struct sigaction old {};
+            if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
+                std::signal(sig, remove_temp_and_reraise);
+        }
+    });
+}
+
+/// Writes all of `content` to `fd`; false on error (errno set).
+bool write_all(int fd, std::string_view content) {
+    while (!content.empty()) {
+        const ssize_t n = ::write(fd, content.data(), content.size());
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return false;
+        }
+        content.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+}
+
+std::string error_text(int err) {
+    return std::strerror(err);
+}
+
+/// A device, FIFO or socket (`--trace /dev/null`, a pipe): nothing there can be replaced
+/// atomically, and replacing it by a regular file would be damage; write through it.
+void write_through(const std::string& path, std::string_view content) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw InputError(path + ": cannot write: " + error_text(errno));
+    const bool ok = write_all(fd, content);
+    const int err = errno;
+    ::close(fd);
+    if (!ok)
+        throw InputError(path + ": write failed: " + error_text(err));
+}
+
+} // namespace
+
 void write_file_atomically(const std::string& path, std::string_view content) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
+    if (path.empty())
+        throw InputError("an output path is empty: give a file name");
+    fs::path target(path);
+    std::error_code ec;
+    // A symbolic link stays a link: the file it points to is the one replaced.
+    if (fs::is_symlink(fs::symlink_status(target, ec))) {
+        const fs::path resolved = fs::weakly_canonical(target, ec);
+        if (ec)
+            throw InputError(path + ": cannot resolve the link: " + ec.message());
+        target = resolved;
+    }
+    const fs::file_status status = fs::status(target, ec);
+    if (fs::exists(status)) {
+        if (fs::is_directory(status))
+            throw InputError(path + ": is a directory; give a file name");
+        if (!fs::is_regular_file(status)) {
+            write_through(target.string(), content);
+            return;
+        }
+    }
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
     if (!fs::is_directory(dir))
         throw InputError(path + ": cannot write: directory '" + dir.string() + "' does not exist");
     // Built by appends: GCC 12 warns falsely (-Wrestrict) on the chained operator+ form.
     std::string tmp_name = ".";
     tmp_name.append(target.filename().string()).append(".tmp.").append(std::to_string(::getpid()));
-    const fs::path tmp = dir / tmp_name;
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out)
-            throw InputError(path + ": cannot write: " + std::strerror(errno));
-        out.write(content.data(), static_cast<std::streamsize>(content.size()));
-        out.flush();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw InputError(path + ": write failed");
-        }
+    const std::string tmp = (dir / tmp_name).string();
+    if (tmp.size() >= sizeof pending_temp)
+        throw InputError(path + ": cannot write: the path is too long");
+
+    install_cleanup_handlers();
+    std::memcpy(pending_temp, tmp.c_str(), tmp.size() + 1);
+    temp_pending.store(true);
+    auto fail = [&](const std::string& what) {
+        ::unlink(tmp.c_str());
+        temp_pending.store(false);
+        throw InputError(path + ": " + what);
+    };
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        const int err = errno;
+        temp_pending.store(false);
+        throw InputError(path + ": cannot write: " + error_text(err));
     }
-    std::error_code ec;
-    fs::rename(tmp, target, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw InputError(path + ": cannot write: " + ec.message());
-    }
+    // fsync before the rename: after a crash the target is the old file or the new one whole,
+    // never a new name over data not yet on disk.
+    const bool written = write_all(fd, content) && ::fsync(fd) == 0;
+    const int err = errno;
+    if (::close(fd) != 0 || !written)
+        fail("write failed: " + error_text(written ? errno : err));
+    if (::rename(tmp.c_str(), target.c_str()) != 0)
+        fail("cannot write: " + error_text(errno));
+    temp_pending.store(false);
 }
 
 } // namespace clustersim::app

@@ -1,0 +1,53 @@
+#include "app/output.h"
+#include "base/error.h"
+
+#include "cli_run.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sys/stat.h>
+
+using namespace clustersim;
+namespace fs = std::filesystem;
+
+TEST_CASE("output files: written whole, through links, never over devices", "[app][output]") {
+    const test::TempDir dir("output");
+
+    SECTION("a plain file is replaced whole and no temporary is left") {
+        const fs::path p = dir.path / "a.txt";
+        app::write_file_atomically(p.string(), "first");
+        app::write_file_atomically(p.string(), "second");
+        CHECK(test::slurp(p) == "second");
+        int files = 0;
+        for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path))
+            ++files;
+        CHECK(files == 1);
+    }
+
+    SECTION("a symbolic link stays a link; the file it points to gets the content") {
+        const fs::path real = dir.path / "real.json";
+        const fs::path link = dir.path / "link.json";
+        test::spit(real, "old");
+        fs::create_symlink(real, link);
+        app::write_file_atomically(link.string(), "new");
+        CHECK(fs::is_symlink(fs::symlink_status(link)));
+        CHECK(test::slurp(real) == "new");
+    }
+
+    SECTION("a device is written through, not replaced by a regular file") {
+        REQUIRE(fs::exists("/dev/null"));
+        app::write_file_atomically("/dev/null", "discarded");
+        struct stat st {};
+        REQUIRE(::stat("/dev/null", &st) == 0);
+        CHECK(S_ISCHR(st.st_mode));
+    }
+
+    SECTION("a directory, an empty path and a missing folder are input errors") {
+        CHECK_THROWS_WITH(app::write_file_atomically(dir.path.string(), "x"),
+                          dir.path.string() + ": is a directory; give a file name");
+        CHECK_THROWS_AS(app::write_file_atomically("", "x"), InputError);
+        CHECK_THROWS_WITH(app::write_file_atomically((dir.path / "no/such/f").string(), "x"),
+                          Catch::Contains("does not exist"));
+    }
+}
