@@ -1,6 +1,7 @@
 #include "app/cli.h"
 
 #include "base/error.h"
+#include "base/text.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 
 #include <exception>
 #include <ostream>
+#include <string>
+#include <vector>
 
 namespace clustersim::app {
 
@@ -28,6 +31,25 @@ int run_cli(int argc, const char* const* argv, Io io) {
     register_bubble(app, io, exit_code);
     register_calibrate(app, io, exit_code);
     register_validate(app, io, exit_code);
+    register_list(app, io, exit_code);
+    register_init(app, io, exit_code);
+
+    // CLI11 reports a mistyped command as "A subcommand is required"; name it instead.
+    if (argc > 1 && argv[1][0] != '-') {
+        const std::string given = argv[1];
+        std::vector<std::string> names;
+        bool known = false;
+        for (const CLI::App* sub : app.get_subcommands({})) {
+            names.push_back(sub->get_name());
+            known = known || sub->check_name(given);
+        }
+        if (!known) {
+            fmt::print(io.err, "clustersim: error: unknown command '{}' (commands: {})\n",
+                       base::excerpt(given), base::join(names, ", "));
+            fmt::print(io.err, "Run with --help for usage.\n");
+            return kUsage;
+        }
+    }
 
     try {
         app.parse(argc, argv);

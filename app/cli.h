@@ -39,5 +39,10 @@ void register_scale(CLI::App& app, Io io, int& exit_code);
 void register_bubble(CLI::App& app, Io io, int& exit_code);
 void register_calibrate(CLI::App& app, Io io, int& exit_code);
 void register_validate(CLI::App& app, Io io, int& exit_code);
+void register_list(CLI::App& app, Io io, int& exit_code);
+void register_init(CLI::App& app, Io io, int& exit_code);
+
+/// The experiment file `clustersim init` writes.
+extern const char* const kExperimentTemplate;
 
 } // namespace clustersim::app

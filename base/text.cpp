@@ -41,4 +41,23 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
     return out;
 }
 
+std::string excerpt(std::string_view text, std::size_t max_bytes) {
+    std::size_t keep = text.size();
+    if (keep > max_bytes) {
+        keep = max_bytes;
+        // Back off to the start of a UTF-8 character (continuation bytes are 10xxxxxx).
+        while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80)
+            --keep;
+    }
+    std::string out;
+    out.reserve(keep + 24);
+    for (std::size_t i = 0; i < keep; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        out += c < 0x20 || c == 0x7F ? '?' : static_cast<char>(c);
+    }
+    if (keep < text.size())
+        out += fmt::format("... ({} bytes)", text.size());
+    return out;
+}
+
 } // namespace clustersim::base

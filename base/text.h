@@ -4,6 +4,7 @@
 /// digits, joined lists. Every report and writer formats through these, so one quantity reads
 /// the same everywhere; each takes the precision it needs rather than hiding it in its name.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,5 +26,10 @@ std::string scientific(double x, int digits);
 
 /// The items separated by `separator`: join({"a", "b"}, ", ") = "a, b".
 std::string join(const std::vector<std::string>& items, std::string_view separator);
+
+/// Input quoted back in an error message, made safe to print: control characters become '?',
+/// and text longer than `max_bytes` is cut (at a character boundary) and marked with its
+/// length, so that a 20 MB value gives a one-line message: "aaaa... (20971520 bytes)".
+std::string excerpt(std::string_view text, std::size_t max_bytes = 60);
 
 } // namespace clustersim::base

@@ -1,6 +1,7 @@
 #include "base/units.h"
 
 #include "base/error.h"
+#include "base/text.h"
 
 #include <array>
 #include <charconv>
@@ -30,7 +31,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
     const std::string_view s = trim(text);
     auto fail = [&](std::string_view why) -> UnitsError {
         return UnitsError("expected " + std::string(what) + " like '" + std::string(example) +
-                          "', got '" + std::string(text) + "'" +
+                          "', got '" + excerpt(text) + "'" +
                           (why.empty() ? "" : " (" + std::string(why) + ")"));
     };
     if (s.empty())
@@ -114,12 +115,12 @@ std::int64_t parse_bytes(std::string_view text) {
     bool found = false;
     const double factor = lookup(kSizeSuffixes, unit, found);
     if (!found)
-        throw UnitsError("expected a size like '1GiB', '100MB' or '4096', got '" +
-                         std::string(text) + "' (unknown unit '" + std::string(unit) +
+        throw UnitsError("expected a size like '1GiB', '100MB' or '4096', got '" + excerpt(text) +
+                         "' (unknown unit '" + excerpt(unit) +
                          "'; use B, KiB/MiB/GiB/TiB, KB/MB/GB/TB, or K/M/G/T as nccl-tests)");
     const double bytes = std::round(value * factor);
     if (bytes >= 9.2e18)
-        throw UnitsError("size '" + std::string(text) + "' is too large");
+        throw UnitsError("size '" + excerpt(text) + "' is too large");
     return static_cast<std::int64_t>(bytes);
 }
 
@@ -139,10 +140,12 @@ double parse_bandwidth(std::string_view text) {
     bool found = false;
     const double scale = per_unit > 0 ? lookup(kPrefixes, prefix, found) : 0;
     if (!found)
-        throw UnitsError("expected a bandwidth like '900GB/s' or '400Gb/s', got '" +
-                         std::string(text) +
+        throw UnitsError("expected a bandwidth like '900GB/s' or '400Gb/s', got '" + excerpt(text) +
                          "' (the unit must end in B/s for bytes or b/s for bits)");
-    return value * scale * per_unit;
+    const double rate = value * scale * per_unit;
+    if (!std::isfinite(rate))
+        throw UnitsError("bandwidth '" + excerpt(text) + "' is too large");
+    return rate;
 }
 
 sim::Time parse_time(std::string_view text) {
@@ -150,11 +153,11 @@ sim::Time parse_time(std::string_view text) {
     bool found = false;
     const double factor = lookup(kTimeSuffixes, unit, found);
     if (!found)
-        throw UnitsError("expected a time like '2us' or '1.5ms', got '" + std::string(text) +
+        throw UnitsError("expected a time like '2us' or '1.5ms', got '" + excerpt(text) +
                          "' (units: ps, ns, us, ms, s)");
     const double seconds = value * factor;
     if (seconds * 1e12 >= 9.2e18)
-        throw UnitsError("time '" + std::string(text) + "' is too large (at most ~106 days)");
+        throw UnitsError("time '" + excerpt(text) + "' is too large (at most ~106 days)");
     return sim::Time::from_seconds(seconds);
 }
 
@@ -173,8 +176,11 @@ double parse_flop_rate(std::string_view text) {
     const double scale = has_unit ? lookup(kPrefixes, prefix, found) : 0;
     if (!found || prefix.find('i') != std::string_view::npos)
         throw UnitsError("expected a FLOP rate like '989TFLOPS' or '19.5 TFLOP/s', got '" +
-                         std::string(text) + "'");
-    return value * scale;
+                         excerpt(text) + "'");
+    const double rate = value * scale;
+    if (!std::isfinite(rate))
+        throw UnitsError("FLOP rate '" + excerpt(text) + "' is too large");
+    return rate;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "config/yaml_map.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 
 #include <algorithm>
@@ -136,7 +137,7 @@ std::int64_t YamlMap::integer(std::string_view key, std::int64_t min, std::int64
     std::int64_t value = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || ptr != text.data() + text.size())
-        fail(key, "expected an integer, got '" + text + "'");
+        fail(key, "expected an integer, got '" + base::excerpt(text) + "'");
     if (value < min || value > max)
         fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
                       ", got " + text);
@@ -148,7 +149,7 @@ double YamlMap::number(std::string_view key, double min) {
     double value = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value))
-        fail(key, "expected a number, got '" + text + "'");
+        fail(key, "expected a number, got '" + base::excerpt(text) + "'");
     if (value < min)
         fail(key, "expected a number >= " + std::to_string(min) + ", got " + text);
     return value;
@@ -160,7 +161,7 @@ bool YamlMap::boolean(std::string_view key) {
         return true;
     if (text == "false" || text == "no" || text == "off")
         return false;
-    fail(key, "expected true or false, got '" + text + "'");
+    fail(key, "expected true or false, got '" + base::excerpt(text) + "'");
 }
 
 std::int64_t YamlMap::bytes(std::string_view key, bool positive) {
@@ -172,7 +173,7 @@ std::int64_t YamlMap::bytes(std::string_view key, bool positive) {
         fail(key, e.what());
     }
     if (positive && v <= 0)
-        fail(key, "expected a positive size, got '" + text + "'");
+        fail(key, "expected a positive size, got '" + base::excerpt(text) + "'");
     return v;
 }
 
@@ -185,7 +186,7 @@ double YamlMap::bandwidth(std::string_view key) {
         fail(key, e.what());
     }
     if (!(v > 0))
-        fail(key, "expected a positive bandwidth, got '" + text + "'");
+        fail(key, "expected a positive bandwidth, got '" + base::excerpt(text) + "'");
     return v;
 }
 
@@ -207,7 +208,7 @@ double YamlMap::flop_rate(std::string_view key, bool positive) {
         fail(key, e.what());
     }
     if (positive && !(v > 0))
-        fail(key, "expected a positive FLOP rate, got '" + text + "'");
+        fail(key, "expected a positive FLOP rate, got '" + base::excerpt(text) + "'");
     return v;
 }
 
@@ -220,7 +221,7 @@ std::string YamlMap::choice(std::string_view key, const std::vector<std::string>
     std::string list;
     for (const auto& c : choices)
         list += (list.empty() ? "" : ", ") + c;
-    fail(key, "expected one of " + list + ", got '" + text + "'");
+    fail(key, "expected one of " + list + ", got '" + base::excerpt(text) + "'");
 }
 
 YamlMap YamlMap::map(std::string_view key) {

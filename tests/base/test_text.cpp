@@ -46,3 +46,13 @@ TEST_CASE("errors: an InputError may carry its location as data", "[base][error]
     CHECK(located.where()->key == "a.b");
     CHECK(std::string(located.what()) == "x.yaml:3:5: key 'a.b': bad");
 }
+
+TEST_CASE("text: input quoted in errors is short and printable", "[base][text]") {
+    CHECK(base::excerpt("fast") == "fast");
+    CHECK(base::excerpt("a\nb\tc") == "a?b?c");
+    const std::string huge(20 << 20, 'x');
+    const std::string e = base::excerpt(huge);
+    CHECK(e == std::string(60, 'x') + "... (20971520 bytes)");
+    // Cut at a character boundary: "µ" is two bytes in UTF-8.
+    CHECK(base::excerpt("aµs", 2) == "a... (4 bytes)");
+}

@@ -105,3 +105,16 @@ TEST_CASE("units: formatting", "[sim][units]") {
     CHECK(base::format_time(Time::zero()) == "0");
     CHECK(base::format_flop_rate(9.894e14) == "989 TFLOP/s");
 }
+
+TEST_CASE("units: values that overflow and huge inputs are clean errors", "[units]") {
+    using namespace clustersim;
+    CHECK_THROWS_WITH(base::parse_bandwidth("1e300GB/s"), "bandwidth '1e300GB/s' is too large");
+    CHECK_THROWS_WITH(base::parse_flop_rate("1e300PFLOPS"), "FLOP rate '1e300PFLOPS' is too large");
+    const std::string huge(1 << 20, '9');
+    try {
+        base::parse_bandwidth(huge + "GB/s");
+        FAIL("accepted");
+    } catch (const UnitsError& e) {
+        CHECK(std::string(e.what()).size() < 200);
+    }
+}

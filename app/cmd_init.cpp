@@ -1,0 +1,84 @@
+// clustersim init: a commented experiment file with every key, its unit and its default, to
+// start from. A test loads it and checks it names every key the loaders accept.
+#include "app/cli.h"
+#include "app/output.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace clustersim::app {
+
+/// The template. Values are those of a small but real run (GPT-3 175B's shape with 12 layers
+/// on one DGX A100), so that `clustersim run` on it works as written; defaults are in the
+/// comments.
+const char* const kExperimentTemplate =
+    R"(# A clustersim experiment: a cluster, a model, how it is trained and how it is split.
+# Run it with `clustersim run FILE`; change any key from the command line with
+# `--set parallel.tp=4`. Sizes take units (25MiB, 1GB), times too (2us). Knob names follow
+# Megatron-LM where it has one (in brackets).
+name: my-experiment              # default: the file's name
+description: what this run is for
+
+hardware: dgx-a100               # a preset (`clustersim list`), a path to a hardware file, or a
+                                 # mapping that `extends:` one and overrides any key
+gpus: 8                          # or `nodes: 1`; default: one node of the hardware
+
+model:                           # a preset (`model: gpt3-175B`) or a mapping; a mapping may
+  extends: gpt3-175B             # `extends:` a preset and change any key
+  kind: transformer              # transformer | mlp (the lecture's x = gelu(x @ W), with `dim`)
+  layers: 12                     # transformer layers [--num-layers]
+  hidden: 12288                  # [--hidden-size]
+  heads: 96                      # attention heads [--num-attention-heads]
+  kv_heads: 96                   # key/value heads, grouped-query attention [--num-query-groups];
+                                 # default: heads
+  ffn: 49152                     # MLP width [--ffn-hidden-size]; default: 4 x hidden
+  seq: 2048                      # sequence length [--seq-length]
+  vocab: 51200                   # vocabulary, padded as Megatron pads it
+  vocab_divisible_by: 128        # [--make-vocab-size-divisible-by]; default 128
+  attention: unfused             # unfused | flash [--use-flash-attn]; default unfused
+  activation: gelu               # gelu | swiglu [--swiglu]; default gelu
+  norm: layernorm                # layernorm | rmsnorm [--normalization]; default layernorm
+  position_embedding: learned    # learned | rope [--position-embedding-type]; default learned
+  tied_embeddings: true          # LM head shares the word embeddings; default true
+  bias: true                     # linear layers have biases [--disable-bias-linear: false]
+  dropout: 0.1                   # hidden and attention dropout, [0, 1); default 0.1
+
+training:
+  global_batch: 16               # samples per step, all replicas [--global-batch-size]; required
+  micro_batch: 1                 # samples per micro-batch [--micro-batch-size]; default 1
+  dtype: fp16                    # fp32 | tf32 | fp16 | bf16 | fp8; default bf16
+  optimizer: adam                # adam | adamw | sgd; default adam
+  forward_only: false            # no backward, no optimizer (inference-style); default false
+
+parallel:
+  tp: 8                          # tensor parallel [--tensor-model-parallel-size]; default 1
+  pp: 1                          # pipeline stages [--pipeline-model-parallel-size]; default 1
+  dp: 1                          # data parallel; default gpus / (tp x pp)
+  schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b; default 1f1b
+  virtual_stages: 1              # model chunks per GPU for interleaved-1f1b; default 1
+  sequence_parallel: true        # [--sequence-parallel]; default false
+  recompute: selective           # none | selective | full | auto [--recompute-granularity];
+                                 # default none
+  zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0
+  dp_overlap: true               # gradient reduction overlapped with the backward, in buckets
+                                 # [--overlap-grad-reduce]; default true
+  dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
+  pp_overlap: false              # pipeline sends overlap the next pass
+                                 # [--overlap-p2p-communication]; default false
+)";
+
+void register_init(CLI::App& app, Io io, int& /*exit_code*/) {
+    auto* cmd = app.add_subcommand(
+        "init", "Write a commented experiment file with every key, its unit and default");
+    auto path = std::make_shared<std::string>();
+    cmd->add_option("--out,-o", *path, "Write the template to this file (default: print it)");
+    cmd->callback([io, path] {
+        if (path->empty())
+            io.out << kExperimentTemplate;
+        else
+            write_file_atomically(*path, kExperimentTemplate);
+    });
+}
+
+} // namespace clustersim::app
