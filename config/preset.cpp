@@ -14,10 +14,26 @@ namespace clustersim::config {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+/// share/clustersim/configs beside an installed binary (`cmake --install` puts the binary in
+/// PREFIX/bin and the presets in PREFIX/share/clustersim/configs); empty when not installed.
+std::string installed_config_dir() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return {};
+    const fs::path dir = exe.parent_path().parent_path() / "share" / "clustersim" / "configs";
+    return fs::is_directory(dir / "hardware", ec) ? dir.string() : std::string();
+}
+
+} // namespace
+
 std::string config_dir() {
     if (const char* env = std::getenv("CLUSTERSIM_CONFIG_DIR"); env && *env)
         return env;
-    return CLUSTERSIM_DEFAULT_CONFIG_DIR;
+    static const std::string installed = installed_config_dir();
+    return installed.empty() ? CLUSTERSIM_DEFAULT_CONFIG_DIR : installed;
 }
 
 std::vector<std::string> preset_names(const PresetKind& kind) {

@@ -17,7 +17,8 @@
 
 namespace clustersim::config {
 
-/// The configs/ directory: $CLUSTERSIM_CONFIG_DIR if set, else the source tree's.
+/// The configs/ directory: $CLUSTERSIM_CONFIG_DIR if set; else, for an installed binary,
+/// PREFIX/share/clustersim/configs beside it; else the source tree's (a build directory).
 std::string config_dir();
 
 /// One kind of preset: the folder under configs/ and how errors name it.
