@@ -1,6 +1,9 @@
 # Calibrate, then validate on data the fit never saw (issue 5's two accuracy checks, on the
 # measurements of one A100 node in data/reference/a100-node; see its README for the conditions).
 # golden: slow (two fits, about a minute)
+# Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
+: "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
 data="$EXAMPLE_DIR/../../data/reference/a100-node"
 a100="NVIDIA A100-SXM4-80GB"

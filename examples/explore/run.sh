@@ -1,6 +1,9 @@
 # Exploring GPT-3 175B on A100 clusters: a sweep of the parallel layout (the 5 best printed, all
 # of them in sweep.csv), what more GPUs buy and cost (scale.svg), and how many micro-batches
 # the pipeline bubble needs (bubble.svg).
+# Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
+: "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
 EXAMPLE_DIR=${EXAMPLE_DIR:-$(cd "$(dirname "$0")" && pwd)}
 CLUSTERSIM=${CLUSTERSIM:-clustersim}

@@ -1,4 +1,7 @@
 # The hardware presets and what one transfer costs inside a node and across nodes.
+# Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
+: "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
 $CLUSTERSIM hardware show dgx-a100
 echo

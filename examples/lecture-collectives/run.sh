@@ -1,6 +1,9 @@
 # The lecture's collective benchmark (Stanford CS336 "Parallelism 2", lecture_08.py): 4 of the
 # 8 H100 of a DGX node, 100*1024^2 fp32 elements per rank; measured times are in
 # data/reference/lecture/cs336-parallelism-2.yaml.
+# Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
+: "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
 # all_reduce of 400 MiB per rank, and reduce_scatter of a 4 x 400 MiB input per rank.
 $CLUSTERSIM collective --hardware dgx-h100 --gpus 4 --op all_reduce --bytes 400MiB

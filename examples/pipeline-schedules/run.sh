@@ -1,5 +1,8 @@
 # GPipe vs 1F1B vs interleaved 1F1B on the same model and cluster: same bubble for the first two,
 # a smaller one for the third, and 1F1B's lower activation memory.
+# Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
+: "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
 exp="$EXAMPLE_DIR/../../configs/experiments/pipeline-schedules.yaml"
 $CLUSTERSIM run "$exp" --set parallel.schedule=gpipe --timeline gpipe.svg
