@@ -165,28 +165,44 @@ void FlowNetwork::compute_max_min_rates() {
     // over unfrozen flows) is smallest, freeze its flows at that share, and charge them to every
     // resource on their paths. A flow's own max_rate acts as a private resource. The heap is
     // lazy: an entry whose version is out of date is skipped.
+    // The per-resource scratch arrays are sized to all resources once and kept zeroed between
+    // passes; a pass touches (and resets) only the resources its active flows cross, so its cost
+    // follows the flows, not the size of the network (a 100,000-GPU fabric has millions of
+    // resources and a collective's step crosses a few thousand).
     const std::size_t nr = resources_.size();
     const std::size_t nf = active_.size();
-    count_.assign(nr, 0);
-    version_.assign(nr, 0);
-    remaining_capacity_.resize(nr);
+    for (const Flow& f : active_) {
+        if (f.path.empty() && !std::isfinite(f.max_rate))
+            throw std::logic_error("a flow with an empty path needs a finite max_rate");
+    }
+    if (count_.size() < nr) {
+        count_.resize(nr, 0);
+        version_.resize(nr, 0);
+        dirty_.resize(nr, 0);
+        slot_.resize(nr, 0);
+        remaining_capacity_.resize(nr, 0);
+    }
     frozen_.assign(nf, 0);
     touched_.clear();
     for (const Flow& f : active_) {
         for (ResourceId r : f.path) {
-            if (count_[r]++ == 0)
+            if (count_[r]++ == 0) {
+                slot_[r] = static_cast<std::uint32_t>(touched_.size());
                 touched_.push_back(r);
+            }
         }
     }
-    offset_.assign(nr + 1, 0);
-    for (ResourceId r = 0; r < nr; ++r)
-        offset_[r + 1] = offset_[r] + count_[r];
-    members_.resize(offset_[nr]);
+    // Flows by resource, in flow order: offset_ and members_ indexed by a resource's slot.
+    const std::size_t nt = touched_.size();
+    offset_.assign(nt + 1, 0);
+    for (std::size_t j = 0; j < nt; ++j)
+        offset_[j + 1] = offset_[j] + count_[touched_[j]];
+    members_.resize(offset_[nt]);
     {
         std::vector<std::uint32_t> fill(offset_.begin(), offset_.end() - 1);
         for (std::uint32_t i = 0; i < nf; ++i) {
             for (ResourceId r : active_[i].path)
-                members_[fill[r]++] = i;
+                members_[fill[slot_[r]]++] = i;
         }
     }
 
@@ -206,14 +222,11 @@ void FlowNetwork::compute_max_min_rates() {
     for (std::uint32_t i = 0; i < nf; ++i) {
         if (std::isfinite(active_[i].max_rate))
             heap.push(Entry{active_[i].max_rate, static_cast<std::uint32_t>(nr + i), 0});
-        if (active_[i].path.empty() && !std::isfinite(active_[i].max_rate))
-            throw std::logic_error("a flow with an empty path needs a finite max_rate");
     }
 
     // Freezing a resource's flows changes the share of every resource on their paths; those
     // are collected and re-queued once per batch (not once per flow), which is all the heap
     // can see anyway: nothing is popped until the batch is done.
-    dirty_.assign(nr, 0);
     std::vector<ResourceId> changed;
     auto freeze = [&](std::uint32_t i, double rate) {
         frozen_[i] = 1;
@@ -251,12 +264,19 @@ void FlowNetwork::compute_max_min_rates() {
         const ResourceId r = e.index;
         if (e.version != version_[r] || count_[r] == 0)
             continue;
-        for (std::uint32_t k = offset_[r]; k < offset_[r + 1]; ++k) {
+        const std::uint32_t j = slot_[r];
+        for (std::uint32_t k = offset_[j]; k < offset_[j + 1]; ++k) {
             const std::uint32_t i = members_[k];
             if (!frozen_[i])
                 freeze(i, e.share);
         }
         requeue();
+    }
+    // Leave the scratch zeroed for the next pass (every flow is frozen now, so the counts are
+    // already 0; the versions are not).
+    for (ResourceId r : touched_) {
+        count_[r] = 0;
+        version_[r] = 0;
     }
 }
 

@@ -111,7 +111,9 @@ private:
     std::uint64_t reshares_ = 0;
 
     // Scratch space of the max-min computation, kept to avoid reallocating on every pass.
-    std::vector<std::uint32_t> count_, version_, offset_, members_;
+    // count_, version_, dirty_, slot_ and remaining_capacity_ are indexed by resource and zero
+    // between passes; offset_ and members_ by the slot of a resource the pass touches.
+    std::vector<std::uint32_t> count_, version_, slot_, offset_, members_;
     std::vector<double> remaining_capacity_;
     std::vector<char> frozen_;
     std::vector<char> dirty_; ///< resources whose share a batch of freezes changed
