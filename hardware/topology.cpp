@@ -183,18 +183,56 @@ bool is_endpoint_only(VertexKind k) {
 }
 } // namespace
 
+namespace {
+
+/// Dijkstra's scratch, kept per thread across calls: the distances stay at "unreached" between
+/// calls and only the vertices a search reached are reset, so a route costs what its search
+/// explores, not the size of the graph.
+struct RouteScratch {
+    std::vector<std::int64_t> dist;
+    std::vector<std::size_t> reached;
+};
+
+} // namespace
+
 Route Topology::route(VertexId from, VertexId to) const {
     Route r;
     if (from == to)
         return r;
     // Dijkstra from the destination over reversed edges; GPUs and NICs other than the two
-    // endpoints are not expanded, so no route passes through a third GPU or a NIC.
+    // endpoints are not expanded, so no route passes through a third GPU or a NIC. Nor through
+    // a third node, then: every way into a node's PCIe switches, host or NVSwitch passes one of
+    // its GPUs or NICs. So the search never enters the vertices of other nodes, which keeps it
+    // to the two nodes and the network's switches (the routes are the same: those vertices
+    // could only be reached, never crossed).
     const std::size_t nv = vertex_count();
     constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
-    std::vector<std::int64_t> dist(nv, kInf);
+    thread_local RouteScratch scratch;
+    std::vector<std::int64_t>& dist = scratch.dist;
+    if (dist.size() < nv)
+        dist.resize(nv, kInf);
+    scratch.reached.clear();
+    auto reach = [&](VertexId v, std::int64_t d) {
+        if (dist[v] == kInf)
+            scratch.reached.push_back(v);
+        dist[v] = d;
+    };
+    struct Reset { // leaves every distance unreached again, also when a route throws
+        RouteScratch& s;
+        ~Reset() {
+            for (std::size_t v : s.reached)
+                s.dist[v] = std::numeric_limits<std::int64_t>::max();
+        }
+    } reset{scratch};
+    const int node_from = graph_[from].node;
+    const int node_to = graph_[to].node;
+    auto in_scope = [&](VertexId v) {
+        const int n = graph_[v].node;
+        return n < 0 || n == node_from || n == node_to;
+    };
     using Item = std::pair<std::int64_t, VertexId>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-    dist[to] = 0;
+    reach(to, 0);
     heap.emplace(0, to);
     while (!heap.empty()) {
         auto [d, v] = heap.top();
@@ -208,8 +246,8 @@ Route Topology::route(VertexId from, VertexId to) const {
         for (auto [it, end] = boost::in_edges(v, graph_); it != end; ++it) {
             const VertexId u = boost::source(*it, graph_);
             const std::int64_t nd = d + weight_[graph_[*it].index];
-            if (nd < dist[u]) {
-                dist[u] = nd;
+            if (nd < dist[u] && in_scope(u)) {
+                reach(u, nd);
                 heap.emplace(nd, u);
             }
         }
