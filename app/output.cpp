@@ -132,4 +132,31 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     temp_pending.store(false);
 }
 
+namespace {
+
+/// Whether two paths name one file: the same inode where both exist, else the same normalised
+/// absolute path.
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (fs::exists(a, ec) && fs::exists(b, ec)) {
+        const bool same = fs::equivalent(a, b, ec);
+        return !ec && same;
+    }
+    return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
+           fs::weakly_canonical(fs::absolute(b, ec), ec);
+}
+
+} // namespace
+
+void refuse_output_over_input(const std::string& output, const std::string& option,
+                              const std::vector<std::string>& inputs) {
+    if (output.empty())
+        return;
+    for (const std::string& input : inputs) {
+        if (!input.empty() && same_file(output, input))
+            throw InputError(option + " " + output + ": is an input of this command (" + input +
+                             "); writing it would destroy it: give another file");
+    }
+}
+
 } // namespace clustersim::app

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace clustersim::app {
 
@@ -12,5 +13,11 @@ namespace clustersim::app {
 /// A symbolic link stays a link (its target is replaced); a device or FIFO (`/dev/null`, a
 /// pipe) is written through, never replaced. Throws InputError when the path cannot be written.
 void write_file_atomically(const std::string& path, std::string_view content);
+
+/// Throws InputError when an output path names one of the inputs (the same file, through any
+/// path or link): `run X.yaml --trace X.yaml` must not destroy X.yaml. `option` names the
+/// output's flag in the message ("--trace"). Empty paths are ignored.
+void refuse_output_over_input(const std::string& output, const std::string& option,
+                              const std::vector<std::string>& inputs);
 
 } // namespace clustersim::app

@@ -51,3 +51,22 @@ TEST_CASE("output files: written whole, through links, never over devices", "[ap
                           Catch::Contains("does not exist"));
     }
 }
+
+TEST_CASE("output files: an output that is an input is refused", "[app][output]") {
+    const test::TempDir dir("output-input");
+    const fs::path in = dir.path / "exp.yaml";
+    test::spit(in, "x");
+    const fs::path link = dir.path / "link.yaml";
+    fs::create_symlink(in, link);
+    CHECK_THROWS_WITH(app::refuse_output_over_input(in.string(), "--trace", {in.string()}),
+                      "--trace " + in.string() + ": is an input of this command (" + in.string() +
+                          "); writing it would destroy it: give another file");
+    // Through another spelling of the path, or a link to it.
+    const std::string dotted = (dir.path / "." / "exp.yaml").string();
+    CHECK_THROWS_AS(app::refuse_output_over_input(dotted, "--out", {in.string()}), InputError);
+    CHECK_THROWS_AS(app::refuse_output_over_input(link.string(), "--out", {in.string()}),
+                    InputError);
+    CHECK_NOTHROW(
+        app::refuse_output_over_input((dir.path / "other.json").string(), "--out", {in.string()}));
+    CHECK_NOTHROW(app::refuse_output_over_input("", "--out", {in.string()}));
+}
