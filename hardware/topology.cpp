@@ -4,6 +4,8 @@
 #include "base/units.h"
 
 #include <boost/graph/graphviz.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -72,6 +74,39 @@ void Topology::add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& l
     add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a);
 }
 
+namespace {
+
+/// Memory per vertex of the built graph, its edges, names and routing scratch included:
+/// measured with `clustersim hardware show dgx-a100 --gpus 262144` (996,172 vertices, 1.41 GB
+/// peak RSS; 1.45 kB per vertex at 65,536 GPUs), rounded up.
+constexpr double kBytesPerVertex = 1500;
+
+/// Refuses, before building anything, a cluster whose graph would not fit in this machine's
+/// memory: an estimate and an input error (exit 2) instead of bad_alloc halfway through.
+void refuse_if_too_large(const ClusterSpec& spec) {
+    const NodeSpec& n = spec.node;
+    const double nodes = spec.nodes;
+    const double per_node = 1.0 + n.gpus / std::max(1, n.gpus_per_pcie_switch) +
+                            (n.fabric == IntraNodeFabric::nvswitch ? 1 : 0) + 2.0 * n.gpus + n.nics;
+    const double down = std::max(1, spec.network.switch_radix / 2);
+    const double network = nodes > 1 ? down + n.nics * std::ceil(nodes / down) : 0;
+    const double vertices = nodes * per_node + network;
+    const double need = vertices * kBytesPerVertex;
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0)
+        return;
+    const double have = static_cast<double>(pages) * static_cast<double>(page);
+    if (need > 0.8 * have)
+        throw InputError(fmt::format(
+            "a cluster of {} GPUs needs about {:.1f} GiB for its graph ({:.3g} vertices at "
+            "about {} bytes each); this machine has {:.1f} GiB of memory: simulate fewer GPUs "
+            "(data-parallel replicas repeat: a smaller dp predicts the same step)",
+            spec.gpu_count(), need / (1 << 30), vertices, kBytesPerVertex, have / (1 << 30)));
+}
+
+} // namespace
+
 Topology::Topology(ClusterSpec spec)
     : spec_(std::move(spec)) {
     const NodeSpec& n = spec_.node;
@@ -83,6 +118,7 @@ Topology::Topology(ClusterSpec spec)
         throw InputError("hardware '" + spec_.name +
                          "' needs NICs and a network (switch_radix, link) to span " +
                          std::to_string(nodes) + " nodes");
+    refuse_if_too_large(spec_);
     const LinkSpec hbm{n.gpu.hbm_bandwidth, sim::Time::zero()};
     const int pcie_switches = n.gpus / n.gpus_per_pcie_switch;
 

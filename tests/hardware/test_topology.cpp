@@ -137,3 +137,12 @@ TEST_CASE("transfer: time is latency + bytes over the bottleneck", "[hardware][t
     CHECK_THROWS_AS(strategies::simulate_transfer(cluster, 0, 128, 100), InputError);
     CHECK_THROWS_AS(strategies::simulate_transfer(cluster, 0, 1, 0), InputError);
 }
+
+TEST_CASE("topology: a cluster too large for this machine is refused up front with an estimate",
+          "[hardware][topology]") {
+    const ClusterSpec huge = with_gpu_count(load_hardware("dgx-a100"), 1 << 28);
+    CHECK_THROWS_WITH(Topology(huge),
+                      Catch::StartsWith("a cluster of 268435456 GPUs needs about ") &&
+                          Catch::Contains("GiB for its graph") &&
+                          Catch::Contains("this machine has"));
+}
