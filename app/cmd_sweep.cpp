@@ -297,10 +297,10 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
         o.experiment, configs,
         [&] {
-            std::string s;
+            std::vector<std::string> sizes;
             for (const Axis& a : axes)
-                s += (s.empty() ? "" : " x ") + fmt::format("{} {}", a.values.size(), a.key);
-            return s;
+                sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+            return base::join(sizes, " x ");
         }(),
         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
         jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
