@@ -4,9 +4,12 @@
 #include "app/cli.h"
 #include "app/output.h"
 #include "app/svg_plot.h"
-#include "app/sweep.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
+#include "explore/evaluator.h"
+#include "explore/grid.h"
+#include "explore/thread_pool.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -41,7 +44,7 @@ struct Schedule {
 
 struct Cell {
     std::int64_t m = 0;
-    sweep::Outcome outcome;
+    explore::Outcome outcome;
     double closed_form = 0;
 };
 
@@ -102,7 +105,7 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
 }
 
 void run_bubble(const BubbleOptions& o, Io io) {
-    const auto ms = sweep::parse_int_list("--micro-batches", o.micro_batches);
+    const auto ms = explore::parse_int_list("--micro-batches", o.micro_batches);
     if (o.virtual_stages < 0 || o.virtual_stages == 1)
         throw InputError("--virtual-stages: interleaving needs at least 2, got " +
                          std::to_string(o.virtual_stages));
@@ -112,9 +115,9 @@ void run_bubble(const BubbleOptions& o, Io io) {
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
     const sp::ExperimentVariants variants(o.experiment, fixed);
-    sweep::EvalOptions eo;
+    explore::EvalOptions eo;
     eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
-    const sweep::Evaluator evaluator(variants, eo);
+    const explore::Evaluator evaluator(variants, eo);
     // The experiment as given must run: its tp, pp and dp are kept for every point.
     sp::ExperimentSpec base;
     try {
@@ -144,7 +147,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
         }
     }
     const auto outcomes =
-        sweep::evaluate_all(evaluator, configs, o.jobs > 0 ? o.jobs : sweep::default_jobs());
+        explore::evaluate_all(evaluator, configs, o.jobs > 0 ? o.jobs : explore::default_jobs());
     std::vector<std::vector<Cell>> cells(schedules.size());
     std::size_t k = 0;
     for (std::size_t s = 0; s < schedules.size(); ++s) {
@@ -187,14 +190,14 @@ void run_bubble(const BubbleOptions& o, Io io) {
                 if (inserted)
                     reason_text.push_back(c.outcome.reason);
                 line.push_back(fmt::format("invalid [{}]", it->second));
-                line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
+                line.push_back(base::percent(c.closed_form));
                 while (line.size() < table.front().size())
                     line.push_back("-");
             } else {
                 const auto& r = c.outcome.result;
-                line.push_back(fmt::format("{:.1f}%", 100 * pipeline_bubble(r)));
-                line.push_back(fmt::format("{:.1f}%", 100 * c.closed_form));
-                line.push_back(fmt::format("{:.1f}%", 100 * r.bubble_fraction));
+                line.push_back(base::percent(pipeline_bubble(r)));
+                line.push_back(base::percent(c.closed_form));
+                line.push_back(base::percent(r.bubble_fraction));
                 line.push_back(base::format_time(sim::Time::from_seconds(r.step_time_s)));
                 line.push_back(base::format_time(
                     sim::Time::from_seconds(r.step_time_s / static_cast<double>(c.m))));

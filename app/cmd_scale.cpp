@@ -6,9 +6,12 @@
 #include "app/output.h"
 #include "app/run_report.h"
 #include "app/svg_plot.h"
-#include "app/sweep.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
+#include "explore/evaluator.h"
+#include "explore/grid.h"
+#include "explore/thread_pool.h"
 #include "strategies/models/model_spec.h"
 
 #include <CLI/CLI.hpp>
@@ -129,7 +132,7 @@ struct Point {
     int gpus = 0;
     std::size_t tried = 0, valid = 0, fit = 0;
     bool found = false;
-    sweep::Outcome best;
+    explore::Outcome best;
     std::string layout;
     double efficiency = 0;
     double train_s = 0;
@@ -208,7 +211,7 @@ std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& 
 }
 
 void run_scale(const ScaleOptions& o, Io io) {
-    const auto counts = sweep::parse_int_list("--gpus", o.gpus);
+    const auto counts = explore::parse_int_list("--gpus", o.gpus);
     if (o.price < 0)
         throw InputError("--price-per-gpu-hour: expected a price >= 0");
     if (o.jobs < 0)
@@ -216,13 +219,13 @@ void run_scale(const ScaleOptions& o, Io io) {
     Settings fixed;
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
-    const std::int64_t max_memory = sweep::parse_max_memory(o.max_memory);
+    const std::int64_t max_memory = explore::parse_max_memory(o.max_memory);
     const sp::ExperimentVariants variants(o.experiment, fixed);
     const sp::ExperimentSpec base = variants.read({});
     const double parameters =
         static_cast<double>(strategies::models::parameter_counts(base.model).total);
     const double tokens = o.tokens.empty() ? 20 * parameters : parse_count("--tokens", o.tokens);
-    const int jobs = o.jobs > 0 ? o.jobs : sweep::default_jobs();
+    const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
 
     std::vector<Point> points;
     for (std::int64_t n64 : counts) {
@@ -231,12 +234,12 @@ void run_scale(const ScaleOptions& o, Io io) {
                              " GPUs is more than clustersim "
                              "builds");
         const int n = static_cast<int>(n64);
-        sweep::EvalOptions eo;
+        explore::EvalOptions eo;
         eo.gpus = n;
         eo.max_memory = max_memory;
         eo.derive_dp = true;
         eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
-        const sweep::Evaluator evaluator(variants, eo);
+        const explore::Evaluator evaluator(variants, eo);
         const auto grid = knob_grid(base, n);
         // Invalid splits are dropped before simulating: validation is cheap.
         std::vector<Settings> valid;
@@ -247,7 +250,7 @@ void run_scale(const ScaleOptions& o, Io io) {
                 valid.push_back(s);
             } catch (const InputError& e) {
                 if (first_reason.empty())
-                    first_reason = sweep::strip_path(e.what(), o.experiment);
+                    first_reason = explore::strip_path(e.what(), o.experiment);
             }
         }
         if (valid.empty())
@@ -257,7 +260,7 @@ void run_scale(const ScaleOptions& o, Io io) {
                 "micro-batch x dp); the first fails with: {}",
                 n, n, base.cluster.node.gpus, base.model.layers, base.training.global_batch,
                 first_reason.empty() ? "tp x pp does not divide the GPU count" : first_reason));
-        const auto outcomes = sweep::evaluate_all(evaluator, valid, jobs);
+        const auto outcomes = explore::evaluate_all(evaluator, valid, jobs);
         Point p;
         p.gpus = n;
         p.tried = grid.size();
@@ -330,8 +333,8 @@ void run_scale(const ScaleOptions& o, Io io) {
             line.push_back(base::format_time(sim::Time::from_seconds(r.step_time_s)));
             line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
             line.push_back(fmt::format("{:.0f}", r.tokens_per_s / p.gpus));
-            line.push_back(fmt::format("{:.1f}%", 100 * r.mfu));
-            line.push_back(fmt::format("{:.1f}%", 100 * p.efficiency));
+            line.push_back(base::percent(r.mfu));
+            line.push_back(base::percent(p.efficiency));
             line.push_back(duration(p.train_s));
             if (o.price > 0)
                 line.push_back(money(p.train_s / 3600 * p.gpus * o.price));

@@ -7,7 +7,16 @@
 #include "app/sweep.h"
 #include "app/uncertainty.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
+#include "explore/distribute.h"
+#include "explore/evaluator.h"
+#include "explore/grid.h"
+#include "explore/ordered_sink.h"
+#include "explore/progress.h"
+#include "explore/resume.h"
+#include "explore/sweep_row.h"
+#include "explore/thread_pool.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,9 +36,9 @@ namespace clustersim::app {
 namespace {
 
 namespace sp = strategies::parallel;
+using explore::Axis;
+using explore::RowSummary;
 using strategies::parallel::Settings;
-using sweep::Axis;
-using sweep::RowSummary;
 
 struct SweepOptions {
     std::string experiment;
@@ -56,7 +65,7 @@ public:
         : columns_(columns)
         , k_(k) {}
     void add(const std::string& row) {
-        RowSummary s = sweep::summarize(row, columns_);
+        RowSummary s = explore::parse_row(row, columns_);
         ++total_;
         if (!s.valid) {
             ++invalid_;
@@ -68,9 +77,9 @@ public:
         best_.push_back(std::move(s));
         // The order is total, so the k best of what has been seen contain the final k best.
         if (best_.size() > 2 * k_ + 64)
-            best_ = sweep::top_rows(std::move(best_), k_);
+            best_ = explore::top_rows(std::move(best_), k_);
     }
-    std::vector<RowSummary> best() const { return sweep::top_rows(best_, k_); }
+    std::vector<RowSummary> best() const { return explore::top_rows(best_, k_); }
     std::int64_t total_ = 0, invalid_ = 0, fit_ = 0, oom_ = 0;
 
 private:
@@ -78,27 +87,6 @@ private:
     std::size_t k_;
     std::vector<RowSummary> best_;
 };
-
-std::string join_keys(const std::vector<std::string>& keys) {
-    std::string s;
-    for (const auto& k : keys)
-        s += (s.empty() ? "" : ", ") + k;
-    return s;
-}
-
-/// The rows of `text` (one per line), each to the sink under its configuration number.
-void submit_rows(const std::string& text, sweep::OrderedSink& sink) {
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        auto nl = text.find('\n', pos);
-        if (nl == std::string::npos)
-            nl = text.size();
-        std::string row = text.substr(pos, nl - pos);
-        const std::int64_t index = std::stoll(row.substr(0, row.find(',')));
-        sink.submit(index, std::move(row));
-        pos = nl + 1;
-    }
-}
 
 void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     const int rank = session ? session->rank() : 0;
@@ -121,7 +109,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                          std::to_string(o.gpus));
     std::vector<Axis> axes;
     for (const auto& text : o.vary) {
-        Axis a = sweep::parse_axis("--vary", text);
+        Axis a = explore::parse_axis("--vary", text);
         for (const Axis& b : axes) {
             if (b.key == a.key)
                 throw InputError("--vary " + a.key +
@@ -132,7 +120,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     Settings fixed;
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
-    const std::int64_t max_memory = sweep::parse_max_memory(o.max_memory);
+    const std::int64_t max_memory = explore::parse_max_memory(o.max_memory);
 
     const sp::ExperimentVariants variants(o.experiment, fixed);
     auto varied = [&](const char* key) {
@@ -141,7 +129,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     for (const Axis& a : axes) {
         if (!variants.is_key(a.key))
             throw InputError("--vary " + a.key +
-                             ": unknown key; valid keys: " + join_keys(variants.keys()));
+                             ": unknown key; valid keys: " + base::join(variants.keys(), ", "));
         if (o.gpus > 0 && (a.key == "gpus" || a.key == "nodes"))
             throw InputError("--vary " + a.key + ": the GPU count is fixed by --gpus " +
                              std::to_string(o.gpus) + "; give one or the other");
@@ -149,14 +137,14 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     const bool dp_given = varied("parallel.dp") ||
                           std::any_of(fixed.begin(), fixed.end(),
                                       [](const auto& kv) { return kv.first == "parallel.dp"; });
-    sweep::EvalOptions eo;
+    explore::EvalOptions eo;
     eo.gpus = o.gpus;
     eo.max_memory = max_memory;
     eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
     // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
     eo.derive_dp = !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("gpus") ||
                                  varied("nodes") || o.gpus > 0);
-    const sweep::Evaluator evaluator(variants, eo);
+    const explore::Evaluator evaluator(variants, eo);
 
     // Values of the wrong type are errors of the command line, not invalid configurations.
     for (const Axis& a : axes) {
@@ -169,12 +157,12 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                 (void)variants.read(s);
             } catch (const InputError& e) {
                 throw InputError("--vary " + a.key + "=" + v + ": " +
-                                 sweep::strip_path(e.what(), o.experiment));
+                                 explore::strip_path(e.what(), o.experiment));
             }
         }
     }
 
-    const sweep::Grid grid(axes);
+    const explore::Grid grid(axes);
     const std::int64_t configs = grid.size();
     // A sweep in which nothing can run (a GPU count no split uses, say) is a mistake.
     {
@@ -186,7 +174,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                 any = true;
             } catch (const InputError& e) {
                 if (first_reason.empty())
-                    first_reason = sweep::strip_path(e.what(), o.experiment);
+                    first_reason = explore::strip_path(e.what(), o.experiment);
             }
         }
         if (!any)
@@ -196,70 +184,59 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                 configs, o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", first_reason));
     }
 
-    const auto columns = sweep::csv_columns(axes);
-    sweep::Identity id;
+    const auto columns = explore::csv_columns(axes);
+    explore::Identity id;
     id.experiment = o.experiment;
-    id.experiment_hash = sweep::file_hash(o.experiment);
+    id.experiment_hash = explore::file_hash(o.experiment);
     id.fixed = fixed;
     id.axes = axes;
     id.gpus = o.gpus;
     id.max_memory = max_memory;
     id.fidelity = o.fidelity;
-    const std::string header = sweep::csv_header(id, columns);
+    const std::string header = explore::csv_header(id, columns);
 
     // Rank 0 reads what a resumed sweep has already written and opens the CSV; it tells the
     // other ranks which configurations are left (or the error, so that all stop together).
-    sweep::Existing existing;
-    std::unique_ptr<sweep::LineWriter> writer;
+    explore::Existing existing;
+    std::unique_ptr<explore::LineWriter> writer;
     bool resumed = false;
     std::string plan;
     if (rank == 0) {
         try {
             resumed = o.resume && std::filesystem::exists(o.out);
             if (resumed)
-                existing = sweep::read_existing(o.out, header, configs);
+                existing = explore::read_existing(o.out, header, configs);
             if (!o.out.empty())
-                writer = std::make_unique<sweep::LineWriter>(o.out, !resumed, header,
-                                                             existing.keep_bytes);
-            plan = "ok\n";
-            for (std::int64_t d : existing.done)
-                plan += std::to_string(d) + "\n";
+                writer = std::make_unique<explore::LineWriter>(o.out, !resumed, header,
+                                                               existing.keep_bytes);
+            plan = explore::encode_plan(existing.done);
         } catch (const InputError& e) {
-            plan = std::string("error\n") + e.what();
+            plan = explore::encode_plan_error(e.what());
         }
     }
     if (session)
         session->broadcast(plan);
-    if (plan.rfind("error\n", 0) == 0)
-        throw InputError(plan.substr(6));
-    std::set<std::int64_t> done;
-    if (rank == 0) {
-        done = existing.done;
-    } else {
-        std::istringstream in(plan.substr(3));
-        for (std::string line; std::getline(in, line);)
-            done.insert(std::stoll(line));
-    }
+    const explore::Plan decoded = explore::decode_plan(plan);
+    if (!decoded.error.empty())
+        throw InputError(decoded.error);
+    const std::set<std::int64_t>& done = rank == 0 ? existing.done : decoded.done;
     std::vector<std::int64_t> todo;
     for (std::int64_t i = 0; i < configs; ++i) {
         if (!done.count(i))
             todo.push_back(i);
     }
-    std::vector<std::int64_t> mine;
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-        if (static_cast<int>(i % static_cast<std::size_t>(ranks)) == rank)
-            mine.push_back(todo[i]);
-    }
-    const int jobs = o.jobs > 0 ? o.jobs : sweep::default_jobs();
+    const std::vector<std::int64_t> mine = explore::rank_share(todo, rank, ranks);
+    const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
     auto work = [&](std::int64_t index) {
-        return sweep::csv_row(index, grid.values(index), evaluator.evaluate(grid.settings(index)));
+        return explore::csv_row(index, grid.values(index),
+                                evaluator.evaluate(grid.settings(index)));
     };
 
     if (rank != 0) {
         // A worker rank: simulate its share, ship rows to rank 0 as they are done.
         std::mutex outbox_mutex;
         std::vector<std::string> outbox;
-        sweep::OrderedSink sink(mine, [&](std::int64_t, const std::string& row) {
+        explore::OrderedSink sink(mine, [&](std::int64_t, const std::string& row) {
             std::lock_guard<std::mutex> lock(outbox_mutex);
             outbox.push_back(row);
         });
@@ -267,7 +244,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         std::exception_ptr error;
         std::thread pool([&] {
             try {
-                sweep::run_pool(mine, jobs, work, sink);
+                explore::run_pool(mine, jobs, work, sink);
             } catch (...) {
                 error = std::current_exception();
             }
@@ -281,11 +258,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                 batch.swap(outbox);
             }
             if (!batch.empty()) {
-                std::string text;
-                for (const auto& row : batch)
-                    text += row + "\n";
-                text.pop_back();
-                session->send_to_root(text, kTagRows);
+                session->send_to_root(explore::join_rows(batch), kTagRows);
             }
             if (last)
                 break;
@@ -310,10 +283,11 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     Tally tally(columns.size(), static_cast<std::size_t>(o.top));
     for (const auto& row : existing.rows)
         tally.add(row);
-    sweep::Progress progress(io.err, sweep::is_terminal(io.err),
-                             static_cast<std::int64_t>(todo.size()), "configurations");
+    explore::ProgressMeter progress(static_cast<std::int64_t>(todo.size()),
+                                    sweep::progress_bar(io.err, "configurations"),
+                                    sweep::is_terminal(io.err));
     std::int64_t emitted = 0;
-    sweep::OrderedSink sink(todo, [&](std::int64_t, const std::string& row) {
+    explore::OrderedSink sink(todo, [&](std::int64_t, const std::string& row) {
         if (writer)
             writer->write_line(row);
         tally.add(row);
@@ -323,10 +297,10 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
         o.experiment, configs,
         [&] {
-            std::string s;
+            std::vector<std::string> sizes;
             for (const Axis& a : axes)
-                s += (s.empty() ? "" : " x ") + fmt::format("{} {}", a.values.size(), a.key);
-            return s;
+                sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+            return base::join(sizes, " x ");
         }(),
         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
         jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
@@ -339,13 +313,13 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         fmt::print(io.out, "{:<10}no {} yet: starting the sweep\n", "resume", o.out);
 
     if (ranks == 1) {
-        sweep::run_pool(mine, jobs, work, sink);
+        explore::run_pool(mine, jobs, work, sink);
     } else {
         std::atomic<bool> finished{false};
         std::exception_ptr error;
         std::thread pool([&] {
             try {
-                sweep::run_pool(mine, jobs, work, sink);
+                explore::run_pool(mine, jobs, work, sink);
             } catch (...) {
                 error = std::current_exception();
             }
@@ -360,7 +334,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                 continue;
             }
             if (tag == kTagRows) {
-                submit_rows(text, sink);
+                for (auto& [index, row] : explore::split_rows(text))
+                    sink.submit(index, std::move(row));
             } else if (tag == kTagDone) {
                 ++done_ranks;
             } else {
@@ -377,17 +352,9 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     if (!o.out.empty() && !existing.in_order) {
         // Rows resumed from a file not in configuration order (edited by hand): sort it.
         std::ifstream in(o.out, std::ios::binary);
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        std::vector<std::pair<std::int64_t, std::string>> rows;
-        std::istringstream lines(text.substr(header.size()));
-        for (std::string line; std::getline(lines, line);)
-            rows.emplace_back(std::stoll(line.substr(0, line.find(','))), line);
-        std::stable_sort(rows.begin(), rows.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        std::string sorted = header;
-        for (const auto& r : rows)
-            sorted += r.second + "\n";
-        write_file_atomically(o.out, sorted);
+        const std::string text((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+        write_file_atomically(o.out, explore::sorted_csv(text, header));
     }
 
     fmt::print(io.out,
@@ -407,10 +374,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         // shown for the best configuration.
         if (!best.empty() && best.front().valid) {
             const auto& f = best.front().fields;
-            const auto& rc = sweep::result_columns();
-            const std::size_t at = f.size() - rc.size() +
-                                   static_cast<std::size_t>(
-                                       std::find(rc.begin(), rc.end(), "step_time_s") - rc.begin());
+            const std::size_t at = explore::result_column(f.size(), "step_time_s");
             const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
             fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
                        band_text(e.cluster, PredictionKind::step, std::stod(f.at(at))));

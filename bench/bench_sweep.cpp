@@ -1,4 +1,5 @@
-// Benchmarks of `clustersim sweep` in analytic fidelity. Targets (issue "Explore", README):
+// Benchmarks of `clustersim sweep` (the explore/ engine) in analytic fidelity. Targets (issue
+// "Explore", README):
 // - GPT-3 175B on 64 A100s: at least 4,000 configurations per second per core, scaling
 //   linearly with threads. BM_Sweep_Gpt3_64/jobs:N: items_per_second is configurations per
 //   second on N threads (per core: divide by N), over a grid of 180 configurations evaluated
@@ -8,7 +9,8 @@
 //   whole command (reading the experiment, building the cluster of thousands of GPUs,
 //   simulating, writing the CSV): BM_Sweep_Turing530B_Command/jobs:2.
 #include "app/cli.h"
-#include "app/sweep.h"
+#include "explore/evaluator.h"
+#include "explore/grid.h"
 
 #include <benchmark/benchmark.h>
 
@@ -17,7 +19,7 @@
 #include <unistd.h>
 
 using namespace clustersim;
-namespace sw = clustersim::app::sweep;
+namespace sw = clustersim::explore;
 namespace sp = clustersim::strategies::parallel;
 
 namespace {

@@ -4,9 +4,11 @@
 // anywhere, mid-line included) giving the uninterrupted file, --resume refused on another
 // sweep's CSV, and every bad input of the issue: exit 2, the flag or key named, no CSV line.
 #include "app/cli.h"
-#include "app/sweep.h"
 #include "base/units.h"
 #include "cli_run.h"
+#include "explore/grid.h"
+#include "explore/resume.h"
+#include "explore/sweep_row.h"
 
 #include <catch2/catch.hpp>
 
@@ -38,7 +40,7 @@ Csv parse_csv(const std::string& text) {
             c.comments.push_back(line);
             continue;
         }
-        const auto fields = app::sweep::split_csv(line);
+        const auto fields = explore::split_csv(line);
         if (c.columns.empty()) {
             c.columns = fields;
             continue;
@@ -315,7 +317,7 @@ TEST_CASE("sweep: bad input exits 2, names the flag or key, writes no CSV", "[ap
 }
 
 TEST_CASE("sweep: resume reads only complete lines", "[app][sweep]") {
-    using namespace app::sweep;
+    using namespace explore;
     TempDir dir("sweep-existing");
     const std::string path = dir.file("x.csv");
     const std::string header = "# h\nconfig,a,b\n";
@@ -333,7 +335,7 @@ TEST_CASE("sweep: resume reads only complete lines", "[app][sweep]") {
 }
 
 TEST_CASE("sweep: integer lists continue with '...'", "[app][sweep]") {
-    using app::sweep::parse_int_list;
+    using explore::parse_int_list;
     CHECK(parse_int_list("--gpus", "8,16,...,128") ==
           std::vector<std::int64_t>{8, 16, 32, 64, 128});
     CHECK(parse_int_list("--gpus", "1,2,4,...,64") ==
@@ -350,7 +352,7 @@ TEST_CASE("sweep: integer lists continue with '...'", "[app][sweep]") {
 }
 
 TEST_CASE("sweep: the CSV quotes fields with commas and reads them back", "[app][sweep]") {
-    using namespace app::sweep;
+    using namespace explore;
     const std::string f = csv_field("a, \"b\"");
     CHECK(f == "\"a, \"\"b\"\"\"");
     CHECK(split_csv("1," + f + ",x") == std::vector<std::string>{"1", "a, \"b\"", "x"});

@@ -1,0 +1,148 @@
+#include "explore/evaluator.h"
+
+#include "base/error.h"
+#include "explore/ordered_sink.h"
+#include "explore/thread_pool.h"
+
+#include <cctype>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace clustersim::explore {
+
+namespace sp = strategies::parallel;
+
+std::string strip_path(const std::string& message, const std::string& path) {
+    if (path.empty() || message.rfind(path, 0) != 0)
+        return message;
+    std::size_t i = path.size();
+    // ":LINE:COL" after the path, then ": ".
+    while (i < message.size() && message[i] == ':' && i + 1 < message.size() &&
+           std::isdigit(static_cast<unsigned char>(message[i + 1]))) {
+        ++i;
+        while (i < message.size() && std::isdigit(static_cast<unsigned char>(message[i])))
+            ++i;
+    }
+    if (message.compare(i, 2, ": ") == 0)
+        return message.substr(i + 2);
+    return message;
+}
+
+struct Evaluator::Slot {
+    std::once_flag once;
+    std::unique_ptr<sp::StepSimulator> simulator;
+};
+
+void keep_freed_memory() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+#if defined(__GLIBC__)
+        // A step of a long pipeline allocates and frees megabytes (a pass record per
+        // micro-batch and stage). glibc's defaults give memory above 128 KiB back to the system
+        // on free and fault it in again on the next configuration: in a sweep of Turing-530B
+        // that kernel work took more time than the simulations (perf: page faults 30% of the
+        // samples; 16 s of system time in 44 s). Keep freed memory in the process instead:
+        // blocks up to 32 MiB (glibc's largest mmap threshold) from the heap, the heap's top
+        // trimmed only above 1 GiB, grown 64 MiB at a time.
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        mallopt(M_TOP_PAD, 64 << 20);
+#endif
+    });
+}
+
+Evaluator::Evaluator(const ExperimentVariants& variants, EvalOptions options)
+    : variants_(variants)
+    , options_(options) {
+    keep_freed_memory();
+}
+
+Evaluator::~Evaluator() = default;
+
+Settings Evaluator::with_gpus(const Settings& overrides) const {
+    if (options_.gpus <= 0)
+        return overrides;
+    Settings s;
+    s.reserve(overrides.size() + 1);
+    s.emplace_back("gpus", std::to_string(options_.gpus));
+    s.insert(s.end(), overrides.begin(), overrides.end());
+    return s;
+}
+
+ExperimentSpec Evaluator::experiment(const Settings& overrides) const {
+    ExperimentSpec e = variants_.read(with_gpus(overrides));
+    if (options_.derive_dp)
+        e.parallel.dp = 0;
+    if (options_.max_memory > 0)
+        e.cluster.node.gpu.hbm_bytes = options_.max_memory;
+    sp::validate_experiment(e);
+    return e;
+}
+
+const sp::StepSimulator& Evaluator::simulator(const Settings& overrides,
+                                              const ExperimentSpec& e) const {
+    // The cluster depends only on the keys that re-read the hardware (and the model, which
+    // does not matter here but keeps the key simple).
+    Settings key;
+    for (const auto& kv : with_gpus(overrides)) {
+        if (sp::is_heavy_key(kv.first))
+            key.push_back(kv);
+    }
+    std::shared_ptr<Slot> slot;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto& s = simulators_[key];
+        if (!s)
+            s = std::make_shared<Slot>();
+        slot = s;
+    }
+    std::call_once(slot->once,
+                   [&] { slot->simulator = std::make_unique<sp::StepSimulator>(e.cluster); });
+    return *slot->simulator;
+}
+
+Outcome Evaluator::evaluate(const Settings& overrides) const {
+    Outcome o;
+    try {
+        const ExperimentSpec e = experiment(overrides);
+        sp::StepOptions so;
+        so.fidelity = options_.fidelity;
+        so.oom_advice = false; // a sweep reports OOM; searching a fix would cost 5 more steps
+        o.result = simulator(overrides, e).simulate(e, so);
+        o.valid = true;
+        o.gpus = e.gpus;
+        o.tp = e.parallel.tp;
+        o.pp = e.parallel.pp;
+        o.dp = e.parallel.dp;
+        o.micro_batch = e.training.micro_batch;
+        o.micro_batches = e.micro_batches();
+        o.virtual_stages = e.parallel.virtual_stages;
+        o.schedule = e.parallel.schedule;
+        o.recompute = e.parallel.recompute;
+    } catch (const InputError& err) {
+        o.valid = false;
+        o.reason = strip_path(err.what(), variants_.path());
+    }
+    return o;
+}
+
+std::vector<Outcome> evaluate_all(const Evaluator& evaluator, const std::vector<Settings>& configs,
+                                  int jobs) {
+    std::vector<Outcome> out(configs.size());
+    std::vector<std::int64_t> indices(configs.size());
+    for (std::size_t i = 0; i < configs.size(); ++i)
+        indices[i] = static_cast<std::int64_t>(i);
+    OrderedSink sink(indices, [](std::int64_t, const std::string&) {});
+    run_pool(
+        indices, jobs,
+        [&](std::int64_t i) {
+            out[static_cast<std::size_t>(i)] =
+                evaluator.evaluate(configs[static_cast<std::size_t>(i)]);
+            return std::string();
+        },
+        sink);
+    return out;
+}
+
+} // namespace clustersim::explore

@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// Builds and simulates one configuration of an experiment file. A sweep evaluates thousands
+/// of configurations that share a handful of clusters, so the Evaluator keeps one
+/// StepSimulator (the cluster's graph and its communicators) per cluster, built once on first
+/// use and shared by every thread; the key is the settings that re-read the hardware
+/// (strategies::parallel::is_heavy_key). An invalid configuration is an Outcome, not an error:
+/// a sweep reports it as a row.
+
+#include "strategies/parallel/experiment_variants.h"
+#include "strategies/parallel/step_simulator.h"
+#include "strategies/parallel/training_step.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace clustersim::explore {
+
+using strategies::parallel::ExperimentSpec;
+using strategies::parallel::ExperimentVariants;
+using strategies::parallel::Settings;
+using strategies::parallel::StepResult;
+
+/// How every configuration is built and simulated.
+struct EvalOptions {
+    int gpus = 0;                ///< 0: the experiment's (or the configuration's `gpus`)
+    std::int64_t max_memory = 0; ///< bytes per GPU; 0: the GPU's HBM
+    bool derive_dp = false;      ///< dp = gpus / (tp x pp) in every configuration
+    strategies::parallel::Fidelity fidelity = strategies::parallel::Fidelity::analytic;
+};
+
+/// What one configuration gave: a step, or the reason it cannot run.
+struct Outcome {
+    bool valid = false;
+    std::string reason; ///< when invalid: validation's message, without the file name
+    int gpus = 0, tp = 0, pp = 0, dp = 0, micro_batch = 0, micro_batches = 0, virtual_stages = 0;
+    strategies::parallel::PipelineSchedule schedule{};
+    strategies::parallel::RecomputePolicy recompute{};
+    StepResult result;
+};
+
+/// Tunes the C library's allocator, once per process, to keep freed memory rather than give it
+/// back to the system after every configuration (see evaluator.cpp: the page faults cost more
+/// than the simulations). Evaluator's constructor calls it.
+void keep_freed_memory();
+
+/// Builds and simulates configurations of one experiment file. Thread-safe.
+class Evaluator {
+public:
+    Evaluator(const ExperimentVariants& variants, EvalOptions options);
+    ~Evaluator();
+    const EvalOptions& options() const { return options_; }
+
+    /// The experiment of `overrides` (with --gpus, derived dp and --max-memory applied),
+    /// validated. Throws InputError with the reason it cannot run.
+    ExperimentSpec experiment(const Settings& overrides) const;
+    /// Reads, validates and simulates; never throws InputError (an invalid configuration is an
+    /// outcome).
+    Outcome evaluate(const Settings& overrides) const;
+
+private:
+    Settings with_gpus(const Settings& overrides) const;
+    const strategies::parallel::StepSimulator& simulator(const Settings& overrides,
+                                                         const ExperimentSpec& e) const;
+
+    const ExperimentVariants& variants_;
+    EvalOptions options_;
+    struct Slot;
+    mutable std::mutex mutex_;
+    mutable std::map<Settings, std::shared_ptr<Slot>> simulators_;
+};
+
+/// Evaluates every configuration of `configs` on `jobs` threads; the outcomes in the same order.
+std::vector<Outcome> evaluate_all(const Evaluator& evaluator, const std::vector<Settings>& configs,
+                                  int jobs);
+
+/// The message of an InputError about `path`, without the leading "PATH: " or
+/// "PATH:LINE:COL: " (every row of a sweep is about the same file).
+std::string strip_path(const std::string& message, const std::string& path);
+
+} // namespace clustersim::explore

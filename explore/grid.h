@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// The configurations of a sweep: the `--vary` axes and their Cartesian product, numbered so
+/// that the last axis varies fastest (nested loops). The numbering is the identity of a row in
+/// the CSV, in resume and across MPI ranks, so it is computed here, in one place, from the
+/// index alone (no grid is ever materialised: a sweep of 10^6 configurations costs nothing to
+/// enumerate).
+
+#include "strategies/parallel/experiment_variants.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clustersim::explore {
+
+using strategies::parallel::Settings;
+
+/// One `--vary KEY=V1,V2,...`.
+struct Axis {
+    std::string key;
+    std::vector<std::string> values;
+};
+
+/// Parses "KEY=V1,V2,..." given to `flag`. Throws InputError (naming the flag) for a missing
+/// '=', an empty key, an empty list or an empty value.
+Axis parse_axis(const std::string& flag, const std::string& text);
+
+/// "1,2,4,...,64" -> 1 2 4 8 16 32 64: a list of positive integers where "..." continues the
+/// progression of the two numbers before it (geometric when the second is a whole multiple of
+/// the first, else arithmetic) up to the number after it. Throws InputError naming `flag`.
+std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text);
+/// `--max-memory`: a positive size such as 40GiB; 0 when `text` is empty (the GPU's HBM).
+std::int64_t parse_max_memory(const std::string& text);
+
+/// The Cartesian product of the axes; the last axis varies fastest.
+class Grid {
+public:
+    explicit Grid(std::vector<Axis> axes);
+    const std::vector<Axis>& axes() const { return axes_; }
+    std::int64_t size() const { return size_; }
+    /// The value of each axis in configuration `index`.
+    std::vector<std::string> values(std::int64_t index) const;
+    /// The same as settings ("key" -> value).
+    Settings settings(std::int64_t index) const;
+
+private:
+    std::vector<Axis> axes_;
+    std::int64_t size_ = 1;
+};
+
+} // namespace clustersim::explore

@@ -1,0 +1,188 @@
+#include "explore/sweep_row.h"
+
+#include "base/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+namespace clustersim::explore {
+
+namespace sp = strategies::parallel;
+
+const std::vector<std::string>& result_columns() {
+    static const std::vector<std::string> columns{"gpus",
+                                                  "tp",
+                                                  "pp",
+                                                  "dp",
+                                                  "micro_batch",
+                                                  "micro_batches",
+                                                  "virtual_stages",
+                                                  "schedule",
+                                                  "recompute",
+                                                  "step_time_s",
+                                                  "tokens_per_s",
+                                                  "mfu",
+                                                  "bubble_fraction",
+                                                  "compute_s",
+                                                  "recompute_s",
+                                                  "host_s",
+                                                  "tp_comm_exposed_s",
+                                                  "pp_bubble_s",
+                                                  "pp_comm_exposed_s",
+                                                  "dp_comm_exposed_s",
+                                                  "optimizer_s",
+                                                  "peak_bytes",
+                                                  "capacity_bytes",
+                                                  "oom",
+                                                  "oom_stage",
+                                                  "oom_excess_bytes",
+                                                  "invalid_reason"};
+    return columns;
+}
+
+std::vector<std::string> csv_columns(const std::vector<Axis>& axes) {
+    std::vector<std::string> c{"config"};
+    for (const Axis& a : axes)
+        c.push_back(a.key);
+    const auto& r = result_columns();
+    c.insert(c.end(), r.begin(), r.end());
+    return c;
+}
+
+std::string csv_field(const std::string& text) {
+    if (text.find_first_of(",\"\n\r") == std::string::npos)
+        return text;
+    std::string q = "\"";
+    for (char c : text) {
+        if (c == '"')
+            q += '"';
+        q += c == '\n' || c == '\r' ? ' ' : c;
+    }
+    return q + "\"";
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+    std::vector<std::string> fields;
+    std::string cur;
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"') {
+                if (i + 1 < line.size() && line[i + 1] == '"') {
+                    cur += '"';
+                    ++i;
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur += c;
+            }
+        } else if (c == '"') {
+            if (!cur.empty())
+                throw InputError("a quote inside an unquoted field");
+            quoted = true;
+        } else if (c == ',') {
+            fields.push_back(std::move(cur));
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    if (quoted)
+        throw InputError("a quoted field without its closing quote");
+    fields.push_back(std::move(cur));
+    return fields;
+}
+
+namespace {
+
+/// Doubles with nine significant digits: exact enough to compare, the same bytes every time.
+std::string num(double v) {
+    return fmt::format("{:.9g}", v);
+}
+
+} // namespace
+
+std::string csv_row(std::int64_t index, const std::vector<std::string>& values, const Outcome& o) {
+    std::string s = std::to_string(index);
+    for (const auto& v : values)
+        s += "," + csv_field(v);
+    if (!o.valid) {
+        // Every result column empty but the reason.
+        s.append(result_columns().size() - 1, ',');
+        s += "," + csv_field(o.reason);
+        return s;
+    }
+    const StepResult& r = o.result;
+    const auto& b = r.breakdown;
+    s += fmt::format(",{},{},{},{},{},{},{},{},{}", o.gpus, o.tp, o.pp, o.dp, o.micro_batch,
+                     o.micro_batches, o.virtual_stages, sp::to_string(o.schedule),
+                     sp::to_string(o.recompute));
+    for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, b.compute_s,
+                     b.recompute_s, b.host_s, b.tp_comm_exposed_s, b.pp_bubble_s,
+                     b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.optimizer_s})
+        s += "," + num(v);
+    s += fmt::format(",{},{},{},{},{},", r.peak_bytes_max, r.capacity_bytes,
+                     r.oom ? "true" : "false", r.oom ? std::to_string(r.oom_stage) : "",
+                     r.oom ? std::to_string(r.oom_excess_bytes) : "");
+    return s;
+}
+
+namespace {
+
+std::size_t column_of(const std::vector<std::string>& columns, const std::string& name) {
+    const auto it = std::find(columns.begin(), columns.end(), name);
+    if (it == columns.end())
+        throw std::logic_error("sweep: no column " + name);
+    return static_cast<std::size_t>(it - columns.begin());
+}
+
+double to_double(const std::string& s) {
+    try {
+        return s.empty() ? 0.0 : std::stod(s);
+    } catch (const std::exception&) {
+        return 0.0;
+    }
+}
+
+} // namespace
+
+std::size_t result_column(std::size_t columns, const std::string& name) {
+    const auto& r = result_columns();
+    return columns - r.size() + column_of(r, name);
+}
+
+RowSummary parse_row(const std::string& row, std::size_t columns) {
+    RowSummary s;
+    s.fields = split_csv(row);
+    if (s.fields.size() != columns)
+        throw std::logic_error("sweep: a row with " + std::to_string(s.fields.size()) +
+                               " fields, expected " + std::to_string(columns));
+    s.index = std::stoll(s.fields[0]);
+    s.valid = s.fields[result_column(columns, "invalid_reason")].empty();
+    s.oom = s.fields[result_column(columns, "oom")] == "true";
+    s.tokens_per_s = to_double(s.fields[result_column(columns, "tokens_per_s")]);
+    return s;
+}
+
+std::vector<RowSummary> top_rows(std::vector<RowSummary> rows, std::size_t k) {
+    rows.erase(
+        std::remove_if(rows.begin(), rows.end(), [](const RowSummary& r) { return !r.valid; }),
+        rows.end());
+    std::stable_sort(rows.begin(), rows.end(), [](const RowSummary& a, const RowSummary& b) {
+        if (a.oom != b.oom)
+            return !a.oom;
+        if (a.tokens_per_s != b.tokens_per_s)
+            return a.tokens_per_s > b.tokens_per_s;
+        return a.index < b.index;
+    });
+    if (rows.size() > k)
+        rows.resize(k);
+    return rows;
+}
+
+} // namespace clustersim::explore
