@@ -74,8 +74,9 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                r.gpus, "one per pipeline rank", fidelity_name(r.fidelity));
     fmt::print(out, "\n");
     fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
-    fmt::print(out, "{:<12}{}\n", "uncertainty",
-               band_text(e.cluster, PredictionKind::step, r.step_time_s));
+    fmt::print(
+        out, "{:<12}{}\n", "uncertainty",
+        band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step, r.step_time_s));
     // An MLP's samples are rows, not token sequences.
     fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
                r.tokens_per_s);
@@ -132,7 +133,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                      {"virtual_stages", r.virtual_stages},
                      {"micro_batches", r.micro_batches}};
     j["step_time_s"] = r.step_time_s;
-    j["step_time_band"] = band_json(e.cluster, PredictionKind::step, r.step_time_s);
+    j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
     j["tokens_per_s"] = r.tokens_per_s;
     j["mfu"] = r.mfu;
     j["bubble_fraction"] = r.bubble_fraction;

@@ -413,7 +413,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                                        std::find(rc.begin(), rc.end(), "step_time_s") - rc.begin());
             const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
             fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
-                       band_text(e.cluster, PredictionKind::step, std::stod(f.at(at))));
+                       band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step,
+                                 std::stod(f.at(at))));
         }
     }
 }

@@ -108,7 +108,7 @@ hardware::Dtype comm_dtype(hardware::Dtype d) {
 /// training dtype when the framework reduces those (FrameworkSpec::fp32_grad_reduce).
 hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     const auto d = e.training.dtype;
-    if (e.cluster.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
+    if (e.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
         return hardware::Dtype::fp32;
     return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
 }
@@ -131,7 +131,7 @@ struct Unit {
 
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
 void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
-               hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c, PassCost& cost) {
+               hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
     const double host_overhead = fw.host_overhead.seconds();
     const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
@@ -197,8 +197,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
 void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
-                hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c,
-                PassCost& cost) {
+                hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
     constexpr int kSimulated = 3;
     Clock before = c;
     PassCost before_cost = cost;
@@ -243,7 +242,7 @@ struct Context {
     LayerWork head;
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
-    hardware::FrameworkSpec fw;
+    FrameworkSpec fw;
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -254,7 +253,7 @@ const LayerWork& layer_of(const Context& ctx, Recompute r) {
 void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
     const auto dtype = ctx.e.training.dtype;
-    const hardware::FrameworkSpec& ho = ctx.fw;
+    const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
     const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
@@ -482,17 +481,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
     plan.orders = pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
-    plan.runtime_bytes = e.cluster.framework.runtime_memory;
-    plan.host_overhead = e.cluster.framework.host_overhead.seconds();
+    plan.runtime_bytes = e.framework.runtime_memory;
+    plan.host_overhead = e.framework.host_overhead.seconds();
 
-    Context ctx{e,
-                hardware::ComputeModel(e.cluster),
-                {},
-                {},
-                {},
-                nullptr,
-                CollectiveTimes(nullptr),
-                e.cluster.framework};
+    Context ctx{e,       hardware::ComputeModel(e.cluster), {},         {}, {},
+                nullptr, CollectiveTimes(nullptr),          e.framework};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -593,7 +586,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (!p2p_cache.count(key))
             p2p_cache[key] = p2p_seconds(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
-        const double overhead = from == to ? 0.0 : e.cluster.framework.p2p_overhead.seconds();
+        const double overhead = from == to ? 0.0 : e.framework.p2p_overhead.seconds();
         st.send_forward = p2p_cache[key] + overhead;
         st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key] + overhead;
     }

@@ -1,7 +1,7 @@
 #include "base/error.h"
-#include "hardware/hardware_loader.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
 #include "strategies/parallel/training_step.h"
 
 #include <catch2/catch.hpp>
@@ -14,9 +14,9 @@ namespace {
 
 /// A cluster whose framework costs nothing extra and whose NVLink is so fast that pipeline
 /// transfers take only their latency, so that the schedules' closed forms hold.
-hardware::ClusterSpec ideal_cluster(const std::string& preset = "dgx-a100") {
-    hardware::ClusterSpec c = hardware::load_hardware(preset);
-    c.node.nvlink.bandwidth = 1e14;
+Platform ideal_cluster(const std::string& preset = "dgx-a100") {
+    Platform c = load_platform(preset);
+    c.cluster.node.nvlink.bandwidth = 1e14;
     c.framework.host_overhead = sim::Time::zero();
     c.framework.p2p_overhead = sim::Time::zero();
     c.framework.gemm_efficiency = 1;
@@ -24,7 +24,7 @@ hardware::ClusterSpec ideal_cluster(const std::string& preset = "dgx-a100") {
     return c;
 }
 
-ExperimentSpec experiment(const hardware::ClusterSpec& c, int gpus, Settings s) {
+ExperimentSpec experiment(const Platform& c, int gpus, Settings s) {
     return make_experiment(c, gpus, s, "test");
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("training step: GPT-3 175B on 64 A100s", "[strategies][training]") {
 }
 
 TEST_CASE("training step: out of memory is a result with a fix", "[strategies][training][memory]") {
-    const auto cluster = hardware::load_hardware("dgx-a100");
+    const auto cluster = load_platform("dgx-a100");
     Settings s{{"model", "gpt3-175B"},
                {"training.global_batch", "8"},
                {"parallel.tp", "8"},
@@ -228,7 +228,7 @@ TEST_CASE("training step: out of memory is a result with a fix", "[strategies][t
 
 TEST_CASE("training step: recompute auto picks the cheapest plan that fits",
           "[strategies][training][memory]") {
-    const auto cluster = hardware::load_hardware("dgx-a100");
+    const auto cluster = load_platform("dgx-a100");
     Settings s{{"model", "megatron-22B"},
                {"training.global_batch", "16"},
                {"training.micro_batch", "4"},
@@ -248,7 +248,7 @@ TEST_CASE("training step: recompute auto picks the cheapest plan that fits",
 
 TEST_CASE("experiments: numbers that disagree are refused with what would fix them",
           "[strategies][training][errors]") {
-    const auto cluster = hardware::load_hardware("dgx-a100");
+    const auto cluster = load_platform("dgx-a100");
     Settings base{{"model", "gpt3-175B"}, {"training.global_batch", "64"}};
     auto with = [&](Settings extra) {
         Settings s = base;
