@@ -10,6 +10,20 @@
 
 namespace clustersim::strategies::parallel {
 
+std::string_view to_string(DpRole r) {
+    switch (r) {
+    case DpRole::grad_all_reduce:
+        return "grad all-reduce";
+    case DpRole::grad_reduce_scatter:
+        return "grad reduce-scatter";
+    case DpRole::param_all_gather:
+        return "param all-gather";
+    case DpRole::embedding_grad_all_reduce:
+        break;
+    }
+    return "embedding grad all-reduce";
+}
+
 PassCost& PassCost::operator+=(const PassCost& o) {
     time += o.time;
     compute += o.compute;
@@ -385,38 +399,38 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
         CollectiveTimes times(par.dp > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
-        auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype, int chunk,
-                       int bucket, bool after_opt, const char* what) {
+        auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
+                       std::optional<int> chunk, std::optional<int> bucket, DpRole role) {
             DpCollective d;
             d.collective.op = op;
             d.collective.dtype = dtype;
             d.collective.bytes = bytes;
             d.time = times.seconds(d.collective);
+            d.role = role;
             d.chunk = chunk;
             d.bucket = bucket;
-            d.after_optimizer = after_opt;
-            d.what = what;
             r.dp.push_back(d);
         };
         if (par.dp > 1) {
             const auto grad_op =
                 par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
-            const char* grad_what = par.zero >= 1 ? "grad reduce-scatter" : "grad all-reduce";
+            const DpRole grad_role =
+                par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
             if (par.dp_overlap) {
                 for (int c = 0; c < plan.shape.virtual_stages; ++c) {
                     const auto& st = plan.stage(virtual_stage(c, r.rank, par.pp));
                     for (std::size_t k = 0; k < st.buckets.size(); ++k)
-                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k), false,
-                            grad_what);
+                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k),
+                            grad_role);
                 }
             } else {
-                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype, -1,
-                    -1, false, grad_what);
+                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
+                    std::nullopt, std::nullopt, grad_role);
             }
             if (par.zero >= 1)
                 add(collectives::Op::all_gather,
                     r.parameters * hardware::bytes_per_element(e.training.dtype), e.training.dtype,
-                    -1, -1, true, "param all-gather");
+                    std::nullopt, std::nullopt, DpRole::param_all_gather);
         }
     }
     // Tied embeddings on separate stages: Megatron all-reduces the embedding gradient between
@@ -430,8 +444,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         d.collective.dtype = grad_dtype;
         d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
         d.time = times.seconds(d.collective);
-        d.chunk = -1;
-        d.what = "embedding grad all-reduce";
+        d.role = DpRole::embedding_grad_all_reduce;
         plan.ranks.front().dp.push_back(d);
         plan.ranks.back().dp.push_back(d);
     }

@@ -1,0 +1,44 @@
+#include "strategies/parallel/step_timeline.h"
+
+#include <algorithm>
+#include <string>
+
+namespace clustersim::strategies::parallel::detail {
+
+void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& ranks, StepResult& r) {
+    const int v = plan.shape.virtual_stages;
+    for (std::size_t p = 0; p < ranks.size(); ++p) {
+        const ExecutedRank& x = ranks[p];
+        const int rank = static_cast<int>(p);
+        std::int64_t live = 0;
+        r.memory_points.push_back({rank, 0.0, 0});
+        for (const ExecutedPass& e : x.passes) {
+            const auto& st = plan.stage(e.vs);
+            const std::string label = pass_label(e.pass, v);
+            if (e.pass.kind == PassKind::forward) {
+                r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
+                live += st.activation_bytes;
+                r.memory_points.push_back({rank, e.start, live});
+            } else {
+                const double total = std::max(1e-18, st.backward.time);
+                const double split = e.start + (e.end - e.start) * (st.backward.recompute / total);
+                if (split > e.start)
+                    r.bars.push_back({rank, TimelineStream::compute, e.start, split, "recompute",
+                                      "R" + label.substr(1)});
+                r.bars.push_back({rank, TimelineStream::compute, split, e.end, "backward", label});
+                r.memory_points.push_back({rank, e.start, live + st.transient_bytes});
+                live -= st.activation_bytes;
+                r.memory_points.push_back({rank, e.end, live});
+            }
+        }
+        for (const Interval& s : x.sends)
+            r.bars.push_back({rank, TimelineStream::pp, s.start, s.end, "pp-comm", s.label});
+        for (const Interval& d : x.dp)
+            r.bars.push_back({rank, TimelineStream::dp, d.start, d.end, "dp-comm", d.label});
+        if (x.optimizer_end > x.optimizer_start)
+            r.bars.push_back({rank, TimelineStream::compute, x.optimizer_start, x.optimizer_end,
+                              "optimizer", "opt"});
+    }
+}
+
+} // namespace clustersim::strategies::parallel::detail
