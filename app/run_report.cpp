@@ -222,12 +222,11 @@ std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
                               : bar.stream == TimelineStream::pp    ? TraceStream::pp_comm
                               : bar.stream == TimelineStream::dp    ? TraceStream::dp_comm
                                                                     : TraceStream::tp_comm;
-        trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind,
-                       sim::Time::from_seconds(bar.start), sim::Time::from_seconds(bar.end));
+        trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
     }
     for (const auto& pt : r.memory_points) {
         const auto& m = r.memory[static_cast<std::size_t>(pt.rank)];
-        trace.counter(trace_pid(pt.rank), "memory", sim::Time::from_seconds(pt.time),
+        trace.counter(trace_pid(pt.rank), "memory", pt.time,
                       {{"activations", pt.activations_bytes},
                        {"model state", m.weights_bytes + m.grads_bytes + m.optimizer_bytes},
                        {"runtime", m.runtime_bytes}});
@@ -253,8 +252,8 @@ std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
         g.stream = bar.stream == TimelineStream::compute ? 0
                    : bar.stream == TimelineStream::pp    ? 1
                                                          : 2;
-        g.start_s = bar.start;
-        g.end_s = bar.end;
+        g.start_s = bar.start.seconds();
+        g.end_s = bar.end.seconds();
         g.kind = bar.kind;
         g.label = bar.label;
         chart.bars.push_back(g);
@@ -273,7 +272,7 @@ std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
     constexpr double kGB = 1e9;
     double last = r.step_time_s;
     for (const auto& pt : r.memory_points)
-        last = std::max(last, pt.time);
+        last = std::max(last, pt.time.seconds());
     for (std::size_t p = 0; p < r.memory.size(); ++p) {
         const auto& m = r.memory[p];
         const double held = static_cast<double>(m.weights_bytes + m.grads_bytes +
@@ -288,10 +287,10 @@ std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
         for (const auto& pt : r.memory_points) {
             if (static_cast<std::size_t>(pt.rank) != p)
                 continue;
-            s.x.push_back(pt.time);
+            s.x.push_back(pt.time.seconds());
             s.y.push_back(level / kGB);
             level = held + static_cast<double>(pt.activations_bytes);
-            s.x.push_back(pt.time);
+            s.x.push_back(pt.time.seconds());
             s.y.push_back(level / kGB);
         }
         s.x.push_back(last);

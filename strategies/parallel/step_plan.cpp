@@ -495,7 +495,6 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     plan.orders = pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
     plan.runtime_bytes = e.framework.runtime_memory;
-    plan.host_overhead = e.framework.host_overhead.seconds();
 
     Context ctx{e,       hardware::ComputeModel(e.cluster), {},         {}, {},
                 nullptr, CollectiveTimes(nullptr),          e.framework};

@@ -127,7 +127,6 @@ struct StepPlan {
     std::vector<RankPlan> ranks;
     std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL and library workspaces per GPU
     std::int64_t capacity_bytes = 0;
-    double host_overhead = 0;
     bool automatic_recompute = false;
     /// Recompute actually used on every layer when not automatic.
     models::Recompute uniform_recompute = models::Recompute::none;

@@ -30,6 +30,7 @@
 /// implementation runs them in order and computes the breakdown.
 
 #include "hardware/topology.h"
+#include "sim/time.h"
 #include "strategies/collectives/collective.h"
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/parallel/experiment.h"
@@ -81,11 +82,12 @@ struct OomSuggestion {
 /// Streams of a simulated GPU, as the trace and the timeline show them.
 enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3 };
 
+/// One span of a stream. Times are sim::Time, as the trace writes them; charts take seconds.
 struct TimelineBar {
     int rank = 0;
     TimelineStream stream = TimelineStream::compute;
-    double start = 0;
-    double end = 0;
+    sim::Time start = sim::Time::zero();
+    sim::Time end = sim::Time::zero();
     std::string kind;  ///< forward, backward, recompute, optimizer, pp-comm, dp-comm
     std::string label; ///< "F3", "B3", "F3.1" (micro-batch, chunk), "AR 25 MiB"
 };
@@ -93,7 +95,7 @@ struct TimelineBar {
 /// Activations held by a rank from `time` on.
 struct MemoryPoint {
     int rank = 0;
-    double time = 0;
+    sim::Time time = sim::Time::zero();
     std::int64_t activations_bytes = 0;
 };
 
