@@ -71,7 +71,8 @@ FlowRun run_flow(const StepPlan& plan) {
     std::vector<sim::TaskId> fwd_task(m * V), bwd_first(m * V), bwd_last(m * V);
     std::vector<std::vector<sim::TaskId>> pass_first(static_cast<std::size_t>(P)),
         pass_last(static_cast<std::size_t>(P));
-    std::vector<std::vector<int>> pass_send(static_cast<std::size_t>(P)); ///< send task or -1
+    /// Per rank and pass: its send task (none: the pass sends nothing).
+    std::vector<std::vector<std::optional<sim::TaskId>>> pass_send(static_cast<std::size_t>(P));
     std::vector<std::vector<std::vector<sim::TaskId>>> bucket_ready(static_cast<std::size_t>(P));
     const bool overlap = par.dp > 1 && par.dp_overlap && !plan.shape.forward_only;
     struct SendRecord {
@@ -130,15 +131,18 @@ FlowRun run_flow(const StepPlan& plan) {
                 pass_last[p].push_back(last);
             }
 
-            int to_vs = -1;
+            // The virtual stage this pass sends to; none after the last forward and the first
+            // backward.
+            std::optional<int> to;
             if (pass.kind == PassKind::forward && vs + 1 < V)
-                to_vs = vs + 1;
+                to = vs + 1;
             if (pass.kind == PassKind::backward && vs > 0)
-                to_vs = vs - 1;
-            if (to_vs < 0) {
-                pass_send[p].push_back(-1);
+                to = vs - 1;
+            if (!to) {
+                pass_send[p].push_back(std::nullopt);
                 continue;
             }
+            const int to_vs = *to;
             const int to_rank = to_vs % P;
             const auto& sender_stage = plan.stage(std::min(vs, to_vs));
             const int from_gpu = plan.ranks[static_cast<std::size_t>(p)].gpu;
@@ -156,7 +160,7 @@ FlowRun run_flow(const StepPlan& plan) {
             g.add_dependency(pass_last[p].back(), id);
             (pass.kind == PassKind::forward ? fwd_send : bwd_send)[j * V + to_vs] = id;
             sends.push_back({p, id, name});
-            pass_send[p].push_back(static_cast<int>(id));
+            pass_send[p].push_back(id);
         }
     }
     for (std::size_t key = 0; key < m * V; ++key) {
@@ -252,8 +256,8 @@ FlowRun run_flow(const StepPlan& plan) {
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
             ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, 0};
             x.released = x.end;
-            if (!par.pp_overlap && pass_send[p][i] >= 0)
-                x.released = e(static_cast<sim::TaskId>(pass_send[p][i]));
+            if (!par.pp_overlap && pass_send[p][i])
+                x.released = e(*pass_send[p][i]);
             if (pass.kind == PassKind::forward && vs > 0)
                 x.input = InputTransfer{s(fwd_send.at(key)), e(fwd_send.at(key))};
             else if (pass.kind == PassKind::backward && vs + 1 < V)
