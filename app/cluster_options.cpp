@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <utility>
+
 namespace clustersim::app {
 
 void ClusterOptions::add_to(CLI::App& cmd, bool positional) {
@@ -25,6 +27,13 @@ hardware::ClusterSpec ClusterOptions::load() const {
     if (gpus > 0)
         spec = hardware::with_gpu_count(spec, gpus);
     return spec;
+}
+
+strategies::parallel::Platform ClusterOptions::load_platform() const {
+    strategies::parallel::Platform p = strategies::parallel::load_platform(hardware);
+    if (gpus > 0)
+        p = strategies::parallel::with_gpu_count(std::move(p), gpus);
+    return p;
 }
 
 } // namespace clustersim::app

@@ -5,7 +5,7 @@
 #include "base/error.h"
 #include "calibrate/fit.h"
 #include "calibrate/split.h"
-#include "hardware/hardware_loader.h"
+#include "strategies/parallel/platform.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -98,7 +98,8 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         if (!(o->huber_delta > 0 && o->huber_delta < 10))
             throw InputError(
                 fmt::format("--huber-delta: expected a positive fraction, got {}", o->huber_delta));
-        const hardware::ClusterSpec base = hardware::load_hardware(o->hardware);
+        const strategies::parallel::Platform base =
+            strategies::parallel::load_platform(o->hardware);
         calibrate::FitOptions options;
         options.huber_delta = o->huber_delta;
         options.step_fields = o->step_fields;
@@ -111,7 +112,7 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         const std::string text =
             calibrate::format_fitted_hardware(r, extends_value(o->hardware, o->out), name);
         // The file must load as what was fitted before it is written.
-        hardware::parse_hardware_yaml(text, o->out);
+        strategies::parallel::parse_platform_yaml(text, o->out);
         for (const auto& w : r.warnings)
             fmt::print(io.err, "warning: {}\n", w);
         for (const auto& part : r.parts) {
@@ -128,7 +129,7 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         for (const auto& rec : r.records)
             fmt::print(io.out, "  {} = {}\n", rec.key, rec.value);
         const auto& u = r.uncertainty;
-        auto band = [&](const char* kind, const hardware::ResidualBand& b) {
+        auto band = [&](const char* kind, const strategies::parallel::ResidualBand& b) {
             if (b.present())
                 fmt::print(io.out,
                            "uncertainty  {:<12} p10 {:+.1f}%  p50 {:+.1f}%  p90 {:+.1f}%  "

@@ -136,8 +136,8 @@ std::string show_values(const cl::Communicator& comm, cl::Collective c, bool byt
 }
 
 std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
-                   const cl::Collective& base, cl::Fidelity fidelity,
-                   const std::vector<Row>& rows) {
+                   const strategies::parallel::Uncertainty& u, const cl::Collective& base,
+                   cl::Fidelity fidelity, const std::vector<Row>& rows) {
     const int n = comm.size();
     const auto& spec = comm.topology().spec();
     const std::string redop = cl::reduces(base.op) ? "sum" : "none";
@@ -165,15 +165,15 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                  {"time_us", r.time.microseconds()},
                  {"algbw_gbps", algbw(r)},
                  {"busbw_gbps", busbw(r)},
-                 {"time_band", band_json(spec, PredictionKind::collective, r.time.seconds())}});
+                 {"time_band", band_json(u, PredictionKind::collective, r.time.seconds())}});
         }
         return arr.dump(2) + "\n";
     }
     // A calibrated hardware file gives each time its p10-p90 band (app/uncertainty.h).
     auto band = [&](const Row& r) {
-        return time_band(spec, PredictionKind::collective, r.time.seconds());
+        return time_band(u, PredictionKind::collective, r.time.seconds());
     };
-    const bool calibrated = spec.uncertainty.collectives.present();
+    const bool calibrated = u.collectives.present();
     if (o.format == "csv") {
         s = "op,algo,protocol,gpus,bytes,count,dtype,redop,root,fidelity,time_us,algbw_gbps,"
             "busbw_gbps";
@@ -214,7 +214,6 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
         sum += busbw(r);
     }
     s += fmt::format("# Avg bus bandwidth    : {:g}\n", sum / static_cast<double>(rows.size()));
-    const auto& u = spec.uncertainty;
     s += calibrated
              ? fmt::format("# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. "
                            "{:+.1f}% ({} {} collectives)\n",
@@ -258,7 +257,9 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
                          std::to_string(o.factor));
     base.root = o.root;
 
-    const hardware::Topology topo(o.cluster.load());
+    // The platform, not the hardware alone: its provenance gives each time its band.
+    const strategies::parallel::Platform platform = o.cluster.load_platform();
+    const hardware::Topology topo(platform.cluster);
     const int n = o.cluster.gpus > 0 ? o.cluster.gpus : topo.gpu_count();
     if (n > topo.gpu_count())
         throw InputError(fmt::format("--gpus {}: the cluster has {} GPUs", n, topo.gpu_count()));
@@ -304,7 +305,7 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
         const cl::Outcome out = cl::simulate(comm, c, *fidelity);
         rows.push_back({bytes, out.choice, out.time});
     }
-    io.out << render(o, comm, base, *fidelity, rows);
+    io.out << render(o, comm, platform.provenance.uncertainty, base, *fidelity, rows);
 }
 
 } // namespace

@@ -377,7 +377,8 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
             const std::size_t at = explore::result_column(f.size(), "step_time_s");
             const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
             fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
-                       band_text(e.cluster, PredictionKind::step, std::stod(f.at(at))));
+                       band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step,
+                                 std::stod(f.at(at))));
         }
     }
 }

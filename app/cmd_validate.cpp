@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "calibrate/validation.h"
-#include "hardware/hardware_loader.h"
+#include "strategies/parallel/platform.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -187,7 +187,8 @@ void run(const ValidateOptions& o, Io io, int& exit_code) {
         vo.kinds.push_back(parse_kind(k));
     vo.fidelity = o.fidelity == "flow" ? strategies::collectives::Fidelity::flow
                                        : strategies::collectives::Fidelity::analytic;
-    const hardware::ClusterSpec hw = hardware::load_hardware(o.hardware);
+    const strategies::parallel::Platform platform = strategies::parallel::load_platform(o.hardware);
+    const hardware::ClusterSpec& hw = platform.cluster;
     // Read and check every file before predicting anything.
     std::vector<cal::MeasurementFile> files;
     Outcome out;
@@ -198,7 +199,7 @@ void run(const ValidateOptions& o, Io io, int& exit_code) {
         out.descriptions.push_back(path + ": " + describe_measurements(files.back()));
     }
     for (std::size_t i = 0; i < files.size(); ++i) {
-        cal::Validation v = cal::validate_measurements(hw, files[i], o.measurements[i], vo);
+        cal::Validation v = cal::validate_measurements(platform, files[i], o.measurements[i], vo);
         for (auto& p : v.points)
             out.points.push_back(std::move(p));
         for (auto& s : v.skipped)

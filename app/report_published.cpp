@@ -61,9 +61,9 @@ const char* const kA100Of2020 = "gpu:\n"
                                 "  hbm: {capacity: 40GB, bandwidth: 1555GB/s}\n";
 
 /// `preset` with the software of 2020-2021 (and `extra` keys), named `name` in messages.
-hardware::ClusterSpec megatron_of_2021(const std::string& preset, const std::string& extra,
-                                       const std::string& name) {
-    return hardware::parse_hardware_yaml(
+strategies::parallel::Platform megatron_of_2021(const std::string& preset, const std::string& extra,
+                                                const std::string& name) {
+    return strategies::parallel::parse_platform_yaml(
         "extends: " + preset + "\nname: " + name + "\n" + kFp16GradReduce + extra, name);
 }
 
@@ -150,7 +150,7 @@ calibrate::StepMeasurement make_step(int gpus, const std::vector<std::string>& s
     return s;
 }
 
-strategies::parallel::StepResult simulate(const hardware::ClusterSpec& cluster,
+strategies::parallel::StepResult simulate(const strategies::parallel::Platform& cluster,
                                           const calibrate::StepMeasurement& step) {
     strategies::parallel::StepOptions o;
     o.oom_advice = false;
@@ -293,7 +293,7 @@ std::vector<PublishedRun> narayanan2021_runs(const std::string& data_dir) {
 
 std::vector<PublishedRun> megatron2020_runs(const std::string& data_dir) {
     const Csv csv(data_dir + "/megatron/megatron2020-tensor-parallel-scaling.csv");
-    const std::map<std::string, hardware::ClusterSpec> systems = {
+    const std::map<std::string, strategies::parallel::Platform> systems = {
         {"dgx-a100", megatron_of_2021("dgx-a100", kA100Of2020, "dgx-a100-40gb")},
         {"dgx2-v100", megatron_of_2021("dgx2-v100", "", "dgx2-v100")}};
     std::vector<PublishedRun> runs;

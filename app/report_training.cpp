@@ -173,7 +173,7 @@ std::string training_steps_markdown(const std::string& data_dir) {
     io.step_settings = kStepSettings;
     const auto steps = calibrate::import_files({csv}, io).measurements;
     const auto split = calibrate::split_measurements(steps, kFraction, kSeed);
-    const auto cluster = hardware::load_hardware("dgx-a100");
+    const auto cluster = strategies::parallel::load_platform("dgx-a100");
     calibrate::ValidationOptions vo;
     vo.kinds = {PointKind::step};
     const auto all = calibrate::validate_measurements(cluster, steps, csv, vo);

@@ -7,7 +7,8 @@
 namespace clustersim::app {
 namespace {
 
-const hardware::ResidualBand& band_of(const hardware::Uncertainty& u, PredictionKind kind) {
+const strategies::parallel::ResidualBand& band_of(const strategies::parallel::Uncertainty& u,
+                                                  PredictionKind kind) {
     switch (kind) {
     case PredictionKind::collective:
         return u.collectives;
@@ -33,20 +34,20 @@ const char* kind_name(PredictionKind kind, int points) {
 
 } // namespace
 
-std::optional<TimeBand> time_band(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                                  double predicted_s) {
-    const hardware::ResidualBand& b = band_of(hardware.uncertainty, kind);
+std::optional<TimeBand> time_band(const strategies::parallel::Uncertainty& uncertainty,
+                                  PredictionKind kind, double predicted_s) {
+    const strategies::parallel::ResidualBand& b = band_of(uncertainty, kind);
     if (!b.present())
         return std::nullopt;
     return TimeBand{predicted_s * (1 + b.p10), predicted_s * (1 + b.p90), b.points,
-                    hardware.uncertainty.basis.empty() ? "in-sample" : hardware.uncertainty.basis};
+                    uncertainty.basis.empty() ? "in-sample" : uncertainty.basis};
 }
 
-std::string band_text(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                      double predicted_s) {
-    const auto b = time_band(hardware, kind, predicted_s);
+std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
+                      const std::string& hardware, PredictionKind kind, double predicted_s) {
+    const auto b = time_band(uncertainty, kind, predicted_s);
     if (!b)
-        return fmt::format("uncalibrated (hardware '{}' has no uncertainty for {})", hardware.name,
+        return fmt::format("uncalibrated (hardware '{}' has no uncertainty for {})", hardware,
                            kind_name(kind, 2));
     return fmt::format("p10-p90 {} - {} ({} {} {})",
                        base::format_time(sim::Time::from_seconds(b->low_s)),
@@ -54,9 +55,9 @@ std::string band_text(const hardware::ClusterSpec& hardware, PredictionKind kind
                        kind_name(kind, b->points));
 }
 
-nlohmann::ordered_json band_json(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                                 double predicted_s) {
-    const auto b = time_band(hardware, kind, predicted_s);
+nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
+                                 PredictionKind kind, double predicted_s) {
+    const auto b = time_band(uncertainty, kind, predicted_s);
     if (!b)
         return "uncalibrated";
     return {{"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};

@@ -1,16 +1,16 @@
 #pragma once
 /// \file
 /// How far to trust a prediction: the band a calibrated hardware file's `uncertainty:` section
-/// gives it (hardware::Uncertainty, written by `clustersim calibrate fit`). For a kind with
-/// residuals r = measured / predicted - 1, a predicted time t has the band
-/// [t (1 + p10), t (1 + p90)]: where 80% of that file's validation points fell. A rate (busbw,
-/// tokens/s) divides by the time, so its band is [x / (1 + p90), x / (1 + p10)]. Hardware
-/// without a band for the kind is "uncalibrated".
+/// gives it (strategies::parallel::Uncertainty, written by `clustersim calibrate fit`). For a kind
+/// with residuals r = measured / predicted - 1, a predicted time t has the band [t (1 + p10), t (1
+/// + p90)]: where 80% of that file's validation points fell. A rate (busbw, tokens/s) divides by
+/// the time, so its band is [x / (1 + p90), x / (1 + p10)]. Hardware without a band for the kind is
+/// "uncalibrated".
 ///
 /// Used by `run` and `collective`; `sweep` should call `time_band` per row (kind step) and
 /// print `band_text` or write `band_json`.
 
-#include "hardware/specs.h"
+#include "strategies/parallel/provenance.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,17 +29,18 @@ struct TimeBand {
     std::string basis; ///< "held-out" or "in-sample"
 };
 
-/// The band of a predicted time of `kind` on `hardware`; nullopt when it is uncalibrated.
-std::optional<TimeBand> time_band(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                                  double predicted_s);
+/// The band of a predicted time of `kind` under `uncertainty` (a platform's provenance);
+/// nullopt when it is uncalibrated.
+std::optional<TimeBand> time_band(const strategies::parallel::Uncertainty& uncertainty,
+                                  PredictionKind kind, double predicted_s);
 
 /// "p10-p90 298 ms - 330 ms (1152 held-out steps)", or "uncalibrated (hardware 'dgx-a100' has
-/// no uncertainty for steps)".
-std::string band_text(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                      double predicted_s);
+/// no uncertainty for steps)"; `hardware` names the hardware file.
+std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
+                      const std::string& hardware, PredictionKind kind, double predicted_s);
 
 /// {"p10_s": .., "p90_s": .., "points": .., "basis": ..}, or the string "uncalibrated".
-nlohmann::ordered_json band_json(const hardware::ClusterSpec& hardware, PredictionKind kind,
-                                 double predicted_s);
+nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
+                                 PredictionKind kind, double predicted_s);
 
 } // namespace clustersim::app

@@ -1,6 +1,6 @@
 // calibrate fit: each part (launches, copies, GEMMs, collectives, steps) turns its points into a
 // least-squares problem over the parameters the points determine, minimises it within bounds,
-// and writes what it found into the fitted ClusterSpec with a record of where it came from.
+// and writes what it found into the fitted Platform with a record of where it came from.
 #include "calibrate/fit.h"
 
 #include "base/error.h"
@@ -22,9 +22,10 @@ namespace clustersim::calibrate {
 using hardware::ClusterSpec;
 using hardware::LinkLevel;
 using hardware::Protocol;
+using strategies::parallel::Platform;
 
 const std::vector<FrameworkField>& framework_fields() {
-    using F = hardware::FrameworkSpec;
+    using F = strategies::parallel::FrameworkSpec;
     static const std::vector<FrameworkField> fields{
         {"host_overhead",
          true,
@@ -112,11 +113,11 @@ using Written = std::vector<std::pair<std::string, std::string>>;
 struct Param {
     std::string name;
     ParameterBounds bounds;
-    std::function<double(const ClusterSpec&)> get;
+    std::function<double(const Platform&)> get;
     /// Sets the value, rounded as the file writes it.
-    std::function<void(ClusterSpec&, double)> set;
+    std::function<void(Platform&, double)> set;
     /// The keys and texts the value writes.
-    std::function<Written(const ClusterSpec&)> written;
+    std::function<Written(const Platform&)> written;
 };
 
 enum class Loss { huber, mape };
@@ -124,14 +125,14 @@ enum class Loss { huber, mape };
 struct Problem {
     std::vector<double> measured; ///< seconds
     std::vector<double> weights;  ///< per point; any positive scale
-    std::function<std::vector<double>(const ClusterSpec&)> predict;
+    std::function<std::vector<double>(const Platform&)> predict;
     Loss loss = Loss::huber;
     /// Points needed per parameter kept, beyond the parameter count itself.
     int spare_points = 2;
 };
 
 struct Outcome {
-    ClusterSpec spec;
+    Platform spec;
     std::vector<std::size_t> fitted; ///< indices into the params
     std::vector<std::string> notes;
     std::vector<double> before, after; ///< predicted / measured - 1
@@ -166,7 +167,7 @@ double loss_value(const Problem& p, const std::vector<double>& predicted, double
 /// Keeps the parameters whose effect on the predictions is not (nearly) a combination of the
 /// effects of those kept before them: Gram-Schmidt over weighted finite-difference columns of
 /// log(prediction) in normalised parameter units.
-std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<Param>& params,
+std::vector<std::size_t> determined(const Platform& base, const std::vector<Param>& params,
                                     const Problem& p, const std::vector<double>& pred0,
                                     std::vector<std::string>& notes) {
     constexpr double kStep = 0.05;          // normalised units
@@ -180,7 +181,7 @@ std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<P
         const double u0 = std::clamp(
             to_unit(std::clamp(prm.get(base), prm.bounds.lo, prm.bounds.hi), prm.bounds), 0.0, 1.0);
         const double u1 = u0 + kStep <= 1.0 ? u0 + kStep : u0 - kStep;
-        ClusterSpec moved = base;
+        Platform moved = base;
         prm.set(moved, from_unit(u1, prm.bounds));
         const std::vector<double> pred = p.predict(moved);
         std::vector<double> col(pred.size());
@@ -222,7 +223,7 @@ std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<P
     return kept;
 }
 
-Outcome fit_core(const ClusterSpec& base, const std::vector<Param>& params, const Problem& p,
+Outcome fit_core(const Platform& base, const std::vector<Param>& params, const Problem& p,
                  const FitOptions& options, const std::string& part) {
     Outcome out;
     out.spec = base;
@@ -251,7 +252,7 @@ Outcome fit_core(const ClusterSpec& base, const std::vector<Param>& params, cons
         x0.push_back(params[j].get(base));
     }
     auto apply = [&](const std::vector<double>& x) {
-        ClusterSpec s = base;
+        Platform s = base;
         for (std::size_t k = 0; k < kept.size(); ++k)
             params[kept[k]].set(s, x[k]);
         return s;
@@ -302,7 +303,7 @@ void record(FitResult& result, FitPart& part, const Outcome& o, const std::vecto
         part.notes.push_back(n);
     for (std::size_t j : o.fitted) {
         for (const auto& [key, text] : params[j].written(o.spec)) {
-            hardware::CalibrationRecord r;
+            strategies::parallel::CalibrationRecord r;
             r.key = key;
             r.value = text;
             r.method = part.method;
@@ -348,7 +349,7 @@ void fit_launches(const std::vector<NamedMeasurements>& inputs, FitResult& resul
         result.parts.push_back(std::move(part));
         return;
     }
-    const double before = result.fitted.compute.launch_overhead.seconds();
+    const double before = result.fitted.cluster.compute.launch_overhead.seconds();
     const double t = round_time(quantile(times, 0.5));
     std::vector<double> eb, ea;
     for (double m : times) {
@@ -357,14 +358,14 @@ void fit_launches(const std::vector<NamedMeasurements>& inputs, FitResult& resul
     }
     Outcome o;
     o.spec = result.fitted;
-    o.spec.compute.launch_overhead = sim::Time::from_seconds(t);
+    o.spec.cluster.compute.launch_overhead = sim::Time::from_seconds(t);
     o.before = eb;
     o.after = ea;
     o.fitted = {0};
     const std::vector<Param> params{
-        {"compute.launch_overhead", {}, nullptr, nullptr, [](const ClusterSpec& s) {
-             return Written{
-                 {"compute.launch_overhead", time_text(s.compute.launch_overhead.seconds())}};
+        {"compute.launch_overhead", {}, nullptr, nullptr, [](const Platform& s) {
+             return Written{{"compute.launch_overhead",
+                             time_text(s.cluster.compute.launch_overhead.seconds())}};
          }}};
     record(result, part, o, params);
     result.parts.push_back(std::move(part));
@@ -377,7 +378,7 @@ void fit_launches(const std::vector<NamedMeasurements>& inputs, FitResult& resul
 void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& options,
                 FitResult& result) {
     std::vector<PointRef> refs;
-    const std::int64_t l2 = result.fitted.node.gpu.l2_bytes;
+    const std::int64_t l2 = result.fitted.cluster.node.gpu.l2_bytes;
     int cached = 0;
     for (std::size_t f = 0; f < inputs.size(); ++f)
         for (std::size_t i = 0; i < inputs[f].file.copies.size(); ++i) {
@@ -416,8 +417,8 @@ void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& 
         p.measured.push_back(c.time.seconds());
         p.weights.push_back(1.0);
     }
-    p.predict = [&bytes](const ClusterSpec& s) {
-        const hardware::ComputeModel m(s);
+    p.predict = [&bytes](const Platform& s) {
+        const hardware::ComputeModel m(s.cluster);
         std::vector<double> out;
         for (auto b : bytes)
             out.push_back(m.memory_bound_seconds(b));
@@ -426,23 +427,25 @@ void fit_copies(const std::vector<NamedMeasurements>& inputs, const FitOptions& 
     std::vector<Param> params{
         {"compute.memory.efficiency",
          {0.05, 1.0, false},
-         [](const ClusterSpec& s) { return s.compute.memory_efficiency; },
-         [](ClusterSpec& s, double v) { s.compute.memory_efficiency = round_fraction(v); },
-         [](const ClusterSpec& s) {
+         [](const Platform& s) { return s.cluster.compute.memory_efficiency; },
+         [](Platform& s, double v) { s.cluster.compute.memory_efficiency = round_fraction(v); },
+         [](const Platform& s) {
              return Written{
-                 {"compute.memory.efficiency", fraction_text(s.compute.memory_efficiency)}};
+                 {"compute.memory.efficiency", fraction_text(s.cluster.compute.memory_efficiency)}};
          }},
         {"compute.memory.half_efficiency_bytes",
          {1e3, 1e10, true},
-         [](const ClusterSpec& s) {
-             return std::max(1e3, static_cast<double>(s.compute.memory_half_efficiency_bytes));
+         [](const Platform& s) {
+             return std::max(1e3,
+                             static_cast<double>(s.cluster.compute.memory_half_efficiency_bytes));
          },
-         [](ClusterSpec& s, double v) {
-             s.compute.memory_half_efficiency_bytes = static_cast<std::int64_t>(std::llround(v));
+         [](Platform& s, double v) {
+             s.cluster.compute.memory_half_efficiency_bytes =
+                 static_cast<std::int64_t>(std::llround(v));
          },
-         [](const ClusterSpec& s) {
+         [](const Platform& s) {
              return Written{{"compute.memory.half_efficiency_bytes",
-                             std::to_string(s.compute.memory_half_efficiency_bytes)}};
+                             std::to_string(s.cluster.compute.memory_half_efficiency_bytes)}};
          }},
     };
     const std::set<std::int64_t> sizes(bytes.begin(), bytes.end());
@@ -466,7 +469,7 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
     for (std::size_t f = 0; f < inputs.size(); ++f)
         for (std::size_t i = 0; i < inputs[f].file.gemms.size(); ++i) {
             const auto& g = inputs[f].file.gemms[i];
-            if (!result.fitted.node.gpu.supports(g.dtype)) {
+            if (!result.fitted.cluster.node.gpu.supports(g.dtype)) {
                 result.warnings.push_back(
                     fmt::format("{}: gemms[{}] ({}) skipped: the GPU has no {} peak",
                                 inputs[f].name, i, point_label(g), hardware::to_string(g.dtype)));
@@ -489,8 +492,8 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         p.measured.push_back(points.back()->time.seconds());
         p.weights.push_back(1.0);
     }
-    p.predict = [&points](const ClusterSpec& s) {
-        const hardware::ComputeModel m(s);
+    p.predict = [&points](const Platform& s) {
+        const hardware::ComputeModel m(s.cluster);
         std::vector<double> out;
         for (const auto* g : points)
             out.push_back(m.gemm_seconds(g->m, g->n, g->k, g->dtype));
@@ -503,23 +506,27 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         params.push_back(
             {key,
              {0.05, 1.0, false},
-             [i](const ClusterSpec& s) { return s.compute.gemm_efficiency[i]; },
-             [i](ClusterSpec& s, double v) { s.compute.gemm_efficiency[i] = round_fraction(v); },
-             [i, key](const ClusterSpec& s) {
-                 return Written{{key, fraction_text(s.compute.gemm_efficiency[i])}};
+             [i](const Platform& s) { return s.cluster.compute.gemm_efficiency[i]; },
+             [i](Platform& s, double v) {
+                 s.cluster.compute.gemm_efficiency[i] = round_fraction(v);
+             },
+             [i, key](const Platform& s) {
+                 return Written{{key, fraction_text(s.cluster.compute.gemm_efficiency[i])}};
              }});
     }
-    params.push_back(
-        {"compute.gemm.half_efficiency_flops",
-         {1e5, 1e13, true},
-         [](const ClusterSpec& s) { return std::max(1e5, s.compute.gemm_half_efficiency_flops); },
-         [](ClusterSpec& s, double v) {
-             s.compute.gemm_half_efficiency_flops = round_significant(v);
-         },
-         [](const ClusterSpec& s) {
-             return Written{{"compute.gemm.half_efficiency_flops",
-                             significant_text(s.compute.gemm_half_efficiency_flops)}};
-         }});
+    params.push_back({"compute.gemm.half_efficiency_flops",
+                      {1e5, 1e13, true},
+                      [](const Platform& s) {
+                          return std::max(1e5, s.cluster.compute.gemm_half_efficiency_flops);
+                      },
+                      [](Platform& s, double v) {
+                          s.cluster.compute.gemm_half_efficiency_flops = round_significant(v);
+                      },
+                      [](const Platform& s) {
+                          return Written{
+                              {"compute.gemm.half_efficiency_flops",
+                               significant_text(s.cluster.compute.gemm_half_efficiency_flops)}};
+                      }});
     std::set<double> work;
     for (const auto* g : points)
         work.insert(g->flops());
@@ -554,13 +561,13 @@ double protocol_ratio(const ClusterSpec& base, Protocol p, LinkLevel l, bool lat
 
 void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOptions& options,
                      FitResult& result) {
-    const ClusterSpec& base = result.fitted;
-    if (!base.collectives.present()) {
+    const Platform& base = result.fitted;
+    if (!base.cluster.collectives.present()) {
         bool any = false;
         for (const auto& in : inputs)
             any = any || !in.file.collectives.empty();
         if (any)
-            throw InputError("hardware '" + base.name +
+            throw InputError("hardware '" + base.cluster.name +
                              "' has no collectives: section to calibrate");
         return;
     }
@@ -572,7 +579,7 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
     std::set<LinkLevel> levels;
     bool nvls_points = false;
     {
-        CollectivePredictor check(base);
+        CollectivePredictor check(base.cluster);
         std::map<std::string, std::pair<int, std::string>> skipped;
         for (std::size_t f = 0; f < inputs.size(); ++f)
             for (std::size_t i = 0; i < inputs[f].file.collectives.size(); ++i) {
@@ -613,8 +620,8 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
         p.measured.push_back(points[i]->time.seconds());
         p.weights.push_back(1.0 / curve_size[curve_of[i]]);
     }
-    p.predict = [&points](const ClusterSpec& s) {
-        CollectivePredictor predictor(s);
+    p.predict = [&points](const Platform& s) {
+        CollectivePredictor predictor(s.cluster);
         std::vector<double> out;
         out.reserve(points.size());
         for (const auto* c : points)
@@ -623,108 +630,113 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
     };
 
     std::vector<Param> params;
-    params.push_back({"collectives.launch_latency",
-                      {0, 500e-6, false},
-                      [](const ClusterSpec& s) { return s.collectives.launch_latency.seconds(); },
-                      [](ClusterSpec& s, double v) {
-                          s.collectives.launch_latency = sim::Time::from_seconds(round_time(v));
-                      },
-                      [](const ClusterSpec& s) {
-                          return Written{{"collectives.launch_latency",
-                                          time_text(s.collectives.launch_latency.seconds())}};
-                      }});
+    params.push_back(
+        {"collectives.launch_latency",
+         {0, 500e-6, false},
+         [](const Platform& s) { return s.cluster.collectives.launch_latency.seconds(); },
+         [](Platform& s, double v) {
+             s.cluster.collectives.launch_latency = sim::Time::from_seconds(round_time(v));
+         },
+         [](const Platform& s) {
+             return Written{{"collectives.launch_latency",
+                             time_text(s.cluster.collectives.launch_latency.seconds())}};
+         }});
     for (LinkLevel l : levels) {
         const auto li = static_cast<std::size_t>(l);
         std::array<double, hardware::kProtocolCount> ratio{};
         for (Protocol pr : hardware::kAllProtocols)
-            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base, pr, l, false);
+            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base.cluster, pr, l, false);
         const std::string name = "collectives.simple." + level_key(l) + ".efficiency";
         params.push_back(
             {name,
              {0.05, 1.0, false},
-             [li](const ClusterSpec& s) {
-                 return s.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
+             [li](const Platform& s) {
+                 return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
                      .levels[li]
                      .efficiency;
              },
-             [li, ratio](ClusterSpec& s, double v) {
+             [li, ratio](Platform& s, double v) {
                  for (Protocol pr : hardware::kAllProtocols) {
                      const auto pi = static_cast<std::size_t>(pr);
-                     s.collectives.protocols[pi].levels[li].efficiency =
+                     s.cluster.collectives.protocols[pi].levels[li].efficiency =
                          std::clamp(round_fraction(v * ratio[pi]), 1e-4, 1.0);
                  }
              },
-             [li, l](const ClusterSpec& s) {
+             [li, l](const Platform& s) {
                  Written w;
                  for (Protocol pr : hardware::kAllProtocols)
                      w.push_back(
                          {"collectives." + protocol_key(pr) + "." + level_key(l) + ".efficiency",
-                          fraction_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
-                                            .levels[li]
-                                            .efficiency)});
+                          fraction_text(
+                              s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
+                                  .levels[li]
+                                  .efficiency)});
                  return w;
              }});
     }
     params.push_back(
         {"collectives.memory_passes",
          {0, 20, false},
-         [](const ClusterSpec& s) { return s.collectives.memory_passes; },
-         [](ClusterSpec& s, double v) { s.collectives.memory_passes = round_number(v); },
-         [](const ClusterSpec& s) {
+         [](const Platform& s) { return s.cluster.collectives.memory_passes; },
+         [](Platform& s, double v) { s.cluster.collectives.memory_passes = round_number(v); },
+         [](const Platform& s) {
              return Written{
-                 {"collectives.memory_passes", number_text(s.collectives.memory_passes)}};
+                 {"collectives.memory_passes", number_text(s.cluster.collectives.memory_passes)}};
          }});
     for (LinkLevel l : levels) {
         const auto li = static_cast<std::size_t>(l);
         std::array<double, hardware::kProtocolCount> ratio{};
         for (Protocol pr : hardware::kAllProtocols)
-            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base, pr, l, true);
+            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base.cluster, pr, l, true);
         params.push_back(
             {"collectives.simple." + level_key(l) + ".step_latency",
              {0, 50e-6, false},
-             [li](const ClusterSpec& s) {
-                 return s.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
+             [li](const Platform& s) {
+                 return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
                      .levels[li]
                      .step_latency.seconds();
              },
-             [li, ratio](ClusterSpec& s, double v) {
+             [li, ratio](Platform& s, double v) {
                  for (Protocol pr : hardware::kAllProtocols) {
                      const auto pi = static_cast<std::size_t>(pr);
-                     s.collectives.protocols[pi].levels[li].step_latency =
+                     s.cluster.collectives.protocols[pi].levels[li].step_latency =
                          sim::Time::from_seconds(round_time(v * ratio[pi]));
                  }
              },
-             [li, l](const ClusterSpec& s) {
+             [li, l](const Platform& s) {
                  Written w;
                  for (Protocol pr : hardware::kAllProtocols)
                      w.push_back(
                          {"collectives." + protocol_key(pr) + "." + level_key(l) + ".step_latency",
-                          time_text(s.collectives.protocols[static_cast<std::size_t>(pr)]
+                          time_text(s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
                                         .levels[li]
                                         .step_latency.seconds())});
                  return w;
              }});
     }
     if (nvls_points) {
-        params.push_back(
-            {"collectives.nvls.efficiency",
-             {0.05, 1.0, false},
-             [](const ClusterSpec& s) { return s.collectives.nvls.efficiency; },
-             [](ClusterSpec& s, double v) { s.collectives.nvls.efficiency = round_fraction(v); },
-             [](const ClusterSpec& s) {
-                 return Written{
-                     {"collectives.nvls.efficiency", fraction_text(s.collectives.nvls.efficiency)}};
-             }});
-        params.push_back({"collectives.nvls.latency",
-                          {0, 500e-6, false},
-                          [](const ClusterSpec& s) { return s.collectives.nvls.latency.seconds(); },
-                          [](ClusterSpec& s, double v) {
-                              s.collectives.nvls.latency = sim::Time::from_seconds(round_time(v));
+        params.push_back({"collectives.nvls.efficiency",
+                          {0.05, 1.0, false},
+                          [](const Platform& s) { return s.cluster.collectives.nvls.efficiency; },
+                          [](Platform& s, double v) {
+                              s.cluster.collectives.nvls.efficiency = round_fraction(v);
                           },
-                          [](const ClusterSpec& s) {
-                              return Written{{"collectives.nvls.latency",
-                                              time_text(s.collectives.nvls.latency.seconds())}};
+                          [](const Platform& s) {
+                              return Written{
+                                  {"collectives.nvls.efficiency",
+                                   fraction_text(s.cluster.collectives.nvls.efficiency)}};
                           }});
+        params.push_back(
+            {"collectives.nvls.latency",
+             {0, 500e-6, false},
+             [](const Platform& s) { return s.cluster.collectives.nvls.latency.seconds(); },
+             [](Platform& s, double v) {
+                 s.cluster.collectives.nvls.latency = sim::Time::from_seconds(round_time(v));
+             },
+             [](const Platform& s) {
+                 return Written{{"collectives.nvls.latency",
+                                 time_text(s.cluster.collectives.nvls.latency.seconds())}};
+             }});
     }
     std::set<std::int64_t> sizes;
     for (const auto* c : points)
@@ -755,7 +767,7 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         for (std::size_t i = 0; i < inputs[f].file.steps.size(); ++i) {
             const auto& s = inputs[f].file.steps[i];
             try {
-                step_experiment(hardware::with_gpu_count(result.fitted, s.gpus), s);
+                step_experiment(strategies::parallel::with_gpu_count(result.fitted, s.gpus), s);
             } catch (const InputError& e) {
                 auto& k = skipped[inputs[f].name + ": " + skip_reason(e.what(), s.source)];
                 if (k.first++ == 0)
@@ -783,7 +795,7 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         p.weights.push_back(1.0);
     }
     const auto fidelity = options.step_fidelity;
-    p.predict = [&points, fidelity](const ClusterSpec& s) {
+    p.predict = [&points, fidelity](const Platform& s) {
         std::vector<double> out;
         out.reserve(points.size());
         for (const auto* st : points)
@@ -799,11 +811,11 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
             continue;
         const FrameworkField* fp = &field;
         params.push_back({"framework." + key, field.bounds,
-                          [fp](const ClusterSpec& s) { return fp->get(s.framework); },
-                          [fp](ClusterSpec& s, double v) {
+                          [fp](const Platform& s) { return fp->get(s.framework); },
+                          [fp](Platform& s, double v) {
                               fp->set(s.framework, fp->is_time ? round_time(v) : round_fraction(v));
                           },
-                          [fp, key](const ClusterSpec& s) {
+                          [fp, key](const Platform& s) {
                               const double v = fp->get(s.framework);
                               return Written{{"framework." + key,
                                               fp->is_time ? time_text(v) : fraction_text(v)}};
@@ -830,7 +842,7 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
 // The whole fit
 // ---------------------------------------------------------------------------------------------
 
-FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasurements>& inputs,
+FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements>& inputs,
                        const FitOptions& options) {
     if (inputs.empty())
         throw InputError("calibrate fit: no measurement files");
@@ -841,7 +853,7 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
     std::string names;
     std::size_t total = 0;
     for (const auto& in : inputs) {
-        if (auto w = check_device(base, in.file, in.name))
+        if (auto w = check_device(base.cluster, in.file, in.name))
             result.warnings.push_back(*w);
         total += in.file.size();
         MeasurementFile copy = in.file;
@@ -851,7 +863,7 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
     }
     check_measurements(all, names);
     for (const auto& h : options.holdout)
-        if (auto w = check_device(base, h.file, h.name))
+        if (auto w = check_device(base.cluster, h.file, h.name))
             result.warnings.push_back(*w);
     if (total == 0)
         throw InputError(names + ": no measured points to fit");
@@ -900,16 +912,16 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
     // As the loader reads the file: its records replace BASE's of the same key, its bands
     // BASE's of the same kind.
     for (const auto& r : result.records) {
-        auto& cal = result.fitted.calibration;
-        auto same = std::find_if(cal.begin(), cal.end(), [&](const hardware::CalibrationRecord& c) {
-            return c.key == r.key;
-        });
+        auto& cal = result.fitted.provenance.calibration;
+        auto same = std::find_if(
+            cal.begin(), cal.end(),
+            [&](const strategies::parallel::CalibrationRecord& c) { return c.key == r.key; });
         if (same != cal.end())
             *same = r;
         else
             cal.push_back(r);
     }
-    auto& u = result.fitted.uncertainty;
+    auto& u = result.fitted.provenance.uncertainty;
     u.basis = result.uncertainty.basis;
     for (auto [from, to] : {std::pair{&result.uncertainty.collectives, &u.collectives},
                             std::pair{&result.uncertainty.gemms, &u.gemms},

@@ -35,6 +35,7 @@
 #include "calibrate/validation.h"
 #include "hardware/specs.h"
 #include "strategies/collectives/collective.h"
+#include "strategies/parallel/platform.h"
 
 #include <string>
 #include <string_view>
@@ -48,14 +49,14 @@ struct NamedMeasurements {
     MeasurementFile file;
 };
 
-/// One field of hardware::FrameworkSpec the step fit may tune. Adding a field to
+/// One field of strategies::parallel::FrameworkSpec the step fit may tune. Adding a field to
 /// FrameworkSpec that steps should calibrate means adding one row to this table.
 struct FrameworkField {
     std::string_view key;   ///< under `framework:`, e.g. "host_overhead"
     bool is_time = false;   ///< a duration (seconds here, written as "12.3us"), else a number
     ParameterBounds bounds; ///< in seconds for durations
-    double (*get)(const hardware::FrameworkSpec&) = nullptr;
-    void (*set)(hardware::FrameworkSpec&, double) = nullptr;
+    double (*get)(const strategies::parallel::FrameworkSpec&) = nullptr;
+    void (*set)(strategies::parallel::FrameworkSpec&, double) = nullptr;
 };
 /// The fittable framework fields, in priority order.
 const std::vector<FrameworkField>& framework_fields();
@@ -84,18 +85,18 @@ struct FitPart {
 };
 
 struct FitResult {
-    hardware::ClusterSpec fitted; ///< BASE with every fitted value (as written, rounded)
-    /// One record per written key, in the order written (hardware::CalibrationRecord).
-    std::vector<hardware::CalibrationRecord> records;
+    strategies::parallel::Platform fitted; ///< BASE with every fitted value (as written, rounded)
+    /// One record per written key, in the order written.
+    std::vector<strategies::parallel::CalibrationRecord> records;
     std::vector<FitPart> parts;
     std::vector<std::string> warnings; ///< unknown devices, skipped points
-    hardware::Uncertainty uncertainty;
+    strategies::parallel::Uncertainty uncertainty;
     std::vector<std::string> uncertainty_files; ///< what the bands were computed on
 };
 
 /// Fits `base` to `inputs`. Throws InputError (naming the file) for measurements of another
 /// GPU, duplicate points across files, no points at all, or when nothing can be determined.
-FitResult fit_hardware(const hardware::ClusterSpec& base,
+FitResult fit_hardware(const strategies::parallel::Platform& base,
                        const std::vector<NamedMeasurements>& inputs,
                        const FitOptions& options = {});
 

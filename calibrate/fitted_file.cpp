@@ -82,7 +82,7 @@ void emit(std::string& out, const KeyNode& node, int depth) {
     }
 }
 
-std::string band_line(const char* kind, const hardware::ResidualBand& b) {
+std::string band_line(const char* kind, const strategies::parallel::ResidualBand& b) {
     return fmt::format("  {}: {{points: {}, p10: {:.4f}, p50: {:.4f}, p90: {:.4f}}}\n", kind,
                        b.points, b.p10, b.p50, b.p90);
 }
@@ -115,8 +115,8 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
     out += fmt::format("extends: {}\n", extends);
     out += fmt::format("name: {}\n", name);
     out +=
-        fmt::format("description: {}\n", quoted(result.fitted.node.gpu.name + " node (" + extends +
-                                                ") calibrated on " + join(files, ", ")));
+        fmt::format("description: {}\n", quoted(result.fitted.cluster.node.gpu.name + " node (" +
+                                                extends + ") calibrated on " + join(files, ", ")));
 
     KeyNode root;
     for (const auto& r : result.records) {

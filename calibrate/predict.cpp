@@ -4,18 +4,18 @@
 
 namespace clustersim::calibrate {
 
-strategies::parallel::ExperimentSpec step_experiment(const hardware::ClusterSpec& cluster,
+strategies::parallel::ExperimentSpec step_experiment(const strategies::parallel::Platform& platform,
                                                      const StepMeasurement& step) {
     std::vector<std::pair<std::string, std::string>> settings;
     for (const auto& o : step.overrides())
         settings.push_back(strategies::parallel::parse_override(o));
-    return strategies::parallel::make_experiment(cluster, step.gpus, settings,
+    return strategies::parallel::make_experiment(platform, step.gpus, settings,
                                                  step.source.empty() ? "step" : step.source);
 }
 
-double predict_step(const hardware::ClusterSpec& cluster, const StepMeasurement& step,
+double predict_step(const strategies::parallel::Platform& platform, const StepMeasurement& step,
                     strategies::collectives::Fidelity fidelity) {
-    const auto e = step_experiment(cluster, step);
+    const auto e = step_experiment(platform, step);
     strategies::parallel::StepOptions o;
     o.fidelity = fidelity;
     o.oom_advice = false;

@@ -5,18 +5,18 @@
 /// the hardware file to bring them closer.
 
 #include "calibrate/measurements.h"
-#include "hardware/specs.h"
 #include "strategies/collectives/collective.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
 
 #include <string>
 #include <string_view>
 
 namespace clustersim::calibrate {
 
-/// The experiment a measured training step describes, on `cluster` (sized to its GPUs).
+/// The experiment a measured training step describes, on `platform` (sized to its GPUs).
 /// Throws InputError when the step's settings do not make a valid experiment.
-strategies::parallel::ExperimentSpec step_experiment(const hardware::ClusterSpec& cluster,
+strategies::parallel::ExperimentSpec step_experiment(const strategies::parallel::Platform& platform,
                                                      const StepMeasurement& step);
 
 /// Why a point was skipped, without the point's own location when the error starts with it
@@ -26,7 +26,7 @@ std::string skip_reason(std::string_view what, std::string_view source);
 
 /// Predicted seconds of a measured training step.
 double predict_step(
-    const hardware::ClusterSpec& cluster, const StepMeasurement& step,
+    const strategies::parallel::Platform& platform, const StepMeasurement& step,
     strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic);
 
 } // namespace clustersim::calibrate

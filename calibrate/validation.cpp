@@ -61,8 +61,8 @@ double quantile(std::vector<double> values, double p) {
     return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
-hardware::ResidualBand residual_band(const std::vector<double>& residuals) {
-    hardware::ResidualBand b;
+strategies::parallel::ResidualBand residual_band(const std::vector<double>& residuals) {
+    strategies::parallel::ResidualBand b;
     b.points = static_cast<int>(residuals.size());
     if (residuals.empty())
         return b;
@@ -325,8 +325,10 @@ bool wanted(const ValidationOptions& o, PointKind k) {
 
 } // namespace
 
-Validation validate_measurements(const hardware::ClusterSpec& cluster, const MeasurementFile& file,
-                                 const std::string& name, const ValidationOptions& options) {
+Validation validate_measurements(const strategies::parallel::Platform& platform,
+                                 const MeasurementFile& file, const std::string& name,
+                                 const ValidationOptions& options) {
+    const hardware::ClusterSpec& cluster = platform.cluster;
     Validation v;
     SkipLog skips;
     auto add = [&](PointKind kind, std::size_t i, std::string label, const std::string& source,
@@ -478,7 +480,7 @@ Validation validate_measurements(const hardware::ClusterSpec& cluster, const Mea
             const std::string src = where(s.source, name, PointKind::step, i);
             try {
                 add(PointKind::step, i, point_label(s), s.source, "", s.time,
-                    predict_step(cluster, s, options.fidelity));
+                    predict_step(platform, s, options.fidelity));
             } catch (const InputError& e) {
                 skips.add(PointKind::step, skip_reason(e.what(), s.source), src);
             }

@@ -20,6 +20,7 @@
 #include "calibrate/measurements.h"
 #include "hardware/specs.h"
 #include "strategies/collectives/collective.h"
+#include "strategies/parallel/platform.h"
 
 #include <cstdint>
 #include <memory>
@@ -66,7 +67,7 @@ ErrorSummary summarize(const std::vector<double>& errors);
 /// Fan's type 7, numpy's default). `values` need not be sorted; empty gives 0.
 double quantile(std::vector<double> values, double p);
 /// p10, p50, p90 and the count of measured / predicted - 1.
-hardware::ResidualBand residual_band(const std::vector<double>& residuals);
+strategies::parallel::ResidualBand residual_band(const std::vector<double>& residuals);
 
 struct ValidationOptions {
     /// Collectives smaller than this are skipped (counted in the notes).
@@ -97,10 +98,11 @@ std::string device_mismatch(std::string_view device, std::string_view gpu_name);
 std::optional<std::string> check_device(const hardware::ClusterSpec& cluster,
                                         const MeasurementFile& file, const std::string& name);
 
-/// Predicts every point of `file` on `cluster`. `name` (the file's path) names points without
+/// Predicts every point of `file` on `platform`. `name` (the file's path) names points without
 /// a source. Throws InputError only for a hardware description that cannot predict at all.
-Validation validate_measurements(const hardware::ClusterSpec& cluster, const MeasurementFile& file,
-                                 const std::string& name, const ValidationOptions& options = {});
+Validation validate_measurements(const strategies::parallel::Platform& platform,
+                                 const MeasurementFile& file, const std::string& name,
+                                 const ValidationOptions& options = {});
 
 /// The label validation gives a point.
 std::string point_label(const CollectiveMeasurement& c);

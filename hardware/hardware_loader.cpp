@@ -3,7 +3,6 @@
 #include "base/error.h"
 #include "config/preset.h"
 #include "config/yaml_map.h"
-#include "hardware/calibration_loader.h"
 #include "hardware/collective_tuning_loader.h"
 
 #include <algorithm>
@@ -159,28 +158,26 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
     m.finish();
 }
 
-void apply_framework(YamlMap m, FrameworkSpec& f) {
-    m.read_time("host_overhead", f.host_overhead);
-    if (m.has("gemm_efficiency")) {
-        f.gemm_efficiency = m.number("gemm_efficiency", 0.01);
-        if (f.gemm_efficiency > 1.0)
-            m.fail("gemm_efficiency", "expected a fraction in (0, 1]");
-    }
-    if (m.has("memory_efficiency")) {
-        f.memory_efficiency = m.number("memory_efficiency", 0.01);
-        if (f.memory_efficiency > 1.0)
-            m.fail("memory_efficiency", "expected a fraction in (0, 1]");
-    }
-    m.read_time("p2p_overhead", f.p2p_overhead);
-    m.read_time("microbatch_overhead", f.microbatch_overhead);
-    m.read_time("collective_overhead", f.collective_overhead);
-    m.read("fp32_grad_reduce", f.fp32_grad_reduce);
-    m.read_bytes("runtime_memory", f.runtime_memory, false);
-    m.finish();
+/// One layer of a hardware file read as hardware only. The sections of the layer above
+/// (strategies/parallel/platform.h: the framework's settings and the calibration provenance)
+/// are skipped on purpose, unread: they are not hardware, and the commands that need only the
+/// hardware (collective, transfer, hardware, the compute model) must accept every hardware file,
+/// calibrated ones included. Asking for them marks them known so that `finish()` still refuses
+/// any other unknown key; their content is checked where it is read, by load_platform.
+void read_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
+    read_hardware_layer(root, spec, extended);
+    for (const char* upper : {"framework", "calibration", "uncertainty"})
+        (void)root.has(upper);
+    root.finish();
 }
 
-/// Reads one layer of a hardware file over what the layers below it gave.
-void read_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
+ClusterSpec load_layers(const YAML::Node& doc, const std::string& file) {
+    return config::load_layered<ClusterSpec>(hardware_presets(), doc, file, read_layer);
+}
+
+} // namespace
+
+void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
     if (extended)
         spec.description.clear();
     else
@@ -197,21 +194,8 @@ void read_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
         apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
         apply_compute(root.map("compute"), spec.compute);
-    if (root.has("framework"))
-        apply_framework(root.map("framework"), spec.framework);
-    if (root.has("calibration"))
-        apply_calibration(root, root.raw("calibration"), spec.calibration);
-    if (root.has("uncertainty"))
-        apply_uncertainty(root.map("uncertainty"), spec.uncertainty);
     root.read("nodes", spec.nodes, 1, 1 << 20);
-    root.finish();
 }
-
-ClusterSpec load_layers(const YAML::Node& doc, const std::string& file) {
-    return config::load_layered<ClusterSpec>(hardware_presets(), doc, file, read_layer);
-}
-
-} // namespace
 
 const config::PresetKind& hardware_presets() {
     static const config::PresetKind kind{"hardware", "hardware", "or give a path to a YAML file"};

@@ -6,6 +6,11 @@
 /// calibrated file is a small layer over the datasheet preset. Presets live in
 /// `configs/hardware/<name>.yaml`. Unknown keys, wrong types, bad units and missing required
 /// fields are InputErrors naming the file, line, column and key.
+///
+/// A hardware file also holds the sections of the layer above (`framework:`, `calibration:`,
+/// `uncertainty:`, read by strategies/parallel/platform.h). `read_hardware_layer` reads the
+/// hardware keys of one layer and leaves those to its caller; `load_hardware` and its siblings
+/// skip them (see hardware_loader.cpp).
 
 #include "config/preset.h"
 #include "hardware/specs.h"
@@ -21,6 +26,12 @@ namespace clustersim::hardware {
 
 /// Hardware presets: configs/hardware/<name>.yaml.
 const config::PresetKind& hardware_presets();
+
+/// Reads the hardware keys of one layer of a hardware file onto `spec` (which holds what the
+/// layers below gave; `extended` says whether there were any), without calling
+/// `root.finish()`: the caller reads its own sections, then finishes. A config::LayerReader
+/// building block for loaders of types that contain a ClusterSpec.
+void read_hardware_layer(config::YamlMap& root, ClusterSpec& spec, bool extended);
 
 /// Loads a preset name ("dgx-h100") or a path to a YAML file.
 ClusterSpec load_hardware(const std::string& name_or_path);

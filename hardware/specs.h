@@ -2,7 +2,9 @@
 /// \file
 /// Value types describing hardware: a GPU, a link, a node, the network between nodes, and the
 /// cluster built from them. They are plain data, validated once by the loader
-/// (hardware_loader.h); nothing here parses or prints.
+/// (hardware_loader.h); nothing here parses or prints. What runs on the hardware (the training
+/// framework's settings) and how its values were fitted (calibration provenance) are not
+/// hardware: they live in strategies/parallel (platform.h), which loads them from the same file.
 
 #include "hardware/collective_tuning.h"
 #include "hardware/dtype.h"
@@ -111,65 +113,6 @@ struct ComputeSpec {
     double gemm_eff(Dtype d) const { return gemm_efficiency[static_cast<std::size_t>(d)]; }
 };
 
-/// The training software stack as it behaves on this hardware (Megatron-LM on PyTorch by
-/// default): what end-to-end steps show beyond the kernels' microbenchmarks. Calibrated from
-/// measured training steps (`clustersim calibrate fit`); used by the training-step model.
-struct FrameworkSpec {
-    /// Host (CPU) time to issue one kernel (Python, PyTorch dispatch, the launch call). A GPU
-    /// starves when its kernels are shorter than this: small models are host-bound.
-    sim::Time host_overhead = sim::Time::zero();
-    /// Fraction of the microbenchmark rate GEMMs (and attention kernels) reach inside training:
-    /// transposed layouts, epilogues, mixed shapes. 1 = as the compute model predicts.
-    double gemm_efficiency = 1.0;
-    /// The same for memory-bound kernels (unfused elementwise ops, softmax, optimizer).
-    double memory_efficiency = 1.0;
-    /// Time one pipeline send/receive costs beyond its transfer: the P2P call, its handshake
-    /// and the device synchronisation Megatron puts around it.
-    sim::Time p2p_overhead = sim::Time::zero();
-    /// Host time per micro-batch and pipeline stage outside the layers, with the GPU idle: the
-    /// batch fetched and broadcast to the tensor-parallel ranks (Megatron's get_batch, whose
-    /// size exchange synchronises host and device), masks and position ids, the loss and its
-    /// data-parallel average, the schedule's bookkeeping. Transformer models only: they run
-    /// Megatron's loop; the MLP runs the lecture's plain PyTorch loop, which has none of this.
-    sim::Time microbatch_overhead = sim::Time::zero();
-    /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
-    /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.
-    sim::Time collective_overhead = sim::Time::zero();
-    /// Data-parallel gradients are reduced in 32-bit (Megatron's
-    /// --accumulate-allreduce-grads-in-fp32, ZeRO's fp32 reduction); false: in the training
-    /// dtype when it is 16-bit (Megatron-LM's fp16 default, DeepSpeed's fp16 engine).
-    bool fp32_grad_reduce = true;
-    /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
-    /// workspaces, allocator slack. Counted in every GPU's peak memory.
-    std::int64_t runtime_memory = 0;
-};
-
-/// Where one calibrated value of a hardware file came from (the `calibration:` section that
-/// `clustersim calibrate fit` writes): the data it was fitted to and how well it fits.
-struct CalibrationRecord {
-    std::string key;                ///< dotted key it sets, e.g. "collectives.launch_latency"
-    std::string value;              ///< as written in the file, e.g. "31.2us"
-    std::string method;             ///< e.g. "huber-nelder-mead"
-    std::vector<std::string> files; ///< measurement files
-    int points = 0;                 ///< measured points the fit used
-    double mean_abs_error = 0;      ///< mean |predicted / measured - 1| over them after the fit
-    double max_abs_error = 0;       ///< largest |predicted / measured - 1|
-};
-
-/// Distribution of measured / predicted - 1 over validated points of one kind.
-struct ResidualBand {
-    int points = 0; ///< 0: none (uncalibrated for this kind)
-    double p10 = 0, p50 = 0, p90 = 0;
-    bool present() const { return points > 0; }
-};
-
-/// How far to trust this hardware file's predictions, by kind (the `uncertainty:` section).
-struct Uncertainty {
-    std::string basis; ///< "held-out" or "in-sample": what the residuals were measured on
-    ResidualBand collectives, gemms, steps;
-    bool present() const { return collectives.present() || gemms.present() || steps.present(); }
-};
-
 /// A whole cluster: `nodes` identical nodes on one network.
 struct ClusterSpec {
     std::string name;        ///< preset name or file stem
@@ -178,9 +121,6 @@ struct ClusterSpec {
     NetworkSpec network;
     CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
     ComputeSpec compute;          ///< kernel cost model of the node's GPU
-    FrameworkSpec framework;      ///< the training software stack (training-step model)
-    std::vector<CalibrationRecord> calibration; ///< origin of calibrated values (may be empty)
-    Uncertainty uncertainty;                    ///< validation residuals; absent: uncalibrated
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

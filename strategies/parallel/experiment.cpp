@@ -2,7 +2,6 @@
 
 #include "base/error.h"
 #include "config/yaml_map.h"
-#include "hardware/hardware_loader.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment_reader.h"
 
@@ -165,9 +164,9 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
 
     if (!root.has("hardware"))
         root.missing("hardware", "a preset like dgx-a100, a file, or a mapping");
-    hardware::ClusterSpec cluster;
+    Platform platform;
     try {
-        cluster = hardware::load_hardware_node(root.raw("hardware"), path);
+        platform = load_platform_node(root.raw("hardware"), path);
     } catch (const InputError& e2) {
         // A preset name is a scalar with a mark of its own: point at it.
         const YAML::Node h = root.raw("hardware");
@@ -175,6 +174,7 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
             root.fail("hardware", e2.what());
         throw;
     }
+    const hardware::ClusterSpec& cluster = platform.cluster;
     int gpus = 0;
     if (root.has("gpus") && root.has("nodes"))
         root.fail("nodes", "give either gpus or nodes, not both");
@@ -190,6 +190,8 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
     } catch (const InputError& err) {
         root.fail(root.has("gpus") ? "gpus" : "nodes", err.what());
     }
+    e.framework = platform.framework;
+    e.provenance = platform.provenance;
     read_workload(root, e, path);
     root.finish();
     return e;
@@ -197,7 +199,7 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
 
 } // namespace detail
 
-ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
+ExperimentSpec make_experiment(const Platform& platform, int gpus,
                                const std::vector<std::pair<std::string, std::string>>& settings,
                                const std::string& name) {
     YAML::Node doc(YAML::NodeType::Map);
@@ -208,7 +210,9 @@ ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
     e.file = name;
     e.name = name;
     e.gpus = gpus;
-    e.cluster = hardware::with_gpu_count(cluster, gpus);
+    e.cluster = hardware::with_gpu_count(platform.cluster, gpus);
+    e.framework = platform.framework;
+    e.provenance = platform.provenance;
     read_workload(root, e, name);
     root.finish();
     validate_experiment(e);

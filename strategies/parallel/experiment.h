@@ -14,6 +14,7 @@
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/pipeline_schedule.h"
+#include "strategies/parallel/platform.h"
 
 #include <cstdint>
 #include <string>
@@ -56,8 +57,12 @@ struct ParallelSpec {
 struct ExperimentSpec {
     std::string name; ///< file stem unless `name:` is given
     std::string description;
-    std::string file;              ///< where it came from, for messages
+    std::string file; ///< where it came from, for messages
+    // The platform (platform.h), its three parts kept apart so that the many readers of the
+    // cluster alone (`e.cluster.node.gpus`) need not know of the others.
     hardware::ClusterSpec cluster; ///< sized to `gpus`
+    FrameworkSpec framework;       ///< the training stack on it
+    Provenance provenance;         ///< where the calibrated values came from; printed only
     int gpus = 0;
     models::ModelSpec model;
     TrainingSpec training;
@@ -79,10 +84,10 @@ ExperimentSpec
 load_experiment(const std::string& path,
                 const std::vector<std::pair<std::string, std::string>>& overrides = {});
 
-/// An experiment on a given cluster from settings alone ("model=gpt3-175B",
+/// An experiment on a given platform from settings alone ("model=gpt3-175B",
 /// "model.layers=24", "training.global_batch=16", "parallel.tp=2"), as measurement files and
 /// sweeps describe steps. `name` names it in messages. Validates it.
-ExperimentSpec make_experiment(const hardware::ClusterSpec& cluster, int gpus,
+ExperimentSpec make_experiment(const Platform& platform, int gpus,
                                const std::vector<std::pair<std::string, std::string>>& settings,
                                const std::string& name);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace clustersim::strategies::parallel {
@@ -11,10 +12,9 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     const int P = shape.ranks;
     const int m = shape.micro_batches;
     const int V = P * shape.virtual_stages;
-    constexpr double kUnset = -1.0;
     // End times of every (micro-batch, virtual stage) forward and backward, once known.
-    std::vector<double> fwd_end(static_cast<std::size_t>(m) * V, kUnset);
-    std::vector<double> bwd_end(static_cast<std::size_t>(m) * V, kUnset);
+    std::vector<std::optional<double>> fwd_end(static_cast<std::size_t>(m) * V);
+    std::vector<std::optional<double>> bwd_end(static_cast<std::size_t>(m) * V);
     auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
 
     // Durations depend only on (kind, virtual stage): evaluate each once.
@@ -50,21 +50,21 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                 double ready = 0;
                 if (pass.kind == PassKind::forward) {
                     if (vs > 0) {
-                        const double prev = fwd_end[at(pass.micro_batch, vs - 1)];
-                        if (prev == kUnset)
+                        const std::optional<double> prev = fwd_end[at(pass.micro_batch, vs - 1)];
+                        if (!prev)
                             break;
-                        ready = prev + xfer_f[vs - 1];
+                        ready = *prev + xfer_f[vs - 1];
                     }
                 } else {
-                    const double own = fwd_end[at(pass.micro_batch, vs)];
-                    if (own == kUnset)
+                    const std::optional<double> own = fwd_end[at(pass.micro_batch, vs)];
+                    if (!own)
                         break;
-                    ready = own;
+                    ready = *own;
                     if (vs + 1 < V) {
-                        const double later = bwd_end[at(pass.micro_batch, vs + 1)];
-                        if (later == kUnset)
+                        const std::optional<double> later = bwd_end[at(pass.micro_batch, vs + 1)];
+                        if (!later)
                             break;
-                        ready = std::max(ready, later + xfer_b[vs]);
+                        ready = std::max(ready, *later + xfer_b[vs]);
                     }
                 }
                 const double start = std::max(ready, free_at[p]);

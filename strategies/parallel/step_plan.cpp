@@ -10,6 +10,20 @@
 
 namespace clustersim::strategies::parallel {
 
+std::string_view to_string(DpRole r) {
+    switch (r) {
+    case DpRole::grad_all_reduce:
+        return "grad all-reduce";
+    case DpRole::grad_reduce_scatter:
+        return "grad reduce-scatter";
+    case DpRole::param_all_gather:
+        return "param all-gather";
+    case DpRole::embedding_grad_all_reduce:
+        break;
+    }
+    return "embedding grad all-reduce";
+}
+
 PassCost& PassCost::operator+=(const PassCost& o) {
     time += o.time;
     compute += o.compute;
@@ -108,7 +122,7 @@ hardware::Dtype comm_dtype(hardware::Dtype d) {
 /// training dtype when the framework reduces those (FrameworkSpec::fp32_grad_reduce).
 hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     const auto d = e.training.dtype;
-    if (e.cluster.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
+    if (e.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
         return hardware::Dtype::fp32;
     return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
 }
@@ -131,7 +145,7 @@ struct Unit {
 
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
 void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
-               hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c, PassCost& cost) {
+               hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
     const double host_overhead = fw.host_overhead.seconds();
     const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
@@ -197,8 +211,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
 void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
-                hardware::Dtype dtype, const hardware::FrameworkSpec& fw, Clock& c,
-                PassCost& cost) {
+                hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
     constexpr int kSimulated = 3;
     Clock before = c;
     PassCost before_cost = cost;
@@ -243,7 +256,7 @@ struct Context {
     LayerWork head;
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
-    hardware::FrameworkSpec fw;
+    FrameworkSpec fw;
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -254,7 +267,7 @@ const LayerWork& layer_of(const Context& ctx, Recompute r) {
 void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
     const auto dtype = ctx.e.training.dtype;
-    const hardware::FrameworkSpec& ho = ctx.fw;
+    const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
     const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
@@ -386,38 +399,38 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
         CollectiveTimes times(par.dp > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
-        auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype, int chunk,
-                       int bucket, bool after_opt, const char* what) {
+        auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
+                       std::optional<int> chunk, std::optional<int> bucket, DpRole role) {
             DpCollective d;
             d.collective.op = op;
             d.collective.dtype = dtype;
             d.collective.bytes = bytes;
             d.time = times.seconds(d.collective);
+            d.role = role;
             d.chunk = chunk;
             d.bucket = bucket;
-            d.after_optimizer = after_opt;
-            d.what = what;
             r.dp.push_back(d);
         };
         if (par.dp > 1) {
             const auto grad_op =
                 par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
-            const char* grad_what = par.zero >= 1 ? "grad reduce-scatter" : "grad all-reduce";
+            const DpRole grad_role =
+                par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
             if (par.dp_overlap) {
                 for (int c = 0; c < plan.shape.virtual_stages; ++c) {
                     const auto& st = plan.stage(virtual_stage(c, r.rank, par.pp));
                     for (std::size_t k = 0; k < st.buckets.size(); ++k)
-                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k), false,
-                            grad_what);
+                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k),
+                            grad_role);
                 }
             } else {
-                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype, -1,
-                    -1, false, grad_what);
+                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
+                    std::nullopt, std::nullopt, grad_role);
             }
             if (par.zero >= 1)
                 add(collectives::Op::all_gather,
                     r.parameters * hardware::bytes_per_element(e.training.dtype), e.training.dtype,
-                    -1, -1, true, "param all-gather");
+                    std::nullopt, std::nullopt, DpRole::param_all_gather);
         }
     }
     // Tied embeddings on separate stages: Megatron all-reduces the embedding gradient between
@@ -431,8 +444,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         d.collective.dtype = grad_dtype;
         d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
         d.time = times.seconds(d.collective);
-        d.chunk = -1;
-        d.what = "embedding grad all-reduce";
+        d.role = DpRole::embedding_grad_all_reduce;
         plan.ranks.front().dp.push_back(d);
         plan.ranks.back().dp.push_back(d);
     }
@@ -482,17 +494,10 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
     plan.orders = pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
-    plan.runtime_bytes = e.cluster.framework.runtime_memory;
-    plan.host_overhead = e.cluster.framework.host_overhead.seconds();
+    plan.runtime_bytes = e.framework.runtime_memory;
 
-    Context ctx{e,
-                hardware::ComputeModel(e.cluster),
-                {},
-                {},
-                {},
-                nullptr,
-                CollectiveTimes(nullptr),
-                e.cluster.framework};
+    Context ctx{e,       hardware::ComputeModel(e.cluster), {},         {}, {},
+                nullptr, CollectiveTimes(nullptr),          e.framework};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -593,7 +598,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (!p2p_cache.count(key))
             p2p_cache[key] = p2p_seconds(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
-        const double overhead = from == to ? 0.0 : e.cluster.framework.p2p_overhead.seconds();
+        const double overhead = from == to ? 0.0 : e.framework.p2p_overhead.seconds();
         st.send_forward = p2p_cache[key] + overhead;
         st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key] + overhead;
     }

@@ -23,10 +23,13 @@
 #include "strategies/models/layer_work.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/pipeline_schedule.h"
+#include "strategies/parallel/recompute_plan.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clustersim::strategies::parallel {
@@ -52,13 +55,6 @@ struct GradBucket {
     double ready = 0;       ///< seconds after the start of the chunk's last backward pass
 };
 
-/// Recompute of one virtual stage's layers.
-struct RecomputePlan {
-    int none = 0;
-    int selective = 0;
-    int full = 0;
-};
-
 /// One model chunk: a virtual stage of the pipeline.
 struct VirtualStagePlan {
     int index = 0; ///< virtual stage: chunk * pp + rank
@@ -80,14 +76,30 @@ struct VirtualStagePlan {
     std::int64_t send_bytes = 0;       ///< bytes of one such transfer, per tensor-parallel rank
 };
 
+/// What a collective of the data-parallel phase is for. The executors schedule by it: gradient
+/// reductions follow the backward, the embedding's waits for the first and the last pipeline
+/// rank, ZeRO's parameter all-gather follows the optimizer.
+enum class DpRole : std::uint8_t {
+    grad_all_reduce,
+    grad_reduce_scatter,       ///< ZeRO-1 and above
+    param_all_gather,          ///< ZeRO's, after the optimizer
+    embedding_grad_all_reduce, ///< tied embeddings: between the first and the last rank
+};
+/// "grad all-reduce", ...: the collective's name in traces and timelines.
+std::string_view to_string(DpRole r);
+
 /// A collective of the data-parallel phase of one rank.
 struct DpCollective {
     collectives::Collective collective;
-    double time = 0;              ///< analytic prediction
-    int chunk = 0;                ///< model chunk whose gradients it reduces (-1: after the step)
-    int bucket = -1;              ///< index in the chunk's buckets (-1: all of them, at the end)
-    bool after_optimizer = false; ///< ZeRO's parameter all-gather
-    const char* what = "";
+    double time = 0; ///< analytic prediction
+    DpRole role = DpRole::grad_all_reduce;
+    /// Model chunk whose gradients it reduces, and the bucket of that chunk (overlapped with the
+    /// backward); none: after the last backward (all gradients, the embedding, or ZeRO's
+    /// all-gather).
+    std::optional<int> chunk;
+    std::optional<int> bucket;
+
+    bool after_optimizer() const { return role == DpRole::param_all_gather; }
 };
 
 struct RankPlan {
@@ -115,7 +127,6 @@ struct StepPlan {
     std::vector<RankPlan> ranks;
     std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL and library workspaces per GPU
     std::int64_t capacity_bytes = 0;
-    double host_overhead = 0;
     bool automatic_recompute = false;
     /// Recompute actually used on every layer when not automatic.
     models::Recompute uniform_recompute = models::Recompute::none;

@@ -8,7 +8,7 @@
 ///
 /// Symmetry: data-parallel replicas and tensor-parallel peers do the same work at the same
 /// time, so the simulation runs one representative GPU per pipeline rank (tensor-parallel rank
-/// 0 of data-parallel replica 0) and says so in `simulated_gpus`. Collectives still span their
+/// 0 of data-parallel replica 0) and lists them in `simulated_gpus`. Collectives still span their
 /// whole groups (a data-parallel all-reduce is timed over all dp GPUs).
 ///
 /// Fidelities (one interface, tests hold them together):
@@ -23,14 +23,22 @@
 /// The breakdown is that of the rank whose step ends last (the critical rank) and sums to the
 /// step time: compute + recompute + host + tp_comm_exposed + pp_bubble + pp_comm_exposed +
 /// dp_comm_exposed + optimizer.
+///
+/// The result holds numbers and enums only; the app words them (app/run_report.h). Where the
+/// work is done: step_plan.h (the plan), analytic_executor.h and flow_executor.h (the two
+/// fidelities), memory_accounting.h, step_timeline.h and oom_advice.h; this file's
+/// implementation runs them in order and computes the breakdown.
 
 #include "hardware/topology.h"
+#include "sim/time.h"
 #include "strategies/collectives/collective.h"
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/recompute_plan.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,17 +65,29 @@ struct StageMemory {
     std::int64_t optimizer_bytes = 0;
     std::int64_t activations_bytes = 0; ///< peak of kept + transient activations
     std::int64_t runtime_bytes = 0;     ///< CUDA context, NCCL, workspaces (hardware file)
-    std::string recompute;              ///< the recompute of its layers, e.g. "12 selective"
+    RecomputePlan recompute;            ///< how its layers recompute (all its chunks)
+};
+
+/// A setting under which an experiment that does not fit in memory would (oom_advice.h): the
+/// first that fits of recompute selective, recompute full, ZeRO stages above the current one.
+/// Neither set: no recompute or ZeRO setting fits (more GPUs for tensor or pipeline
+/// parallelism are what is left).
+struct OomSuggestion {
+    std::optional<RecomputePolicy> recompute;
+    std::optional<int> zero;
+
+    bool fits() const { return recompute || zero; }
 };
 
 /// Streams of a simulated GPU, as the trace and the timeline show them.
 enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3 };
 
+/// One span of a stream. Times are sim::Time, as the trace writes them; charts take seconds.
 struct TimelineBar {
     int rank = 0;
     TimelineStream stream = TimelineStream::compute;
-    double start = 0;
-    double end = 0;
+    sim::Time start = sim::Time::zero();
+    sim::Time end = sim::Time::zero();
     std::string kind;  ///< forward, backward, recompute, optimizer, pp-comm, dp-comm
     std::string label; ///< "F3", "B3", "F3.1" (micro-batch, chunk), "AR 25 MiB"
 };
@@ -75,7 +95,7 @@ struct TimelineBar {
 /// Activations held by a rank from `time` on.
 struct MemoryPoint {
     int rank = 0;
-    double time = 0;
+    sim::Time time = sim::Time::zero();
     std::int64_t activations_bytes = 0;
 };
 
@@ -101,11 +121,14 @@ struct StepResult {
     bool oom = false;
     int oom_stage = -1;
     std::int64_t oom_excess_bytes = 0;
-    std::string oom_fix;        ///< a recompute or ZeRO setting that would fit, or what else to try
-    std::string recompute_plan; ///< per rank, e.g. "auto: stage 0: 4 full + 8 selective, ..."
+    /// When out of memory and StepOptions::oom_advice: what would fit.
+    std::optional<OomSuggestion> oom_fix;
+    /// Recompute was chosen per rank (`recompute: auto`); each rank's in memory[].recompute.
+    bool automatic_recompute = false;
 
+    /// The representative GPU simulated for each pipeline rank (tensor-parallel rank 0 of
+    /// data-parallel replica 0); the other GPUs do the same work.
     std::vector<int> simulated_gpus;
-    std::string simulated_note;
     std::uint64_t events = 0; ///< engine events (flow fidelity)
 
     std::vector<TimelineBar> bars; ///< filled when asked for a timeline

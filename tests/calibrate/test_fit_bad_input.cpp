@@ -53,7 +53,7 @@ TEST_CASE("fit: which GPU a measurement file may calibrate", "[calibrate][fit][e
 
 TEST_CASE("fit: another GPU's measurements are refused, naming the file",
           "[calibrate][fit][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     const std::string e = error_of([&] {
         fit_hardware(base, {{"a100.json", a100_all_reduce(8)},
                             {"h100.json", two_collectives("NVIDIA H100 80GB HBM3")}});
@@ -63,14 +63,15 @@ TEST_CASE("fit: another GPU's measurements are refused, naming the file",
                                     "a A100)"));
     // validate refuses them the same way.
     CHECK_THAT(error_of([&] {
-                   check_device(base, two_collectives("NVIDIA H100 80GB HBM3"), "h100.json");
+                   check_device(base.cluster, two_collectives("NVIDIA H100 80GB HBM3"),
+                                "h100.json");
                }),
                Catch::StartsWith("h100.json: measured on"));
 }
 
 TEST_CASE("fit: an unknown device is a warning, not a silent assumption",
           "[calibrate][fit][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     MeasurementFile f = a100_all_reduce(8);
     f.environment.device = "unknown";
     const FitResult r = fit_hardware(base, {{"anon.json", f}});
@@ -80,7 +81,7 @@ TEST_CASE("fit: an unknown device is a warning, not a silent assumption",
 }
 
 TEST_CASE("fit: the same point in two files is an error", "[calibrate][fit][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     const std::string e = error_of([&] {
         fit_hardware(base,
                      {{"a.json", two_collectives(kA100)}, {"b.json", two_collectives(kA100)}});
@@ -89,7 +90,7 @@ TEST_CASE("fit: the same point in two files is an error", "[calibrate][fit][erro
 }
 
 TEST_CASE("fit: too few points to determine the parameters", "[calibrate][fit][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     // Two sizes on one GPU count keep the launch latency and the NVLink efficiency: two
     // parameters need at least four points.
     const std::string e = error_of([&] {
@@ -106,7 +107,7 @@ TEST_CASE("fit: too few points to determine the parameters", "[calibrate][fit][e
 
 TEST_CASE("fit: steps that cannot be built are skipped with a warning",
           "[calibrate][fit][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     MeasurementFile f;
     f.environment.device = kA100;
     StepMeasurement s = megatron_steps().steps[0];
@@ -125,7 +126,7 @@ TEST_CASE("fit: steps that cannot be built are skipped with a warning",
 
 TEST_CASE("fit and validate: many steps skipped for one reason make one line",
           "[calibrate][fit][validate][errors]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     MeasurementFile f;
     f.environment.device = kA100;
     for (int line = 7; line < 10; ++line) {
@@ -166,24 +167,24 @@ uncertainty:
   collectives: {points: 2048, p10: -0.03, p50: 0.001, p90: 0.04}
   steps: {points: 10, p10: -0.1, p50: 0, p90: 0.2}
 )";
-    const auto s = hardware::parse_hardware_yaml(text, "fitted.yaml");
-    REQUIRE(s.calibration.size() == 1);
-    CHECK(s.calibration[0].key == "collectives.launch_latency");
-    CHECK(s.calibration[0].files == std::vector<std::string>{"a.json", "b.json"});
-    CHECK(s.calibration[0].points == 4096);
-    CHECK(s.calibration[0].mean_abs_error == Approx(0.025));
-    CHECK(s.uncertainty.basis == "held-out");
-    CHECK(s.uncertainty.collectives.points == 2048);
-    CHECK(s.uncertainty.collectives.p90 == Approx(0.04));
-    CHECK_FALSE(s.uncertainty.gemms.present());
-    CHECK(s.uncertainty.steps.present());
+    const auto s = strategies::parallel::parse_platform_yaml(text, "fitted.yaml");
+    REQUIRE(s.provenance.calibration.size() == 1);
+    CHECK(s.provenance.calibration[0].key == "collectives.launch_latency");
+    CHECK(s.provenance.calibration[0].files == std::vector<std::string>{"a.json", "b.json"});
+    CHECK(s.provenance.calibration[0].points == 4096);
+    CHECK(s.provenance.calibration[0].mean_abs_error == Approx(0.025));
+    CHECK(s.provenance.uncertainty.basis == "held-out");
+    CHECK(s.provenance.uncertainty.collectives.points == 2048);
+    CHECK(s.provenance.uncertainty.collectives.p90 == Approx(0.04));
+    CHECK_FALSE(s.provenance.uncertainty.gemms.present());
+    CHECK(s.provenance.uncertainty.steps.present());
     // Presets have none: uncalibrated.
-    CHECK_FALSE(hardware::load_hardware("dgx-a100").uncertainty.present());
+    CHECK_FALSE(strategies::parallel::load_platform("dgx-a100").provenance.uncertainty.present());
 
     auto bad = [&](const std::string& replace, const std::string& with) {
         std::string t = text;
         t.replace(t.find(replace), replace.size(), with);
-        return error_of([&] { hardware::parse_hardware_yaml(t, "fitted.yaml"); });
+        return error_of([&] { strategies::parallel::parse_platform_yaml(t, "fitted.yaml"); });
     };
     CHECK_THAT(bad("p10: -0.03", "p10: 0.5"),
                Catch::StartsWith("fitted.yaml:15:") &&
@@ -197,7 +198,8 @@ uncertainty:
     CHECK_THAT(bad("    method: huber-nelder-mead\n", "    colour: red\n"),
                Catch::Contains("unknown key 'calibration[0].colour'"));
     CHECK_THAT(error_of([] {
-                   hardware::parse_hardware_yaml("extends: dgx-a100\ncalibration: 3\n", "c.yaml");
+                   strategies::parallel::parse_platform_yaml("extends: dgx-a100\ncalibration: 3\n",
+                                                             "c.yaml");
                }),
                Catch::StartsWith("c.yaml:2:14: key 'calibration': expected a list of records"));
 }

@@ -58,18 +58,18 @@ bool has_note(const FitPart& p, const std::string& text) {
 
 TEST_CASE("fit collectives: recovers the parameters of curves a known model made",
           "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     // The truth: other launch and step latencies, NVLink efficiency and memory passes; LL and
     // LL128 keep the base's ratios to Simple (0.5 and 0.9375 of the efficiency, NCCL's 0.6 and
     // 1.9 of 3.4 us of the step latency), as the fit assumes.
-    auto truth = base;
+    hardware::ClusterSpec truth = base.cluster;
     truth.collectives.launch_latency = sim::Time::us(22);
     truth.collectives.memory_passes = 2.5;
     level(truth, Protocol::simple, LinkLevel::nvlink) = {sim::Time::ns(2000), 0.9};
     level(truth, Protocol::ll, LinkLevel::nvlink) = {sim::Time::ns(353), 0.45};
     level(truth, Protocol::ll128, LinkLevel::nvlink) = {sim::Time::ns(1118), 0.8438};
     const FitResult r = fit_hardware(base, {{"synthetic.json", synthetic_curves(truth, {2, 8})}});
-    const auto& c = r.fitted.collectives;
+    const auto& c = r.fitted.cluster.collectives;
     CHECK(c.launch_latency.seconds() == Approx(22e-6).epsilon(0.02));
     CHECK(c.memory_passes == Approx(2.5).epsilon(0.02));
     CHECK(c.protocol(Protocol::simple).level(LinkLevel::nvlink).efficiency ==
@@ -99,7 +99,7 @@ TEST_CASE("fit collectives: recovers the parameters of curves a known model made
 // cost grows with the size exactly as a lower link efficiency's does.
 TEST_CASE("fit collectives: one GPU count cannot separate memory passes from link efficiency",
           "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     const FitResult r = fit_hardware(base, {{"8gpu.json", a100_all_reduce(8)}});
     const FitPart& p = part(r, "collectives");
     CHECK(p.fitted);
@@ -107,11 +107,11 @@ TEST_CASE("fit collectives: one GPU count cannot separate memory passes from lin
     for (const auto& rec : r.records)
         CHECK(rec.key != "collectives.memory_passes");
     // What is not fitted stays as the base has it.
-    CHECK(r.fitted.collectives.memory_passes == base.collectives.memory_passes);
+    CHECK(r.fitted.cluster.collectives.memory_passes == base.cluster.collectives.memory_passes);
 }
 
 TEST_CASE("fit collectives: points of one size determine nothing", "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     MeasurementFile f;
     f.environment.device = kA100;
     for (int n : {2, 4, 8}) {
@@ -132,7 +132,7 @@ TEST_CASE("fit collectives: points of one size determine nothing", "[calibrate][
 
 TEST_CASE("fit collectives: A100 all-reduce, fit on 2 and 8 GPUs, validate on 4 (slow)",
           "[calibrate][fit][accuracy]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     const FitResult r = fit_hardware(base, {{"nccl-all-reduce-2gpu.json", a100_all_reduce(2)},
                                             {"nccl-all-reduce-8gpu.json", a100_all_reduce(8)}});
     const FitPart& p = part(r, "collectives");

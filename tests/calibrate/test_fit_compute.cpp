@@ -50,7 +50,7 @@ MeasurementFile synthetic_gemms(const hardware::ClusterSpec& truth) {
 } // namespace
 
 TEST_CASE("fit launches: the median of the back-to-back launch gap", "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     MeasurementFile f;
     f.environment.device = kA100;
     for (auto [method, us] : {std::pair{LaunchMethod::gpu_back_to_back, 2.1},
@@ -65,7 +65,7 @@ TEST_CASE("fit launches: the median of the back-to-back launch gap", "[calibrate
     // Two back-to-back points of different counts are distinct points.
     f.launches[1].launches = 512;
     const FitResult r = fit_hardware(base, {{"launch.json", f}});
-    CHECK(r.fitted.compute.launch_overhead == sim::Time::ns(2300));
+    CHECK(r.fitted.cluster.compute.launch_overhead == sim::Time::ns(2300));
     REQUIRE(r.records.size() == 1);
     CHECK(r.records[0].key == "compute.launch_overhead");
     CHECK(r.records[0].value == "2.300us");
@@ -79,8 +79,8 @@ TEST_CASE("fit launches: the median of the back-to-back launch gap", "[calibrate
 }
 
 TEST_CASE("fit copies: HBM efficiency and its half-efficiency size", "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
-    auto truth = base;
+    const auto base = strategies::parallel::load_platform("dgx-a100");
+    hardware::ClusterSpec truth = base.cluster;
     truth.compute.memory_efficiency = 0.86;
     truth.compute.memory_half_efficiency_bytes = 3'000'000;
     const hardware::ComputeModel model(truth);
@@ -95,8 +95,8 @@ TEST_CASE("fit copies: HBM efficiency and its half-efficiency size", "[calibrate
         f.copies.push_back(c);
     }
     const FitResult r = fit_hardware(base, {{"copies.json", f}});
-    CHECK(r.fitted.compute.memory_efficiency == Approx(0.86).epsilon(0.005));
-    CHECK(static_cast<double>(r.fitted.compute.memory_half_efficiency_bytes) ==
+    CHECK(r.fitted.cluster.compute.memory_efficiency == Approx(0.86).epsilon(0.005));
+    CHECK(static_cast<double>(r.fitted.cluster.compute.memory_half_efficiency_bytes) ==
           Approx(3e6).epsilon(0.03));
     const FitPart* p = find_part(r, "copies");
     REQUIRE(p);
@@ -131,17 +131,18 @@ TEST_CASE("fit copies: HBM efficiency and its half-efficiency size", "[calibrate
 }
 
 TEST_CASE("fit GEMMs: efficiency per dtype and fill/drain work", "[calibrate][fit]") {
-    const auto base = hardware::load_hardware("dgx-a100");
-    auto truth = base;
+    const auto base = strategies::parallel::load_platform("dgx-a100");
+    hardware::ClusterSpec truth = base.cluster;
     truth.compute.gemm_efficiency[static_cast<std::size_t>(Dtype::fp16)] = 0.75;
     truth.compute.gemm_efficiency[static_cast<std::size_t>(Dtype::bf16)] = 0.7;
     truth.compute.gemm_half_efficiency_flops = 1.2e9;
     const FitResult r = fit_hardware(base, {{"gemms.json", synthetic_gemms(truth)}});
-    CHECK(r.fitted.compute.gemm_eff(Dtype::fp16) == Approx(0.75).epsilon(0.01));
-    CHECK(r.fitted.compute.gemm_eff(Dtype::bf16) == Approx(0.7).epsilon(0.01));
-    CHECK(r.fitted.compute.gemm_half_efficiency_flops == Approx(1.2e9).epsilon(0.05));
+    CHECK(r.fitted.cluster.compute.gemm_eff(Dtype::fp16) == Approx(0.75).epsilon(0.01));
+    CHECK(r.fitted.cluster.compute.gemm_eff(Dtype::bf16) == Approx(0.7).epsilon(0.01));
+    CHECK(r.fitted.cluster.compute.gemm_half_efficiency_flops == Approx(1.2e9).epsilon(0.05));
     // Dtypes without points keep the base's values and are not written.
-    CHECK(r.fitted.compute.gemm_eff(Dtype::tf32) == base.compute.gemm_eff(Dtype::tf32));
+    CHECK(r.fitted.cluster.compute.gemm_eff(Dtype::tf32) ==
+          base.cluster.compute.gemm_eff(Dtype::tf32));
     for (const auto& rec : r.records)
         CHECK(rec.key != "compute.gemm.efficiency.tf32");
 }
@@ -170,7 +171,7 @@ TEST_CASE("fit GEMMs: the A100 rows of the matmul table", "[calibrate][fit][accu
         f.gemms.push_back(g);
     }
     REQUIRE(f.gemms.size() == 9);
-    const auto base = hardware::load_hardware("dgx-a100");
+    const auto base = strategies::parallel::load_platform("dgx-a100");
     const FitResult r = fit_hardware(base, {{"matmul-a100.json", f}});
     const FitPart* p = find_part(r, "gemms");
     REQUIRE(p);
@@ -181,6 +182,6 @@ TEST_CASE("fit GEMMs: the A100 rows of the matmul table", "[calibrate][fit][accu
     CHECK(p->after.mean_abs <= p->before.mean_abs + 1e-9);
     CHECK(p->after.mean_abs < 0.06);
     // bf16 has one row: 9 points still determine fp16, bf16 and the fill/drain work.
-    CHECK(r.fitted.compute.gemm_eff(Dtype::fp16) > 0.7);
-    CHECK(r.fitted.compute.gemm_eff(Dtype::fp16) <= 1.0);
+    CHECK(r.fitted.cluster.compute.gemm_eff(Dtype::fp16) > 0.7);
+    CHECK(r.fitted.cluster.compute.gemm_eff(Dtype::fp16) <= 1.0);
 }

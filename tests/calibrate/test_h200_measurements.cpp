@@ -19,7 +19,7 @@ namespace {
 
 const std::string kDir = CLUSTERSIM_SOURCE_DIR "/calibrate/data/nvidia-h200/";
 
-ErrorSummary errors(const hardware::ClusterSpec& cluster, const MeasurementFile& file,
+ErrorSummary errors(const strategies::parallel::Platform& cluster, const MeasurementFile& file,
                     PointKind kind) {
     ValidationOptions o;
     o.kinds = {kind};
@@ -30,7 +30,7 @@ ErrorSummary errors(const hardware::ClusterSpec& cluster, const MeasurementFile&
 
 TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP steps",
           "[calibrate][h200][accuracy]") {
-    const auto preset = hardware::load_hardware("hgx-h200");
+    const auto preset = strategies::parallel::load_platform("hgx-h200");
     const MeasurementFile quick = read_measurements(kDir + "quick.json");
     const MeasurementFile full = read_measurements(kDir + "full.json");
     const MeasurementFile all = read_measurements(kDir + "measurements.json");
@@ -47,8 +47,8 @@ TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP step
     // fp32 GEMMs faster than cuBLASLt's 8192^3 did in the kernel sweep).
     auto uncalibrated = preset;
     for (auto d : {hardware::Dtype::fp32, hardware::Dtype::tf32})
-        uncalibrated.compute.gemm_efficiency[static_cast<std::size_t>(d)] =
-            preset.compute.gemm_eff(hardware::Dtype::bf16);
+        uncalibrated.cluster.compute.gemm_efficiency[static_cast<std::size_t>(d)] =
+            preset.cluster.compute.gemm_eff(hardware::Dtype::bf16);
     const ErrorSummary before = errors(uncalibrated, all, PointKind::step);
     const ErrorSummary after = errors(fitted, all, PointKind::step);
     CHECK(before.points == 5);
@@ -75,6 +75,6 @@ TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP step
     CHECK(copies.max_abs < 0.08);
 
     // The measured back-to-back launch is what the fit takes.
-    CHECK(fitted.compute.launch_overhead.seconds() ==
+    CHECK(fitted.cluster.compute.launch_overhead.seconds() ==
           Approx(quick.launches[1].time.seconds()).epsilon(0.01));
 }

@@ -491,6 +491,6 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
                                    "parallel.dp=1", "parallel.pp=1", "parallel.tp=1"});
     CHECK(f.environment.cuda_version == "runtime 12.4 (PyTorch 2.4.0)");
     // ... and the step is one the simulator can predict (the lecture MLP on one H100).
-    const auto h100 = hardware::with_gpu_count(hardware::load_hardware("dgx-h100"), 1);
+    const auto h100 = strategies::parallel::load_platform("dgx-h100");
     CHECK(predict_step(h100, f.steps[0]) > 0);
 }

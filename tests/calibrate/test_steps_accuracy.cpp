@@ -27,7 +27,8 @@ const MeasurementSplit& seeded_split() {
     return split;
 }
 
-ErrorSummary step_errors(const hardware::ClusterSpec& cluster, const MeasurementFile& file) {
+ErrorSummary step_errors(const strategies::parallel::Platform& cluster,
+                         const MeasurementFile& file) {
     ValidationOptions o;
     o.kinds = {PointKind::step};
     const Validation v = validate_measurements(cluster, file, "megatron-steps", o);
@@ -37,13 +38,13 @@ ErrorSummary step_errors(const hardware::ClusterSpec& cluster, const Measurement
 
 const ErrorSummary& preset_on_all_rows() {
     static const ErrorSummary s =
-        step_errors(hardware::load_hardware("dgx-a100"), megatron_steps());
+        step_errors(strategies::parallel::load_platform("dgx-a100"), megatron_steps());
     return s;
 }
 
 const ErrorSummary& preset_held_out() {
     static const ErrorSummary s =
-        step_errors(hardware::load_hardware("dgx-a100"), seeded_split().rest);
+        step_errors(strategies::parallel::load_platform("dgx-a100"), seeded_split().rest);
     return s;
 }
 
@@ -95,7 +96,7 @@ TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5; not reache
 TEST_CASE("steps accuracy: refitting the seeded fifth keeps the preset's framework values "
           "(slow)",
           "[calibrate][accuracy][fit]") {
-    const auto preset = hardware::load_hardware("dgx-a100");
+    const auto preset = strategies::parallel::load_platform("dgx-a100");
     FitOptions o;
     o.minimize.max_evaluations = 250;
     const FitResult r = fit_hardware(preset, {{"fit.json", seeded_split().chosen}}, o);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The `calibration:` and `uncertainty:` sections of hardware files, which `clustersim
-/// calibrate fit` writes (docs/calibration.md):
+/// calibrate fit` writes (docs/calibration.md), into a Provenance (provenance.h):
 ///
 ///     calibration:                       # one entry per fitted value
 ///       - key: collectives.launch_latency
@@ -21,9 +21,9 @@
 /// kinds it gives; the rest is inherited.
 
 #include "config/yaml_map.h"
-#include "hardware/specs.h"
+#include "strategies/parallel/provenance.h"
 
-namespace clustersim::hardware {
+namespace clustersim::strategies::parallel {
 
 /// Reads a `calibration:` list (`node`, the value of the key) into `out`.
 void apply_calibration(const config::YamlMap& parent, const YAML::Node& node,
@@ -31,4 +31,4 @@ void apply_calibration(const config::YamlMap& parent, const YAML::Node& node,
 /// Reads an `uncertainty:` mapping into `out`.
 void apply_uncertainty(config::YamlMap m, Uncertainty& out);
 
-} // namespace clustersim::hardware
+} // namespace clustersim::strategies::parallel

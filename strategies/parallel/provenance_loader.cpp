@@ -1,10 +1,10 @@
 // The `calibration:` and `uncertainty:` sections of hardware files. YAML is read here and in
 // the other loader files only.
-#include "hardware/calibration_loader.h"
+#include "strategies/parallel/provenance_loader.h"
 
 #include <algorithm>
 
-namespace clustersim::hardware {
+namespace clustersim::strategies::parallel {
 
 using config::YamlMap;
 namespace {
@@ -84,4 +84,4 @@ void apply_uncertainty(YamlMap m, Uncertainty& out) {
     m.finish();
 }
 
-} // namespace clustersim::hardware
+} // namespace clustersim::strategies::parallel

@@ -1,0 +1,314 @@
+// A training step reported: the table, the JSON, the trace and the charts, and the sentences
+// that word the step result's numbers (the result itself carries none).
+#include "app/run_report.h"
+
+#include "app/chrome_trace.h"
+#include "app/svg_plot.h"
+#include "app/uncertainty.h"
+#include "base/text.h"
+#include "base/units.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+
+namespace clustersim::app {
+
+using strategies::parallel::ExperimentSpec;
+using strategies::parallel::StepResult;
+using strategies::parallel::TimelineStream;
+
+namespace {
+
+std::string pct(double x) {
+    return base::percent(x);
+}
+std::string seconds(double s) {
+    return base::format_time(sim::Time::from_seconds(s));
+}
+std::string gb(std::int64_t bytes) {
+    return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
+}
+
+const char* fidelity_name(strategies::parallel::Fidelity f) {
+    return f == strategies::parallel::Fidelity::flow ? "flow" : "analytic";
+}
+
+} // namespace
+
+std::string describe_recompute(const strategies::parallel::RecomputePlan& r) {
+    std::vector<std::string> parts;
+    auto add = [&](int n, const char* what) {
+        if (n > 0)
+            parts.push_back(std::to_string(n) + " " + what);
+    };
+    add(r.full, "full");
+    add(r.selective, "selective");
+    add(r.none, "none");
+    return parts.empty() ? "no layers" : base::join(parts, " + ");
+}
+
+std::string recompute_plan_text(const StepResult& r) {
+    std::vector<std::string> stages;
+    for (const auto& m : r.memory)
+        stages.push_back("stage " + std::to_string(m.stage) + ": " +
+                         describe_recompute(m.recompute));
+    return (r.automatic_recompute ? "auto: " : "") + base::join(stages, ", ");
+}
+
+std::string oom_fix_text(const std::optional<strategies::parallel::OomSuggestion>& fix) {
+    if (!fix)
+        return "";
+    if (fix->recompute)
+        return "fits with recompute: " + std::string(to_string(*fix->recompute));
+    if (fix->zero)
+        return "fits with zero: " + std::to_string(*fix->zero);
+    return "no recompute or ZeRO setting fits; use more GPUs for tensor or pipeline parallelism";
+}
+
+std::string simulated_note(const StepResult& r) {
+    return "one GPU per pipeline rank (tensor-parallel rank 0 of data-parallel replica 0): " +
+           std::to_string(r.simulated_gpus.size()) + " of " + std::to_string(r.gpus) +
+           " GPUs; tensor-parallel peers and data-parallel replicas do the same work";
+}
+
+std::string describe_parallel(const ExperimentSpec& e) {
+    const auto& p = e.parallel;
+    std::string s = fmt::format("tp {} x pp {} x dp {}", p.tp, p.pp, p.dp);
+    if (p.pp > 1) {
+        s += ", " + std::string(to_string(p.schedule));
+        if (p.virtual_stages > 1)
+            s += fmt::format(" (v={})", p.virtual_stages);
+    }
+    s += fmt::format(", {} micro-batch{} of {}", e.micro_batches(),
+                     e.micro_batches() == 1 ? "" : "es", e.training.micro_batch);
+    if (!e.training.forward_only)
+        s += ", recompute " + std::string(to_string(p.recompute));
+    if (p.sequence_parallel && p.tp > 1)
+        s += ", sequence parallel";
+    if (p.zero > 0)
+        s += fmt::format(", ZeRO-{}", p.zero);
+    if (p.dp > 1 && !e.training.forward_only)
+        s += p.dp_overlap ? ", DP overlapped in " + base::format_bytes(p.dp_bucket) + " buckets"
+                          : ", DP all-reduce after backward";
+    if (e.training.forward_only)
+        s += ", forward only";
+    return s;
+}
+
+void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResult& r) {
+    fmt::print(out, "{:<12}{} ({} on {} x {}, {})\n", "experiment", e.name, e.model.name, e.gpus,
+               e.cluster.node.gpu.name, e.cluster.name);
+    fmt::print(out, "{:<12}{}\n", "parallel", describe_parallel(e));
+    fmt::print(out, "{:<12}{} of {} GPUs ({}), {} fidelity\n", "simulated", r.simulated_gpus.size(),
+               r.gpus, "one per pipeline rank", fidelity_name(r.fidelity));
+    fmt::print(out, "\n");
+    fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
+    fmt::print(
+        out, "{:<12}{}\n", "uncertainty",
+        band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step, r.step_time_s));
+    // An MLP's samples are rows, not token sequences.
+    fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
+               r.tokens_per_s);
+    fmt::print(out, "{:<12}{}\n", "MFU", pct(r.mfu));
+    if (r.pp > 1)
+        fmt::print(out, "{:<12}{} (closed form for equal stages: {})\n", "bubble",
+                   pct(r.bubble_fraction), pct(r.ideal_bubble_fraction));
+    const auto& b = r.breakdown;
+    fmt::print(out, "\nwhere the step goes (stage {}, whose step ends last)\n", r.critical_rank);
+    const std::pair<const char*, double> parts[] = {
+        {"compute", b.compute_s},
+        {"recompute", b.recompute_s},
+        {"host (kernel issue)", b.host_s},
+        {"tensor-parallel comm", b.tp_comm_exposed_s},
+        {"pipeline bubble", b.pp_bubble_s},
+        {"pipeline comm", b.pp_comm_exposed_s},
+        {"data-parallel comm", b.dp_comm_exposed_s},
+        {"optimizer", b.optimizer_s},
+    };
+    for (const auto& [name, s] : parts)
+        fmt::print(out, "  {:<24}{:>10}  {:>6}\n", name, seconds(s),
+                   pct(r.step_time_s > 0 ? s / r.step_time_s : 0));
+    fmt::print(out, "  (communication is counted where the GPU waits for it: 'exposed')\n");
+
+    fmt::print(
+        out,
+        "\nmemory per GPU (GB)   weights    grads  optimizer  activations  runtime     peak\n");
+    for (const auto& m : r.memory) {
+        fmt::print(out, "  stage {:<14}{:>8} {:>8} {:>10} {:>12} {:>8} {:>8}{}\n", m.stage,
+                   gb(m.weights_bytes), gb(m.grads_bytes), gb(m.optimizer_bytes),
+                   gb(m.activations_bytes), gb(m.runtime_bytes), gb(m.peak_bytes),
+                   m.peak_bytes > r.capacity_bytes ? "  OOM" : "");
+    }
+    fmt::print(out, "  capacity {} GB per GPU\n", gb(r.capacity_bytes));
+    if (!e.training.forward_only)
+        fmt::print(out, "{:<12}{}\n", "recompute", recompute_plan_text(r));
+    if (r.oom)
+        fmt::print(out,
+                   "{:<12}yes: stage {} needs {} GB more ({}); the step time assumes it fits\n",
+                   "oom", r.oom_stage, gb(r.oom_excess_bytes), oom_fix_text(r.oom_fix));
+    else
+        fmt::print(out, "{:<12}no\n", "oom");
+}
+
+nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
+    nlohmann::ordered_json j;
+    j["experiment"] = e.name;
+    j["fidelity"] = fidelity_name(r.fidelity);
+    j["gpus"] = r.gpus;
+    j["parallel"] = {{"tp", r.tp},
+                     {"pp", r.pp},
+                     {"dp", r.dp},
+                     {"schedule", r.schedule},
+                     {"virtual_stages", r.virtual_stages},
+                     {"micro_batches", r.micro_batches}};
+    j["step_time_s"] = r.step_time_s;
+    j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["mfu"] = r.mfu;
+    j["bubble_fraction"] = r.bubble_fraction;
+    j["ideal_bubble_fraction"] = r.ideal_bubble_fraction;
+    const auto& b = r.breakdown;
+    j["breakdown"] = {{"stage", r.critical_rank},
+                      {"compute_s", b.compute_s},
+                      {"recompute_s", b.recompute_s},
+                      {"host_s", b.host_s},
+                      {"tp_comm_exposed_s", b.tp_comm_exposed_s},
+                      {"pp_bubble_s", b.pp_bubble_s},
+                      {"pp_comm_exposed_s", b.pp_comm_exposed_s},
+                      {"dp_comm_exposed_s", b.dp_comm_exposed_s},
+                      {"optimizer_s", b.optimizer_s}};
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const auto& m : r.memory) {
+        stages.push_back({{"stage", m.stage},
+                          {"peak_bytes", m.peak_bytes},
+                          {"weights_bytes", m.weights_bytes},
+                          {"grads_bytes", m.grads_bytes},
+                          {"optimizer_bytes", m.optimizer_bytes},
+                          {"activations_bytes", m.activations_bytes},
+                          {"runtime_bytes", m.runtime_bytes},
+                          {"recompute", describe_recompute(m.recompute)}});
+    }
+    j["memory"] = {{"peak_bytes_max", r.peak_bytes_max},
+                   {"capacity_bytes", r.capacity_bytes},
+                   {"per_stage", stages}};
+    j["oom"] = r.oom;
+    if (r.oom)
+        j["oom_detail"] = {{"stage", r.oom_stage},
+                           {"excess_bytes", r.oom_excess_bytes},
+                           {"fix", oom_fix_text(r.oom_fix)}};
+    j["recompute_plan"] = recompute_plan_text(r);
+    j["simulated_gpus"] = r.simulated_gpus;
+    j["simulated"] = simulated_note(r);
+    return j;
+}
+
+std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
+    ChromeTrace trace;
+    trace.set_metadata("experiment", e.name);
+    trace.set_metadata("clustersim", "0.1.0");
+    trace.set_metadata("parallel", describe_parallel(e));
+    trace.set_metadata("simulated", simulated_note(r));
+    for (std::size_t p = 0; p < r.simulated_gpus.size(); ++p) {
+        const int pid = trace_pid(static_cast<int>(p));
+        trace.set_process(pid, fmt::format("GPU {} (stage {})", r.simulated_gpus[p], p),
+                          static_cast<int>(p));
+        for (auto s : {TraceStream::compute, TraceStream::pp_comm, TraceStream::dp_comm})
+            trace.set_thread(pid, trace_tid(s), trace_stream_name(s), static_cast<int>(s));
+    }
+    for (const auto& bar : r.bars) {
+        const TraceStream s = bar.stream == TimelineStream::compute ? TraceStream::compute
+                              : bar.stream == TimelineStream::pp    ? TraceStream::pp_comm
+                              : bar.stream == TimelineStream::dp    ? TraceStream::dp_comm
+                                                                    : TraceStream::tp_comm;
+        trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
+    }
+    for (const auto& pt : r.memory_points) {
+        const auto& m = r.memory[static_cast<std::size_t>(pt.rank)];
+        trace.counter(trace_pid(pt.rank), "memory", pt.time,
+                      {{"activations", pt.activations_bytes},
+                       {"model state", m.weights_bytes + m.grads_bytes + m.optimizer_bytes},
+                       {"runtime", m.runtime_bytes}});
+    }
+    return trace.dump();
+}
+
+std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
+    GanttChart chart;
+    chart.title = fmt::format("{}: one training step", e.name);
+    chart.subtitle = fmt::format("{}; step {}, bubble {}", describe_parallel(e),
+                                 seconds(r.step_time_s), pct(r.bubble_fraction));
+    for (std::size_t p = 0; p < r.simulated_gpus.size(); ++p) {
+        GanttLane lane;
+        lane.name = fmt::format("stage {} / GPU {}", p, r.simulated_gpus[p]);
+        lane.streams = {GanttStream{"compute", true}, GanttStream{"PP comm", false},
+                        GanttStream{"DP comm", false}};
+        chart.lanes.push_back(lane);
+    }
+    for (const auto& bar : r.bars) {
+        GanttBar g;
+        g.lane = static_cast<std::size_t>(bar.rank);
+        g.stream = bar.stream == TimelineStream::compute ? 0
+                   : bar.stream == TimelineStream::pp    ? 1
+                                                         : 2;
+        g.start_s = bar.start.seconds();
+        g.end_s = bar.end.seconds();
+        g.kind = bar.kind;
+        g.label = bar.label;
+        chart.bars.push_back(g);
+    }
+    chart.start_s = 0.0;
+    chart.end_s = r.step_time_s;
+    return render_svg(chart);
+}
+
+std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
+    LineChart chart;
+    chart.title = fmt::format("{}: memory per GPU during one step", e.name);
+    chart.subtitle = fmt::format("{}; step {}", describe_parallel(e), seconds(r.step_time_s));
+    chart.x.label = "time (s)";
+    chart.y.label = "memory per GPU (GB)";
+    constexpr double kGB = 1e9;
+    double last = r.step_time_s;
+    for (const auto& pt : r.memory_points)
+        last = std::max(last, pt.time.seconds());
+    for (std::size_t p = 0; p < r.memory.size(); ++p) {
+        const auto& m = r.memory[p];
+        const double held = static_cast<double>(m.weights_bytes + m.grads_bytes +
+                                                m.optimizer_bytes + m.runtime_bytes);
+        Series s;
+        s.name = fmt::format("stage {} / GPU {}", p, r.simulated_gpus[p]);
+        s.markers = false;
+        // A step function: each point holds until the next.
+        double level = held;
+        s.x.push_back(0.0);
+        s.y.push_back(level / kGB);
+        for (const auto& pt : r.memory_points) {
+            if (static_cast<std::size_t>(pt.rank) != p)
+                continue;
+            s.x.push_back(pt.time.seconds());
+            s.y.push_back(level / kGB);
+            level = held + static_cast<double>(pt.activations_bytes);
+            s.x.push_back(pt.time.seconds());
+            s.y.push_back(level / kGB);
+        }
+        s.x.push_back(last);
+        s.y.push_back(level / kGB);
+        chart.series.push_back(std::move(s));
+    }
+    Series cap;
+    cap.name = "capacity";
+    cap.markers = false;
+    cap.line = LineStyle::dashed;
+    const double capacity = static_cast<double>(e.cluster.node.gpu.hbm_bytes) / kGB;
+    cap.x = {0.0, last};
+    cap.y = {capacity, capacity};
+    chart.series.push_back(std::move(cap));
+    chart.x.max = last;
+    chart.footnote = "weights, gradients, optimizer state and runtime are held throughout; "
+                     "activations from their forward until their backward";
+    return render_svg(chart);
+}
+
+} // namespace clustersim::app

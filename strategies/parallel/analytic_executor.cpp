@@ -1,0 +1,113 @@
+#include "strategies/parallel/analytic_executor.h"
+
+#include "strategies/parallel/schedule_timing.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace clustersim::strategies::parallel::detail {
+
+std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
+    const int P = plan.shape.ranks;
+    PassDurations d;
+    d.pass = [&](PassKind k, int vs) {
+        return k == PassKind::forward ? plan.stage(vs).forward.time : plan.stage(vs).backward.time;
+    };
+    d.transfer = [&](PassKind k, int vs) {
+        return k == PassKind::forward ? plan.stage(vs).send_forward : plan.stage(vs).send_backward;
+    };
+    d.blocking_sends = !plan.experiment->parallel.pp_overlap;
+    const ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
+    const int V = P * plan.shape.virtual_stages;
+    const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
+    std::vector<double> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
+    for (const auto& rank : timing.ranks) {
+        for (const PassTime& t : rank)
+            (t.pass.kind == PassKind::forward
+                 ? fwd_end
+                 : bwd_end)[static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage] =
+                t.end;
+    }
+
+    std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
+    for (int p = 0; p < P; ++p) {
+        ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
+        for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
+            ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, std::nullopt, t.released};
+            const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
+            if (t.pass.kind == PassKind::forward && t.virtual_stage > 0) {
+                const double sent = fwd_end[j * V + t.virtual_stage - 1];
+                e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
+            } else if (t.pass.kind == PassKind::backward && t.virtual_stage + 1 < V) {
+                const double sent = bwd_end[j * V + t.virtual_stage + 1];
+                e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
+            }
+            if (timeline && e.input && e.input->end > e.input->start) {
+                // Record the transfer on the sender's timeline.
+                const int sender = t.pass.kind == PassKind::forward ? (t.virtual_stage - 1) % P
+                                                                    : (t.virtual_stage + 1) % P;
+                out[static_cast<std::size_t>(sender)].sends.push_back(
+                    {e.input->start, e.input->end, pass_label(t.pass, plan.shape.virtual_stages)});
+            }
+            r.passes.push_back(e);
+        }
+        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().released;
+    }
+
+    // Data-parallel streams, in issue order; the embedding all-reduce shared by the first and
+    // last rank waits for both.
+    std::vector<double> before_shared(static_cast<std::size_t>(P), 0.0);
+    for (int p = 0; p < P; ++p) {
+        const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
+        ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+                                                   plan.shape.virtual_stages);
+        double t = 0;
+        for (const DpCollective& c : rp.dp) {
+            if (c.after_optimizer() || !c.chunk)
+                continue;
+            const ExecutedPass& b =
+                r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
+            const auto& st = plan.stage(b.vs);
+            const double ready = b.start + st.buckets[static_cast<std::size_t>(*c.bucket)].ready;
+            const double start = std::max(ready, t);
+            t = start + c.time;
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+        }
+        for (const DpCollective& c : rp.dp) {
+            if (c.after_optimizer() || c.chunk || c.role == DpRole::embedding_grad_all_reduce)
+                continue;
+            const double start = std::max(r.last_pass_end, t);
+            t = start + c.time;
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+        }
+        before_shared[static_cast<std::size_t>(p)] = std::max(t, r.last_pass_end);
+    }
+    for (int p = 0; p < P; ++p) {
+        const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
+        ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        double t = before_shared[static_cast<std::size_t>(p)];
+        for (const DpCollective& c : rp.dp) {
+            if (c.role != DpRole::embedding_grad_all_reduce)
+                continue;
+            const double start = std::max(before_shared.front(), before_shared.back());
+            t = start + c.time;
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+        }
+        r.optimizer_start = std::max(r.last_pass_end, t);
+        r.optimizer_end = r.optimizer_start + rp.optimizer_time;
+        t = r.optimizer_end;
+        for (const DpCollective& c : rp.dp) {
+            if (!c.after_optimizer())
+                continue;
+            const double start = t;
+            t = start + c.time;
+            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+        }
+        r.end = t;
+    }
+    return out;
+}
+
+} // namespace clustersim::strategies::parallel::detail

@@ -1,0 +1,27 @@
+#include "strategies/parallel/executed_step.h"
+
+#include "base/units.h"
+
+namespace clustersim::strategies::parallel::detail {
+
+std::string pass_label(const PipePass& p, int virtual_stages) {
+    std::string s = (p.kind == PassKind::forward ? "F" : "B") + std::to_string(p.micro_batch);
+    if (virtual_stages > 1)
+        s += "." + std::to_string(p.chunk);
+    return s;
+}
+
+std::string collective_label(const DpCollective& d) {
+    return std::string(to_string(d.role)) + " " + base::format_bytes(d.collective.bytes);
+}
+
+std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int chunks) {
+    std::vector<int> last(static_cast<std::size_t>(chunks), -1);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        if (order[i].kind == PassKind::backward)
+            last[static_cast<std::size_t>(order[i].chunk)] = static_cast<int>(i);
+    }
+    return last;
+}
+
+} // namespace clustersim::strategies::parallel::detail

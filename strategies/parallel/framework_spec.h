@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// The training software stack (Megatron-LM on PyTorch by default) as it behaves on a given
+/// cluster: what end-to-end steps show beyond the kernels' microbenchmarks. It lives here, not
+/// in hardware/, because it describes what runs on the hardware, not the hardware: the
+/// training-step model (strategies/parallel) is its only reader. It is still written in the
+/// hardware file (the `framework:` section), since its values are fitted per cluster
+/// (`clustersim calibrate fit`); platform.h loads the two together.
+
+#include "sim/time.h"
+
+#include <cstdint>
+
+namespace clustersim::strategies::parallel {
+
+/// Framework costs and settings of one cluster's training stack, calibrated from measured
+/// training steps.
+struct FrameworkSpec {
+    /// Host (CPU) time to issue one kernel (Python, PyTorch dispatch, the launch call). A GPU
+    /// starves when its kernels are shorter than this: small models are host-bound.
+    sim::Time host_overhead = sim::Time::zero();
+    /// Fraction of the microbenchmark rate GEMMs (and attention kernels) reach inside training:
+    /// transposed layouts, epilogues, mixed shapes. 1 = as the compute model predicts.
+    double gemm_efficiency = 1.0;
+    /// The same for memory-bound kernels (unfused elementwise ops, softmax, optimizer).
+    double memory_efficiency = 1.0;
+    /// Time one pipeline send/receive costs beyond its transfer: the P2P call, its handshake
+    /// and the device synchronisation Megatron puts around it.
+    sim::Time p2p_overhead = sim::Time::zero();
+    /// Host time per micro-batch and pipeline stage outside the layers, with the GPU idle: the
+    /// batch fetched and broadcast to the tensor-parallel ranks (Megatron's get_batch, whose
+    /// size exchange synchronises host and device), masks and position ids, the loss and its
+    /// data-parallel average, the schedule's bookkeeping. Transformer models only: they run
+    /// Megatron's loop; the MLP runs the lecture's plain PyTorch loop, which has none of this.
+    sim::Time microbatch_overhead = sim::Time::zero();
+    /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
+    /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.
+    sim::Time collective_overhead = sim::Time::zero();
+    /// Data-parallel gradients are reduced in 32-bit (Megatron's
+    /// --accumulate-allreduce-grads-in-fp32, ZeRO's fp32 reduction); false: in the training
+    /// dtype when it is 16-bit (Megatron-LM's fp16 default, DeepSpeed's fp16 engine).
+    bool fp32_grad_reduce = true;
+    /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
+    /// workspaces, allocator slack. Counted in every GPU's peak memory.
+    std::int64_t runtime_memory = 0;
+};
+
+} // namespace clustersim::strategies::parallel

@@ -1,0 +1,92 @@
+// Loading a platform: one layer of a hardware file at a time, the hardware keys through
+// hardware/hardware_loader.h, the framework's and the provenance's sections here, then
+// `finish()`, so an unknown key is refused with the same message as before the split.
+#include "strategies/parallel/platform.h"
+
+#include "base/error.h"
+#include "config/preset.h"
+#include "config/yaml_map.h"
+#include "hardware/hardware_loader.h"
+#include "strategies/parallel/provenance_loader.h"
+
+#include <filesystem>
+#include <utility>
+
+namespace clustersim::strategies::parallel {
+
+using config::YamlMap;
+namespace fs = std::filesystem;
+
+namespace {
+
+void apply_framework(YamlMap m, FrameworkSpec& f) {
+    m.read_time("host_overhead", f.host_overhead);
+    if (m.has("gemm_efficiency")) {
+        f.gemm_efficiency = m.number("gemm_efficiency", 0.01);
+        if (f.gemm_efficiency > 1.0)
+            m.fail("gemm_efficiency", "expected a fraction in (0, 1]");
+    }
+    if (m.has("memory_efficiency")) {
+        f.memory_efficiency = m.number("memory_efficiency", 0.01);
+        if (f.memory_efficiency > 1.0)
+            m.fail("memory_efficiency", "expected a fraction in (0, 1]");
+    }
+    m.read_time("p2p_overhead", f.p2p_overhead);
+    m.read_time("microbatch_overhead", f.microbatch_overhead);
+    m.read_time("collective_overhead", f.collective_overhead);
+    m.read("fp32_grad_reduce", f.fp32_grad_reduce);
+    m.read_bytes("runtime_memory", f.runtime_memory, false);
+    m.finish();
+}
+
+void read_layer(YamlMap& root, Platform& p, bool extended) {
+    hardware::read_hardware_layer(root, p.cluster, extended);
+    if (root.has("framework"))
+        apply_framework(root.map("framework"), p.framework);
+    if (root.has("calibration"))
+        apply_calibration(root, root.raw("calibration"), p.provenance.calibration);
+    if (root.has("uncertainty"))
+        apply_uncertainty(root.map("uncertainty"), p.provenance.uncertainty);
+    root.finish();
+}
+
+Platform load_layers(const YAML::Node& doc, const std::string& file) {
+    return config::load_layered<Platform>(hardware::hardware_presets(), doc, file, read_layer);
+}
+
+} // namespace
+
+Platform load_platform(const std::string& name_or_path) {
+    const fs::path path = config::resolve_preset(hardware::hardware_presets(), name_or_path);
+    Platform p =
+        config::load_layered_file<Platform>(hardware::hardware_presets(), path, read_layer);
+    hardware::validate(p.cluster, path.string());
+    return p;
+}
+
+Platform parse_platform_yaml(const std::string& text, const std::string& file) {
+    YAML::Node doc;
+    try {
+        doc = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
+    }
+    Platform p = load_layers(doc, file);
+    hardware::validate(p.cluster, file);
+    return p;
+}
+
+Platform load_platform_node(const YAML::Node& node, const std::string& file) {
+    if (node.IsScalar())
+        return load_platform(node.Scalar());
+    Platform p = load_layers(node, file);
+    hardware::validate(p.cluster, file);
+    return p;
+}
+
+Platform with_gpu_count(Platform platform, int gpus) {
+    platform.cluster = hardware::with_gpu_count(std::move(platform.cluster), gpus);
+    return platform;
+}
+
+} // namespace clustersim::strategies::parallel
