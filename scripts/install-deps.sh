@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev clang-format   # libFuzzer target and the format check
   libopenmpi-dev openmpi-bin              # distributed sweeps (clustersim sweep --mpi)
   python3                                 # scripts/check-layering.py
+  graphviz                                # docs/dependencies.svg (scripts/gen-dependency-graph.sh)
 )
 
 missing=()
