@@ -1,6 +1,8 @@
 #pragma once
 /// \file
 /// Which GPUs this build can measure: none when built without CUDA or run without a GPU.
+/// Declared here, defined by the runners target clustersim_calibrate_runners
+/// (calibrate/cuda/devices.cpp, or calibrate/cuda/without_cuda.cpp in a build without CUDA).
 
 #include <string>
 #include <vector>

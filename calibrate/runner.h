@@ -5,6 +5,13 @@
 /// GPUs it is given (one process, ncclCommInitAll), cuBLASLt GEMMs over a grid of shapes per
 /// dtype, HBM, host-device and peer copies, and kernel launch overhead, and returns them as a
 /// MeasurementFile. Built without CUDA, or run without a GPU, it throws DeviceUnavailable.
+///
+/// This header is the interface between the calibration library (clustersim_calibrate: the
+/// options, their checks, the measurement format) and the runners that measure
+/// (clustersim_calibrate_runners, calibrate/cuda/): `run_calibration` is defined by the runners
+/// target, which a program links to measure. Without CUDA that target is built from
+/// calibrate/cuda/without_cuda.cpp alone, whose `run_calibration` says why nothing can be
+/// measured.
 
 #include "base/error.h"
 #include "calibrate/measurements.h"
@@ -61,6 +68,10 @@ RunOptions quick_run_options();
 /// The part names `RunOptions::only` accepts.
 const std::vector<std::string>& run_parts();
 
+/// Throws InputError when `options` cannot be run (an unknown part, a bad size sweep, fp64
+/// GEMMs), before any device is looked for.
+void check_run_options(const RunOptions& options);
+
 /// Progress lines for a person watching ("all_reduce on 8 GPUs: 8 B to 8 GiB ...").
 using Progress = std::function<void(const std::string&)>;
 
@@ -72,6 +83,7 @@ struct RunResult {
 
 /// Runs the suite. Throws DeviceUnavailable when this build has no CUDA or no GPU is visible
 /// (or fewer than `options.gpus`), InputError for bad options, DeviceFailure when a call fails.
+/// Defined by clustersim_calibrate_runners (calibrate/cuda/suite.cpp, or without_cuda.cpp).
 RunResult run_calibration(const RunOptions& options, const Progress& progress = {});
 
 } // namespace clustersim::calibrate

@@ -10,6 +10,8 @@ packages=(
   libbenchmark-dev
   clang libclang-rt-14-dev clang-format   # libFuzzer target and the format check
   libopenmpi-dev openmpi-bin              # distributed sweeps (clustersim sweep --mpi)
+  python3                                 # scripts/check-layering.py
+  graphviz                                # docs/dependencies.svg (scripts/gen-dependency-graph.sh)
 )
 
 missing=()

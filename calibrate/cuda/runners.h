@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The CUDA runners, one per kind of measurement (internal to calibrate/; compiled only when
-/// CLUSTERSIM_HAVE_CUDA). Each runs on the devices it is given, reports progress, collects
+/// The CUDA runners, one per kind of measurement (internal to clustersim_calibrate_runners;
+/// compiled only with CUDA). Each runs on the devices it is given, reports progress, collects
 /// warnings for what it skips, and returns measurement values.
 
 #include "calibrate/cuda/cuda_util.h"
