@@ -172,10 +172,10 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     cmd->callback([o, io] {
         calibrate::ImportOptions options;
         if (!o->op.empty()) {
-            options.op = calibrate::parse_collective_op(o->op);
+            options.op = strategies::collectives::parse_op(o->op);
             if (!options.op)
                 throw InputError(fmt::format("--op: unknown collective '{}' (valid: {})", o->op,
-                                             calibrate::collective_op_names()));
+                                             strategies::collectives::op_names()));
         }
         if (o->gpus < 0)
             throw InputError(fmt::format("--gpus: expected a positive count, got {}", o->gpus));

@@ -4,6 +4,7 @@
 #include "calibrate/fit.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 #include "calibrate/predict.h"
 #include "hardware/compute_model.h"
@@ -84,13 +85,6 @@ double round_number(double x) {
 }
 std::string number_text(double x) {
     return fmt::format("{:.3f}", x);
-}
-/// Three significant digits, written as 1.23e+08.
-double round_significant(double x) {
-    return std::stod(fmt::format("{:.2e}", x));
-}
-std::string significant_text(double x) {
-    return fmt::format("{:.2e}", x);
 }
 
 std::string level_key(LinkLevel l) {
@@ -296,8 +290,8 @@ std::vector<std::string> files_of(const std::vector<NamedMeasurements>& inputs,
 }
 
 void record(FitResult& result, FitPart& part, const Outcome& o, const std::vector<Param>& params) {
-    part.before = summarize(o.before);
-    part.after = summarize(o.after);
+    part.before = error_stats(o.before);
+    part.after = error_stats(o.after);
     for (auto& n : o.notes)
         part.notes.push_back(n);
     for (std::size_t j : o.fitted) {
@@ -514,11 +508,12 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
          {1e5, 1e13, true},
          [](const ClusterSpec& s) { return std::max(1e5, s.compute.gemm_half_efficiency_flops); },
          [](ClusterSpec& s, double v) {
-             s.compute.gemm_half_efficiency_flops = round_significant(v);
+             s.compute.gemm_half_efficiency_flops =
+                 base::round_significant(v, 3); // written as 1.23e+08
          },
          [](const ClusterSpec& s) {
              return Written{{"compute.gemm.half_efficiency_flops",
-                             significant_text(s.compute.gemm_half_efficiency_flops)}};
+                             base::scientific(s.compute.gemm_half_efficiency_flops, 3)}};
          }});
     std::set<double> work;
     for (const auto* g : points)

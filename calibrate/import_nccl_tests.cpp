@@ -299,12 +299,12 @@ private:
     CollectiveOp choose_op(int number) {
         std::optional<CollectiveOp> from_log;
         if (pre_.perf) {
-            from_log = parse_collective_op(*pre_.perf);
+            from_log = strategies::collectives::parse_op(*pre_.perf);
             if (!from_log)
                 fail(pre_.perf_line,
                      fmt::format("the log runs {}_perf, which is not a collective clustersim "
                                  "models ({})",
-                                 *pre_.perf, collective_op_names()));
+                                 *pre_.perf, strategies::collectives::op_names()));
         }
         const auto chosen = detail::agree<CollectiveOp>(
             {{from_log,
@@ -472,7 +472,7 @@ private:
     void check_rates(int number, const CollectiveMeasurement& c, std::optional<double> algbw,
                      std::optional<double> busbw) {
         const double alg = c.algbw() / 1e9;
-        const double factor = bus_bandwidth_factor(c.op, c.gpus);
+        const double factor = strategies::collectives::bus_factor(c.op, c.gpus);
         if (algbw) {
             const std::string e = detail::check_printed_rate("algbw", *algbw, alg);
             if (!e.empty())
