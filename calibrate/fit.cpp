@@ -200,11 +200,9 @@ std::vector<std::size_t> determined(const ClusterSpec& base, const std::vector<P
             rest += c * c;
         rest = std::sqrt(rest);
         if (rest < kCollinear * norm) {
-            std::string names;
-            for (const auto& n : kept_names)
-                names += (names.empty() ? "" : ", ") + n;
             notes.push_back(prm.name + ": not fitted: on these points its effect is that of " +
-                            names + " (more GPU counts or sizes would separate them)");
+                            base::join(kept_names, ", ") +
+                            " (more GPU counts or sizes would separate them)");
             continue;
         }
         for (double& c : col)
@@ -808,9 +806,10 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         const bool known = std::any_of(framework_fields().begin(), framework_fields().end(),
                                        [&](const FrameworkField& f) { return f.key == want; });
         if (!known) {
-            std::string names;
+            std::vector<std::string> keys;
             for (const auto& f : framework_fields())
-                names += (names.empty() ? "" : ", ") + std::string(f.key);
+                keys.emplace_back(f.key);
+            const std::string names = base::join(keys, ", ");
             throw InputError("--step-fields: unknown framework field '" + want +
                              "' (fittable: " + names + ")");
         }
@@ -833,7 +832,7 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
     result.fitted = base;
     // Another GPU's points would fit nonsense: refuse them. Duplicates across files too.
     MeasurementFile all;
-    std::string names;
+    std::vector<std::string> file_names;
     std::size_t total = 0;
     for (const auto& in : inputs) {
         if (auto w = check_device(base, in.file, in.name))
@@ -842,8 +841,9 @@ FitResult fit_hardware(const ClusterSpec& base, const std::vector<NamedMeasureme
         MeasurementFile copy = in.file;
         copy.environment.device = "unknown"; // checked above, one by one
         merge_measurements(all, copy, in.name);
-        names += (names.empty() ? "" : ", ") + in.name;
+        file_names.push_back(in.name);
     }
+    const std::string names = base::join(file_names, ", ");
     check_measurements(all, names);
     for (const auto& h : options.holdout)
         if (auto w = check_device(base, h.file, h.name))

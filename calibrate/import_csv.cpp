@@ -8,6 +8,7 @@
 #include "calibrate/import.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "calibrate/import_util.h"
 #include "config/csv.h"
 
@@ -125,9 +126,10 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
                 found = &c;
         }
         if (found == nullptr) {
-            std::string known;
+            std::vector<std::string> names;
             for (const auto& c : step_columns())
-                known += (known.empty() ? "" : ", ") + std::string(c.names.front());
+                names.emplace_back(c.names.front());
+            const std::string known = base::join(names, ", ");
             throw InputError(fmt::format("{}:{}: unknown column '{}' in a table of training "
                                          "steps (known: {})",
                                          name, t.header_line, t.columns[i], known));
@@ -322,9 +324,10 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
         if (groups.size() > 1 || groups.front().time >= 0 || groups.front().busbw >= 0)
             throw InputError(where + ": a table has either per-device busbw columns or time and "
                                      "busbw columns, not both");
-        std::string names;
+        std::vector<std::string> devices;
         for (const auto& [d, c] : device_columns)
-            names += (names.empty() ? "" : ", ") + d;
+            devices.push_back(d);
+        const std::string names = base::join(devices, ", ");
         const std::string want = detail::lower(options.column);
         int chosen = -1;
         for (const auto& [d, c] : device_columns) {

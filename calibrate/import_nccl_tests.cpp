@@ -9,6 +9,7 @@
 #include "calibrate/import.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "calibrate/import_util.h"
 
 #include <fmt/format.h>
@@ -356,11 +357,9 @@ private:
             env.device = d;
         }
         if (!pre_.hosts.empty()) {
-            std::string hosts;
-            for (const auto& h : pre_.hosts)
-                hosts += (hosts.empty() ? "" : ",") + h;
             if (env.host.empty())
-                env.host = hosts;
+                env.host =
+                    base::join(std::vector<std::string>(pre_.hosts.begin(), pre_.hosts.end()), ",");
         }
     }
 

@@ -1,7 +1,11 @@
 #include "strategies/collectives/collective.h"
 
+#include "base/text.h"
+
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <vector>
 
 namespace clustersim::strategies::collectives {
 
@@ -104,10 +108,10 @@ std::optional<Fidelity> parse_fidelity(std::string_view s) {
 }
 
 std::string op_names() {
-    std::string s;
+    std::vector<std::string> names;
     for (Op op : kAllOps)
-        s += (s.empty() ? "" : ", ") + std::string(to_string(op));
-    return s;
+        names.emplace_back(to_string(op));
+    return base::join(names, ", ");
 }
 
 bool reduces(Op op) {
