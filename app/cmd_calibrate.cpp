@@ -4,6 +4,7 @@
 
 #include "app/output.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 #include "calibrate/import.h"
 #include "calibrate/measurements.h"
@@ -19,11 +20,10 @@
 namespace clustersim::app {
 
 std::string describe_measurements(const calibrate::MeasurementFile& file) {
-    std::string parts;
+    std::vector<std::string> parts;
     auto add = [&](std::size_t n, std::string_view one, std::string_view many) {
-        if (n == 0)
-            return;
-        parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, n == 1 ? one : many);
+        if (n > 0)
+            parts.push_back(fmt::format("{} {}", n, n == 1 ? one : many));
     };
     add(file.collectives.size(), "collective", "collectives");
     add(file.gemms.size(), "GEMM", "GEMMs");
@@ -31,10 +31,9 @@ std::string describe_measurements(const calibrate::MeasurementFile& file) {
     add(file.p2p.size(), "point-to-point transfer", "point-to-point transfers");
     add(file.launches.size(), "launch overhead", "launch overheads");
     add(file.steps.size(), "training step", "training steps");
-    if (parts.empty())
-        parts = "no measurements";
     const auto& e = file.environment;
-    return fmt::format("{} on {}{}", parts, e.device,
+    return fmt::format("{} on {}{}", parts.empty() ? "no measurements" : base::join(parts, ", "),
+                       e.device,
                        e.device_count > 0 ? fmt::format(" ({} GPU{})", e.device_count,
                                                         e.device_count == 1 ? "" : "s")
                                           : "");
@@ -172,10 +171,10 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     cmd->callback([o, io] {
         calibrate::ImportOptions options;
         if (!o->op.empty()) {
-            options.op = calibrate::parse_collective_op(o->op);
+            options.op = strategies::collectives::parse_op(o->op);
             if (!options.op)
                 throw InputError(fmt::format("--op: unknown collective '{}' (valid: {})", o->op,
-                                             calibrate::collective_op_names()));
+                                             strategies::collectives::op_names()));
         }
         if (o->gpus < 0)
             throw InputError(fmt::format("--gpus: expected a positive count, got {}", o->gpus));

@@ -3,6 +3,7 @@
 #include "app/cmd_calibrate.h"
 #include "app/output.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "calibrate/fit.h"
 #include "calibrate/split.h"
 #include "strategies/parallel/platform.h"
@@ -56,10 +57,6 @@ std::string extends_value(const std::string& base, const std::string& out) {
         return base;
     const fs::path out_dir = fs::absolute(fs::path(out)).parent_path();
     return fs::relative(fs::absolute(fs::path(base)), out_dir).generic_string();
-}
-
-std::string pct(double x) {
-    return fmt::format("{:.2f}%", 100.0 * x);
 }
 
 std::vector<calibrate::NamedMeasurements> read_all(const std::vector<std::string>& paths) {
@@ -119,8 +116,10 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
             fmt::print(io.out, "{:<12} {:>5} points  ", part.name, part.points);
             if (part.fitted)
                 fmt::print(io.out, "mean |error| {} -> {}, max {} -> {} ({})\n",
-                           pct(part.before.mean_abs), pct(part.after.mean_abs),
-                           pct(part.before.max_abs), pct(part.after.max_abs), part.method);
+                           base::percent(part.before.mean_abs, 2),
+                           base::percent(part.after.mean_abs, 2),
+                           base::percent(part.before.max_abs, 2),
+                           base::percent(part.after.max_abs, 2), part.method);
             else
                 fmt::print(io.out, "not fitted\n");
             for (const auto& n : part.notes)
@@ -131,10 +130,9 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         const auto& u = r.uncertainty;
         auto band = [&](const char* kind, const strategies::parallel::ResidualBand& b) {
             if (b.present())
-                fmt::print(io.out,
-                           "uncertainty  {:<12} p10 {:+.1f}%  p50 {:+.1f}%  p90 {:+.1f}%  "
-                           "({} {} points)\n",
-                           kind, 100 * b.p10, 100 * b.p50, 100 * b.p90, b.points, u.basis);
+                fmt::print(io.out, "uncertainty  {:<12} p10 {}  p50 {}  p90 {}  ({} {} points)\n",
+                           kind, base::signed_percent(b.p10), base::signed_percent(b.p50),
+                           base::signed_percent(b.p90), b.points, u.basis);
         };
         band("collectives", u.collectives);
         band("gemms", u.gemms);

@@ -4,6 +4,7 @@
 #include "app/cli.h"
 #include "app/cmd_calibrate.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 #include "calibrate/validation.h"
 #include "strategies/parallel/platform.h"
@@ -33,12 +34,6 @@ struct ValidateOptions {
     bool summary = false;
 };
 
-std::string pct(double x) {
-    return fmt::format("{:+.2f}%", 100.0 * x);
-}
-std::string abs_pct(double x) {
-    return fmt::format("{:.2f}%", 100.0 * x);
-}
 std::string time_text(double s) {
     return base::format_time(sim::Time::from_seconds(s));
 }
@@ -60,7 +55,7 @@ struct Outcome {
 
 struct KindLine {
     cal::PointKind kind;
-    cal::ErrorSummary s;
+    cal::ErrorStats s;
     bool over = false;
 };
 
@@ -73,7 +68,7 @@ std::vector<KindLine> summaries(const Outcome& out, const std::optional<double>&
                 errors.push_back(p.error());
         if (errors.empty())
             continue;
-        KindLine l{k, cal::summarize(errors)};
+        KindLine l{k, cal::error_stats(errors)};
         l.over = max_error && 100.0 * l.s.mean_abs > *max_error;
         lines.push_back(l);
     }
@@ -95,14 +90,14 @@ void print_table(const ValidateOptions& o, const hardware::ClusterSpec& hw, cons
         for (const auto& p : out.points)
             fmt::print(io.out, "{:<12} {:<{}} {:>10} {:>10} {:>9}  {:<13} {}\n",
                        cal::to_string(p.kind), p.label, w, time_text(p.measured_s),
-                       time_text(p.predicted_s), pct(p.error()), p.detail.empty() ? "-" : p.detail,
-                       p.source);
+                       time_text(p.predicted_s), base::signed_percent(p.error(), 2),
+                       p.detail.empty() ? "-" : p.detail, p.source);
     }
     fmt::print(io.out, "\n{:<12} {:>7} {:>13} {:>12}\n", "kind", "points", "mean |error|",
                "max |error|");
     for (const auto& k : kinds)
         fmt::print(io.out, "{:<12} {:>7} {:>13} {:>12}{}\n", cal::to_string(k.kind), k.s.points,
-                   abs_pct(k.s.mean_abs), abs_pct(k.s.max_abs),
+                   base::percent(k.s.mean_abs, 2), base::percent(k.s.max_abs, 2),
                    k.over ? "  above --max-error" : "");
     if (kinds.empty())
         fmt::print(io.out, "(no point could be predicted)\n");

@@ -1,52 +1,14 @@
 #pragma once
 /// \file
-/// Collectives against the reference measurements (data/reference): the numbers behind the
-/// "collectives" section of docs/validation.md and the accuracy tests. Every prediction uses
-/// the hardware presets as committed; nothing is fitted here.
+/// The "collectives" section of docs/validation.md: the numbers of
+/// calibrate::collective_accuracy (calibrate/accuracy_collectives.h), worded as Markdown.
 
 #include <string>
-#include <vector>
 
 namespace clustersim::app {
 
-/// One measured point and its prediction.
-struct AccuracyRow {
-    std::string label;     ///< e.g. "64 MiB", "4 GPUs", "all_gather"
-    double measured = 0;   ///< in `unit`
-    double predicted = 0;  ///< in `unit`
-    std::string algorithm; ///< what the prediction ran ("ring/Simple")
-    double error() const { return predicted / measured - 1; }
-};
-
-/// A measured curve (time or busbw by size).
-struct AccuracyCurve {
-    std::string title; ///< "dgx-a100, all_reduce, 8 GPUs (a100-node/nccl-all-reduce-8gpu.csv)"
-    std::string unit;  ///< "us" or "GB/s"
-    std::vector<AccuracyRow> rows;
-    std::vector<double> sizes; ///< bytes of each row
-    /// Mean |error| over the rows with size >= `from` bytes.
-    double mean_abs_error(double from = 0) const;
-    /// Largest |error| over the rows with size >= `from` bytes.
-    double max_abs_error(double from = 0) const;
-};
-
-struct CollectiveAccuracy {
-    std::vector<AccuracyCurve> a100_all_reduce; ///< 2, 4, 8 GPUs; time
-    AccuracyCurve a100_log;                     ///< the nccl-tests log; time
-    AccuracyRow a100_floor;                     ///< smallest size: time (us)
-    AccuracyRow a100_plateau;                   ///< largest size: busbw (GB/s)
-    std::vector<AccuracyCurve> busbw_8gpu;      ///< dgx-h100, hgx-h200 (and dgx-a100); busbw
-    std::vector<AccuracyRow> h200_16gib;        ///< ring, NVLS, all_gather, reduce_scatter busbw
-    std::vector<AccuracyRow> h200_by_count;     ///< 8 GiB all_reduce busbw, ring and NVLS
-    std::vector<AccuracyRow> lecture;           ///< 4 H100: all_reduce and reduce_scatter (ms)
-};
-
-/// Reads the reference files under `data_dir` and predicts each point (analytic fidelity,
-/// --algo auto unless the measurement names the algorithm). Throws InputError for a missing or
-/// malformed file.
-CollectiveAccuracy collective_accuracy(const std::string& data_dir);
-
-/// The Markdown of the "collectives" section.
+/// The Markdown of the "collectives" section. Throws InputError for a missing or malformed
+/// reference file.
 std::string collective_accuracy_markdown(const std::string& data_dir);
 
 } // namespace clustersim::app

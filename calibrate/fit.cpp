@@ -4,6 +4,7 @@
 #include "calibrate/fit.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 #include "calibrate/predict.h"
 #include "hardware/compute_model.h"
@@ -85,13 +86,6 @@ double round_number(double x) {
 }
 std::string number_text(double x) {
     return fmt::format("{:.3f}", x);
-}
-/// Three significant digits, written as 1.23e+08.
-double round_significant(double x) {
-    return std::stod(fmt::format("{:.2e}", x));
-}
-std::string significant_text(double x) {
-    return fmt::format("{:.2e}", x);
 }
 
 std::string level_key(LinkLevel l) {
@@ -207,11 +201,9 @@ std::vector<std::size_t> determined(const Platform& base, const std::vector<Para
             rest += c * c;
         rest = std::sqrt(rest);
         if (rest < kCollinear * norm) {
-            std::string names;
-            for (const auto& n : kept_names)
-                names += (names.empty() ? "" : ", ") + n;
             notes.push_back(prm.name + ": not fitted: on these points its effect is that of " +
-                            names + " (more GPU counts or sizes would separate them)");
+                            base::join(kept_names, ", ") +
+                            " (more GPU counts or sizes would separate them)");
             continue;
         }
         for (double& c : col)
@@ -297,8 +289,8 @@ std::vector<std::string> files_of(const std::vector<NamedMeasurements>& inputs,
 }
 
 void record(FitResult& result, FitPart& part, const Outcome& o, const std::vector<Param>& params) {
-    part.before = summarize(o.before);
-    part.after = summarize(o.after);
+    part.before = error_stats(o.before);
+    part.after = error_stats(o.after);
     for (auto& n : o.notes)
         part.notes.push_back(n);
     for (std::size_t j : o.fitted) {
@@ -520,12 +512,13 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
                           return std::max(1e5, s.cluster.compute.gemm_half_efficiency_flops);
                       },
                       [](Platform& s, double v) {
-                          s.cluster.compute.gemm_half_efficiency_flops = round_significant(v);
+                          s.cluster.compute.gemm_half_efficiency_flops =
+                              base::round_significant(v, 3); // written as 1.23e+08
                       },
                       [](const Platform& s) {
                           return Written{
                               {"compute.gemm.half_efficiency_flops",
-                               significant_text(s.cluster.compute.gemm_half_efficiency_flops)}};
+                               base::scientific(s.cluster.compute.gemm_half_efficiency_flops, 3)}};
                       }});
     std::set<double> work;
     for (const auto* g : points)
@@ -825,9 +818,10 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         const bool known = std::any_of(framework_fields().begin(), framework_fields().end(),
                                        [&](const FrameworkField& f) { return f.key == want; });
         if (!known) {
-            std::string names;
+            std::vector<std::string> keys;
             for (const auto& f : framework_fields())
-                names += (names.empty() ? "" : ", ") + std::string(f.key);
+                keys.emplace_back(f.key);
+            const std::string names = base::join(keys, ", ");
             throw InputError("--step-fields: unknown framework field '" + want +
                              "' (fittable: " + names + ")");
         }
@@ -850,7 +844,7 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
     result.fitted = base;
     // Another GPU's points would fit nonsense: refuse them. Duplicates across files too.
     MeasurementFile all;
-    std::string names;
+    std::vector<std::string> file_names;
     std::size_t total = 0;
     for (const auto& in : inputs) {
         if (auto w = check_device(base.cluster, in.file, in.name))
@@ -859,8 +853,9 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
         MeasurementFile copy = in.file;
         copy.environment.device = "unknown"; // checked above, one by one
         merge_measurements(all, copy, in.name);
-        names += (names.empty() ? "" : ", ") + in.name;
+        file_names.push_back(in.name);
     }
+    const std::string names = base::join(file_names, ", ");
     check_measurements(all, names);
     for (const auto& h : options.holdout)
         if (auto w = check_device(base.cluster, h.file, h.name))

@@ -78,8 +78,8 @@ struct FitPart {
     std::vector<std::string> files; ///< files its points came from
     int points = 0;
     bool fitted = false;            ///< at least one value written
-    ErrorSummary before;            ///< |predicted/measured - 1| with BASE's values
-    ErrorSummary after;             ///< ... with the fitted values
+    ErrorStats before;              ///< |predicted/measured - 1| with BASE's values
+    ErrorStats after;               ///< ... with the fitted values
     std::string method;             ///< "median", "huber-nelder-mead", "mape-nelder-mead"
     std::vector<std::string> notes; ///< what was not fitted and why
 };

@@ -1,5 +1,6 @@
 // The fitted hardware file: BASE extended with the fitted keys only, each with a comment saying
 // where it came from, then the `calibration:` and `uncertainty:` sections the loader keeps.
+#include "base/text.h"
 #include "calibrate/fit.h"
 
 #include <fmt/format.h>
@@ -40,14 +41,7 @@ std::string quoted(const std::string& s) {
 }
 
 std::string pct(double x) {
-    return fmt::format("{:.2f}", 100.0 * x);
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-    std::string out;
-    for (const auto& s : v)
-        out += (out.empty() ? "" : sep) + s;
-    return out;
+    return base::percent_number(x, 2);
 }
 
 /// The fitted keys as a tree, children in the order they first appear.
@@ -98,7 +92,7 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
             if (std::find(files.begin(), files.end(), f) == files.end())
                 files.push_back(f);
     out += fmt::format("# {} calibrated by `clustersim calibrate fit` on {}.\n", extends,
-                       join(files, ", "));
+                       base::join(files, ", "));
     out += "# It extends the base and overrides only the fitted keys; `calibration:` records each\n"
            "# value's data and residual error (|predicted / measured - 1|), `uncertainty:` the\n"
            "# spread of measured / predicted - 1 that `run` and `collective` report as a band.\n";
@@ -114,9 +108,9 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
     }
     out += fmt::format("extends: {}\n", extends);
     out += fmt::format("name: {}\n", name);
-    out +=
-        fmt::format("description: {}\n", quoted(result.fitted.cluster.node.gpu.name + " node (" +
-                                                extends + ") calibrated on " + join(files, ", ")));
+    out += fmt::format("description: {}\n",
+                       quoted(result.fitted.cluster.node.gpu.name + " node (" + extends +
+                              ") calibrated on " + base::join(files, ", ")));
 
     KeyNode root;
     for (const auto& r : result.records) {
@@ -143,8 +137,8 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
         out +=
             fmt::format("  - key: {}\n    value: {}\n    method: {}\n    files: [{}]\n"
                         "    points: {}\n    mean_abs_error_pct: {}\n    max_abs_error_pct: {}\n",
-                        r.key, r.value, r.method, join(q, ", "), r.points, pct(r.mean_abs_error),
-                        pct(r.max_abs_error));
+                        r.key, r.value, r.method, base::join(q, ", "), r.points,
+                        pct(r.mean_abs_error), pct(r.max_abs_error));
     }
 
     const auto& u = result.uncertainty;
@@ -152,7 +146,7 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
         out += fmt::format("\n# measured / predicted - 1 of this file's predictions on {} ({}):\n"
                            "# a prediction p is within [p (1 + p10), p (1 + p90)] for 80% of "
                            "those points.\n",
-                           join(result.uncertainty_files, ", "), u.basis);
+                           base::join(result.uncertainty_files, ", "), u.basis);
         out += "uncertainty:\n";
         out += fmt::format("  basis: {}\n", u.basis);
         if (u.collectives.present())

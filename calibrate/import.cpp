@@ -50,14 +50,6 @@ std::vector<std::string_view> split_words(std::string_view text) {
     return words;
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 std::string lower(std::string_view s) {
     std::string out(s);
     for (char& c : out) {
@@ -65,19 +57,6 @@ std::string lower(std::string_view s) {
             c = static_cast<char>(c - 'A' + 'a');
     }
     return out;
-}
-
-std::optional<double> parse_number(std::string_view s) {
-    s = trim(s);
-    if (s.empty())
-        return std::nullopt;
-    if (s.front() == '+')
-        s.remove_prefix(1);
-    double v = 0;
-    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
-        return std::nullopt;
-    return v;
 }
 
 std::optional<std::int64_t> parse_integer(std::string_view s) {
@@ -109,8 +88,7 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& path) {
         CollectiveOp op;
     };
     std::vector<Hit> hits;
-    for (int i = 0; i < kCollectiveOpCount; ++i) {
-        const auto op = static_cast<CollectiveOp>(i);
+    for (const CollectiveOp op : strategies::collectives::kAllOps) {
         const std::string name = squash(to_string(op));
         for (std::size_t pos = stem.find(name); pos != std::string::npos;
              pos = stem.find(name, pos + 1))

@@ -1,14 +1,16 @@
 // Importing CSV tables: collective sweeps (nccl-tests columns, or one busbw column per device)
 // and training steps (Megatron knob names as columns).
 //
-// The header is the line just before the first data row (a row whose first field is a
-// number); it may itself start with '#' ("# GPUs,global batch,..."), since '#' also means
-// "number of". Other lines starting with '#' are comments. Units come from the header
+// Read by config::CsvTable: the header is the line just before the first data row (a row whose
+// first field is a number); it may itself start with '#' ("# GPUs,global batch,..."), since '#'
+// also means "number of". Other lines starting with '#' are comments. Units come from the header
 // ("time(ns)", "busbw(GB/s)", "iteration time (ms)").
 #include "calibrate/import.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "calibrate/import_util.h"
+#include "config/csv.h"
 
 #include <fmt/format.h>
 
@@ -22,40 +24,12 @@ namespace {
 
 using detail::Line;
 
-std::vector<std::string> split_csv(std::string_view line) {
-    std::vector<std::string> fields;
-    std::string field;
-    bool quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-                field += '"';
-                ++i;
-            } else if (c == '"') {
-                quoted = false;
-            } else {
-                field += c;
-            }
-        } else if (c == '"') {
-            quoted = true;
-        } else if (c == ',') {
-            fields.push_back(std::string(detail::trim(field)));
-            field.clear();
-        } else {
-            field += c;
-        }
-    }
-    fields.push_back(std::string(detail::trim(field)));
-    return fields;
-}
-
+/// A table as config::CsvTable reads it, with the column names normalized for matching.
 struct CsvTable {
     int header_line = 0;
     std::vector<std::string> columns;    ///< as written
     std::vector<std::string> normalized; ///< lower case, '#' and spaces folded
-    std::vector<std::pair<int, std::vector<std::string>>> rows;
-    std::vector<std::string> comments;
+    std::vector<config::CsvTable::Row> rows;
 };
 
 /// "# GPUs" -> "gpus", "iteration time (ms)" -> "iteration_time_(ms)", "size(B)" -> "size(b)".
@@ -78,57 +52,14 @@ std::string normalize(std::string_view column) {
 }
 
 CsvTable read_table(std::string_view text, const std::string& name) {
-    const auto lines = detail::split_lines(text);
+    config::CsvTable csv =
+        config::CsvTable::parse(text, name, config::CsvTable::Header::before_first_number);
     CsvTable t;
-    std::size_t first_data = lines.size();
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        const auto s = detail::trim(lines[i].text);
-        if (s.empty() || s.front() == '#')
-            continue;
-        const auto fields = split_csv(s);
-        if (detail::parse_number(fields.front())) {
-            first_data = i;
-            break;
-        }
-    }
-    if (first_data == lines.size())
-        throw InputError(name + ": no data rows (rows start with a number after a header line)");
-    // The header: the last non-empty line before the first row.
-    std::size_t header = first_data;
-    while (header > 0) {
-        --header;
-        if (!detail::trim(lines[header].text).empty())
-            break;
-    }
-    if (header == first_data || detail::trim(lines[header].text).empty())
-        throw InputError(fmt::format("{}:{}: a data row with no header line before it", name,
-                                     lines[first_data].number));
-    t.header_line = lines[header].number;
-    t.columns = split_csv(detail::trim(lines[header].text));
+    t.header_line = csv.header_line();
+    t.columns = csv.columns();
     for (const auto& c : t.columns)
         t.normalized.push_back(normalize(c));
-    for (std::size_t i = 0; i < header; ++i) {
-        const auto s = detail::trim(lines[i].text);
-        if (s.empty())
-            continue;
-        if (s.front() != '#')
-            throw InputError(fmt::format("{}:{}: expected a comment ('#') or the header before "
-                                         "the data, got '{}'",
-                                         name, lines[i].number, s.substr(0, 60)));
-        t.comments.emplace_back(s);
-    }
-    for (std::size_t i = first_data; i < lines.size(); ++i) {
-        const auto s = detail::trim(lines[i].text);
-        if (s.empty() || s.front() == '#')
-            continue;
-        auto fields = split_csv(s);
-        if (fields.size() != t.columns.size())
-            throw InputError(fmt::format("{}:{}: expected {} fields as the header at line {} "
-                                         "says, got {}: the row is cut or garbled",
-                                         name, lines[i].number, t.columns.size(), t.header_line,
-                                         fields.size()));
-        t.rows.emplace_back(lines[i].number, std::move(fields));
-    }
+    t.rows = csv.rows();
     return t;
 }
 
@@ -195,9 +126,10 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
                 found = &c;
         }
         if (found == nullptr) {
-            std::string known;
+            std::vector<std::string> names;
             for (const auto& c : step_columns())
-                known += (known.empty() ? "" : ", ") + std::string(c.names.front());
+                names.emplace_back(c.names.front());
+            const std::string known = base::join(names, ", ");
             throw InputError(fmt::format("{}:{}: unknown column '{}' in a table of training "
                                          "steps (known: {})",
                                          name, t.header_line, t.columns[i], known));
@@ -392,9 +324,10 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
         if (groups.size() > 1 || groups.front().time >= 0 || groups.front().busbw >= 0)
             throw InputError(where + ": a table has either per-device busbw columns or time and "
                                      "busbw columns, not both");
-        std::string names;
+        std::vector<std::string> devices;
         for (const auto& [d, c] : device_columns)
-            names += (names.empty() ? "" : ", ") + d;
+            devices.push_back(d);
+        const std::string names = base::join(devices, ", ");
         const std::string want = detail::lower(options.column);
         int chosen = -1;
         for (const auto& [d, c] : device_columns) {
@@ -433,7 +366,7 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
         name, "the collective from --op and from the file name");
     if (!op)
         throw InputError(fmt::format("{}: cannot tell the collective: pass --op ({})", name,
-                                     collective_op_names()));
+                                     strategies::collectives::op_names()));
     const auto gpus = detail::agree<int>(
         {{options.gpus, fmt::format("--gpus says {}", options.gpus.value_or(0))},
          {detail::gpus_from_file_name(name),
@@ -442,7 +375,7 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     if (!gpus)
         throw InputError(name + ": cannot tell the GPU count: name it in the file name "
                                 "(...-8gpu.csv) or pass --gpus");
-    const double factor = bus_bandwidth_factor(op->first, gpus->first);
+    const double factor = strategies::collectives::bus_factor(op->first, gpus->first);
 
     ImportResult result;
     result.measurements.environment = detail::initial_environment(options);
@@ -454,8 +387,8 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     for (const auto& row : t.rows) {
         // Not a structured binding: the lambda below uses `fields`, and clang 14 (the
         // sanitizer build's compiler) cannot capture structured bindings.
-        const int number = row.first;
-        const std::vector<std::string>& fields = row.second;
+        const int number = row.line;
+        const std::vector<std::string>& fields = row.fields;
         const std::string at = fmt::format("{}:{}", name, number);
         const auto bytes = detail::parse_integer(fields[static_cast<std::size_t>(size)]);
         if (!bytes || *bytes <= 0)

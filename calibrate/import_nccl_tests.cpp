@@ -9,6 +9,7 @@
 #include "calibrate/import.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "calibrate/import_util.h"
 
 #include <fmt/format.h>
@@ -299,12 +300,12 @@ private:
     CollectiveOp choose_op(int number) {
         std::optional<CollectiveOp> from_log;
         if (pre_.perf) {
-            from_log = parse_collective_op(*pre_.perf);
+            from_log = strategies::collectives::parse_op(*pre_.perf);
             if (!from_log)
                 fail(pre_.perf_line,
                      fmt::format("the log runs {}_perf, which is not a collective clustersim "
                                  "models ({})",
-                                 *pre_.perf, collective_op_names()));
+                                 *pre_.perf, strategies::collectives::op_names()));
         }
         const auto chosen = detail::agree<CollectiveOp>(
             {{from_log,
@@ -356,11 +357,9 @@ private:
             env.device = d;
         }
         if (!pre_.hosts.empty()) {
-            std::string hosts;
-            for (const auto& h : pre_.hosts)
-                hosts += (hosts.empty() ? "" : ",") + h;
             if (env.host.empty())
-                env.host = hosts;
+                env.host =
+                    base::join(std::vector<std::string>(pre_.hosts.begin(), pre_.hosts.end()), ",");
         }
     }
 
@@ -472,7 +471,7 @@ private:
     void check_rates(int number, const CollectiveMeasurement& c, std::optional<double> algbw,
                      std::optional<double> busbw) {
         const double alg = c.algbw() / 1e9;
-        const double factor = bus_bandwidth_factor(c.op, c.gpus);
+        const double factor = strategies::collectives::bus_factor(c.op, c.gpus);
         if (algbw) {
             const std::string e = detail::check_printed_rate("algbw", *algbw, alg);
             if (!e.empty())

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "calibrate/import.h"
+#include "config/csv.h"
 
 #include <map>
 #include <optional>
@@ -23,11 +24,11 @@ struct Line {
 std::vector<Line> split_lines(std::string_view text);
 /// Splits on runs of spaces and tabs.
 std::vector<std::string_view> split_words(std::string_view text);
-std::string_view trim(std::string_view s);
+using config::trim;
 std::string lower(std::string_view s);
 
 /// A whole-string decimal number ("40.12", "1e-3", "16330"); nullopt otherwise.
-std::optional<double> parse_number(std::string_view s);
+using config::parse_number;
 /// A whole-string integer ("1048576"); nullopt otherwise (also for "1e6" or "1.0").
 std::optional<std::int64_t> parse_integer(std::string_view s);
 

@@ -1,6 +1,7 @@
 #include "calibrate/measurements.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "base/units.h"
 
 #include <fmt/format.h>
@@ -24,9 +25,6 @@ using ordered_json = nlohmann::ordered_json;
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-constexpr std::array<std::string_view, kCollectiveOpCount> kOpNames{
-    "broadcast",  "reduce",    "all_reduce", "all_gather", "reduce_scatter",
-    "all_to_all", "send_recv", "gather",     "scatter"};
 constexpr std::array<std::string_view, 4> kCopyKindNames{"device_to_device", "host_to_device",
                                                          "device_to_host", "peer"};
 constexpr std::array<std::string_view, 2> kCopyMethodNames{"kernel", "memcpy"};
@@ -40,13 +38,7 @@ constexpr std::array<std::string_view, 4> kLayouts{"NN", "NT", "TN", "TT"};
 
 template <std::size_t N>
 std::string join(const std::array<std::string_view, N>& names) {
-    std::string out;
-    for (auto n : names) {
-        if (!out.empty())
-            out += ", ";
-        out += n;
-    }
-    return out;
+    return base::join(std::vector<std::string>(names.begin(), names.end()), ", ");
 }
 
 template <typename E, std::size_t N>
@@ -58,55 +50,6 @@ std::optional<E> find_name(const std::array<std::string_view, N>& names, std::st
     return std::nullopt;
 }
 } // namespace
-
-std::string_view to_string(CollectiveOp op) {
-    return kOpNames[static_cast<std::size_t>(op)];
-}
-
-std::optional<CollectiveOp> parse_collective_op(std::string_view text) {
-    // Compare without separators and case, so all_reduce, all-reduce, allreduce, AllReduce
-    // and nccl-tests' alltoall / sendrecv all match.
-    auto squash = [](std::string_view s) {
-        std::string out;
-        for (char c : s) {
-            if (c == '_' || c == '-' || c == ' ')
-                continue;
-            out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-        }
-        return out;
-    };
-    const std::string key = squash(text);
-    if (key.empty())
-        return std::nullopt;
-    for (std::size_t i = 0; i < kOpNames.size(); ++i) {
-        if (squash(kOpNames[i]) == key)
-            return static_cast<CollectiveOp>(i);
-    }
-    return std::nullopt;
-}
-
-std::string collective_op_names() {
-    return join(kOpNames);
-}
-
-double bus_bandwidth_factor(CollectiveOp op, int gpus) {
-    const double n = gpus;
-    switch (op) {
-    case CollectiveOp::all_reduce:
-        return 2.0 * (n - 1) / n;
-    case CollectiveOp::all_gather:
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all:
-    case CollectiveOp::gather:
-    case CollectiveOp::scatter:
-        return (n - 1) / n;
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-    case CollectiveOp::send_recv:
-        return 1.0;
-    }
-    return 1.0;
-}
 
 std::string_view to_string(CopyKind kind) {
     return kCopyKindNames[static_cast<std::size_t>(kind)];
@@ -135,7 +78,7 @@ double CollectiveMeasurement::algbw() const {
     return static_cast<double>(bytes) / time.seconds();
 }
 double CollectiveMeasurement::busbw() const {
-    return algbw() * bus_bandwidth_factor(op, gpus);
+    return algbw() * strategies::collectives::bus_factor(op, gpus);
 }
 double GemmMeasurement::flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -198,15 +141,12 @@ const std::vector<SettingSpec>& setting_specs() {
 }
 
 std::string valid_keys(std::string_view section) {
-    std::string out;
+    std::vector<std::string> keys;
     for (const auto& s : setting_specs()) {
-        if (s.section != section)
-            continue;
-        if (!out.empty())
-            out += ", ";
-        out += s.key;
+        if (s.section == section)
+            keys.emplace_back(s.key);
     }
-    return out;
+    return base::join(keys, ", ");
 }
 
 const SettingSpec* find_spec(std::string_view section, std::string_view key) {
@@ -232,13 +172,7 @@ std::string describe(const SettingValue& v) {
 }
 
 std::string join_choices(const std::vector<std::string_view>& choices) {
-    std::string out;
-    for (auto c : choices) {
-        if (!out.empty())
-            out += ", ";
-        out += c;
-    }
-    return out;
+    return base::join(std::vector<std::string>(choices.begin(), choices.end()), ", ");
 }
 } // namespace
 
@@ -366,9 +300,7 @@ namespace {
 /// Six significant digits: derived rates are written rounded so that files are stable and
 /// readable; the reader recomputes them from the times and checks them to 1%.
 double round_significant(double x) {
-    if (x == 0 || !std::isfinite(x))
-        return x;
-    return std::stod(fmt::format("{:.6g}", x));
+    return base::round_significant(x, 6);
 }
 /// Times are exact picoseconds; as microseconds they have at most six decimals.
 double micros(sim::Time t) {
@@ -644,13 +576,7 @@ private:
         return v.get<double>();
     }
     std::string join_seen() const {
-        std::string out;
-        for (const auto& k : seen_) {
-            if (!out.empty())
-                out += ", ";
-            out += k;
-        }
-        return out;
+        return base::join(std::vector<std::string>(seen_.begin(), seen_.end()), ", ");
     }
 
     const json& j_;
@@ -681,8 +607,13 @@ constexpr int kMaxGpus = 1 << 20;
 
 CollectiveMeasurement read_collective(ObjectReader& r) {
     CollectiveMeasurement c;
-    const std::string op = read_choice(r, "op", kOpNames, "collective");
-    c.op = *parse_collective_op(op);
+    // Exactly as written by format_measurements: parse_op's other spellings are for people.
+    const std::string op = r.str("op");
+    const auto parsed = strategies::collectives::parse_op(op);
+    if (!parsed || op != strategies::collectives::to_string(*parsed))
+        r.fail("op", fmt::format("unknown collective '{}' (valid: {})", op,
+                                 strategies::collectives::op_names()));
+    c.op = *parsed;
     if (r.has("algorithm"))
         c.algorithm = read_choice(r, "algorithm", kAlgorithms, "algorithm");
     c.gpus = r.small_int("gpus", 1, kMaxGpus);

@@ -17,6 +17,7 @@
 
 #include "hardware/dtype.h"
 #include "sim/time.h"
+#include "strategies/collectives/collective.h"
 
 #include <cstdint>
 #include <map>
@@ -33,31 +34,9 @@ inline constexpr std::string_view kMeasurementFormat = "clustersim-measurements"
 /// The version this build writes and the newest it reads.
 inline constexpr int kMeasurementVersion = 1;
 
-/// Collectives as nccl-tests names its tests (all_reduce_perf, alltoall_perf, sendrecv_perf).
-enum class CollectiveOp : std::uint8_t {
-    broadcast,
-    reduce,
-    all_reduce,
-    all_gather,
-    reduce_scatter,
-    all_to_all,
-    send_recv,
-    gather,
-    scatter,
-};
-inline constexpr int kCollectiveOpCount = 9;
-
-/// "all_reduce", "all_to_all", "send_recv", ...
-std::string_view to_string(CollectiveOp op);
-/// Accepts our names, nccl-tests' ("alltoall", "sendrecv"), hyphens and no separator
-/// ("all-reduce", "allreduce"); nullopt when unknown.
-std::optional<CollectiveOp> parse_collective_op(std::string_view text);
-/// Every op's name, for error messages.
-std::string collective_op_names();
-/// nccl-tests' bus bandwidth factor (busbw = algbw * factor): 2(n-1)/n for all-reduce;
-/// (n-1)/n for all-gather, reduce-scatter, all-to-all, gather, scatter (bytes = whole
-/// buffer); 1 for broadcast, reduce and send/recv.
-double bus_bandwidth_factor(CollectiveOp op, int gpus);
+/// Collectives: the one op vocabulary (strategies/collectives/collective.h), whose names
+/// (to_string, parse_op) are those of the measurement file; busbw uses its bus_factor.
+using CollectiveOp = strategies::collectives::CollectiveOp;
 
 /// Where and with what the measurements were taken. Empty strings are unknown.
 struct Environment {

@@ -2,13 +2,15 @@
 /// \file
 /// Predictions of measured points: what the simulator says a measurement should have been on a
 /// given hardware description. `validate` compares these with the measurements, `fit` tunes
-/// the hardware file to bring them closer.
+/// the hardware file to bring them closer, and the validation reports (calibrate/accuracy_*.h)
+/// predict through the same functions: one predictor of collectives and one of steps.
 
 #include "calibrate/measurements.h"
 #include "strategies/collectives/collective.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -28,5 +30,27 @@ std::string skip_reason(std::string_view what, std::string_view source);
 double predict_step(
     const strategies::parallel::Platform& platform, const StepMeasurement& step,
     strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic);
+
+/// Predicts collectives on one hardware description, caching a topology per GPU count.
+class CollectivePredictor {
+public:
+    explicit CollectivePredictor(const hardware::ClusterSpec& cluster);
+    ~CollectivePredictor();
+    CollectivePredictor(const CollectivePredictor&) = delete;
+    CollectivePredictor& operator=(const CollectivePredictor&) = delete;
+
+    struct Result {
+        double seconds = 0;
+        std::string detail; ///< "ring/Simple"
+    };
+    /// Throws InputError when the point cannot run on the model (dtype, size, algorithm).
+    Result predict(const CollectiveMeasurement& c);
+    /// The link level a collective of `gpus` GPUs is limited by on this hardware.
+    hardware::LinkLevel level(int gpus) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 } // namespace clustersim::calibrate

@@ -37,20 +37,6 @@ std::string_view to_string(PointKind kind) {
     return "?";
 }
 
-ErrorSummary summarize(const std::vector<double>& errors) {
-    ErrorSummary s;
-    s.points = static_cast<int>(errors.size());
-    if (errors.empty())
-        return s;
-    double sum = 0;
-    for (double e : errors) {
-        sum += std::abs(e);
-        s.max_abs = std::max(s.max_abs, std::abs(e));
-    }
-    s.mean_abs = sum / static_cast<double>(errors.size());
-    return s;
-}
-
 double quantile(std::vector<double> values, double p) {
     if (values.empty())
         return 0;
@@ -80,11 +66,11 @@ std::vector<const PredictedPoint*> Validation::of(PointKind kind) const {
     return out;
 }
 
-ErrorSummary Validation::summary(PointKind kind) const {
+ErrorStats Validation::error_stats(PointKind kind) const {
     std::vector<double> errors;
     for (const auto* p : of(kind))
         errors.push_back(p->error());
-    return summarize(errors);
+    return calibrate::error_stats(errors);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,63 +210,6 @@ std::string point_label(const StepMeasurement& s) {
                        setting(s.parallel, "tp", "1"), setting(s.parallel, "pp", "1"),
                        setting(s.parallel, "dp", "-"), setting(s.training, "global_batch", "?"),
                        setting(s.training, "micro_batch", "?"));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Collectives
-// ---------------------------------------------------------------------------------------------
-
-struct CollectivePredictor::Impl {
-    hardware::ClusterSpec cluster;
-    std::map<int, std::unique_ptr<hardware::Topology>> topologies;  ///< by node count
-    std::map<int, std::unique_ptr<cl::Communicator>> communicators; ///< by GPU count
-
-    cl::Communicator& communicator(int gpus) {
-        auto it = communicators.find(gpus);
-        if (it != communicators.end())
-            return *it->second;
-        hardware::ClusterSpec spec = hardware::with_gpu_count(cluster, gpus);
-        auto& topo = topologies[spec.nodes];
-        if (!topo)
-            topo = std::make_unique<hardware::Topology>(spec);
-        auto comm = std::make_unique<cl::Communicator>(cl::Communicator::first(*topo, gpus));
-        return *communicators.emplace(gpus, std::move(comm)).first->second;
-    }
-};
-
-CollectivePredictor::CollectivePredictor(const hardware::ClusterSpec& cluster)
-    : impl_(std::make_unique<Impl>()) {
-    impl_->cluster = cluster;
-}
-CollectivePredictor::~CollectivePredictor() = default;
-
-hardware::LinkLevel CollectivePredictor::level(int gpus) const {
-    const auto& node = impl_->cluster.node;
-    if (gpus > node.gpus)
-        return hardware::LinkLevel::network;
-    return node.fabric == hardware::IntraNodeFabric::pcie ? hardware::LinkLevel::pcie
-                                                          : hardware::LinkLevel::nvlink;
-}
-
-CollectivePredictor::Result CollectivePredictor::predict(const CollectiveMeasurement& m) {
-    cl::Collective c;
-    const auto op = cl::parse_op(to_string(m.op));
-    if (!op)
-        throw InputError(fmt::format("collective '{}' is not modelled", to_string(m.op)));
-    c.op = *op;
-    c.bytes = m.bytes;
-    c.dtype = m.dtype;
-    if (!m.algorithm.empty()) {
-        const auto a = cl::parse_algorithm(m.algorithm);
-        if (!a)
-            throw InputError("algorithm '" + m.algorithm + "' is not modelled");
-        c.algorithm = *a;
-    }
-    const cl::Communicator& comm = impl_->communicator(m.gpus);
-    comm.validate(c);
-    const cl::Choice choice = comm.choose(c);
-    return {choice.time.seconds(), fmt::format("{}/{}", cl::to_string(choice.algorithm),
-                                               hardware::to_string(choice.protocol))};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@
 /// A point that cannot be predicted is skipped with a note saying what and why; nothing is
 /// dropped silently.
 
+#include "calibrate/error_stats.h"
 #include "calibrate/measurements.h"
+#include "calibrate/predict.h"
 #include "hardware/specs.h"
 #include "strategies/collectives/collective.h"
 #include "strategies/parallel/platform.h"
@@ -55,14 +57,6 @@ struct PredictedPoint {
     double residual() const { return measured_s / predicted_s - 1; }
 };
 
-/// Mean and largest |predicted / measured - 1| of a set of points.
-struct ErrorSummary {
-    int points = 0;
-    double mean_abs = 0;
-    double max_abs = 0;
-};
-ErrorSummary summarize(const std::vector<double>& errors);
-
 /// p-quantile (0 <= p <= 1) by linear interpolation between order statistics (Hyndman and
 /// Fan's type 7, numpy's default). `values` need not be sorted; empty gives 0.
 double quantile(std::vector<double> values, double p);
@@ -83,8 +77,8 @@ struct Validation {
 
     /// The points of one kind.
     std::vector<const PredictedPoint*> of(PointKind kind) const;
-    /// Error summary of one kind (points = 0 when there are none).
-    ErrorSummary summary(PointKind kind) const;
+    /// Error statistics of one kind (points = 0 when there are none).
+    ErrorStats error_stats(PointKind kind) const;
 };
 
 /// Empty when a file measured on `device` (as the driver names it, "NVIDIA A100-SXM4-80GB")
@@ -108,27 +102,5 @@ Validation validate_measurements(const strategies::parallel::Platform& platform,
 std::string point_label(const CollectiveMeasurement& c);
 std::string point_label(const GemmMeasurement& g);
 std::string point_label(const StepMeasurement& s);
-
-/// Predicts collectives on one hardware description, caching a topology per GPU count.
-class CollectivePredictor {
-public:
-    explicit CollectivePredictor(const hardware::ClusterSpec& cluster);
-    ~CollectivePredictor();
-    CollectivePredictor(const CollectivePredictor&) = delete;
-    CollectivePredictor& operator=(const CollectivePredictor&) = delete;
-
-    struct Result {
-        double seconds = 0;
-        std::string detail; ///< "ring/Simple"
-    };
-    /// Throws InputError when the point cannot run on the model (dtype, size, algorithm).
-    Result predict(const CollectiveMeasurement& c);
-    /// The link level a collective of `gpus` GPUs is limited by on this hardware.
-    hardware::LinkLevel level(int gpus) const;
-
-private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-};
 
 } // namespace clustersim::calibrate

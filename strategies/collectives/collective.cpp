@@ -1,7 +1,11 @@
 #include "strategies/collectives/collective.h"
 
+#include "base/text.h"
+
 #include <algorithm>
 #include <cctype>
+#include <string>
+#include <vector>
 
 namespace clustersim::strategies::collectives {
 
@@ -64,18 +68,22 @@ std::string normalise(std::string_view s) {
 } // namespace
 
 std::optional<Op> parse_op(std::string_view s) {
-    const std::string n = normalise(s);
+    // Compare without separators and case, so all_reduce, all-reduce, allreduce, AllReduce
+    // and nccl-tests' alltoall / sendrecv all match.
+    std::string key;
+    for (char c : s) {
+        if (c == '_' || c == '-' || c == ' ')
+            continue;
+        key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (key.empty())
+        return std::nullopt;
     for (Op op : kAllOps) {
         std::string name(to_string(op));
-        std::string joined = name;
-        joined.erase(std::remove(joined.begin(), joined.end(), '_'), joined.end());
-        if (n == name || n == joined)
+        name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
+        if (key == name)
             return op;
     }
-    if (n == "sendrecv")
-        return Op::send_recv;
-    if (n == "alltoall")
-        return Op::all_to_all;
     return std::nullopt;
 }
 
@@ -100,10 +108,10 @@ std::optional<Fidelity> parse_fidelity(std::string_view s) {
 }
 
 std::string op_names() {
-    std::string s;
+    std::vector<std::string> names;
     for (Op op : kAllOps)
-        s += (s.empty() ? "" : ", ") + std::string(to_string(op));
-    return s;
+        names.emplace_back(to_string(op));
+    return base::join(names, ", ");
 }
 
 bool reduces(Op op) {

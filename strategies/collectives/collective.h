@@ -23,7 +23,10 @@ namespace clustersim::strategies::collectives {
 
 using hardware::Protocol;
 
-enum class Op : std::uint8_t {
+/// The one collective-op vocabulary of clustersim: the simulator's collectives, calibrate's
+/// measurements and importers, and the reports all use it. The names (to_string) are a file
+/// format: measurement files, CSV tables and the CLI's --op spell ops this way.
+enum class CollectiveOp : std::uint8_t {
     broadcast,
     reduce,
     all_reduce,
@@ -34,6 +37,8 @@ enum class Op : std::uint8_t {
     scatter,
     send_recv,
 };
+/// The short name used throughout strategies/collectives.
+using Op = CollectiveOp;
 inline constexpr std::array<Op, 9> kAllOps{Op::broadcast,  Op::reduce,         Op::all_reduce,
                                            Op::all_gather, Op::reduce_scatter, Op::all_to_all,
                                            Op::gather,     Op::scatter,        Op::send_recv};
@@ -56,7 +61,8 @@ enum class Fidelity : std::uint8_t { analytic, flow };
 std::string_view to_string(Op op);
 std::string_view to_string(Algorithm a);
 std::string_view to_string(Fidelity f);
-/// "all_reduce" (also "allreduce", "all-reduce"); nullopt when unknown.
+/// "all_reduce"; also without separators or case ("allreduce", "all-reduce", "AllReduce") and
+/// nccl-tests' names ("alltoall", "sendrecv"); nullopt when unknown.
 std::optional<Op> parse_op(std::string_view s);
 /// "auto", "ring", "tree", "direct", "nvls", "hierarchical".
 std::optional<Algorithm> parse_algorithm(std::string_view s);
@@ -81,7 +87,9 @@ bool has_root(Op op);
 /// True when `bytes` is split into one block per rank (all_gather, reduce_scatter, all_to_all,
 /// gather, scatter).
 bool splits_per_rank(Op op);
-/// nccl-tests' bus bandwidth factor.
+/// nccl-tests' bus bandwidth factor (busbw = algbw x factor, see the file comment): the one
+/// home of this rule; the simulator's output, calibrate's importers and measurements and the
+/// validation reports all use it.
 double bus_factor(Op op, int ranks);
 /// The size nccl-tests runs for a requested one: whole elements, and a multiple of `ranks`
 /// elements where the buffer is split per rank (it rounds down, as nccl-tests does).

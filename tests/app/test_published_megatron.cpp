@@ -4,8 +4,8 @@
 // change that makes the model worse on these tables fails; issue 4's targets, not reached yet,
 // are asserted in tests tagged [!shouldfail] (as tests/calibrate/test_steps_accuracy.cpp does):
 // they fail the day the model reaches them, and the tag must go.
-#include "app/report_published.h"
 #include "base/error.h"
+#include "calibrate/accuracy_published.h"
 #include "cli_run.h"
 #include "hardware/hardware_loader.h"
 
@@ -18,7 +18,7 @@
 #include <filesystem>
 
 using namespace clustersim;
-using namespace clustersim::app;
+using namespace clustersim::calibrate;
 using namespace clustersim::test;
 
 namespace {
@@ -35,16 +35,10 @@ const std::vector<PublishedRun>& readme2020() {
 }
 
 double mean_abs(const std::vector<PublishedRun>& runs) {
-    double s = 0;
-    for (const auto& r : runs)
-        s += std::abs(r.error());
-    return s / static_cast<double>(runs.size());
+    return run_errors(runs).mean_abs;
 }
 double max_abs(const std::vector<PublishedRun>& runs) {
-    double m = 0;
-    for (const auto& r : runs)
-        m = std::max(m, std::abs(r.error()));
-    return m;
+    return run_errors(runs).max_abs;
 }
 
 } // namespace
@@ -167,8 +161,9 @@ TEST_CASE("published: a missing or malformed table is a one-line input error", "
                       Catch::Contains("narayanan2021-table1.csv:3: column 'tflops_per_gpu'") &&
                           Catch::Contains("got 'fast'"));
     spit(dir.file("megatron/narayanan2021-table1.csv"), header + "1.7,24,2304,24,1,1,32,512,137\n");
-    CHECK_THROWS_WITH(narayanan2021_runs(dir.path.string()),
-                      Catch::Contains(":2: expected 10 columns, got 9"));
+    CHECK_THROWS_WITH(
+        narayanan2021_runs(dir.path.string()),
+        Catch::Contains(":2: expected 10 fields as the header at line 1 says, got 9"));
     spit(dir.file("megatron/narayanan2021-table1.csv"),
          header + "1.7,24,2304,24,1,3,32,512,137,44\n");
     CHECK_THROWS_WITH(narayanan2021_runs(dir.path.string()),

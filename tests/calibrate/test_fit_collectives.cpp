@@ -149,7 +149,7 @@ TEST_CASE("fit collectives: A100 all-reduce, fit on 2 and 8 GPUs, validate on 4 
     ValidationOptions o;
     o.min_collective_bytes = 1 << 20;
     const Validation v = validate_measurements(r.fitted, a100_all_reduce(4), "4gpu.json", o);
-    const ErrorSummary s = v.summary(PointKind::collective);
+    const ErrorStats s = v.error_stats(PointKind::collective);
     CHECK(s.points == 2048); // 1 MiB .. 1 GiB in 1 MiB steps, out-of-place and in-place
     INFO("4-GPU mean |error| " << 100 * s.mean_abs << "%, max " << 100 * s.max_abs << "%");
     CHECK(s.mean_abs <= 0.05); // the issue's bar

@@ -19,11 +19,11 @@ namespace {
 
 const std::string kDir = CLUSTERSIM_SOURCE_DIR "/calibrate/data/nvidia-h200/";
 
-ErrorSummary errors(const strategies::parallel::Platform& cluster, const MeasurementFile& file,
-                    PointKind kind) {
+ErrorStats errors(const strategies::parallel::Platform& cluster, const MeasurementFile& file,
+                  PointKind kind) {
     ValidationOptions o;
     o.kinds = {kind};
-    return validate_measurements(cluster, file, "h200", o).summary(kind);
+    return validate_measurements(cluster, file, "h200", o).error_stats(kind);
 }
 
 } // namespace
@@ -49,8 +49,8 @@ TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP step
     for (auto d : {hardware::Dtype::fp32, hardware::Dtype::tf32})
         uncalibrated.cluster.compute.gemm_efficiency[static_cast<std::size_t>(d)] =
             preset.cluster.compute.gemm_eff(hardware::Dtype::bf16);
-    const ErrorSummary before = errors(uncalibrated, all, PointKind::step);
-    const ErrorSummary after = errors(fitted, all, PointKind::step);
+    const ErrorStats before = errors(uncalibrated, all, PointKind::step);
+    const ErrorStats after = errors(fitted, all, PointKind::step);
     CHECK(before.points == 5);
     CHECK(after.points == 5);
     CHECK(before.mean_abs > 0.11);
@@ -60,8 +60,8 @@ TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP step
     // The GEMMs of the full sweep (50 of its 85 shapes were not in the fit): 22-23% on
     // average before and after; what remains is the model's, not the fit's (short-k GEMMs
     // whose output write is not overlapped, GEMV-like skinny ones).
-    const ErrorSummary gemms_before = errors(uncalibrated, full, PointKind::gemm);
-    const ErrorSummary gemms_after = errors(fitted, full, PointKind::gemm);
+    const ErrorStats gemms_before = errors(uncalibrated, full, PointKind::gemm);
+    const ErrorStats gemms_after = errors(fitted, full, PointKind::gemm);
     CHECK(gemms_after.points == 85);
     CHECK(gemms_before.mean_abs < 0.25);
     CHECK(gemms_after.mean_abs < 0.25);
@@ -69,7 +69,7 @@ TEST_CASE("H200: kernels fitted from the quick run predict the measured MLP step
 
     // HBM copies larger than the L2 (the full sweep's sizes, most not in the quick run):
     // within 5% on average, none beyond 8%.
-    const ErrorSummary copies = errors(fitted, full, PointKind::copy);
+    const ErrorStats copies = errors(fitted, full, PointKind::copy);
     CHECK(copies.points == 16);
     CHECK(copies.mean_abs < 0.05);
     CHECK(copies.max_abs < 0.08);

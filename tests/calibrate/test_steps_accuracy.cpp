@@ -27,23 +27,22 @@ const MeasurementSplit& seeded_split() {
     return split;
 }
 
-ErrorSummary step_errors(const strategies::parallel::Platform& cluster,
-                         const MeasurementFile& file) {
+ErrorStats step_errors(const strategies::parallel::Platform& cluster, const MeasurementFile& file) {
     ValidationOptions o;
     o.kinds = {PointKind::step};
     const Validation v = validate_measurements(cluster, file, "megatron-steps", o);
     REQUIRE(v.skipped.empty());
-    return v.summary(PointKind::step);
+    return v.error_stats(PointKind::step);
 }
 
-const ErrorSummary& preset_on_all_rows() {
-    static const ErrorSummary s =
+const ErrorStats& preset_on_all_rows() {
+    static const ErrorStats s =
         step_errors(strategies::parallel::load_platform("dgx-a100"), megatron_steps());
     return s;
 }
 
-const ErrorSummary& preset_held_out() {
-    static const ErrorSummary s =
+const ErrorStats& preset_held_out() {
+    static const ErrorStats s =
         step_errors(strategies::parallel::load_platform("dgx-a100"), seeded_split().rest);
     return s;
 }
@@ -59,7 +58,7 @@ TEST_CASE("steps accuracy: the seeded split is a fifth and four fifths of the 1,
 
 TEST_CASE("steps accuracy: dgx-a100 preset, every row, mean |error| at most 8% (issue 4)",
           "[calibrate][accuracy]") {
-    const ErrorSummary& s = preset_on_all_rows();
+    const ErrorStats& s = preset_on_all_rows();
     INFO("mean |error| " << 100 * s.mean_abs << "%, max " << 100 * s.max_abs << "%");
     CHECK(s.points == 1440);
     CHECK(s.mean_abs <= 0.08);
@@ -68,7 +67,7 @@ TEST_CASE("steps accuracy: dgx-a100 preset, every row, mean |error| at most 8% (
 TEST_CASE("steps accuracy: dgx-a100 preset, no row worse than 25% (issue 4; not reached: the "
           "tensor-parallel-8 rows are under-predicted by up to 27%)",
           "[calibrate][accuracy][!shouldfail]") {
-    const ErrorSummary& s = preset_on_all_rows();
+    const ErrorStats& s = preset_on_all_rows();
     INFO("max |error| " << 100 * s.max_abs << "%");
     CHECK(s.max_abs <= 0.25);
 }
@@ -76,7 +75,7 @@ TEST_CASE("steps accuracy: dgx-a100 preset, no row worse than 25% (issue 4; not 
 TEST_CASE("steps accuracy: the preset (the seeded fifth's fit) on the other four fifths stays "
           "within 8%",
           "[calibrate][accuracy]") {
-    const ErrorSummary& s = preset_held_out();
+    const ErrorStats& s = preset_held_out();
     INFO("held-out mean |error| " << 100 * s.mean_abs << "%, max " << 100 * s.max_abs << "%");
     CHECK(s.points == 1152);
     CHECK(s.mean_abs <= 0.08);
@@ -84,7 +83,7 @@ TEST_CASE("steps accuracy: the preset (the seeded fifth's fit) on the other four
 
 TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5; not reached: 6.9%)",
           "[calibrate][accuracy][!shouldfail]") {
-    const ErrorSummary& s = preset_held_out();
+    const ErrorStats& s = preset_held_out();
     INFO("held-out mean |error| " << 100 * s.mean_abs << "%");
     CHECK(s.mean_abs <= 0.06);
 }
@@ -110,7 +109,7 @@ TEST_CASE("steps accuracy: refitting the seeded fifth keeps the preset's framewo
     // it; the predictions must not.
     CHECK(b.memory_efficiency == Approx(a.memory_efficiency).margin(0.08));
     CHECK(b.microbatch_overhead.seconds() == Approx(a.microbatch_overhead.seconds()).epsilon(0.15));
-    const ErrorSummary held = step_errors(r.fitted, seeded_split().rest);
+    const ErrorStats held = step_errors(r.fitted, seeded_split().rest);
     INFO("refitted: held-out mean |error| " << 100 * held.mean_abs << "%, preset's "
                                             << 100 * preset_held_out().mean_abs << "%");
     CHECK(held.mean_abs <= preset_held_out().mean_abs + 0.002);

@@ -53,13 +53,14 @@ void check_same_step(const sp::StepResult& a, const sp::StepResult& b) {
         CHECK(a.memory[i].weights_bytes == b.memory[i].weights_bytes);
         CHECK(a.memory[i].grads_bytes == b.memory[i].grads_bytes);
         CHECK(a.memory[i].optimizer_bytes == b.memory[i].optimizer_bytes);
+        CHECK(a.memory[i].recompute == b.memory[i].recompute);
     }
     CHECK(a.peak_bytes_max == b.peak_bytes_max);
     CHECK(a.capacity_bytes == b.capacity_bytes);
     CHECK(a.oom == b.oom);
     CHECK(a.oom_stage == b.oom_stage);
     CHECK(a.oom_excess_bytes == b.oom_excess_bytes);
-    CHECK(a.recompute_plan == b.recompute_plan);
+    CHECK(a.automatic_recompute == b.automatic_recompute);
     CHECK(a.simulated_gpus == b.simulated_gpus);
     CHECK(a.events == b.events);
 }

@@ -1,10 +1,10 @@
 // The collectives against real measurements (data/reference), with the issue's thresholds.
 // The same numbers are the "collectives" section of docs/validation.md.
-#include "app/collective_accuracy.h"
+#include "calibrate/accuracy_collectives.h"
 
 #include <catch2/catch.hpp>
 
-using namespace clustersim::app;
+using namespace clustersim::calibrate;
 
 namespace {
 const CollectiveAccuracy& accuracy() {
@@ -21,8 +21,8 @@ TEST_CASE("collectives accuracy: dgx-a100 all_reduce, 2/4/8 GPUs, 1 MiB to 1 GiB
     for (const AccuracyCurve& c : accuracy().a100_all_reduce) {
         INFO(c.title);
         REQUIRE(c.rows.size() == 1024);
-        CHECK(c.mean_abs_error() <= 0.08);
-        CHECK(c.mean_abs_error(64 * kMiB) <= 0.05);
+        CHECK(c.errors().mean_abs <= 0.08);
+        CHECK(c.errors(64 * kMiB).mean_abs <= 0.05);
     }
 }
 
@@ -42,7 +42,7 @@ TEST_CASE("collectives accuracy: H100 and H200 busbw from 16 MiB, large messages
             continue;
         INFO(c.title);
         REQUIRE(c.rows.size() == 15);
-        CHECK(c.max_abs_error(16 * kMiB) <= 0.10);
+        CHECK(c.errors(16 * kMiB).max_abs <= 0.10);
     }
     REQUIRE(accuracy().h200_16gib.size() == 4);
     for (const AccuracyRow& r : accuracy().h200_16gib) {
