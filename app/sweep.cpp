@@ -1,5 +1,7 @@
 #include "app/sweep.h"
 
+#include "explore/sweep_row.h"
+
 #include "base/text.h"
 #include "base/units.h"
 #include "sim/time.h"
@@ -36,18 +38,6 @@ std::function<void(const explore::ProgressReport&)> progress_bar(std::ostream& o
     };
 }
 
-namespace {
-
-double to_double(const std::string& s) {
-    try {
-        return s.empty() ? 0.0 : std::stod(s);
-    } catch (const std::exception&) {
-        return 0.0;
-    }
-}
-
-} // namespace
-
 void print_top(std::ostream& out, const std::vector<std::string>& columns,
                const std::vector<explore::Axis>& axes,
                const std::vector<explore::RowSummary>& rows) {
@@ -68,11 +58,12 @@ void print_top(std::ostream& out, const std::vector<std::string>& columns,
             line.push_back(f[1 + k]);
         line.push_back(at("tp") + " x " + at("pp") + " x " + at("dp"));
         line.push_back(at("micro_batch") + " x " + at("micro_batches"));
-        line.push_back(base::format_time(sim::Time::from_seconds(to_double(at("step_time_s")))));
+        line.push_back(
+            base::format_time(sim::Time::from_seconds(explore::result_number(at("step_time_s")))));
         line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
-        line.push_back(base::percent(to_double(at("mfu"))));
-        line.push_back(base::percent(to_double(at("bubble_fraction"))));
-        line.push_back(fmt::format("{:.1f}", to_double(at("peak_bytes")) / 1e9));
+        line.push_back(base::percent(explore::result_number(at("mfu"))));
+        line.push_back(base::percent(explore::result_number(at("bubble_fraction"))));
+        line.push_back(fmt::format("{:.1f}", explore::result_number(at("peak_bytes")) / 1e9));
         line.push_back(r.oom ? "OOM" : "yes");
         table.push_back(std::move(line));
     }

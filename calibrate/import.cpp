@@ -17,23 +17,6 @@
 namespace clustersim::calibrate {
 namespace detail {
 
-std::vector<Line> split_lines(std::string_view text) {
-    std::vector<Line> lines;
-    int number = 0;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos)
-            end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r')
-            line.remove_suffix(1);
-        lines.push_back(Line{++number, line});
-        start = end + 1;
-    }
-    return lines;
-}
-
 std::vector<std::string_view> split_words(std::string_view text) {
     std::vector<std::string_view> words;
     std::size_t i = 0;

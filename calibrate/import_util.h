@@ -15,13 +15,8 @@
 
 namespace clustersim::calibrate::detail {
 
-/// One line of a text file, with its 1-based number.
-struct Line {
-    int number = 0;
-    std::string_view text;
-};
-/// Splits into lines (without '\n' or a trailing '\r').
-std::vector<Line> split_lines(std::string_view text);
+using Line = config::TextLine;
+using config::split_lines;
 /// Splits on runs of spaces and tabs.
 std::vector<std::string_view> split_words(std::string_view text);
 using config::trim;

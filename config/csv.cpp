@@ -61,28 +61,6 @@ std::vector<std::string> split_csv_line(std::string_view line) {
 
 namespace {
 
-struct Line {
-    int number = 0;
-    std::string_view text; ///< trimmed, without '\n' or a trailing '\r'
-};
-
-std::vector<Line> split_lines(std::string_view text) {
-    std::vector<Line> lines;
-    int number = 0;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos)
-            end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r')
-            line.remove_suffix(1);
-        lines.push_back(Line{++number, trim(line)});
-        start = end + 1;
-    }
-    return lines;
-}
-
 SourceLocation at(const std::string& file, int line = 0) {
     SourceLocation where;
     where.file = file;
@@ -105,7 +83,9 @@ SourceLocation location_of(const std::string& file, int line, std::string_view c
 CsvTable CsvTable::parse(std::string_view text, std::string name, Header header) {
     CsvTable t;
     t.name_ = std::move(name);
-    const auto lines = split_lines(text);
+    auto lines = split_lines(text);
+    for (TextLine& line : lines)
+        line.text = trim(line.text);
     std::size_t first_data = lines.size();
     std::size_t head = lines.size();
     if (header == Header::first_line) {
@@ -225,6 +205,23 @@ double CsvTable::number_at(std::size_t row, std::size_t index) const {
     throw InputError(fmt::format("{}: column {} ('{}'): expected a number, got '{}'", where(row),
                                  index + 1, columns_.at(index), t),
                      location(row, columns_.at(index)));
+}
+
+std::vector<TextLine> split_lines(std::string_view text) {
+    std::vector<TextLine> lines;
+    int number = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos)
+            end = text.size();
+        std::string_view line = text.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        lines.push_back(TextLine{++number, line});
+        start = end + 1;
+    }
+    return lines;
 }
 
 } // namespace clustersim::config

@@ -87,4 +87,12 @@ std::optional<double> parse_number(std::string_view text);
 /// `text` without leading and trailing spaces and tabs.
 std::string_view trim(std::string_view text);
 
+/// One line of a text file, with its 1-based number.
+struct TextLine {
+    int number = 0;
+    std::string_view text;
+};
+/// Splits text into lines (without '\n' or a trailing '\r'), views into `text`.
+std::vector<TextLine> split_lines(std::string_view text);
+
 } // namespace clustersim::config

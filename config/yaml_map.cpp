@@ -43,10 +43,14 @@ YAML::Node load_yaml_file(const std::string& path) {
     if (text.size() > kMaxYamlFileBytes)
         throw InputError(path + ": larger than " + std::to_string(kMaxYamlFileBytes >> 20) +
                          " MiB; a config file is a few KiB (is this the right file?)");
+    return parse_yaml(text, path);
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
     try {
         return YAML::Load(text);
     } catch (const YAML::Exception& e) {
-        throw InputError(format_mark(path, e.mark) + ": invalid YAML: " + e.msg);
+        throw InputError(format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
     }
 }
 

@@ -37,6 +37,9 @@ inline constexpr std::size_t kMaxYamlFileBytes = std::size_t{16} << 20;
 /// do a directory, an unreadable file and one over kMaxYamlFileBytes.
 YAML::Node load_yaml_file(const std::string& path);
 
+/// Parses YAML text; a syntax error becomes an InputError naming `file`, line and column.
+YAML::Node parse_yaml(const std::string& text, const std::string& file);
+
 class YamlMap {
 public:
     /// Wraps `node`, which must be a mapping with no key given twice (else InputError naming

@@ -141,15 +141,15 @@ std::size_t column_of(const std::vector<std::string>& columns, const std::string
     return static_cast<std::size_t>(it - columns.begin());
 }
 
-double to_double(const std::string& s) {
+} // namespace
+
+double result_number(const std::string& field) {
     try {
-        return s.empty() ? 0.0 : std::stod(s);
+        return field.empty() ? 0.0 : std::stod(field);
     } catch (const std::exception&) {
         return 0.0;
     }
 }
-
-} // namespace
 
 std::size_t result_column(std::size_t columns, const std::string& name) {
     const auto& r = result_columns();
@@ -165,7 +165,7 @@ RowSummary parse_row(const std::string& row, std::size_t columns) {
     s.index = std::stoll(s.fields[0]);
     s.valid = s.fields[result_column(columns, "invalid_reason")].empty();
     s.oom = s.fields[result_column(columns, "oom")] == "true";
-    s.tokens_per_s = to_double(s.fields[result_column(columns, "tokens_per_s")]);
+    s.tokens_per_s = result_number(s.fields[result_column(columns, "tokens_per_s")]);
     return s;
 }
 

@@ -41,6 +41,8 @@ RowSummary parse_row(const std::string& row, std::size_t columns);
 /// The index of result column `name` in a row of `columns` fields (result columns are counted
 /// from the end: the varied keys before them differ from sweep to sweep).
 std::size_t result_column(std::size_t columns, const std::string& name);
+/// A result field as a number: empty (an invalid row) or unreadable reads as 0.
+double result_number(const std::string& field);
 
 /// Best first: valid rows that fit in memory by tokens/s, then valid rows out of memory by
 /// tokens/s (they would need more memory than the GPU has), ties in configuration order;

@@ -267,12 +267,7 @@ ClusterSpec load_hardware(const std::string& name_or_path) {
 }
 
 ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
-    YAML::Node doc;
-    try {
-        doc = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
-    }
+    const YAML::Node doc = config::parse_yaml(text, file);
     ClusterSpec spec = load_layers(doc, file);
     validate(spec, file);
     return spec;

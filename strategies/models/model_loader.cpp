@@ -160,12 +160,7 @@ ModelSpec load_model_node(const YAML::Node& node, const std::string& file) {
 }
 
 ModelSpec parse_model_yaml(const std::string& text, const std::string& file) {
-    YAML::Node doc;
-    try {
-        doc = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
-    }
+    const YAML::Node doc = config::parse_yaml(text, file);
     return load_layers(doc, file).spec;
 }
 

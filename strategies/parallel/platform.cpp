@@ -65,12 +65,7 @@ Platform load_platform(const std::string& name_or_path) {
 }
 
 Platform parse_platform_yaml(const std::string& text, const std::string& file) {
-    YAML::Node doc;
-    try {
-        doc = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-        throw InputError(config::format_mark(file, e.mark) + ": invalid YAML: " + e.msg);
-    }
+    const YAML::Node doc = config::parse_yaml(text, file);
     Platform p = load_layers(doc, file);
     hardware::validate(p.cluster, file);
     return p;
