@@ -43,9 +43,9 @@ public:
     }
 
     constexpr rep picoseconds() const { return ps_; }
-    constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
-    constexpr double microseconds() const { return static_cast<double>(ps_) * 1e-6; }
-    constexpr double milliseconds() const { return static_cast<double>(ps_) * 1e-9; }
+    constexpr double seconds() const { return static_cast<double>(ps_) / 1e12; }
+    constexpr double microseconds() const { return static_cast<double>(ps_) / 1e6; }
+    constexpr double milliseconds() const { return static_cast<double>(ps_) / 1e9; }
 
     constexpr Time& operator+=(Time o) {
         ps_ += o.ps_;

@@ -20,7 +20,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
     const int V = P * plan.shape.virtual_stages;
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
-    std::vector<double> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
+    std::vector<sim::Time> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
     for (const auto& rank : timing.ranks) {
         for (const PassTime& t : rank)
             (t.pass.kind == PassKind::forward
@@ -37,10 +37,10 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, std::nullopt, t.released};
             const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
             if (t.pass.kind == PassKind::forward && t.virtual_stage > 0) {
-                const double sent = fwd_end[j * V + t.virtual_stage - 1];
+                const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
                 e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
             } else if (t.pass.kind == PassKind::backward && t.virtual_stage + 1 < V) {
-                const double sent = bwd_end[j * V + t.virtual_stage + 1];
+                const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
                 e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
             }
             if (timeline && e.input && e.input->end > e.input->start) {
@@ -52,33 +52,33 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             }
             r.passes.push_back(e);
         }
-        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().released;
+        r.last_pass_end = r.passes.empty() ? sim::Time::zero() : r.passes.back().released;
     }
 
     // Data-parallel streams, in issue order; the embedding all-reduce shared by the first and
     // last rank waits for both.
-    std::vector<double> before_shared(static_cast<std::size_t>(P), 0.0);
+    std::vector<sim::Time> before_shared(static_cast<std::size_t>(P));
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
         ExecutedRank& r = out[static_cast<std::size_t>(p)];
         const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
                                                    plan.shape.virtual_stages);
-        double t = 0;
+        sim::Time t;
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer() || !c.chunk)
                 continue;
             const ExecutedPass& b =
                 r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
             const auto& st = plan.stage(b.vs);
-            const double ready = b.start + st.buckets[static_cast<std::size_t>(*c.bucket)].ready;
-            const double start = std::max(ready, t);
+            const sim::Time ready = b.start + st.buckets[static_cast<std::size_t>(*c.bucket)].ready;
+            const sim::Time start = std::max(ready, t);
             t = start + c.time;
             r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer() || c.chunk || c.role == DpRole::embedding_grad_all_reduce)
                 continue;
-            const double start = std::max(r.last_pass_end, t);
+            const sim::Time start = std::max(r.last_pass_end, t);
             t = start + c.time;
             r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
@@ -87,11 +87,11 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
         ExecutedRank& r = out[static_cast<std::size_t>(p)];
-        double t = before_shared[static_cast<std::size_t>(p)];
+        sim::Time t = before_shared[static_cast<std::size_t>(p)];
         for (const DpCollective& c : rp.dp) {
             if (c.role != DpRole::embedding_grad_all_reduce)
                 continue;
-            const double start = std::max(before_shared.front(), before_shared.back());
+            const sim::Time start = std::max(before_shared.front(), before_shared.back());
             t = start + c.time;
             r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }
@@ -101,7 +101,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         for (const DpCollective& c : rp.dp) {
             if (!c.after_optimizer())
                 continue;
-            const double start = t;
+            const sim::Time start = t;
             t = start + c.time;
             r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
         }

@@ -5,6 +5,7 @@
 /// and its optimizer step ran. Both fidelities fill the same record, so the breakdown, the
 /// timeline and the tests read one shape whichever executor ran. Internal to the step model.
 
+#include "sim/time.h"
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/step_plan.h"
 
@@ -14,29 +15,29 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-/// A labelled span of one stream (seconds from the start of the step).
+/// A labelled span of one stream (from the start of the step).
 struct Interval {
-    double start = 0;
-    double end = 0;
+    sim::Time start;
+    sim::Time end;
     std::string label;
 };
 
 /// The transfer of a pass's input from the neighbouring virtual stage.
 struct InputTransfer {
-    double start = 0; ///< when the sender's pass ended and the transfer began
-    double end = 0;   ///< when it arrived
+    sim::Time start; ///< when the sender's pass ended and the transfer began
+    sim::Time end;   ///< when it arrived
 };
 
 /// One pass as it ran.
 struct ExecutedPass {
     PipePass pass{};
     int vs = 0;
-    double start = 0;
-    double end = 0;
+    sim::Time start;
+    sim::Time end;
     /// None for the first virtual stage's forward and the last one's backward: their inputs
     /// come from no other stage.
     std::optional<InputTransfer> input;
-    double released = 0; ///< when its rank went on (after a blocking send: later than end)
+    sim::Time released; ///< when its rank went on (after a blocking send: later than end)
 };
 
 /// What each rank did, in either fidelity.
@@ -44,10 +45,10 @@ struct ExecutedRank {
     std::vector<ExecutedPass> passes;
     std::vector<Interval> sends; ///< its pipeline transfers (for the timeline)
     std::vector<Interval> dp;
-    double last_pass_end = 0;
-    double optimizer_start = 0;
-    double optimizer_end = 0;
-    double end = 0;
+    sim::Time last_pass_end;
+    sim::Time optimizer_start;
+    sim::Time optimizer_end;
+    sim::Time end;
 };
 
 /// "F3", "B3", "F3.1" (micro-batch, chunk when interleaved).

@@ -94,23 +94,19 @@ FlowRun run_flow(const StepPlan& plan) {
             const std::size_t key = j * V + vs;
             const std::string name = pass_label(pass, v);
             if (pass.kind == PassKind::forward) {
-                const auto id = g.add_task(
-                    {name, streams[p].compute, sim::Time::from_seconds(st.forward.time), {}, 0});
+                const auto id = g.add_task({name, streams[p].compute, st.forward.time, {}, 0});
                 fwd_task[key] = id;
                 pass_first[p].push_back(id);
                 pass_last[p].push_back(id);
             } else {
                 const bool split =
                     overlap && static_cast<int>(i) == last_b[static_cast<std::size_t>(pass.chunk)];
-                double at = 0;
+                sim::Time at;
                 sim::TaskId first = 0, last = 0;
                 bool any = false;
-                auto segment = [&](double until) {
-                    const auto id = g.add_task({name,
-                                                streams[p].compute,
-                                                sim::Time::from_seconds(std::max(0.0, until - at)),
-                                                {},
-                                                0});
+                auto segment = [&](sim::Time until) {
+                    const auto id = g.add_task(
+                        {name, streams[p].compute, sim::max(sim::Time::zero(), until - at), {}, 0});
                     if (!any)
                         first = id;
                     last = id;
@@ -223,8 +219,7 @@ FlowRun run_flow(const StepPlan& plan) {
         before_opt[static_cast<std::size_t>(P - 1)].push_back(shared_embedding);
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        optimizer[p] = g.add_task(
-            {"optimizer", streams[p].compute, sim::Time::from_seconds(rp.optimizer_time), {}, 0});
+        optimizer[p] = g.add_task({"optimizer", streams[p].compute, rp.optimizer_time, {}, 0});
         for (auto id : before_opt[p])
             g.add_dependency(id, optimizer[p]);
         for (const DpCollective& c : rp.dp) {
@@ -245,8 +240,8 @@ FlowRun run_flow(const StepPlan& plan) {
     FlowRun out;
     out.events = engine.events_processed();
     out.ranks.resize(static_cast<std::size_t>(P));
-    auto s = [&](sim::TaskId id) { return exec.start_time(id).seconds(); };
-    auto e = [&](sim::TaskId id) { return exec.end_time(id).seconds(); };
+    auto s = [&](sim::TaskId id) { return exec.start_time(id); };
+    auto e = [&](sim::TaskId id) { return exec.end_time(id); };
     for (int p = 0; p < P; ++p) {
         ExecutedRank& r = out.ranks[static_cast<std::size_t>(p)];
         const auto& order = plan.orders[static_cast<std::size_t>(p)];
@@ -254,7 +249,7 @@ FlowRun run_flow(const StepPlan& plan) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, P);
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
-            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, 0};
+            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, {}};
             x.released = x.end;
             if (!par.pp_overlap && pass_send[p][i])
                 x.released = e(*pass_send[p][i]);
@@ -264,7 +259,7 @@ FlowRun run_flow(const StepPlan& plan) {
                 x.input = InputTransfer{s(bwd_send.at(key)), e(bwd_send.at(key))};
             r.passes.push_back(x);
         }
-        r.last_pass_end = r.passes.empty() ? 0 : r.passes.back().released;
+        r.last_pass_end = r.passes.empty() ? sim::Time::zero() : r.passes.back().released;
         r.optimizer_start = s(optimizer[p]);
         r.optimizer_end = e(optimizer[p]);
         r.end = r.optimizer_end;

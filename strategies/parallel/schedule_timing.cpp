@@ -13,15 +13,15 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     const int m = shape.micro_batches;
     const int V = P * shape.virtual_stages;
     // End times of every (micro-batch, virtual stage) forward and backward, once known.
-    std::vector<std::optional<double>> fwd_end(static_cast<std::size_t>(m) * V);
-    std::vector<std::optional<double>> bwd_end(static_cast<std::size_t>(m) * V);
+    std::vector<std::optional<sim::Time>> fwd_end(static_cast<std::size_t>(m) * V);
+    std::vector<std::optional<sim::Time>> bwd_end(static_cast<std::size_t>(m) * V);
     auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
 
     // Durations depend only on (kind, virtual stage): evaluate each once.
-    std::vector<double> dur_f(V), dur_b(V), xfer_f(V, 0.0), xfer_b(V, 0.0);
+    std::vector<sim::Time> dur_f(V), dur_b(V), xfer_f(V), xfer_b(V);
     for (int vs = 0; vs < V; ++vs) {
         dur_f[vs] = d.pass(PassKind::forward, vs);
-        dur_b[vs] = shape.forward_only ? 0.0 : d.pass(PassKind::backward, vs);
+        dur_b[vs] = shape.forward_only ? sim::Time::zero() : d.pass(PassKind::backward, vs);
         if (vs + 1 < V) {
             xfer_f[vs] = d.transfer(PassKind::forward, vs);
             if (!shape.forward_only)
@@ -31,9 +31,9 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
 
     ScheduleTiming t;
     t.ranks.resize(P);
-    t.busy.assign(P, 0.0);
+    t.busy.assign(P, sim::Time::zero());
     std::vector<std::size_t> next(P, 0);
-    std::vector<double> free_at(P, 0.0);
+    std::vector<sim::Time> free_at(P);
     std::size_t remaining = 0;
     for (const auto& o : orders)
         remaining += o.size();
@@ -47,32 +47,33 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
             while (next[p] < order.size()) {
                 const PipePass& pass = order[next[p]];
                 const int vs = virtual_stage(pass.chunk, p, P);
-                double ready = 0;
+                sim::Time ready;
                 if (pass.kind == PassKind::forward) {
                     if (vs > 0) {
-                        const std::optional<double> prev = fwd_end[at(pass.micro_batch, vs - 1)];
+                        const std::optional<sim::Time> prev = fwd_end[at(pass.micro_batch, vs - 1)];
                         if (!prev)
                             break;
                         ready = *prev + xfer_f[vs - 1];
                     }
                 } else {
-                    const std::optional<double> own = fwd_end[at(pass.micro_batch, vs)];
+                    const std::optional<sim::Time> own = fwd_end[at(pass.micro_batch, vs)];
                     if (!own)
                         break;
                     ready = *own;
                     if (vs + 1 < V) {
-                        const std::optional<double> later = bwd_end[at(pass.micro_batch, vs + 1)];
+                        const std::optional<sim::Time> later =
+                            bwd_end[at(pass.micro_batch, vs + 1)];
                         if (!later)
                             break;
                         ready = std::max(ready, *later + xfer_b[vs]);
                     }
                 }
-                const double start = std::max(ready, free_at[p]);
-                const double dur = pass.kind == PassKind::forward ? dur_f[vs] : dur_b[vs];
-                const double end = start + dur;
+                const sim::Time start = std::max(ready, free_at[p]);
+                const sim::Time dur = pass.kind == PassKind::forward ? dur_f[vs] : dur_b[vs];
+                const sim::Time end = start + dur;
                 (pass.kind == PassKind::forward ? fwd_end : bwd_end)[at(pass.micro_batch, vs)] =
                     end;
-                double released = end;
+                sim::Time released = end;
                 if (d.blocking_sends) {
                     if (pass.kind == PassKind::forward && vs + 1 < V)
                         released += xfer_f[vs];

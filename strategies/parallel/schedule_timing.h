@@ -9,6 +9,7 @@
 /// configurations per second. The `flow` fidelity plays the same DAG on the event engine with
 /// transfers and collectives contending on the network graph; without contention the two agree.
 
+#include "sim/time.h"
 #include "strategies/parallel/pipeline_schedule.h"
 
 #include <functional>
@@ -16,33 +17,33 @@
 
 namespace clustersim::strategies::parallel {
 
-/// Durations (seconds) the timing needs.
+/// Durations the timing needs.
 struct PassDurations {
     /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm).
-    std::function<double(PassKind kind, int vs)> pass;
+    std::function<sim::Time(PassKind kind, int vs)> pass;
     /// Transfer time of a micro-batch's activation from virtual stage `vs` to `vs + 1`
     /// (forward) or of its gradient from `vs + 1` to `vs` (backward).
-    std::function<double(PassKind kind, int vs)> transfer;
+    std::function<sim::Time(PassKind kind, int vs)> transfer;
     /// The sender's compute stream waits for its sends to complete (Megatron's synchronous
     /// point-to-point communication); false: sends overlap the sender's next pass.
     bool blocking_sends = false;
 };
 
-/// Start and end of one pass, in seconds from the start of the step.
+/// Start and end of one pass, from the start of the step.
 struct PassTime {
     PipePass pass;
     int virtual_stage;
-    double start;
-    double end;
-    double ready;    ///< when its inputs had arrived (start - ready: it waited for its rank)
-    double released; ///< when its rank could go on: its end, or the end of a blocking send
+    sim::Time start;
+    sim::Time end;
+    sim::Time ready;    ///< when its inputs had arrived (start - ready: it waited for its rank)
+    sim::Time released; ///< when its rank could go on: its end, or the end of a blocking send
 };
 
 struct ScheduleTiming {
     std::vector<std::vector<PassTime>> ranks; ///< per rank, in execution order
-    double makespan = 0;                      ///< end of the last pass
+    sim::Time makespan;                       ///< end of the last pass
     /// Per rank: the time its compute stream was busy with passes.
-    std::vector<double> busy;
+    std::vector<sim::Time> busy;
 };
 
 /// Times `orders` (from pipeline_order) with the given durations. `shape` gives P, m, v.

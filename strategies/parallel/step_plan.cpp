@@ -24,34 +24,6 @@ std::string_view to_string(DpRole r) {
     return "embedding grad all-reduce";
 }
 
-PassCost& PassCost::operator+=(const PassCost& o) {
-    time += o.time;
-    compute += o.compute;
-    recompute += o.recompute;
-    tp_wait += o.tp_wait;
-    host_wait += o.host_wait;
-    kernels += o.kernels;
-    return *this;
-}
-PassCost operator-(PassCost a, const PassCost& b) {
-    a.time -= b.time;
-    a.compute -= b.compute;
-    a.recompute -= b.recompute;
-    a.tp_wait -= b.tp_wait;
-    a.host_wait -= b.host_wait;
-    a.kernels -= b.kernels;
-    return a;
-}
-PassCost operator*(PassCost a, double k) {
-    a.time *= k;
-    a.compute *= k;
-    a.recompute *= k;
-    a.tp_wait *= k;
-    a.host_wait *= k;
-    a.kernels = static_cast<int>(std::lround(a.kernels * k));
-    return a;
-}
-
 namespace {
 
 using models::LayerWork;
@@ -85,9 +57,9 @@ class CollectiveTimes {
 public:
     explicit CollectiveTimes(const collectives::Communicator* comm)
         : comm_(comm) {}
-    double seconds(const collectives::Collective& c) {
+    sim::Time time(const collectives::Collective& c) {
         if (comm_ == nullptr || comm_->size() < 2)
-            return 0;
+            return sim::Time::zero();
         const auto key =
             std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
         auto it = cache_.find(key);
@@ -95,14 +67,14 @@ public:
             return it->second;
         collectives::Collective rounded = c;
         rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
-        const double t = rounded.bytes > 0 ? comm_->predict(rounded).seconds() : 0.0;
+        const sim::Time t = rounded.bytes > 0 ? comm_->predict(rounded) : sim::Time::zero();
         cache_.emplace(key, t);
         return t;
     }
 
 private:
     const collectives::Communicator* comm_;
-    std::map<std::tuple<int, std::int64_t, int>, double> cache_;
+    std::map<std::tuple<int, std::int64_t, int>, sim::Time> cache_;
 };
 
 /// Collectives carry activations in 16-bit types as they are, everything else as fp32.
@@ -135,6 +107,42 @@ struct Clock {
     double comm = 0;
 };
 
+/// A pass's components while its closed form is evaluated, in seconds: the per-kernel
+/// arithmetic and the steady-state extrapolation stay in floating point and the pass is
+/// rounded to picoseconds once, in finish().
+struct PassSeconds {
+    double compute = 0;
+    double recompute = 0;
+    double tp_wait = 0;
+    double host_wait = 0;
+    int kernels = 0;
+
+    PassSeconds& operator+=(const PassSeconds& o) {
+        compute += o.compute;
+        recompute += o.recompute;
+        tp_wait += o.tp_wait;
+        host_wait += o.host_wait;
+        kernels += o.kernels;
+        return *this;
+    }
+    friend PassSeconds operator-(PassSeconds a, const PassSeconds& b) {
+        a.compute -= b.compute;
+        a.recompute -= b.recompute;
+        a.tp_wait -= b.tp_wait;
+        a.host_wait -= b.host_wait;
+        a.kernels -= b.kernels;
+        return a;
+    }
+    friend PassSeconds operator*(PassSeconds a, double k) {
+        a.compute *= k;
+        a.recompute *= k;
+        a.tp_wait *= k;
+        a.host_wait *= k;
+        a.kernels = static_cast<int>(std::lround(a.kernels * k));
+        return a;
+    }
+};
+
 /// A piece of a pass: consecutive kernels of one layer with the collectives they issue and wait
 /// for (indices as in LayerWork: `after` an op, `needed_by` an op; -1 and op count at the ends).
 struct Unit {
@@ -145,7 +153,7 @@ struct Unit {
 
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
 void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
-               hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
+               hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassSeconds& cost) {
     const double host_overhead = fw.host_overhead.seconds();
     const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
@@ -165,7 +173,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
             coll.op = to_collective(tc.op);
             coll.bytes = tc.bytes;
             coll.dtype = comm_dtype(dtype);
-            done[k] = start + tp.seconds(coll);
+            done[k] = start + tp.time(coll).seconds();
             c.comm = done[k];
         };
         auto wait_for = [&](int needed_by) {
@@ -211,10 +219,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
 void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
-                hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassCost& cost) {
+                hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassSeconds& cost) {
     constexpr int kSimulated = 3;
     Clock before = c;
-    PassCost before_cost = cost;
+    PassSeconds before_cost = cost;
     for (int i = 0; i < std::min(count, kSimulated); ++i) {
         before = c;
         before_cost = cost;
@@ -222,7 +230,7 @@ void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, C
     }
     if (count > kSimulated) {
         const double k = count - kSimulated;
-        const PassCost step = cost - before_cost;
+        const PassSeconds step = cost - before_cost;
         c.host += k * (c.host - before.host);
         c.comm += k * (c.comm - before.comm);
         c.gpu += k * (c.gpu - before.gpu);
@@ -241,10 +249,18 @@ std::vector<Unit> backward_units(const LayerWork& w) {
     return u;
 }
 
-double finish(Clock& c, PassCost& cost) {
+/// Ends a pass: the compute stream waits for the collectives still in flight. Returns the
+/// pass's cost in picoseconds.
+PassCost finish(Clock& c, const PassSeconds& cost) {
     c.gpu = std::max(c.gpu, c.comm);
-    cost.time = cost.compute + cost.recompute + cost.tp_wait + cost.host_wait;
-    return c.gpu;
+    PassCost out;
+    out.compute = sim::Time::from_seconds(cost.compute);
+    out.recompute = sim::Time::from_seconds(cost.recompute);
+    out.tp_wait = sim::Time::from_seconds(cost.tp_wait);
+    out.host_wait = sim::Time::from_seconds(cost.host_wait);
+    out.time = out.compute + out.recompute + out.tp_wait + out.host_wait;
+    out.kernels = cost.kernels;
+    return out;
 }
 
 /// Everything that depends on the experiment but not on a stage's recompute choice.
@@ -280,7 +296,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     // matmuls and sends, which has none of it.
     Clock c;
     c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
-    PassCost f;
+    PassSeconds f;
     if (st.embedding)
         run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
     for (auto [r, n] : groups) {
@@ -290,8 +306,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     }
     if (st.head)
         run_units(ctx.head, forward_units(ctx.head), ctx.tp_times, dtype, ho, c, f);
-    finish(c, f);
-    st.forward = f;
+    st.forward = finish(c, f);
 
     // Backward: head first, then the layers from the last down, then the embedding. Bucket
     // readiness follows the layers' completion within the pass.
@@ -303,12 +318,12 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     auto add_grads = [&](std::int64_t params, double at) {
         pending += static_cast<std::int64_t>(params * grad_bytes_per_param);
         if (pending >= bucket_limit) {
-            st.buckets.push_back({pending, at});
+            st.buckets.push_back({pending, sim::Time::from_seconds(at)});
             pending = 0;
         }
     };
     c = Clock{};
-    PassCost b;
+    PassSeconds b;
     if (st.head) {
         run_units(ctx.head, backward_units(ctx.head), ctx.tp_times, dtype, ho, c, b);
         if (!ctx.head.shares_embedding_weights || ctx.e.parallel.pp > 1)
@@ -332,10 +347,9 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, b);
         add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
-    const double end = finish(c, b);
+    st.backward = finish(c, b);
     if (pending > 0)
-        st.buckets.push_back({pending, end});
-    st.backward = b;
+        st.buckets.push_back({pending, sim::Time::from_seconds(c.gpu)});
 
     st.activation_bytes = 0;
     st.transient_bytes = 0;
@@ -387,10 +401,11 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         const std::int64_t updated =
             par.zero >= 1 ? (r.parameters + par.dp - 1) / par.dp : r.parameters;
         if (!e.training.forward_only)
-            r.optimizer_time = models::optimizer_step(updated, e.training.dtype,
-                                                      e.training.optimizer, par.zero, ctx.cm)
-                                   .time.seconds() /
-                               ctx.fw.memory_efficiency;
+            r.optimizer_time = sim::Time::from_seconds(
+                models::optimizer_step(updated, e.training.dtype, e.training.optimizer, par.zero,
+                                       ctx.cm)
+                    .time.seconds() /
+                ctx.fw.memory_efficiency);
         plan.ranks.push_back(std::move(r));
     }
     if (e.training.forward_only)
@@ -405,7 +420,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             d.collective.op = op;
             d.collective.dtype = dtype;
             d.collective.bytes = bytes;
-            d.time = times.seconds(d.collective);
+            d.time = times.time(d.collective);
             d.role = role;
             d.chunk = chunk;
             d.bucket = bucket;
@@ -443,16 +458,16 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         d.collective.op = collectives::Op::all_reduce;
         d.collective.dtype = grad_dtype;
         d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
-        d.time = times.seconds(d.collective);
+        d.time = times.time(d.collective);
         d.role = DpRole::embedding_grad_all_reduce;
         plan.ranks.front().dp.push_back(d);
         plan.ranks.back().dp.push_back(d);
     }
 }
 
-double p2p_seconds(const StepPlan& plan, int from, int to, std::int64_t bytes) {
+sim::Time p2p_time(const StepPlan& plan, int from, int to, std::int64_t bytes) {
     if (from == to || bytes <= 0)
-        return 0;
+        return sim::Time::zero();
     std::unique_ptr<collectives::Communicator> owned;
     const collectives::Communicator& pair = *communicator(plan, {from, to}, owned);
     collectives::Collective c;
@@ -460,7 +475,7 @@ double p2p_seconds(const StepPlan& plan, int from, int to, std::int64_t bytes) {
     c.bytes = bytes;
     c.dtype = hardware::Dtype::fp32;
     c.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, 2);
-    return c.bytes > 0 ? pair.predict(c).seconds() : 0.0;
+    return c.bytes > 0 ? pair.predict(c) : sim::Time::zero();
 }
 
 } // namespace
@@ -589,18 +604,18 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         return std::int64_t{e.model.seq} * e.training.micro_batch * e.model.hidden * e_bytes /
                par.tp;
     }();
-    std::map<std::pair<int, int>, double> p2p_cache;
+    std::map<std::pair<int, int>, sim::Time> p2p_cache;
     for (int vs = 0; vs + 1 < V; ++vs) {
         VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
         const int from = gpu_of(par, 0, 0, vs % par.pp);
         const int to = gpu_of(par, 0, 0, (vs + 1) % par.pp);
         const auto key = std::make_pair(from, to);
         if (!p2p_cache.count(key))
-            p2p_cache[key] = p2p_seconds(plan, from, to, act_bytes);
+            p2p_cache[key] = p2p_time(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
-        const double overhead = from == to ? 0.0 : e.framework.p2p_overhead.seconds();
+        const sim::Time overhead = from == to ? sim::Time::zero() : e.framework.p2p_overhead;
         st.send_forward = p2p_cache[key] + overhead;
-        st.send_backward = e.training.forward_only ? 0.0 : p2p_cache[key] + overhead;
+        st.send_backward = e.training.forward_only ? sim::Time::zero() : p2p_cache[key] + overhead;
     }
     plan_ranks(ctx, plan);
     return plan;

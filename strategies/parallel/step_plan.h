@@ -18,6 +18,7 @@
 
 #include "hardware/compute_model.h"
 #include "hardware/topology.h"
+#include "sim/time.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/models/layer_work.h"
@@ -34,25 +35,22 @@
 
 namespace clustersim::strategies::parallel {
 
-/// Components of one pass on the compute stream (seconds). time = compute + recompute + tp_wait
-/// + host_wait.
+/// Components of one pass on the compute stream. Each is rounded to the picosecond from the
+/// pass's closed form and time = compute + recompute + tp_wait + host_wait exactly, so the
+/// breakdown of a step sums to its passes.
 struct PassCost {
-    double time = 0;
-    double compute = 0;   ///< forward (or backward) kernels
-    double recompute = 0; ///< recompute kernels run before a backward
-    double tp_wait = 0;   ///< waiting for tensor-parallel collectives
-    double host_wait = 0; ///< waiting for the host to issue kernels
-    int kernels = 0;      ///< kernels issued, collectives included
-
-    PassCost& operator+=(const PassCost& o);
+    sim::Time time;
+    sim::Time compute;   ///< forward (or backward) kernels
+    sim::Time recompute; ///< recompute kernels run before a backward
+    sim::Time tp_wait;   ///< waiting for tensor-parallel collectives
+    sim::Time host_wait; ///< waiting for the host to issue kernels
+    int kernels = 0;     ///< kernels issued, collectives included
 };
-PassCost operator-(PassCost a, const PassCost& b);
-PassCost operator*(PassCost a, double k);
 
 /// A data-parallel gradient bucket of one virtual stage.
 struct GradBucket {
     std::int64_t bytes = 0; ///< gradient bytes (as reduced)
-    double ready = 0;       ///< seconds after the start of the chunk's last backward pass
+    sim::Time ready;        ///< after the start of the chunk's last backward pass
 };
 
 /// One model chunk: a virtual stage of the pipeline.
@@ -71,8 +69,8 @@ struct VirtualStagePlan {
     std::int64_t transient_bytes = 0;  ///< extra held while its backward runs (recomputed)
     std::int64_t parameters = 0;       ///< held by one tensor-parallel rank
     std::vector<GradBucket> buckets;   ///< in the order the backward produces them
-    double send_forward = 0;           ///< activation transfer to the next virtual stage (seconds)
-    double send_backward = 0;          ///< gradient transfer from the next virtual stage (seconds)
+    sim::Time send_forward;            ///< activation transfer to the next virtual stage
+    sim::Time send_backward;           ///< gradient transfer from the next virtual stage
     std::int64_t send_bytes = 0;       ///< bytes of one such transfer, per tensor-parallel rank
 };
 
@@ -91,7 +89,7 @@ std::string_view to_string(DpRole r);
 /// A collective of the data-parallel phase of one rank.
 struct DpCollective {
     collectives::Collective collective;
-    double time = 0; ///< analytic prediction
+    sim::Time time; ///< analytic prediction
     DpRole role = DpRole::grad_all_reduce;
     /// Model chunk whose gradients it reduces, and the bucket of that chunk (overlapped with the
     /// backward); none: after the last backward (all gradients, the embedding, or ZeRO's
@@ -109,7 +107,7 @@ struct RankPlan {
     std::int64_t weights_bytes = 0;
     std::int64_t grads_bytes = 0;
     std::int64_t optimizer_bytes = 0;
-    double optimizer_time = 0;
+    sim::Time optimizer_time;
     std::vector<DpCollective> dp; ///< in issue order on the data-parallel stream
     std::vector<int> dp_group;    ///< GPUs of the representative's data-parallel group
     std::vector<int> tp_group;    ///< GPUs of the representative's tensor-parallel group

@@ -20,42 +20,49 @@ namespace {
 using detail::ExecutedPass;
 using detail::ExecutedRank;
 
-/// The breakdown of one rank; the parts sum to `step`.
-Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, double step) {
-    Breakdown b;
-    double prev_end = 0;
-    double prev_released = 0;
+/// The breakdown of one rank; the parts sum to `step`. Summed in picoseconds, then reported
+/// in seconds.
+Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, sim::Time step) {
+    using sim::Time;
+    Time compute, recompute, tp_wait, host, pp_comm;
+    Time prev_end;
+    Time prev_released;
     for (const ExecutedPass& x : r.passes) {
         const auto& st = plan.stage(x.vs);
         const PassCost& c = x.pass.kind == PassKind::forward ? st.forward : st.backward;
-        // Flow runs time passes as fixed durations too; scale in case of rounding to ps.
-        b.compute_s += c.compute;
-        b.recompute_s += c.recompute;
-        b.tp_comm_exposed_s += c.tp_wait;
-        b.host_s += c.host_wait;
+        compute += c.compute;
+        recompute += c.recompute;
+        tp_wait += c.tp_wait;
+        host += c.host_wait;
         // Idle before this pass: first the previous pass's blocking send (the rank was busy
         // sending), then the transfer of this pass's input while it was in flight; the rest is
         // bubble.
-        double idle_from = prev_end;
+        Time idle_from = prev_end;
         if (prev_released > prev_end) {
-            b.pp_comm_exposed_s += std::min(x.start, prev_released) - prev_end;
+            pp_comm += std::min(x.start, prev_released) - prev_end;
             idle_from = std::min(x.start, prev_released);
         }
-        const double gap = std::max(0.0, x.start - idle_from);
-        if (gap > 0 && x.input && x.input->end > idle_from)
-            b.pp_comm_exposed_s +=
-                std::min(gap, x.input->end - std::max(idle_from, x.input->start));
+        const Time gap = std::max(Time::zero(), x.start - idle_from);
+        if (gap > Time::zero() && x.input && x.input->end > idle_from)
+            pp_comm += std::min(gap, x.input->end - std::max(idle_from, x.input->start));
         prev_end = x.end;
         prev_released = x.released;
     }
-    b.optimizer_s = plan.ranks[static_cast<std::size_t>(rank)].optimizer_time;
+    const Time optimizer = plan.ranks[static_cast<std::size_t>(rank)].optimizer_time;
     if (prev_released > prev_end)
-        b.pp_comm_exposed_s += prev_released - prev_end; // the last pass's blocking send
-    b.dp_comm_exposed_s =
-        std::max(0.0, r.optimizer_start - r.last_pass_end) + std::max(0.0, r.end - r.optimizer_end);
-    const double accounted = b.compute_s + b.recompute_s + b.tp_comm_exposed_s + b.host_s +
-                             b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.optimizer_s;
-    b.pp_bubble_s = std::max(0.0, step - accounted);
+        pp_comm += prev_released - prev_end; // the last pass's blocking send
+    const Time dp_comm = std::max(Time::zero(), r.optimizer_start - r.last_pass_end) +
+                         std::max(Time::zero(), r.end - r.optimizer_end);
+    const Time accounted = compute + recompute + tp_wait + host + pp_comm + dp_comm + optimizer;
+    Breakdown b;
+    b.compute_s = compute.seconds();
+    b.recompute_s = recompute.seconds();
+    b.tp_comm_exposed_s = tp_wait.seconds();
+    b.host_s = host.seconds();
+    b.pp_comm_exposed_s = pp_comm.seconds();
+    b.dp_comm_exposed_s = dp_comm.seconds();
+    b.optimizer_s = optimizer.seconds();
+    b.pp_bubble_s = std::max(Time::zero(), step - accounted).seconds();
     return b;
 }
 
@@ -90,14 +97,16 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     } else {
         ranks = detail::run_analytic(plan, options.timeline);
     }
+    sim::Time step;
     for (std::size_t p = 0; p < ranks.size(); ++p) {
-        if (ranks[p].end > r.step_time_s) {
-            r.step_time_s = ranks[p].end;
+        if (ranks[p].end > step) {
+            step = ranks[p].end;
             r.critical_rank = static_cast<int>(p);
         }
     }
-    r.breakdown = breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)],
-                               r.critical_rank, r.step_time_s);
+    r.step_time_s = step.seconds();
+    r.breakdown =
+        breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
     r.bubble_fraction = r.step_time_s > 0 ? r.breakdown.pp_bubble_s / r.step_time_s : 0;
     r.ideal_bubble_fraction = ideal_bubble_fraction(e.parallel.schedule, plan.shape);
     r.model_flops =

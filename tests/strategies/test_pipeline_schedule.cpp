@@ -16,9 +16,9 @@ ScheduleTiming equal_stages(PipelineSchedule s, PipelineShape shape, double tf, 
     const auto orders = pipeline_order(s, shape);
     PassDurations d;
     d.pass = [&](PassKind k, int) {
-        return (k == PassKind::forward ? tf : tb) / shape.virtual_stages;
+        return sim::Time::from_seconds((k == PassKind::forward ? tf : tb) / shape.virtual_stages);
     };
-    d.transfer = [xfer](PassKind, int) { return xfer; };
+    d.transfer = [xfer](PassKind, int) { return sim::Time::from_seconds(xfer); };
     return time_schedule(orders, shape, d);
 }
 } // namespace
@@ -59,9 +59,9 @@ TEST_CASE("schedules: bubble fraction (p-1)/(m+p-1) for GPipe and 1F1B with equa
                 const auto t = equal_stages(s, shape, tf, tb);
                 const double ideal = m * (tf + tb);
                 INFO(to_string(s) << " P=" << P << " m=" << m);
-                CHECK(t.makespan == Approx((m + P - 1) * (tf + tb)));
-                CHECK(1 - ideal / t.makespan == Approx(double(P - 1) / (m + P - 1)));
-                CHECK(1 - ideal / t.makespan == Approx(ideal_bubble_fraction(s, shape)));
+                CHECK(t.makespan.seconds() == Approx((m + P - 1) * (tf + tb)));
+                CHECK(1 - ideal / t.makespan.seconds() == Approx(double(P - 1) / (m + P - 1)));
+                CHECK(1 - ideal / t.makespan.seconds() == Approx(ideal_bubble_fraction(s, shape)));
             }
         }
     }
@@ -77,8 +77,8 @@ TEST_CASE("schedules: interleaving divides the bubble by v: (p-1)/(v m + p - 1)"
                 const double tf = 1.0, tb = 2.0;
                 const auto t = equal_stages(PipelineSchedule::interleaved_1f1b, shape, tf, tb);
                 INFO("P=" << P << " v=" << v << " m=" << m);
-                CHECK(t.makespan == Approx(m * (tf + tb) + (P - 1) * (tf + tb) / v));
-                CHECK(1 - m * (tf + tb) / t.makespan ==
+                CHECK(t.makespan.seconds() == Approx(m * (tf + tb) + (P - 1) * (tf + tb) / v));
+                CHECK(1 - m * (tf + tb) / t.makespan.seconds() ==
                       Approx(ideal_bubble_fraction(PipelineSchedule::interleaved_1f1b, shape)));
             }
         }
@@ -107,7 +107,7 @@ TEST_CASE("schedules: transfers between stages add to the critical path",
     const int P = 2, m = 4;
     const double tf = 1.0, x = 0.25;
     const auto t = equal_stages(PipelineSchedule::gpipe, {P, m, 1, true}, tf, 0, x);
-    CHECK(t.makespan == Approx(m * tf + (P - 1) * (tf + x)));
+    CHECK(t.makespan.seconds() == Approx(m * tf + (P - 1) * (tf + x)));
 }
 
 TEST_CASE("schedules: invalid shapes are refused with what would fix them",
