@@ -79,6 +79,14 @@ struct OomSuggestion {
     bool fits() const { return recompute || zero; }
 };
 
+/// Where a step runs out of memory: the pipeline rank furthest over the capacity, and by how much.
+struct OutOfMemory {
+    int stage = 0;
+    std::int64_t excess_bytes = 0;
+
+    bool operator==(const OutOfMemory&) const = default;
+};
+
 /// Streams of a simulated GPU, as the trace and the timeline show them.
 enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3 };
 
@@ -118,9 +126,7 @@ struct StepResult {
     std::vector<StageMemory> memory; ///< per pipeline rank
     std::int64_t peak_bytes_max = 0;
     std::int64_t capacity_bytes = 0;
-    bool oom = false;
-    int oom_stage = -1;
-    std::int64_t oom_excess_bytes = 0;
+    std::optional<OutOfMemory> oom; ///< set when some rank's peak exceeds the capacity
     /// When out of memory and StepOptions::oom_advice: what would fit.
     std::optional<OomSuggestion> oom_fix;
     /// Recompute was chosen per rank (`recompute: auto`); each rank's in memory[].recompute.
