@@ -1,9 +1,12 @@
 #include "app/cluster_options.h"
 
+#include "base/text.h"
 #include "hardware/hardware_loader.h"
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <limits>
 #include <utility>
 
 namespace clustersim::app {
@@ -19,7 +22,17 @@ void ClusterOptions::add_to(CLI::App& cmd, bool positional) {
             ->required();
     cmd.add_option("--gpus,-g", gpus,
                    "GPUs in the cluster; enough nodes of the preset are joined by its network")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                // CLI::PositiveNumber would print its range up to 1.8e308 in 309 digits.
+                long long v = 0;
+                const char* end = text.data() + text.size();
+                const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+                if (ec != std::errc() || ptr != end || v < 1 || v > std::numeric_limits<int>::max())
+                    return "expected a GPU count of at least 1, got '" + base::excerpt(text) + "'";
+                return {};
+            },
+            "GPUS >= 1"));
 }
 
 hardware::ClusterSpec ClusterOptions::load() const {

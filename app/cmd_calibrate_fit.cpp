@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <charconv>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 namespace clustersim::app {
@@ -34,7 +36,7 @@ struct FitCommand {
 struct SplitCommand {
     std::string file;
     double fraction = 0;
-    std::uint64_t seed = 0;
+    std::string seed;
     std::string out;
     std::string rest;
 };
@@ -46,6 +48,18 @@ void check_out(const std::string& out, const char* flag) {
         throw InputError(fmt::format("{}: directory '{}' does not exist", flag, dir.string()));
     if (fs::is_directory(p))
         throw InputError(fmt::format("{}: '{}' is a directory", flag, out));
+}
+
+/// --seed: an integer from 0 to 2^64-1 (CLI11 would wrap "-1" to 2^64-1 silently).
+std::uint64_t parse_seed(const std::string& text) {
+    std::uint64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || ptr != end)
+        throw InputError(fmt::format("--seed: expected an integer from 0 to {}, got '{}'",
+                                     std::numeric_limits<std::uint64_t>::max(),
+                                     base::excerpt(text)));
+    return v;
 }
 
 /// What `extends:` says in the fitted file: the preset name, or BASE's path relative to the
@@ -92,6 +106,15 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         ->capture_default_str();
     cmd->callback([o, io] {
         check_out(o->out, "--out");
+        {
+            // The fitted file over a measurement file or its own base would destroy an input.
+            std::vector<std::string> inputs = o->files;
+            inputs.insert(inputs.end(), o->holdout.begin(), o->holdout.end());
+            if (o->hardware.find('/') != std::string::npos || o->hardware.ends_with(".yaml") ||
+                o->hardware.ends_with(".yml"))
+                inputs.push_back(o->hardware);
+            refuse_output_over_input(o->out, "--out", inputs);
+        }
         if (!(o->huber_delta > 0 && o->huber_delta < 10))
             throw InputError(
                 fmt::format("--huber-delta: expected a positive fraction, got {}", o->huber_delta));
@@ -155,10 +178,19 @@ void add_calibrate_split(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     cmd->add_option("--out,-o", o->out, "Measurement file of the chosen points")->required();
     cmd->add_option("--rest", o->rest, "Measurement file of the other points")->required();
     cmd->callback([o, io] {
+        const std::uint64_t seed = parse_seed(o->seed);
         check_out(o->out, "--out");
         check_out(o->rest, "--rest");
+        // Either output over the input would destroy the points not yet written; one output
+        // over the other would lose half of them.
+        refuse_output_over_input(o->out, "--out", {o->file});
+        refuse_output_over_input(o->rest, "--rest", {o->file});
+        if (same_file(o->out, o->rest))
+            throw InputError(fmt::format("--out {} and --rest {}: the same file; the second would "
+                                         "overwrite the first: give two files",
+                                         o->out, o->rest));
         const auto file = calibrate::read_measurements(o->file);
-        const auto s = calibrate::split_measurements(file, o->fraction, o->seed);
+        const auto s = calibrate::split_measurements(file, o->fraction, seed);
         const std::string chosen = calibrate::format_measurements(s.chosen, o->out);
         const std::string rest = calibrate::format_measurements(s.rest, o->rest);
         write_file_atomically(o->out, chosen);

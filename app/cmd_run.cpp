@@ -39,14 +39,26 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
                     "analytic (closed forms) or flow (network contention)")
         ->check(CLI::IsMember({"analytic", "flow"}))
         ->capture_default_str();
-    cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
-    cmd->add_option("--timeline", o->timeline, "Write a Gantt chart (SVG) of the pipeline");
-    cmd->add_option("--memory-timeline", o->memory,
-                    "Write each simulated GPU's memory over the step (SVG)");
+    auto* trace_opt =
+        cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
+    auto* timeline_opt =
+        cmd->add_option("--timeline", o->timeline, "Write a Gantt chart (SVG) of the pipeline");
+    auto* memory_opt = cmd->add_option("--memory-timeline", o->memory,
+                                       "Write each simulated GPU's memory over the step (SVG)");
     cmd->add_option("--format", o->format, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
-    cmd->callback([o, io] {
+    cmd->callback([o, io, trace_opt, timeline_opt, memory_opt] {
+        // Every output is checked before anything runs: an empty name (`--trace ''`, a shell
+        // variable that was not set) is a mistake, not "no trace"; an output that is the
+        // experiment file would destroy it.
+        const std::vector<std::pair<CLI::Option*, const std::string*>> outputs{
+            {trace_opt, &o->trace}, {timeline_opt, &o->timeline}, {memory_opt, &o->memory}};
+        for (const auto& [option, path] : outputs) {
+            if (option->count() > 0 && path->empty())
+                throw InputError(option->get_name() + ": expected a file name, got ''");
+            refuse_output_over_input(*path, option->get_name(), {o->experiment});
+        }
         std::vector<std::pair<std::string, std::string>> overrides;
         for (const auto& s : o->sets)
             overrides.push_back(strategies::parallel::parse_override(s));

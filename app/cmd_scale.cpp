@@ -212,8 +212,10 @@ std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& 
 
 void run_scale(const ScaleOptions& o, Io io) {
     const auto counts = explore::parse_int_list("--gpus", o.gpus);
-    if (o.price < 0)
-        throw InputError("--price-per-gpu-hour: expected a price >= 0");
+    // nan compares false with everything: test for the finite, non-negative prices.
+    if (!(std::isfinite(o.price) && o.price >= 0))
+        throw InputError(fmt::format(
+            "--price-per-gpu-hour: expected a finite price >= 0 (dollars), got {}", o.price));
     if (o.jobs < 0)
         throw InputError("--jobs: expected a positive number of threads");
     Settings fixed;

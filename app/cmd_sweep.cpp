@@ -97,9 +97,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         throw InputError("--top: expected a number of rows >= 0, got " + std::to_string(o.top));
     if (o.resume && o.out.empty())
         throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
-    if (o.gpus < 0)
-        throw InputError("--gpus: expected a positive number of GPUs, got " +
-                         std::to_string(o.gpus));
+    refuse_output_over_input(o.out, "--out", {o.experiment});
     std::vector<Axis> axes;
     for (const auto& text : o.vary) {
         Axis a = explore::parse_axis("--vary", text);
@@ -197,11 +195,14 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     if (rank == 0) {
         try {
             resumed = o.resume && std::filesystem::exists(o.out);
+            // Locked before it is read or truncated: a second sweep on the same --out is
+            // refused here, before it can touch the first one's rows.
+            if (!o.out.empty())
+                writer = std::make_unique<explore::LineWriter>(o.out);
             if (resumed)
                 existing = explore::read_existing(o.out, header, configs);
-            if (!o.out.empty())
-                writer = std::make_unique<explore::LineWriter>(o.out, !resumed, header,
-                                                               existing.keep_bytes);
+            if (writer)
+                writer->start(!resumed, header, existing.keep_bytes);
             plan = explore::encode_plan(existing.done);
         } catch (const InputError& e) {
             plan = explore::encode_plan_error(e.what());
@@ -276,14 +277,15 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         }
     }
     progress.finish();
-    writer.reset();
     if (!o.out.empty() && !existing.in_order) {
-        // Rows resumed from a file not in configuration order (edited by hand): sort it.
+        // Rows resumed from a file not in configuration order (edited by hand): sort it. The
+        // writer (and its lock) lives until the sorted file has replaced it.
         std::ifstream in(o.out, std::ios::binary);
         const std::string text((std::istreambuf_iterator<char>(in)),
                                std::istreambuf_iterator<char>());
         write_file_atomically(o.out, explore::sorted_csv(text, header));
     }
+    writer.reset();
 
     fmt::print(io.out,
                "{:<10}{} valid: {} fit in memory, {} out of memory; {} invalid (each row of the "
@@ -323,13 +325,14 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
         ->required();
     cmd->add_option("--set", o->sets,
                     "Fix a key in every configuration, e.g. --set parallel.zero=1");
-    cmd->add_option("--gpus", o->gpus,
-                    "GPUs of every configuration (default: the experiment's); dp = gpus / (tp x "
-                    "pp)");
+    auto* gpus = cmd->add_option(
+        "--gpus", o->gpus,
+        "GPUs of every configuration (default: the experiment's); dp = gpus / (tp x "
+        "pp)");
     cmd->add_option("--max-memory", o->max_memory,
                     "Memory per GPU for the out-of-memory verdict (default: the GPU's HBM)");
     cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
-    cmd->add_option("--out", o->out, "Write every configuration as a CSV row");
+    auto* out = cmd->add_option("--out", o->out, "Write every configuration as a CSV row");
     cmd->add_option("--top", o->top, "Print the best K configurations")->capture_default_str();
     cmd->add_flag("--resume", o->resume,
                   "Continue the sweep in --out: skip the configurations already written");
@@ -338,12 +341,19 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
         ->capture_default_str();
     cmd->add_flag("--mpi", o->mpi,
                   "Split the configurations among MPI ranks (run under mpirun); rank 0 writes");
-    cmd->callback([o, io, &exit_code] {
+    cmd->callback([o, io, out, gpus, &exit_code] {
         std::unique_ptr<mpi::Session> session;
         if (o->mpi)
             session = std::make_unique<mpi::Session>();
         const int rank = session ? session->rank() : 0;
         try {
+            // 0 is the default ("the experiment's"), but given, it is a mistake.
+            if (gpus->count() > 0 && o->gpus < 1)
+                throw InputError(
+                    fmt::format("--gpus: expected a GPU count of at least 1, got {}", o->gpus));
+            // `--out ''` (a shell variable that was not set) is a mistake, not "no CSV".
+            if (out->count() > 0 && o->out.empty())
+                throw InputError("--out: expected a file name, got ''");
             run_sweep(*o, io, session.get());
         } catch (const InputError&) {
             if (rank == 0)

@@ -1,6 +1,7 @@
 // clustersim validate --hardware H --measurements M.json: every measured point predicted, the
 // error table, and per kind the mean and largest |predicted / measured - 1|; exit code 1 when a
-// kind's mean is above --max-error, so a person can keep it in their CI.
+// kind's mean is above --max-error, so a person can keep it in their CI; exit code 2 when no
+// point could be predicted at all.
 #include "app/cli.h"
 #include "app/cmd_calibrate.h"
 #include "base/error.h"
@@ -209,6 +210,22 @@ void run(const ValidateOptions& o, Io io, int& exit_code) {
         print_json(o, hw, out, kinds, io);
     else
         print_table(o, hw, out, kinds, io);
+    if (out.points.empty()) {
+        // Nothing was checked, so nothing passed: a CI job must not go green on it.
+        std::size_t skipped = 0;
+        for (const auto& f : files)
+            skipped += f.collectives.size() + f.gemms.size() + f.copies.size() + f.p2p.size() +
+                       f.launches.size() + f.steps.size();
+        throw InputError(
+            skipped == 0 ? "no point could be predicted: the measurement files hold no measurements"
+                         : fmt::format("no point could be predicted: {} {} measured point{} "
+                                       "{} skipped{} (the warnings above say why)",
+                                       skipped == 1 ? "the" : "all", skipped,
+                                       skipped == 1 ? "" : "s", skipped == 1 ? "was" : "were",
+                                       o.kinds.empty() ? ""
+                                                       : " or not of the kinds asked for (--kind " +
+                                                             base::join(o.kinds, ", ") + ")"));
+    }
     if (std::any_of(kinds.begin(), kinds.end(), [](auto& k) { return k.over; }))
         exit_code = kCheckFailed;
 }

@@ -132,10 +132,6 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     temp_pending.store(false);
 }
 
-namespace {
-
-/// Whether two paths name one file: the same inode where both exist, else the same normalised
-/// absolute path.
 bool same_file(const std::string& a, const std::string& b) {
     std::error_code ec;
     if (fs::exists(a, ec) && fs::exists(b, ec)) {
@@ -145,8 +141,6 @@ bool same_file(const std::string& a, const std::string& b) {
     return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
            fs::weakly_canonical(fs::absolute(b, ec), ec);
 }
-
-} // namespace
 
 void refuse_output_over_input(const std::string& output, const std::string& option,
                               const std::vector<std::string>& inputs) {

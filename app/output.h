@@ -20,4 +20,8 @@ void write_file_atomically(const std::string& path, std::string_view content);
 void refuse_output_over_input(const std::string& output, const std::string& option,
                               const std::vector<std::string>& inputs);
 
+/// Whether two paths name one file: the same inode where both exist, else the same normalised
+/// absolute path.
+bool same_file(const std::string& a, const std::string& b);
+
 } // namespace clustersim::app

@@ -3,7 +3,7 @@
 /// The one units parser of clustersim. Model code never multiplies by 1e12: every quantity
 /// enters through here, as bytes, bytes per second, FLOP per second or `sim::Time`.
 ///
-/// Conventions (documented in docs/units.md):
+/// Conventions (documented in docs/ARCHITECTURE.md, "Units"):
 /// - sizes: `4096`, `4096B`; binary `1KiB 1MiB 1GiB 1TiB`; decimal `1KB 1MB 1GB 1TB`; bare
 ///   `K M G T` are binary, as nccl-tests parses `-b 8 -e 128M`.
 /// - rates: `900GB/s`, `1.6TB/s`, `25GiB/s` (bytes) and `400Gb/s`, `200Gbps` (bits; /8).

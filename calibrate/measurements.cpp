@@ -109,8 +109,9 @@ struct SettingSpec {
     std::vector<std::string_view> choices = {};
 };
 
-// The experiment file's keys (../shared/DESIGN.md, "the experiment file"). A key added there
-// is added here, so a step measurement can say everything an experiment can.
+// The experiment file's keys (strategies/parallel/experiment.h; `clustersim init` writes them
+// all). A key added there is added here, so a step measurement can say everything an
+// experiment can.
 const std::vector<SettingSpec>& setting_specs() {
     static const std::vector<SettingSpec> specs{
         {"model", "kind", SettingType::choice, 0, 0, {"transformer", "mlp"}},
@@ -464,11 +465,101 @@ std::string format_measurements(const MeasurementFile& file, const std::string& 
 // ---------------------------------------------------------------------------------------------
 
 namespace {
+/// The longest excerpt of a value that an error message echoes.
+constexpr std::size_t kShowChars = 40;
+
+/// Appends `v` as JSON text to `out` until `out` holds more than `limit` characters; stops
+/// there, so a 20 MB string or a value nested 10^5 deep costs no more than a short one.
+void show_into(const json& v, std::string& out, std::size_t limit) {
+    if (out.size() > limit)
+        return;
+    if (v.is_string()) {
+        // Dump only a prefix of a long string (plus its quotes and escapes).
+        const std::string& s = v.get_ref<const std::string&>();
+        const json part = s.size() > limit ? json(s.substr(0, limit)) : v;
+        out += part.dump(-1, ' ', false, json::error_handler_t::replace);
+        return;
+    }
+    if (v.is_array()) {
+        out += '[';
+        bool first = true;
+        for (const json& e : v) {
+            if (out.size() > limit)
+                return;
+            if (!first)
+                out += ',';
+            first = false;
+            show_into(e, out, limit);
+        }
+        out += ']';
+        return;
+    }
+    if (v.is_object()) {
+        out += '{';
+        bool first = true;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (out.size() > limit)
+                return;
+            if (!first)
+                out += ',';
+            first = false;
+            show_into(json(it.key()), out, limit);
+            out += ':';
+            show_into(it.value(), out, limit);
+        }
+        out += '}';
+        return;
+    }
+    out += v.dump();
+}
+
+/// A short excerpt of a value for an error message: at most kShowChars characters.
 std::string show(const json& v) {
-    std::string text = v.dump();
-    if (text.size() > 40)
-        text = text.substr(0, 37) + "...";
+    std::string text;
+    show_into(v, text, kShowChars);
+    if (text.size() > kShowChars)
+        text = text.substr(0, kShowChars - 3) + "...";
     return text;
+}
+
+/// The deepest nesting of arrays and objects a measurement file may have (the format needs
+/// four); deeper input is refused before parsing, so nothing downstream recurses without bound.
+constexpr int kMaxJsonDepth = 64;
+
+/// Throws InputError at the line and column where `text` nests deeper than kMaxJsonDepth.
+/// Brackets inside strings do not count.
+void check_json_depth(std::string_view text, const std::string& name) {
+    int depth = 0;
+    int line = 1;
+    std::size_t line_start = 0;
+    bool in_string = false;
+    bool escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\n') {
+            ++line;
+            line_start = i + 1;
+        }
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxJsonDepth)
+                throw InputError(fmt::format("{}:{}:{}: nested deeper than {} levels of arrays "
+                                             "and objects; a measurement file needs a few",
+                                             name, line, i - line_start + 1, kMaxJsonDepth));
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
 }
 
 /// Reads one JSON object's keys, each getter naming its JSON path in errors; `finish()`
@@ -750,6 +841,7 @@ std::vector<T> read_list(ObjectReader& top, const json& root, std::string_view k
 } // namespace
 
 MeasurementFile parse_measurements(std::string_view json_text, const std::string& name) {
+    check_json_depth(json_text, name);
     json root;
     try {
         root = json::parse(json_text.begin(), json_text.end());

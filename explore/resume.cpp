@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace clustersim::explore {
@@ -134,21 +136,37 @@ std::string sorted_csv(const std::string& text, const std::string& header) {
     return sorted;
 }
 
-LineWriter::LineWriter(const std::string& path, bool fresh, const std::string& header,
-                       std::int64_t keep_bytes)
+LineWriter::LineWriter(const std::string& path)
     : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | (fresh ? O_TRUNC : 0), 0644);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
         throw InputError(path + ": cannot write: " + std::strerror(errno));
-    if (fresh) {
-        write_all(header);
-    } else {
-        if (::ftruncate(fd_, keep_bytes) != 0 || ::lseek(fd_, 0, SEEK_END) < 0) {
-            const std::string why = std::strerror(errno);
-            ::close(fd_);
-            throw InputError(path + ": cannot resume: " + why);
-        }
+    // Non-blocking: a sweep that waited for another to finish would then overwrite its rows.
+    // Only a held lock refuses; a file system without locks (ENOLCK, EINVAL) writes unlocked.
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        ::close(fd_);
+        fd_ = -1;
+        throw InputError(path +
+                         ": another sweep is writing this file (it is locked); wait for it to "
+                         "finish or give another --out");
     }
+}
+
+LineWriter::LineWriter(const std::string& path, bool fresh, const std::string& header,
+                       std::int64_t keep_bytes)
+    : LineWriter(path) {
+    start(fresh, header, keep_bytes);
+}
+
+void LineWriter::start(bool fresh, const std::string& header, std::int64_t keep_bytes) {
+    struct stat st {};
+    // A device or FIFO (/dev/null, a pipe) cannot be truncated: write through it.
+    const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && (::ftruncate(fd_, fresh ? 0 : keep_bytes) != 0 || ::lseek(fd_, 0, SEEK_END) < 0))
+        throw InputError(path_ + (fresh ? ": cannot write: " : ": cannot resume: ") +
+                         std::strerror(errno));
+    if (fresh)
+        write_all(header);
 }
 
 LineWriter::~LineWriter() {

@@ -54,11 +54,18 @@ std::string sorted_csv(const std::string& text, const std::string& header);
 
 /// Appends whole lines to a file: each line goes out in one write(2) of the full line, so that
 /// a reader (or a killed process) never leaves half a line behind but the last one, which
-/// read_existing drops.
+/// read_existing drops. The file is locked (flock, advisory) while the writer lives, so that
+/// two sweeps given one --out cannot interleave their rows: the second is refused.
 class LineWriter {
 public:
-    /// Opens `path`: truncated and starting with `header` when `fresh`, else truncated to
+    /// Opens `path` (created empty when missing, nothing truncated yet) and locks it. Throws
+    /// InputError when it cannot be written, or when another process (or another writer in
+    /// this one) holds the lock. Where the file system has no locks, it writes unlocked.
+    explicit LineWriter(const std::string& path);
+    /// Starts the file: truncated and starting with `header` when `fresh`, else truncated to
     /// `keep_bytes` and appended to. Throws InputError when it cannot be written.
+    void start(bool fresh, const std::string& header, std::int64_t keep_bytes);
+    /// Both at once.
     LineWriter(const std::string& path, bool fresh, const std::string& header,
                std::int64_t keep_bytes);
     ~LineWriter();

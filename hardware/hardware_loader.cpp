@@ -259,11 +259,17 @@ void validate(const ClusterSpec& s, const std::string& file) {
     }
 }
 
-ClusterSpec load_hardware(const std::string& name_or_path) {
-    const fs::path path = config::resolve_preset(hardware_presets(), name_or_path);
+namespace {
+ClusterSpec load_hardware_from(const std::string& name_or_path, const fs::path& relative_to) {
+    const fs::path path = config::resolve_preset(hardware_presets(), name_or_path, relative_to);
     ClusterSpec spec = config::load_layered_file<ClusterSpec>(hardware_presets(), path, read_layer);
     validate(spec, path.string());
     return spec;
+}
+} // namespace
+
+ClusterSpec load_hardware(const std::string& name_or_path) {
+    return load_hardware_from(name_or_path, {});
 }
 
 ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
@@ -274,8 +280,9 @@ ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file
 }
 
 ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file) {
+    // A relative path is relative to the file that names it, as `extends:` is.
     if (node.IsScalar())
-        return load_hardware(node.Scalar());
+        return load_hardware_from(node.Scalar(), fs::path(file).parent_path());
     ClusterSpec spec = load_layers(node, file);
     validate(spec, file);
     return spec;

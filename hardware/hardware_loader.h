@@ -36,8 +36,9 @@ void read_hardware_layer(config::YamlMap& root, ClusterSpec& spec, bool extended
 /// Loads a preset name ("dgx-h100") or a path to a YAML file.
 ClusterSpec load_hardware(const std::string& name_or_path);
 
-/// Loads a hardware mapping given inline (an experiment's `hardware:`); `file` names the file it
-/// came from, for errors.
+/// Loads a hardware mapping given inline (an experiment's `hardware:`), or a preset name or
+/// path when `node` is a scalar; `file` names the file it came from, for errors, and a relative
+/// path is resolved against `file`'s directory.
 ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file);
 
 /// Loads hardware from YAML text (`file` names it in errors); YAML syntax errors are InputErrors.

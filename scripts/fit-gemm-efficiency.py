@@ -12,8 +12,8 @@ The model is hardware/compute_model.h's, restated here (keep the two in step):
     t_mem  = (bytes + B_half) / (hbm_bw * mem_eff)
     t      = (t_comp^p + t_mem^p)^(1/p) + launch
 
-Fixed beforehand (not fitted): launch 2 us, the memory efficiency (measured copy bandwidth of
-../shared/MODELING.md) and B_half (1 us of ramp at that bandwidth), the CTA tiles, the full-rate
+Fixed beforehand (not fitted): launch 2 us, the memory efficiency (the measured copy bandwidth
+the hardware presets cite, configs/hardware/*.yaml memory.efficiency) and B_half (1 us of ramp at that bandwidth), the CTA tiles, the full-rate
 tile (128x128 on A100, 128x256 on Hopper). Fitted over the whole table at once: the sharpness p
 (one value), W_half per GPU family (A100, Hopper) and the sustained efficiency per family and
 dtype class (A100 16-bit, Hopper fp8, Hopper 16-bit): six numbers for 22 rows, never one per row.
@@ -26,7 +26,7 @@ import sys
 
 CSV = sys.argv[1] if len(sys.argv) > 1 else "data/reference/gemm/matmul-throughput.csv"
 
-# GPU -> (SMs, HBM bytes/s, memory efficiency, family); datasheets and MODELING.md.
+# GPU -> (SMs, HBM bytes/s, memory efficiency, family); datasheets and configs/hardware/*.yaml.
 GPUS = {
     "a100-sxm4-80gb": (108, 2.039e12, 0.79, "a100"),
     "a100-sxm4": (108, 2.039e12, 0.79, "a100"),

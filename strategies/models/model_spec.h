@@ -3,8 +3,9 @@
 /// What a model is: the lecture's deep MLP or a GPT-style decoder-only transformer, as a plain
 /// value (loaded and validated by model_loader.h), with its parameter counts and FLOPs.
 ///
-/// Names follow the experiment file (DESIGN.md) and map onto Megatron-LM's arguments:
-/// layers (--num-layers), hidden (--hidden-size), heads (--num-attention-heads), kv_heads
+/// Names follow the experiment file (strategies/parallel/experiment.h) and map onto Megatron-LM's
+/// arguments: layers (--num-layers), hidden (--hidden-size), heads (--num-attention-heads),
+/// kv_heads
 /// (--num-query-groups, GQA), ffn (--ffn-hidden-size), seq (--seq-length), vocab (the tokenizer's
 /// size, padded to a multiple of vocab_divisible_by * tp as --make-vocab-size-divisible-by does),
 /// attention (flash: --use-flash-attn), activation swiglu (--swiglu), norm rmsnorm

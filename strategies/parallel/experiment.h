@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// An experiment: a cluster, a model, how it is trained and how it is split. The value type of
-/// the experiment file (DESIGN.md, "Contract: the experiment file"), loaded and validated once.
+/// the experiment file (`clustersim init` writes a template with every key, app/cmd_init.cpp),
+/// loaded and validated once.
 ///
 /// Knob names follow Megatron-LM where one exists: tp (--tensor-model-parallel-size), pp
 /// (--pipeline-model-parallel-size), virtual_stages (--num-layers-per-virtual-pipeline-stage,

@@ -56,12 +56,19 @@ Platform load_layers(const YAML::Node& doc, const std::string& file) {
 
 } // namespace
 
-Platform load_platform(const std::string& name_or_path) {
-    const fs::path path = config::resolve_preset(hardware::hardware_presets(), name_or_path);
+namespace {
+Platform load_platform_from(const std::string& name_or_path, const fs::path& relative_to) {
+    const fs::path path =
+        config::resolve_preset(hardware::hardware_presets(), name_or_path, relative_to);
     Platform p =
         config::load_layered_file<Platform>(hardware::hardware_presets(), path, read_layer);
     hardware::validate(p.cluster, path.string());
     return p;
+}
+} // namespace
+
+Platform load_platform(const std::string& name_or_path) {
+    return load_platform_from(name_or_path, {});
 }
 
 Platform parse_platform_yaml(const std::string& text, const std::string& file) {
@@ -72,8 +79,9 @@ Platform parse_platform_yaml(const std::string& text, const std::string& file) {
 }
 
 Platform load_platform_node(const YAML::Node& node, const std::string& file) {
+    // A relative path is relative to the file that names it, as `model:` and `extends:` are.
     if (node.IsScalar())
-        return load_platform(node.Scalar());
+        return load_platform_from(node.Scalar(), fs::path(file).parent_path());
     Platform p = load_layers(node, file);
     hardware::validate(p.cluster, file);
     return p;

@@ -32,7 +32,8 @@ struct Platform {
 Platform load_platform(const std::string& name_or_path);
 
 /// Loads a hardware mapping given inline (an experiment's `hardware:`), or a preset name or
-/// path when `node` is a scalar; `file` names the file it came from, for errors.
+/// path when `node` is a scalar; `file` names the file it came from, for errors, and a relative
+/// path is resolved against `file`'s directory (never the current directory).
 Platform load_platform_node(const YAML::Node& node, const std::string& file);
 
 /// Loads a platform from hardware-file text (`file` names it in errors); YAML syntax errors are

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The `calibration:` and `uncertainty:` sections of hardware files, which `clustersim
-/// calibrate fit` writes (docs/calibration.md), into a Provenance (provenance.h):
+/// calibrate fit` writes (README.md, "Calibrate, then validate"), into a Provenance
+/// (provenance.h):
 ///
 ///     calibration:                       # one entry per fitted value
 ///       - key: collectives.launch_latency

@@ -472,3 +472,37 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
     const auto h100 = strategies::parallel::load_platform("dgx-h100");
     CHECK(predict_step(h100, f.steps[0]) > 0);
 }
+
+TEST_CASE("measurements: untrusted JSON is bounded in depth and echoed in a short excerpt",
+          "[calibrate][measurements][errors]") {
+    SECTION("nesting 100,000 deep is refused at the line and column, without recursion") {
+        const std::string deep = "{\"format\": \"clustersim-measurements\", \"version\": 1,\n"
+                                 "\"environment\": " +
+                                 std::string(100000, '[') + std::string(100000, ']') + "}";
+        CHECK_THAT(error_of(deep), Catch::StartsWith("M.json:2:") &&
+                                       Catch::Contains("nested deeper than 64 levels"));
+        // The same depth of objects, and brackets inside strings do not count.
+        std::string objects;
+        for (int i = 0; i < 100000; ++i)
+            objects += "{\"a\":";
+        CHECK_THAT(error_of(objects), Catch::Contains("nested deeper than 64"));
+        const std::string in_string =
+            replace(kMinimal, "\"clustersim-measurements\"",
+                    "\"clustersim-measurements\", \"note\": \"" + std::string(1000, '[') + "\"");
+        CHECK_THAT(error_of(in_string), Catch::Contains("unknown key 'note'"));
+    }
+    SECTION("a deep value of the wrong type: the message shows at most 40 characters of it") {
+        const std::string nested = std::string(60, '[') + std::string(60, ']');
+        const std::string text = replace(kMinimal, "\"bytes\": 1048576", "\"bytes\": " + nested);
+        const std::string what = error_of(text);
+        CHECK_THAT(what, Catch::Contains("collectives[0].bytes: expected an integer, got " +
+                                         std::string(37, '[') + "..."));
+    }
+    SECTION("a 20 MB string where a number belongs: a one-line message of ordinary length") {
+        const std::string text = replace(kMinimal, "\"bytes\": 1048576",
+                                         "\"bytes\": \"" + std::string(20 << 20, 'x') + "\"");
+        const std::string what = error_of(text);
+        CHECK(what.size() < 200);
+        CHECK_THAT(what, Catch::Contains("expected an integer, got \"xxx"));
+    }
+}

@@ -127,7 +127,7 @@ TEST_CASE("model files: inline mappings, presets by name, extends", "[models][lo
         CHECK(m.name == "gpt3-175B");
         CHECK(m.layers == 96);
     }
-    SECTION("an experiment's model: as a mapping (DESIGN.md)") {
+    SECTION("an experiment's model: as a mapping (strategies/parallel/experiment.h)") {
         const YAML::Node n = YAML::Load("{kind: transformer, layers: 96, hidden: 12288, heads: 96, "
                                         "ffn: 49152, seq: 2048, vocab: 51200, attention: unfused}");
         const ModelSpec m = load_model_node(n, "exp.yaml");
