@@ -31,6 +31,8 @@ std::string describe_measurements(const calibrate::MeasurementFile& file) {
     add(file.p2p.size(), "point-to-point transfer", "point-to-point transfers");
     add(file.launches.size(), "launch overhead", "launch overheads");
     add(file.steps.size(), "training step", "training steps");
+    add(file.kernels.size(), "kernel group", "kernel groups");
+    add(file.trace_steps.size(), "traced step", "traced steps");
     const auto& e = file.environment;
     return fmt::format("{} on {}{}", parts.empty() ? "no measurements" : base::join(parts, ", "),
                        e.device,

@@ -3,6 +3,7 @@
 #include "app/cli.h"
 #include "app/output.h"
 #include "app/run_report.h"
+#include "app/trace_compare.h"
 #include "base/error.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
@@ -12,6 +13,7 @@
 #include <fmt/ostream.h>
 
 #include <memory>
+#include <optional>
 
 namespace clustersim::app {
 
@@ -27,6 +29,8 @@ struct RunOptions {
     std::string timeline;
     std::string memory;
     std::string format = "table";
+    std::string compare;
+    std::string compare_trace;
 };
 } // namespace
 
@@ -43,6 +47,11 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--timeline", o->timeline, "Write a Gantt chart (SVG) of the pipeline");
     cmd->add_option("--memory-timeline", o->memory,
                     "Write each simulated GPU's memory over the step (SVG)");
+    cmd->add_option("--compare", o->compare,
+                    "A PyTorch profiler trace (.json or .json.gz) of this experiment's step: "
+                    "measured vs predicted by kernel class and by layer");
+    cmd->add_option("--compare-trace", o->compare_trace,
+                    "With --compare: write both timelines as one Perfetto/Chrome trace (JSON)");
     cmd->add_option("--format", o->format, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
@@ -54,8 +63,27 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         strategies::parallel::StepOptions options;
         options.fidelity = o->fidelity == "flow" ? strategies::parallel::Fidelity::flow
                                                  : strategies::parallel::Fidelity::analytic;
-        options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty();
+        options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
+                           !o->compare_trace.empty();
+        if (!o->compare_trace.empty() && o->compare.empty())
+            throw InputError("--compare-trace: needs --compare TRACE");
+        // The trace is read first: a bad trace fails before the simulation runs.
+        std::optional<calibrate::KinetoTrace> measured;
+        if (!o->compare.empty())
+            measured = read_trace_file(o->compare);
         const StepResult r = strategies::parallel::simulate_step(e, options);
+        if (measured) {
+            const StepComparison c = compare_step(*measured, e, r);
+            const std::string both =
+                o->compare_trace.empty() ? "" : comparison_trace(*measured, e, r);
+            if (!o->compare_trace.empty())
+                write_file_atomically(o->compare_trace, both);
+            print_comparison(io.out, c);
+            if (!o->compare_trace.empty())
+                fmt::print(io.out, "{:<12}{} (open in https://ui.perfetto.dev)\n", "compare",
+                           o->compare_trace);
+            return;
+        }
         // Render everything before writing anything: no partial output on failure.
         const std::string trace = o->trace.empty() ? "" : step_trace(e, r);
         const std::string svg = o->timeline.empty() ? "" : step_timeline_svg(e, r);
