@@ -219,6 +219,7 @@ void register_calibrate(CLI::App& app, Io io, int& exit_code) {
     add_calibrate_import(*cmd, io, exit_code);
     add_calibrate_fit(*cmd, io, exit_code);
     add_calibrate_split(*cmd, io, exit_code);
+    add_calibrate_fit_kernels(*cmd, io, exit_code);
 }
 
 } // namespace clustersim::app

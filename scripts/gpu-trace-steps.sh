@@ -41,6 +41,6 @@ if [[ ${#imported[@]} -eq 0 ]]; then
     exit 1
 fi
 "$cs" calibrate import "${imported[@]}" --out "$out_dir/traces.json"
-"$cs" calibrate split "$out_dir/traces.json" --by-shape --fraction 0.6 \
+"$cs" calibrate split "$out_dir/traces.json" --by-shape --fraction 0.6 --seed 1 \
     --out "$out_dir/traces-fit.json" --rest "$out_dir/traces-holdout.json" || true
 echo "== traces: $out_dir/traces.json (${#imported[@]} traced configurations)"
