@@ -155,8 +155,11 @@ void add_calibrate_run(CLI::App& calibrate, Io io, int& exit_code) {
 void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     auto o = std::make_shared<ImportCommand>();
     auto* cmd = calibrate.add_subcommand(
-        "import", "Import nccl-tests logs, CSV tables and measurement files into one file");
-    cmd->add_option("files", o->files, "nccl-tests logs, .csv tables, .json measurement files")
+        "import", "Import nccl-tests logs, CSV tables, PyTorch profiler traces and measurement "
+                  "files into one file");
+    cmd->add_option("files", o->files,
+                    "nccl-tests logs, .csv tables, PyTorch profiler traces (.json, .json.gz), "
+                    ".json measurement files")
         ->required();
     cmd->add_option("--out,-o", o->out, "Measurement file to write (JSON)")->required();
     cmd->add_option("--op", o->op, "The collective, when neither the log nor the file name says");
@@ -169,7 +172,8 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
                   "A table with one set of columns was measured in place");
     cmd->add_option("--set", o->settings,
                     "SECTION.KEY=VALUE shared by every imported training step that its file does "
-                    "not say (model.vocab=50257, parallel.recompute=full)");
+                    "not say (model.vocab=50257, parallel.recompute=full); for a profiler "
+                    "trace, the model it ran (model.kind=transformer, model.hidden=...)");
     cmd->callback([o, io] {
         calibrate::ImportOptions options;
         if (!o->op.empty()) {

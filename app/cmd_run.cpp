@@ -108,4 +108,40 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     });
 }
 
+void register_compare(CLI::App& app, Io io, int& /*exit_code*/) {
+    struct CompareOptions {
+        std::string trace;
+        std::string experiment;
+        std::vector<std::string> sets;
+        std::string out;
+    };
+    auto o = std::make_shared<CompareOptions>();
+    auto* cmd = app.add_subcommand(
+        "compare", "A PyTorch profiler trace of a step beside the simulated step of the "
+                   "experiment it ran (by kernel class and by layer)");
+    cmd->add_option("trace", o->trace, "The measured step: a PyTorch profiler trace (.json, .gz)")
+        ->required();
+    cmd->add_option("experiment", o->experiment,
+                    "The simulated step: the experiment (YAML) that describes the traced run")
+        ->required();
+    cmd->add_option("--set", o->sets, "Override a key of the experiment (repeatable)");
+    cmd->add_option("--trace", o->out, "Write both timelines as one Perfetto/Chrome trace (JSON)");
+    cmd->callback([o, io] {
+        std::vector<std::pair<std::string, std::string>> overrides;
+        for (const auto& s : o->sets)
+            overrides.push_back(strategies::parallel::parse_override(s));
+        const calibrate::KinetoTrace measured = read_trace_file(o->trace);
+        const ExperimentSpec e = strategies::parallel::load_experiment(o->experiment, overrides);
+        strategies::parallel::StepOptions options;
+        options.timeline = !o->out.empty();
+        const StepResult r = strategies::parallel::simulate_step(e, options);
+        const StepComparison c = compare_step(measured, e, r);
+        if (!o->out.empty())
+            write_file_atomically(o->out, comparison_trace(measured, e, r));
+        print_comparison(io.out, c);
+        if (!o->out.empty())
+            fmt::print(io.out, "{:<12}{} (open in https://ui.perfetto.dev)\n", "trace", o->out);
+    });
+}
+
 } // namespace clustersim::app

@@ -728,8 +728,8 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
     const std::string how =
         "record with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
         "ProfilerActivity.CUDA], record_shapes=True, schedule=...) and prof.step() per "
-        "iteration, then prof.export_chrome_trace(\"trace.json\") (see "
-        "scripts/gpu-trace-steps.py)";
+        "iteration, then prof.export_chrome_trace(\"trace.json\") "
+        "(calibrate/pytorch/gpt_trace_steps.py does it)";
     Parsed p;
     p.events.reserve(text.size() / 400);
     {

@@ -85,6 +85,14 @@ TEST_CASE("cli run --compare: table, Perfetto file with both timelines, bad inpu
     const Run other = run({"run", kExperiment, "--set", "hardware=dgx-a100", "--compare", kTrace});
     CHECK(other.code == 2);
     CHECK(other.err.find("A100") != std::string::npos);
+    // The compare command: the same table.
+    const Run cmp = run({"compare", kTrace, kExperiment});
+    REQUIRE(cmp.code == 0);
+    CHECK(cmp.out == ok.out.substr(0, ok.out.find("compare ")));
+    // A simulated trace given where the measured one belongs.
+    const Run swapped = run({"compare", out, kExperiment});
+    CHECK(swapped.code == 2);
+    CHECK(swapped.err.find("clustersim wrote") != std::string::npos);
     // --compare-trace alone.
     CHECK(run({"run", kExperiment, "--compare-trace", out}).code == 2);
 }
