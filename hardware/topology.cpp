@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "hardware/fabric_routes.h"
 
 #include <boost/graph/graphviz.hpp>
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <queue>
 #include <stdexcept>
 
@@ -205,13 +207,23 @@ Topology::VertexId Topology::nvswitch(int node) const {
     return nvswitch_.at(static_cast<std::size_t>(node));
 }
 
-namespace {
-std::uint64_t mix(std::uint64_t x) { // splitmix64 finaliser: a fixed, portable hash
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+struct Topology::RouteIndexSlot {
+    std::once_flag once;
+    std::unique_ptr<detail::FabricIndex> index;
+};
+
+std::shared_ptr<Topology::RouteIndexSlot> Topology::new_route_index_slot() {
+    return std::make_shared<RouteIndexSlot>();
 }
+
+const detail::FabricIndex& Topology::fabric_index() const {
+    std::call_once(route_index_->once, [this] {
+        route_index_->index = std::make_unique<detail::FabricIndex>(graph_, weight_);
+    });
+    return *route_index_->index;
+}
+
+namespace {
 /// Vertices that never forward traffic: GPUs (no PXN-style relaying) and NICs (a NIC is an
 /// endpoint of the fabric, not a switch).
 bool is_endpoint_only(VertexKind k) {
@@ -235,6 +247,9 @@ Route Topology::route(VertexId from, VertexId to) const {
     Route r;
     if (from == to)
         return r;
+    const detail::FabricIndex& index = fabric_index();
+    if (auto fabric = index.nic_route(*this, from, to))
+        return std::move(*fabric); // between NICs of two nodes on a Clos fabric: closed form
     // Dijkstra from the destination over reversed edges; GPUs and NICs other than the two
     // endpoints are not expanded, so no route passes through a third GPU or a NIC. Nor through
     // a third node, then: every way into a node's PCIe switches, host or NVSwitch passes one of
@@ -262,9 +277,14 @@ Route Topology::route(VertexId from, VertexId to) const {
     } reset{scratch};
     const int node_from = graph_[from].node;
     const int node_to = graph_[to].node;
+    // Within one node, unless both ends are NICs, a closed node keeps the route inside: leaving
+    // it and coming back would pass a NIC that is not an end (fabric_routes.h).
+    const bool one_node =
+        index.closed_nodes() && node_from >= 0 && node_from == node_to &&
+        !(graph_[from].kind == VertexKind::nic && graph_[to].kind == VertexKind::nic);
     auto in_scope = [&](VertexId v) {
         const int n = graph_[v].node;
-        return n < 0 || n == node_from || n == node_to;
+        return n == node_from || n == node_to || (n < 0 && !one_node);
     };
     using Item = std::pair<std::int64_t, VertexId>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
@@ -304,7 +324,7 @@ Route Topology::route(VertexId from, VertexId to) const {
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
-        const EdgeIndex e = next[mix(mix(from * 1000003ULL + to) + hop) % next.size()];
+        const EdgeIndex e = next[detail::ecmp_choice(from, to, hop, next.size())];
         r.edges.push_back(e);
         r.bottleneck = std::min(r.bottleneck, edge(e).bandwidth);
         r.latency += edge(e).latency;
