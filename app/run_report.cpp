@@ -92,6 +92,10 @@ std::string describe_parallel(const ExperimentSpec& e) {
     if (p.dp > 1 && !e.training.forward_only)
         s += p.dp_overlap ? ", DP overlapped in " + base::format_bytes(p.dp_bucket) + " buckets"
                           : ", DP all-reduce after backward";
+    if (p.overlap_param_gather && p.dp > 1 && !e.training.forward_only)
+        s += ", param all-gather overlapped with the forward";
+    if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel)
+        s += ", TP communication overlapped with GEMMs";
     if (e.training.forward_only)
         s += ", forward only";
     return s;

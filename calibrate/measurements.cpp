@@ -151,6 +151,9 @@ const std::vector<SettingSpec>& setting_specs() {
         {"parallel", "recompute", SettingType::choice, 0, 0, {"none", "selective", "full", "auto"}},
         {"parallel", "zero", SettingType::integer, 0, 3},
         {"parallel", "dp_overlap", SettingType::boolean},
+        {"parallel", "overlap_grad_reduce", SettingType::boolean},
+        {"parallel", "overlap_param_gather", SettingType::boolean},
+        {"parallel", "tp_comm_overlap", SettingType::boolean},
         {"parallel", "dp_bucket", SettingType::size},
     };
     return specs;

@@ -53,7 +53,9 @@ struct Breakdown {
     double tp_comm_exposed_s = 0; ///< waiting for tensor-parallel collectives
     double pp_bubble_s = 0;       ///< pipeline idle: warm-up, cool-down, unequal stages
     double pp_comm_exposed_s = 0; ///< idle while a pipeline transfer it waits for is in flight
-    double dp_comm_exposed_s = 0; ///< waiting for data-parallel collectives
+    /// Waiting for data-parallel collectives: gradient reductions, parameter all-gathers after
+    /// the optimizer, and those inside the passes (ZeRO-3, overlap_param_gather).
+    double dp_comm_exposed_s = 0;
     double optimizer_s = 0;
 };
 
