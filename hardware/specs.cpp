@@ -2,7 +2,16 @@
 
 #include "base/error.h"
 
+#include <cmath>
+
 namespace clustersim::hardware {
+
+double GpuSpec::sustained_clock() const {
+    const double f = sustained_clock_mhz > 0 ? sustained_clock_mhz : clock_mhz;
+    if (power_cap_w > 0 && power_limit_w > 0 && power_cap_w < power_limit_w)
+        return f * std::cbrt(power_cap_w / power_limit_w);
+    return f;
+}
 
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {
     if (gpus <= 0)
