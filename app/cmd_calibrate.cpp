@@ -9,6 +9,8 @@
 #include "calibrate/import.h"
 #include "calibrate/measurements.h"
 #include "calibrate/runner.h"
+#include "calibrate/sustained.h"
+#include "hardware/hardware_loader.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -147,6 +149,16 @@ void add_calibrate_run(CLI::App& calibrate, Io io, int& exit_code) {
             return;
         }
         print_warnings(io, result.warnings);
+        if (!result.sustained.empty()) {
+            // Its own table: `calibrate sustained` fits it.
+            const std::string path = o->out + ".sustained.csv";
+            write_file_atomically(
+                path, calibrate::format_sustained(result.sustained,
+                                                  result.measurements.environment.device +
+                                                      ", bf16 8192x8192x8192 TN"));
+            fmt::print(io.out, "wrote {}: {} intervals of a sustained GEMM loop\n", path,
+                       result.sustained.size());
+        }
         write_file_atomically(o->out, calibrate::format_measurements(result.measurements, o->out));
         fmt::print(io.out, "wrote {}: {}\n", o->out, describe_measurements(result.measurements));
     });
@@ -216,6 +228,31 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     });
 }
 
+void add_calibrate_sustained(CLI::App& calibrate, Io io) {
+    struct Options {
+        std::string file;
+        std::string hardware;
+    };
+    auto o = std::make_shared<Options>();
+    auto* cmd = calibrate.add_subcommand(
+        "sustained", "Fit the clock a GPU sustains under load from a sustained GEMM loop's record "
+                     "(calibrate run --only sustained)");
+    cmd->add_option("file", o->file, "The record (.sustained.csv)")->required();
+    cmd->add_option("--hardware", o->hardware, "Hardware preset or file of the GPU measured")
+        ->required();
+    cmd->callback([o, io] {
+        const hardware::ClusterSpec hw = hardware::load_hardware(o->hardware);
+        const calibrate::SustainedFit f =
+            calibrate::fit_sustained(calibrate::read_sustained(o->file), hw.node.gpu.clock_mhz);
+        fmt::print(io.out,
+                   "burst {:.1f} TFLOP/s, steady {:.1f} TFLOP/s ({:.1f}% of the burst, drift "
+                   "{:.2f}%)\nin the hardware file, gpu:\n  sustained_clock_mhz: {:.0f}   # "
+                   "fit: {}\n",
+                   f.burst_tflops, f.steady_tflops, 100 * f.fraction, 100 * f.drift,
+                   f.sustained_clock_mhz, o->file);
+    });
+}
+
 void register_calibrate(CLI::App& app, Io io, int& exit_code) {
     auto* cmd = app.add_subcommand("calibrate", "Measure real hardware, or import measurements");
     cmd->require_subcommand(1);
@@ -224,6 +261,7 @@ void register_calibrate(CLI::App& app, Io io, int& exit_code) {
     add_calibrate_fit(*cmd, io, exit_code);
     add_calibrate_split(*cmd, io, exit_code);
     add_calibrate_fit_kernels(*cmd, io, exit_code);
+    add_calibrate_sustained(*cmd, io);
 }
 
 } // namespace clustersim::app

@@ -50,7 +50,8 @@ RunOptions quick_run_options() {
 }
 
 const std::vector<std::string>& run_parts() {
-    static const std::vector<std::string> parts{"collectives", "p2p", "gemm", "copy", "launch"};
+    static const std::vector<std::string> parts{"collectives", "p2p",    "gemm",
+                                                "copy",        "launch", "sustained"};
     return parts;
 }
 
@@ -58,7 +59,7 @@ void check_run_options(const RunOptions& o) {
     for (const auto& p : o.only) {
         if (std::find(run_parts().begin(), run_parts().end(), p) == run_parts().end())
             throw InputError(fmt::format("--only: unknown part '{}' (valid: collectives, p2p, "
-                                         "gemm, copy, launch)",
+                                         "gemm, copy, launch, sustained)",
                                          p));
     }
     if (o.gpus < 0)

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "calibrate/measurements.h"
+#include "calibrate/sustained.h"
 
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,9 @@ struct RunOptions {
     std::vector<GemmShape> gemm_shapes;
     /// GEMM dtypes; empty: fp32, tf32, fp16, bf16 and fp8 where the GPU supports them.
     std::vector<hardware::Dtype> gemm_dtypes;
+    /// Length of the sustained GEMM loop (part "sustained", run only when named in `only`):
+    /// long enough for power and temperature to settle.
+    double sustained_seconds = 300;
 };
 
 /// The options of `--quick`: under 3 minutes on one GPU (and on a node of 8).
@@ -79,6 +83,8 @@ struct RunResult {
     MeasurementFile measurements;
     /// What was skipped and why (sizes that do not fit, dtypes the GPU lacks, wrong results).
     std::vector<std::string> warnings;
+    /// The sustained GEMM loop's record (part "sustained"; calibrate/sustained.h), else empty.
+    std::vector<SustainedSample> sustained;
 };
 
 /// Runs the suite. Throws DeviceUnavailable when this build has no CUDA or no GPU is visible

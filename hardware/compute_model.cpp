@@ -35,10 +35,13 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     require(c.gemm_half_efficiency_flops >= 0, "compute.gemm.half_efficiency_flops");
     require(c.memory_half_efficiency_bytes >= 0, "compute.memory.half_efficiency_bytes");
     require(c.launch_overhead >= sim::Time::zero(), "compute.launch_overhead");
+    // Tensor-core rates scale with the clock sustained under load (power limit or cap); the
+    // efficiencies were fitted on short benchmarks at the boost clock. HBM is on its own clock.
+    const double sustained = gpu.sustained_fraction();
     for (Dtype d : kAllDtypes) {
         peak_[index(d)] = gpu.peak(d);
         if (gpu.supports(d) && c.gemm_eff(d) > 0)
-            inv_rate_[index(d)] = 1.0 / (gpu.peak(d) * c.gemm_eff(d));
+            inv_rate_[index(d)] = 1.0 / (gpu.peak(d) * sustained * c.gemm_eff(d));
     }
     auto intensity = [](GemmTile t) {
         return static_cast<double>(t.m) * t.n / static_cast<double>(t.m + t.n);
@@ -46,7 +49,8 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     const double full_rate = intensity(c.gemm_full_rate_tile);
     for (Dtype d : kAllDtypes) {
         if (gpu.supports(d) && c.fused_attention_efficiency > 0)
-            inv_attention_rate_[index(d)] = 1.0 / (gpu.peak(d) * c.fused_attention_efficiency);
+            inv_attention_rate_[index(d)] =
+                1.0 / (gpu.peak(d) * sustained * c.fused_attention_efficiency);
     }
     tile_count_ = c.gemm_tile_count;
     for (int i = 0; i < tile_count_; ++i) {

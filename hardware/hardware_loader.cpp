@@ -26,6 +26,18 @@ void apply_gpu(YamlMap m, GpuSpec& gpu) {
     m.read("name", gpu.name);
     m.read("sm_count", gpu.sm_count, 1, 100000);
     m.read_number("clock_mhz", gpu.clock_mhz, 1);
+    m.read_number("power_limit_w", gpu.power_limit_w, 1);
+    m.read_number("power_cap_w", gpu.power_cap_w, 1);
+    m.read_number("sustained_clock_mhz", gpu.sustained_clock_mhz, 1);
+    if (m.has("power_cap_w") && gpu.power_limit_w <= 0)
+        m.fail("power_cap_w", "needs the board's power_limit_w (its datasheet TDP) to scale from");
+    if (gpu.power_cap_w > gpu.power_limit_w && m.has("power_cap_w"))
+        m.fail("power_cap_w", "is above power_limit_w (" + std::to_string(gpu.power_limit_w) +
+                                  " W): a cap can only lower the limit; give at most that");
+    if (gpu.sustained_clock_mhz > gpu.clock_mhz && m.has("sustained_clock_mhz"))
+        m.fail("sustained_clock_mhz",
+               "is above the boost clock clock_mhz (" + std::to_string(gpu.clock_mhz) +
+                   " MHz); give the clock measured under sustained load, at most the boost clock");
     if (m.has("peak_flops")) {
         YamlMap p = m.map("peak_flops");
         for (Dtype d : kAllDtypes)

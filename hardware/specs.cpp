@@ -2,6 +2,8 @@
 
 #include "base/error.h"
 
+#include <cmath>
+
 namespace clustersim::hardware {
 
 std::string_view to_string(Transport t) {
@@ -48,6 +50,13 @@ TransportDefaults transport_defaults(Transport t) {
         return {0.9, Time::us(25)};
     }
     return {};
+}
+
+double GpuSpec::sustained_clock() const {
+    const double f = sustained_clock_mhz > 0 ? sustained_clock_mhz : clock_mhz;
+    if (power_cap_w > 0 && power_limit_w > 0 && power_cap_w < power_limit_w)
+        return f * std::cbrt(power_cap_w / power_limit_w);
+    return f;
 }
 
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {

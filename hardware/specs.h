@@ -23,6 +23,23 @@ struct GpuSpec {
     std::string name;
     int sm_count = 0;
     double clock_mhz = 0; ///< boost clock
+    /// Board power limit (the datasheet's maximum TDP), watts; 0 = not given.
+    double power_limit_w = 0;
+    /// A lower limit set by the operator (nvidia-smi --power-limit), watts; 0 = none.
+    double power_cap_w = 0;
+    /// SM clock a dense tensor-core load sustains at `power_limit_w` once power and temperature
+    /// have settled (minutes), MHz: measured (calibrate/sustained.h); 0 = the boost clock. The
+    /// GEMM efficiencies are fitted on short benchmarks, which run at the boost clock.
+    double sustained_clock_mhz = 0;
+
+    /// The clock sustained under dense load, at the cap if there is one: a power-limited GPU
+    /// draws P ~ f V^2 with V ~ f over its DVFS range, so f scales as the cube root of the
+    /// power allowed (all power counted as dynamic, which understates the drop).
+    double sustained_clock() const;
+    /// sustained_clock() / clock_mhz: the fraction of the boost-clock tensor rate sustained.
+    double sustained_fraction() const {
+        return clock_mhz > 0 ? sustained_clock() / clock_mhz : 1.0;
+    }
     /// Dense peak FLOP/s per dtype (tensor cores where they apply); 0 = unsupported.
     std::array<double, kDtypeCount> peak_flops{};
     std::int64_t hbm_bytes = 0;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace clustersim::calibrate::cuda {
@@ -208,6 +209,83 @@ std::vector<GemmMeasurement> run_gemms(const Context& ctx) {
         }
         ctx.report(fmt::format("  GEMM {:<5} {} shapes, peak {:.1f} TFLOP/s",
                                hardware::to_string(dtype), points, peak / 1e12));
+    }
+    return out;
+}
+
+std::vector<SustainedSample> run_sustained(const Context& ctx, double seconds) {
+    // One large bf16 GEMM (8192^3, TN: a transformer layer's shape class at scale), back to
+    // back for `seconds`, its rate recorded per interval of about half a second: the burst at
+    // the boost clock first, then the rate the GPU settles at under its power and thermal
+    // limits (calibrate/sustained.h fits the two).
+    const int device = ctx.devices.front();
+    check(cudaSetDevice(device), "cudaSetDevice");
+    const Dtype dtype = Dtype::bf16;
+    const DtypeSetup su = setup_for(dtype);
+    const std::uint64_t m = 8192, n = 8192, k = 8192;
+    Stream stream(device);
+    LtHandle<cublasLtHandle_t, cublasLtDestroy> lt;
+    check(cublasLtCreate(&lt.h), "cublasLtCreate");
+    const std::size_t workspace_bytes = std::size_t{32} << 20;
+    DeviceBuffer workspace(device, workspace_bytes);
+    Operands ops{DeviceBuffer(device, m * k * su.ab_size), DeviceBuffer(device, k * n * su.ab_size),
+                 DeviceBuffer(device, m * n * su.cd_size)};
+    check(fill_random(ops.a.get(), m * k, su.fill, 1, stream.get()), "fill_random");
+    check(fill_random(ops.b.get(), k * n, su.fill, 2, stream.get()), "fill_random");
+    LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy> desc;
+    check(cublasLtMatmulDescCreate(&desc.h, su.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t op_t = CUBLAS_OP_T;
+    check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t),
+          "cublasLtMatmulDescSetAttribute");
+    LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> la, lb, lc;
+    check(cublasLtMatrixLayoutCreate(&la.h, su.ab, k, m, k), "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&lb.h, su.ab, k, n, k), "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&lc.h, su.cd, m, n, m), "cublasLtMatrixLayoutCreate");
+    LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
+    check(cublasLtMatmulPreferenceCreate(&pref.h), "cublasLtMatmulPreferenceCreate");
+    check(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &workspace_bytes, sizeof workspace_bytes),
+          "cublasLtMatmulPreferenceSetAttribute");
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(lt.h, desc.h, la.h, lb.h, lc.h, lc.h, pref.h, 1,
+                                         &heuristic, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0)
+        throw DeviceFailure("cuBLASLt has no bf16 algorithm for 8192x8192x8192 TN");
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    auto run = [&] {
+        check(cublasLtMatmul(lt.h, desc.h, &alpha, ops.a.get(), la.h, ops.b.get(), lb.h, &beta,
+                             ops.d.get(), lc.h, ops.d.get(), lc.h, &heuristic.algo, workspace.get(),
+                             workspace_bytes, stream.get()),
+              "cublasLtMatmul");
+    };
+    using clock = std::chrono::steady_clock;
+    auto since = [](clock::time_point a, clock::time_point b) {
+        return std::chrono::duration<double>(b - a).count();
+    };
+    const double flops = 2.0 * static_cast<double>(m * n * k);
+    std::vector<SustainedSample> out;
+    int batch = 4;
+    const auto start = clock::now();
+    for (;;) {
+        const auto a = clock::now();
+        for (int i = 0; i < batch; ++i)
+            run();
+        check(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+        const auto b = clock::now();
+        const double dt = since(a, b);
+        if (dt < 0.25 && batch < (1 << 20)) {
+            batch *= 2; // until an interval lasts about half a second
+            continue;
+        }
+        out.push_back({since(start, b), flops * batch / dt / 1e12});
+        if (out.size() % 60 == 0)
+            ctx.report(fmt::format("  sustained bf16 GEMM: {:.0f} s, {:.1f} TFLOP/s",
+                                   out.back().t_s, out.back().tflops));
+        if (since(start, b) >= seconds)
+            break;
     }
     return out;
 }

@@ -7,6 +7,7 @@
 #include "calibrate/cuda/cuda_util.h"
 #include "calibrate/cuda/sweep.h"
 #include "calibrate/runner.h"
+#include "calibrate/sustained.h"
 
 #include <string>
 #include <vector>
@@ -44,5 +45,7 @@ std::vector<P2pMeasurement> run_p2p(const Context& ctx);
 std::vector<GemmMeasurement> run_gemms(const Context& ctx);
 std::vector<CopyMeasurement> run_copies(const Context& ctx);
 std::vector<LaunchMeasurement> run_launches(const Context& ctx);
+/// A bf16 GEMM loop for `seconds` on the first device, its rate per half-second interval.
+std::vector<SustainedSample> run_sustained(const Context& ctx, double seconds);
 
 } // namespace clustersim::calibrate::cuda

@@ -70,6 +70,12 @@ RunResult run_calibration(const RunOptions& options, const Progress& progress) {
             }
         }
     }
+    // Minutes long: only when asked for by name.
+    if (std::find(options.only.begin(), options.only.end(), "sustained") != options.only.end()) {
+        ctx.report(
+            fmt::format("sustained bf16 GEMM loop, {:.0f} s (GPU 0)", options.sustained_seconds));
+        result.sustained = cuda::run_sustained(ctx, options.sustained_seconds);
+    }
     check_measurements(m, "the measurements");
     return result;
 }

@@ -235,7 +235,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
         std::array<double, 16> ring_end{};
         std::array<TpOverlap, 16> how{};
         std::array<bool, 64> pipelined_after{};
-        for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+        for (std::size_t k = 0; env.tp_overlap && k < w.collectives.size(); ++k) {
             const auto& tc = w.collectives[k];
             how[k] =
                 env.tp_overlap && tc.pass == u.pass ? overlap_of(tc, *u.work) : TpOverlap::none;
@@ -303,7 +303,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             double end = start + t;
             // A ring-exchange all-gather feeding this GEMM: chunk j of the GEMM needs the j-th
             // shard, which arrives j ring steps after the exchange began (shard 0 is local).
-            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+            for (std::size_t k = 0; env.tp_overlap && k < w.collectives.size(); ++k) {
                 if (how[k] != TpOverlap::ring || w.collectives[k].pass != u.pass ||
                     w.collectives[k].needed_by != i)
                     continue;
