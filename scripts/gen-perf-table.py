@@ -107,6 +107,11 @@ def rows(build):
     b = next(iter(run(build, "bench_sweep", "BM_Sweep_Turing530B_Command").values()))
     yield ("sweep of 11,520 Turing-530B configurations, 2 cores (`bench_sweep`)", "< 10 s",
            f"{fmt_time(ms(b, 'real_time'))} wall, on 2,520 A100s (see below)")
+    if (pathlib.Path(build) / "bench" / "bench_kineto").exists():
+        b = next(iter(run(build, "bench_kineto", "BM_ImportKinetoTrace/200/").values()))
+        yield (f"import of a {b['MB']:.0f} MB PyTorch profiler trace, "
+               f"{b['kernels'] / 1e3:.0f}k kernels (`bench_kineto`)", "< 5 s",
+               f"{fmt_time(ms(b))}")
 
 
 def main():
