@@ -35,6 +35,13 @@ public:
             load_[e] += wire_bytes;
         }
     }
+    /// The largest cost among the edges of `r` (max_cost over a part of the touched edges).
+    double max_cost_on(const RouteInfo& r) const {
+        double worst = 0;
+        for (sim::ResourceId e : r.edges)
+            worst = std::max(worst, load_[e] / topo_.edge(e).bandwidth);
+        return worst;
+    }
     double max_cost() const {
         double worst = 0;
         for (sim::ResourceId e : touched_)
@@ -426,16 +433,37 @@ const TreeData& Plan::tree() const {
                 stage_flows[size_t(o)].push_back({h.src, h.dst, 1.0});
             t->stage_level.push_back(pattern_level(stage_flows[size_t(o)]));
         }
+        // Each stage's flows with their routes and wire bytes looked up once per protocol,
+        // not once per window (a window is every stage range: 2D^2 of them).
+        struct Loaded {
+            const RouteInfo* route;
+            double wire;
+        };
         EdgeLoads loads(topo);
+        std::vector<std::vector<Loaded>> stage_loads(static_cast<size_t>(S));
         for (Protocol p : hardware::kAllProtocols) {
+            for (int o = 0; o < S; ++o) {
+                auto& sl = stage_loads[size_t(o)];
+                sl.clear();
+                for (const PFlow& f : stage_flows[size_t(o)])
+                    sl.push_back(
+                        {&route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p)});
+            }
             auto& w = t->window[idx(p)];
             w.assign(size_t(S * S), 0.0);
             for (int lo = 0; lo < S; ++lo) {
                 loads.clear();
+                // Loads only grow as the window widens, so the costliest edge is the previous
+                // one or an edge the new stage loaded: the same maximum, without rescanning
+                // every edge of the window (2D^2 windows of up to n flows each).
+                double worst = 0;
                 for (int hi = lo; hi < S; ++hi) {
-                    for (const PFlow& f : stage_flows[size_t(hi)])
-                        loads.add(route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p));
-                    w[size_t(lo * S + hi)] = loads.max_cost();
+                    const auto& stage = stage_loads[size_t(hi)];
+                    for (const Loaded& f : stage)
+                        loads.add(*f.route, f.wire);
+                    for (const Loaded& f : stage)
+                        worst = std::max(worst, loads.max_cost_on(*f.route));
+                    w[size_t(lo * S + hi)] = worst;
                 }
             }
         }

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Runs the benchmarks of bench/ and writes the README's performance table from their output.
+
+    scripts/gen-perf-table.py BUILD_DIR [--print]
+
+BUILD_DIR is a Release build with the benchmarks (scripts/bench.sh makes build/bench). Each row
+runs its benchmark in a process of its own (--benchmark_filter), so the peak RSS it reports is
+that benchmark's. The table replaces the lines between the README's perf-table markers; with
+--print it is printed instead. Every figure in the table comes from this script: edit the rows
+here, never the README by hand.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BEGIN = "<!-- perf-table:begin (scripts/gen-perf-table.py) -->"
+END = "<!-- perf-table:end -->"
+
+
+def run(build, program, name_filter):
+    exe = pathlib.Path(build) / "bench" / program
+    env = dict(os.environ, CLUSTERSIM_CONFIG_DIR=str(ROOT / "configs"))
+    out = subprocess.run(
+        [str(exe), f"--benchmark_filter={name_filter}", "--benchmark_format=json"],
+        check=True, capture_output=True, text=True, env=env).stdout
+    return {b["name"]: b for b in json.loads(out)["benchmarks"]}
+
+
+def ms(b, clock="cpu_time"):
+    """A benchmark's time in milliseconds: CPU time of the main thread (single-threaded rows;
+    honest on a shared machine), or "real_time" for rows that run threads."""
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
+    return b[clock] * scale
+
+
+def fmt_time(milliseconds):
+    if milliseconds < 1:
+        return f"{milliseconds * 1e3:.0f} us"
+    if milliseconds < 1000:
+        return f"{milliseconds:.3g} ms"
+    return f"{milliseconds / 1e3:.3g} s"
+
+
+def mib(b):
+    v = b.get("peak_rss_MiB", 0)
+    return f"{v / 1024:.2f} GiB" if v >= 1024 else f"{v:.0f} MiB"
+
+
+def rows(build):
+    sim = run(build, "bench_sim", "BM_EventQueueHold|BM_MaxMinRecompute")
+    hold = {k.split("/")[-1]: v["items_per_second"] / 1e6 for k, v in sim.items()
+            if k.startswith("BM_EventQueueHold")}
+    yield ("event queue, hold with 10^4 events pending (`bench_sim`)", ">= 10 M events/s per core",
+           f"{hold['10000']:.1f} M/s ({hold['1000']:.1f} M/s at 10^3, {hold['100000']:.1f} M/s "
+           "at 10^5)")
+    yield ("max-min recomputation of every flow, 10^4 flows on a 1,024-GPU fat tree "
+           "(`bench_sim`)", "< 10 ms", fmt_time(ms(sim["BM_MaxMinRecompute/10000"])))
+
+    ring = run(build, "bench_collectives", "BM_FlowRingAllReduce1024Gpus/0/")
+    b = next(iter(ring.values()))
+    yield ("1 GiB ring all-reduce, 1,024 GPUs (128 DGX H100), flow fidelity, whole job "
+           "(`bench_collectives`)", "< 1 s, < 200 MiB", f"{fmt_time(ms(b))}, {mib(b)} peak RSS")
+    sweep = run(build, "bench_collectives", "BM_AnalyticSweep")
+    yield ("analytic all-reduce sweep 8 B - 8 GiB (`bench_collectives`)", "< 10 ms",
+           f"{fmt_time(ms(sweep['BM_AnalyticSweep/8']))} on 8 GPUs, "
+           f"{fmt_time(ms(sweep['BM_AnalyticSweep/1024']))} on 1,024")
+
+    t = run(build, "bench_training", "BM_Gpt3_64_Analytic")
+    yield ("GPT-3 175B on 64 A100s (tp 8, pp 8, v 3, 64 micro-batches), analytic "
+           "(`bench_training`)", "< 50 ms",
+           f"{fmt_time(ms(t['BM_Gpt3_64_Analytic/timeline:0']))} "
+           f"({fmt_time(ms(t['BM_Gpt3_64_Analytic/timeline:1']))} with the timeline recorded)")
+    t = next(iter(run(build, "bench_training", "BM_Gpt3_1024_Flow").values()))
+    yield ("GPT-3 175B on 1,024 GPUs (tp 8, pp 16, dp 8, 192 micro-batches), flow "
+           "(`bench_training`)", "< 2 s, < 1 GiB", f"{fmt_time(ms(t))}, {mib(t)}")
+
+    for dp, target in ((128, "< 50 ms"), (782, "< 0.5 s")):
+        b = next(iter(run(build, "bench_scale", f"BM_Gpt3Step/dp:{dp}/flow:0/").values()))
+        yield (f"GPT-3 175B step on {128 * dp:,} GPUs (tp 8, pp 16, dp {dp}, 64 micro-batches "
+               "per replica), analytic, whole job (`bench_scale`)", target,
+               f"{fmt_time(ms(b))}, {mib(b)}")
+    for flow, target in ((0, "k <= 1.2"), (1, "k <= 1.2; 16,384 GPUs < 2 s")):
+        b = next(iter(run(build, "bench_scale", f"BM_GrowthExponent/flow:{flow}/").values()))
+        yield (f"GPT-3 175B step, {'flow' if flow else 'analytic'}: growth exponent k in "
+               f"t ~ GPUs^k from {b['gpus_small']:,.0f} to {b['gpus_large']:,.0f} GPUs "
+               "(`bench_scale`, CPU time)", target,
+               f"k = {b['exponent']:.2f} ({fmt_time(b['t_small_s'] * 1e3)} -> "
+               f"{fmt_time(b['t_large_s'] * 1e3)}), {mib(b)}")
+    for gpus in (1024, 4096):
+        b = next(iter(run(build, "bench_scale", f"BM_FlowAllReduce/gpus:{gpus}/").values()))
+        yield (f"1 GiB all-reduce on {gpus:,} GPUs (DGX H100), flow fidelity, whole job "
+               "(`bench_scale`)", "< 5 s on 100,000 GPUs", f"{fmt_time(ms(b))}, {mib(b)}")
+    yield ("GPT-3 175B step on 100,096 GPUs, flow; 1 GiB all-reduce on 100,000 GPUs, flow",
+           "< 30 s, < 2 GiB; < 5 s", "not run: beyond minutes until flow fidelity simulates "
+           "one representative of identical ranks (see the growth exponent)")
+
+    s = run(build, "bench_sweep", "BM_Sweep_Gpt3_64")
+    one = s["BM_Sweep_Gpt3_64/jobs:1/real_time"]["items_per_second"]
+    two = s["BM_Sweep_Gpt3_64/jobs:2/real_time"]["items_per_second"]
+    yield ("sweep, GPT-3 175B on 64 A100s, analytic (`bench_sweep`)",
+           ">= 4,000 configurations/s per core",
+           f"{one:,.0f}/s on one core; {two:,.0f}/s on two ({two / one:.2f}x; 180 "
+           "configurations)")
+    b = next(iter(run(build, "bench_sweep", "BM_Sweep_Turing530B_Command").values()))
+    yield ("sweep of 11,520 Turing-530B configurations, 2 cores (`bench_sweep`)", "< 10 s",
+           f"{fmt_time(ms(b, 'real_time'))} wall, on 2,520 A100s (see below)")
+    if (pathlib.Path(build) / "bench" / "bench_kineto").exists():
+        b = next(iter(run(build, "bench_kineto", "BM_ImportKinetoTrace/200/").values()))
+        yield (f"import of a {b['MB']:.0f} MB PyTorch profiler trace, "
+               f"{b['kernels'] / 1e3:.0f}k kernels (`bench_kineto`)", "< 5 s",
+               f"{fmt_time(ms(b))}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    lines = ["| benchmark (`bench/`) | target | measured |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows(sys.argv[1])]
+    table = "\n".join(lines)
+    if "--print" in sys.argv:
+        print(table)
+        return
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    start, end = text.index(BEGIN), text.index(END)
+    readme.write_text(text[:start] + BEGIN + "\n" + table + "\n" + text[end:])
+
+
+if __name__ == "__main__":
+    main()

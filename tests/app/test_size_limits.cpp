@@ -1,0 +1,49 @@
+// Limits told, not hit: a cluster too large for this machine's memory is refused by every
+// command before anything is built, with the estimate, as an input error (exit 2), never
+// bad_alloc (exit 1) or a run that does not end. A collective on 2^28 GPUs needs over a terabyte
+// for its graph, so that holds on any machine; an experiment has at most 2^24 GPUs, whose graph
+// (about 89 GiB) is refused on machines of under 100 GiB, where the test checks it.
+#include "cli_run.h"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+using namespace clustersim;
+using namespace clustersim::test;
+
+namespace {
+const std::string kGpt3 = CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-1024xA100.yaml";
+
+void check_refused(const Run& r, const std::string& gpus) {
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains("a cluster of " + gpus + " GPUs needs about ") &&
+                          Catch::Contains("GiB for its graph") &&
+                          Catch::Contains("this machine has"));
+}
+} // namespace
+
+TEST_CASE("size limits: run and collective refuse a cluster that cannot fit", "[app][limits]") {
+    SECTION("run, both fidelities, on 2^24 GPUs") {
+        const double memory_gib = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                                  static_cast<double>(::sysconf(_SC_PAGE_SIZE)) / (1 << 30);
+        if (memory_gib >= 100) {
+            WARN("this machine's " << memory_gib << " GiB hold 2^24 GPUs' graph: not checked");
+            return;
+        }
+        for (const char* fidelity : {"analytic", "flow"})
+            check_refused(
+                run({"run", kGpt3, "--fidelity", fidelity, "--set", "gpus=16777216", "--set",
+                     "parallel.dp=131072", "--set", "training.global_batch=8388608"}),
+                "16777216");
+    }
+    SECTION("collective") {
+        check_refused(run({"collective", "-H", "dgx-h100", "--gpus", "268435456", "--op",
+                           "all_reduce", "--bytes", "1GiB"}),
+                      "268435456");
+        check_refused(run({"collective", "-H", "dgx-h100", "--gpus", "268435456", "--op",
+                           "all_reduce", "--bytes", "1GiB", "--fidelity", "flow"}),
+                      "268435456");
+    }
+}
