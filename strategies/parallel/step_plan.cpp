@@ -273,6 +273,8 @@ struct Context {
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
     FrameworkSpec fw;
+    /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
+    std::array<LayerWork, 3> dense_layer{};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -286,9 +288,21 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
-    const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
-                                                           {Recompute::selective, rp.selective},
-                                                           {Recompute::none, rp.none}}};
+    // A mixture of experts' first dense layers are the lowest of their stage.
+    const auto& model = ctx.e.model;
+    int dense = model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
+                                            rp.full + rp.selective + rp.none)
+                               : 0;
+    std::array<std::pair<const LayerWork*, int>, 6> groups{};
+    std::size_t g = 0;
+    for (auto [r, n] :
+         {std::pair{Recompute::full, rp.full}, std::pair{Recompute::selective, rp.selective},
+          std::pair{Recompute::none, rp.none}}) {
+        const int d = std::min(dense, n);
+        dense -= d;
+        groups[g++] = {&ctx.dense_layer[static_cast<std::size_t>(r)], d};
+        groups[g++] = {&layer_of(ctx, r), n - d};
+    }
 
     // Each micro-batch starts with the host alone (get_batch synchronises host and device).
     // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
@@ -299,10 +313,9 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     PassSeconds f;
     if (st.embedding)
         run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
-    for (auto [r, n] : groups) {
+    for (auto [w, n] : groups) {
         if (n > 0)
-            run_layers(layer_of(ctx, r), forward_units(layer_of(ctx, r)), n, ctx.tp_times, dtype,
-                       ho, c, f);
+            run_layers(*w, forward_units(*w), n, ctx.tp_times, dtype, ho, c, f);
     }
     if (st.head)
         run_units(ctx.head, forward_units(ctx.head), ctx.tp_times, dtype, ho, c, f);
@@ -330,10 +343,10 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
             add_grads(ctx.head.parameters, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
-        const auto [r, n] = *it;
+        const auto [wp, n] = *it;
         if (n == 0)
             continue;
-        const LayerWork& w = layer_of(ctx, r);
+        const LayerWork& w = *wp;
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
         run_layers(w, backward_units(w), n, ctx.tp_times, dtype, ho, c, b);
@@ -354,8 +367,8 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.activation_bytes = 0;
     st.transient_bytes = 0;
     st.parameters = 0;
-    for (auto [r, n] : groups) {
-        const LayerWork& w = layer_of(ctx, r);
+    for (auto [wp, n] : groups) {
+        const LayerWork& w = *wp;
         st.activation_bytes += n * w.activation_bytes;
         st.parameters += n * w.parameters;
         if (n > 0)
@@ -521,6 +534,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
+        if (e.model.is_moe() && e.model.first_k_dense_replace > 0) {
+            models::LayerConfig dense = cfg;
+            dense.dense_layer = true;
+            ctx.dense_layer[static_cast<std::size_t>(r)] =
+                models::layer_work(e.model, dense, ctx.cm);
+        }
     }
     cfg.recompute = Recompute::none;
     ctx.embedding = models::embedding_work(e.model, cfg, ctx.cm);
