@@ -43,6 +43,20 @@ model:                           # a preset (`model: gpt3-175B`) or a mapping; a
   tied_embeddings: true          # LM head shares the word embeddings; default true
   bias: true                     # linear layers have biases [--disable-bias-linear: false]
   dropout: 0.1                   # hidden and attention dropout, [0, 1); default 0.1
+  # A mixture of experts (Megatron-Core's names; `model: mixtral-8x7B`, `deepseek-v3`):
+  # num_experts: 8               # routed experts per layer [--num-experts]; default 0 (dense)
+  # moe_router_topk: 2           # experts per token [--moe-router-topk]; default 2
+  # moe_ffn_hidden_size: 14336   # each expert's MLP width [--moe-ffn-hidden-size]; default ffn
+  # moe_shared_expert_intermediate_size: 0  # always-on shared experts' width; default 0
+  # first_k_dense_replace: 0     # the first layers keep a dense MLP of ffn; default 0
+  # moe_expert_capacity_factor: 1.25  # tokens per expert above it are dropped; default dropless
+  # moe_load_imbalance: 1        # busiest expert-parallel rank's tokens over the mean; default 1
+  # Multi-head latent attention (DeepSeek-V3, needs attention: flash) [--multi-latent-attention]:
+  # kv_lora_rank: 512            # key/value latent [--kv-lora-rank]; default 0 (none)
+  # q_lora_rank: 1536            # query latent [--q-lora-rank]
+  # qk_head_dim: 128             # per-head query/key dimensions [--qk-head-dim]
+  # qk_pos_emb_head_dim: 64      # and their rotary ones [--qk-pos-emb-head-dim]
+  # v_head_dim: 128              # per-head value dimensions [--v-head-dim]
 
 training:
   global_batch: 16               # samples per step, all replicas [--global-batch-size]; required

@@ -112,6 +112,7 @@ struct Ctx {
     std::int64_t h;    ///< hidden
     std::int64_t tokens;
     std::int64_t sp_div; ///< t with sequence parallelism, else 1
+    bool moe;            ///< this layer has experts
 
     Ctx(const ModelSpec& model, const LayerConfig& config, const ComputeModel& compute)
         : m(model)
@@ -125,7 +126,25 @@ struct Ctx {
         , s(model.is_transformer() ? model.seq : 1)
         , h(model.hidden)
         , tokens(b * s)
-        , sp_div(sp ? config.tp : 1) {}
+        , sp_div(sp ? config.tp : 1)
+        , moe(model.is_moe() && !config.dense_layer) {}
+
+    /// Token copies this rank's experts compute: every token goes to top-k experts, all local
+    /// without expert parallelism, so each rank computes T k of them (its 1/t of every
+    /// expert's columns); a capacity factor below 1 drops the excess. (The load imbalance
+    /// factor sets the busiest expert-parallel rank's share; with every expert local it
+    /// changes nothing.)
+    std::int64_t routed_tokens() const {
+        const std::int64_t copies = tokens * m.moe_router_topk;
+        const double cap = m.moe_expert_capacity_factor;
+        if (cap > 0 && cap < 1)
+            return static_cast<std::int64_t>(static_cast<double>(copies) * cap);
+        return copies;
+    }
+    /// Tokens per expert in the grouped GEMM (balanced over the local experts, rounded up).
+    std::int64_t tokens_per_expert() const {
+        return (routed_tokens() + m.num_experts - 1) / m.num_experts;
+    }
 
     Op gemm(std::string_view name, std::int64_t M, std::int64_t N, std::int64_t K,
             std::int64_t batch = 1) const {
@@ -149,17 +168,22 @@ struct Ctx {
         op.time = cm.memory_bound(bytes);
         return op;
     }
+    /// FlashAttention over this rank's heads; `d` the head dimension (latent attention: the
+    /// mean of its query/key and value dimensions, which gives its FLOPs and bytes exactly).
     Op flash(std::string_view name, bool backward) const {
+        return flash(name, backward, m.head_dim());
+    }
+    Op flash(std::string_view name, bool backward, std::int64_t d) const {
         const std::int64_t bh = b * m.heads / t;
         Op op;
         op.name = name;
         op.kind = OpKind::fused_attention;
-        op.flops = ComputeModel::fused_attention_flops(bh, s, m.head_dim(), true, backward);
-        op.bytes = ComputeModel::fused_attention_bytes(bh, s, m.head_dim(), dtype, backward);
-        op.time = cm.fused_attention(bh, s, m.head_dim(), dtype, true, backward);
+        op.flops = ComputeModel::fused_attention_flops(bh, s, d, true, backward);
+        op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, dtype, backward);
+        op.time = cm.fused_attention(bh, s, d, dtype, true, backward);
         op.m = s;
         op.n = s;
-        op.k = m.head_dim();
+        op.k = d;
         op.batch = bh;
         return op;
     }
@@ -204,6 +228,16 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const bool drop = m.dropout > 0;
     TransformerActivations a;
     a.layer_input = e * sharded;
+    if (m.is_mla()) {
+        // The down projections' input (sharded), the latents kept for the norms and the up
+        // projections (gathered; q and kv each twice), the heads' queries, keys and values
+        // for FlashAttention, its log-sum-exp, the output projection's input.
+        const std::int64_t ah = m.heads / c.t;
+        a.all = a.layer_input + e * sharded +
+                2 * e * T * (std::int64_t{m.q_lora_rank} + m.kv_lora_rank) +
+                e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim) + 4 * bh * c.s +
+                e * T * ah * m.v_head_dim;
+    }
     const std::int64_t qkv_input = e * sharded; // stored sharded with SP, re-gathered
     const std::int64_t qkv = e * T * m.qkv_out() / c.t;
     if (m.attention == AttentionKind::unfused) {
@@ -215,11 +249,209 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
     const std::int64_t post_norm_input = e * sharded;
     const std::int64_t fc1_input = e * sharded;
-    const std::int64_t act_input = e * T * m.fc1_out() / c.t;
-    const std::int64_t fc2_input = e * T * m.ffn / c.t;
-    a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
-            post_norm_input + fc1_input + act_input + fc2_input;
+    std::int64_t mlp = 0;
+    if (!c.moe) {
+        mlp = e * T * m.fc1_out() / c.t + e * T * m.ffn / c.t; // activation and fc2 inputs
+    } else {
+        // The router's fp32 probabilities over the experts (local tokens); the permuted token
+        // copies (the experts' fc1 input), the activation and fc2 inputs of every copy, and
+        // the experts' outputs, which the weighted combine needs for the gradient of the
+        // routing probabilities; the shared experts like a dense MLP.
+        const std::int64_t N = c.tokens_per_expert() * m.num_experts;
+        mlp = 4 * T / c.sp_div * m.num_experts + e * N * c.h + e * N * m.expert_fc1_out() / c.t +
+              e * N * m.moe_ffn_hidden_size / c.t + e * N * c.h;
+        if (m.moe_shared_expert_intermediate_size > 0)
+            mlp += e * sharded + e * T * m.shared_fc1_out() / c.t +
+                   e * T * m.moe_shared_expert_intermediate_size / c.t;
+    }
+    if (m.is_mla())
+        a.all += masks + post_norm_input + fc1_input + mlp;
+    else
+        a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
+                post_norm_input + fc1_input + mlp;
     return a;
+}
+
+/// The MLP block of a layer with experts, forward, after the second norm (op `ln2`), as
+/// Megatron-Core's MoELayer runs it without expert parallelism (the all-gather token
+/// dispatcher): the router on this rank's tokens (a GEMM to the expert logits, then softmax and
+/// top-k in fp32), the tokens gathered over the tensor-parallel ranks (sequence parallelism),
+/// permuted into expert order (one copy per routed expert), a grouped GEMM per expert matrix
+/// over the local experts (each with its share of the tokens and 1/t of its columns), the
+/// combine (unpermute: the copies weighted by their probabilities and summed per token), the
+/// shared experts as a dense MLP on the same tokens, and the partial sums reduced over the
+/// tensor-parallel ranks as after a dense MLP.
+void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
+    const ModelSpec& m = c.m;
+    PassWork& F = w.forward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t N = c.tokens_per_expert() * E;
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.t;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t comm = T * c.h * e;
+    F.add(c.gemm("moe.router", local, E, c.h));
+    // Logits cast to fp32, softmax read and written, top-k read: the indices and
+    // probabilities written are k per token.
+    const int topk = F.add(
+        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    (void)ln2;
+    const int permute = F.add(c.memory("moe.permute", T * c.h * e + N * c.h * e));
+    if (c.t > 1 && c.sp)
+        add_collective(w, "moe.all_gather", TpOp::all_gather, Pass::forward, comm, topk, permute);
+    F.add(c.gemm("moe.experts.fc1", c.tokens_per_expert(), m.expert_fc1_out() / c.t, c.h, E));
+    F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
+                   (swiglu ? 3 : 2) * N * fe * e));
+    F.add(c.gemm("moe.experts.fc2", c.tokens_per_expert(), c.h, fe, E));
+    int last = F.add(c.memory("moe.unpermute", N * c.h * e + N * 4 + T * c.h * e));
+    if (fs > 0) {
+        F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
+        F.add(c.memory(swiglu ? "moe.shared.swiglu" : "moe.shared.gelu",
+                       (swiglu ? 3 : 2) * T * fs * e));
+        F.add(c.gemm("moe.shared.fc2", T, c.h, fs));
+        last = F.add(c.memory("moe.shared.add", 3 * T * c.h * e));
+    }
+    if (c.t > 1)
+        add_collective(w, c.sp ? "moe.reduce_scatter" : "moe.all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, comm, last,
+                       last + 1);
+}
+
+/// Its backward, in reverse: the shared experts, the combine, the experts' data and weight
+/// gradients, the permutation (a scatter-add of the copies' gradients per token), whose
+/// partial sums are reduced over the tensor-parallel ranks while the router's top-k and GEMM
+/// backward run on the local tokens.
+void moe_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t M = c.tokens_per_expert();
+    const std::int64_t N = M * E;
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.t;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t comm = T * c.h * e;
+    int i = Ctx::next(B);
+    if (c.t > 1 && c.sp) // backward of the reduce-scatter
+        add_collective(w, "moe.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1, i);
+    if (fs > 0) {
+        B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
+        B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
+        B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
+                       (swiglu ? 5 : 3) * T * fs * e));
+        i = Ctx::next(B);
+        if (c.t > 1 && c.sp)
+            add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i + 1, true);
+        B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
+        B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
+    }
+    // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
+    // (a dot product of each copy's output with its incoming gradient).
+    B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
+    B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, E));
+    B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, E));
+    B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+                   (swiglu ? 5 : 3) * N * fe * e));
+    B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.t, E));
+    B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.t, M, E));
+    const int scatter = B.add(c.memory("moe.permute.bwd", N * c.h * e + 2 * T * c.h * e));
+    B.add(
+        c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
+    B.add(c.gemm("moe.router.dgrad", local, c.h, E));
+    B.add(c.gemm("moe.router.wgrad", c.h, E, local));
+    if (c.t > 1)
+        add_collective(w, c.sp ? "moe.grad_reduce_scatter" : "moe.grad_all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm,
+                       scatter, Ctx::next(B));
+}
+
+/// Latent attention's forward (Megatron-Core's MLASelfAttention), after the first norm (op
+/// `ln1`): the down projections to the query latent and to the key/value latent with its shared
+/// rotary key run replicated on this rank's tokens (its sequence shard), the latents are
+/// gathered over the tensor-parallel ranks (a [T, q_lora + kv_lora + rope] tensor, not
+/// [T, h]), normalised, projected up to this rank's heads, the rotary parts rotated and the
+/// per-head queries and keys assembled (nope and rotary parts concatenated, the rotary key
+/// broadcast to every head), FlashAttention over qk + rope dimensions for scores and v_head_dim
+/// for values, and the output projection by rows with the usual reduction.
+void mla_forward(const Ctx& c, LayerWork& w, int ln1) {
+    const ModelSpec& m = c.m;
+    PassWork& F = w.forward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t a = m.heads / c.t;
+    const std::int64_t qk = m.mla_qk_dim();
+    const std::int64_t rope = m.qk_pos_emb_head_dim;
+    const std::int64_t latent = std::int64_t{m.q_lora_rank} + m.kv_lora_rank + rope;
+    (void)ln1;
+    F.add(c.gemm("attention.q_down", local, m.q_lora_rank, c.h));
+    const int kv_down = F.add(c.gemm("attention.kv_down", local, m.kv_lora_rank + rope, c.h));
+    const int q_norm = F.add(c.memory("attention.q_norm", 2 * T * m.q_lora_rank * e));
+    if (c.t > 1 && c.sp)
+        add_collective(w, "attention.latent_all_gather", TpOp::all_gather, Pass::forward,
+                       T * latent * e, kv_down, q_norm);
+    F.add(c.gemm("attention.q_up", T, a * qk, m.q_lora_rank));
+    F.add(c.memory("attention.kv_norm", 2 * T * m.kv_lora_rank * e));
+    F.add(c.gemm("attention.kv_up", T, a * (m.qk_head_dim + m.v_head_dim), m.kv_lora_rank));
+    // Rotary parts of the queries (per head) and of the shared key, read and written; then the
+    // queries and keys of every head written whole for the attention kernel (each element
+    // read once and written once).
+    F.add(c.memory("attention.rope", 2 * T * (a + 1) * rope * e));
+    F.add(c.memory("attention.mla_assemble", 2 * 2 * T * a * qk * e));
+    F.add(c.flash("attention.flash", false, (qk + m.v_head_dim) / 2));
+    const int proj = F.add(c.gemm("attention.proj", T, c.h, a * m.v_head_dim));
+    if (c.t > 1)
+        add_collective(w, c.sp ? "attention.reduce_scatter" : "attention.all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, T * c.h * e,
+                       proj, proj + 1);
+}
+
+/// Its backward: the output projection, FlashAttention, the assembly and rotation, the up
+/// projections and norms; the latents' gradients (partial sums over this rank's heads) are
+/// reduced over the tensor-parallel ranks before the down projections' backward.
+void mla_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t a = m.heads / c.t;
+    const std::int64_t qk = m.mla_qk_dim();
+    const std::int64_t rope = m.qk_pos_emb_head_dim;
+    const std::int64_t kv_up = a * (m.qk_head_dim + m.v_head_dim);
+    const std::int64_t latent = std::int64_t{m.q_lora_rank} + m.kv_lora_rank + rope;
+    int i = Ctx::next(B);
+    if (c.t > 1 && c.sp)
+        add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward,
+                       T * c.h * e, i - 1, i);
+    B.add(c.gemm("attention.proj.dgrad", T, a * m.v_head_dim, c.h));
+    B.add(c.gemm("attention.proj.wgrad", a * m.v_head_dim, c.h, T));
+    B.add(c.flash("attention.flash.bwd", true, (qk + m.v_head_dim) / 2));
+    B.add(c.memory("attention.mla_assemble.bwd", 2 * 2 * T * a * qk * e));
+    B.add(c.memory("attention.rope.bwd", 2 * T * (a + 1) * rope * e));
+    B.add(c.gemm("attention.kv_up.dgrad", T, m.kv_lora_rank, kv_up));
+    B.add(c.gemm("attention.kv_up.wgrad", m.kv_lora_rank, kv_up, T));
+    B.add(c.memory("attention.kv_norm.bwd", 4 * T * m.kv_lora_rank * e));
+    B.add(c.gemm("attention.q_up.dgrad", T, m.q_lora_rank, a * qk));
+    B.add(c.gemm("attention.q_up.wgrad", m.q_lora_rank, a * qk, T));
+    const int q_norm = B.add(c.memory("attention.q_norm.bwd", 4 * T * m.q_lora_rank * e));
+    i = Ctx::next(B);
+    if (c.t > 1)
+        add_collective(
+            w, c.sp ? "attention.latent_grad_reduce_scatter" : "attention.latent_grad_all_reduce",
+            c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, T * latent * e, q_norm,
+            i);
+    B.add(c.gemm("attention.kv_down.dgrad", local, c.h, m.kv_lora_rank + rope));
+    B.add(c.gemm("attention.kv_down.wgrad", c.h, m.kv_lora_rank + rope, local));
+    B.add(c.gemm("attention.q_down.dgrad", local, c.h, m.q_lora_rank));
+    B.add(c.gemm("attention.q_down.wgrad", c.h, m.q_lora_rank, local));
 }
 
 LayerWork transformer_layer(const Ctx& c) {
@@ -236,6 +468,7 @@ LayerWork transformer_layer(const Ctx& c) {
     const bool drop = m.dropout > 0;
     const bool flash = m.attention == AttentionKind::flash;
     const bool swiglu = m.activation == Activation::swiglu;
+    const bool rope = m.position_embedding == PositionEmbedding::rope;
     const bool tp = c.t > 1;
     const std::int64_t scores = bh * c.s * c.s; // attention score elements, unfused
     const bool fused_softmax = megatron_fused_softmax(bh, c.s, c.s, c.dtype);
@@ -247,47 +480,66 @@ LayerWork transformer_layer(const Ctx& c) {
         drop ? "attention.bias_dropout_add" : "attention.residual_add";
     const std::string_view mlp_end = drop ? "mlp.bias_dropout_add" : "mlp.residual_add";
 
+    // Rotary embedding (Su et al. 2021) rotates Q and K in place: one elementwise pass that
+    // reads and writes the query and key heads of this rank (Transformer Engine's fused RoPE;
+    // the cos/sin table is s x d, negligible). Its backward rotates dQ and dK back.
+    const std::int64_t rope_bytes = 2 * T * (m.heads + std::int64_t{m.kv_heads}) * d / c.t * e;
+
     // ---- forward
     PassWork& F = w.forward;
     const int ln1 = F.add(c.memory("input_layernorm", 2 * sharded * e));
-    const int qkv = F.add(c.gemm("attention.qkv", T, qkv_n, c.h));
-    if (tp && c.sp)
-        add_collective(w, "attention.all_gather", TpOp::all_gather, Pass::forward, comm, ln1, qkv);
-    const int core_begin = Ctx::next(F);
-    if (flash) {
-        F.add(c.flash("attention.flash", false));
+    int core_begin = 0;
+    int core_end = 0;
+    if (m.is_mla()) {
+        mla_forward(c, w, ln1);
+        core_begin = core_end = Ctx::next(F);
     } else {
-        F.add(c.gemm("attention.scores", c.s, c.s, d, bh)); // Q K^T
-        if (fused_softmax) {
-            F.add(c.memory("attention.softmax", 2 * bh * c.s * c.s * e));
-        } else { // in fp32: cast, scale, causal mask (in place), softmax, cast back
-            if (e < 4)
-                F.add(c.memory("attention.softmax.to_fp32", scores * (e + 4)));
-            F.add(c.memory("attention.softmax.scale", scores * 8));
-            F.add(c.memory("attention.softmax.mask", scores * 9)); // and the 1-byte mask
-            F.add(c.memory("attention.softmax.torch", scores * 8));
-            if (e < 4)
-                F.add(c.memory("attention.softmax.to_16bit", scores * (4 + e)));
+        const int qkv = F.add(c.gemm("attention.qkv", T, qkv_n, c.h));
+        if (tp && c.sp)
+            add_collective(w, "attention.all_gather", TpOp::all_gather, Pass::forward, comm, ln1,
+                           qkv);
+        if (rope)
+            F.add(c.memory("attention.rope", rope_bytes));
+        core_begin = Ctx::next(F);
+        if (flash) {
+            F.add(c.flash("attention.flash", false));
+        } else {
+            F.add(c.gemm("attention.scores", c.s, c.s, d, bh)); // Q K^T
+            if (fused_softmax) {
+                F.add(c.memory("attention.softmax", 2 * bh * c.s * c.s * e));
+            } else { // in fp32: cast, scale, causal mask (in place), softmax, cast back
+                if (e < 4)
+                    F.add(c.memory("attention.softmax.to_fp32", scores * (e + 4)));
+                F.add(c.memory("attention.softmax.scale", scores * 8));
+                F.add(c.memory("attention.softmax.mask", scores * 9)); // and the 1-byte mask
+                F.add(c.memory("attention.softmax.torch", scores * 8));
+                if (e < 4)
+                    F.add(c.memory("attention.softmax.to_16bit", scores * (4 + e)));
+            }
+            if (drop)
+                F.add(c.memory("attention.dropout", bh * c.s * c.s * (2 * e + 1)));
+            F.add(c.gemm("attention.context", c.s, d, c.s, bh)); // P V
         }
-        if (drop)
-            F.add(c.memory("attention.dropout", bh * c.s * c.s * (2 * e + 1)));
-        F.add(c.gemm("attention.context", c.s, d, c.s, bh)); // P V
+        core_end = Ctx::next(F);
+        const int proj = F.add(c.gemm("attention.proj", T, c.h, c.h / c.t));
+        if (tp)
+            add_collective(w, c.sp ? "attention.reduce_scatter" : "attention.all_reduce", exit_op,
+                           Pass::forward, comm, proj, proj + 1);
     }
-    const int core_end = Ctx::next(F);
-    const int proj = F.add(c.gemm("attention.proj", T, c.h, c.h / c.t));
-    if (tp)
-        add_collective(w, c.sp ? "attention.reduce_scatter" : "attention.all_reduce", exit_op,
-                       Pass::forward, comm, proj, proj + 1);
     F.add(c.memory(attn_end, branch_end_bytes));
     const int ln2 = F.add(c.memory("post_attention_layernorm", 2 * sharded * e));
-    const int fc1 = F.add(c.gemm("mlp.fc1", T, fc1_n, c.h));
-    if (tp && c.sp)
-        add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::forward, comm, ln2, fc1);
-    F.add(c.memory(swiglu ? "mlp.swiglu" : "mlp.gelu", (swiglu ? 3 : 2) * T * f * e));
-    const int fc2 = F.add(c.gemm("mlp.fc2", T, c.h, f));
-    if (tp)
-        add_collective(w, c.sp ? "mlp.reduce_scatter" : "mlp.all_reduce", exit_op, Pass::forward,
-                       comm, fc2, fc2 + 1);
+    if (c.moe) {
+        moe_forward(c, w, ln2);
+    } else {
+        const int fc1 = F.add(c.gemm("mlp.fc1", T, fc1_n, c.h));
+        if (tp && c.sp)
+            add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::forward, comm, ln2, fc1);
+        F.add(c.memory(swiglu ? "mlp.swiglu" : "mlp.gelu", (swiglu ? 3 : 2) * T * f * e));
+        const int fc2 = F.add(c.gemm("mlp.fc2", T, c.h, f));
+        if (tp)
+            add_collective(w, c.sp ? "mlp.reduce_scatter" : "mlp.all_reduce", exit_op,
+                           Pass::forward, comm, fc2, fc2 + 1);
+    }
     F.add(c.memory(mlp_end, branch_end_bytes));
 
     // ---- backward (reverse order; data gradient, then weight gradient, of every GEMM)
@@ -295,61 +547,72 @@ LayerWork transformer_layer(const Ctx& c) {
     if (drop)
         B.add(c.memory("mlp.dropout.bwd", sharded * (2 * e + 1)));
     int i = Ctx::next(B);
-    if (tp && c.sp) // backward of the reduce-scatter
-        add_collective(w, "mlp.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1, i);
-    B.add(c.gemm("mlp.fc2.dgrad", T, f, c.h));
-    B.add(c.gemm("mlp.fc2.wgrad", f, c.h, T));
-    B.add(c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd", (swiglu ? 5 : 3) * T * f * e));
-    i = Ctx::next(B);
-    if (tp && c.sp)
-        add_collective(w, "mlp.fc1.regather", TpOp::all_gather, Pass::backward, comm, i - 1, i + 1,
-                       true);
-    B.add(c.gemm("mlp.fc1.dgrad", T, c.h, fc1_n));
-    B.add(c.gemm("mlp.fc1.wgrad", c.h, fc1_n, T));
-    if (tp)
-        add_collective(w, c.sp ? "mlp.fc1.grad_reduce_scatter" : "mlp.fc1.grad_all_reduce", exit_op,
-                       Pass::backward, comm, i, i + 2);
+    if (c.moe) {
+        moe_backward(c, w);
+    } else {
+        if (tp && c.sp) // backward of the reduce-scatter
+            add_collective(w, "mlp.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1,
+                           i);
+        B.add(c.gemm("mlp.fc2.dgrad", T, f, c.h));
+        B.add(c.gemm("mlp.fc2.wgrad", f, c.h, T));
+        B.add(c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd", (swiglu ? 5 : 3) * T * f * e));
+        i = Ctx::next(B);
+        if (tp && c.sp)
+            add_collective(w, "mlp.fc1.regather", TpOp::all_gather, Pass::backward, comm, i - 1,
+                           i + 1, true);
+        B.add(c.gemm("mlp.fc1.dgrad", T, c.h, fc1_n));
+        B.add(c.gemm("mlp.fc1.wgrad", c.h, fc1_n, T));
+        if (tp)
+            add_collective(w, c.sp ? "mlp.fc1.grad_reduce_scatter" : "mlp.fc1.grad_all_reduce",
+                           exit_op, Pass::backward, comm, i, i + 2);
+    }
     // The norm's backward also accumulates the residual stream's gradient (4 passes).
     B.add(c.memory("post_attention_layernorm.bwd", 4 * sharded * e));
     if (drop)
         B.add(c.memory("attention.dropout_add.bwd", sharded * (2 * e + 1)));
-    i = Ctx::next(B);
-    if (tp && c.sp)
-        add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
-                       i - 1, i);
-    B.add(c.gemm("attention.proj.dgrad", T, c.h / c.t, c.h));
-    B.add(c.gemm("attention.proj.wgrad", c.h / c.t, c.h, T));
-    if (flash) {
-        B.add(c.flash("attention.flash.bwd", true));
+    if (m.is_mla()) {
+        mla_backward(c, w);
     } else {
-        B.add(c.gemm("attention.context.dgrad_probs", c.s, c.s, d, bh));  // dP = dO V^T
-        B.add(c.gemm("attention.context.dgrad_values", c.s, d, c.s, bh)); // dV = P^T dO
-        if (drop)
-            B.add(c.memory("attention.dropout.bwd", bh * c.s * c.s * (2 * e + 1)));
-        if (fused_softmax) {
-            B.add(c.memory("attention.softmax.bwd", 3 * bh * c.s * c.s * e));
-        } else { // autograd through the same five: casts, softmax, masked fill, scale
-            if (e < 4)
-                B.add(c.memory("attention.softmax.to_16bit.bwd", scores * (e + 4)));
-            B.add(c.memory("attention.softmax.torch.bwd", scores * 12));
-            B.add(c.memory("attention.softmax.mask.bwd", scores * 9));
-            B.add(c.memory("attention.softmax.scale.bwd", scores * 8));
-            if (e < 4)
-                B.add(c.memory("attention.softmax.to_fp32.bwd", scores * (4 + e)));
+        i = Ctx::next(B);
+        if (tp && c.sp)
+            add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i);
+        B.add(c.gemm("attention.proj.dgrad", T, c.h / c.t, c.h));
+        B.add(c.gemm("attention.proj.wgrad", c.h / c.t, c.h, T));
+        if (flash) {
+            B.add(c.flash("attention.flash.bwd", true));
+        } else {
+            B.add(c.gemm("attention.context.dgrad_probs", c.s, c.s, d, bh));  // dP = dO V^T
+            B.add(c.gemm("attention.context.dgrad_values", c.s, d, c.s, bh)); // dV = P^T dO
+            if (drop)
+                B.add(c.memory("attention.dropout.bwd", bh * c.s * c.s * (2 * e + 1)));
+            if (fused_softmax) {
+                B.add(c.memory("attention.softmax.bwd", 3 * bh * c.s * c.s * e));
+            } else { // autograd through the same five: casts, softmax, masked fill, scale
+                if (e < 4)
+                    B.add(c.memory("attention.softmax.to_16bit.bwd", scores * (e + 4)));
+                B.add(c.memory("attention.softmax.torch.bwd", scores * 12));
+                B.add(c.memory("attention.softmax.mask.bwd", scores * 9));
+                B.add(c.memory("attention.softmax.scale.bwd", scores * 8));
+                if (e < 4)
+                    B.add(c.memory("attention.softmax.to_fp32.bwd", scores * (4 + e)));
+            }
+            B.add(c.gemm("attention.scores.dgrad_query", c.s, d, c.s, bh)); // dQ = dS K
+            B.add(c.gemm("attention.scores.dgrad_key", c.s, d, c.s, bh));   // dK = dS^T Q
         }
-        B.add(c.gemm("attention.scores.dgrad_query", c.s, d, c.s, bh)); // dQ = dS K
-        B.add(c.gemm("attention.scores.dgrad_key", c.s, d, c.s, bh));   // dK = dS^T Q
+        if (rope)
+            B.add(c.memory("attention.rope.bwd", rope_bytes));
+        i = Ctx::next(B);
+        if (tp && c.sp)
+            add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i + 1, true);
+        B.add(c.gemm("attention.qkv.dgrad", T, c.h, qkv_n));
+        B.add(c.gemm("attention.qkv.wgrad", c.h, qkv_n, T));
+        if (tp)
+            add_collective(
+                w, c.sp ? "attention.qkv.grad_reduce_scatter" : "attention.qkv.grad_all_reduce",
+                exit_op, Pass::backward, comm, i, i + 2);
     }
-    i = Ctx::next(B);
-    if (tp && c.sp)
-        add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm, i - 1,
-                       i + 1, true);
-    B.add(c.gemm("attention.qkv.dgrad", T, c.h, qkv_n));
-    B.add(c.gemm("attention.qkv.wgrad", c.h, qkv_n, T));
-    if (tp)
-        add_collective(w,
-                       c.sp ? "attention.qkv.grad_reduce_scatter" : "attention.qkv.grad_all_reduce",
-                       exit_op, Pass::backward, comm, i, i + 2);
     B.add(c.memory("input_layernorm.bwd", 4 * sharded * e));
 
     // ---- recompute and activations
@@ -380,7 +643,8 @@ LayerWork transformer_layer(const Ctx& c) {
         break;
     }
     }
-    w.parameters = layer_parameters_per_rank(m, c.cfg.tp);
+    w.parameters =
+        c.moe ? moe_layer_parameters_per_rank(m, c.cfg.tp) : layer_parameters_per_rank(m, c.cfg.tp);
     return w;
 }
 

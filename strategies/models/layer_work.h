@@ -69,6 +69,9 @@ struct LayerConfig {
     int micro_batch = 1;            ///< b: samples (the MLP: rows) per micro-batch
     hardware::Dtype dtype = hardware::Dtype::bf16; ///< activations and GEMM inputs
     Recompute recompute = Recompute::none;
+    /// A mixture of experts' dense layer (its first_k_dense_replace): the dense MLP of `ffn`.
+    /// Otherwise every layer of a model with experts is a layer with experts.
+    bool dense_layer = false;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };
@@ -135,7 +138,7 @@ private:
 
 /// The kernels of one pass, in order, with their totals.
 struct PassWork {
-    FixedList<Op, 32> ops;
+    FixedList<Op, 40> ops;
     sim::Time time;         ///< sum of the kernels' times (compute stream only)
     double flops = 0;       ///< sum of executed FLOPs
     std::int64_t bytes = 0; ///< sum of HBM bytes

@@ -22,6 +22,7 @@ struct Layered {
     ModelSpec spec;
     bool ffn_given = false;
     bool kv_heads_given = false;
+    bool moe_ffn_given = false;
 };
 
 void read_dim(YamlMap& m, std::string_view key, int& out) {
@@ -72,10 +73,36 @@ void apply_transformer(YamlMap& m, Layered& l) {
             m.fail("dropout", "expected a probability in [0, 1), got " + m.str("dropout"));
         s.dropout = p;
     }
+    m.read("q_lora_rank", s.q_lora_rank, 0, kMaxDim);
+    m.read("kv_lora_rank", s.kv_lora_rank, 0, kMaxDim);
+    m.read("qk_head_dim", s.qk_head_dim, 0, kMaxDim);
+    m.read("qk_pos_emb_head_dim", s.qk_pos_emb_head_dim, 0, kMaxDim);
+    m.read("v_head_dim", s.v_head_dim, 0, kMaxDim);
+    m.read("num_experts", s.num_experts, 0, 1 << 16);
+    m.read("moe_router_topk", s.moe_router_topk, 1, 1 << 16);
+    if (m.has("moe_ffn_hidden_size")) {
+        read_dim(m, "moe_ffn_hidden_size", s.moe_ffn_hidden_size);
+        l.moe_ffn_given = true;
+    }
+    m.read("moe_shared_expert_intermediate_size", s.moe_shared_expert_intermediate_size, 0,
+           kMaxDim);
+    m.read("first_k_dense_replace", s.first_k_dense_replace, 0, kMaxDim);
+    if (m.has("moe_expert_capacity_factor")) {
+        const double c = m.number("moe_expert_capacity_factor", 0);
+        if (!(c > 0))
+            m.fail("moe_expert_capacity_factor",
+                   "expected a positive multiple of the mean tokens per expert (e.g. 1.25), got " +
+                       m.str("moe_expert_capacity_factor") + "; leave it out for dropless routing");
+        s.moe_expert_capacity_factor = c;
+    }
+    if (m.has("moe_load_imbalance"))
+        s.moe_load_imbalance = m.number("moe_load_imbalance", 1);
     if (!l.kv_heads_given)
         s.kv_heads = s.heads;
     if (!l.ffn_given)
         s.ffn = 4 * s.hidden;
+    if (!l.moe_ffn_given)
+        s.moe_ffn_hidden_size = s.ffn;
 }
 
 /// Checks the finished layer; errors point at the key in this file when it names it.
@@ -106,6 +133,51 @@ void validate(YamlMap& m, const ModelSpec& s) {
     require(s.kv_heads <= s.heads && s.heads % s.kv_heads == 0, "kv_heads",
             "kv_heads=" + std::to_string(s.kv_heads) + " must divide heads=" +
                 std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
+    if (s.kv_lora_rank == 0) {
+        for (const char* key : {"q_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"})
+            require(!m.node()[key].IsDefined() || m.node()[key].Scalar() == "0", key,
+                    std::string(key) +
+                        " applies to multi-head latent attention; set kv_lora_rank (the "
+                        "key/value latent) or remove it");
+    } else {
+        auto positive = [&](int v, const char* key) {
+            require(v > 0, key,
+                    std::string("latent attention (kv_lora_rank > 0) needs ") + key +
+                        " > 0; DeepSeek-V3 has q_lora_rank 1536, qk_head_dim 128, "
+                        "qk_pos_emb_head_dim 64, v_head_dim 128");
+        };
+        positive(s.q_lora_rank, "q_lora_rank");
+        positive(s.qk_head_dim, "qk_head_dim");
+        positive(s.qk_pos_emb_head_dim, "qk_pos_emb_head_dim");
+        positive(s.v_head_dim, "v_head_dim");
+        require(s.attention == AttentionKind::flash, "attention",
+                "latent attention is modelled with FlashAttention; set attention: flash");
+        require(s.kv_heads == s.heads, "kv_heads",
+                "latent attention has no key/value groups: every head projects its own keys "
+                "and values from the latent; remove kv_heads");
+    }
+    if (s.num_experts == 0) {
+        for (const char* key :
+             {"moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
+              "first_k_dense_replace", "moe_expert_capacity_factor", "moe_load_imbalance"})
+            require(!m.node()[key].IsDefined(), key,
+                    std::string(key) +
+                        " applies to a mixture of experts; set num_experts (the routed experts "
+                        "per layer) or remove it");
+        return;
+    }
+    require(s.moe_router_topk <= s.num_experts, "moe_router_topk",
+            "moe_router_topk=" + std::to_string(s.moe_router_topk) + " exceeds num_experts=" +
+                std::to_string(s.num_experts) + "; a token is routed to at most every expert: " +
+                "choose moe_router_topk between 1 and " + std::to_string(s.num_experts));
+    require(s.first_k_dense_replace < s.layers, "first_k_dense_replace",
+            "first_k_dense_replace=" + std::to_string(s.first_k_dense_replace) +
+                " leaves no layer with experts among layers=" + std::to_string(s.layers) +
+                "; choose at most " + std::to_string(s.layers - 1) +
+                " dense layers, or num_experts: 0 for a dense model");
+    require(!s.bias, "bias",
+            "a mixture of experts is modelled without linear biases (Mixtral, DeepSeek-V3); set "
+            "bias: false");
 }
 
 /// Reads one layer of a model file over what the layers below it gave.

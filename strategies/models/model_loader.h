@@ -9,7 +9,10 @@
 /// Transformer keys: kind, layers, hidden, heads, kv_heads (default heads), ffn (default
 /// 4 * hidden), seq, vocab, vocab_divisible_by (128), attention (unfused | flash), activation
 /// (gelu | swiglu), norm (layernorm | rmsnorm), position_embedding (learned | rope),
-/// tied_embeddings (true), bias (true), dropout (0.1). MLP keys (`kind: mlp`): layers, dim.
+/// tied_embeddings (true), bias (true), dropout (0.1); a mixture of experts: num_experts (0:
+/// dense), moe_router_topk (2), moe_ffn_hidden_size (ffn), moe_shared_expert_intermediate_size
+/// (0), first_k_dense_replace (0), moe_expert_capacity_factor (dropless), moe_load_imbalance
+/// (1). MLP keys (`kind: mlp`): layers, dim.
 /// Unknown keys, wrong types and inconsistent numbers (heads not dividing hidden, kv_heads not
 /// dividing heads, ...) are InputErrors naming the file, line, column and key.
 

@@ -70,20 +70,76 @@ ParameterCounts parameter_counts(const ModelSpec& m) {
         (m.position_embedding == PositionEmbedding::learned ? std::int64_t{m.seq} * h : 0);
     c.head = m.tied_embeddings ? 0 : std::int64_t{m.vocab} * h;
     c.final_norm = norm_params(m);
-    c.total = c.layers + c.embedding + c.head + c.final_norm;
+    const std::int64_t outside = c.embedding + c.head + c.final_norm;
+    if (m.is_moe()) {
+        const std::int64_t dense = m.layers - m.moe_layers();
+        c.per_moe_layer = moe_layer_parameters_per_rank(m, 1);
+        c.layers = c.per_layer * dense + c.per_moe_layer * m.moe_layers();
+        c.active = c.per_layer * dense +
+                   moe_layer_parameters_per_rank(m, 1, true) * m.moe_layers() + outside;
+    }
+    c.total = c.layers + outside;
+    if (!m.is_moe())
+        c.active = c.total;
     return c;
 }
+
+namespace {
+/// Latent attention's weights held by each of `tp` ranks: the down projections and their
+/// norms replicated (Megatron-Core builds them "duplicated"), the up projections split by
+/// heads (columns), the output projection by rows.
+std::int64_t mla_parameters_per_rank(const ModelSpec& m, int tp) {
+    const std::int64_t h = m.hidden;
+    const std::int64_t a = m.heads;
+    const std::int64_t norm = m.norm == Norm::layernorm ? 2 : 1;
+    const std::int64_t replicated = h * m.q_lora_rank + norm * m.q_lora_rank +
+                                    h * (std::int64_t{m.kv_lora_rank} + m.qk_pos_emb_head_dim) +
+                                    norm * m.kv_lora_rank;
+    const std::int64_t split = std::int64_t{m.q_lora_rank} * a * m.mla_qk_dim() +
+                               std::int64_t{m.kv_lora_rank} * a * (m.qk_head_dim + m.v_head_dim) +
+                               a * m.v_head_dim * h;
+    return replicated + split / tp;
+}
+} // namespace
 
 std::int64_t layer_parameters_per_rank(const ModelSpec& m, int tp) {
     const std::int64_t h = m.hidden;
     if (!m.is_transformer())
         return h * h / tp;
     const std::int64_t b = m.bias ? 1 : 0;
-    const std::int64_t qkv = (h * m.qkv_out() + b * m.qkv_out()) / tp;
-    const std::int64_t proj = h * h / tp + b * h; // row-parallel: bias replicated
+    const std::int64_t qkv =
+        m.is_mla() ? mla_parameters_per_rank(m, tp) : (h * m.qkv_out() + b * m.qkv_out()) / tp;
+    const std::int64_t proj = m.is_mla() ? 0 : h * h / tp + b * h; // row-parallel: bias replicated
     const std::int64_t fc1 = (h * m.fc1_out() + b * m.fc1_out()) / tp;
     const std::int64_t fc2 = std::int64_t{m.ffn} * h / tp + b * h;
     return 2 * norm_params(m) + qkv + proj + fc1 + fc2;
+}
+
+std::int64_t moe_layer_parameters_per_rank(const ModelSpec& m, int tp, bool active) {
+    // Attention and the two norms as in a dense layer: a dense layer without its MLP.
+    ModelSpec attention_only = m;
+    attention_only.ffn = 0;
+    const std::int64_t h = m.hidden;
+    const std::int64_t experts = active ? m.moe_router_topk : m.num_experts;
+    const std::int64_t expert = (h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h);
+    const std::int64_t shared =
+        h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h;
+    const std::int64_t router = std::int64_t{m.num_experts} * h;
+    return layer_parameters_per_rank(attention_only, tp) + router +
+           (experts * expert + shared) / tp;
+}
+
+double moe_layer_forward_flops(const ModelSpec& m) {
+    ModelSpec attention_only = m;
+    attention_only.ffn = 0;
+    const double h = m.hidden;
+    const double s = m.seq;
+    const double expert = h * static_cast<double>(m.expert_fc1_out()) +
+                          static_cast<double>(m.moe_ffn_hidden_size) * h;
+    const double shared = h * static_cast<double>(m.shared_fc1_out()) +
+                          static_cast<double>(m.moe_shared_expert_intermediate_size) * h;
+    return layer_forward_flops(attention_only) +
+           2.0 * s * (h * m.num_experts + m.moe_router_topk * expert + shared);
 }
 
 double layer_forward_flops(const ModelSpec& m) {
@@ -91,6 +147,18 @@ double layer_forward_flops(const ModelSpec& m) {
     if (!m.is_transformer())
         return 2.0 * h * h; // one row of the batch through one dim x dim layer
     const double s = m.seq;
+    const double mlp = h * static_cast<double>(m.fc1_out()) + static_cast<double>(m.ffn) * h;
+    if (m.is_mla()) {
+        // Down projections to the latents, up projections per head, the output projection;
+        // QK^T over qk + rotary dimensions and attention over v_head_dim per head.
+        const double a = m.heads;
+        const double qk = static_cast<double>(m.mla_qk_dim());
+        const double gemms = h * m.q_lora_rank + m.q_lora_rank * a * qk +
+                             h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) +
+                             m.kv_lora_rank * a * (m.qk_head_dim + m.v_head_dim) +
+                             a * m.v_head_dim * h + mlp;
+        return 2.0 * s * gemms + 2.0 * s * s * a * (qk + m.v_head_dim);
+    }
     const double gemms = h * static_cast<double>(m.qkv_out()) + h * h +
                          h * static_cast<double>(m.fc1_out()) + static_cast<double>(m.ffn) * h;
     return 2.0 * s * gemms + 4.0 * s * s * h; // QK^T and attention-over-V: 2 s^2 h each
@@ -105,6 +173,11 @@ double head_forward_flops(const ModelSpec& m) {
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch,
                                  bool count_recompute) {
     const double layer_passes = count_recompute ? 4.0 : 3.0;
+    if (m.is_moe())
+        return static_cast<double>(global_batch) *
+               (layer_passes * ((m.layers - m.moe_layers()) * layer_forward_flops(m) +
+                                m.moe_layers() * moe_layer_forward_flops(m)) +
+                3.0 * head_forward_flops(m));
     return static_cast<double>(global_batch) *
            (layer_passes * m.layers * layer_forward_flops(m) + 3.0 * head_forward_flops(m));
 }
@@ -125,6 +198,12 @@ void check_tensor_parallel(const ModelSpec& m, int tp, bool sequence_parallel) {
     std::vector<Constraint> cs;
     if (m.is_transformer()) {
         cs = {{"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn", m.ffn}, {"hidden", m.hidden}};
+        if (m.is_moe()) {
+            cs.push_back({"moe_ffn_hidden_size", m.moe_ffn_hidden_size});
+            if (m.moe_shared_expert_intermediate_size > 0)
+                cs.push_back(
+                    {"moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size});
+        }
         if (sequence_parallel)
             cs.push_back({"seq (sequence parallelism splits the sequence)", m.seq});
     } else {

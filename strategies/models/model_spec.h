@@ -74,7 +74,57 @@ struct ModelSpec {
     bool bias = true;            ///< linear layers have biases
     double dropout = 0.1;        ///< hidden and attention dropout probability; 0 = no dropout
 
+    /// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's --multi-latent-attention
+    /// with the same names): with kv_lora_rank > 0 the keys and values are projected up from a
+    /// per-token latent of kv_lora_rank (normalised), the queries from one of q_lora_rank; each
+    /// head's query and key have qk_head_dim dimensions plus qk_pos_emb_head_dim rotary ones
+    /// (the rotary key shared by all heads, projected with the latent), its value v_head_dim.
+    int q_lora_rank = 0;
+    int kv_lora_rank = 0;
+    int qk_head_dim = 0;
+    int qk_pos_emb_head_dim = 0;
+    int v_head_dim = 0;
+
+    /// Mixture of experts (Megatron-Core's names): with num_experts > 0 every layer from
+    /// `first_k_dense_replace` on replaces its MLP by `num_experts` routed experts of
+    /// moe_ffn_hidden_size (each an MLP with this model's activation), of which a learned
+    /// router (a linear layer h -> experts, softmax, top-k) picks moe_router_topk per token,
+    /// plus always-on shared experts of moe_shared_expert_intermediate_size in all (0: none).
+    int num_experts = 0;
+    int moe_router_topk = 2;
+    int moe_ffn_hidden_size = 0;
+    int moe_shared_expert_intermediate_size = 0;
+    /// The first layers keep a dense MLP of `ffn` (DeepSeek-V3: 3; Megatron-Core's
+    /// --moe-layer-freq "([0]*3+[1]*58)").
+    int first_k_dense_replace = 0;
+    /// Expert capacity as a multiple of the mean tokens per expert; tokens above it are dropped
+    /// (--moe-expert-capacity-factor with --moe-token-drop-policy probs). 0: dropless.
+    double moe_expert_capacity_factor = 0;
+    /// Tokens of the busiest expert-parallel rank over the mean (>= 1): with experts spread over
+    /// GPUs the busiest sets the pace. With every expert on each GPU (no expert parallelism)
+    /// every rank routes all its tokens and the factor does not apply.
+    double moe_load_imbalance = 1.0;
+
     bool is_transformer() const { return kind == ModelKind::transformer; }
+    bool is_moe() const { return is_transformer() && num_experts > 0; }
+    bool is_mla() const { return is_transformer() && kv_lora_rank > 0; }
+    /// Per-head query/key dimensions of latent attention (non-rotary + rotary).
+    std::int64_t mla_qk_dim() const {
+        return std::int64_t{qk_head_dim} + std::int64_t{qk_pos_emb_head_dim};
+    }
+    /// Whether layer `i` (0-based) has experts.
+    bool is_moe_layer(int i) const { return is_moe() && i >= first_k_dense_replace; }
+    /// Layers with experts.
+    int moe_layers() const { return is_moe() ? layers - first_k_dense_replace : 0; }
+    /// Output columns of one expert's fc1 (2 x its ffn for SwiGLU).
+    std::int64_t expert_fc1_out() const {
+        return (activation == Activation::swiglu ? 2 : 1) * std::int64_t{moe_ffn_hidden_size};
+    }
+    /// Output columns of the shared experts' fc1.
+    std::int64_t shared_fc1_out() const {
+        return (activation == Activation::swiglu ? 2 : 1) *
+               std::int64_t{moe_shared_expert_intermediate_size};
+    }
     int head_dim() const { return hidden / heads; }
     /// Output columns of fc1: ffn, or 2 ffn for SwiGLU (gate and up projections).
     std::int64_t fc1_out() const {
@@ -98,6 +148,12 @@ struct ParameterCounts {
     std::int64_t head = 0;       ///< LM head weights when not tied to the embedding, else 0
     std::int64_t final_norm = 0; ///< the norm after the last layer
     std::int64_t total = 0;
+    /// Mixture of experts: one layer with experts (all of them; per_layer is a dense layer).
+    std::int64_t per_moe_layer = 0;
+    /// Parameters a token passes through: the dense parts, the router, top-k routed experts
+    /// and the shared ones (= total for a dense model). Counts the input embedding, as
+    /// Mixtral's and DeepSeek-V3's published "active" figures do.
+    std::int64_t active = 0;
 };
 /// With the tokenizer's vocabulary as given (padded_vocab(m, 1) would add Megatron's padding).
 ParameterCounts parameter_counts(const ModelSpec& m);
@@ -105,10 +161,17 @@ ParameterCounts parameter_counts(const ModelSpec& m);
 /// Parameters of one layer held by each of `tp` tensor-parallel ranks (Megatron's split: QKV
 /// and fc1 by columns, the projections by rows; norms and the row-parallel biases replicated).
 std::int64_t layer_parameters_per_rank(const ModelSpec& m, int tp);
+/// The same for a layer with experts, every expert on this rank (no expert parallelism) and
+/// split over `tp` as Megatron-Core's expert tensor parallelism does (= tp by default); the
+/// router is replicated. With `active`, only the top-k routed experts.
+std::int64_t moe_layer_parameters_per_rank(const ModelSpec& m, int tp, bool active = false);
 
 /// Forward FLOPs of one layer for one sample (seq tokens): GEMMs plus the attention products,
 /// counted over the full s x s scores as Megatron and Narayanan et al. do (2 FLOPs per MAC).
 double layer_forward_flops(const ModelSpec& m);
+/// The same for a layer with experts: attention, the router GEMM (2 s h E), top-k routed
+/// experts and the shared ones per token (no tokens dropped).
+double moe_layer_forward_flops(const ModelSpec& m);
 /// Forward FLOPs of the LM head (logits) for one sample: 2 s h V.
 double head_forward_flops(const ModelSpec& m);
 

@@ -409,6 +409,8 @@ struct Context {
         c.bytes = params * hardware::bytes_per_element(c.dtype);
         return c.bytes > 0 ? dp_times.time(c).seconds() : 0.0;
     }
+    /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
+    std::array<LayerWork, 3> dense_layer{};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -422,14 +424,22 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
-    const std::array<std::pair<Recompute, int>, 3> groups{{{Recompute::full, rp.full},
-                                                           {Recompute::selective, rp.selective},
-                                                           {Recompute::none, rp.none}}};
+    // A mixture of experts' first dense layers are the lowest of their stage.
+    const auto& model = ctx.e.model;
+    int dense = model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
+                                            rp.full + rp.selective + rp.none)
+                               : 0;
+    std::array<std::pair<const LayerWork*, int>, 6> groups{};
+    std::size_t g = 0;
+    for (auto [r, n] :
+         {std::pair{Recompute::full, rp.full}, std::pair{Recompute::selective, rp.selective},
+          std::pair{Recompute::none, rp.none}}) {
+        const int d = std::min(dense, n);
+        dense -= d;
+        groups[g++] = {&ctx.dense_layer[static_cast<std::size_t>(r)], d};
+        groups[g++] = {&layer_of(ctx, r), n - d};
+    }
 
-    // Each micro-batch starts with the host alone (get_batch synchronises host and device).
-    // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
-    // which the transformer models run under; the MLP is the lecture's plain PyTorch loop of
-    // matmuls and sends, which has none of it.
     // The head's parameters this stage holds: all of them, or with tied embeddings on the
     // embedding's stage only the final norm (the LM head is the embedding's matrix).
     const bool tied_here = ctx.head.shares_embedding_weights && ctx.e.parallel.pp == 1;
@@ -437,6 +447,10 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         tied_here ? ctx.head.parameters - models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
                                               ctx.e.parallel.tp * ctx.e.model.hidden
                   : ctx.head.parameters;
+    // Each micro-batch starts with the host alone (get_batch synchronises host and device).
+    // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
+    // which the transformer models run under; the MLP is the lecture's plain PyTorch loop of
+    // matmuls and sends, which has none of it.
     auto run_forward = [&](bool gathers, Clock& c) {
         c = Clock{};
         c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
@@ -444,9 +458,9 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
                       gathers ? ctx.gather_time(ctx.embedding.parameters) : 0.0);
-        for (auto [r, n] : groups) {
+        for (auto [wp, n] : groups) {
             if (n > 0) {
-                const LayerWork& w = layer_of(ctx, r);
+                const LayerWork& w = *wp;
                 run_layers(w, forward_units(w), n, ctx.env, c, f,
                            gathers ? ctx.gather_time(w.parameters) : 0.0);
             }
@@ -487,10 +501,10 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
-        const auto [r, n] = *it;
+        const auto [wp, n] = *it;
         if (n == 0)
             continue;
-        const LayerWork& w = layer_of(ctx, r);
+        const LayerWork& w = *wp;
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
         run_layers(w, backward_units(w), n, ctx.env, c, b,
@@ -513,8 +527,8 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.activation_bytes = 0;
     st.transient_bytes = 0;
     st.parameters = 0;
-    for (auto [r, n] : groups) {
-        const LayerWork& w = layer_of(ctx, r);
+    for (auto [wp, n] : groups) {
+        const LayerWork& w = *wp;
         st.activation_bytes += n * w.activation_bytes;
         st.parameters += n * w.parameters;
         if (n > 0)
@@ -693,6 +707,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
+        if (e.model.is_moe() && e.model.first_k_dense_replace > 0) {
+            models::LayerConfig dense = cfg;
+            dense.dense_layer = true;
+            ctx.dense_layer[static_cast<std::size_t>(r)] =
+                models::layer_work(e.model, dense, ctx.cm);
+        }
     }
     cfg.recompute = Recompute::none;
     ctx.embedding = models::embedding_work(e.model, cfg, ctx.cm);

@@ -56,6 +56,24 @@ void check_collective_references(const LayerWork& w) {
     }
 }
 
+/// The op named `name` in `p` (REQUIREs it).
+const Op& op_named(const PassWork& p, std::string_view name) {
+    for (const Op& op : p.ops) {
+        if (op.name == name)
+            return op;
+    }
+    FAIL("no op " << name);
+    return p.ops[0];
+}
+
+bool has_op(const PassWork& p, std::string_view name) {
+    for (const Op& op : p.ops) {
+        if (op.name == name)
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 TEST_CASE("layer work: FLOPs add up to Narayanan et al.'s Eq. 3", "[models][flops]") {
@@ -228,6 +246,205 @@ TEST_CASE("layer work: recompute passes", "[models][recompute]") {
     const LayerWork flash = layer_work(load_model("llama2-70B"),
                                        layer_config(8, true, 1, Recompute::selective), a100());
     CHECK(flash.recompute.ops.empty());
+}
+
+TEST_CASE("layer work: Llama 3's GQA, SwiGLU and RoPE layer against its closed form",
+          "[models][flops][llama3]") {
+    for (const char* name : {"llama3-8B", "llama3-70B", "llama3-405B"}) {
+        INFO(name);
+        const ModelSpec m = load_model(name);
+        const double s = m.seq, h = m.hidden, a = m.heads, g = m.kv_heads, f = m.ffn;
+        const double d = h / a;
+        // Forward GEMMs per sample: Q, K, V (h x (a + 2g) d), the output projection (h x h),
+        // SwiGLU's gate, up and down (3 h f); the attention products 2 x 2 s^2 h (full scores).
+        const double gemms = 2 * s * (h * (a + 2 * g) * d + h * h + 3 * h * f);
+        CHECK(layer_forward_flops(m) == Approx(gemms + 4 * s * s * h).epsilon(1e-12));
+        // The layer's GEMM kernels (FlashAttention counted apart) at t = 8, micro-batch 2.
+        const int t = 8, b = 2;
+        const LayerWork w =
+            layer_work(m, layer_config(t, true, b, Recompute::none, Dtype::bf16), a100());
+        CHECK(gemm_flops(w.forward) == Approx(b * gemms / t).epsilon(1e-12));
+        CHECK(gemm_flops(w.backward) == Approx(2 * b * gemms / t).epsilon(1e-12));
+        // FlashAttention's causal forward: 4 b (a/t) s^2 d, the blocks above the diagonal
+        // skipped (128-query blocks).
+        const Op& core = w.forward.ops[3];
+        REQUIRE(core.kind == OpKind::fused_attention);
+        CHECK(core.flops ==
+              Approx(4 * b * (a / t) * s * s * d * 0.5 * (1 + 128 / s)).epsilon(1e-12));
+        // RoPE: one read and one write of this rank's Q and K heads, forward and backward.
+        const Op& rope = w.forward.ops[2];
+        CHECK(rope.name == "attention.rope");
+        const std::int64_t rope_bytes =
+            2 * b * m.seq * (std::int64_t{m.heads} + m.kv_heads) * m.head_dim() / t * 2;
+        CHECK(rope.bytes == rope_bytes);
+        bool rope_bwd = false;
+        for (const Op& op : w.backward.ops)
+            rope_bwd = rope_bwd || (op.name == "attention.rope.bwd" && op.bytes == rope_bytes);
+        CHECK(rope_bwd);
+        // The K/V activations shrink with GQA: the stored QKV output is (a + 2g) d per token.
+        ModelSpec mha = m;
+        mha.kv_heads = m.heads;
+        const LayerWork wm =
+            layer_work(mha, layer_config(t, true, b, Recompute::none, Dtype::bf16), a100());
+        CHECK(wm.activation_bytes - w.activation_bytes ==
+              2 * b * m.seq * 2 * (std::int64_t{m.heads} - m.kv_heads) * m.head_dim() / t);
+    }
+    // Learned positions (GPT-3) have no rotary kernel.
+    for (const Op& op :
+         layer_work(load_model("gpt3-175B"), layer_config(1, false, 1), a100()).forward.ops)
+        CHECK(op.name != "attention.rope");
+}
+
+TEST_CASE("layer work: a Mixtral MoE layer against hand-computed FLOPs and bytes",
+          "[models][moe]") {
+    ModelSpec m = load_model("mixtral-8x7B");
+    m.seq = 4096;
+    const std::int64_t T = 4096, h = 4096, f = 14336, E = 8, k = 2, N = T * k;
+    const std::int64_t g = 8, a = 32, d = 128;
+    SECTION("one GPU: every expert local, a grouped GEMM over 8 experts of T k / E tokens") {
+        const LayerWork w =
+            layer_work(m, layer_config(1, false, 1, Recompute::none, Dtype::bf16), a100());
+        const Op& router = op_named(w.forward, "moe.router");
+        CHECK(router.m == T);
+        CHECK(router.n == E);
+        CHECK(router.k == h);
+        const Op& fc1 = op_named(w.forward, "moe.experts.fc1");
+        CHECK(fc1.kind == OpKind::batched_gemm);
+        CHECK(fc1.batch == E);
+        CHECK(fc1.m == N / E); // 1024 tokens per expert
+        CHECK(fc1.n == 2 * f); // gate and up
+        CHECK(fc1.k == h);
+        CHECK(fc1.flops == Approx(2.0 * N * h * 2 * f));
+        CHECK(op_named(w.forward, "moe.experts.fc2").flops == Approx(2.0 * N * f * h));
+        // Forward GEMM FLOPs: attention (Q, K/V of 8 groups, output), the router, and each
+        // token through 2 of the 8 experts: 2 T (h (a + 2g) d + h^2 + h E + k 3 h f).
+        const double gemms = 2.0 * T * (h * (a + 2 * g) * d + h * h + h * E + k * 3.0 * h * f);
+        CHECK(gemm_flops(w.forward) == Approx(gemms).epsilon(1e-12));
+        CHECK(gemm_flops(w.backward) == Approx(2 * gemms).epsilon(1e-12));
+        CHECK(moe_layer_forward_flops(m) == Approx(gemms + 4.0 * T * T * h).epsilon(1e-12));
+        // Bytes: the permutation reads T tokens and writes T k copies of h bf16 values, the
+        // combine reads the copies (and their fp32 probabilities) and writes T tokens.
+        CHECK(op_named(w.forward, "moe.permute").bytes == (T + N) * h * 2);
+        CHECK(op_named(w.forward, "moe.unpermute").bytes == N * h * 2 + N * 4 + T * h * 2);
+        CHECK(op_named(w.forward, "moe.experts.swiglu").bytes == 3 * N * f * 2);
+        // Every expert's weights (and the router's) live on this GPU.
+        CHECK(w.parameters == parameter_counts(m).per_moe_layer);
+        CHECK_FALSE(has_op(w.forward, "mlp.fc1"));
+    }
+    SECTION("expert tensor parallelism splits every expert's columns; the router is replicated") {
+        const LayerWork w1 =
+            layer_work(m, layer_config(1, false, 1, Recompute::none, Dtype::bf16), a100());
+        const LayerWork w8 =
+            layer_work(m, layer_config(8, true, 1, Recompute::none, Dtype::bf16), a100());
+        CHECK(op_named(w8.forward, "moe.experts.fc1").n == 2 * f / 8);
+        CHECK(op_named(w8.forward, "moe.router").m == T / 8); // its sequence shard
+        CHECK(8 * (gemm_flops(w8.forward) - op_named(w8.forward, "moe.router").flops) ==
+              Approx(gemm_flops(w1.forward) - op_named(w1.forward, "moe.router").flops));
+        const std::int64_t replicated = E * h + 2 * h; // router and norms
+        CHECK(w8.parameters == (w1.parameters - replicated) / 8 + replicated);
+        // The same all-gather / reduce-scatter pairs as a dense layer with sequence parallelism.
+        CHECK(w8.collective_count(Pass::forward, TpOp::all_gather) == 2);
+        CHECK(w8.collective_count(Pass::forward, TpOp::reduce_scatter) == 2);
+        CHECK(w8.collective_count(Pass::backward, TpOp::reduce_scatter) == 2);
+        check_collective_references(w8);
+        check_collective_references(
+            layer_work(m, layer_config(8, true, 1, Recompute::full, Dtype::bf16), a100()));
+    }
+    SECTION("a capacity factor below 1 drops tokens; above 1 it drops none") {
+        ModelSpec capped = m;
+        capped.moe_expert_capacity_factor = 0.5;
+        const LayerWork w =
+            layer_work(capped, layer_config(1, false, 1, Recompute::none, Dtype::bf16), a100());
+        CHECK(op_named(w.forward, "moe.experts.fc1").m == N / E / 2);
+        capped.moe_expert_capacity_factor = 1.25;
+        CHECK(op_named(layer_work(capped, layer_config(1, false, 1), a100()).forward,
+                       "moe.experts.fc1")
+                  .m == N / E);
+    }
+    SECTION("activations: the routed copies replace the dense MLP's") {
+        const auto cfg = layer_config(1, false, 1, Recompute::none, Dtype::bf16);
+        const LayerWork moe = layer_work(m, cfg, a100());
+        ModelSpec dense = m;
+        dense.num_experts = 0;
+        const LayerWork mlp = layer_work(dense, cfg, a100());
+        // Dense: activation and fc2 inputs, 2 T (2f + f). MoE: router probabilities 4 T E, the
+        // copies (fc1 input and expert output) 2 x 2 N h, and 2 N (2f + f).
+        CHECK(moe.activation_bytes - mlp.activation_bytes ==
+              4 * T * E + 4 * N * h + 2 * N * 3 * f - 2 * T * 3 * f);
+    }
+    SECTION("shared experts and dense first layers (DeepSeek-style)") {
+        ModelSpec ds = m;
+        ds.moe_shared_expert_intermediate_size = 2 * f;
+        ds.first_k_dense_replace = 1;
+        auto cfg = layer_config(1, false, 1, Recompute::none, Dtype::bf16);
+        const LayerWork w = layer_work(ds, cfg, a100());
+        CHECK(op_named(w.forward, "moe.shared.fc1").n == 2 * 2 * f);
+        CHECK(gemm_flops(w.forward) - gemm_flops(layer_work(m, cfg, a100()).forward) ==
+              Approx(2.0 * T * 3 * h * 2 * f));
+        cfg.dense_layer = true;
+        const LayerWork first = layer_work(ds, cfg, a100());
+        CHECK_FALSE(has_op(first.forward, "moe.router"));
+        CHECK(op_named(first.forward, "mlp.fc1").n == 2 * f);
+        CHECK(first.parameters == parameter_counts(ds).per_layer);
+        // Model FLOPs count the dense layer's MLP and the other layers' experts.
+        const double per_sample = 3 * (layer_forward_flops(ds) + 31 * moe_layer_forward_flops(ds)) +
+                                  3 * head_forward_flops(ds);
+        CHECK(model_flops_per_iteration(ds, 4, false) == Approx(4 * per_sample));
+    }
+}
+
+TEST_CASE("layer work: a DeepSeek-V3 layer against hand-computed FLOPs and bytes",
+          "[models][moe][mla]") {
+    const ModelSpec m = load_model("deepseek-v3");
+    const std::int64_t T = 4096, h = 7168, a = 128, E = 256, k = 8, fe = 2048, N = T * k;
+    const std::int64_t ql = 1536, kl = 512, r = 64, qk = 128 + 64, v = 128;
+    const auto cfg = layer_config(1, false, 1, Recompute::none, Dtype::bf16);
+    const LayerWork w = layer_work(m, cfg, a100());
+    // Latent attention's GEMMs: down to the latents, up to the heads, the output projection.
+    const double attention =
+        2.0 * T * (h * ql + ql * a * qk + h * (kl + r) + kl * a * (128 + v) + a * v * h);
+    // The router, 8 of 256 experts and the shared one per token.
+    const double moe = 2.0 * T * (h * E + k * 3 * h * fe + 3 * h * fe);
+    CHECK(gemm_flops(w.forward) == Approx(attention + moe).epsilon(1e-12));
+    CHECK(gemm_flops(w.backward) == Approx(2 * (attention + moe)).epsilon(1e-12));
+    // Scores over 192 dimensions, values over 128, per head: 2 s^2 a (192 + 128) in all.
+    CHECK(moe_layer_forward_flops(m) ==
+          Approx(attention + moe + 2.0 * T * T * a * (qk + v)).epsilon(1e-12));
+    const Op& flash = op_named(w.forward, "attention.flash");
+    CHECK(flash.flops == Approx(2.0 * T * T * a * (qk + v) * 0.5 * (1 + 128.0 / T)));
+    // FlashAttention reads Q, K (192 each), V (128) and writes O (128) per head and token.
+    CHECK(flash.bytes == T * a * (qk + qk + v + v) * 2);
+    // 128 tokens per expert in a grouped GEMM over all 256 experts.
+    const Op& fc1 = op_named(w.forward, "moe.experts.fc1");
+    CHECK(fc1.batch == E);
+    CHECK(fc1.m == N / E);
+    CHECK(fc1.n == 2 * fe);
+    CHECK(op_named(w.forward, "moe.permute").bytes == (T + N) * h * 2);
+    CHECK(op_named(w.forward, "moe.router.topk").bytes == T * E * (2 + 4 + 8 + 4) + T * k * 12);
+    CHECK(w.parameters == parameter_counts(m).per_moe_layer);
+    // The first three layers: latent attention and a dense MLP of 18432.
+    auto dense_cfg = cfg;
+    dense_cfg.dense_layer = true;
+    const LayerWork dense = layer_work(m, dense_cfg, a100());
+    CHECK(gemm_flops(dense.forward) == Approx(attention + 2.0 * T * 3 * h * 18432).epsilon(1e-12));
+    CHECK(dense.parameters == parameter_counts(m).per_layer);
+    // Tensor parallelism: the latents (not the hidden states) are gathered; the down
+    // projections run replicated on each rank's sequence shard.
+    const LayerWork w8 =
+        layer_work(m, layer_config(8, true, 1, Recompute::none, Dtype::bf16), a100());
+    CHECK(op_named(w8.forward, "attention.q_down").m == T / 8);
+    CHECK(op_named(w8.forward, "attention.q_up").n == a / 8 * qk);
+    bool latent = false;
+    for (const TpCollective& c : w8.collectives) {
+        if (c.name == "attention.latent_all_gather") {
+            CHECK(c.bytes == T * (ql + kl + r) * 2);
+            latent = true;
+        }
+    }
+    CHECK(latent);
+    check_collective_references(w8);
+    const std::int64_t replicated = h * ql + ql + h * (kl + r) + kl + E * h + 2 * h;
+    CHECK(w8.parameters == (w.parameters - replicated) / 8 + replicated);
 }
 
 TEST_CASE("layer work: kernels of a transformer layer", "[models][layer]") {

@@ -34,7 +34,8 @@ const std::string kBase = "kind: transformer\nlayers: 2\nhidden: 64\nheads: 4\ns
 TEST_CASE("model presets: every preset loads and says what it is", "[models][presets]") {
     const auto names = config::preset_names(model_presets());
     for (const auto& n : {"lecture-mlp", "gpt3-175B", "megatron-22B", "turing-530B", "megatron-1T",
-                          "llama2-7B", "llama2-70B"})
+                          "llama2-7B", "llama2-70B", "llama3-8B", "llama3-70B", "llama3-405B",
+                          "mixtral-8x7B", "mixtral-8x22B", "deepseek-v3"})
         CHECK(std::find(names.begin(), names.end(), n) != names.end());
     for (const auto& n : names) {
         INFO(n);
@@ -84,9 +85,136 @@ TEST_CASE("model presets: published configurations", "[models][presets]") {
     CHECK(parameter_counts(load_model("llama2-7B")).total == 6'738'415'616);
     CHECK(parameter_counts(l70).total == 68'976'648'192);
 
+    // Llama 3 (Llama Team 2024, Table 3): "8B", "70B", "405B"; Meta's model cards give 8.0B,
+    // 70.6B and 405B. Exact counts of the released checkpoints: 32 (2h + h(a + 2g)d + h^2 +
+    // 3hf) + 2Vh + h with V = 128256 (untied input and output embeddings).
+    struct Published {
+        const char* name;
+        double total;
+        std::int64_t exact;
+    };
+    for (const Published& p : {Published{"llama3-8B", 8.0e9, 8'030'261'248},
+                               Published{"llama3-70B", 70.6e9, 70'553'706'496},
+                               Published{"llama3-405B", 405e9, 405'853'388'800}}) {
+        INFO(p.name);
+        const ModelSpec m = load_model(p.name);
+        CHECK(m.kv_heads == 8);
+        CHECK(m.vocab == 128256);
+        CHECK(m.activation == Activation::swiglu);
+        CHECK_FALSE(m.tied_embeddings);
+        const ParameterCounts c = parameter_counts(m);
+        CHECK(c.total == p.exact);
+        CHECK(static_cast<double>(c.total) == Approx(p.total).epsilon(0.01));
+        CHECK(c.head == c.embedding);
+        CHECK(c.embedding == std::int64_t{128256} * m.hidden);
+    }
+
     CHECK(load_model("megatron-22B").hidden == 6144);
     CHECK(load_model("turing-530B").layers == 105);
     CHECK(load_model("megatron-1T").heads == 160);
+}
+
+TEST_CASE("model presets: mixtures of experts, total and active parameters", "[models][moe]") {
+    // Published totals and active parameters per token: Mixtral 8x7B 46.7B / 12.9B (Jiang et
+    // al. 2024), Mixtral 8x22B 141B / 39B (Mistral AI). Per layer: attention h(a + 2g)d + h^2,
+    // the router E h, E experts of 3 h f (top-k of them active), two RMSNorms; untied
+    // embeddings 2 V h and the final norm.
+    struct Published {
+        const char* name;
+        double total, active;
+        std::int64_t exact;
+    };
+    for (const Published& p : {Published{"mixtral-8x7B", 46.7e9, 12.9e9, 46'702'792'704},
+                               Published{"mixtral-8x22B", 141e9, 39e9, 140'630'071'296}}) {
+        INFO(p.name);
+        const ModelSpec m = load_model(p.name);
+        REQUIRE(m.is_moe());
+        CHECK(m.num_experts == 8);
+        CHECK(m.moe_router_topk == 2);
+        CHECK(m.moe_layers() == m.layers);
+        const ParameterCounts c = parameter_counts(m);
+        CHECK(c.total == p.exact);
+        CHECK(static_cast<double>(c.total) == Approx(p.total).epsilon(0.01));
+        CHECK(static_cast<double>(c.active) == Approx(p.active).epsilon(0.01));
+        const std::int64_t h = m.hidden, f = m.moe_ffn_hidden_size;
+        const std::int64_t attention = h * (m.heads + 2 * m.kv_heads) * m.head_dim() + h * h;
+        CHECK(c.per_moe_layer == attention + 8 * h + 8 * 3 * h * f + 2 * h);
+        CHECK(c.total - c.active == m.layers * 6 * 3 * h * f); // 6 idle experts per layer
+    }
+    // DeepSeek-V3: 671B total, 37B activated (DeepSeek-AI 2024). Per layer latent attention
+    // h q' + q' + q' a (qk + r) + h (c + r) + c + c a (qk + v) + a v h with q' = 1536, c = 512,
+    // qk = 128, r = 64, v = 128, a = 128; 3 dense layers of 3 h 18432; 58 of 256 + 1 experts of
+    // 3 h 2048 and a router of 256 h; untied 2 V h.
+    const ModelSpec ds = load_model("deepseek-v3");
+    REQUIRE(ds.is_mla());
+    CHECK(ds.moe_layers() == 58);
+    const ParameterCounts c = parameter_counts(ds);
+    const std::int64_t h = 7168;
+    const std::int64_t mla =
+        h * 1536 + 1536 + 1536 * 128 * 192 + h * 576 + 512 + 512 * 128 * 256 + 128 * 128 * h;
+    CHECK(c.per_layer == mla + 2 * h + 3 * h * 18432);
+    CHECK(c.per_moe_layer == mla + 2 * h + 256 * h + 257 * 3 * h * 2048);
+    CHECK(c.total == 671'026'404'352);
+    CHECK(static_cast<double>(c.total) == Approx(671e9).epsilon(0.01));
+    // "37B activated": 36.6B without the input embedding (a lookup, no FLOPs; with it 37.55B,
+    // which would round to 38B). The published figure has two digits, so it is held to its
+    // rounding: within half a billion (here 1.0% below).
+    const double activated = static_cast<double>(c.active - c.embedding);
+    CHECK(std::abs(activated - 37e9) < 0.5e9);
+    CHECK(c.active - c.embedding ==
+          3 * c.per_layer + 58 * (mla + 2 * h + 256 * h + 9 * 3 * h * 2048) + c.head + h);
+    // Mistral AI's active figures count the embedding; held to their rounding likewise.
+    CHECK(std::abs(static_cast<double>(parameter_counts(load_model("mixtral-8x7B")).active) -
+                   12.9e9) < 0.05e9);
+    CHECK(std::abs(static_cast<double>(parameter_counts(load_model("mixtral-8x22B")).active) -
+                   39e9) < 0.5e9);
+
+    // A dense model's active parameters are all of them.
+    const ParameterCounts dense = parameter_counts(load_model("llama3-8B"));
+    CHECK(dense.active == dense.total);
+    CHECK(dense.per_moe_layer == 0);
+}
+
+TEST_CASE("model files: mixture-of-experts keys and their errors", "[models][moe][errors]") {
+    const std::string moe = kBase + "bias: false\nnum_experts: 8\n";
+    const ModelSpec m = parse_model_yaml(moe + "moe_router_topk: 2\nmoe_ffn_hidden_size: 32\n"
+                                               "moe_shared_expert_intermediate_size: 64\n"
+                                               "first_k_dense_replace: 1\n"
+                                               "moe_expert_capacity_factor: 1.25\n",
+                                         "model.yaml");
+    CHECK(m.num_experts == 8);
+    CHECK(m.moe_ffn_hidden_size == 32);
+    CHECK(m.moe_shared_expert_intermediate_size == 64);
+    CHECK(m.first_k_dense_replace == 1);
+    CHECK_FALSE(m.is_moe_layer(0));
+    CHECK(m.is_moe_layer(1));
+    CHECK(m.moe_expert_capacity_factor == 1.25);
+    // moe_ffn_hidden_size defaults to ffn (4h).
+    CHECK(parse_model_yaml(moe, "model.yaml").moe_ffn_hidden_size == 256);
+    CHECK_THAT(load_error(moe + "moe_router_topk: 9\n"),
+               Catch::Contains("model.yaml:9:18") && Catch::Contains("'moe_router_topk'") &&
+                   Catch::Contains("exceeds num_experts=8") && Catch::Contains("between 1 and 8"));
+    CHECK_THAT(load_error(moe + "first_k_dense_replace: 2\n"),
+               Catch::Contains("model.yaml:9") && Catch::Contains("'first_k_dense_replace'") &&
+                   Catch::Contains("at most 1"));
+    CHECK_THAT(load_error(moe + "moe_expert_capacity_factor: 0\n"),
+               Catch::Contains("model.yaml:9") && Catch::Contains("dropless"));
+    CHECK_THAT(load_error(moe + "moe_load_imbalance: 0.5\n"),
+               Catch::Contains("model.yaml:9") && Catch::Contains("'moe_load_imbalance'"));
+    CHECK_THAT(load_error(kBase + "moe_router_topk: 2\n"),
+               Catch::Contains("model.yaml:7") && Catch::Contains("set num_experts"));
+    CHECK_THAT(load_error(kBase + "num_experts: 8\n"),
+               Catch::Contains("model.yaml") && Catch::Contains("bias: false"));
+    // Latent attention.
+    const std::string mla = kBase + "attention: flash\nkv_lora_rank: 16\nq_lora_rank: 32\n"
+                                    "qk_head_dim: 16\nqk_pos_emb_head_dim: 8\n";
+    CHECK(parse_model_yaml(mla + "v_head_dim: 16\n", "model.yaml").is_mla());
+    CHECK_THAT(load_error(mla),
+               Catch::Contains("model.yaml") && Catch::Contains("needs v_head_dim > 0"));
+    CHECK_THAT(load_error(kBase + "q_lora_rank: 32\n"),
+               Catch::Contains("model.yaml:7") && Catch::Contains("set kv_lora_rank"));
+    CHECK_THAT(load_error(mla + "v_head_dim: 16\nkv_heads: 2\n"),
+               Catch::Contains("model.yaml:13") && Catch::Contains("remove kv_heads"));
 }
 
 TEST_CASE("parameter counts: Narayanan et al. 2021 Table 1", "[models][params]") {

@@ -8,6 +8,7 @@
 
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
+namespace models = clustersim::strategies::models;
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 namespace {
@@ -199,6 +200,39 @@ TEST_CASE("training step: GPT-3 175B on 64 A100s", "[strategies][training]") {
     const double kept = 29 * 4 * per_layer;
     CHECK(static_cast<double>(r.memory[1].activations_bytes) >= kept);
     CHECK(static_cast<double>(r.memory[1].activations_bytes) <= kept + 5 * 96 * s * s);
+}
+
+TEST_CASE("training step: a mixture of experts with dense first layers, every expert local",
+          "[strategies][training][moe]") {
+    // DeepSeek-V3 cut to 4 layers, the first dense: stage 0 holds the dense layer and one with
+    // experts, stage 1 two with experts; with no expert parallelism every GPU holds all 256
+    // experts of its layers (split 8 ways by expert tensor parallelism) and their optimizer
+    // state.
+    const auto cluster = load_platform("dgx-h100");
+    Settings s{{"model", "deepseek-v3"},
+               {"model.layers", "4"},
+               {"model.first_k_dense_replace", "1"},
+               {"training.global_batch", "8"},
+               {"training.dtype", "bf16"},
+               {"parallel.tp", "8"},
+               {"parallel.pp", "2"},
+               {"parallel.sequence_parallel", "true"},
+               {"parallel.recompute", "full"}};
+    const ExperimentSpec e = experiment(cluster, 16, s);
+    const StepResult r = simulate_step(e);
+    REQUIRE(r.memory.size() == 2);
+    const std::int64_t moe = models::moe_layer_parameters_per_rank(e.model, 8);
+    const std::int64_t dense = models::layer_parameters_per_rank(e.model, 8);
+    const std::int64_t h = 7168;
+    const std::int64_t vocab = models::padded_vocab(e.model, 8) / 8 * h;
+    CHECK(r.memory[0].weights_bytes == 2 * (dense + moe + vocab));
+    CHECK(r.memory[1].weights_bytes == 2 * (2 * moe + vocab + h));
+    // Megatron's 18 bytes per parameter without ZeRO: fp32 gradients, master weights, m, v.
+    CHECK(r.memory[1].optimizer_bytes == 12 * (2 * moe + vocab + h));
+    // Model FLOPs: the active parameters' work (8 of 256 experts and the shared one).
+    CHECK(r.model_flops == Approx(models::model_flops_per_iteration(e.model, 8, false)));
+    CHECK(r.step_time_s > 0);
+    CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
 }
 
 TEST_CASE("training step: out of memory is a result with a fix", "[strategies][training][memory]") {
