@@ -271,6 +271,8 @@ public:
         const int d = depth();
         if (d == 1)
             return true;
+        if (in_events() && d == 4 && stack_[2].key == "args")
+            args_ = true;
         if (in_events() && d == 3) {
             ev_ = Event{};
             ev_.index = p_.events.size();
@@ -282,6 +284,8 @@ public:
         const int d = depth();
         if (in_events() && d == 3)
             finish_event();
+        if (d == 4)
+            args_ = false;
         if (d == 3 && top_key(1) == "deviceProperties" && dev_id_ >= 0) {
             p_.devices[dev_id_] = dev_name_;
             dev_id_ = -1;
@@ -294,8 +298,10 @@ public:
         if (!push(Frame::array))
             return false;
         const int d = depth();
-        if (d == 2 && stack_[0].key == "traceEvents")
+        if (d == 2 && stack_[0].key == "traceEvents") {
             p_.has_trace_events = true;
+            events_ = true;
+        }
         if (in_args() && d == 5) {
             const std::string& k = stack_[3].key;
             if (k == "Input Dims" || k == "Input dims")
@@ -340,6 +346,8 @@ public:
             strings_ = {};
             list_ = List::none;
         }
+        if (d == 2)
+            events_ = false;
         stack_.pop_back();
         return true;
     }
@@ -374,11 +382,9 @@ private:
     const std::string& top_key(int level) const {
         return stack_[static_cast<std::size_t>(level - 1)].key;
     }
-    bool in_events() const {
-        return stack_.size() >= 2 && stack_[0].key == "traceEvents" &&
-               stack_[1].kind == Frame::array;
-    }
-    bool in_args() const { return in_events() && stack_.size() >= 4 && stack_[2].key == "args"; }
+    // Set on entering traceEvents' array and an event's args (not compared per value).
+    bool in_events() const { return events_ && stack_.size() >= 2; }
+    bool in_args() const { return args_ && stack_.size() >= 4; }
 
     bool push(Frame::Kind kind) {
         if (stack_.size() >= kMaxDepth) {
@@ -526,6 +532,8 @@ private:
     Event ev_;
     std::string cat_text_;
     List list_ = List::none;
+    bool events_ = false;
+    bool args_ = false;
     std::vector<std::vector<std::int64_t>> dims_;
     std::vector<int> strings_;
     std::int64_t dev_id_ = -1;
