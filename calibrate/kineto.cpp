@@ -461,7 +461,8 @@ private:
             return arg_field(stack_[3].key, v);
         if (in_args() && d == 5 && (list_ == List::types || list_ == List::concrete))
             strings_.push_back(v.kind == Value::text_value ? p_.intern(*v.text) : -1);
-        if (in_args() && d == 6 && (list_ == List::dims || list_ == List::strides)) {
+        if (in_args() && d == 6 && (list_ == List::dims || list_ == List::strides) &&
+            stack_.back().kind == Frame::array && !dims_.empty()) {
             const auto x = as_int(v);
             dims_.back().push_back(x && *x >= 0 && *x <= kMaxDim ? *x : -1);
         }
