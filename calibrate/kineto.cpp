@@ -231,20 +231,20 @@ public:
     bool null() override { return scalar(Value{}); }
     bool boolean(bool v) override {
         Value x;
-        x.kind = Value::boolean;
+        x.kind = Value::flag;
         x.i = v ? 1 : 0;
         return scalar(x);
     }
     bool number_integer(number_integer_t v) override {
         Value x;
-        x.kind = Value::integer;
+        x.kind = Value::whole;
         x.i = v;
         x.text = nullptr;
         return scalar(x);
     }
     bool number_unsigned(number_unsigned_t v) override {
         Value x;
-        x.kind = Value::integer;
+        x.kind = Value::whole;
         x.i = v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
                   ? std::numeric_limits<std::int64_t>::max()
                   : static_cast<std::int64_t>(v);
@@ -252,14 +252,14 @@ public:
     }
     bool number_float(number_float_t v, const string_t& s) override {
         Value x;
-        x.kind = Value::floating;
+        x.kind = Value::real;
         x.f = v;
         x.text = &s;
         return scalar(x);
     }
     bool string(string_t& v) override {
         Value x;
-        x.kind = Value::str;
+        x.kind = Value::text_value;
         x.text = &v;
         return scalar(x);
     }
@@ -271,6 +271,8 @@ public:
         const int d = depth();
         if (d == 1)
             return true;
+        if (in_events() && d == 4 && stack_[2].key == "args")
+            args_ = true;
         if (in_events() && d == 3) {
             ev_ = Event{};
             ev_.index = p_.events.size();
@@ -282,6 +284,8 @@ public:
         const int d = depth();
         if (in_events() && d == 3)
             finish_event();
+        if (d == 4)
+            args_ = false;
         if (d == 3 && top_key(1) == "deviceProperties" && dev_id_ >= 0) {
             p_.devices[dev_id_] = dev_name_;
             dev_id_ = -1;
@@ -294,8 +298,10 @@ public:
         if (!push(Frame::array))
             return false;
         const int d = depth();
-        if (d == 2 && stack_[0].key == "traceEvents")
+        if (d == 2 && stack_[0].key == "traceEvents") {
             p_.has_trace_events = true;
+            events_ = true;
+        }
         if (in_args() && d == 5) {
             const std::string& k = stack_[3].key;
             if (k == "Input Dims" || k == "Input dims")
@@ -340,6 +346,8 @@ public:
             strings_ = {};
             list_ = List::none;
         }
+        if (d == 2)
+            events_ = false;
         stack_.pop_back();
         return true;
     }
@@ -363,7 +371,7 @@ private:
         std::string key;
     };
     struct Value {
-        enum Kind : std::uint8_t { none, boolean, integer, floating, str } kind = none;
+        enum Kind : std::uint8_t { empty, flag, whole, real, text_value } kind = empty;
         std::int64_t i = 0;
         double f = 0;
         const std::string* text = nullptr;
@@ -374,11 +382,9 @@ private:
     const std::string& top_key(int level) const {
         return stack_[static_cast<std::size_t>(level - 1)].key;
     }
-    bool in_events() const {
-        return stack_.size() >= 2 && stack_[0].key == "traceEvents" &&
-               stack_[1].kind == Frame::array;
-    }
-    bool in_args() const { return in_events() && stack_.size() >= 4 && stack_[2].key == "args"; }
+    // Set on entering traceEvents' array and an event's args (not compared per value).
+    bool in_events() const { return events_ && stack_.size() >= 2; }
+    bool in_args() const { return args_ && stack_.size() >= 4; }
 
     bool push(Frame::Kind kind) {
         if (stack_.size() >= kMaxDepth) {
@@ -394,12 +400,12 @@ private:
     }
 
     static std::optional<std::int64_t> as_int(const Value& v) {
-        if (v.kind == Value::integer)
+        if (v.kind == Value::whole)
             return v.i;
-        if (v.kind == Value::floating && std::isfinite(v.f) && std::abs(v.f) < 9e18 &&
+        if (v.kind == Value::real && std::isfinite(v.f) && std::abs(v.f) < 9e18 &&
             v.f == std::floor(v.f))
             return static_cast<std::int64_t>(v.f);
-        if (v.kind == Value::str && v.text != nullptr) {
+        if (v.kind == Value::text_value && v.text != nullptr) {
             // Kineto writes some args as strings ("\"allreduce\"" is a string; nelems may be).
             const std::string& s = *v.text;
             std::int64_t x = 0;
@@ -415,12 +421,12 @@ private:
         return std::nullopt;
     }
     static std::optional<std::int64_t> as_ns(const Value& v) {
-        if (v.kind == Value::integer) {
+        if (v.kind == Value::whole) {
             if (std::abs(v.i) > std::numeric_limits<std::int64_t>::max() / 1000)
                 return std::nullopt;
             return v.i * 1000;
         }
-        if (v.kind == Value::floating && v.text != nullptr)
+        if (v.kind == Value::real && v.text != nullptr)
             return micros_to_ns(*v.text);
         return std::nullopt;
     }
@@ -443,7 +449,7 @@ private:
             const std::string& k = stack_[2].key;
             if (k == "id")
                 dev_id_ = as_int(v).value_or(-1);
-            else if (k == "name" && v.kind == Value::str)
+            else if (k == "name" && v.kind == Value::text_value)
                 dev_name_ = *v.text;
             return true;
         }
@@ -454,8 +460,9 @@ private:
         if (d == 4 && stack_[2].key == "args")
             return arg_field(stack_[3].key, v);
         if (in_args() && d == 5 && (list_ == List::types || list_ == List::concrete))
-            strings_.push_back(v.kind == Value::str ? p_.intern(*v.text) : -1);
-        if (in_args() && d == 6 && (list_ == List::dims || list_ == List::strides)) {
+            strings_.push_back(v.kind == Value::text_value ? p_.intern(*v.text) : -1);
+        if (in_args() && d == 6 && (list_ == List::dims || list_ == List::strides) &&
+            stack_.back().kind == Frame::array && !dims_.empty()) {
             const auto x = as_int(v);
             dims_.back().push_back(x && *x >= 0 && *x <= kMaxDim ? *x : -1);
         }
@@ -463,11 +470,11 @@ private:
     }
 
     bool event_field(const std::string& k, const Value& v) {
-        if (k == "ph" && v.kind == Value::str && !v.text->empty())
+        if (k == "ph" && v.kind == Value::text_value && !v.text->empty())
             ev_.ph = (*v.text)[0];
-        else if (k == "cat" && v.kind == Value::str)
+        else if (k == "cat" && v.kind == Value::text_value)
             ev_.cat = parse_cat(*v.text);
-        else if (k == "name" && v.kind == Value::str)
+        else if (k == "name" && v.kind == Value::text_value)
             ev_.name = p_.intern(*v.text);
         else if (k == "pid")
             ev_.pid = as_int(v).value_or(-1);
@@ -502,9 +509,9 @@ private:
             ev_.out_nelems = as_int(v).value_or(-1);
         else if (k == "Group size")
             ev_.group_size = as_int(v).value_or(-1);
-        else if (k == "Collective name" && v.kind == Value::str)
+        else if (k == "Collective name" && v.kind == Value::text_value)
             ev_.collective = p_.intern(*v.text);
-        else if (k == "dtype" && v.kind == Value::str)
+        else if (k == "dtype" && v.kind == Value::text_value)
             ev_.nccl_dtype = p_.intern(*v.text);
         return true;
     }
@@ -526,6 +533,8 @@ private:
     Event ev_;
     std::string cat_text_;
     List list_ = List::none;
+    bool events_ = false;
+    bool args_ = false;
     std::vector<std::vector<std::int64_t>> dims_;
     std::vector<int> strings_;
     std::int64_t dev_id_ = -1;

@@ -976,7 +976,8 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
     json root;
     try {
         root = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error, and out_of_range for a number too large for a double ("1e999").
         // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column
         // 5: syntax error ..."; keep the part after the bracketed id.
         std::string what = e.what();

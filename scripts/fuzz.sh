@@ -12,9 +12,9 @@ if ! command -v clang++ >/dev/null; then
 fi
 source scripts/sanitize-config.sh
 dir=$asan_dir
-cmake --build "$dir" -j "$(nproc)" --target fuzz_units fuzz_hardware_yaml
+cmake --build "$dir" -j "$(nproc)" --target fuzz_units fuzz_hardware_yaml fuzz_kineto
 pids=()
-for t in units hardware_yaml; do
+for t in units hardware_yaml kineto; do
   work=$(mktemp -d)
   cp tests/fuzz/corpus/$t/* "$work/"
   "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 \
@@ -27,7 +27,7 @@ for i in "${!pids[@]}"; do
     status=1
   fi
 done
-for t in units hardware_yaml; do
+for t in units hardware_yaml kineto; do
   if grep -qE "ERROR: (libFuzzer|AddressSanitizer)|runtime error|deadly signal" "$dir/fuzz_$t.log"; then
     echo "fuzz: fuzz_$t found a crash:" >&2
     tail -40 "$dir/fuzz_$t.log" >&2

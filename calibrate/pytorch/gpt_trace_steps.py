@@ -90,6 +90,15 @@ def build(torch, cfg, layers, device):
     h, a, s = cfg["hidden"], cfg["heads"], cfg["seq"]
     p_drop = 0.1
 
+    def flash_only():
+        """SDPA restricted to the flash backend (an error, not a silent fallback, without it)."""
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch 2.3 and later
+            return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+        except ImportError:
+            return torch.backends.cuda.sdp_kernel(enable_flash=True, enable_math=False,
+                                                  enable_mem_efficient=False)
+
     def layer_norm(x, ln):
         if cfg["layernorm"] == "fused":
             return F.layer_norm(x, (h,), ln.weight, ln.bias, ln.eps)
@@ -112,7 +121,7 @@ def build(torch, cfg, layers, device):
             b = x.shape[0]
             q, k, v = self.qkv(x).view(b, s, 3, a, h // a).permute(2, 0, 3, 1, 4)
             if cfg["attention"] == "flash":
-                with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+                with flash_only():
                     y = F.scaled_dot_product_attention(q, k, v, dropout_p=p_drop, is_causal=True)
             else:
                 qb = q.reshape(b * a, s, h // a)
@@ -178,8 +187,13 @@ def run_config(torch, cfg, layers, out_dir, args):
     times = []
     from torch.profiler import ProfilerActivity, profile, schedule
     sched = schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1)
+    plain = os.path.join(out_dir, name + ".json")
+
+    def export(p):
+        p.export_chrome_trace(plain)
+
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=sched) as prof:
+                 schedule=sched, on_trace_ready=export) as prof:
         for _ in range(args.wait + args.warmup + args.active):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
@@ -189,8 +203,6 @@ def run_config(torch, cfg, layers, out_dir, args):
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end))
             prof.step()
-    plain = os.path.join(out_dir, name + ".json")
-    prof.export_chrome_trace(plain)
     with open(plain, "rb") as f_in, gzip.open(plain + ".gz", "wb", compresslevel=6) as f_out:
         shutil.copyfileobj(f_in, f_out)
     os.remove(plain)

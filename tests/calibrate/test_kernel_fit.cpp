@@ -8,6 +8,7 @@
 #include "calibrate/kernel_fit.h"
 #include "calibrate/predict.h"
 #include "calibrate/split.h"
+#include "calibrate/validation.h"
 #include "hardware/compute_model.h"
 #include "strategies/parallel/platform.h"
 
@@ -165,6 +166,15 @@ TEST_CASE("fit-kernels: factors from the chosen shapes predict the held-out ones
         CHECK(std::abs(st.error()) < 0.05);
         CHECK(std::abs(st.error_unfitted()) > std::abs(st.error()));
     }
+}
+
+TEST_CASE("validate says it leaves traced kernels to fit-kernels", "[kernel-fit]") {
+    const auto platform = strategies::parallel::load_platform("hgx-h200");
+    MeasurementFile f = synthetic_traces(platform);
+    f.steps.clear();
+    const Validation v = validate_measurements(platform, f, "t.json");
+    REQUIRE(v.skipped.size() == 1);
+    CHECK_THAT(v.skipped[0], Catch::Contains("48 kernel groups") && Catch::Contains("fit-kernels"));
 }
 
 TEST_CASE("fit-kernels: nothing to fit is an error that says what to import", "[kernel-fit]") {

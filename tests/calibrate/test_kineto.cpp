@@ -217,6 +217,10 @@ TEST_CASE("kineto: bad input exits with what is missing and how to record it",
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.5,
          "dur": 2, "args": {"Input Dims": [[2, 2], [2, 2]]}}]})"),
                Catch::Contains("ProfilerActivity.CUDA"));
+    // A number beyond a double, in a trace and in a measurement file (was an internal error).
+    CHECK_THAT(error_of(R"({"schemaVersion": 1e999, "traceEvents": []})"),
+               Catch::Contains("t.json"));
+    CHECK_THAT(error_of(R"({"format": 1e999})"), Catch::Contains("not valid JSON"));
     // Deep nesting is refused, not recursed into.
     std::string deep = R"({"schemaVersion": 1, "traceEvents": [)";
     deep += std::string(100000, '[') + std::string(100000, ']') + "]}";
