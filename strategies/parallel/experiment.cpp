@@ -1,10 +1,12 @@
 #include "strategies/parallel/experiment.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "config/yaml_map.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment_reader.h"
 
+#include <cctype>
 #include <filesystem>
 
 namespace clustersim::strategies::parallel {
@@ -31,6 +33,23 @@ std::pair<std::string, std::string> parse_override(const std::string& text) {
 }
 
 namespace {
+
+/// An error message without its "FILE[:LINE:COL]: " prefix and "key 'KEY': ", for saying it
+/// about --set instead.
+std::string without_location(std::string message, const std::string& file, const std::string& key) {
+    if (message.starts_with(file)) {
+        std::size_t at = file.size();
+        while (at < message.size() &&
+               (message[at] == ':' || std::isdigit(static_cast<unsigned char>(message[at]))))
+            ++at;
+        if (at < message.size() && message[at] == ' ')
+            message = message.substr(at + 1);
+    }
+    const std::string prefix = "key '" + key + "': ";
+    if (message.starts_with(prefix))
+        message = message.substr(prefix.size());
+    return message;
+}
 
 /// Sets `key` (dotted) to `value` in the YAML tree. A preset name where a mapping is needed
 /// (`model: gpt3-175B` with `--set model.layers=48`) becomes `{extends: gpt3-175B}` first.
@@ -137,7 +156,22 @@ ExperimentSpec load_experiment(const std::string& path,
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     for (const auto& [key, value] : overrides)
         apply_override(doc, key, value);
-    ExperimentSpec e = detail::read_experiment_document(doc, path);
+    ExperimentSpec e;
+    try {
+        e = detail::read_experiment_document(doc, path);
+    } catch (const InputError& err) {
+        // A value that came from --set is --set's mistake: blame it, not the file's line.
+        const auto& where = err.where();
+        if (where && !where->key.empty()) {
+            for (const auto& [key, value] : overrides) {
+                if (where->key == key)
+                    throw InputError("--set " + key + "=" + base::excerpt(value) + ": " +
+                                         without_location(err.what(), path, key),
+                                     SourceLocation{"--set", 0, 0, key});
+            }
+        }
+        throw;
+    }
     validate_experiment(e);
     return e;
 }

@@ -209,3 +209,17 @@ TEST_CASE("cli edges: validate with no point it could predict exits 2 and says w
     INFO(ok.err);
     CHECK(ok.code == 0);
 }
+
+TEST_CASE("cli edges: a bad --set value blames --set, not the experiment file's line",
+          "[app][errors]") {
+    // lecture-mlp-tensor.yaml has `tp: 4` on a line of its own; the value given is --set's.
+    check_refused(run({"run", kExperiment, "--set", "parallel.tp=abc"}),
+                  {"--set parallel.tp=abc: expected an integer, got 'abc'"});
+    const Run unknown = run({"run", kExperiment, "--set", "parallel.tpp=2"});
+    check_refused(unknown, {"--set parallel.tpp=2: unknown key 'parallel.tpp'", "valid keys"});
+    CHECK_THAT(unknown.err, !Catch::Contains("lecture-mlp-tensor.yaml"));
+    // A bad value in the file itself still names the file and line.
+    const TempDir dir("edges-set");
+    spit(dir.file("e.yaml"), slurp(kExperiment) + "  pp: many\n");
+    check_refused(run({"run", dir.file("e.yaml")}), {"e.yaml:", "key 'parallel.pp'"});
+}
