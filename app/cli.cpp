@@ -26,6 +26,7 @@ int run_cli(int argc, const char* const* argv, Io io) {
     register_demo(app, io, exit_code);
     register_report(app, io, exit_code);
     register_run(app, io, exit_code);
+    register_compare(app, io, exit_code);
     register_sweep(app, io, exit_code);
     register_scale(app, io, exit_code);
     register_bubble(app, io, exit_code);

@@ -34,6 +34,7 @@ void register_collective(CLI::App& app, Io io, int& exit_code);
 void register_demo(CLI::App& app, Io io, int& exit_code);
 void register_report(CLI::App& app, Io io, int& exit_code);
 void register_run(CLI::App& app, Io io, int& exit_code);
+void register_compare(CLI::App& app, Io io, int& exit_code);
 void register_sweep(CLI::App& app, Io io, int& exit_code);
 void register_scale(CLI::App& app, Io io, int& exit_code);
 void register_bubble(CLI::App& app, Io io, int& exit_code);

@@ -31,6 +31,8 @@ std::string describe_measurements(const calibrate::MeasurementFile& file) {
     add(file.p2p.size(), "point-to-point transfer", "point-to-point transfers");
     add(file.launches.size(), "launch overhead", "launch overheads");
     add(file.steps.size(), "training step", "training steps");
+    add(file.kernels.size(), "kernel group", "kernel groups");
+    add(file.trace_steps.size(), "traced step", "traced steps");
     const auto& e = file.environment;
     return fmt::format("{} on {}{}", parts.empty() ? "no measurements" : base::join(parts, ", "),
                        e.device,
@@ -153,8 +155,11 @@ void add_calibrate_run(CLI::App& calibrate, Io io, int& exit_code) {
 void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     auto o = std::make_shared<ImportCommand>();
     auto* cmd = calibrate.add_subcommand(
-        "import", "Import nccl-tests logs, CSV tables and measurement files into one file");
-    cmd->add_option("files", o->files, "nccl-tests logs, .csv tables, .json measurement files")
+        "import", "Import nccl-tests logs, CSV tables, PyTorch profiler traces and measurement "
+                  "files into one file");
+    cmd->add_option("files", o->files,
+                    "nccl-tests logs, .csv tables, PyTorch profiler traces (.json, .json.gz), "
+                    ".json measurement files")
         ->required();
     cmd->add_option("--out,-o", o->out, "Measurement file to write (JSON)")->required();
     cmd->add_option("--op", o->op, "The collective, when neither the log nor the file name says");
@@ -167,7 +172,8 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& /*exit_code*/) {
                   "A table with one set of columns was measured in place");
     cmd->add_option("--set", o->settings,
                     "SECTION.KEY=VALUE shared by every imported training step that its file does "
-                    "not say (model.vocab=50257, parallel.recompute=full)");
+                    "not say (model.vocab=50257, parallel.recompute=full); for a profiler "
+                    "trace, the model it ran (model.kind=transformer, model.hidden=...)");
     cmd->callback([o, io] {
         calibrate::ImportOptions options;
         if (!o->op.empty()) {
@@ -217,6 +223,7 @@ void register_calibrate(CLI::App& app, Io io, int& exit_code) {
     add_calibrate_import(*cmd, io, exit_code);
     add_calibrate_fit(*cmd, io, exit_code);
     add_calibrate_split(*cmd, io, exit_code);
+    add_calibrate_fit_kernels(*cmd, io, exit_code);
 }
 
 } // namespace clustersim::app

@@ -25,6 +25,7 @@ void add_calibrate_import(CLI::App& calibrate, Io io, int& exit_code);
 void add_calibrate_fit(CLI::App& calibrate, Io io, int& exit_code);
 /// `calibrate split M.json --fraction F --seed S --out A.json --rest B.json`.
 void add_calibrate_split(CLI::App& calibrate, Io io, int& exit_code);
+void add_calibrate_fit_kernels(CLI::App& calibrate, Io io, int& exit_code);
 
 /// "1440 training steps, 2048 collectives" and the device: what a measurement file holds.
 std::string describe_measurements(const calibrate::MeasurementFile& file);

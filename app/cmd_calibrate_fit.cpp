@@ -5,13 +5,16 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "calibrate/fit.h"
+#include "calibrate/kernel_fit.h"
 #include "calibrate/split.h"
+#include "calibrate/validation.h"
 #include "strategies/parallel/platform.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <limits>
@@ -39,6 +42,13 @@ struct SplitCommand {
     std::string seed;
     std::string out;
     std::string rest;
+    bool by_shape = false;
+};
+
+struct FitKernelsCommand {
+    std::string fit;
+    std::string holdout;
+    std::string hardware;
 };
 
 void check_out(const std::string& out, const char* flag) {
@@ -177,6 +187,9 @@ void add_calibrate_split(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         ->required();
     cmd->add_option("--out,-o", o->out, "Measurement file of the chosen points")->required();
     cmd->add_option("--rest", o->rest, "Measurement file of the other points")->required();
+    cmd->add_flag("--by-shape", o->by_shape,
+                  "Hold out whole shapes (a GEMM's m x n x k, a trace's configuration), not "
+                  "points: --fraction of the shapes are chosen");
     cmd->callback([o, io] {
         const std::uint64_t seed = parse_seed(o->seed);
         check_out(o->out, "--out");
@@ -190,13 +203,80 @@ void add_calibrate_split(CLI::App& calibrate, Io io, int& /*exit_code*/) {
                                          "overwrite the first: give two files",
                                          o->out, o->rest));
         const auto file = calibrate::read_measurements(o->file);
-        const auto s = calibrate::split_measurements(file, o->fraction, seed);
+        const auto s = o->by_shape
+                           ? calibrate::split_measurements_by_shape(file, o->fraction, seed)
+                           : calibrate::split_measurements(file, o->fraction, seed);
         const std::string chosen = calibrate::format_measurements(s.chosen, o->out);
         const std::string rest = calibrate::format_measurements(s.rest, o->rest);
         write_file_atomically(o->out, chosen);
         write_file_atomically(o->rest, rest);
         fmt::print(io.out, "wrote {}: {}\nwrote {}: {}\n", o->out, describe_measurements(s.chosen),
                    o->rest, describe_measurements(s.rest));
+    });
+}
+
+void add_calibrate_fit_kernels(CLI::App& calibrate, Io io, int& /*exit_code*/) {
+    auto o = std::make_shared<FitKernelsCommand>();
+    auto* cmd = calibrate.add_subcommand(
+        "fit-kernels", "Fit each traced kernel class's cost on one set of shapes and validate it "
+                       "on held-out shapes (profiler traces imported by calibrate import)");
+    cmd->add_option("fit", o->fit, "Measurement file to fit on (calibrate split --by-shape)")
+        ->required();
+    cmd->add_option("--holdout", o->holdout, "Measurement file of the held-out shapes")->required();
+    cmd->add_option("--hardware", o->hardware, "The preset or hardware file the traces ran on")
+        ->required();
+    cmd->callback([o, io] {
+        const auto platform = strategies::parallel::load_platform(o->hardware);
+        const auto fit_file = calibrate::read_measurements(o->fit);
+        const auto hold_file = calibrate::read_measurements(o->holdout);
+        for (const auto& [file, path] :
+             {std::pair{&fit_file, o->fit}, std::pair{&hold_file, o->holdout}})
+            if (auto w = calibrate::check_device(platform.cluster, *file, path))
+                fmt::print(io.err, "warning: {}\n", *w);
+        const auto fit = calibrate::fit_kernel_classes(platform, fit_file, o->fit);
+        const auto v = calibrate::validate_kernel_classes(platform, fit, hold_file, o->holdout);
+        fmt::print(io.out, "fit on {}, validated on {} (held-out shapes), {}\n\n", o->fit,
+                   o->holdout, o->hardware);
+        fmt::print(io.out, "{:<12}{:>8}{:>10}  {:>12}{:>12}{:>10}{:>10}\n", "class", "groups",
+                   "factor", "held-out", "predicted", "error", "unfitted");
+        for (const auto& c : fit.classes) {
+            if (!c.fitted)
+                continue;
+            const auto it = std::find_if(v.classes.begin(), v.classes.end(), [&](const auto& x) {
+                return x.name == calibrate::to_string(c.kernel_class);
+            });
+            if (it == v.classes.end()) {
+                fmt::print(io.out, "{:<12}{:>8}{:>10.3f}  {:>12}\n",
+                           calibrate::to_string(c.kernel_class), c.groups, c.factor, "-");
+                continue;
+            }
+            fmt::print(io.out, "{:<12}{:>8}{:>10.3f}  {:>9.3f} ms{:>9.3f} ms{:>10}{:>10}\n",
+                       calibrate::to_string(c.kernel_class), c.groups, c.factor,
+                       it->measured_s * 1e3, it->predicted_s * 1e3,
+                       base::signed_percent(it->error()),
+                       base::signed_percent(it->error_unfitted()));
+        }
+        fmt::print(io.out,
+                   "\nframework.gemm_efficiency {:.4f}, framework.memory_efficiency {:.4f} "
+                   "(from the factors)\n",
+                   fit.gemm_efficiency, fit.memory_efficiency);
+        if (!v.steps.empty()) {
+            fmt::print(io.out, "\n{:<48}{:>12}{:>12}{:>10}{:>10}\n", "held-out step", "measured",
+                       "predicted", "error", "unfitted");
+            for (const auto& s : v.steps)
+                fmt::print(io.out, "{:<48}{:>9.3f} ms{:>9.3f} ms{:>10}{:>10}\n",
+                           s.name.size() > 47 ? s.name.substr(0, 47) : s.name, s.measured_s * 1e3,
+                           s.predicted_s * 1e3, base::signed_percent(s.error()),
+                           base::signed_percent(s.error_unfitted()));
+        }
+        for (const auto& n : fit.notes)
+            fmt::print(io.out, "note: {}\n", n);
+        for (const auto& n : v.notes)
+            fmt::print(io.out, "note: {}\n", n);
+        for (const auto& c : fit.classes)
+            if (c.fitted)
+                fmt::print(io.out, "origin: {} factor {:.4f} from {}\n",
+                           calibrate::to_string(c.kernel_class), c.factor, c.origin);
     });
 }
 

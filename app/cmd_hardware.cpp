@@ -44,11 +44,20 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
                                  s.node.nvls ? ", NVLS in-switch reduction" : "")
                    : std::string("PCIe switches and host"));
     if (s.node.nics > 0)
-        fmt::print(out, "  {:<12}{} NICs per node at {}\n", "network", s.node.nics,
-                   base::format_bandwidth(s.node.nic.bandwidth));
+        fmt::print(out, "  {:<12}{} NICs per node at {}, {}{}\n", "network", s.node.nics,
+                   base::format_bandwidth(s.node.nic.bandwidth), to_string(s.network.transport),
+                   s.node.nics < s.node.gpus
+                       ? fmt::format(" ({} GPUs share each)", s.node.gpus / s.node.nics)
+                   : s.node.nics > s.node.gpus
+                       ? fmt::format(" ({} per GPU, striped)", s.node.nics / s.node.gpus)
+                       : std::string());
     if (s.nodes > 1)
-        fmt::print(out, "  {:<12}rail-optimised fat tree, {}-port switches\n", "fabric",
-                   s.network.switch_radix);
+        fmt::print(out, "  {:<12}rail-optimised fat tree, {}-port switches{}{}\n", "fabric",
+                   s.network.switch_radix,
+                   s.network.oversubscription > 1
+                       ? fmt::format(", {:g}:1 oversubscribed", s.network.oversubscription)
+                       : std::string(),
+                   s.network.in_network_reduction ? ", in-network reduction (SHARP)" : "");
 
     // Links by kind: physical links are pairs of directed edges.
     struct Tally {

@@ -61,8 +61,13 @@ parallel:
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
                                  # default none
   zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0
-  dp_overlap: true               # gradient reduction overlapped with the backward, in buckets
-                                 # [--overlap-grad-reduce]; default true
+  overlap_grad_reduce: true      # gradient reduction overlapped with the backward, in buckets
+                                 # [--overlap-grad-reduce]; default true; its old name,
+                                 #  dp_overlap: true, is still read
+  overlap_param_gather: false    # zero 1-2: parameter all-gather overlapped with the next
+                                 # forward [--overlap-param-gather]; default false
+  tp_comm_overlap: false         # TP all-gather/reduce-scatter overlapped with the GEMMs
+                                 # (needs sequence_parallel) [--tp-comm-overlap]; default false
   dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
   pp_overlap: false              # pipeline sends overlap the next pass
                                  # [--overlap-p2p-communication]; default false

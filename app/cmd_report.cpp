@@ -25,6 +25,7 @@ std::vector<ReportSection> report_sections() {
     std::vector<ReportSection> sections;
     // Sections are added here as each area lands (collectives, training steps, calibration).
     sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
+    sections.push_back({"across-nodes", "Across nodes", multi_node_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
     sections.push_back({"training", "Training steps", training_steps_markdown});
     sections.push_back(

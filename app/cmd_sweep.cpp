@@ -23,14 +23,11 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
-#include <thread>
 
 namespace clustersim::app {
 namespace {
@@ -53,10 +50,6 @@ struct SweepOptions {
     std::string fidelity = "analytic";
     bool mpi = false;
 };
-
-constexpr int kTagRows = 1;
-constexpr int kTagDone = 2;
-constexpr int kTagError = 3;
 
 /// Counts and the best rows, kept as rows come (a sweep of 10^6 rows need not stay in memory).
 class Tally {
@@ -235,48 +228,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
 
     if (rank != 0) {
         // A worker rank: simulate its share, ship rows to rank 0 as they are done.
-        std::mutex outbox_mutex;
-        std::vector<std::string> outbox;
-        explore::OrderedSink sink(mine, [&](std::int64_t, const std::string& row) {
-            std::lock_guard<std::mutex> lock(outbox_mutex);
-            outbox.push_back(row);
-        });
-        std::atomic<bool> finished{false};
-        std::exception_ptr error;
-        std::thread pool([&] {
-            try {
-                explore::run_pool(mine, jobs, work, sink);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            finished = true;
-        });
-        for (;;) {
-            const bool last = finished;
-            std::vector<std::string> batch;
-            {
-                std::lock_guard<std::mutex> lock(outbox_mutex);
-                batch.swap(outbox);
-            }
-            if (!batch.empty()) {
-                session->send_to_root(explore::join_rows(batch), kTagRows);
-            }
-            if (last)
-                break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        pool.join();
-        if (error) {
-            std::string what = "internal error";
-            try {
-                std::rethrow_exception(error);
-            } catch (const std::exception& e) {
-                what = e.what();
-            }
-            session->send_to_root(what, kTagError);
-            std::rethrow_exception(error);
-        }
-        session->send_to_root("", kTagDone);
+        explore::run_worker(mine, jobs, work, *session);
         return;
     }
 
@@ -316,37 +268,13 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     if (ranks == 1) {
         explore::run_pool(mine, jobs, work, sink);
     } else {
-        std::atomic<bool> finished{false};
-        std::exception_ptr error;
-        std::thread pool([&] {
-            try {
-                explore::run_pool(mine, jobs, work, sink);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            finished = true;
-        });
-        int done_ranks = 0;
-        while (done_ranks < ranks - 1) {
-            std::string text;
-            int source = 0, tag = 0;
-            if (!session->receive(text, source, tag, finished)) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                continue;
-            }
-            if (tag == kTagRows) {
-                for (auto& [index, row] : explore::split_rows(text))
-                    sink.submit(index, std::move(row));
-            } else if (tag == kTagDone) {
-                ++done_ranks;
-            } else {
-                fmt::print(io.err, "clustersim: internal error on MPI rank {}: {}\n", source, text);
-                session->abort(1);
-            }
+        try {
+            explore::run_root(mine, jobs, work, ranks, *session, sink);
+        } catch (const explore::RankFailure& e) {
+            fmt::print(io.err, "clustersim: internal error on MPI rank {}: {}\n", e.rank(),
+                       e.what());
+            session->abort(1);
         }
-        pool.join();
-        if (error)
-            std::rethrow_exception(error);
     }
     progress.finish();
     if (!o.out.empty() && !existing.in_order) {

@@ -120,4 +120,51 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
     return md;
 }
 
+std::string multi_node_accuracy_markdown(const std::string& data_dir) {
+    const auto files = calibrate::multi_node_accuracy(data_dir);
+    std::string md =
+        "Multi-node nccl-tests runs (`data/reference/nccl/multi-node`, imported with the "
+        "nccl-tests importer of `clustersim calibrate import`), each predicted on the preset of "
+        "the machine its header names, with the algorithm NCCL ran: the one NCCL_ALGO forced, "
+        "else `--algo auto`. Analytic fidelity; out-of-place times; error = predicted / "
+        "measured - 1 of the time (bus bandwidth shown alongside). Threshold: mean |error| <= 8% "
+        "from 64 MiB, per file. Nothing is fitted to these files: the presets' network numbers "
+        "are NIC rates, NCCL's tuning.cc latencies and per-channel caps, and the efficiencies "
+        "of the single-node fits.\n\n"
+        "| file | preset | nodes | NCCL ran | rows >= 64 MiB | mean abs error | signed mean | "
+        "within 8% |\n|---|---|---:|---|---:|---:|---:|---|\n";
+    auto summary = [&](bool lower) {
+        for (const auto& f : files) {
+            if (f.lower_confidence != lower)
+                continue;
+            const auto e = f.curve.errors(64 * kMiB);
+            md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                              f.file.substr(f.file.rfind('/') + 1), f.hardware, f.nodes, f.ran,
+                              e.points, base::percent(e.mean_abs), base::signed_percent(e.mean),
+                              lower ? "(not held)" : verdict(e.mean_abs <= 0.08));
+        }
+    };
+    summary(false);
+    md += "\nLower-confidence files (`lower-confidence/`: metadata inferred or inconsistent, see "
+          "their headers), shown without a threshold:\n\n"
+          "| file | preset | nodes | NCCL ran | rows >= 64 MiB | mean abs error | signed mean | "
+          "within 8% |\n|---|---|---:|---|---:|---:|---:|---|\n";
+    summary(true);
+    for (const auto& f : files) {
+        md += fmt::format("\n{} on {} ({} nodes, NCCL ran {}):\n\n", f.file, f.hardware, f.nodes,
+                          f.ran);
+        md += "| size | measured (us) | predicted (us) | error | measured busbw (GB/s) | "
+              "predicted busbw (GB/s) | algorithm |\n|---:|---:|---:|---:|---:|---:|---|\n";
+        for (std::size_t i = 0; i < f.curve.rows.size(); ++i) {
+            if (f.curve.sizes[i] < 64 * kMiB)
+                continue;
+            const auto& r = f.curve.rows[i];
+            md += fmt::format("| {} | {:.1f} | {:.1f} | {} | {:.1f} | {:.1f} | {} |\n", r.label,
+                              r.measured, r.predicted, base::signed_percent(r.error()),
+                              f.measured_busbw[i], f.predicted_busbw[i], r.algorithm);
+        }
+    }
+    return md;
+}
+
 } // namespace clustersim::app

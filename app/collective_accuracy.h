@@ -11,4 +11,7 @@ namespace clustersim::app {
 /// reference file.
 std::string collective_accuracy_markdown(const std::string& data_dir);
 
+/// The Markdown of the "Across nodes" section: calibrate::multi_node_accuracy.
+std::string multi_node_accuracy_markdown(const std::string& data_dir);
+
 } // namespace clustersim::app

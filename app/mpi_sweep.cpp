@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #ifdef CLUSTERSIM_HAVE_MPI
 #include <mpi.h>
@@ -44,11 +45,12 @@ void Session::broadcast(std::string& text) const {
                   MPI_COMM_WORLD);
 }
 
-void Session::send_to_root(const std::string& text, int tag) const {
-    MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+void Session::send_to_root(const std::string& text, explore::MessageTag tag) const {
+    MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, static_cast<int>(tag),
+             MPI_COMM_WORLD);
 }
 
-bool Session::receive(std::string& text, int& source, int& tag, bool wait) const {
+bool Session::receive(std::string& text, int& source, explore::MessageTag& tag, bool wait) const {
     MPI_Status status;
     if (wait) {
         MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
@@ -64,7 +66,17 @@ bool Session::receive(std::string& text, int& source, int& tag, bool wait) const
     MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
              MPI_STATUS_IGNORE);
     source = status.MPI_SOURCE;
-    tag = status.MPI_TAG;
+    // Only clustersim's ranks are in this communicator; a tag it does not know is an error.
+    switch (status.MPI_TAG) {
+    case static_cast<int>(explore::MessageTag::rows):
+    case static_cast<int>(explore::MessageTag::done):
+    case static_cast<int>(explore::MessageTag::error):
+        tag = static_cast<explore::MessageTag>(status.MPI_TAG);
+        break;
+    default:
+        text = "unknown MPI message tag " + std::to_string(status.MPI_TAG);
+        tag = explore::MessageTag::error;
+    }
     return true;
 }
 
@@ -90,10 +102,10 @@ Session::~Session() = default;
 void Session::broadcast(std::string&) const {
 }
 
-void Session::send_to_root(const std::string&, int) const {
+void Session::send_to_root(const std::string&, explore::MessageTag) const {
 }
 
-bool Session::receive(std::string&, int&, int&, bool) const {
+bool Session::receive(std::string&, int&, explore::MessageTag&, bool) const {
     return false;
 }
 

@@ -8,6 +8,8 @@
 /// Threads: workers never call MPI; only the thread that created the Session does
 /// (MPI_THREAD_FUNNELED).
 
+#include "explore/distribute.h"
+
 #include <string>
 
 namespace clustersim::app::mpi {
@@ -17,10 +19,10 @@ bool available();
 
 /// MPI from MPI_Init to MPI_Finalize. One per process. Throws InputError when MPI is not
 /// available.
-class Session {
+class Session : public explore::Transport {
 public:
     Session();
-    ~Session();
+    ~Session() override;
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
@@ -29,11 +31,9 @@ public:
 
     /// Rank 0's `text` on every rank.
     void broadcast(std::string& text) const;
-    /// Sends `text` to rank 0 with `tag`.
-    void send_to_root(const std::string& text, int tag) const;
-    /// A message waiting from any rank: true and its text, source and tag; false when none
-    /// waits (`wait`: block until one comes).
-    bool receive(std::string& text, int& source, int& tag, bool wait) const;
+    void send_to_root(const std::string& text, explore::MessageTag tag) const override;
+    bool receive(std::string& text, int& source, explore::MessageTag& tag,
+                 bool wait) const override;
     /// Stops every rank (after an error on one of them).
     [[noreturn]] void abort(int code) const;
 

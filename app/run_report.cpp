@@ -92,6 +92,10 @@ std::string describe_parallel(const ExperimentSpec& e) {
     if (p.dp > 1 && !e.training.forward_only)
         s += p.dp_overlap ? ", DP overlapped in " + base::format_bytes(p.dp_bucket) + " buckets"
                           : ", DP all-reduce after backward";
+    if (p.overlap_param_gather && p.dp > 1 && !e.training.forward_only)
+        s += ", param all-gather overlapped with the forward";
+    if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel)
+        s += ", TP communication overlapped with GEMMs";
     if (e.training.forward_only)
         s += ", forward only";
     return s;
@@ -147,7 +151,7 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     if (r.oom)
         fmt::print(out,
                    "{:<12}yes: stage {} needs {} GB more ({}); the step time assumes it fits\n",
-                   "oom", r.oom_stage, gb(r.oom_excess_bytes), oom_fix_text(r.oom_fix));
+                   "oom", r.oom->stage, gb(r.oom->excess_bytes), oom_fix_text(r.oom_fix));
     else
         fmt::print(out, "{:<12}no\n", "oom");
 }
@@ -193,10 +197,10 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     j["memory"] = {{"peak_bytes_max", r.peak_bytes_max},
                    {"capacity_bytes", r.capacity_bytes},
                    {"per_stage", stages}};
-    j["oom"] = r.oom;
+    j["oom"] = r.oom.has_value();
     if (r.oom)
-        j["oom_detail"] = {{"stage", r.oom_stage},
-                           {"excess_bytes", r.oom_excess_bytes},
+        j["oom_detail"] = {{"stage", r.oom->stage},
+                           {"excess_bytes", r.oom->excess_bytes},
                            {"fix", oom_fix_text(r.oom_fix)}};
     j["recompute_plan"] = recompute_plan_text(r);
     j["simulated_gpus"] = r.simulated_gpus;

@@ -11,6 +11,7 @@
 #include "config/yaml_map.h"
 #include "hardware/hardware_loader.h"
 
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -208,6 +209,113 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
         }
     }
     return acc;
+}
+
+std::vector<MultiNodeAccuracy> multi_node_accuracy(const std::string& data_dir) {
+    // Which preset each file's header describes (the machine, its GPUs and its NICs):
+    struct File {
+        const char* path;
+        const char* hardware;
+        int nodes;
+        bool lower_confidence;
+    };
+    static const File files[] = {
+        // 8x A100-SXM4-80GB, 8x 200 Gb/s HDR InfiniBand per VM (NDmv4)
+        {"a100-2node-ib-hdr-azure-ndmv4-summary.txt", "azure-ndm-a100-v4", 2, false},
+        // 8x A100-SXM4-40GB, 16x 100 Gb/s RoCE v2 (OCI BM.GPU4.8)
+        {"a100-2node-roce-16x100g-oci-bm-gpu4.8.nccl-tests.txt", "oci-bm-gpu4.8", 2, false},
+        // H100 80GB HBM3, 8x 400 Gb/s NDR InfiniBand (ConnectX-7) per node: a DGX/HGX H100
+        {"h100-2node-ib-ndr-default-gjaion.nccl-tests.txt", "dgx-h100", 2, false},
+        {"h100-2node-ib-ndr-default-xe9680.nccl-tests.txt", "dgx-h100", 2, false},
+        {"h100-2node-ib-ndr-ring-minctas24-qps2-gjaion.nccl-tests.txt", "dgx-h100", 2, false},
+        {"h100-4node-ib-ndr-default-gjaion.nccl-tests.txt", "dgx-h100", 4, false},
+        {"h100-4node-ib-ndr-default-vmware.nccl-tests.txt", "dgx-h100", 4, false},
+        {"h100-8node-ib-ndr-default-gjaion.nccl-tests.txt", "dgx-h100", 8, false},
+        {"h100-8node-ib-ndr-minctas24-qps2-gjaion.nccl-tests.txt", "dgx-h100", 8, false},
+        // Lower confidence (their headers say why): shown, not held to a threshold.
+        {"lower-confidence/a100-2node-meta-gcm-test-fixture.nccl-tests.txt", "azure-ndm-a100-v4", 2,
+         true},
+        {"lower-confidence/h100-2node-gcp-a3mega-tcpxo.nccl-tests.txt", "gcp-a3-mega", 2, true},
+        {"lower-confidence/h100-12node-ib-sharp-collnetchain-coreweave-2023.nccl-tests.txt",
+         "dgx-superpod-h100", 12, true},
+        // Not read: lower-confidence/h100-128node-ring-ll128-issue322 (the run crashed before
+        // nccl-tests' closing "# Avg bus bandwidth" line; the importer refuses truncated logs).
+    };
+    Presets P;
+    std::vector<MultiNodeAccuracy> out;
+    const std::string dir = data_dir + "/nccl/multi-node/";
+    for (const File& f : files) {
+        MultiNodeAccuracy a;
+        a.file = std::string("nccl/multi-node/") + f.path;
+        a.hardware = f.hardware;
+        a.nodes = f.nodes;
+        a.lower_confidence = f.lower_confidence;
+        a.curve = {a.hardware + ", " + a.file, "us", {}, {}};
+        auto add = [&](cl::Op op, int gpus, std::int64_t bytes, double measured_s,
+                       const std::string& algorithm) {
+            const auto algo = algorithm.empty() ? cl::Algorithm::automatic
+                                                : cl::parse_algorithm(algorithm).value();
+            const auto p = P.run(a.hardware, gpus, op, bytes, algo);
+            a.curve.rows.push_back(
+                {size_label(static_cast<double>(bytes)) +
+                     (op == cl::Op::all_reduce ? std::string()
+                                               : std::string(" ") + std::string(cl::to_string(op))),
+                 measured_s * 1e6, p.seconds * 1e6, p.detail});
+            a.curve.sizes.push_back(static_cast<double>(bytes));
+            a.measured_busbw.push_back(
+                busbw_gbps(op, gpus, static_cast<double>(bytes), measured_s));
+            a.predicted_busbw.push_back(
+                busbw_gbps(op, gpus, static_cast<double>(bytes), p.seconds));
+        };
+        const std::string path = dir + f.path;
+        if (std::string(f.path).find("-summary.txt") != std::string::npos) {
+            // The MSCCL++ page's selected numbers, not an nccl-tests table: rows of
+            // `config, collective, message_size, metric, value`; busbw rows from 1 GiB.
+            std::ifstream in(path);
+            if (!in)
+                throw InputError(path + ": cannot open the file");
+            a.ran = "default";
+            std::string line;
+            for (int number = 1; std::getline(in, line); ++number) {
+                const auto trimmed = config::trim(line);
+                if (trimmed.empty() || trimmed.front() == '#')
+                    continue;
+                const auto w = config::split_csv_line(trimmed);
+                const auto value = w.size() == 5 ? config::parse_number(w[4]) : std::nullopt;
+                const auto op = w.size() == 5 ? cl::parse_op(w[1]) : std::nullopt;
+                if (!value || !op)
+                    throw InputError(path + ":" + std::to_string(number) +
+                                     ": expected 'config, collective, message_size, metric, "
+                                     "value', got '" +
+                                     std::string(trimmed) + "'");
+                if (w[0].rfind(std::to_string(f.nodes) + "nodes_x_8gpu", 0) != 0 ||
+                    w[3] != "busbw_GBps")
+                    continue;
+                const auto bytes = base::parse_bytes(w[2] + "iB"); // nccl-tests' 1G = 1 GiB
+                const int gpus = 8 * f.nodes;
+                const double busbw = *value * 1e9;
+                const double seconds =
+                    cl::bus_factor(*op, gpus) * static_cast<double>(bytes) / busbw;
+                add(*op, gpus, bytes, seconds, "");
+            }
+        } else {
+            const MeasurementFile m = import_files({path}, {}).measurements;
+            for (const auto& c : m.collectives) {
+                if (c.in_place)
+                    continue;
+                if (a.ran.empty() || (a.ran == "default" && !c.algorithm.empty()))
+                    a.ran = c.algorithm.empty() ? "default" : c.algorithm;
+                if (c.gpus != 8 * f.nodes)
+                    throw InputError(c.source + ": " + std::to_string(c.gpus) + " ranks, but " +
+                                     std::to_string(f.nodes) + " nodes of 8 GPUs were expected");
+                add(c.op, c.gpus, c.bytes, c.time.seconds(), c.algorithm);
+            }
+        }
+        if (a.curve.rows.empty())
+            throw InputError(path + ": no rows");
+        out.push_back(std::move(a));
+    }
+    return out;
 }
 
 } // namespace clustersim::calibrate

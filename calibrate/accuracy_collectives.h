@@ -42,6 +42,22 @@ struct CollectiveAccuracy {
     std::vector<AccuracyRow> lecture;           ///< 4 H100: all_reduce and reduce_scatter (ms)
 };
 
+/// One multi-node nccl-tests file (data/reference/nccl/multi-node) against its predictions.
+struct MultiNodeAccuracy {
+    std::string file;     ///< relative to the data directory
+    std::string hardware; ///< the preset it is predicted on
+    int nodes = 0;
+    std::string ran; ///< what NCCL ran: "default" or the forced NCCL_ALGO ("ring")
+    bool lower_confidence = false;
+    AccuracyCurve curve; ///< time (us) by size, out-of-place; busbw in `busbw`
+    std::vector<double> measured_busbw, predicted_busbw; ///< GB/s, per row
+};
+
+/// The files of data/reference/nccl/multi-node (and its lower-confidence/), each predicted on
+/// the preset of the machine its header names, with the algorithm NCCL ran (NCCL_ALGO when the
+/// run forced one, else --algo auto). Throws InputError for a missing or malformed file.
+std::vector<MultiNodeAccuracy> multi_node_accuracy(const std::string& data_dir);
+
 /// Reads the reference files under `data_dir` and predicts each point (analytic fidelity,
 /// --algo auto unless the measurement names the algorithm). Throws InputError for a missing or
 /// malformed file.

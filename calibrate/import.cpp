@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "calibrate/import_util.h"
+#include "calibrate/kineto.h"
 
 #include <fmt/format.h>
 
@@ -171,6 +172,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 ImportResult import_text(std::string_view text, const std::string& name,
                          const ImportOptions& options) {
+    if (is_gzip(text))
+        return import_text(gunzip(text, name), name, options);
+    if (looks_like_trace(text))
+        return import_kineto(text, name, options);
     if (ends_with(name, ".csv"))
         return import_csv(text, name, options);
     const std::string_view body =
@@ -200,6 +205,27 @@ ImportResult import_files(const std::vector<std::string>& paths, const ImportOpt
         all.warnings.insert(all.warnings.end(), one.warnings.begin(), one.warnings.end());
         auto merged = merge_measurements(all.measurements, one.measurements, path);
         all.warnings.insert(all.warnings.end(), merged.begin(), merged.end());
+    }
+    // GEMMs from profiler traces: the same shape in two traces (hidden 1024 at micro-batch 2
+    // and sequence 8192 has the GEMMs of micro-batch 4 at 4096) is one point, the first kept.
+    {
+        std::set<std::string> seen;
+        std::vector<GemmMeasurement> kept;
+        std::size_t dropped = 0;
+        for (auto& g : all.measurements.gemms) {
+            const std::string key = fmt::format("{}x{}x{} {} {} {}", g.m, g.n, g.k,
+                                                hardware::to_string(g.dtype), g.layout, g.library);
+            if (g.library == "torch" && !seen.insert(key).second) {
+                ++dropped;
+                continue;
+            }
+            kept.push_back(std::move(g));
+        }
+        all.measurements.gemms = std::move(kept);
+        if (dropped > 0)
+            all.warnings.push_back(fmt::format("{} GEMM shapes of profiler traces appear in "
+                                               "earlier traces too: the first trace's kept",
+                                               dropped));
     }
     // Duplicates across files (each file's own were refused with their line).
     check_measurements(all.measurements, paths.size() == 1 ? paths.front() : "the imported files");

@@ -41,6 +41,7 @@ struct Preamble {
     std::optional<int> gpus_per_process; ///< -g x -t on the command line, or nThread x nGpus
     std::string gpus_per_process_from;
     int ranks = 0;
+    std::string algorithm; ///< from NCCL_ALGO=X in the comments ("" when not forced)
     std::set<std::string> devices;
     std::set<std::string> hosts;
 };
@@ -184,7 +185,31 @@ private:
         static const std::regex nthread(R"(^nThread\s+(\d+)\s+nGpus\s+(\d+))");
         static const std::regex rank(
             R"(^Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
+        // Curated logs (data/reference) state the whole job in header comments: `nranks: 16`,
+        // `op: all_reduce`; they hold for every table of the file. NCCL_ALGO=X names the
+        // algorithm NCCL was forced to run (auto and a list of several force nothing).
+        static const std::regex nranks(R"(^nranks:\s*(\d+)\s*$)");
+        static const std::regex op_line(R"(^op:\s*([A-Za-z_]+)\s*$)");
+        static const std::regex algo(R"(NCCL_ALGO=([A-Za-z_]+)(,[A-Za-z]|[:;^])?)");
         std::cmatch m;
+        if (std::regex_search(body.begin(), body.end(), m, nranks)) {
+            file_ranks_ = std::stoi(m[1].str());
+            file_ranks_line_ = number;
+            return;
+        }
+        if (std::regex_search(body.begin(), body.end(), m, op_line)) {
+            file_op_ = strategies::collectives::parse_op(m[1].str());
+            if (!file_op_)
+                fail(number, fmt::format("op: '{}' is not a collective clustersim models ({})",
+                                         m[1].str(), strategies::collectives::op_names()));
+            file_op_line_ = number;
+            return;
+        }
+        if (std::regex_search(body.begin(), body.end(), m, algo) && !m[2].matched) {
+            const auto a = strategies::collectives::parse_algorithm(m[1].str());
+            if (a && *a != strategies::collectives::Algorithm::automatic)
+                pre_.algorithm = std::string(strategies::collectives::to_string(*a));
+        }
         if (std::regex_search(body.begin(), body.end(), m, rank)) {
             ++pre_.ranks;
             pre_.hosts.insert(m[1].str());
@@ -307,6 +332,8 @@ private:
                                  "models ({})",
                                  *pre_.perf, strategies::collectives::op_names()));
         }
+        if (file_op_)
+            from_log = from_log.value_or(*file_op_);
         const auto chosen = detail::agree<CollectiveOp>(
             {{from_log,
               fmt::format("line {} runs {}_perf", pre_.perf_line, pre_.perf.value_or(""))},
@@ -323,12 +350,17 @@ private:
 
     int choose_gpus(int number) {
         std::optional<int> ranks;
-        if (pre_.ranks > 0)
+        std::string ranks_from = fmt::format("the log lists {} '# Rank' lines", pre_.ranks);
+        if (pre_.ranks > 0) {
             ranks = pre_.ranks;
-        // With `# Rank` lines the count is the whole job's; the per-process counts (-g, nGpus)
-        // then say nothing about other processes.
+        } else if (file_ranks_ > 0) {
+            ranks = file_ranks_;
+            ranks_from = fmt::format("line {} says nranks: {}", file_ranks_line_, file_ranks_);
+        }
+        // With `# Rank` lines (or an nranks header) the count is the whole job's; the
+        // per-process counts (-g, nGpus) then say nothing about other processes.
         const auto chosen = detail::agree<int>(
-            {{ranks, fmt::format("the log lists {} '# Rank' lines", pre_.ranks)},
+            {{ranks, ranks_from},
              {options_.gpus, fmt::format("--gpus says {}", options_.gpus.value_or(0))},
              {ranks ? std::nullopt : pre_.gpus_per_process, pre_.gpus_per_process_from}},
             fmt::format("{}:{}", name_, number), "GPU counts");
@@ -439,6 +471,7 @@ private:
             c.in_place = gi == 1;
             c.time = sim::Time::from_seconds(*time * g.seconds_per_time_unit);
             c.source = fmt::format("{}:{}", name_, number);
+            c.algorithm = pre_.algorithm;
             check_rates(number, c, algbw, busbw);
 
             if (g.wrong >= 0 && word(g.wrong) != "N/A") {
@@ -461,9 +494,15 @@ private:
             }
             const std::string key = detail::describe_point(c);
             const auto [it, inserted] = seen_.emplace(key, number);
-            if (!inserted)
+            if (!inserted && it->second >= t.header_line)
                 fail(number,
                      fmt::format("duplicate point ({}): first at line {}", key, it->second));
+            if (!inserted) { // another run of the same point, in an earlier table: keep the first
+                result_.warnings.push_back(fmt::format(
+                    "{}:{}: skipped {}: the table of line {} measured it already (line {})", name_,
+                    number, key, t.header_line, it->second));
+                continue;
+            }
             result_.measurements.collectives.push_back(c);
         }
     }
@@ -539,6 +578,10 @@ private:
     std::optional<Table> table_;
     int tables_ = 0;
     std::map<std::string, int> seen_;
+    int file_ranks_ = 0; ///< `nranks:` of a curated log's header, for all its tables
+    int file_ranks_line_ = 0;
+    std::optional<CollectiveOp> file_op_;
+    int file_op_line_ = 0;
 };
 
 } // namespace

@@ -5,12 +5,14 @@
 #include "base/units.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -35,6 +37,9 @@ constexpr std::array<std::string_view, 9> kAlgorithms{
     "ring",           "tree",          "direct", "nvls",        "nvls_tree",
     "collnet_direct", "collnet_chain", "pat",    "hierarchical"};
 constexpr std::array<std::string_view, 4> kLayouts{"NN", "NT", "TN", "TT"};
+constexpr std::array<std::string_view, kKernelClassCount> kKernelClassNames{
+    "gemm", "attention", "elementwise", "collective", "copy", "other"};
+constexpr std::array<std::string_view, 4> kPhases{"", "forward", "backward", "optimizer"};
 
 template <std::size_t N>
 std::string join(const std::array<std::string_view, N>& names) {
@@ -68,6 +73,16 @@ std::string_view to_string(LaunchMethod method) {
 }
 std::optional<LaunchMethod> parse_launch_method(std::string_view text) {
     return find_name<LaunchMethod>(kLaunchMethodNames, text);
+}
+std::string_view to_string(KernelClass c) {
+    return kKernelClassNames[static_cast<std::size_t>(c)];
+}
+std::optional<KernelClass> parse_kernel_class(std::string_view text) {
+    return find_name<KernelClass>(kKernelClassNames, text);
+}
+
+sim::Time KernelMeasurement::per_call() const {
+    return calls > 0 ? time / calls : time;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,6 +151,9 @@ const std::vector<SettingSpec>& setting_specs() {
         {"parallel", "recompute", SettingType::choice, 0, 0, {"none", "selective", "full", "auto"}},
         {"parallel", "zero", SettingType::integer, 0, 3},
         {"parallel", "dp_overlap", SettingType::boolean},
+        {"parallel", "overlap_grad_reduce", SettingType::boolean},
+        {"parallel", "overlap_param_gather", SettingType::boolean},
+        {"parallel", "tp_comm_overlap", SettingType::boolean},
         {"parallel", "dp_bucket", SettingType::size},
     };
     return specs;
@@ -407,6 +425,50 @@ ordered_json to_json(const StepMeasurement& s) {
     return j;
 }
 
+ordered_json to_json(const KernelMeasurement& k) {
+    ordered_json j;
+    j["class"] = to_string(k.kernel_class);
+    j["op"] = k.op;
+    j["kernel"] = k.kernel;
+    if (!k.phase.empty())
+        j["phase"] = k.phase;
+    if (k.layer >= 0)
+        j["layer"] = k.layer;
+    if (k.dtype)
+        j["dtype"] = hardware::to_string(*k.dtype);
+    ordered_json shapes = ordered_json::array();
+    for (const auto& s : k.shapes)
+        shapes.push_back(s);
+    j["shapes"] = shapes;
+    if (k.flops > 0)
+        j["flops"] = k.flops;
+    if (k.bytes > 0)
+        j["bytes"] = k.bytes;
+    if (!k.collective.empty()) {
+        j["collective"] = k.collective;
+        j["gpus"] = k.gpus;
+    }
+    j["stream"] = k.stream;
+    j["calls"] = k.calls;
+    j["time_us"] = micros(k.time);
+    if (!k.source.empty())
+        j["source"] = k.source;
+    return j;
+}
+
+ordered_json to_json(const TraceStepMeasurement& t) {
+    ordered_json j;
+    j["steps"] = t.steps;
+    j["time_ms"] = millis(t.time);
+    j["busy_ms"] = millis(t.busy);
+    if (t.launch > sim::Time::zero())
+        j["launch_us"] = micros(t.launch);
+    j["kernels"] = t.kernels;
+    if (!t.source.empty())
+        j["source"] = t.source;
+    return j;
+}
+
 template <typename T>
 void write_list(std::string& out, std::string_view key, const std::vector<T>& items, bool last) {
     out += fmt::format("  \"{}\": [", key);
@@ -455,7 +517,14 @@ std::string format_measurements(const MeasurementFile& file, const std::string& 
     write_list(out, "copies", file.copies, false);
     write_list(out, "p2p", file.p2p, false);
     write_list(out, "launches", file.launches, false);
-    write_list(out, "steps", file.steps, true);
+    const bool more = !file.kernels.empty() || !file.trace_steps.empty();
+    write_list(out, "steps", file.steps, !more);
+    // Written only when present, so files without them read as before.
+    if (more) {
+        write_list(out, "kernels", file.kernels, file.trace_steps.empty());
+        if (!file.trace_steps.empty())
+            write_list(out, "trace_steps", file.trace_steps, true);
+    }
     out += "}\n";
     return out;
 }
@@ -769,6 +838,68 @@ LaunchMeasurement read_launch(ObjectReader& r) {
     return l;
 }
 
+KernelMeasurement read_kernel(ObjectReader& r) {
+    KernelMeasurement k;
+    k.kernel_class =
+        *parse_kernel_class(read_choice(r, "class", kKernelClassNames, "kernel class"));
+    k.op = r.str("op");
+    k.kernel = r.str("kernel");
+    if (r.has("phase")) {
+        k.phase = read_choice(r, "phase", kPhases, "phase");
+        if (k.phase.empty())
+            r.fail("phase", "expected forward, backward or optimizer (leave the key out when "
+                            "not known)");
+    }
+    if (r.has("layer"))
+        k.layer = r.small_int("layer", 0, kMaxGpus);
+    if (r.has("dtype"))
+        k.dtype = read_dtype(r, "dtype");
+    const json& shapes = r.get("shapes");
+    if (!shapes.is_array())
+        r.fail("shapes", "expected a list of lists of dimensions, got " + show(shapes));
+    for (const auto& s : shapes) {
+        if (!s.is_array())
+            r.fail("shapes", "expected a list of lists of dimensions, got " + show(s));
+        std::vector<std::int64_t> dims;
+        for (const auto& d : s) {
+            if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+                r.fail("shapes", "expected non-negative integer dimensions, got " + show(d));
+            dims.push_back(d.get<std::int64_t>());
+        }
+        k.shapes.push_back(std::move(dims));
+    }
+    if (r.has("flops"))
+        k.flops = r.positive_number("flops");
+    if (r.has("bytes"))
+        k.bytes = r.integer("bytes", 1, kMaxBytes);
+    if (r.has("collective")) {
+        const std::string op = r.str("collective");
+        const auto parsed = strategies::collectives::parse_op(op);
+        if (!parsed || op != strategies::collectives::to_string(*parsed))
+            r.fail("collective", fmt::format("unknown collective '{}' (valid: {})", op,
+                                             strategies::collectives::op_names()));
+        k.collective = op;
+        k.gpus = r.small_int("gpus", 1, kMaxGpus);
+    }
+    k.stream = r.small_int("stream", 0, std::numeric_limits<int>::max());
+    k.calls = r.integer("calls", 1, kMaxBytes);
+    k.time = r.time("time_us", 1e-6);
+    k.source = r.str_or("source", "");
+    return k;
+}
+
+TraceStepMeasurement read_trace_step(ObjectReader& r) {
+    TraceStepMeasurement t;
+    t.steps = r.small_int("steps", 1, std::numeric_limits<int>::max());
+    t.time = r.time("time_ms", 1e-3);
+    t.busy = r.time("busy_ms", 1e-3);
+    if (r.has("launch_us"))
+        t.launch = r.time("launch_us", 1e-6);
+    t.kernels = r.integer("kernels", 0, kMaxBytes);
+    t.source = r.str_or("source", "");
+    return t;
+}
+
 Settings read_settings(const json& j, std::string_view section, const std::string& file,
                        const std::string& path, std::string* preset) {
     if (!j.is_object())
@@ -913,6 +1044,9 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
     file.launches = read_list<LaunchMeasurement>(top, root, "launches", name, read_launch);
     file.steps = read_list<StepMeasurement>(top, root, "steps", name,
                                             [&](ObjectReader& r) { return read_step(r, name); });
+    file.kernels = read_list<KernelMeasurement>(top, root, "kernels", name, read_kernel);
+    file.trace_steps =
+        read_list<TraceStepMeasurement>(top, root, "trace_steps", name, read_trace_step);
     top.finish();
     check_measurements(file, name);
     return file;
@@ -987,6 +1121,24 @@ void check_measurements(const MeasurementFile& file, const std::string& name) {
     check_positive_time(file.p2p, "p2p", name);
     check_positive_time(file.launches, "launches", name);
     check_positive_time(file.steps, "steps", name);
+    check_positive_time(file.kernels, "kernels", name);
+    check_positive_time(file.trace_steps, "trace_steps", name);
+    for (std::size_t i = 0; i < file.kernels.size(); ++i) {
+        const auto& k = file.kernels[i];
+        if (k.calls < 1 || k.bytes < 0 || !(k.flops >= 0) || k.stream < 0 ||
+            (k.collective.empty() != (k.gpus == 0)) || k.gpus < 0)
+            throw InputError(fmt::format("{}: kernels[{}]{}: calls must be positive, bytes and "
+                                         "flops not negative, and gpus given exactly for NCCL "
+                                         "kernels",
+                                         name, i, from(k.source)));
+    }
+    for (std::size_t i = 0; i < file.trace_steps.size(); ++i) {
+        const auto& t = file.trace_steps[i];
+        if (t.steps < 1 || t.kernels < 0 || t.busy > t.time)
+            throw InputError(fmt::format("{}: trace_steps[{}]{}: steps must be positive and the "
+                                         "GPU busy time at most the step time",
+                                         name, i, from(t.source)));
+    }
 
     for (std::size_t i = 0; i < file.collectives.size(); ++i) {
         const auto& c = file.collectives[i];
@@ -1070,6 +1222,15 @@ void check_measurements(const MeasurementFile& file, const std::string& name) {
         const std::string what = fmt::format("{}, {} launches", to_string(l.method), l.launches);
         return std::pair{what, what};
     });
+    check_unique(file.kernels, "kernels", name, [](const KernelMeasurement& k) {
+        std::string shapes;
+        for (const auto& s : k.shapes)
+            shapes += fmt::format("[{}]", fmt::join(s, ","));
+        const std::string what = fmt::format(
+            "{} {} {} {} layer {} {} {} stream {}", to_string(k.kernel_class), k.op, k.kernel,
+            k.phase, k.layer, k.dtype ? hardware::to_string(*k.dtype) : "-", shapes, k.stream);
+        return std::pair{what + "|" + k.source, what};
+    });
     check_unique(file.steps, "steps", name, [](const StepMeasurement& s) {
         const std::string key =
             fmt::format("{}|{}|{}|{}|{}", s.gpus, s.model_preset, settings_key(s.model),
@@ -1126,6 +1287,8 @@ std::vector<std::string> merge_measurements(MeasurementFile& into, const Measure
     append(into.p2p, from_file.p2p);
     append(into.launches, from_file.launches);
     append(into.steps, from_file.steps);
+    append(into.kernels, from_file.kernels);
+    append(into.trace_steps, from_file.trace_steps);
     return warnings;
 }
 

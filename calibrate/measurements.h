@@ -151,6 +151,58 @@ struct LaunchMeasurement {
     friend bool operator==(const LaunchMeasurement&, const LaunchMeasurement&) = default;
 };
 
+/// What a kernel of a framework's training step does, as `calibrate import` classifies the
+/// kernels of a PyTorch profiler trace (calibrate/kineto.h).
+enum class KernelClass : std::uint8_t {
+    gemm,        ///< a matrix product (aten::mm, addmm, ...): flops = 2 m n k
+    attention,   ///< fused attention (SDPA flash / memory-efficient) and the batched products
+                 ///< of unfused attention (aten::bmm, baddbmm)
+    elementwise, ///< elementwise, normalisation, softmax, dropout, embedding, loss: bytes
+    collective,  ///< an NCCL kernel: collective, gpus and bytes (nccl-tests' size)
+    copy,        ///< a memory copy or memset (gpu_memcpy, gpu_memset)
+    other,       ///< a kernel no CPU op with shapes launched
+};
+inline constexpr int kKernelClassCount = 6;
+std::string_view to_string(KernelClass c);
+std::optional<KernelClass> parse_kernel_class(std::string_view text);
+
+/// The kernels of one kind launched by one CPU op with one set of input shapes, in one layer
+/// and phase of a traced training step, summed over the trace's profiled steps.
+struct KernelMeasurement {
+    KernelClass kernel_class = KernelClass::other;
+    std::string op;     ///< the CPU op that launched it ("aten::mm"); "" when none
+    std::string kernel; ///< the kernel's name, shortened (no parameters, no template arguments)
+    std::string phase;  ///< "forward", "backward", "optimizer" or "" (not known)
+    int layer = -1;     ///< the layer an annotation names ("layer3" -> 3); -1: none
+    std::optional<hardware::Dtype> dtype;          ///< of the op's first floating input
+    std::vector<std::vector<std::int64_t>> shapes; ///< the op's input dims as recorded
+    double flops = 0;       ///< per call: 2 m n k for a GEMM, the attention products'
+    std::int64_t bytes = 0; ///< per call: inputs read (elementwise), nccl-tests size (NCCL)
+    std::string collective; ///< NCCL: the op ("all_reduce"); else ""
+    int gpus = 0;           ///< NCCL: ranks in the communicator; else 0
+    int stream = 0;         ///< the CUDA stream it ran on
+    std::int64_t calls = 0; ///< kernels summed
+    sim::Time time;         ///< their total GPU time
+    std::string source;     ///< "trace.json: event N" of the first one
+
+    /// Mean time of one call.
+    sim::Time per_call() const;
+    friend bool operator==(const KernelMeasurement&, const KernelMeasurement&) = default;
+};
+
+/// A traced training step as a whole: what `calibrate import` reads from the profiler's
+/// step annotations (ProfilerStep#N) and the GPU kernels within them, per step (means).
+struct TraceStepMeasurement {
+    int steps = 0;            ///< profiled steps the means are over
+    sim::Time time;           ///< wall time of one step
+    sim::Time busy;           ///< time some kernel or copy ran on the GPU
+    sim::Time launch;         ///< median CPU time of one kernel launch call
+    std::int64_t kernels = 0; ///< kernels per step
+    std::string source;
+
+    friend bool operator==(const TraceStepMeasurement&, const TraceStepMeasurement&) = default;
+};
+
 /// A value of a training-step setting: the experiment file's scalars.
 using SettingValue = std::variant<bool, std::int64_t, double, std::string>;
 /// Settings by key, in the experiment file's vocabulary ("layers", "tp", "recompute").
@@ -191,10 +243,12 @@ struct MeasurementFile {
     std::vector<P2pMeasurement> p2p;
     std::vector<LaunchMeasurement> launches;
     std::vector<StepMeasurement> steps;
+    std::vector<KernelMeasurement> kernels;        ///< written only when not empty
+    std::vector<TraceStepMeasurement> trace_steps; ///< written only when not empty
 
     std::size_t size() const {
         return collectives.size() + gemms.size() + copies.size() + p2p.size() + launches.size() +
-               steps.size();
+               steps.size() + kernels.size() + trace_steps.size();
     }
     friend bool operator==(const MeasurementFile&, const MeasurementFile&) = default;
 };

@@ -31,10 +31,14 @@ std::optional<double> parse_number(std::string_view s) {
     return v;
 }
 
-std::vector<std::string> split_csv_line(std::string_view line) {
+std::vector<std::string> split_csv_line(std::string_view line, CsvFieldText text) {
     std::vector<std::string> fields;
     std::string field;
     bool quoted = false;
+    auto finish = [&] {
+        fields.push_back(text == CsvFieldText::trimmed ? std::string(trim(field)) : field);
+        field.clear();
+    };
     for (std::size_t i = 0; i < line.size(); ++i) {
         const char c = line[i];
         if (quoted) {
@@ -47,15 +51,21 @@ std::vector<std::string> split_csv_line(std::string_view line) {
                 field += c;
             }
         } else if (c == '"') {
+            // A quote opens a field only at its start (after white space, when trimmed).
+            const bool at_start =
+                text == CsvFieldText::trimmed ? trim(field).empty() : field.empty();
+            if (!at_start)
+                throw InputError("a quote inside an unquoted field");
             quoted = true;
         } else if (c == ',') {
-            fields.emplace_back(trim(field));
-            field.clear();
+            finish();
         } else {
             field += c;
         }
     }
-    fields.emplace_back(trim(field));
+    if (quoted)
+        throw InputError("a quoted field without its closing quote");
+    finish();
     return fields;
 }
 
@@ -84,6 +94,15 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
     CsvTable t;
     t.name_ = std::move(name);
     auto lines = split_lines(text);
+    // A malformed line's error, at its file and line.
+    auto fields_of = [&t](const TextLine& line) {
+        try {
+            return split_csv_line(line.text);
+        } catch (const InputError& e) {
+            throw InputError(fmt::format("{}:{}: {}", t.name_, line.number, e.what()),
+                             at(t.name_, line.number));
+        }
+    };
     for (TextLine& line : lines)
         line.text = trim(line.text);
     std::size_t first_data = lines.size();
@@ -102,7 +121,7 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
         for (std::size_t i = 0; i < lines.size(); ++i) {
             if (skipped(lines[i].text))
                 continue;
-            if (parse_number(split_csv_line(lines[i].text).front())) {
+            if (parse_number(fields_of(lines[i]).front())) {
                 first_data = i;
                 break;
             }
@@ -121,7 +140,7 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
                              at(t.name_, lines[first_data].number));
     }
     t.header_line_ = lines[head].number;
-    t.columns_ = split_csv_line(lines[head].text);
+    t.columns_ = fields_of(lines[head]);
     for (std::size_t i = 0; i < head; ++i) {
         const std::string_view s = lines[i].text;
         if (s.empty())
@@ -136,7 +155,7 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
     for (std::size_t i = first_data; i < lines.size(); ++i) {
         if (skipped(lines[i].text))
             continue;
-        auto fields = split_csv_line(lines[i].text);
+        auto fields = fields_of(lines[i]);
         if (fields.size() != t.columns_.size())
             throw InputError(fmt::format("{}:{}: expected {} fields as the header at line {} "
                                          "says, got {}: the row is cut or garbled",

@@ -77,8 +77,17 @@ private:
     std::vector<Row> rows_;
 };
 
-/// Splits one line at commas outside quotes; fields trimmed, "" in quotes is a quote.
-std::vector<std::string> split_csv_line(std::string_view line);
+/// What split_csv_line keeps of a field's text.
+enum class CsvFieldText {
+    trimmed, ///< white space around a field dropped (files people write and edit)
+    exact,   ///< every byte as written (files a program writes and reads back: the sweep CSV)
+};
+
+/// Splits one line at commas outside quotes (RFC 4180: "" inside quotes is a quote). Throws
+/// InputError (without a location: the caller knows the file and line) for a quote that is
+/// never closed, or one that opens after other text of its field.
+std::vector<std::string> split_csv_line(std::string_view line,
+                                        CsvFieldText text = CsvFieldText::trimmed);
 
 /// A whole-string finite decimal number ("40.12", "+1e-3", " 7 " trimmed); nullopt otherwise
 /// ("12 GB", "", "inf"). Exactly the value strtod gives.

@@ -1,6 +1,7 @@
 #include "explore/sweep_row.h"
 
 #include "base/error.h"
+#include "config/csv.h"
 
 #include <fmt/format.h>
 
@@ -65,37 +66,7 @@ std::string csv_field(const std::string& text) {
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
-    std::vector<std::string> fields;
-    std::string cur;
-    bool quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted) {
-            if (c == '"') {
-                if (i + 1 < line.size() && line[i + 1] == '"') {
-                    cur += '"';
-                    ++i;
-                } else {
-                    quoted = false;
-                }
-            } else {
-                cur += c;
-            }
-        } else if (c == '"') {
-            if (!cur.empty())
-                throw InputError("a quote inside an unquoted field");
-            quoted = true;
-        } else if (c == ',') {
-            fields.push_back(std::move(cur));
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    if (quoted)
-        throw InputError("a quoted field without its closing quote");
-    fields.push_back(std::move(cur));
-    return fields;
+    return config::split_csv_line(line, config::CsvFieldText::exact);
 }
 
 namespace {
@@ -127,8 +98,8 @@ std::string csv_row(std::int64_t index, const std::vector<std::string>& values, 
                      b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.optimizer_s})
         s += "," + num(v);
     s += fmt::format(",{},{},{},{},{},", r.peak_bytes_max, r.capacity_bytes,
-                     r.oom ? "true" : "false", r.oom ? std::to_string(r.oom_stage) : "",
-                     r.oom ? std::to_string(r.oom_excess_bytes) : "");
+                     r.oom ? "true" : "false", r.oom ? std::to_string(r.oom->stage) : "",
+                     r.oom ? std::to_string(r.oom->excess_bytes) : "");
     return s;
 }
 

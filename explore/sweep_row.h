@@ -24,7 +24,8 @@ std::vector<std::string> csv_columns(const std::vector<Axis>& axes);
 std::string csv_row(std::int64_t index, const std::vector<std::string>& values, const Outcome& o);
 /// A field quoted as RFC 4180 wants when it holds a comma, a quote or a newline.
 std::string csv_field(const std::string& text);
-/// Splits one CSV line into fields (RFC 4180 quotes). Throws InputError when malformed.
+/// Splits one line of the sweep CSV into its fields, byte for byte as csv_field wrote them
+/// (config::split_csv_line, exact). Throws InputError when malformed.
 std::vector<std::string> split_csv(const std::string& line);
 
 /// A row as the ranking needs it, read back from the CSV.

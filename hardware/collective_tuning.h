@@ -88,11 +88,21 @@ struct NvlsTuning {
     double efficiency = 0; ///< payload bandwidth / NVLink bandwidth of a GPU's switch ports
 };
 
+/// The most one channel of an algorithm carries, in NCCL's bus-bandwidth terms (tuning.cc's
+/// perChMax*Bws: what one channel's CTA copies and reduces per second), by node count.
+/// 0 = no cap.
+struct ChannelCap {
+    double two_nodes = 0;  ///< bytes/s per channel, communicators on 2 nodes
+    double more_nodes = 0; ///< bytes/s per channel, on 3 or more nodes
+    double at(int nodes) const { return nodes <= 2 ? two_nodes : more_nodes; }
+};
+
 struct CollectiveTuning {
     sim::Time launch_latency = sim::Time::zero();
     std::array<ProtocolTuning, kProtocolCount> protocols{};
     NvlsTuning nvls;
-    double memory_passes = 0; ///< HBM bytes per user-buffer byte, in series with transfers
+    ChannelCap nvls_tree_channel; ///< NVLSTree (tuning.cc perChMaxNVLSTreeBws)
+    double memory_passes = 0;     ///< HBM bytes per user-buffer byte, in series with transfers
 
     const ProtocolTuning& protocol(Protocol p) const {
         return protocols[static_cast<std::size_t>(p)];

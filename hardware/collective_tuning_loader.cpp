@@ -48,6 +48,16 @@ void apply_collectives(YamlMap m, CollectiveTuning& t) {
         read_efficiency(n, "efficiency", t.nvls.efficiency);
         n.finish();
     }
+    if (m.has("nvls_tree")) {
+        YamlMap n = m.map("nvls_tree");
+        if (n.has("channel_bandwidth")) {
+            YamlMap c = n.map("channel_bandwidth");
+            c.read_bandwidth("two_nodes", t.nvls_tree_channel.two_nodes);
+            c.read_bandwidth("more_nodes", t.nvls_tree_channel.more_nodes);
+            c.finish();
+        }
+        n.finish();
+    }
     for (Protocol p : kAllProtocols) {
         std::string key(to_string(p));
         for (char& c : key)

@@ -61,14 +61,51 @@ void apply_node(YamlMap m, NodeSpec& node) {
         p.read_bandwidth("bandwidth", node.pcie.bandwidth);
         p.read_time("latency", node.pcie.latency);
         p.read("gpus_per_switch", node.gpus_per_pcie_switch, 1, 1024);
+        p.read("nics_per_switch", node.nics_per_pcie_switch, 1, 1024);
         p.finish();
     }
     if (m.has("host_link"))
         apply_link(m.map("host_link"), node.host_link);
-    m.read("nics", node.nics, 0, 1024);
+    if (m.has("nics")) {
+        // Checked here, where the line is known: the layers below have set the GPUs and PCIe
+        // switches (validate() repeats the check on the merged file, without a line).
+        node.nics = static_cast<int>(m.integer("nics", 0, 1 << 16));
+        node.nics_at = config::format_mark(m.file(), m.raw("nics").Mark());
+        const int switches =
+            node.gpus_per_pcie_switch > 0 && node.gpus % node.gpus_per_pcie_switch == 0
+                ? node.gpus / node.gpus_per_pcie_switch
+                : 0;
+        if (node.nics == 0 && m.has("nic"))
+            m.fail("nics", "expected at least 1 NIC where node.nic is given (a node without "
+                           "NICs cannot reach the network; remove node.nic or give nics: 1 or "
+                           "more)");
+        if (switches > 0 && node.nics > node.nic_slots())
+            m.fail("nics",
+                   "expected at most " + std::to_string(node.nic_slots()) +
+                       " NICs: " + std::to_string(switches) + " PCIe switches hold " +
+                       std::to_string(node.nic_slots() / switches) +
+                       " each (node.pcie.nics_per_switch; default: as many as their GPUs); give "
+                       "fewer NICs or raise node.pcie.nics_per_switch");
+        if (node.nics > 0 && node.gpus > 0 && node.gpus % node.nics != 0 &&
+            node.nics % node.gpus != 0)
+            m.fail("nics", "expected a divisor or a multiple of node.gpus (" +
+                               std::to_string(node.gpus) + "), got " + std::to_string(node.nics) +
+                               ": GPUs share NICs evenly through their PCIe switches");
+    }
     if (m.has("nic"))
         apply_link(m.map("nic"), node.nic);
     m.finish();
+}
+
+Transport parse_transport(YamlMap& m, std::string_view key) {
+    const std::string t = m.choice(key, {"infiniband", "roce", "efa", "tcp"});
+    if (t == "roce")
+        return Transport::roce;
+    if (t == "efa")
+        return Transport::efa;
+    if (t == "tcp")
+        return Transport::tcp;
+    return Transport::infiniband;
 }
 
 void apply_network(YamlMap m, NetworkSpec& net) {
@@ -76,6 +113,31 @@ void apply_network(YamlMap m, NetworkSpec& net) {
     if (m.has("link"))
         apply_link(m.map("link"), net.link);
     m.read_time("switch_latency", net.switch_latency);
+    if (m.has("transport")) {
+        net.transport = parse_transport(m, "transport");
+        const TransportDefaults d = transport_defaults(net.transport);
+        net.transport_efficiency = d.efficiency;
+        net.transport_latency = d.latency;
+    }
+    if (m.has("transport_efficiency")) {
+        const double v = m.number("transport_efficiency", 0);
+        if (!(v > 0 && v <= 1.5))
+            m.fail("transport_efficiency",
+                   "expected the payload rate relative to InfiniBand's, in (0, 1.5], got " +
+                       m.str("transport_efficiency"));
+        net.transport_efficiency = v;
+    }
+    m.read_time("transport_latency", net.transport_latency);
+    if (m.has("oversubscription")) {
+        const double v = m.number("oversubscription");
+        if (!(v >= 1) || v > 1024)
+            m.fail("oversubscription",
+                   "expected the leaf's downlink to uplink ratio, 1 (non-blocking) to 1024, got " +
+                       m.str("oversubscription") +
+                       " (2 means 2:1; a fabric cannot carry more up than its nodes send)");
+        net.oversubscription = v;
+    }
+    m.read("in_network_reduction", net.in_network_reduction);
     m.finish();
 }
 
@@ -228,6 +290,9 @@ void validate(const ClusterSpec& s, const std::string& file) {
         require(n.nic.bandwidth > 0, "node.nic.bandwidth", "NIC bandwidth like '400Gb/s'");
         require(n.gpus % n.nics == 0 || n.nics % n.gpus == 0, "node.nics",
                 "a divisor or multiple of node.gpus");
+        require(n.nics <= n.nic_slots(), "node.nics",
+                "at most " + std::to_string(n.nic_slots()) +
+                    " NICs: what the PCIe switches hold (node.pcie.nics_per_switch)");
     }
     const ComputeSpec& c = s.compute;
     require(c.launch_overhead > sim::Time::zero(), "compute.launch_overhead",

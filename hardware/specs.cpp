@@ -4,14 +4,63 @@
 
 namespace clustersim::hardware {
 
+std::string_view to_string(Transport t) {
+    switch (t) {
+    case Transport::infiniband:
+        return "infiniband";
+    case Transport::roce:
+        return "roce";
+    case Transport::efa:
+        return "efa";
+    case Transport::tcp:
+        return "tcp";
+    }
+    return "?";
+}
+
+TransportDefaults transport_defaults(Transport t) {
+    using sim::Time;
+    switch (t) {
+    case Transport::infiniband:
+        // The reference: the collectives' network efficiencies and NCCL's tuning.cc network
+        // latencies are InfiniBand's.
+        return {1.0, Time::zero()};
+    case Transport::roce:
+        // Headers per 4096-byte MTU packet: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B;
+        // RoCE v2 Ethernet 14 + FCS 4 + preamble 8 + inter-frame gap 12 + IPv4 20 + UDP 8 + BTH
+        // 12 + ICRC 4 = 82 B (IBTA RoCE v2 annex; IEEE 802.3): (4096/4178) / (4096/4122).
+        // Latency: assumption, ~1 us more per message through Ethernet switches (ECN/PFC
+        // queueing) than InfiniBand's cut-through switches.
+        return {4122.0 / 4178.0, Time::us(1)};
+    case Transport::efa:
+        // SRD over Ethernet with 8 KiB payloads (9001-byte MTU): wire overhead ~1% as RoCE's
+        // arithmetic gives for that MTU; but SRD's sender-side multipath spraying and
+        // libfabric's provider path add per-message cost. Assumption (no EFA measurements
+        // here): 0.95 of InfiniBand's payload rate, 10 us more per network step (the
+        // aws-ofi-nccl plugin's proxy-thread progress and the EFA device's completion path).
+        return {0.95, Time::us(10)};
+    case Transport::tcp:
+        // TCP/IP sockets (NCCL's socket transport, Google's GPUDirect-TCPX/TCPXO plugins):
+        // IPv4 20 + TCP 32 (with timestamps) + Ethernet 38 bytes per 8244-byte MTU segment
+        // (Google Cloud A3 GPU NICs) ~ 0.99 of the wire; the plugins' receive-side packet
+        // steering and flow control cost more. Assumption (no data): 0.9 of InfiniBand's payload
+        // rate and 25 us more per network step (socket and proxy progress).
+        return {0.9, Time::us(25)};
+    }
+    return {};
+}
+
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {
     if (gpus <= 0)
         throw InputError("a GPU count must be positive, got " + std::to_string(gpus));
     spec.nodes = (gpus + spec.node.gpus - 1) / spec.node.gpus;
     if (spec.nodes > 1 && spec.node.nics == 0)
-        throw InputError("hardware '" + spec.name + "' has no NICs, so it cannot span " +
+        throw InputError((spec.node.nics_at.empty() ? std::string()
+                                                    : spec.node.nics_at + ": key 'node.nics': ") +
+                         "hardware '" + spec.name + "' has no NICs, so it cannot span " +
                          std::to_string(gpus) + " GPUs (one node holds " +
-                         std::to_string(spec.node.gpus) + ")");
+                         std::to_string(spec.node.gpus) +
+                         "); give node.nics: 1 or more and node.nic.bandwidth");
     return spec;
 }
 

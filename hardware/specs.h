@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clustersim::hardware {
@@ -61,17 +62,67 @@ struct NodeSpec {
     int gpus_per_pcie_switch = 1;
     /// PCIe switch to host (CPU root complex), per direction.
     LinkSpec host_link;
-    /// NICs for the compute fabric; NIC i sits beside GPU i * gpus / nics.
+    /// NIC slots of each PCIe switch (0: as many as it has GPUs). NICs per node may not exceed
+    /// (gpus / gpus_per_pcie_switch) x this.
+    int nics_per_pcie_switch = 0;
+    /// NICs for the compute fabric. With fewer NICs than GPUs, NIC i sits on the PCIe switch of
+    /// GPU i * gpus / nics and the GPUs of that switch share it (GPU g uses NIC g * nics / gpus);
+    /// with more, the nics / gpus ports of a GPU are striped as one (NCCL's network plugins
+    /// spread a GPU's channels over them), so the graph holds one port per GPU of their sum.
     int nics = 0;
     LinkSpec nic;
+    /// Where `nics` was set ("file:line:col"; empty for a default), for errors that only the
+    /// cluster's size reveals (0 NICs on a cluster of several nodes).
+    std::string nics_at;
+
+    /// NIC slots of the node's PCIe switches.
+    int nic_slots() const {
+        const int per_switch =
+            nics_per_pcie_switch > 0 ? nics_per_pcie_switch : gpus_per_pcie_switch;
+        return gpus_per_pcie_switch > 0 ? gpus / gpus_per_pcie_switch * per_switch : 0;
+    }
+    /// NIC ports the graph builds per node: one per NIC, or one per GPU when a GPU has several.
+    int nic_ports() const { return nics > gpus ? gpus : nics; }
+    /// Bandwidth of one built port: a NIC's, or the sum of a GPU's NICs.
+    double nic_port_bandwidth() const {
+        return nics > gpus ? nic.bandwidth * nics / gpus : nic.bandwidth;
+    }
 };
 
-/// The InfiniBand fabric between nodes: a rail-optimised two-level fat tree. NIC i of every
-/// node connects to a leaf of rail i; every leaf connects to every spine.
+/// What the NICs speak. Each transport has a payload efficiency relative to InfiniBand's (the
+/// `collectives:` network efficiencies are InfiniBand's) and a latency added to every network
+/// step (hardware/transport defaults: transport_defaults()).
+enum class Transport : std::uint8_t {
+    infiniband, ///< native InfiniBand verbs
+    roce,       ///< RDMA over Converged Ethernet v2
+    efa,        ///< AWS Elastic Fabric Adapter (SRD over Ethernet, libfabric)
+    tcp,        ///< TCP/IP sockets, GPUDirect-TCPX/TCPXO (Google Cloud A3)
+};
+std::string_view to_string(Transport t);
+
+struct TransportDefaults {
+    double efficiency = 1;                 ///< payload per wire byte relative to InfiniBand
+    sim::Time latency = sim::Time::zero(); ///< added to each network step
+};
+/// The defaults of a transport (their sources are in specs.cpp).
+TransportDefaults transport_defaults(Transport t);
+
+/// The fabric between nodes: a rail-optimised two-level fat tree. NIC i of every node connects
+/// to a leaf of rail i; every leaf connects to every spine.
 struct NetworkSpec {
     int switch_radix = 0; ///< ports per switch; half face down, half up
     LinkSpec link;        ///< a switch-to-switch cable, per direction
     sim::Time switch_latency = sim::Time::zero();
+    Transport transport = Transport::infiniband;
+    /// Payload efficiency relative to InfiniBand and latency per network step (set by
+    /// `transport`, overridable).
+    double transport_efficiency = 1;
+    sim::Time transport_latency = sim::Time::zero();
+    /// Leaf downlink to uplink bandwidth (2 = 2:1): each leaf's uplinks carry 1/oversubscription
+    /// of what its nodes can send. 1 = non-blocking.
+    double oversubscription = 1;
+    /// The switches reduce in the network (NVIDIA SHARP): CollNet algorithms can run.
+    bool in_network_reduction = false;
 };
 
 /// A GEMM output tile computed by one CTA.

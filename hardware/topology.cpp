@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "hardware/fabric_routes.h"
 
 #include <boost/graph/graphviz.hpp>
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <queue>
 #include <stdexcept>
 
@@ -87,9 +89,10 @@ void refuse_if_too_large(const ClusterSpec& spec) {
     const NodeSpec& n = spec.node;
     const double nodes = spec.nodes;
     const double per_node = 1.0 + n.gpus / std::max(1, n.gpus_per_pcie_switch) +
-                            (n.fabric == IntraNodeFabric::nvswitch ? 1 : 0) + 2.0 * n.gpus + n.nics;
+                            (n.fabric == IntraNodeFabric::nvswitch ? 1 : 0) + 2.0 * n.gpus +
+                            n.nic_ports();
     const double down = std::max(1, spec.network.switch_radix / 2);
-    const double network = nodes > 1 ? down + n.nics * std::ceil(nodes / down) : 0;
+    const double network = nodes > 1 ? down + n.nic_ports() * std::ceil(nodes / down) : 0;
     const double vertices = nodes * per_node + network;
     const double need = vertices * kBytesPerVertex;
     const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -150,13 +153,20 @@ Topology::Topology(ClusterSpec spec)
                 add_link(mem, sw, LinkKind::nvlink, n.nvlink, sim::Time::zero(),
                          n.nvswitch_latency);
         }
-        for (int i = 0; i < n.nics; ++i) {
+        // One port per NIC; with several NICs per GPU, one port per GPU carrying their sum
+        // (NodeSpec::nic_ports). A port sits on the PCIe switch of the GPU beside it, so the
+        // GPUs of that switch reach it without crossing the host, and share it.
+        const int ports = n.nic_ports();
+        for (int i = 0; i < ports; ++i) {
             const VertexId nic =
                 add_vertex(VertexKind::nic, node, i, prefix + "nic" + std::to_string(i));
             nic_.push_back(nic);
-            const int near_gpu = static_cast<int>(static_cast<long>(i) * n.gpus / n.nics);
+            const int near_gpu = static_cast<int>(static_cast<long>(i) * n.gpus / ports);
+            LinkSpec slot = n.pcie;
+            if (n.nics > n.gpus) // the GPU's NICs each have their own PCIe link to the switch
+                slot.bandwidth *= static_cast<double>(n.nics / n.gpus);
             add_link(nic, pcie[static_cast<std::size_t>(near_gpu / n.gpus_per_pcie_switch)],
-                     LinkKind::pcie, n.pcie);
+                     LinkKind::pcie, slot);
         }
     }
 
@@ -166,23 +176,27 @@ Topology::Topology(ClusterSpec spec)
         const NetworkSpec& net = spec_.network;
         const int down = std::max(1, net.switch_radix / 2);
         const int leaves_per_rail = (nodes + down - 1) / down;
-        const int spines = (n.nics > 1 || leaves_per_rail > 1) ? down : 0;
+        const int ports = n.nic_ports();
+        const int spines = (ports > 1 || leaves_per_rail > 1) ? down : 0;
         std::vector<VertexId> spine;
         for (int s = 0; s < spines; ++s)
             spine.push_back(add_vertex(VertexKind::spine, -1, s, "spine" + std::to_string(s)));
-        const LinkSpec nic_link{n.nic.bandwidth, n.nic.latency};
-        for (int rail = 0; rail < n.nics; ++rail) {
+        const LinkSpec nic_link{n.nic_port_bandwidth(), n.nic.latency};
+        // An oversubscribed leaf (network.oversubscription = k, k:1) has 1/k of the uplink
+        // bandwidth its `down` nodes could send: each of its `down` uplinks carries 1/k.
+        const LinkSpec uplink{net.link.bandwidth / net.oversubscription, net.link.latency};
+        for (int rail = 0; rail < ports; ++rail) {
             for (int l = 0; l < leaves_per_rail; ++l) {
                 const VertexId leaf =
                     add_vertex(VertexKind::leaf, -1, rail,
                                "rail" + std::to_string(rail) + ".leaf" + std::to_string(l));
                 for (int node = l * down; node < std::min(nodes, (l + 1) * down); ++node) {
-                    const VertexId nic = nic_[static_cast<std::size_t>(node * n.nics + rail)];
+                    const VertexId nic = nic_[static_cast<std::size_t>(node * ports + rail)];
                     add_link(nic, leaf, LinkKind::nic, nic_link, sim::Time::zero(),
                              net.switch_latency);
                 }
                 for (VertexId s : spine)
-                    add_link(leaf, s, LinkKind::fabric, net.link, net.switch_latency,
+                    add_link(leaf, s, LinkKind::fabric, uplink, net.switch_latency,
                              net.switch_latency);
             }
         }
@@ -195,8 +209,9 @@ Topology::VertexId Topology::gpu_nic(int gpu) const {
         throw InputError("hardware '" + spec_.name + "' has no NICs");
     const int node = node_of(gpu);
     const int local = gpu % n.gpus;
-    const int nic = static_cast<int>(static_cast<long>(local) * n.nics / n.gpus);
-    return nic_.at(static_cast<std::size_t>(node * n.nics + nic));
+    const int ports = n.nic_ports();
+    const int nic = static_cast<int>(static_cast<long>(local) * ports / n.gpus);
+    return nic_.at(static_cast<std::size_t>(node * ports + nic));
 }
 
 Topology::VertexId Topology::nvswitch(int node) const {
@@ -205,13 +220,23 @@ Topology::VertexId Topology::nvswitch(int node) const {
     return nvswitch_.at(static_cast<std::size_t>(node));
 }
 
-namespace {
-std::uint64_t mix(std::uint64_t x) { // splitmix64 finaliser: a fixed, portable hash
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+struct Topology::RouteIndexSlot {
+    std::once_flag once;
+    std::unique_ptr<detail::FabricIndex> index;
+};
+
+std::shared_ptr<Topology::RouteIndexSlot> Topology::new_route_index_slot() {
+    return std::make_shared<RouteIndexSlot>();
 }
+
+const detail::FabricIndex& Topology::fabric_index() const {
+    std::call_once(route_index_->once, [this] {
+        route_index_->index = std::make_unique<detail::FabricIndex>(graph_, weight_);
+    });
+    return *route_index_->index;
+}
+
+namespace {
 /// Vertices that never forward traffic: GPUs (no PXN-style relaying) and NICs (a NIC is an
 /// endpoint of the fabric, not a switch).
 bool is_endpoint_only(VertexKind k) {
@@ -235,6 +260,9 @@ Route Topology::route(VertexId from, VertexId to) const {
     Route r;
     if (from == to)
         return r;
+    const detail::FabricIndex& index = fabric_index();
+    if (auto fabric = index.nic_route(*this, from, to))
+        return std::move(*fabric); // between NICs of two nodes on a Clos fabric: closed form
     // Dijkstra from the destination over reversed edges; GPUs and NICs other than the two
     // endpoints are not expanded, so no route passes through a third GPU or a NIC. Nor through
     // a third node, then: every way into a node's PCIe switches, host or NVSwitch passes one of
@@ -262,9 +290,14 @@ Route Topology::route(VertexId from, VertexId to) const {
     } reset{scratch};
     const int node_from = graph_[from].node;
     const int node_to = graph_[to].node;
+    // Within one node, unless both ends are NICs, a closed node keeps the route inside: leaving
+    // it and coming back would pass a NIC that is not an end (fabric_routes.h).
+    const bool one_node =
+        index.closed_nodes() && node_from >= 0 && node_from == node_to &&
+        !(graph_[from].kind == VertexKind::nic && graph_[to].kind == VertexKind::nic);
     auto in_scope = [&](VertexId v) {
         const int n = graph_[v].node;
-        return n < 0 || n == node_from || n == node_to;
+        return n == node_from || n == node_to || (n < 0 && !one_node);
     };
     using Item = std::pair<std::int64_t, VertexId>;
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
@@ -304,7 +337,7 @@ Route Topology::route(VertexId from, VertexId to) const {
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
-        const EdgeIndex e = next[mix(mix(from * 1000003ULL + to) + hop) % next.size()];
+        const EdgeIndex e = next[detail::ecmp_choice(from, to, hop, next.size())];
         r.edges.push_back(e);
         r.bottleneck = std::min(r.bottleneck, edge(e).bandwidth);
         r.latency += edge(e).latency;

@@ -15,10 +15,15 @@
 #include <boost/graph/adjacency_list.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace clustersim::hardware {
+
+namespace detail {
+class FabricIndex;
+}
 
 enum class VertexKind : std::uint8_t {
     gpu_sm,
@@ -113,6 +118,13 @@ private:
     std::vector<Graph::edge_descriptor> edges_;
     std::vector<std::int64_t> weight_; ///< routing cost per edge (integer, so sums are exact)
     std::vector<VertexId> gpu_sm_, gpu_hbm_, nvswitch_, nic_;
+
+    // What routing knows of the graph's structure (hardware/fabric_routes.h), read off the graph
+    // on the first route, once, whichever thread asks first.
+    struct RouteIndexSlot;
+    static std::shared_ptr<RouteIndexSlot> new_route_index_slot();
+    const detail::FabricIndex& fabric_index() const;
+    std::shared_ptr<RouteIndexSlot> route_index_ = new_route_index_slot();
 };
 
 /// Writes the graph in Graphviz DOT (via Boost.Graph's write_graphviz).

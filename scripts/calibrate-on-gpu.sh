@@ -5,7 +5,9 @@
 #      launch overhead,
 #   3. one PyTorch training step of the lecture MLP (calibrate/pytorch/lecture_mlp_step.py),
 #   4. both merged into one measurement file,
-#   5. `clustersim validate` against it, once that subcommand exists.
+#   5. `clustersim validate` against it, once that subcommand exists,
+#   6. PyTorch profiler traces of GPT-style training steps (scripts/gpu-trace-steps.sh),
+#      imported into traces.json and split by shape into traces-fit.json / traces-holdout.json.
 #
 # Usage: scripts/calibrate-on-gpu.sh [OUT_DIR]
 #   OUT_DIR defaults to calibrate/data/<gpu name>, e.g. calibrate/data/nvidia-h100-80gb-hbm3.
@@ -14,7 +16,9 @@
 # CLUSTERSIM (a clustersim already built with CUDA on: no build, for a GPU machine that lacks
 # the build's Debian packages), FULL=1 (after --quick, also the full sweep of GEMMs, copies
 # and launches, into full.json), MLP_SHAPES (the lecture MLP steps to time, as
-# "layers:dim:batch" words; default "4:1024:128 4:4096:1024 8:8192:1024").
+# "layers:dim:batch" words; default "4:1024:128 4:4096:1024 8:8192:1024"), TRACE_GRID (the
+# GPT configurations to trace: "default", "small", or CONFIG words of gpt_trace_steps.py;
+# "none" skips the traces), BUDGET_S (seconds of tracing, default 420).
 # Exit codes: 0 done (validation above its limit is reported, not fatal); 3 no GPU; other
 # non-zero: a step failed. A `calibrate run --quick` that fails is retried one part at a time,
 # so that one broken part does not lose the others' measurements.
@@ -91,6 +95,14 @@ fi
 if [[ ${#inputs[@]} -eq 0 ]]; then
     echo "calibrate-on-gpu: nothing was measured" >&2
     exit 1
+fi
+
+if [[ "${TRACE_GRID:-default}" != none ]] &&
+    python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    echo "== PyTorch: profiler traces of GPT training steps"
+    # shellcheck disable=SC2086
+    "$root/scripts/gpu-trace-steps.sh" "$out_dir" "$cs" ${TRACE_GRID:-default} ||
+        echo "gpu-trace-steps failed; the other measurements are kept" >&2
 fi
 
 echo "== merge"

@@ -35,7 +35,10 @@ FlowId FlowNetwork::start(FlowSpec spec) {
               0.0,
               spec.max_rate,
               std::move(spec.path),
-              std::move(spec.on_complete)};
+              std::move(spec.on_complete),
+              0,
+              {},
+              false};
     if (spec.latency == Time::zero()) {
         activate(std::move(flow));
         return id;
@@ -64,8 +67,57 @@ void FlowNetwork::activate(Flow&& flow) {
     }
     // Bring every active flow's progress up to now before the rates change.
     advance_to_now();
-    active_.push_back(std::move(flow));
+    std::uint32_t slot;
+    if (!free_slab_.empty()) {
+        slot = free_slab_.back();
+        free_slab_.pop_back();
+        slab_[slot] = std::move(flow);
+    } else {
+        slot = static_cast<std::uint32_t>(slab_.size());
+        slab_.push_back(std::move(flow));
+    }
+    slab_[slot].order = next_order_++;
+    slab_[slot].active = true;
+    active_.push_back(slot);
+    attach(slot);
+    seed_flows_.push_back(slot);
     request_reshare();
+}
+
+void FlowNetwork::attach(std::uint32_t slot) {
+    if (users_.size() < resources_.size())
+        users_.resize(resources_.size());
+    Flow& f = slab_[slot];
+    f.at.resize(f.path.size());
+    for (std::size_t k = 0; k < f.path.size(); ++k) {
+        auto& users = users_[f.path[k]];
+        f.at[k] = static_cast<std::uint32_t>(users.size());
+        users.push_back(slot);
+        seed_resources_.push_back(f.path[k]);
+    }
+}
+
+void FlowNetwork::detach(std::uint32_t slot) {
+    Flow& f = slab_[slot];
+    for (std::size_t k = 0; k < f.path.size(); ++k) {
+        const ResourceId r = f.path[k];
+        auto& users = users_[r];
+        const auto last_place = static_cast<std::uint32_t>(users.size() - 1);
+        const std::uint32_t moved = users.back();
+        users[f.at[k]] = moved;
+        users.pop_back();
+        if (moved != slot) { // the flow that took this place: point it there
+            Flow& m = slab_[moved];
+            for (std::size_t j = 0; j < m.path.size(); ++j) {
+                if (m.path[j] == r && m.at[j] == last_place) {
+                    m.at[j] = f.at[k];
+                    break;
+                }
+            }
+        }
+        seed_resources_.push_back(r);
+    }
+    f.active = false;
 }
 
 void FlowNetwork::advance_to_now() {
@@ -73,8 +125,10 @@ void FlowNetwork::advance_to_now() {
     if (now == last_update_)
         return;
     const double dt = (now - last_update_).seconds();
-    for (Flow& f : active_)
+    for (std::uint32_t slot : active_) {
+        Flow& f = slab_[slot];
         f.remaining -= f.rate * dt;
+    }
     last_update_ = now;
 }
 
@@ -82,16 +136,74 @@ void FlowNetwork::request_reshare() {
     if (reshare_pending_)
         return;
     reshare_pending_ = true;
-    engine_.after(Time::zero(), [this] { reshare_now(); });
+    engine_.after(Time::zero(), [this] { reshare(false); });
 }
 
 void FlowNetwork::reshare_now() {
+    reshare(true);
+}
+
+void FlowNetwork::reshare(bool everything) {
     reshare_pending_ = false;
     advance_to_now();
+    if (everything) {
+        component_ = active_;
+        seed_resources_.clear();
+        seed_flows_.clear();
+    } else {
+        collect_component();
+    }
     compute_max_min_rates();
     ++reshares_;
+    flows_reshared_ += component_.size();
     on_rates_changed.emit();
     schedule_next_completion();
+}
+
+void FlowNetwork::collect_component() {
+    // Every flow reachable from a changed resource or a started flow, through resources
+    // shared; the flows outside keep their rates (their component is as it was).
+    component_.clear();
+    if (++mark_ == 0) { // wrapped: clear the marks once every 2^32 passes
+        std::fill(flow_mark_.begin(), flow_mark_.end(), 0);
+        std::fill(resource_mark_.begin(), resource_mark_.end(), 0);
+        mark_ = 1;
+    }
+    if (flow_mark_.size() < slab_.size())
+        flow_mark_.resize(slab_.size(), 0);
+    if (resource_mark_.size() < resources_.size())
+        resource_mark_.resize(resources_.size(), 0);
+    stack_.clear();
+    auto push_resource = [&](ResourceId r) {
+        if (resource_mark_[r] != mark_) {
+            resource_mark_[r] = mark_;
+            stack_.push_back(r);
+        }
+    };
+    auto add_flow = [&](std::uint32_t slot) {
+        if (flow_mark_[slot] == mark_)
+            return;
+        flow_mark_[slot] = mark_;
+        component_.push_back(slot);
+        for (ResourceId r : slab_[slot].path)
+            push_resource(r);
+    };
+    for (ResourceId r : seed_resources_)
+        push_resource(r);
+    for (std::uint32_t slot : seed_flows_) {
+        if (slab_[slot].active)
+            add_flow(slot);
+    }
+    seed_resources_.clear();
+    seed_flows_.clear();
+    while (!stack_.empty()) {
+        const ResourceId r = stack_.back();
+        stack_.pop_back();
+        for (std::uint32_t slot : users_[r])
+            add_flow(slot);
+    }
+    std::sort(component_.begin(), component_.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return slab_[a].order < slab_[b].order; });
 }
 
 void FlowNetwork::schedule_next_completion() {
@@ -100,7 +212,8 @@ void FlowNetwork::schedule_next_completion() {
         completion_scheduled_ = false;
     }
     double earliest = std::numeric_limits<double>::infinity();
-    for (const Flow& f : active_) {
+    for (std::uint32_t slot : active_) {
+        const Flow& f = slab_[slot];
         if (f.rate > 0)
             earliest = std::min(earliest, std::max(0.0, f.remaining) / f.rate);
     }
@@ -122,9 +235,12 @@ void FlowNetwork::on_completion_event() {
         return f.remaining <= std::max(1e-6, f.rate * 1e-12) || f.remaining <= f.bytes * 1e-12;
     };
     auto split = std::stable_partition(active_.begin(), active_.end(),
-                                       [&](const Flow& f) { return !is_done(f); });
-    for (auto it = split; it != active_.end(); ++it)
-        done.push_back(std::move(*it));
+                                       [&](std::uint32_t slot) { return !is_done(slab_[slot]); });
+    for (auto it = split; it != active_.end(); ++it) {
+        detach(*it);
+        done.push_back(std::move(slab_[*it]));
+        free_slab_.push_back(*it);
+    }
     active_.erase(split, active_.end());
     // Rates change for the survivors; batch with anything the callbacks start at this instant.
     request_reshare();
@@ -144,16 +260,17 @@ void FlowNetwork::finish(Flow& flow) {
 }
 
 double FlowNetwork::rate(FlowId id) const {
-    for (const Flow& f : active_) {
-        if (f.id == id)
-            return f.rate;
+    for (std::uint32_t slot : active_) {
+        if (slab_[slot].id == id)
+            return slab_[slot].rate;
     }
     return 0;
 }
 
 double FlowNetwork::load(ResourceId r) const {
     double sum = 0;
-    for (const Flow& f : active_) {
+    for (std::uint32_t slot : active_) {
+        const Flow& f = slab_[slot];
         if (std::find(f.path.begin(), f.path.end(), r) != f.path.end())
             sum += f.rate;
     }
@@ -170,8 +287,10 @@ void FlowNetwork::compute_max_min_rates() {
     // follows the flows, not the size of the network (a 100,000-GPU fabric has millions of
     // resources and a collective's step crosses a few thousand).
     const std::size_t nr = resources_.size();
-    const std::size_t nf = active_.size();
-    for (const Flow& f : active_) {
+    const std::size_t nf = component_.size();
+    auto flow = [&](std::size_t i) -> Flow& { return slab_[component_[i]]; };
+    for (std::uint32_t slot : component_) {
+        const Flow& f = slab_[slot];
         if (f.path.empty() && !std::isfinite(f.max_rate))
             throw std::logic_error("a flow with an empty path needs a finite max_rate");
     }
@@ -184,8 +303,8 @@ void FlowNetwork::compute_max_min_rates() {
     }
     frozen_.assign(nf, 0);
     touched_.clear();
-    for (const Flow& f : active_) {
-        for (ResourceId r : f.path) {
+    for (std::uint32_t slot : component_) {
+        for (ResourceId r : slab_[slot].path) {
             if (count_[r]++ == 0) {
                 slot_[r] = static_cast<std::uint32_t>(touched_.size());
                 touched_.push_back(r);
@@ -201,7 +320,7 @@ void FlowNetwork::compute_max_min_rates() {
     {
         std::vector<std::uint32_t> fill(offset_.begin(), offset_.end() - 1);
         for (std::uint32_t i = 0; i < nf; ++i) {
-            for (ResourceId r : active_[i].path)
+            for (ResourceId r : flow(i).path)
                 members_[fill[slot_[r]]++] = i;
         }
     }
@@ -220,8 +339,8 @@ void FlowNetwork::compute_max_min_rates() {
         heap.push(Entry{remaining_capacity_[r] / count_[r], r, 0});
     }
     for (std::uint32_t i = 0; i < nf; ++i) {
-        if (std::isfinite(active_[i].max_rate))
-            heap.push(Entry{active_[i].max_rate, static_cast<std::uint32_t>(nr + i), 0});
+        if (std::isfinite(flow(i).max_rate))
+            heap.push(Entry{flow(i).max_rate, static_cast<std::uint32_t>(nr + i), 0});
     }
 
     // Freezing a resource's flows changes the share of every resource on their paths; those
@@ -230,8 +349,8 @@ void FlowNetwork::compute_max_min_rates() {
     std::vector<ResourceId> changed;
     auto freeze = [&](std::uint32_t i, double rate) {
         frozen_[i] = 1;
-        active_[i].rate = rate;
-        for (ResourceId q : active_[i].path) {
+        flow(i).rate = rate;
+        for (ResourceId q : flow(i).path) {
             remaining_capacity_[q] = std::max(0.0, remaining_capacity_[q] - rate);
             --count_[q];
             if (!dirty_[q]) {

@@ -9,6 +9,12 @@
 /// known exactly; a single completion event is kept for the earliest finishing flow and is
 /// cancelled whenever rates change, so no stale completion ever fires.
 ///
+/// A recomputation re-shares only the flows connected (through shared resources, transitively)
+/// to a flow that started or ended since the last one: max-min rates of a connected component
+/// depend on nothing outside it, and progressive filling run over a component alone performs
+/// the same arithmetic in the same order as over the whole network, so the rates are identical
+/// bit for bit and a reshare costs what the affected component holds.
+///
 /// The network knows nothing of GPUs: a resource is anything with a capacity in bytes/s.
 
 #include "sim/engine.h"
@@ -63,9 +69,11 @@ public:
     std::size_t flows_in_flight() const { return in_flight_; }
     /// Number of max-min recomputations so far.
     std::uint64_t reshares() const { return reshares_; }
+    /// Flows whose rates those recomputations computed, summed (the work they did).
+    std::uint64_t flows_reshared() const { return flows_reshared_; }
 
-    /// Recomputes the rates now (normally done by the batched reshare event); public so that
-    /// benchmarks can time one recomputation.
+    /// Recomputes the rates of every active flow now (the batched reshare event recomputes only
+    /// the affected component); public so that benchmarks can time one full recomputation.
     void reshare_now();
 
     /// Emitted after every recomputation of rates (tests check capacities here).
@@ -87,19 +95,40 @@ private:
         double max_rate;
         std::vector<ResourceId> path;
         std::function<void(FlowId)> on_complete;
+        std::uint64_t order = 0;       ///< activation order: ties in the filling follow it
+        std::vector<std::uint32_t> at; ///< the flow's place in users_ of each path resource
+        bool active = false;
     };
 
     void activate(Flow&& flow);
     void advance_to_now();
     void request_reshare();
+    void reshare(bool everything);
     void on_completion_event();
     void schedule_next_completion();
     void finish(Flow& flow);
+    void attach(std::uint32_t slot);
+    void detach(std::uint32_t slot);
+    void collect_component();
     void compute_max_min_rates();
 
     Engine& engine_;
     std::vector<Resource> resources_;
-    std::vector<Flow> active_;
+    std::vector<Flow> slab_; ///< active flows, by slot
+    std::vector<std::uint32_t> free_slab_;
+    std::vector<std::uint32_t> active_; ///< slots of the active flows, in activation order
+    std::uint64_t next_order_ = 0;
+    /// Per resource, the slots of the active flows crossing it (unordered).
+    std::vector<std::vector<std::uint32_t>> users_;
+    /// Resources whose set of flows changed, and flows started, since the last reshare.
+    std::vector<ResourceId> seed_resources_;
+    std::vector<std::uint32_t> seed_flows_;
+    /// The flows the next filling pass recomputes (slots, in activation order) and the marks
+    /// of the search that collects them (per slot and per resource, by pass number).
+    std::vector<std::uint32_t> component_;
+    std::vector<std::uint32_t> flow_mark_, resource_mark_;
+    std::uint32_t mark_ = 0;
+    std::vector<ResourceId> stack_;
     std::vector<Flow> waiting_; ///< flows in their latency phase, by slot
     std::vector<std::uint32_t> free_waiting_;
     FlowId next_id_ = 0;
@@ -109,6 +138,7 @@ private:
     bool completion_scheduled_ = false;
     EventId completion_event_{};
     std::uint64_t reshares_ = 0;
+    std::uint64_t flows_reshared_ = 0;
 
     // Scratch space of the max-min computation, kept to avoid reallocating on every pass.
     // count_, version_, dirty_, slot_ and remaining_capacity_ are indexed by resource and zero

@@ -47,6 +47,12 @@ std::string_view to_string(Algorithm a) {
         return "nvls";
     case Algorithm::hierarchical:
         return "hierarchical";
+    case Algorithm::nvls_tree:
+        return "nvls_tree";
+    case Algorithm::collnet_direct:
+        return "collnet_direct";
+    case Algorithm::collnet_chain:
+        return "collnet_chain";
     }
     return "?";
 }
@@ -92,7 +98,9 @@ std::optional<Algorithm> parse_algorithm(std::string_view s) {
     if (n == "auto" || n == "automatic")
         return Algorithm::automatic;
     for (Algorithm a : kConcreteAlgorithms) {
-        if (n == to_string(a))
+        std::string bare(to_string(a));
+        bare.erase(std::remove(bare.begin(), bare.end(), '_'), bare.end());
+        if (n == to_string(a) || n == bare) // NCCL_ALGO spells them NVLSTree, CollNetDirect
             return a;
     }
     return std::nullopt;

@@ -50,9 +50,32 @@ enum class Algorithm : std::uint8_t {
     direct,       ///< every pair at once (all_to_all, gather, scatter, send_recv, small groups)
     nvls,         ///< NVLink SHARP: the NVSwitch reduces and multicasts (one node)
     hierarchical, ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
+    /// NCCL's NVLSTree (all_reduce across NVLS nodes): NVLink SHARP reduce-scatter in each
+    /// node, a double binary tree across nodes per rail, NVLS all-gather; pipelined together.
+    nvls_tree,
+    /// NCCL's CollNet direct (all_reduce): each GPU reduce-scatters to the node's NIC heads
+    /// over NVLink, the fabric's switches reduce across nodes (SHARP), heads all-gather back.
+    collnet_direct,
+    /// NCCL's CollNet chain (all_reduce): a chain through the node's GPUs to a NIC per
+    /// channel, the fabric's switches reduce across nodes, the result runs back down the chain.
+    collnet_chain,
 };
-inline constexpr std::array<Algorithm, 5> kConcreteAlgorithms{
-    Algorithm::ring, Algorithm::tree, Algorithm::direct, Algorithm::nvls, Algorithm::hierarchical};
+inline constexpr std::array<Algorithm, 8> kConcreteAlgorithms{
+    Algorithm::ring,           Algorithm::tree,         Algorithm::direct,
+    Algorithm::nvls,           Algorithm::hierarchical, Algorithm::nvls_tree,
+    Algorithm::collnet_direct, Algorithm::collnet_chain};
+/// Algorithms NCCL runs with the Simple protocol only.
+constexpr bool simple_only(Algorithm a) {
+    return a == Algorithm::nvls_tree || a == Algorithm::collnet_direct ||
+           a == Algorithm::collnet_chain;
+}
+/// Algorithms whose closed form pipelines phases that flow fidelity plays one after another
+/// (the flow network has no switch that reduces, and its phases run in series): flow fidelity
+/// is slower for them by the overlap the closed form counts.
+constexpr bool phased_in_flow(Algorithm a) {
+    return a == Algorithm::nvls_tree || a == Algorithm::collnet_direct ||
+           a == Algorithm::collnet_chain;
+}
 
 /// analytic: closed forms on the path bottlenecks; flow: the decomposition played out on the
 /// flow network, where concurrent traffic contends.
@@ -64,7 +87,8 @@ std::string_view to_string(Fidelity f);
 /// "all_reduce"; also without separators or case ("allreduce", "all-reduce", "AllReduce") and
 /// nccl-tests' names ("alltoall", "sendrecv"); nullopt when unknown.
 std::optional<Op> parse_op(std::string_view s);
-/// "auto", "ring", "tree", "direct", "nvls", "hierarchical".
+/// "auto", "ring", "tree", "direct", "nvls", "hierarchical", "nvls_tree", "collnet_direct",
+/// "collnet_chain" (also NCCL's spellings: "nvlstree", "collnetdirect", "collnetchain").
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 std::optional<Fidelity> parse_fidelity(std::string_view s);
 /// Every op name, comma separated (for error messages).

@@ -41,7 +41,14 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
             elements = (n - 1) * count;
         } else if (algorithm == Algorithm::nvls) {
             elements = 0;
-        } else if (algorithm == Algorithm::hierarchical && plan.hier().nvls_rs > 0) {
+        } else if (algorithm == Algorithm::collnet_direct) {
+            // Each head adds the g-1 others' parts of its 1/heads share; the switch adds nodes.
+            const auto& m = plan.multi();
+            elements = (m.per_node - 1.0) / m.heads * count;
+        } else if (algorithm == Algorithm::collnet_chain) {
+            elements = count; // each rank of a chain adds its buffer once
+        } else if ((algorithm == Algorithm::hierarchical || algorithm == Algorithm::nvls_tree) &&
+                   plan.hier().nvls_rs > 0) {
             const double nodes = static_cast<double>(plan.node_ranks.size());
             elements = (nodes - 1) / nodes * count / plan.hier().per_node;
         } else {
@@ -66,6 +73,16 @@ namespace {
 
 double seconds(sim::Time t) {
     return t.seconds();
+}
+
+/// floor(log2(x)), NCCL's log2i.
+int log2i(int x) {
+    int l = 0;
+    while (x > 1) {
+        x >>= 1;
+        ++l;
+    }
+    return l;
 }
 
 std::int64_t chunks(double bytes, std::int64_t chunk_bytes) {
@@ -196,14 +213,38 @@ std::string Communicator::why_not(Algorithm a, Op op) const {
             return "--algo nvls needs at least 2 GPUs, got 1";
         return {};
     case Algorithm::hierarchical:
+    case Algorithm::nvls_tree:
+    case Algorithm::collnet_direct:
+    case Algorithm::collnet_chain: {
         if (op != Op::all_reduce)
-            return "--algo hierarchical runs all_reduce only, not " + op_name;
+            return "--algo " + name + " runs all_reduce only, not " + op_name;
+        const auto& spec = p.topo.spec();
+        if (a == Algorithm::nvls_tree &&
+            !(spec.node.nvls && spec.node.fabric == hardware::IntraNodeFabric::nvswitch))
+            return "--algo nvls_tree needs NVSwitch with NVLink SHARP in each node "
+                   "(node.nvswitch.nvls: true, H100 and later); hardware '" +
+                   spec.name + "' has none (use ring or tree)";
+        if ((a == Algorithm::collnet_direct || a == Algorithm::collnet_chain) &&
+            !spec.network.in_network_reduction)
+            return "--algo " + name +
+                   " needs a fabric whose switches reduce (SHARP: "
+                   "network.in_network_reduction: true); hardware '" +
+                   spec.name + "' has none (use ring, tree" +
+                   (spec.node.nvls ? ", nvls_tree" : "") + ")";
+        if (a == Algorithm::collnet_direct &&
+            spec.node.fabric != hardware::IntraNodeFabric::nvswitch)
+            return "--algo collnet_direct needs NVSwitch nodes (NCCL disables it elsewhere); use "
+                   "collnet_chain";
         if (p.node_ranks.size() < 2)
-            return "--algo hierarchical needs GPUs on at least 2 nodes; these " +
-                   std::to_string(p.n) + " are on one";
+            return "--algo " + name + " needs GPUs on at least 2 nodes; these " +
+                   std::to_string(p.n) + " are on one" +
+                   (a == Algorithm::nvls_tree ? " (use nvls)" : "");
         if (!p.regular)
-            return "--algo hierarchical needs the same number of GPUs on every node";
+            return "--algo " + name + " needs the same number of GPUs on every node";
+        if (a == Algorithm::nvls_tree && p.node_ranks.front().size() < 2)
+            return "--algo nvls_tree needs at least 2 GPUs per node";
         return {};
+    }
     }
     return "unknown algorithm";
 }
@@ -232,21 +273,25 @@ void Communicator::validate(const Collective& c) const {
     const std::string why = why_not(c.algorithm, c.op);
     if (!why.empty())
         throw InputError(why);
-    if (c.algorithm == Algorithm::nvls && c.protocol && *c.protocol != Protocol::simple)
-        throw InputError("--algo nvls runs the Simple protocol only, not " +
+    if ((c.algorithm == Algorithm::nvls || simple_only(c.algorithm)) && c.protocol &&
+        *c.protocol != Protocol::simple)
+        throw InputError("--algo " + std::string(to_string(c.algorithm)) +
+                         " runs the Simple protocol only, not " +
                          std::string(hardware::to_string(*c.protocol)));
 }
 
 Choice Communicator::choose(const Collective& c) const {
-    static constexpr Algorithm kOrder[] = {Algorithm::ring, Algorithm::tree, Algorithm::nvls,
-                                           Algorithm::hierarchical, Algorithm::direct};
+    static constexpr Algorithm kOrder[] = {Algorithm::ring,           Algorithm::tree,
+                                           Algorithm::nvls,           Algorithm::nvls_tree,
+                                           Algorithm::collnet_direct, Algorithm::collnet_chain,
+                                           Algorithm::hierarchical,   Algorithm::direct};
     auto offered = [&](Algorithm a) {
-        // The algorithms NCCL offers per op; hierarchical stands for NCCL's NVLS-tree, which
-        // needs NVLS nodes.
+        // The algorithms NCCL offers per op (tuning.cc, ncclTopoTuneModel): ring and tree;
+        // NVLS in a node, NVLSTree across NVLS nodes (hierarchical is not NCCL's: it is never
+        // chosen); CollNet where the fabric reduces (why_not checks each).
         switch (c.op) {
         case Op::all_reduce:
-            return a == Algorithm::ring || a == Algorithm::tree || a == Algorithm::nvls ||
-                   (a == Algorithm::hierarchical && plan_->topo.spec().node.nvls);
+            return a != Algorithm::hierarchical && a != Algorithm::direct;
         case Op::all_gather:
         case Op::reduce_scatter:
             return a == Algorithm::ring || a == Algorithm::nvls;
@@ -264,7 +309,8 @@ Choice Communicator::choose(const Collective& c) const {
                                                 : (!offered(a) || !why_not(a, c.op).empty()))
             continue;
         for (Protocol p : hardware::kAllProtocols) {
-            if (c.protocol ? p != *c.protocol : (a == Algorithm::nvls && p != Protocol::simple))
+            if (c.protocol ? p != *c.protocol
+                           : ((a == Algorithm::nvls || simple_only(a)) && p != Protocol::simple))
                 continue;
             const sim::Time t = predict(c, a, p);
             if (!found || t < best.time) {
@@ -280,6 +326,8 @@ Choice Communicator::choose(const Collective& c) const {
 
 sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) const {
     const Plan& p = *plan_;
+    if (a != Algorithm::automatic && p.node_ranks.size() > 1)
+        return predict_across_nodes(c, a, pr);
     const double S = static_cast<double>(c.bytes);
     const double n = p.n;
     const auto& proto = p.tuning.protocol(pr);
@@ -362,6 +410,10 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
         t += 2 * (nodes - 1) * (alpha(LinkLevel::network) + h.inter_ring[idx(pr)] * S);
         break;
     }
+    case Algorithm::nvls_tree:
+    case Algorithm::collnet_direct:
+    case Algorithm::collnet_chain:
+        break; // across nodes only (why_not): predict_across_nodes
     }
 
     // The kernel's own memory and arithmetic work, in series with the transfers.
@@ -374,6 +426,143 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
                           detail::kernel_compute_seconds(p, c.op, a, S, c.dtype, is_root)});
     }
     return sim::Time::from_seconds(t + local);
+}
+
+sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, Protocol pr) const {
+    // Across nodes the latencies are NCCL's tuning.cc model (ncclTopoTuneModel), the bandwidth
+    // terms the slowest link of the algorithm's transfers; the kernel's own memory and
+    // arithmetic work overlaps the network transfers (the NIC moves the data by DMA while the
+    // SMs copy and reduce), so it counts only where it is the slower.
+    const Plan& p = *plan_;
+    const double S = static_cast<double>(c.bytes);
+    const double n = p.n;
+    const int N = static_cast<int>(p.node_ranks.size());
+    const auto& proto = p.tuning.protocol(pr);
+    double lat = seconds(p.tuning.launch_latency) + seconds(proto.base_latency);
+    double body = 0;
+    auto alpha = [&](LinkLevel l) { return seconds(p.step_latency(l, pr)); };
+    const double net = alpha(LinkLevel::network);
+
+    switch (a) {
+    case Algorithm::automatic:
+        return choose(c).time;
+    case Algorithm::ring:
+        switch (c.op) {
+        case Op::all_reduce:
+        case Op::all_gather:
+        case Op::reduce_scatter: {
+            // tuning.cc: nsteps steps, of which 2(N-1) (all_reduce) or N-1 cross the network;
+            // the others cost the intra-node step latency, at least the network proxy's post
+            // overhead (getNetOverhead: 1 us on x86, 3x for Simple).
+            const bool ar = c.op == Op::all_reduce;
+            const double steps = (ar ? 2 : 1) * (n - 1);
+            const double inter = (ar ? 2 : 1) * (N - 1);
+            const double overhead = pr == Protocol::simple ? 3e-6 : 1e-6;
+            lat += (steps - inter) * std::max(alpha(p.intra_level), overhead) + inter * net;
+            body = steps * p.ring_cost[idx(pr)] * S / n;
+            break;
+        }
+        case Op::broadcast:
+            body = chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
+            break;
+        case Op::reduce:
+            body = chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
+            break;
+        default:
+            break;
+        }
+        break;
+    case Algorithm::tree:
+        body = tree_seconds(p, pr, S);
+        break;
+    case Algorithm::direct: {
+        const detail::DirectData& dd = p.direct();
+        switch (c.op) {
+        case Op::all_reduce:
+            body = dd.all_pairs_cost[idx(pr)] * S;
+            break;
+        case Op::all_gather:
+        case Op::reduce_scatter:
+        case Op::all_to_all:
+            body = dd.all_pairs_cost[idx(pr)] * S / n;
+            break;
+        case Op::send_recv:
+            body = dd.send_recv_cost[idx(pr)] * S;
+            break;
+        default: {
+            const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
+            const double local =
+                static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
+            body = std::max((local - 1) * dd.port_intra[idx(pr)],
+                            (n - local) * dd.port_inter[idx(pr)]) *
+                   per_peer;
+        }
+        }
+        lat += (c.op == Op::send_recv ? alpha(dd.send_recv_level) : net);
+        break;
+    }
+    case Algorithm::nvls:
+        break; // one node only (why_not)
+    case Algorithm::hierarchical: {
+        const detail::HierData& h = p.hier();
+        const double g = h.per_node;
+        if (g > 1) {
+            if (h.nvls_rs > 0) {
+                lat += 2 * seconds(p.tuning.nvls.latency);
+                body += (h.nvls_rs + h.nvls_ag) * S;
+            } else {
+                lat += 2 * (g - 1) * alpha(p.intra_level);
+                body += 2 * (g - 1) * h.intra_ring[idx(pr)] * S;
+            }
+        }
+        lat += 2 * (N - 1) * net;
+        body += 2 * (N - 1) * h.inter_ring[idx(pr)] * S;
+        break;
+    }
+    case Algorithm::nvls_tree: {
+        // tuning.cc: NVLSTree latency = NVLS latency + 2 log2(nNodes) network latencies;
+        // bandwidth: the NVLS phases in the nodes and the trees across them run pipelined, the
+        // slower sets the pace, and NCCL caps each channel (perChMaxNVLSTreeBws, in bus
+        // bandwidth: algbw = busbw n / (2(n-1))); one channel per head.
+        const detail::MultiNodeData& m = p.multi();
+        lat =
+            seconds(p.tuning.launch_latency) + seconds(p.tuning.nvls.latency) + 2 * log2i(N) * net;
+        double cost = std::max(m.nvls_intra, m.nvls_tree_inter);
+        const double cap = p.tuning.nvls_tree_channel.at(N);
+        if (cap > 0)
+            cost = std::max(cost, 2 * (n - 1) / n / (m.heads * cap));
+        body = cost * S;
+        break;
+    }
+    case Algorithm::collnet_direct: {
+        // tuning.cc: 2 (min(1, ppn-1) intra latency + (ppn-1) x 0.4 us of arity serialisation)
+        // + one network latency (the switch reduces: no log(nNodes) term).
+        const detail::MultiNodeData& m = p.multi();
+        const double g = m.per_node;
+        lat = seconds(p.tuning.launch_latency) +
+              2 * (std::min(1.0, g - 1) * alpha(p.intra_level) + (g - 1) * 0.4e-6) + net;
+        body = std::max(m.collnet_direct_intra, m.collnet_inter) * S;
+        break;
+    }
+    case Algorithm::collnet_chain: {
+        // tuning.cc: 2 (ppn-1) intra latencies + one network latency.
+        const detail::MultiNodeData& m = p.multi();
+        const double g = m.per_node;
+        lat = seconds(p.tuning.launch_latency) + 2 * (g - 1) * alpha(p.intra_level) + net;
+        body = std::max(m.collnet_chain_intra, m.collnet_inter) * S;
+        break;
+    }
+    }
+
+    const double hbm = p.topo.spec().node.gpu.hbm_bandwidth;
+    double local = 0;
+    for (bool is_root : {false, true}) {
+        if (is_root && !has_root(c.op))
+            continue;
+        local = std::max({local, detail::kernel_memory_bytes(p, c.op, S, is_root) / hbm,
+                          detail::kernel_compute_seconds(p, c.op, a, S, c.dtype, is_root)});
+    }
+    return sim::Time::from_seconds(lat + std::max(body, local));
 }
 
 } // namespace clustersim::strategies::collectives

@@ -63,6 +63,9 @@ public:
     const detail::Plan& plan() const { return *plan_; }
 
 private:
+    /// predict() on a communicator that spans nodes.
+    sim::Time predict_across_nodes(const Collective& c, Algorithm algorithm,
+                                   Protocol protocol) const;
     std::unique_ptr<detail::Plan> plan_;
 };
 

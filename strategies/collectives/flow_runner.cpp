@@ -76,6 +76,10 @@ void FlowCollectives::next_round(Run* run) {
     scratch_.clear();
     phase.round_flows(range, scratch_);
     const Protocol protocol = run->decomposition.protocol;
+    // Across nodes the kernel's memory work overlaps the round's transfers (the NICs move data
+    // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
+    // follows them (the same SMs do both).
+    const bool overlap = run->plan->node_ranks.size() > 1;
     for (const detail::PFlow& f : scratch_) {
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
@@ -86,22 +90,42 @@ void FlowCollectives::next_round(Run* run) {
         stats_.payload_bytes += f.bytes;
         stats_.wire_bytes += wire;
         net_.start(sim::FlowSpec{wire, route.edges, latency,
-                                 std::numeric_limits<double>::infinity(), [this, run](sim::FlowId) {
-                                     if (--run->pending == 0)
-                                         local_work(run);
+                                 std::numeric_limits<double>::infinity(),
+                                 [this, run, overlap](sim::FlowId) {
+                                     if (--run->pending == 0) {
+                                         if (overlap)
+                                             advance(run);
+                                         else
+                                             local_work(run);
+                                     }
                                  }});
     }
+    if (overlap)
+        start_local_flows(run, latency);
     if (run->pending == 0)
-        engine_.after(latency, [this, run] { local_work(run); });
+        engine_.after(latency, [this, run, overlap] {
+            if (overlap)
+                advance(run);
+            else
+                local_work(run);
+        });
+}
+
+void FlowCollectives::advance(Run* run) {
+    ++run->round;
+    next_round(run);
 }
 
 void FlowCollectives::local_work(Run* run) {
+    start_local_flows(run, sim::Time::zero());
+    if (run->pending == 0)
+        advance(run);
+}
+
+void FlowCollectives::start_local_flows(Run* run, sim::Time delay) {
     const Decomposition& d = run->decomposition;
     const double share = 1.0 / std::max(1, run->total_rounds);
-    auto advance = [this, run] {
-        ++run->round;
-        next_round(run);
-    };
+    auto advance = [this, run] { this->advance(run); };
     for (std::size_t r = 0; r < d.memory_bytes.size(); ++r) {
         const double bytes = d.memory_bytes[r] * share;
         const double compute = d.compute[r].seconds() * share;
@@ -115,16 +139,15 @@ void FlowCollectives::local_work(Run* run) {
                 advance();
         };
         if (bytes <= 0) { // arithmetic only: a pure delay
-            net_.start(sim::FlowSpec{0, {}, sim::Time::from_seconds(compute), 1.0, on_done});
+            net_.start(
+                sim::FlowSpec{0, {}, delay + sim::Time::from_seconds(compute), 1.0, on_done});
             continue;
         }
         // The kernel streams its bytes through the HBM edge no faster than its arithmetic allows.
         const double cap = compute > 0 ? bytes / compute : std::numeric_limits<double>::infinity();
         net_.start(sim::FlowSpec{
-            bytes, {run->plan->memory_edge(static_cast<int>(r))}, sim::Time::zero(), cap, on_done});
+            bytes, {run->plan->memory_edge(static_cast<int>(r))}, delay, cap, on_done});
     }
-    if (run->pending == 0)
-        advance();
 }
 
 void FlowCollectives::finish(Run* run) {

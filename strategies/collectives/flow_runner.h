@@ -61,6 +61,9 @@ private:
     struct Run;
     void next_round(Run* run);
     void local_work(Run* run);
+    /// Starts the round's share of the kernel's memory work on every rank, after `delay`.
+    void start_local_flows(Run* run, sim::Time delay);
+    void advance(Run* run);
     void finish(Run* run);
 
     sim::Engine& engine_;

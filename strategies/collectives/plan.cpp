@@ -13,11 +13,21 @@ namespace clustersim::strategies::collectives::detail {
 namespace {
 
 /// Per-edge loads of a set of flows, with the edges touched kept for a cheap maximum.
+/// The per-edge array is borrowed from a per-thread pool and handed back zeroed (only the
+/// touched edges are reset), so a pattern's cost is what its flows cross, not the size of the
+/// cluster: a ring's plan costs one pattern per hop, and a fresh array of every edge per
+/// pattern made a 16,384-GPU communicator quadratic (memset 56% of a GPT-3 step's time).
 class EdgeLoads {
 public:
     explicit EdgeLoads(const hardware::Topology& topo)
         : topo_(topo)
-        , load_(topo.edge_count()) {}
+        , load_(borrow(topo.edge_count())) {}
+    EdgeLoads(const EdgeLoads&) = delete;
+    EdgeLoads& operator=(const EdgeLoads&) = delete;
+    ~EdgeLoads() {
+        clear();
+        pool().push_back(std::move(load_));
+    }
     void add(const RouteInfo& r, double wire_bytes) {
         for (sim::ResourceId e : r.edges) {
             if (load_[e] == 0)
@@ -38,6 +48,22 @@ public:
     }
 
 private:
+    static std::vector<std::vector<double>>& pool() {
+        thread_local std::vector<std::vector<double>> buffers; // zeroed; one per nested use
+        return buffers;
+    }
+    static std::vector<double> borrow(std::size_t edges) {
+        auto& buffers = pool();
+        std::vector<double> b;
+        if (!buffers.empty()) {
+            b = std::move(buffers.back());
+            buffers.pop_back();
+        }
+        if (b.size() < edges)
+            b.resize(edges, 0.0);
+        return b;
+    }
+
     const hardware::Topology& topo_;
     std::vector<double> load_;
     std::vector<sim::ResourceId> touched_;
@@ -90,6 +116,13 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
                              std::to_string(topo.gpu_count() - 1) + ")");
         if (!seen.insert(g).second)
             throw InputError("GPU " + std::to_string(g) + " appears twice in the communicator");
+    }
+    // The transport scales InfiniBand's network efficiencies and adds its latency to every
+    // network step (hardware/specs.h: Transport).
+    for (auto& proto : tuning.protocols) {
+        auto& net = proto.levels[static_cast<std::size_t>(LinkLevel::network)];
+        net.efficiency *= spec.network.transport_efficiency;
+        net.step_latency += spec.network.transport_latency;
     }
     if (!tuning.present())
         throw InputError("hardware '" + spec.name +
@@ -153,14 +186,17 @@ void Plan::build_rings() {
         int fewest = n;
         for (const auto& members : node_ranks)
             fewest = std::min(fewest, static_cast<int>(members.size()));
-        channels = std::max(1, std::min(fewest, std::max(1, topo.spec().node.nics)));
+        channels = std::max(1, std::min(fewest, std::max(1, topo.spec().node.nic_ports())));
+        // With fewer NICs than GPUs, channel c runs on the GPUs beside NIC c (stride g / nics),
+        // so that each NIC carries one channel each way (NCCL's rings over rails).
+        const int stride = std::max(1, fewest / channels);
         for (int c = 0; c < channels; ++c) {
             std::vector<int> cycle;
             for (int k = 0; k < nodes; ++k) {
                 const auto& m = node_ranks[size_t(k)];
                 const int p = static_cast<int>(m.size());
-                const int a = c % p;
-                const int b = (c + 1) % p;
+                const int a = (c * stride) % p;
+                const int b = (c * stride + 1) % p;
                 for (int i = 0; i < p; ++i) {
                     // Even nodes run a, a-1, ..., b; odd nodes b, b+1, ..., a: the hop out of
                     // node k leaves from the GPU that enters node k+1, so it stays on a rail.
@@ -443,6 +479,78 @@ const HierData& Plan::hier() const {
         hier_ = std::move(h);
     });
     return *hier_;
+}
+
+const MultiNodeData& Plan::multi() const {
+    std::call_once(multi_once_, [this] {
+        auto m = std::make_unique<MultiNodeData>();
+        const int N = static_cast<int>(node_ranks.size());
+        const int g = static_cast<int>(node_ranks.front().size());
+        const auto& node = topo.spec().node;
+        m->per_node = g;
+        m->heads = std::max(1, std::min(g, node.nic_ports()));
+        const int P = m->heads;
+        // The head of channel j is the rank beside NIC port j (NodeSpec: port j sits by GPU
+        // j * gpus / ports); in a partial node, the j-th of its ranks.
+        auto head = [&](int k, int j) {
+            return node_ranks[size_t(k)][size_t(static_cast<long>(j) * g / P)];
+        };
+        std::vector<PFlow> nvls, inter, direct, chain;
+        for (int k = 0; k < N; ++k) {
+            const auto& r = node_ranks[size_t(k)];
+            for (int q = 0; q < g; ++q) {
+                // NVLS reduce-scatter (all to the switch, 1/g back) and all-gather (1/g to the
+                // switch, all back), pipelined: both at once.
+                nvls.push_back({r[size_t(q)], switch_of(k), 1.0 + 1.0 / g});
+                nvls.push_back({switch_of(k), r[size_t(q)], 1.0 + 1.0 / g});
+            }
+            for (int j = 0; j < P; ++j) {
+                const int h = head(k, j);
+                const int h_local = static_cast<int>(static_cast<long>(j) * g / P);
+                for (int q = 0; q < g; ++q) {
+                    if (r[size_t(q)] == h)
+                        continue;
+                    direct.push_back({r[size_t(q)], h, 1.0 / P}); // reduce-scatter to heads
+                    direct.push_back({h, r[size_t(q)], 1.0 / P}); // all-gather from heads
+                }
+                for (int i = 0; i + 1 < g; ++i) { // the chain from the head, up and back down
+                    const int a = r[size_t((h_local + i) % g)];
+                    const int b = r[size_t((h_local + i + 1) % g)];
+                    chain.push_back({b, a, 1.0 / P});
+                    chain.push_back({a, b, 1.0 / P});
+                }
+                // NCCL's double binary tree over nodes (ncclGetDtree): tree 1 mirrors tree 0
+                // (N even) or shifts it by one (N odd); each carries half of the head's share.
+                for (int t = 0; t < 2; ++t) {
+                    int parent = -1;
+                    if (t == 0) {
+                        parent = btree_parent(k, N);
+                    } else if (N % 2 == 0) {
+                        const int up = btree_parent(N - 1 - k, N);
+                        parent = up < 0 ? -1 : N - 1 - up;
+                    } else {
+                        const int up = btree_parent((k - 1 + N) % N, N);
+                        parent = up < 0 ? -1 : (up + 1) % N;
+                    }
+                    if (parent < 0)
+                        continue;
+                    inter.push_back({h, head(parent, j), 0.5 / P});
+                    inter.push_back({head(parent, j), h, 0.5 / P});
+                }
+            }
+        }
+        if (node.nvls && node.fabric == hardware::IntraNodeFabric::nvswitch && g >= 2)
+            m->nvls_intra = pattern_cost(nvls, Protocol::simple);
+        m->nvls_tree_inter = pattern_cost(inter, Protocol::simple);
+        m->collnet_direct_intra = pattern_cost(direct, Protocol::simple);
+        m->collnet_chain_intra = pattern_cost(chain, Protocol::simple);
+        // A head's NIC port to the leaf switch, which reduces: 1/P of S each way.
+        const double port = std::min(node.nic_port_bandwidth(),
+                                     node.pcie.bandwidth * std::max(1, node.nics / node.gpus));
+        m->collnet_inter = 1.0 / (P * port * efficiency(LinkLevel::network, Protocol::simple));
+        multi_ = std::move(m);
+    });
+    return *multi_;
 }
 
 } // namespace clustersim::strategies::collectives::detail

@@ -98,6 +98,28 @@ struct HierData {
     double nvls_rs = 0, nvls_ag = 0;  ///< per byte of S, when NVLS runs the intra phases
 };
 
+/// The algorithms NCCL runs across nodes of a regular communicator (g ranks on each of N
+/// nodes), as costs per byte of S of all their transfers at once: their phases are pipelined
+/// chunk by chunk, so the slowest link sets the pace (NCCL's tuning.cc models each as one
+/// latency plus bytes over one bandwidth).
+struct MultiNodeData {
+    int per_node = 0; ///< g
+    int heads = 0;    ///< ranks per node beside a NIC port: NVLSTree and CollNet heads, rails
+    /// NVLSTree: NVLS reduce-scatter and all-gather in every node at once (Simple).
+    double nvls_intra = 0;
+    /// NVLSTree: per head, a double binary tree over the nodes (half of the head's share of S
+    /// on each), every hop up and down at once (Simple).
+    double nvls_tree_inter = 0;
+    /// CollNet direct: every rank sends 1/heads of S to each head and each head sends its
+    /// reduced part back to every rank (Simple).
+    double collnet_direct_intra = 0;
+    /// CollNet chain: per head, a chain through the node's ranks up to it and back (Simple).
+    double collnet_chain_intra = 0;
+    /// CollNet: each head sends its part to the fabric's reducing switches and receives the
+    /// result: 1/heads of S each way over its NIC (Simple).
+    double collnet_inter = 0;
+};
+
 class Plan {
 public:
     Plan(const hardware::Topology& topology, std::vector<int> gpus);
@@ -154,6 +176,8 @@ public:
     const TreeData& tree() const;
     const HierData& hier() const;
     const DirectData& direct() const;
+    /// Regular communicators on 2 or more nodes only.
+    const MultiNodeData& multi() const;
 
 private:
     void build_rings();
@@ -161,7 +185,8 @@ private:
     std::vector<sim::ResourceId> memory_edges_;
     mutable std::mutex route_mutex_;
     mutable std::unordered_map<std::uint64_t, RouteInfo> routes_;
-    mutable std::once_flag tree_once_, hier_once_, direct_once_;
+    mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
+    mutable std::unique_ptr<MultiNodeData> multi_;
     mutable std::unique_ptr<TreeData> tree_;
     mutable std::unique_ptr<HierData> hier_;
     mutable std::unique_ptr<DirectData> direct_;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace clustersim::strategies::collectives {
 
@@ -53,7 +54,7 @@ struct RingGroup {
 class RingPhase : public Phase {
 public:
     RingPhase(const Plan& plan, RingKind kind, std::vector<RingGroup> groups, double bytes,
-              Protocol p)
+              Protocol p, std::optional<sim::Time> step_latency = std::nullopt)
         : kind_(kind)
         , groups_(std::move(groups)) {
         length_ = static_cast<int>(groups_.front().cycles.front().size());
@@ -66,7 +67,8 @@ public:
             }
         }
         step_flows_ = aggregate(step);
-        latency_ = plan.step_latency(plan.pattern_level(step_flows_), p);
+        latency_ =
+            step_latency ? *step_latency : plan.step_latency(plan.pattern_level(step_flows_), p);
     }
 
     int steps() const override { return (length_ - 1) * (kind_ == RingKind::all_reduce ? 2 : 1); }
@@ -471,7 +473,23 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             g.block_of = plan.cycles; // rank r owns block r, as nccl-tests lays out its buffers
             g.count = E;
             std::vector<RingGroup> groups{std::move(g)};
-            d.phases.push_back(std::make_unique<RingPhase>(plan, kind, std::move(groups), S, p));
+            std::optional<sim::Time> latency;
+            const int N = static_cast<int>(plan.node_ranks.size());
+            if (N > 1 && n > 1) {
+                // Across nodes, NCCL's latency (tuning.cc, as the closed form counts it): the
+                // steps that cross the network pay its latency, the others the intra-node one
+                // (at least the proxy's post overhead), spread evenly over the steps.
+                const int k = kind == RingKind::all_reduce ? 2 : 1;
+                const double steps = k * (n - 1), inter = k * (N - 1);
+                const double overhead = p == Protocol::simple ? 3e-6 : 1e-6;
+                const double total =
+                    (steps - inter) *
+                        std::max(plan.step_latency(plan.intra_level, p).seconds(), overhead) +
+                    inter * plan.step_latency(LinkLevel::network, p).seconds();
+                latency = sim::Time::from_seconds(total / steps);
+            }
+            d.phases.push_back(
+                std::make_unique<RingPhase>(plan, kind, std::move(groups), S, p, latency));
         }
         break;
     case Algorithm::tree: {
@@ -497,11 +515,18 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             plan.tuning.nvls.latency));
         break;
     }
-    case Algorithm::hierarchical: {
+    case Algorithm::hierarchical:
+    case Algorithm::nvls_tree:
+    case Algorithm::collnet_direct:
+    case Algorithm::collnet_chain: {
+        // NVLSTree and CollNet play as their three phases in series (phased_in_flow): the
+        // intra-node reduce-scatter (NVLS for NVLSTree), the exchange across nodes (a ring per
+        // local rank: the flow network has no switch that reduces), the intra-node all-gather.
         const detail::HierData& h = plan.hier();
         const int g = h.per_node;
         const int N = static_cast<int>(plan.node_ranks.size());
-        const bool nvls = h.nvls_rs > 0;
+        const bool nvls = h.nvls_rs > 0 && (algorithm == Algorithm::hierarchical ||
+                                            algorithm == Algorithm::nvls_tree);
         auto intra = [&](RingKind k) -> std::unique_ptr<Phase> {
             if (nvls) {
                 std::vector<NvlsGroup> groups;

@@ -13,6 +13,8 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     d.pass = [&](PassKind k, int vs) {
         return k == PassKind::forward ? plan.stage(vs).forward.time : plan.stage(vs).backward.time;
     };
+    if (plan.experiment->parallel.overlap_param_gather)
+        d.first_forward = [&](int vs) { return plan.stage(vs).first_forward.time; };
     d.transfer = [&](PassKind k, int vs) {
         return k == PassKind::forward ? plan.stage(vs).send_forward : plan.stage(vs).send_backward;
     };

@@ -119,7 +119,28 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
                                          : RecomputePolicy::automatic;
     }
     m.read("zero", p.zero, 0, 3);
+    if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
+        m.fail("overlap_grad_reduce",
+               "give overlap_grad_reduce or its old name dp_overlap, not both");
     m.read("dp_overlap", p.dp_overlap);
+    m.read("overlap_grad_reduce", p.dp_overlap);
+    m.read("overlap_param_gather", p.overlap_param_gather);
+    m.read("tp_comm_overlap", p.tp_comm_overlap);
+    // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
+    // sequence parallelism, the parameter-gather overlap the distributed optimizer and the
+    // gradient-reduce overlap.
+    if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
+        m.fail("tp_comm_overlap",
+               "needs sequence_parallel: true (Transformer Engine overlaps the all-gathers and "
+               "reduce-scatters of sequence parallelism); set it, or tp_comm_overlap: false");
+    if (p.overlap_param_gather && (p.zero < 1 || p.zero > 2))
+        m.fail("overlap_param_gather",
+               "needs the distributed optimizer (zero: 1 or 2; ZeRO-3 gathers parameters per "
+               "layer anyway); set zero: 1, or overlap_param_gather: false");
+    if (p.overlap_param_gather && !p.dp_overlap)
+        m.fail("overlap_param_gather",
+               "needs overlap_grad_reduce: true (Megatron's rule); set it, or "
+               "overlap_param_gather: false");
     m.read_bytes("dp_bucket", p.dp_bucket);
     m.read("pp_overlap", p.pp_overlap);
     m.finish();

@@ -8,8 +8,13 @@
 /// (--pipeline-model-parallel-size), virtual_stages (--num-layers-per-virtual-pipeline-stage,
 /// given as a count), sequence_parallel (--sequence-parallel), recompute
 /// (--recompute-granularity selective | full), micro_batch (--micro-batch-size), global_batch
-/// (--global-batch-size), zero (DeepSpeed ZeRO stage / FSDP), dp_overlap and dp_bucket
-/// (--overlap-grad-reduce, DDP's bucket size).
+/// (--global-batch-size), zero (DeepSpeed ZeRO stage / FSDP), overlap_grad_reduce (also read as
+/// dp_overlap) and dp_bucket (--overlap-grad-reduce, DDP's bucket size), overlap_param_gather
+/// (--overlap-param-gather), tp_comm_overlap (--tp-comm-overlap, Transformer Engine's
+/// userbuffers). Megatron-Core's DistributedDataParallelConfig
+/// (megatron/core/distributed/distributed_data_parallel_config.py) defaults all three overlaps
+/// to off; here overlap_grad_reduce stays on by default (it was before these keys existed, and
+/// the calibrated presets were fitted with it), the other two are off as in Megatron.
 
 #include "hardware/specs.h"
 #include "strategies/models/layer_work.h"
@@ -46,9 +51,20 @@ struct ParallelSpec {
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
     int zero = 0; ///< 0..3
-    /// Gradient all-reduce overlapped with the backward pass in buckets (DDP); false: one
-    /// all-reduce of all gradients after the last backward.
+    /// Gradient all-reduce overlapped with the backward pass in buckets (DDP,
+    /// `overlap_grad_reduce`); false: one all-reduce of all gradients after the last backward.
     bool dp_overlap = true;
+    /// With the distributed optimizer (zero 1-2): the parameter all-gather after the optimizer
+    /// is issued per layer in the next forward instead, each layer's waited for by its first
+    /// kernel and the next one prefetched (Megatron-Core's forward pre-hook,
+    /// _ParamAndGradBucketGroup.finish_param_sync dispatching the next bucket group's
+    /// all-gather). The step model charges it to the first forward of each chunk.
+    bool overlap_param_gather = false;
+    /// Tensor-parallel all-gathers and reduce-scatters (sequence parallelism) split into chunks
+    /// that overlap the GEMMs they feed or drain (Transformer Engine's userbuffers,
+    /// --tp-comm-overlap): ring exchange for the all-gathers before qkv/fc1 (and their
+    /// data-gradient twins), a pipelined reduce-scatter after proj/fc2 on SMs taken from the GEMM.
+    bool tp_comm_overlap = false;
     std::int64_t dp_bucket = std::int64_t{25} << 20; ///< bytes per bucket (PyTorch DDP: 25 MiB)
     /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:
     /// the sender waits for each send to complete, as Megatron's default schedules do.

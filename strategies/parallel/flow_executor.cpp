@@ -94,7 +94,12 @@ FlowRun run_flow(const StepPlan& plan) {
             const std::size_t key = j * V + vs;
             const std::string name = pass_label(pass, v);
             if (pass.kind == PassKind::forward) {
-                const auto id = g.add_task({name, streams[p].compute, st.forward.time, {}, 0});
+                const auto id =
+                    g.add_task({name,
+                                streams[p].compute,
+                                pass.micro_batch == 0 ? st.first_forward.time : st.forward.time,
+                                {},
+                                0});
                 fwd_task[key] = id;
                 pass_first[p].push_back(id);
                 pass_last[p].push_back(id);

@@ -18,12 +18,9 @@ void account_memory(const StepPlan& plan, StepResult& r) {
             m.recompute += plan.stage(virtual_stage(c, rp.rank, plan.shape.ranks)).recompute;
         if (m.peak_bytes > r.peak_bytes_max)
             r.peak_bytes_max = m.peak_bytes;
-        if (m.peak_bytes > plan.capacity_bytes &&
-            m.peak_bytes - plan.capacity_bytes > r.oom_excess_bytes) {
-            r.oom = true;
-            r.oom_stage = rp.rank;
-            r.oom_excess_bytes = m.peak_bytes - plan.capacity_bytes;
-        }
+        const std::int64_t excess = m.peak_bytes - plan.capacity_bytes;
+        if (excess > 0 && (!r.oom || excess > r.oom->excess_bytes))
+            r.oom = OutOfMemory{rp.rank, excess};
         r.memory.push_back(m);
     }
     r.automatic_recompute = plan.automatic_recompute;

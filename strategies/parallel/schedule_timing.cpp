@@ -18,9 +18,10 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
 
     // Durations depend only on (kind, virtual stage): evaluate each once.
-    std::vector<sim::Time> dur_f(V), dur_b(V), xfer_f(V), xfer_b(V);
+    std::vector<sim::Time> dur_f(V), dur_f0(V), dur_b(V), xfer_f(V), xfer_b(V);
     for (int vs = 0; vs < V; ++vs) {
         dur_f[vs] = d.pass(PassKind::forward, vs);
+        dur_f0[vs] = d.first_forward ? d.first_forward(vs) : dur_f[vs];
         dur_b[vs] = shape.forward_only ? sim::Time::zero() : d.pass(PassKind::backward, vs);
         if (vs + 1 < V) {
             xfer_f[vs] = d.transfer(PassKind::forward, vs);
@@ -69,7 +70,9 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                     }
                 }
                 const sim::Time start = std::max(ready, free_at[p]);
-                const sim::Time dur = pass.kind == PassKind::forward ? dur_f[vs] : dur_b[vs];
+                const sim::Time dur = pass.kind == PassKind::forward
+                                          ? (pass.micro_batch == 0 ? dur_f0[vs] : dur_f[vs])
+                                          : dur_b[vs];
                 const sim::Time end = start + dur;
                 (pass.kind == PassKind::forward ? fwd_end : bwd_end)[at(pass.micro_batch, vs)] =
                     end;

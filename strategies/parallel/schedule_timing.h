@@ -21,6 +21,9 @@ namespace clustersim::strategies::parallel {
 struct PassDurations {
     /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm).
     std::function<sim::Time(PassKind kind, int vs)> pass;
+    /// Duration of micro-batch 0's forward on `vs` when it differs from the others' (the
+    /// distributed optimizer's parameter gather overlapped with it); empty: as `pass`.
+    std::function<sim::Time(int vs)> first_forward;
     /// Transfer time of a micro-batch's activation from virtual stage `vs` to `vs + 1`
     /// (forward) or of its gradient from `vs + 1` to `vs` (backward).
     std::function<sim::Time(PassKind kind, int vs)> transfer;

@@ -99,12 +99,16 @@ hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
 }
 
-/// The clocks of one rank while a pass runs: the host issuing kernels, the compute stream and
-/// the stream of tensor-parallel collectives.
+/// The clocks of one rank while a pass runs: the host issuing kernels, the compute stream, the
+/// stream of tensor-parallel collectives and that of parameter all-gathers (ZeRO-3, or the
+/// distributed optimizer's gather overlapped with the forward), with the time the host issues
+/// the next layer's gather (one layer ahead: the prefetch).
 struct Clock {
     double host = 0;
     double gpu = 0;
     double comm = 0;
+    double gather = 0;
+    double prefetch = 0;
 };
 
 /// A pass's components while its closed form is evaluated, in seconds: the per-kernel
@@ -115,6 +119,8 @@ struct PassSeconds {
     double recompute = 0;
     double tp_wait = 0;
     double host_wait = 0;
+    double dp_wait = 0;
+    double param_gather = 0;
     int kernels = 0;
 
     PassSeconds& operator+=(const PassSeconds& o) {
@@ -122,6 +128,8 @@ struct PassSeconds {
         recompute += o.recompute;
         tp_wait += o.tp_wait;
         host_wait += o.host_wait;
+        dp_wait += o.dp_wait;
+        param_gather += o.param_gather;
         kernels += o.kernels;
         return *this;
     }
@@ -130,6 +138,8 @@ struct PassSeconds {
         a.recompute -= b.recompute;
         a.tp_wait -= b.tp_wait;
         a.host_wait -= b.host_wait;
+        a.dp_wait -= b.dp_wait;
+        a.param_gather -= b.param_gather;
         a.kernels -= b.kernels;
         return a;
     }
@@ -138,6 +148,8 @@ struct PassSeconds {
         a.recompute *= k;
         a.tp_wait *= k;
         a.host_wait *= k;
+        a.dp_wait *= k;
+        a.param_gather *= k;
         a.kernels = static_cast<int>(std::lround(a.kernels * k));
         return a;
     }
@@ -151,35 +163,121 @@ struct Unit {
     bool recompute = false;
 };
 
+/// Transformer Engine's defaults for the pipelined reduce-scatter overlap ("pipeline": proj
+/// and fc2 forward): the GEMM in 4 chunks, the reduce-scatter of each chunk run by 16 SMs taken
+/// from the GEMM (transformer_engine/pytorch/module/base.py, initialize_ub: num_splits 4,
+/// num_sm 16; the ring exchange of the all-gathers runs tp steps on 1 SM).
+constexpr int kPipelinedRsChunks = 4;
+constexpr int kPipelinedRsSms = 16;
+
+/// How the kernels of a pass run: the tensor-parallel collectives, the dtype, the framework's
+/// costs, and the overlap of tensor-parallel communication with GEMMs (tp_comm_overlap).
+struct PassEnv {
+    CollectiveTimes* tp = nullptr;
+    hardware::Dtype dtype = hardware::Dtype::bf16;
+    const FrameworkSpec* fw = nullptr;
+    int tp_size = 1;
+    bool tp_overlap = false;
+    /// Fraction of the SMs a GEMM keeps while a pipelined reduce-scatter runs beside it.
+    double rs_gemm_share = 1;
+};
+
+/// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
+/// Transformer Engine's "bulk" overlaps of the backward, which the plain schedule already
+/// overlaps with the next GEMM), as a ring exchange feeding the GEMM that needs it (an
+/// all-gather right before a GEMM) or pipelined behind the GEMM that produces it (a
+/// reduce-scatter right after a forward GEMM).
+enum class TpOverlap : std::uint8_t { none, ring, pipelined };
+
+TpOverlap overlap_of(const models::TpCollective& tc, const models::PassWork& work) {
+    const auto& ops = work.ops;
+    auto gemm = [&](int i) {
+        return i >= 0 && i < ops.count() &&
+               ops[static_cast<std::size_t>(i)].kind == models::OpKind::gemm;
+    };
+    if (tc.op == models::TpOp::all_gather && !tc.regather && tc.needed_by == tc.after + 1 &&
+        gemm(tc.needed_by))
+        return TpOverlap::ring;
+    if (tc.op == models::TpOp::reduce_scatter && tc.pass != Pass::backward &&
+        tc.needed_by == tc.after + 1 && gemm(tc.after))
+        return TpOverlap::pipelined;
+    return TpOverlap::none;
+}
+
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
-void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTimes& tp,
-               hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassSeconds& cost) {
+/// `gather`: the time of this layer's parameter all-gather (0: none), issued one layer ahead
+/// and waited for by the layer's first kernel.
+void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv& env, Clock& c,
+               PassSeconds& cost, double gather = 0) {
+    const FrameworkSpec& fw = *env.fw;
     const double host_overhead = fw.host_overhead.seconds();
     const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
     const double inv_memory_eff = 1.0 / fw.memory_efficiency;
+    if (gather > 0) {
+        // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it;
+        // this layer's pre-hook issues the next one now.
+        const double start = std::max(c.prefetch, c.gather);
+        c.gather = start + gather;
+        c.prefetch = c.host;
+        cost.param_gather += gather;
+        if (c.gather > c.gpu) {
+            cost.dp_wait += c.gather - c.gpu;
+            c.gpu = c.gather;
+        }
+    }
     for (const Unit& u : units) {
         const auto& ops = u.work->ops;
         const int n = ops.count();
-        // Completion times of this unit's collectives, by index in w.collectives.
+        // Completion times of this unit's collectives, by index in w.collectives; for a ring
+        // exchange, its start.
         std::array<double, 16> done{};
+        std::array<double, 16> ring_end{};
+        std::array<TpOverlap, 16> how{};
+        std::array<bool, 64> pipelined_after{};
+        for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+            const auto& tc = w.collectives[k];
+            how[k] =
+                env.tp_overlap && tc.pass == u.pass ? overlap_of(tc, *u.work) : TpOverlap::none;
+            if (how[k] == TpOverlap::pipelined && tc.after < 64)
+                pipelined_after[static_cast<std::size_t>(tc.after)] = true;
+        }
+        double gemm_start = 0;
         auto issue_collective = [&](std::size_t k) {
             const models::TpCollective& tc = w.collectives[k];
             const double issue = c.host;
             c.host += collective_host;
             ++cost.kernels;
-            const double start = std::max({issue, c.gpu, c.comm});
             collectives::Collective coll;
             coll.op = to_collective(tc.op);
             coll.bytes = tc.bytes;
-            coll.dtype = comm_dtype(dtype);
-            done[k] = start + tp.time(coll).seconds();
+            coll.dtype = comm_dtype(env.dtype);
+            if (how[k] == TpOverlap::pipelined) {
+                // The GEMM's output in chunks, each reduce-scattered as soon as it is done: the
+                // last chunk's reduce-scatter and what the chunks' GEMMs cannot hide are exposed.
+                coll.bytes = tc.bytes / kPipelinedRsChunks;
+                const double r = env.tp->time(coll).seconds();
+                const double g = (c.gpu - gemm_start) / kPipelinedRsChunks;
+                double t = std::max(issue, c.comm);
+                for (int j = 1; j <= kPipelinedRsChunks; ++j)
+                    t = std::max(t, gemm_start + j * g) + r;
+                done[k] = t;
+                c.comm = t;
+                return;
+            }
+            const double start = std::max({issue, c.gpu, c.comm});
+            done[k] = start + env.tp->time(coll).seconds();
+            // A ring exchange starts now; the GEMM that needs it reads `done` as its start.
             c.comm = done[k];
+            ring_end[k] = done[k];
+            if (how[k] == TpOverlap::ring)
+                done[k] = start;
         };
         auto wait_for = [&](int needed_by) {
             double need = 0;
             for (std::size_t k = 0; k < w.collectives.size(); ++k) {
-                if (w.collectives[k].pass == u.pass && w.collectives[k].needed_by == needed_by)
+                if (w.collectives[k].pass == u.pass && w.collectives[k].needed_by == needed_by &&
+                    how[k] != TpOverlap::ring)
                     need = std::max(need, done[k]);
             }
             return need;
@@ -201,7 +299,26 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
                 op.time.seconds() *
                 (op.kind == models::OpKind::memory_bound ? inv_memory_eff : inv_gemm_eff);
             (u.recompute ? cost.recompute : cost.compute) += t;
-            c.gpu = start + t;
+            gemm_start = start;
+            double end = start + t;
+            // A ring-exchange all-gather feeding this GEMM: chunk j of the GEMM needs the j-th
+            // shard, which arrives j ring steps after the exchange began (shard 0 is local).
+            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
+                if (how[k] != TpOverlap::ring || w.collectives[k].pass != u.pass ||
+                    w.collectives[k].needed_by != i)
+                    continue;
+                const int parts = std::max(2, env.tp_size);
+                const double step = (ring_end[k] - done[k]) / (parts - 1);
+                const double g = t / parts;
+                end = start;
+                for (int j = 0; j < parts; ++j)
+                    end = std::max(end, done[k] + j * step) + g;
+            }
+            if (static_cast<std::size_t>(i) < pipelined_after.size() &&
+                pipelined_after[static_cast<std::size_t>(i)])
+                end += t * (1 / env.rs_gemm_share - 1); // the SMs the reduce-scatter runs on
+            cost.tp_wait += end - start - t;
+            c.gpu = end;
             for (std::size_t k = 0; k < w.collectives.size(); ++k) {
                 if (w.collectives[k].pass == u.pass && w.collectives[k].after == i)
                     issue_collective(k);
@@ -218,15 +335,15 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, CollectiveTim
 /// The cost of `count` identical layers run back to back from `clock`: the first three are
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
-void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, CollectiveTimes& tp,
-                hardware::Dtype dtype, const FrameworkSpec& fw, Clock& c, PassSeconds& cost) {
+void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, const PassEnv& env,
+                Clock& c, PassSeconds& cost, double gather = 0) {
     constexpr int kSimulated = 3;
     Clock before = c;
     PassSeconds before_cost = cost;
     for (int i = 0; i < std::min(count, kSimulated); ++i) {
         before = c;
         before_cost = cost;
-        run_units(w, units, tp, dtype, fw, c, cost);
+        run_units(w, units, env, c, cost, gather);
     }
     if (count > kSimulated) {
         const double k = count - kSimulated;
@@ -234,6 +351,8 @@ void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, C
         c.host += k * (c.host - before.host);
         c.comm += k * (c.comm - before.comm);
         c.gpu += k * (c.gpu - before.gpu);
+        c.gather += k * (c.gather - before.gather);
+        c.prefetch += k * (c.prefetch - before.prefetch);
         cost += step * k;
     }
 }
@@ -258,7 +377,9 @@ PassCost finish(Clock& c, const PassSeconds& cost) {
     out.recompute = sim::Time::from_seconds(cost.recompute);
     out.tp_wait = sim::Time::from_seconds(cost.tp_wait);
     out.host_wait = sim::Time::from_seconds(cost.host_wait);
-    out.time = out.compute + out.recompute + out.tp_wait + out.host_wait;
+    out.dp_wait = sim::Time::from_seconds(cost.dp_wait);
+    out.param_gather = sim::Time::from_seconds(cost.param_gather);
+    out.time = out.compute + out.recompute + out.tp_wait + out.host_wait + out.dp_wait;
     out.kernels = cost.kernels;
     return out;
 }
@@ -273,6 +394,21 @@ struct Context {
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
     FrameworkSpec fw;
+    /// The data-parallel group of pipeline rank 0 (the others are alike): parameter gathers.
+    std::unique_ptr<collectives::Communicator> dp_comm;
+    CollectiveTimes dp_times{nullptr};
+    PassEnv env;
+    bool zero3 = false; ///< parameters gathered per layer in every pass
+
+    /// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
+    /// data-parallel group, in the dtype they are kept in for compute.
+    double gather_time(std::int64_t params) {
+        collectives::Collective c;
+        c.op = collectives::Op::all_gather;
+        c.dtype = comm_dtype(e.training.dtype);
+        c.bytes = params * hardware::bytes_per_element(c.dtype);
+        return c.bytes > 0 ? dp_times.time(c).seconds() : 0.0;
+    }
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -294,19 +430,40 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
     // which the transformer models run under; the MLP is the lecture's plain PyTorch loop of
     // matmuls and sends, which has none of it.
+    // The head's parameters this stage holds: all of them, or with tied embeddings on the
+    // embedding's stage only the final norm (the LM head is the embedding's matrix).
+    const bool tied_here = ctx.head.shares_embedding_weights && ctx.e.parallel.pp == 1;
+    const std::int64_t head_params =
+        tied_here ? ctx.head.parameters - models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
+                                              ctx.e.parallel.tp * ctx.e.model.hidden
+                  : ctx.head.parameters;
+    auto run_forward = [&](bool gathers, Clock& c) {
+        c = Clock{};
+        c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
+        PassSeconds f;
+        if (st.embedding)
+            run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
+                      gathers ? ctx.gather_time(ctx.embedding.parameters) : 0.0);
+        for (auto [r, n] : groups) {
+            if (n > 0) {
+                const LayerWork& w = layer_of(ctx, r);
+                run_layers(w, forward_units(w), n, ctx.env, c, f,
+                           gathers ? ctx.gather_time(w.parameters) : 0.0);
+            }
+        }
+        if (st.head)
+            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
+                      gathers ? ctx.gather_time(head_params) : 0.0);
+        return finish(c, f);
+    };
     Clock c;
-    c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
-    PassSeconds f;
-    if (st.embedding)
-        run_units(ctx.embedding, forward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, f);
-    for (auto [r, n] : groups) {
-        if (n > 0)
-            run_layers(layer_of(ctx, r), forward_units(layer_of(ctx, r)), n, ctx.tp_times, dtype,
-                       ho, c, f);
+    st.forward = run_forward(ctx.zero3, c);
+    st.first_forward = st.forward;
+    if (ctx.e.parallel.overlap_param_gather && ctx.e.parallel.dp > 1 &&
+        !ctx.e.training.forward_only) {
+        Clock first;
+        st.first_forward = run_forward(true, first);
     }
-    if (st.head)
-        run_units(ctx.head, forward_units(ctx.head), ctx.tp_times, dtype, ho, c, f);
-    st.forward = finish(c, f);
 
     // Backward: head first, then the layers from the last down, then the embedding. Bucket
     // readiness follows the layers' completion within the pass.
@@ -325,9 +482,9 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     c = Clock{};
     PassSeconds b;
     if (st.head) {
-        run_units(ctx.head, backward_units(ctx.head), ctx.tp_times, dtype, ho, c, b);
-        if (!ctx.head.shares_embedding_weights || ctx.e.parallel.pp > 1)
-            add_grads(ctx.head.parameters, std::max(c.gpu, c.comm));
+        run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
+                  ctx.zero3 ? ctx.gather_time(head_params) : 0.0);
+        add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
         const auto [r, n] = *it;
@@ -336,7 +493,8 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         const LayerWork& w = layer_of(ctx, r);
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
-        run_layers(w, backward_units(w), n, ctx.tp_times, dtype, ho, c, b);
+        run_layers(w, backward_units(w), n, ctx.env, c, b,
+                   ctx.zero3 ? ctx.gather_time(w.parameters) : 0.0);
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         (void)at_start;
@@ -344,7 +502,8 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
             add_grads(w.parameters, start + per_layer * i);
     }
     if (st.embedding) {
-        run_units(ctx.embedding, backward_units(ctx.embedding), ctx.tp_times, dtype, ho, c, b);
+        run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
+                  ctx.zero3 ? ctx.gather_time(ctx.embedding.parameters) : 0.0);
         add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
@@ -367,9 +526,10 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     }
     if (st.head) {
         st.activation_bytes += ctx.head.activation_bytes;
-        if (!ctx.head.shares_embedding_weights || ctx.e.parallel.pp > 1)
-            st.parameters += ctx.head.parameters;
+        st.parameters += head_params;
     }
+    st.gathered_bytes =
+        ctx.zero3 ? st.parameters * hardware::bytes_per_element(comm_dtype(dtype)) : 0;
 }
 
 RecomputePlan uniform(Recompute r, int layers) {
@@ -442,7 +602,9 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                 add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
                     std::nullopt, std::nullopt, grad_role);
             }
-            if (par.zero >= 1)
+            // ZeRO-3 gathers per layer inside the passes (cost_stage); the distributed
+            // optimizer's gather, when overlapped, inside the next step's first forward.
+            if (par.zero >= 1 && par.zero < 3 && !par.overlap_param_gather)
                 add(collectives::Op::all_gather,
                     r.parameters * hardware::bytes_per_element(e.training.dtype), e.training.dtype,
                     std::nullopt, std::nullopt, DpRole::param_all_gather);
@@ -511,8 +673,18 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
     plan.runtime_bytes = e.framework.runtime_memory;
 
-    Context ctx{e,       hardware::ComputeModel(e.cluster), {},         {}, {},
-                nullptr, CollectiveTimes(nullptr),          e.framework};
+    Context ctx{e,
+                hardware::ComputeModel(e.cluster),
+                {},
+                {},
+                {},
+                nullptr,
+                CollectiveTimes(nullptr),
+                e.framework,
+                nullptr,
+                CollectiveTimes(nullptr),
+                PassEnv{},
+                par.zero >= 3 && par.dp > 1 && !e.training.forward_only};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -531,6 +703,20 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             group.push_back(gpu_of(par, t, 0, 0));
         ctx.tp_times = CollectiveTimes(communicator(plan, group, ctx.tp_comm));
     }
+    if (par.dp > 1 && (ctx.zero3 || par.overlap_param_gather)) {
+        std::vector<int> group;
+        for (int d = 0; d < par.dp; ++d)
+            group.push_back(gpu_of(par, 0, d, 0));
+        ctx.dp_times = CollectiveTimes(communicator(plan, group, ctx.dp_comm));
+    }
+    ctx.env.tp = &ctx.tp_times;
+    ctx.env.dtype = e.training.dtype;
+    ctx.env.fw = &ctx.fw;
+    ctx.env.tp_size = par.tp;
+    ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
+    const int sms = e.cluster.node.gpu.sm_count;
+    if (ctx.env.tp_overlap && sms > kPipelinedRsSms)
+        ctx.env.rs_gemm_share = static_cast<double>(sms - kPipelinedRsSms) / sms;
 
     const int V = par.pp * par.virtual_stages;
     const int per_stage = e.model.layers / V;

@@ -36,15 +36,20 @@
 namespace clustersim::strategies::parallel {
 
 /// Components of one pass on the compute stream. Each is rounded to the picosecond from the
-/// pass's closed form and time = compute + recompute + tp_wait + host_wait exactly, so the
-/// breakdown of a step sums to its passes.
+/// pass's closed form and time = compute + recompute + tp_wait + host_wait + dp_wait exactly,
+/// so the breakdown of a step sums to its passes.
 struct PassCost {
     sim::Time time;
     sim::Time compute;   ///< forward (or backward) kernels
     sim::Time recompute; ///< recompute kernels run before a backward
     sim::Time tp_wait;   ///< waiting for tensor-parallel collectives
     sim::Time host_wait; ///< waiting for the host to issue kernels
-    int kernels = 0;     ///< kernels issued, collectives included
+    /// Waiting for parameter all-gathers: ZeRO-3's per layer (every pass), or the distributed
+    /// optimizer's overlapped with the first forward of a chunk (overlap_param_gather).
+    sim::Time dp_wait;
+    /// Time the pass's parameter all-gathers take on their stream (hidden or not): for traces.
+    sim::Time param_gather;
+    int kernels = 0; ///< kernels issued, collectives included
 };
 
 /// A data-parallel gradient bucket of one virtual stage.
@@ -64,14 +69,19 @@ struct VirtualStagePlan {
     bool head = false;      ///< holds the LM head and loss (last virtual stage)
     RecomputePlan recompute;
     PassCost forward;
+    /// The forward of the step's first micro-batch: `forward` plus the distributed optimizer's
+    /// parameter all-gather when overlap_param_gather (else equal to `forward`).
+    PassCost first_forward;
     PassCost backward;
     std::int64_t activation_bytes = 0; ///< kept per micro-batch from forward to backward
     std::int64_t transient_bytes = 0;  ///< extra held while its backward runs (recomputed)
     std::int64_t parameters = 0;       ///< held by one tensor-parallel rank
     std::vector<GradBucket> buckets;   ///< in the order the backward produces them
-    sim::Time send_forward;            ///< activation transfer to the next virtual stage
-    sim::Time send_backward;           ///< gradient transfer from the next virtual stage
-    std::int64_t send_bytes = 0;       ///< bytes of one such transfer, per tensor-parallel rank
+    /// Parameter bytes one GPU gathers per pass (ZeRO-3; 0 otherwise), per (tp) rank.
+    std::int64_t gathered_bytes = 0;
+    sim::Time send_forward;      ///< activation transfer to the next virtual stage
+    sim::Time send_backward;     ///< gradient transfer from the next virtual stage
+    std::int64_t send_bytes = 0; ///< bytes of one such transfer, per tensor-parallel rank
 };
 
 /// What a collective of the data-parallel phase is for. The executors schedule by it: gradient
@@ -80,7 +90,7 @@ struct VirtualStagePlan {
 enum class DpRole : std::uint8_t {
     grad_all_reduce,
     grad_reduce_scatter,       ///< ZeRO-1 and above
-    param_all_gather,          ///< ZeRO's, after the optimizer
+    param_all_gather,          ///< ZeRO-1/2's, after the optimizer (unless overlapped)
     embedding_grad_all_reduce, ///< tied embeddings: between the first and the last rank
 };
 /// "grad all-reduce", ...: the collective's name in traces and timelines.

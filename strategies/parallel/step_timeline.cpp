@@ -15,6 +15,15 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
         for (const ExecutedPass& e : x.passes) {
             const auto& st = plan.stage(e.vs);
             const std::string label = pass_label(e.pass, v);
+            // Parameter all-gathers run beside the pass from its start (ZeRO-3 per layer, or
+            // the distributed optimizer's overlapped with the first forward).
+            const PassCost& cost = e.pass.kind == PassKind::backward ? st.backward
+                                   : e.pass.micro_batch == 0         ? st.first_forward
+                                                                     : st.forward;
+            if (cost.param_gather > sim::Time::zero())
+                r.bars.push_back({rank, TimelineStream::dp, e.start,
+                                  std::min(e.end, e.start + cost.param_gather), "dp-comm",
+                                  "param all-gather " + label});
             if (e.pass.kind == PassKind::forward) {
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
                 live += st.activation_bytes;

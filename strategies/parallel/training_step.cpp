@@ -24,13 +24,16 @@ using detail::ExecutedRank;
 /// in seconds.
 Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, sim::Time step) {
     using sim::Time;
-    Time compute, recompute, tp_wait, host, pp_comm;
+    Time compute, recompute, tp_wait, host, pp_comm, dp_wait;
     Time prev_end;
     Time prev_released;
     for (const ExecutedPass& x : r.passes) {
         const auto& st = plan.stage(x.vs);
-        const PassCost& c = x.pass.kind == PassKind::forward ? st.forward : st.backward;
+        const PassCost& c = x.pass.kind == PassKind::backward ? st.backward
+                            : x.pass.micro_batch == 0         ? st.first_forward
+                                                              : st.forward;
         compute += c.compute;
+        dp_wait += c.dp_wait;
         recompute += c.recompute;
         tp_wait += c.tp_wait;
         host += c.host_wait;
@@ -52,7 +55,7 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
     if (prev_released > prev_end)
         pp_comm += prev_released - prev_end; // the last pass's blocking send
     const Time dp_comm = std::max(Time::zero(), r.optimizer_start - r.last_pass_end) +
-                         std::max(Time::zero(), r.end - r.optimizer_end);
+                         std::max(Time::zero(), r.end - r.optimizer_end) + dp_wait;
     const Time accounted = compute + recompute + tp_wait + host + pp_comm + dp_comm + optimizer;
     Breakdown b;
     b.compute_s = compute.seconds();

@@ -53,7 +53,9 @@ struct Breakdown {
     double tp_comm_exposed_s = 0; ///< waiting for tensor-parallel collectives
     double pp_bubble_s = 0;       ///< pipeline idle: warm-up, cool-down, unequal stages
     double pp_comm_exposed_s = 0; ///< idle while a pipeline transfer it waits for is in flight
-    double dp_comm_exposed_s = 0; ///< waiting for data-parallel collectives
+    /// Waiting for data-parallel collectives: gradient reductions, parameter all-gathers after
+    /// the optimizer, and those inside the passes (ZeRO-3, overlap_param_gather).
+    double dp_comm_exposed_s = 0;
     double optimizer_s = 0;
 };
 
@@ -77,6 +79,14 @@ struct OomSuggestion {
     std::optional<int> zero;
 
     bool fits() const { return recompute || zero; }
+};
+
+/// Where a step runs out of memory: the pipeline rank furthest over the capacity, and by how much.
+struct OutOfMemory {
+    int stage = 0;
+    std::int64_t excess_bytes = 0;
+
+    bool operator==(const OutOfMemory&) const = default;
 };
 
 /// Streams of a simulated GPU, as the trace and the timeline show them.
@@ -118,9 +128,7 @@ struct StepResult {
     std::vector<StageMemory> memory; ///< per pipeline rank
     std::int64_t peak_bytes_max = 0;
     std::int64_t capacity_bytes = 0;
-    bool oom = false;
-    int oom_stage = -1;
-    std::int64_t oom_excess_bytes = 0;
+    std::optional<OutOfMemory> oom; ///< set when some rank's peak exceeds the capacity
     /// When out of memory and StepOptions::oom_advice: what would fit.
     std::optional<OomSuggestion> oom_fix;
     /// Recompute was chosen per rank (`recompute: auto`); each rank's in memory[].recompute.

@@ -137,14 +137,11 @@ TEST_CASE("cli collective: bad input is one line, exit 2, no output", "[app][col
 }
 
 TEST_CASE("cli collective: more GPUs than a NIC-less machine holds", "[app][collective]") {
-    const auto dir = std::filesystem::temp_directory_path() / "clustersim-collective-test";
-    std::filesystem::create_directories(dir);
-    const auto file = dir / "no-nics.yaml";
-    std::ofstream(file) << "extends: dgx-a100\nnode:\n  nics: 0\n";
+    const TempDir dir("collective");
+    const auto file = dir.write("no-nics.yaml", "extends: dgx-a100\nnode:\n  nics: 0\n");
     const Run r = run({"collective", "--hardware", file.string(), "--op", "all_reduce", "--gpus",
                        "16", "--bytes", "1M"});
     CHECK(r.code == 2);
     CHECK(r.out.empty());
     CHECK_THAT(r.err, Catch::Contains("no NICs"));
-    std::filesystem::remove_all(dir);
 }

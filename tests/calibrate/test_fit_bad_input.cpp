@@ -7,23 +7,16 @@
 #include "calibrate/fit.h"
 #include "calibrate/validation.h"
 #include "hardware/hardware_loader.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
 using namespace clustersim::calibrate::testing;
+using clustersim::test::input_error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 MeasurementFile two_collectives(const std::string& device) {
     MeasurementFile f;
@@ -54,7 +47,7 @@ TEST_CASE("fit: which GPU a measurement file may calibrate", "[calibrate][fit][e
 TEST_CASE("fit: another GPU's measurements are refused, naming the file",
           "[calibrate][fit][errors]") {
     const auto base = strategies::parallel::load_platform("dgx-a100");
-    const std::string e = error_of([&] {
+    const std::string e = input_error_of([&] {
         fit_hardware(base, {{"a100.json", a100_all_reduce(8)},
                             {"h100.json", two_collectives("NVIDIA H100 80GB HBM3")}});
     });
@@ -62,7 +55,7 @@ TEST_CASE("fit: another GPU's measurements are refused, naming the file",
                                     "hardware 'dgx-a100' has A100-SXM4-80GB GPUs (a H100 is not "
                                     "a A100)"));
     // validate refuses them the same way.
-    CHECK_THAT(error_of([&] {
+    CHECK_THAT(input_error_of([&] {
                    check_device(base.cluster, two_collectives("NVIDIA H100 80GB HBM3"),
                                 "h100.json");
                }),
@@ -82,7 +75,7 @@ TEST_CASE("fit: an unknown device is a warning, not a silent assumption",
 
 TEST_CASE("fit: the same point in two files is an error", "[calibrate][fit][errors]") {
     const auto base = strategies::parallel::load_platform("dgx-a100");
-    const std::string e = error_of([&] {
+    const std::string e = input_error_of([&] {
         fit_hardware(base,
                      {{"a.json", two_collectives(kA100)}, {"b.json", two_collectives(kA100)}});
     });
@@ -93,13 +86,13 @@ TEST_CASE("fit: too few points to determine the parameters", "[calibrate][fit][e
     const auto base = strategies::parallel::load_platform("dgx-a100");
     // Two sizes on one GPU count keep the launch latency and the NVLink efficiency: two
     // parameters need at least four points.
-    const std::string e = error_of([&] {
+    const std::string e = input_error_of([&] {
         fit_hardware(base, {{"two.json", two_collectives(kA100)}});
     });
     CHECK_THAT(e,
                Catch::Contains("two.json: nothing could be fitted") &&
                    Catch::Contains("2 points cannot determine 2 parameters (at least 4 needed)"));
-    CHECK_THAT(error_of([&] {
+    CHECK_THAT(input_error_of([&] {
                    fit_hardware(base, {{"empty.json", MeasurementFile{}}});
                }),
                Catch::Contains("empty.json: no measured points to fit"));
@@ -184,7 +177,7 @@ uncertainty:
     auto bad = [&](const std::string& replace, const std::string& with) {
         std::string t = text;
         t.replace(t.find(replace), replace.size(), with);
-        return error_of([&] { strategies::parallel::parse_platform_yaml(t, "fitted.yaml"); });
+        return input_error_of([&] { strategies::parallel::parse_platform_yaml(t, "fitted.yaml"); });
     };
     CHECK_THAT(bad("p10: -0.03", "p10: 0.5"),
                Catch::StartsWith("fitted.yaml:15:") &&
@@ -197,7 +190,7 @@ uncertainty:
                Catch::StartsWith("fitted.yaml:10:") && Catch::Contains("calibration[0].points"));
     CHECK_THAT(bad("    method: huber-nelder-mead\n", "    colour: red\n"),
                Catch::Contains("unknown key 'calibration[0].colour'"));
-    CHECK_THAT(error_of([] {
+    CHECK_THAT(input_error_of([] {
                    strategies::parallel::parse_platform_yaml("extends: dgx-a100\ncalibration: 3\n",
                                                              "c.yaml");
                }),

@@ -2,6 +2,7 @@
 // name the file and line.
 #include "base/error.h"
 #include "config/csv.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
@@ -121,14 +122,30 @@ TEST_CASE("csv: errors name the file and line, as text and as a SourceLocation",
 }
 
 TEST_CASE("csv: read() reads a file", "[config][csv]") {
-    const auto path = std::filesystem::temp_directory_path() / "clustersim-test-csv.csv";
-    {
-        std::ofstream out(path);
-        out << "# x\nbytes,busbw\n1024,0.04\n";
-    }
+    const test::TempDir dir("csv");
+    const auto path = dir.write("t.csv", "# x\nbytes,busbw\n1024,0.04\n");
     const CsvTable t = CsvTable::read(path.string());
     CHECK(t.name() == path.string());
     CHECK(t.number(0, "busbw") == 0.04);
     CHECK(t.where(0) == path.string() + ":3");
-    std::filesystem::remove(path);
+}
+
+TEST_CASE("csv: one splitter, trimmed for hand-written files, exact for files read back",
+          "[config][csv]") {
+    using config::CsvFieldText;
+    using config::split_csv_line;
+    CHECK(split_csv_line(" a , \"b,\"\"c\"\" \" ", CsvFieldText::trimmed) ==
+          std::vector<std::string>{"a", "b,\"c\""}); // trimmed inside quotes too
+    CHECK(split_csv_line(" a ,\"b\"", CsvFieldText::exact) == std::vector<std::string>{" a ", "b"});
+    // Malformed either way: a quote never closed, a quote after text of its field.
+    for (const auto mode : {CsvFieldText::trimmed, CsvFieldText::exact}) {
+        CHECK_THROWS_WITH(split_csv_line("1,\"open", mode),
+                          "a quoted field without its closing quote");
+        CHECK_THROWS_WITH(split_csv_line("1,ab\"c\"", mode), "a quote inside an unquoted field");
+    }
+    CHECK_THROWS_WITH(split_csv_line(" \"x\"", CsvFieldText::exact),
+                      "a quote inside an unquoted field");
+    // In a table the error names the file and the line.
+    CHECK_THROWS_WITH(CsvTable::parse("# c\nbytes,busbw\n1024,\"0.5\n", "t.csv"),
+                      "t.csv:3: a quoted field without its closing quote");
 }

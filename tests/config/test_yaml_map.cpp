@@ -1,6 +1,7 @@
 #include "base/error.h"
 #include "config/preset.h"
 #include "config/yaml_map.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
@@ -9,38 +10,11 @@
 #include <functional>
 
 using namespace clustersim;
+using test::input_error_of;
+using test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// A fresh directory under the system's temporary directory, removed at the end.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name) {
-        path = fs::temp_directory_path() / ("clustersim-config-test-" + name);
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    fs::path write(const std::string& name, const std::string& text) const {
-        const fs::path p = path / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream(p) << text;
-        return p;
-    }
-};
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "";
-}
 
 /// A layered value for the resolver tests: the `value:` of each layer appended.
 struct Chain {
@@ -65,7 +39,7 @@ Chain load_chain(const fs::path& path) {
 
 TEST_CASE("yaml: a key given twice is refused, naming both places", "[config][yaml]") {
     const YAML::Node doc = YAML::Load("gpu:\n  name: A\nnetwork:\n  x: 1\nnetwork:\n");
-    const std::string err = error_of([&] { config::YamlMap m(doc, "hw.yaml"); });
+    const std::string err = input_error_of([&] { config::YamlMap m(doc, "hw.yaml"); });
     CHECK(err == "hw.yaml:5:1: key 'network' given twice (first at hw.yaml:3:1); keep one");
 
     const YAML::Node nested = YAML::Load("gpu:\n  name: A\n  name: B\n");
@@ -100,19 +74,20 @@ TEST_CASE("yaml: errors carry their location as data", "[config][yaml]") {
 TEST_CASE("yaml files: a directory, a device and an oversized file are clean errors",
           "[config][yaml]") {
     const TempDir dir("files");
-    CHECK(error_of([&] { config::load_yaml_file(dir.path.string()); }) ==
+    CHECK(input_error_of([&] { config::load_yaml_file(dir.path.string()); }) ==
           dir.path.string() + ": is a directory, expected a YAML file");
-    CHECK(error_of([&] { config::load_yaml_file((dir.path / "absent.yaml").string()); }) ==
+    CHECK(input_error_of([&] { config::load_yaml_file((dir.path / "absent.yaml").string()); }) ==
           (dir.path / "absent.yaml").string() + ": cannot open the file");
     if (fs::exists("/dev/zero")) {
         // Refused after reading the limit, not after reading the device until memory runs out.
-        CHECK(error_of([] {
+        CHECK(input_error_of([] {
                   config::load_yaml_file("/dev/zero");
               }).find("/dev/zero: larger than 16 MiB") == 0);
     }
     const fs::path big = dir.write("big.yaml", std::string(config::kMaxYamlFileBytes + 1, '#'));
-    CHECK(error_of([&] { config::load_yaml_file(big.string()); }).find("larger than 16 MiB") !=
-          std::string::npos);
+    CHECK(input_error_of([&] {
+              config::load_yaml_file(big.string());
+          }).find("larger than 16 MiB") != std::string::npos);
 }
 
 TEST_CASE("presets: a relative extends: is relative to the file that names it",
@@ -136,12 +111,12 @@ TEST_CASE("presets: cycles and unknown names are errors at the extends key", "[c
     const TempDir dir("cycle");
     const fs::path a = dir.write("a.yaml", "extends: b.yaml\nvalue: a\n");
     dir.write("b.yaml", "extends: a.yaml\nvalue: b\n");
-    const std::string cycle = error_of([&] { load_chain(a); });
+    const std::string cycle = input_error_of([&] { load_chain(a); });
     CHECK(cycle.find("too many levels of 'extends' (a cycle?)") != std::string::npos);
     CHECK(cycle.find(a.string() + ":1:10: key 'extends': cannot load 'b.yaml'") == 0);
 
     const fs::path unknown = dir.write("u.yaml", "extends: no-such-preset\nvalue: u\n");
-    CHECK(error_of([&] {
+    CHECK(input_error_of([&] {
               load_chain(unknown);
           }).find("cannot load 'no-such-preset': unknown thing preset 'no-such-preset'") !=
           std::string::npos);

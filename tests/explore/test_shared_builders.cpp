@@ -58,8 +58,6 @@ void check_same_step(const sp::StepResult& a, const sp::StepResult& b) {
     CHECK(a.peak_bytes_max == b.peak_bytes_max);
     CHECK(a.capacity_bytes == b.capacity_bytes);
     CHECK(a.oom == b.oom);
-    CHECK(a.oom_stage == b.oom_stage);
-    CHECK(a.oom_excess_bytes == b.oom_excess_bytes);
     CHECK(a.automatic_recompute == b.automatic_recompute);
     CHECK(a.simulated_gpus == b.simulated_gpus);
     CHECK(a.events == b.events);

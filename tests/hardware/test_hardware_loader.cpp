@@ -1,5 +1,6 @@
 #include "base/error.h"
 #include "hardware/hardware_loader.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
@@ -12,19 +13,10 @@ using namespace clustersim::hardware;
 namespace {
 /// A hardware file in a fresh temporary directory.
 struct TempYaml {
-    std::filesystem::path dir;
+    clustersim::test::TempDir dir{"hardware-loader"};
     std::filesystem::path path;
-    explicit TempYaml(const std::string& text, const std::string& name = "hw.yaml") {
-        dir = std::filesystem::temp_directory_path() /
-              ("clustersim-test-" + std::to_string(std::hash<std::string>{}(text + name)));
-        std::filesystem::create_directories(dir);
-        path = dir / name;
-        std::ofstream(path) << text;
-    }
-    ~TempYaml() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-    }
+    explicit TempYaml(const std::string& text, const std::string& name = "hw.yaml")
+        : path(dir.write(name, text)) {}
 };
 
 std::string load_error(const std::string& text) {

@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <map>
+#include <string>
+
 using namespace clustersim::calibrate;
 
 namespace {
@@ -53,5 +57,56 @@ TEST_CASE("collectives accuracy: H100 and H200 busbw from 16 MiB, large messages
     for (const AccuracyRow& r : accuracy().lecture) {
         INFO(r.label << ": measured " << r.measured << " ms, predicted " << r.predicted);
         CHECK(std::abs(r.error()) <= 0.15);
+    }
+}
+
+TEST_CASE("collectives accuracy: multi-node nccl-tests files, with the algorithm NCCL ran",
+          "[collectives][accuracy][multinode]") {
+    const auto files = multi_node_accuracy(CLUSTERSIM_SOURCE_DIR "/data/reference");
+    REQUIRE(files.size() == 12);
+    // Within 8% mean from 64 MiB: the files whose runs reach their fabric's healthy rate.
+    // Stated tolerances for the others (docs/validation.md, "Across nodes"): the gj-aion 4- and
+    // 8-node default runs sit 12-20% below the NIC rate (their headers: "below peak", a
+    // maintainer suggests fabric settings), and every H100 file's 64-512 MiB rows are slower
+    // than the model (NCCL shrinks NVLSTree's chunks there; not modelled): 25% bounds them.
+    const std::map<std::string, double> tolerance{
+        {"a100-2node-ib-hdr-azure-ndmv4-summary.txt", 0.08},
+        {"a100-2node-roce-16x100g-oci-bm-gpu4.8.nccl-tests.txt", 0.08},
+        {"h100-2node-ib-ndr-default-gjaion.nccl-tests.txt", 0.08},
+        {"h100-2node-ib-ndr-default-xe9680.nccl-tests.txt", 0.08},
+        {"h100-2node-ib-ndr-ring-minctas24-qps2-gjaion.nccl-tests.txt", 0.08},
+        {"h100-4node-ib-ndr-default-vmware.nccl-tests.txt", 0.08},
+        {"h100-4node-ib-ndr-default-gjaion.nccl-tests.txt", 0.25},
+        {"h100-8node-ib-ndr-default-gjaion.nccl-tests.txt", 0.25},
+        {"h100-8node-ib-ndr-minctas24-qps2-gjaion.nccl-tests.txt", 0.25},
+    };
+    int held = 0;
+    for (const auto& f : files) {
+        INFO(f.file << " on " << f.hardware);
+        const auto e = f.curve.errors(64 * kMiB);
+        REQUIRE(e.points > 0);
+        if (f.lower_confidence)
+            continue;
+        const auto name = f.file.substr(f.file.rfind('/') + 1);
+        REQUIRE(tolerance.count(name) == 1);
+        CHECK(e.mean_abs <= tolerance.at(name));
+        // From 1 GiB every healthy-rate file is within 8%, the algorithm settled.
+        if (tolerance.at(name) <= 0.08)
+            CHECK(f.curve.errors(1024 * kMiB).mean_abs <= 0.08);
+        ++held;
+    }
+    CHECK(held == 9);
+    // The forced algorithms are the ones run: ring where NCCL_ALGO=Ring, CollNet chain on the
+    // SHARP file.
+    for (const auto& f : files) {
+        if (f.file.find("-ring-") != std::string::npos) {
+            CHECK(f.ran == "ring");
+            for (const auto& r : f.curve.rows)
+                CHECK(r.algorithm.rfind("ring/", 0) == 0);
+        }
+        if (f.file.find("collnetchain") != std::string::npos)
+            CHECK(f.ran == "collnet_chain");
+        if (f.file.find("h100-2node-ib-ndr-default") != std::string::npos)
+            CHECK(f.curve.rows.back().algorithm == "nvls_tree/Simple");
     }
 }

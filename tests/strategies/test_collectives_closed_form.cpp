@@ -172,9 +172,10 @@ TEST_CASE("collectives: hierarchical all-reduce on two DGX H100 nodes",
     const double S = 1.0 * GiB;
     const double nvls = t.nvls.efficiency * 450e9;
     const double nic = P.eff(LinkLevel::network) * spec.node.nic.bandwidth;
-    const double expected = P.launch() + 2 * s(t.nvls.latency) + 2 * S / nvls +
-                            2 * (P.alpha(LinkLevel::network) + S / 16 / nic) +
-                            std::max(P.mem(S), 0.5 / 8 * P.adds(S));
+    // Across nodes the kernel's memory work overlaps the transfers (the larger counts).
+    const double expected =
+        P.launch() + 2 * s(t.nvls.latency) + 2 * P.alpha(LinkLevel::network) +
+        std::max(2 * S / nvls + 2 * S / 16 / nic, std::max(P.mem(S), 0.5 / 8 * P.adds(S)));
     CHECK(s(comm.predict(coll(Op::all_reduce, GiB, Algorithm::hierarchical, Protocol::simple),
                          Algorithm::hierarchical, Protocol::simple)) ==
           Approx(expected).epsilon(1e-8));
@@ -191,8 +192,11 @@ TEST_CASE("collectives: a multi-node ring is bound by its rail-aligned NICs",
     const double nic = P.eff(LinkLevel::network) * topo.spec().node.nic.bandwidth;
     const double nvl = P.eff(LinkLevel::nvlink) * 450e9;
     const double step = std::max(S / 32 / 8 / nic, S / 32 * 7 / 8 / nvl);
-    const double expected = P.launch() + 62 * (P.alpha(LinkLevel::network) + step) +
-                            std::max(P.mem(S), 31.0 / 32 * P.adds(S));
+    // NCCL's latency (tuning.cc): 6 of the 62 steps cross the network, the others pay the
+    // NVLink step latency, at least 3 us of proxy overhead; the kernel's memory work overlaps.
+    const double expected = P.launch() + 56 * std::max(P.alpha(LinkLevel::nvlink), 3e-6) +
+                            6 * P.alpha(LinkLevel::network) +
+                            std::max(62 * step, std::max(P.mem(S), 31.0 / 32 * P.adds(S)));
     CHECK(s(comm.predict(coll(Op::all_reduce, GiB, Algorithm::ring, Protocol::simple),
                          Algorithm::ring, Protocol::simple)) == Approx(expected).epsilon(1e-8));
 }

@@ -1,5 +1,6 @@
 #include "base/error.h"
 #include "strategies/models/model_loader.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
@@ -255,10 +256,8 @@ TEST_CASE("model files: every bad field is a one-line error with file:line:col a
                           Catch::Contains("exp.yaml") && Catch::Contains("expected a mapping"));
     }
     SECTION("extends itself") {
-        const auto dir = std::filesystem::temp_directory_path() / "clustersim-model-loop";
-        std::filesystem::create_directories(dir);
-        std::ofstream(dir / "loop.yaml") << "extends: loop.yaml\n";
-        CHECK_THROWS_WITH(load_model((dir / "loop.yaml").string()), Catch::Contains("extends"));
-        std::filesystem::remove_all(dir);
+        const clustersim::test::TempDir dir("model-loop");
+        const auto loop = dir.write("loop.yaml", "extends: loop.yaml\n");
+        CHECK_THROWS_WITH(load_model(loop.string()), Catch::Contains("extends"));
     }
 }

@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "hardware/hardware_loader.h"
 #include "strategies/parallel/platform.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
@@ -13,16 +14,7 @@
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-} // namespace
+using clustersim::test::input_error_of;
 
 TEST_CASE("platform: a preset's framework section is read; the hardware is the same as "
           "load_hardware's",
@@ -56,15 +48,16 @@ TEST_CASE("platform: load_hardware skips the upper sections, load_platform check
                              "uncertainty: {basis: guessed}\ncalibration: 3\n";
     CHECK(hardware::parse_hardware_yaml(text, "hw.yaml").node.gpu.name ==
           hardware::load_hardware("dgx-a100").node.gpu.name);
-    CHECK_THAT(error_of([&] { (void)parse_platform_yaml(text, "hw.yaml"); }),
+    CHECK_THAT(input_error_of([&] { (void)parse_platform_yaml(text, "hw.yaml"); }),
                Catch::StartsWith("hw.yaml:2:") &&
                    Catch::Contains("framework.gemm_efficiency': expected a fraction in (0, 1]"));
     // Unknown keys are refused by both, with the same list of valid keys.
     const std::string bad = "extends: dgx-a100\ncolour: red\n";
-    const std::string hw_error = error_of([&] { (void)hardware::parse_hardware_yaml(bad, "b"); });
+    const std::string hw_error =
+        input_error_of([&] { (void)hardware::parse_hardware_yaml(bad, "b"); });
     CHECK_THAT(hw_error, Catch::Contains("unknown key 'colour'") && Catch::Contains("framework"));
-    CHECK(error_of([&] { (void)parse_platform_yaml(bad, "b"); }) == hw_error);
-    CHECK_THAT(error_of([&] {
+    CHECK(input_error_of([&] { (void)parse_platform_yaml(bad, "b"); }) == hw_error);
+    CHECK_THAT(input_error_of([&] {
                    (void)parse_platform_yaml("extends: dgx-a100\nframework: {x: 1}\n", "f.yaml");
                }),
                Catch::Contains("unknown key 'framework.x'"));

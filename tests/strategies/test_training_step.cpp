@@ -209,9 +209,9 @@ TEST_CASE("training step: out of memory is a result with a fix", "[strategies][t
                {"parallel.pp", "1"},
                {"parallel.recompute", "none"}};
     const StepResult r = simulate_step(experiment(cluster, 8, s));
-    CHECK(r.oom);
-    CHECK(r.oom_stage == 0);
-    CHECK(r.oom_excess_bytes > 0);
+    REQUIRE(r.oom);
+    CHECK(r.oom->stage == 0);
+    CHECK(r.oom->excess_bytes > 0);
     CHECK(r.step_time_s > 0);
     // Neither recompute nor ZeRO (dp is 1) makes it fit: an empty suggestion.
     REQUIRE(r.oom_fix);

@@ -1,0 +1,219 @@
+// NCCL's algorithms across nodes: closed forms of simple cases (parameters read from the
+// presets, so these check the formulas), the algorithms that cannot run, and the automatic
+// choice against every forced algorithm.
+#include "collectives_test_util.h"
+
+#include "base/error.h"
+#include "strategies/collectives/communicator.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace clustersim;
+using namespace clustersim::strategies::collectives;
+using collectives_test::GiB;
+using collectives_test::MiB;
+using collectives_test::topology;
+using hardware::LinkLevel;
+
+namespace {
+
+double s(sim::Time t) {
+    return t.seconds();
+}
+
+Collective coll(Op op, std::int64_t bytes, Algorithm a = Algorithm::automatic,
+                std::optional<Protocol> p = Protocol::simple) {
+    Collective c;
+    c.op = op;
+    c.bytes = bytes;
+    c.algorithm = a;
+    c.protocol = p;
+    return c;
+}
+
+/// Bytes/s of payload all NICs of a node carry one way, Simple protocol.
+double nic_total(const hardware::ClusterSpec& spec) {
+    return spec.node.nic_ports() * spec.node.nic_port_bandwidth() *
+           spec.collectives.protocol(Protocol::simple).level(LinkLevel::network).efficiency *
+           spec.network.transport_efficiency;
+}
+
+} // namespace
+
+TEST_CASE("across nodes: ring all-reduce is NCCL's latency + 2(n-1)/n S / (all NICs of a node)",
+          "[collectives][multinode][closed-form]") {
+    for (const char* preset : {"dgx-h100", "dgx-a100", "aws-p4d", "oci-bm-gpu4.8", "aws-p5"}) {
+        for (int nodes : {2, 4}) {
+            INFO(preset << ", " << nodes << " nodes");
+            const auto& topo = topology(preset, 8 * nodes);
+            const auto& spec = topo.spec();
+            const auto comm = Communicator::first(topo, 8 * nodes);
+            const double n = 8 * nodes;
+            const double S = 4.0 * GiB;
+            const auto& t = spec.collectives;
+            const auto& simple = t.protocol(Protocol::simple);
+            // tuning.cc: 2(n-1) steps, 2(N-1) of them across the network; the others at the
+            // NVLink step latency, at least 3 us of network proxy overhead (Simple).
+            const double alpha_net = s(simple.level(LinkLevel::network).step_latency) +
+                                     s(spec.network.transport_latency);
+            const double lat = s(t.launch_latency) + s(simple.base_latency) +
+                               (2 * (n - 1) - 2 * (nodes - 1)) *
+                                   std::max(s(simple.level(LinkLevel::nvlink).step_latency), 3e-6) +
+                               2 * (nodes - 1) * alpha_net;
+            const double body = 2 * (n - 1) / n * S / nic_total(spec);
+            const double local = t.memory_passes * S / spec.node.gpu.hbm_bandwidth;
+            REQUIRE(body > local); // the network sets the pace; the kernel's copies overlap it
+            CHECK(s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::ring),
+                                 Algorithm::ring, Protocol::simple)) ==
+                  Approx(lat + body).epsilon(1e-9));
+            // all_gather: half the steps, (n-1)/n S.
+            const double lat_ag =
+                s(t.launch_latency) + s(simple.base_latency) +
+                ((n - 1) - (nodes - 1)) *
+                    std::max(s(simple.level(LinkLevel::nvlink).step_latency), 3e-6) +
+                (nodes - 1) * alpha_net;
+            CHECK(s(comm.predict(coll(Op::all_gather, std::int64_t(S), Algorithm::ring),
+                                 Algorithm::ring, Protocol::simple)) ==
+                  Approx(lat_ag + std::max((n - 1) / n * S / nic_total(spec),
+                                           t.memory_passes * S / spec.node.gpu.hbm_bandwidth))
+                      .epsilon(1e-9));
+        }
+    }
+}
+
+TEST_CASE("across nodes: NVLSTree is NVLS latency + 2 log2(N) network latencies + the slowest "
+          "of its pipelined parts",
+          "[collectives][multinode][closed-form]") {
+    const double S = 8.0 * GiB;
+    for (int nodes : {2, 4, 8}) {
+        INFO(nodes << " nodes");
+        const auto& topo = topology("dgx-h100", 8 * nodes);
+        const auto& spec = topo.spec();
+        const auto comm = Communicator::first(topo, 8 * nodes);
+        const double n = 8 * nodes;
+        const auto& t = spec.collectives;
+        const double log2n = nodes == 2 ? 1 : nodes == 4 ? 2 : 3;
+        const double lat =
+            s(t.launch_latency) + s(t.nvls.latency) +
+            2 * log2n * s(t.protocol(Protocol::simple).level(LinkLevel::network).step_latency);
+        // Intra: every GPU moves (1 + 1/8) S each way through its NVLink port at the NVLS
+        // efficiency. Inter: a head's double binary tree moves S/8 (2 nodes: one parent, one
+        // child) or 2 S/8 (an inner node) each way over its NIC. Cap: 8 channels of
+        // perChMaxNVLSTreeBw, in bus bandwidth.
+        const double intra = (1 + 1.0 / 8) * S / (t.nvls.efficiency * spec.node.nvlink.bandwidth);
+        const double inter = (nodes == 2 ? 1 : 2) * S / nic_total(spec);
+        const double cap = 2 * (n - 1) / n * S / (8 * t.nvls_tree_channel.at(nodes));
+        CHECK(s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::nvls_tree),
+                             Algorithm::nvls_tree, Protocol::simple)) ==
+              Approx(lat + std::max({intra, inter, cap})).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("across nodes: CollNet moves 1/heads of S per NIC whatever the node count",
+          "[collectives][multinode][closed-form]") {
+    const double S = 4.0 * GiB;
+    for (int nodes : {2, 8}) {
+        const auto& topo = topology("dgx-superpod-h100", 8 * nodes);
+        const auto& spec = topo.spec();
+        const auto comm = Communicator::first(topo, 8 * nodes);
+        const auto& simple = spec.collectives.protocol(Protocol::simple);
+        const double nvlink =
+            simple.level(LinkLevel::nvlink).efficiency * spec.node.nvlink.bandwidth;
+        const double net = S / nic_total(spec);
+        const double alpha_net = s(simple.level(LinkLevel::network).step_latency);
+        const double alpha_nvl = s(simple.level(LinkLevel::nvlink).step_latency);
+        const double launch = s(spec.collectives.launch_latency);
+        // Chain: 8 chains of S/8, one from each head through the other 7 GPUs; a GPU sends
+        // its part up and down in the 6 chains it is inside, down only in its own (the head),
+        // up only in the one it ends: 14 S/8 through its NVLink port.
+        CHECK(
+            s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::collnet_chain),
+                           Algorithm::collnet_chain, Protocol::simple)) ==
+            Approx(launch + 2 * 7 * alpha_nvl + alpha_net + std::max(2 * 7.0 / 8 * S / nvlink, net))
+                .epsilon(1e-6));
+        // Direct: each GPU sends 7/8 S to the other heads and 7/8 S back out as a head.
+        CHECK(s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::collnet_direct),
+                             Algorithm::collnet_direct, Protocol::simple)) ==
+              Approx(launch + 2 * (alpha_nvl + 7 * 0.4e-6) + alpha_net +
+                     std::max(2 * 7.0 / 8 * S / nvlink, net))
+                  .epsilon(1e-6));
+    }
+}
+
+TEST_CASE("across nodes: algorithms the hardware cannot run are refused with the fix",
+          "[collectives][multinode][errors]") {
+    const auto& a100 = topology("dgx-a100", 16);
+    const auto ca = Communicator::first(a100, 16);
+    CHECK_THAT(ca.why_not(Algorithm::nvls_tree, Op::all_reduce),
+               Catch::Contains("NVLink SHARP") && Catch::Contains("dgx-a100"));
+    const auto& h100 = topology("dgx-h100", 16);
+    const auto ch = Communicator::first(h100, 16);
+    for (Algorithm a : {Algorithm::collnet_direct, Algorithm::collnet_chain})
+        CHECK_THAT(ch.why_not(a, Op::all_reduce),
+                   Catch::Contains("network.in_network_reduction") && Catch::Contains("nvls_tree"));
+    CHECK(ch.why_not(Algorithm::nvls_tree, Op::all_reduce).empty());
+    CHECK_THAT(ch.why_not(Algorithm::nvls_tree, Op::all_gather), Catch::Contains("all_reduce"));
+    const auto one = Communicator::first(h100, 8);
+    CHECK_THAT(one.why_not(Algorithm::nvls_tree, Op::all_reduce), Catch::Contains("use nvls"));
+    CHECK_THROWS_AS(ch.validate(coll(Op::all_reduce, MiB, Algorithm::collnet_chain)), InputError);
+    CHECK_THROWS_WITH(ch.validate(coll(Op::all_reduce, MiB, Algorithm::nvls_tree, Protocol::ll)),
+                      Catch::Contains("Simple protocol only"));
+    const auto& pod = topology("dgx-superpod-h100", 16);
+    CHECK(Communicator::first(pod, 16).why_not(Algorithm::collnet_chain, Op::all_reduce).empty());
+}
+
+TEST_CASE("across nodes: auto is never slower than the best algorithm forced",
+          "[collectives][multinode][invariant]") {
+    int checked = 0;
+    for (const char* preset : {"dgx-h100", "dgx-a100", "dgx-superpod-h100", "aws-p4d"}) {
+        for (int nodes : {2, 4}) {
+            const auto& topo = topology(preset, 8 * nodes);
+            const auto comm = Communicator::first(topo, 8 * nodes);
+            for (Op op : {Op::all_reduce, Op::all_gather, Op::reduce_scatter, Op::broadcast,
+                          Op::all_to_all}) {
+                for (std::int64_t size = 1024; size <= 8 * GiB; size *= 16) {
+                    Collective c =
+                        coll(op, round_bytes(op, size, hardware::Dtype::fp32, comm.size()),
+                             Algorithm::automatic, std::nullopt);
+                    const Choice best = comm.choose(c);
+                    for (Algorithm a : kConcreteAlgorithms) {
+                        if (!comm.why_not(a, op).empty() || a == Algorithm::hierarchical ||
+                            (a == Algorithm::direct && op != Op::all_to_all))
+                            continue;
+                        for (Protocol p : hardware::kAllProtocols) {
+                            if ((simple_only(a) || a == Algorithm::nvls) && p != Protocol::simple)
+                                continue;
+                            INFO(preset << " " << nodes << " nodes " << to_string(op) << " " << size
+                                        << " B: " << to_string(a) << "/" << hardware::to_string(p));
+                            CHECK(best.time <= comm.predict(c, a, p));
+                            ++checked;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    CHECK(checked > 500);
+}
+
+TEST_CASE("across nodes: NVLSTree wins at large sizes on H100 nodes, ring on A100 nodes",
+          "[collectives][multinode]") {
+    const auto h = Communicator::first(topology("dgx-h100", 16), 16);
+    CHECK(h.choose(coll(Op::all_reduce, 4 * GiB, Algorithm::automatic, std::nullopt)).algorithm ==
+          Algorithm::nvls_tree);
+    const auto a = Communicator::first(topology("dgx-a100", 16), 16);
+    CHECK(a.choose(coll(Op::all_reduce, 4 * GiB, Algorithm::automatic, std::nullopt)).algorithm ==
+          Algorithm::ring);
+    // A slower transport slows what crosses the network by its efficiency.
+    const auto& ib = topology("dgx-a100", 16);
+    auto roce_spec = ib.spec();
+    roce_spec.network.transport_efficiency = 0.5;
+    const hardware::Topology roce(roce_spec);
+    const auto cr = Communicator::first(roce, 16);
+    const auto ci = Communicator::first(ib, 16);
+    const auto c = coll(Op::all_reduce, 8 * GiB, Algorithm::ring);
+    CHECK(s(cr.predict(c, Algorithm::ring, Protocol::simple)) ==
+          Approx(2 * s(ci.predict(c, Algorithm::ring, Protocol::simple))).epsilon(0.01));
+}

@@ -1,0 +1,191 @@
+// Megatron-Core's overlaps and ZeRO-3 in the step model: tp_comm_overlap, overlap_param_gather
+// and the per-layer parameter all-gathers of ZeRO-3 (strategies/parallel/step_plan.cpp).
+#include "base/error.h"
+#include "strategies/collectives/communicator.h"
+#include "strategies/models/model_spec.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+#include "strategies/parallel/step_plan.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+using namespace clustersim;
+using namespace clustersim::strategies::parallel;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+double sum(const Breakdown& b) {
+    return b.compute_s + b.recompute_s + b.host_s + b.tp_comm_exposed_s + b.pp_bubble_s +
+           b.pp_comm_exposed_s + b.dp_comm_exposed_s + b.optimizer_s;
+}
+
+/// A small GPT on `gpus` A100s (two nodes for 16): 8 layers, hidden 2048, vocabulary 51200
+/// (a multiple of 128: no padding), sequence 1024, bf16 gradients reduced in bf16.
+ExperimentSpec gpt(int gpus, Settings extra) {
+    Platform p = load_platform("dgx-a100");
+    p.framework.fp32_grad_reduce = false;
+    Settings s{{"model.kind", "transformer"}, {"model.layers", "8"},
+               {"model.hidden", "2048"},      {"model.heads", "16"},
+               {"model.seq", "1024"},         {"model.vocab", "51200"},
+               {"training.dtype", "bf16"},    {"training.micro_batch", "1"}};
+    for (auto& kv : extra)
+        s.push_back(kv);
+    return make_experiment(p, gpus, s, "overlap-test");
+}
+
+} // namespace
+
+TEST_CASE("ZeRO-3: per-GPU communication volume is 3x the model bytes x (dp-1)/dp",
+          "[strategies][training][zero]") {
+    for (int dp : {2, 8, 16}) {
+        const auto e =
+            gpt(dp, {{"training.global_batch", std::to_string(dp)}, {"parallel.zero", "3"}});
+        REQUIRE(e.micro_batches() == 1);
+        const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+        // One micro-batch: every parameter gathered once in the forward and once in the
+        // backward, every gradient reduce-scattered once (nccl-tests sizes: the whole buffer).
+        std::int64_t gathered = 0, reduced = 0, after_optimizer = 0;
+        for (const VirtualStagePlan& st : plan.stages)
+            gathered += 2 * st.gathered_bytes;
+        for (const RankPlan& r : plan.ranks) {
+            for (const DpCollective& c : r.dp) {
+                if (c.role == DpRole::grad_reduce_scatter)
+                    reduced += c.collective.bytes;
+                if (c.after_optimizer())
+                    ++after_optimizer;
+            }
+        }
+        const std::int64_t model_bytes = 2 * strategies::models::parameter_counts(e.model).total;
+        const double f = double(dp - 1) / dp;
+        INFO("dp " << dp);
+        CHECK(after_optimizer == 0); // parameters stay sharded after the optimizer
+        CHECK(double(gathered + reduced) * f == Approx(3.0 * model_bytes * f));
+        CHECK(gathered == 2 * model_bytes);
+    }
+}
+
+TEST_CASE("ZeRO-3 costs its gathers: ZeRO-1 and 2 alike, ZeRO-3 above their overlapped gather",
+          "[strategies][training][zero]") {
+    auto step = [](int zero, bool overlap = false) {
+        return simulate_step(
+            gpt(16, {{"training.global_batch", "64"},
+                     {"parallel.zero", std::to_string(zero)},
+                     {"parallel.overlap_param_gather", overlap ? "true" : "false"}}));
+    };
+    const StepResult z1 = step(1), z2 = step(2), z3 = step(3), z2o = step(2, true);
+    CHECK(z2.step_time_s == Approx(z1.step_time_s).epsilon(1e-12));
+    // ZeRO-3 gathers the same parameters per layer as the overlapped ZeRO-2 gather, but twice
+    // per micro-batch (4 here) rather than once per step.
+    CHECK(z3.step_time_s > z2o.step_time_s);
+    CHECK(z3.step_time_s != Approx(z2.step_time_s).epsilon(1e-3));
+    CHECK(z3.breakdown.dp_comm_exposed_s > 0);
+    CHECK(sum(z3.breakdown) == Approx(z3.step_time_s).epsilon(1e-9));
+
+    // A forward pass of ZeRO-3 waits at least for the first layer's gather (nothing to hide it
+    // behind) and at most for all of them.
+    const auto e = gpt(16, {{"training.global_batch", "64"}, {"parallel.zero", "3"}});
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    const VirtualStagePlan& st = plan.stage(0);
+    strategies::collectives::Communicator dp(*plan.topology, plan.ranks[0].dp_group);
+    strategies::collectives::Collective first;
+    first.op = strategies::collectives::Op::all_gather;
+    first.dtype = hardware::Dtype::bf16;
+    first.bytes = 2 * strategies::models::parameter_counts(e.model).embedding;
+    CHECK(st.forward.dp_wait >= dp.predict(first));
+    CHECK(st.forward.dp_wait <= st.forward.param_gather);
+    CHECK(st.forward.param_gather.seconds() ==
+          Approx(st.backward.param_gather.seconds()).epsilon(1e-9));
+}
+
+TEST_CASE("overlap_param_gather: the distributed optimizer's gather moves into the first forward",
+          "[strategies][training][zero]") {
+    Settings base{{"training.global_batch", "64"}, {"parallel.zero", "1"}};
+    Settings overlapped = base;
+    overlapped.push_back({"parallel.overlap_param_gather", "true"});
+    const auto e0 = gpt(16, base), e1 = gpt(16, overlapped);
+    for (auto fidelity : {Fidelity::analytic, Fidelity::flow}) {
+        StepOptions o;
+        o.fidelity = fidelity;
+        const StepResult plain = simulate_step(e0, o), over = simulate_step(e1, o);
+        INFO("fidelity " << int(fidelity));
+        CHECK(over.step_time_s < plain.step_time_s);
+        CHECK(over.breakdown.dp_comm_exposed_s < plain.breakdown.dp_comm_exposed_s);
+        CHECK(sum(over.breakdown) == Approx(over.step_time_s).epsilon(1e-9));
+    }
+    const StepPlan plan = build_step_plan(e1, std::make_shared<hardware::Topology>(e1.cluster));
+    for (const VirtualStagePlan& st : plan.stages) {
+        CHECK(st.first_forward.time > st.forward.time);
+        CHECK(st.first_forward.dp_wait > sim::Time::zero());
+        CHECK(st.forward.dp_wait == sim::Time::zero());
+    }
+    for (const RankPlan& r : plan.ranks) {
+        for (const DpCollective& c : r.dp)
+            CHECK_FALSE(c.after_optimizer());
+    }
+    // The timeline shows the gather beside the first forward.
+    StepOptions o;
+    o.timeline = true;
+    const StepResult t = simulate_step(e1, o);
+    int gathers = 0;
+    for (const TimelineBar& b : t.bars)
+        gathers += b.stream == TimelineStream::dp && b.label.rfind("param all-gather", 0) == 0;
+    CHECK(gathers == 1);
+}
+
+TEST_CASE("tp_comm_overlap hides tensor-parallel communication behind the GEMMs",
+          "[strategies][training][tp]") {
+    Settings base{{"training.global_batch", "8"},
+                  {"training.micro_batch", "4"},
+                  {"parallel.tp", "8"},
+                  {"parallel.sequence_parallel", "true"}};
+    Settings overlapped = base;
+    overlapped.push_back({"parallel.tp_comm_overlap", "true"});
+    const StepResult plain = simulate_step(gpt(8, base)), over = simulate_step(gpt(8, overlapped));
+    CHECK(over.breakdown.tp_comm_exposed_s < plain.breakdown.tp_comm_exposed_s);
+    CHECK(over.step_time_s < plain.step_time_s);
+    CHECK(over.breakdown.compute_s == Approx(plain.breakdown.compute_s).epsilon(1e-9));
+    CHECK(sum(over.breakdown) == Approx(over.step_time_s).epsilon(1e-9));
+
+    // The pipelined reduce-scatters still expose their last chunk each: per layer and forward
+    // at least 2 reduce-scatters of a quarter of s b h.
+    const auto e = gpt(8, overlapped);
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    strategies::collectives::Communicator tp(*plan.topology, plan.ranks[0].tp_group);
+    strategies::collectives::Collective quarter;
+    quarter.op = strategies::collectives::Op::reduce_scatter;
+    quarter.dtype = hardware::Dtype::bf16;
+    quarter.bytes = std::int64_t{1024} * 4 * 2048 * 2 / 4;
+    CHECK(plan.stage(0).forward.tp_wait.seconds() >= 8 * 2 * tp.predict(quarter).seconds());
+}
+
+TEST_CASE("overlap settings that Megatron refuses are refused with the key",
+          "[strategies][training][errors]") {
+    auto message = [](Settings s) -> std::string {
+        try {
+            gpt(16, s);
+        } catch (const InputError& e) {
+            return e.what();
+        }
+        return "";
+    };
+    CHECK_THAT(message({{"training.global_batch", "16"},
+                        {"parallel.tp", "2"},
+                        {"parallel.tp_comm_overlap", "true"}}),
+               Catch::Contains("tp_comm_overlap") && Catch::Contains("sequence_parallel"));
+    CHECK_THAT(
+        message({{"training.global_batch", "16"}, {"parallel.overlap_param_gather", "true"}}),
+        Catch::Contains("overlap_param_gather") && Catch::Contains("zero"));
+    CHECK_THAT(message({{"training.global_batch", "16"},
+                        {"parallel.zero", "1"},
+                        {"parallel.dp_overlap", "false"},
+                        {"parallel.overlap_param_gather", "true"}}),
+               Catch::Contains("overlap_grad_reduce"));
+    CHECK_THAT(message({{"training.global_batch", "16"},
+                        {"parallel.dp_overlap", "false"},
+                        {"parallel.overlap_grad_reduce", "true"}}),
+               Catch::Contains("not both"));
+}
