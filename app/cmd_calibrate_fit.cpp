@@ -203,9 +203,8 @@ void add_calibrate_split(CLI::App& calibrate, Io io, int& /*exit_code*/) {
                                          "overwrite the first: give two files",
                                          o->out, o->rest));
         const auto file = calibrate::read_measurements(o->file);
-        const auto s = o->by_shape
-                           ? calibrate::split_measurements_by_shape(file, o->fraction, seed)
-                           : calibrate::split_measurements(file, o->fraction, seed);
+        const auto s = o->by_shape ? calibrate::split_measurements_by_shape(file, o->fraction, seed)
+                                   : calibrate::split_measurements(file, o->fraction, seed);
         const std::string chosen = calibrate::format_measurements(s.chosen, o->out);
         const std::string rest = calibrate::format_measurements(s.rest, o->rest);
         write_file_atomically(o->out, chosen);

@@ -99,6 +99,15 @@ void register_hardware(CLI::App& app, Io io, int& /*exit_code*/) {
     show_cmd->callback([show_opts, io] {
         hardware::Topology topo(show_opts->load());
         print_hardware_summary(io.out, topo);
+        // A cluster is whole nodes: say so rather than silently show more GPUs than asked for.
+        const int asked = show_opts->gpus;
+        if (asked > 0 && asked != topo.gpu_count())
+            fmt::print(io.out,
+                       "\n  note: --gpus {} is not a whole number of {}-GPU nodes: the cluster "
+                       "above is {} node{} ({} GPUs); collective --gpus {} runs on its first "
+                       "{}\n",
+                       asked, topo.spec().node.gpus, topo.spec().nodes,
+                       topo.spec().nodes == 1 ? "" : "s", topo.gpu_count(), asked, asked);
     });
 
     auto dot_opts = std::make_shared<ClusterOptions>();

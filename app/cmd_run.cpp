@@ -52,8 +52,9 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--compare", o->compare,
                     "A PyTorch profiler trace (.json or .json.gz) of this experiment's step: "
                     "measured vs predicted by kernel class and by layer");
-    auto* compare_trace_opt = cmd->add_option("--compare-trace", o->compare_trace,
-                    "With --compare: write both timelines as one Perfetto/Chrome trace (JSON)");
+    auto* compare_trace_opt =
+        cmd->add_option("--compare-trace", o->compare_trace,
+                        "With --compare: write both timelines as one Perfetto/Chrome trace (JSON)");
     cmd->add_option("--format", o->format, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();

@@ -297,9 +297,11 @@ void run_scale(const ScaleOptions& o, Io io) {
             (p.best.result.tokens_per_s / p.gpus) / (first->best.result.tokens_per_s / first->gpus);
     }
 
-    fmt::print(io.out, "{:<10}{}: {} ({:.1f}B parameters) on {} x {}, {} fidelity\n", "scale",
-               o.experiment, base.model.name, parameters / 1e9, base.cluster.node.gpus,
-               base.cluster.node.gpu.name, o.fidelity);
+    // The GPU counts come from --gpus; what the experiment fixes is the node they are made of.
+    fmt::print(io.out,
+               "{:<10}{}: {} ({:.1f}B parameters) on {} nodes ({} x {} each), {} fidelity\n",
+               "scale", o.experiment, base.model.name, parameters / 1e9, base.cluster.name,
+               base.cluster.node.gpus, base.cluster.node.gpu.name, o.fidelity);
     fmt::print(io.out,
                "{:<10}per GPU count the best of tp (divisors of {}), pp (divisors of {} layers), "
                "micro-batch 1/2/4/8, recompute none/selective/full{}; dp = gpus / (tp x pp); "

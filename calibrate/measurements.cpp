@@ -985,6 +985,28 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
         if (close != std::string::npos)
             what = what.substr(close + 2);
         throw InputError(fmt::format("{}: not valid JSON: {}", name, what));
+    } catch (const json::out_of_range& e) {
+        // A number beyond double's range ("1e400"): nlohmann says which, but not where; find
+        // the token it quotes to name its line and column.
+        std::string what = e.what();
+        const auto close = what.find("] ");
+        if (close != std::string::npos)
+            what = what.substr(close + 2);
+        std::string where;
+        const auto q1 = what.find('\'');
+        const auto q2 = q1 == std::string::npos ? q1 : what.find('\'', q1 + 1);
+        if (q2 != std::string::npos && q2 > q1 + 1) {
+            const auto at = json_text.find(what.substr(q1 + 1, q2 - q1 - 1));
+            if (at != std::string_view::npos) {
+                const std::string_view before = json_text.substr(0, at);
+                const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+                const auto nl = before.rfind('\n');
+                where = fmt::format(":{}:{}", line,
+                                    at - (nl == std::string_view::npos ? 0 : nl + 1) + 1);
+            }
+        }
+        throw InputError(fmt::format("{}{}: not valid JSON: {} (numbers must be finite doubles)",
+                                     name, where, base::excerpt(what, 80)));
     }
     MeasurementFile file;
     ObjectReader top(root, name, "");

@@ -277,14 +277,26 @@ void YamlMap::read_flop_rate(std::string_view key, double& out, bool positive) {
 }
 
 void YamlMap::finish() {
+    std::string valid;
+    for (const auto& k : asked_)
+        valid += (valid.empty() ? "" : ", ") + k;
+    // A whole file none of whose keys means anything here is another kind of file (`model:
+    // ../../etc/shadow`): say so without quoting it, since its first key is its content.
+    if (path_.empty() && node_.size() > 0) {
+        bool any_known = false;
+        for (auto it = node_.begin(); it != node_.end() && !any_known; ++it)
+            any_known = asked_.count(it->first.Scalar()) > 0;
+        if (!any_known)
+            throw InputError(*file_ + ": none of its keys is one this file may have (valid keys: " +
+                                 valid + "); is it the right file?",
+                             location(*file_, node_.Mark()));
+    }
     for (auto it = node_.begin(); it != node_.end(); ++it) {
         const std::string key = it->first.Scalar();
         if (asked_.count(key))
             continue;
-        std::string valid;
-        for (const auto& k : asked_)
-            valid += (valid.empty() ? "" : ", ") + k;
-        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" + key_path(key) +
+        const std::string shown = base::excerpt(key_path(key));
+        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" + shown +
                              "' (valid keys here: " + valid + ")",
                          location(*file_, it->first.Mark(), key_path(key)));
     }

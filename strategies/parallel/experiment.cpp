@@ -1,10 +1,12 @@
 #include "strategies/parallel/experiment.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "config/yaml_map.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment_reader.h"
 
+#include <cctype>
 #include <filesystem>
 
 namespace clustersim::strategies::parallel {
@@ -31,6 +33,23 @@ std::pair<std::string, std::string> parse_override(const std::string& text) {
 }
 
 namespace {
+
+/// An error message without its "FILE[:LINE:COL]: " prefix and "key 'KEY': ", for saying it
+/// about --set instead.
+std::string without_location(std::string message, const std::string& file, const std::string& key) {
+    if (message.starts_with(file)) {
+        std::size_t at = file.size();
+        while (at < message.size() &&
+               (message[at] == ':' || std::isdigit(static_cast<unsigned char>(message[at]))))
+            ++at;
+        if (at < message.size() && message[at] == ' ')
+            message = message.substr(at + 1);
+    }
+    const std::string prefix = "key '" + key + "': ";
+    if (message.starts_with(prefix))
+        message = message.substr(prefix.size());
+    return message;
+}
 
 /// Sets `key` (dotted) to `value` in the YAML tree. A preset name where a mapping is needed
 /// (`model: gpt3-175B` with `--set model.layers=48`) becomes `{extends: gpt3-175B}` first.
@@ -158,8 +177,50 @@ ExperimentSpec load_experiment(const std::string& path,
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     for (const auto& [key, value] : overrides)
         apply_override(doc, key, value);
-    ExperimentSpec e = detail::read_experiment_document(doc, path);
-    validate_experiment(e);
+    ExperimentSpec e;
+    try {
+        e = detail::read_experiment_document(doc, path);
+    } catch (const InputError& err) {
+        // A value that came from --set is --set's mistake: blame it, not the file's line.
+        const auto& where = err.where();
+        if (where && !where->key.empty()) {
+            for (const auto& [key, value] : overrides) {
+                if (where->key == key)
+                    throw InputError("--set " + key + "=" + base::excerpt(value) + ": " +
+                                         without_location(err.what(), path, key),
+                                     SourceLocation{"--set", 0, 0, key});
+            }
+        }
+        throw;
+    }
+    try {
+        validate_experiment(e);
+    } catch (const InputError& err) {
+        // Numbers that disagree: point at the line of the key the fix would change (or at its
+        // section, where the key is not written), or at --set where it came from there.
+        const auto& where = err.where();
+        if (!where || where->key.empty())
+            throw;
+        const std::string& key = where->key;
+        const std::string what = without_location(err.what(), path, key);
+        for (const auto& [k, value] : overrides) {
+            if (k == key)
+                throw InputError("--set " + key + "=" + base::excerpt(value) + ": " + what,
+                                 SourceLocation{"--set", 0, 0, key});
+        }
+        const auto dot = key.find('.');
+        const YAML::Node& root = doc;
+        const YAML::Node part = root[key.substr(0, dot)];
+        YAML::Mark mark = YAML::Mark::null_mark();
+        if (dot != std::string::npos && part.IsMap() && part[key.substr(dot + 1)])
+            mark = part[key.substr(dot + 1)].Mark();
+        else if (part)
+            mark = part.Mark();
+        if (mark.is_null())
+            throw;
+        throw InputError(config::format_mark(path, mark) + ": key '" + key + "': " + what,
+                         config::location(path, mark, key));
+    }
     return e;
 }
 
@@ -241,69 +302,84 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
 }
 
 void validate_experiment(ExperimentSpec& e) {
-    auto fail = [&](const std::string& what) { throw InputError(e.file + ": " + what); };
+    // Each error carries the key that the fix would change (load_experiment points at its line).
+    auto fail = [&](const std::string& what, const char* key) {
+        throw InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
+    };
     ParallelSpec& p = e.parallel;
     const int tp_pp = p.tp * p.pp;
     if (p.dp == 0) {
         if (e.gpus % tp_pp != 0)
             fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " = " +
-                 std::to_string(tp_pp) + " does not divide the " + std::to_string(e.gpus) +
-                 " GPUs; choose tp and pp whose product divides the GPU count");
+                     std::to_string(tp_pp) + " does not divide the " + std::to_string(e.gpus) +
+                     " GPUs; choose tp and pp whose product divides the GPU count",
+                 p.pp > 1 ? "parallel.pp" : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
         fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " x dp " +
-             std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
-             " GPUs, but the experiment has " + std::to_string(e.gpus) +
-             "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
-             (e.gpus % tp_pp == 0 ? " or dp: " + std::to_string(e.gpus / tp_pp)
-                                  : " (no dp fits " + std::to_string(e.gpus) + " GPUs: tp x pp = " +
-                                        std::to_string(tp_pp) + " does not divide it)"));
+                 std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
+                 " GPUs, but the experiment has " + std::to_string(e.gpus) +
+                 "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
+                 (e.gpus % tp_pp == 0
+                      ? " or dp: " + std::to_string(e.gpus / tp_pp)
+                      : " (no dp fits " + std::to_string(e.gpus) +
+                            " GPUs: tp x pp = " + std::to_string(tp_pp) + " does not divide it)"),
+             "parallel.dp");
     const models::ModelSpec& m = e.model;
     if (m.is_transformer()) {
         if (m.heads % p.tp != 0)
             fail("the model's " + std::to_string(m.heads) +
-                 " attention heads are not divisible by tp " + std::to_string(p.tp) +
-                 "; choose tp dividing " + std::to_string(m.heads));
+                     " attention heads are not divisible by tp " + std::to_string(p.tp) +
+                     "; choose tp dividing " + std::to_string(m.heads),
+                 "parallel.tp");
         if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
             fail("the model's " + std::to_string(m.kv_heads) +
-                 " key/value heads do not split over tp " + std::to_string(p.tp));
+                     " key/value heads do not split over tp " + std::to_string(p.tp),
+                 "parallel.tp");
         if (m.ffn % p.tp != 0)
             fail("the model's ffn " + std::to_string(m.ffn) + " is not divisible by tp " +
-                 std::to_string(p.tp));
+                     std::to_string(p.tp),
+                 "parallel.tp");
     } else if (m.hidden % p.tp != 0) {
         fail("the MLP's dim " + std::to_string(m.hidden) + " is not divisible by tp " +
-             std::to_string(p.tp));
+                 std::to_string(p.tp),
+             "parallel.tp");
     }
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
         fail("virtual_stages " + std::to_string(p.virtual_stages) +
-             " needs schedule: interleaved-1f1b");
+                 " needs schedule: interleaved-1f1b",
+             "parallel.virtual_stages");
     if (p.schedule == PipelineSchedule::interleaved_1f1b && p.virtual_stages < 2)
-        fail("schedule interleaved-1f1b needs virtual_stages >= 2");
+        fail("schedule interleaved-1f1b needs virtual_stages >= 2", "parallel.virtual_stages");
     const int stages = p.pp * p.virtual_stages;
     if (m.layers % stages != 0)
         fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
-             std::to_string(p.pp) +
-             (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
-                                         " = " + std::to_string(stages)
-                                   : std::string()) +
-             "; choose a divisor of " + std::to_string(m.layers));
+                 std::to_string(p.pp) +
+                 (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
+                                             " = " + std::to_string(stages)
+                                       : std::string()) +
+                 "; choose a divisor of " + std::to_string(m.layers),
+             "parallel.pp");
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
     if (e.training.global_batch % per_step != 0)
         fail("global_batch " + std::to_string(e.training.global_batch) +
-             " is not divisible by micro_batch " + std::to_string(e.training.micro_batch) +
-             " x dp " + std::to_string(p.dp) + " = " + std::to_string(per_step) +
-             "; use a multiple of " + std::to_string(per_step));
+                 " is not divisible by micro_batch " + std::to_string(e.training.micro_batch) +
+                 " x dp " + std::to_string(p.dp) + " = " + std::to_string(per_step) +
+                 "; use a multiple of " + std::to_string(per_step),
+             "training.global_batch");
     const int mb = e.micro_batches();
     if (p.schedule == PipelineSchedule::interleaved_1f1b && mb % p.pp != 0)
         fail("interleaved-1f1b needs the micro-batches per pipeline (global_batch / (micro_batch x "
              "dp) = " +
-             std::to_string(mb) + ") to be a multiple of pp " + std::to_string(p.pp) +
-             " (Megatron's rule); use global_batch " +
-             std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b");
+                 std::to_string(mb) + ") to be a multiple of pp " + std::to_string(p.pp) +
+                 " (Megatron's rule); use global_batch " +
+                 std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b",
+             "training.global_batch");
     if (!e.cluster.node.gpu.supports(e.training.dtype))
         fail("the GPU " + e.cluster.node.gpu.name + " has no " +
-             std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file");
+                 std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",
+             "training.dtype");
     // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
     // nothing to split (Megatron turns it off): both are allowed, and change nothing.
 }

@@ -209,3 +209,40 @@ TEST_CASE("cli edges: validate with no point it could predict exits 2 and says w
     INFO(ok.err);
     CHECK(ok.code == 0);
 }
+
+TEST_CASE("cli edges: a bad --set value blames --set, not the experiment file's line",
+          "[app][errors]") {
+    // lecture-mlp-tensor.yaml has `tp: 4` on a line of its own; the value given is --set's.
+    check_refused(run({"run", kExperiment, "--set", "parallel.tp=abc"}),
+                  {"--set parallel.tp=abc: expected an integer, got 'abc'"});
+    const Run unknown = run({"run", kExperiment, "--set", "parallel.tpp=2"});
+    check_refused(unknown, {"--set parallel.tpp=2: unknown key 'parallel.tpp'", "valid keys"});
+    CHECK_THAT(unknown.err, !Catch::Contains("lecture-mlp-tensor.yaml"));
+    // A bad value in the file itself still names the file and line.
+    const TempDir dir("edges-set");
+    spit(dir.file("e.yaml"), slurp(kExperiment) + "  pp: many\n");
+    check_refused(run({"run", dir.file("e.yaml")}), {"e.yaml:", "key 'parallel.pp'"});
+}
+
+TEST_CASE("cli edges: numbers that disagree point at the key the fix would change",
+          "[app][errors]") {
+    const TempDir dir("edges-cross");
+    const std::string exp = dir.file("x.yaml");
+    spit(exp, "hardware: dgx-a100\n"
+              "model: gpt3-175B\n"
+              "training:\n"
+              "  global_batch: 100\n"
+              "  micro_batch: 1\n"
+              "parallel:\n"
+              "  tp: 8\n"
+              "  pp: 3\n");
+    // 8 x 3 does not divide the node's 8 GPUs: pp (line 8) is the key to change.
+    check_refused(run({"run", exp}),
+                  {exp + ":8:7: key 'parallel.pp': tp 8 x pp 3 = 24 does not divide the 8 GPUs"});
+    // With pp fixed by --set, the batch that dp does not divide is line 4's.
+    check_refused(run({"run", exp, "--set", "parallel.pp=1", "--set", "gpus=64"}),
+                  {exp + ":4:17: key 'training.global_batch': global_batch 100 is not divisible"});
+    // A value that came from --set is blamed on --set.
+    check_refused(run({"run", exp, "--set", "parallel.pp=6"}),
+                  {"--set parallel.pp=6: tp 8 x pp 6 = 48 does not divide the 8 GPUs"});
+}

@@ -21,6 +21,15 @@ TEST_CASE("cli: hardware show works for every preset", "[app][hardware]") {
     const Run cluster = run({"hardware", "show", "dgx-h100", "--gpus", "128"});
     CHECK_THAT(cluster.out, Catch::Contains("128 x H100") && Catch::Contains("16 nodes") &&
                                 Catch::Contains("InfiniBand"));
+    CHECK_THAT(cluster.out, !Catch::Contains("note:"));
+    // Not a whole number of nodes: the cluster rounds up to whole nodes and says so.
+    const Run part = run({"hardware", "show", "dgx-h100", "--gpus", "4"});
+    CHECK(part.code == 0);
+    CHECK_THAT(part.out, Catch::Contains("8 x H100") &&
+                             Catch::Contains("note: --gpus 4 is not a whole number of 8-GPU "
+                                             "nodes: the cluster above is 1 node (8 GPUs)"));
+    const Run twelve = run({"hardware", "show", "dgx-h100", "--gpus", "12"});
+    CHECK_THAT(twelve.out, Catch::Contains("16 x H100") && Catch::Contains("is 2 nodes (16 GPUs)"));
 }
 
 TEST_CASE("cli: hardware dot writes Graphviz", "[app][hardware]") {

@@ -86,6 +86,8 @@ TEST_CASE("scale: efficiency and cost from the rows' own numbers", "[app][scale]
                        "--tokens", "300B", "--plot", svg, "--jobs", "2"});
     INFO(r.err);
     REQUIRE(r.code == 0);
+    // The header names the node the GPU counts are made of, not "8 x A100" for 512 GPUs.
+    CHECK_THAT(r.out, Catch::Contains("on dgx-a100 nodes (8 x A100-SXM4-80GB each)"));
     const auto rows = table(r.out, "GPUs",
                             {"GPUs", "tokens/s", "per GPU", "efficiency", "time to train", "cost"});
     REQUIRE(rows.size() == 4);

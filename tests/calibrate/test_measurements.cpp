@@ -506,3 +506,11 @@ TEST_CASE("measurements: untrusted JSON is bounded in depth and echoed in a shor
         CHECK_THAT(what, Catch::Contains("expected an integer, got \"xxx"));
     }
 }
+
+TEST_CASE("measurements: a number beyond double's range is an input error at its line",
+          "[calibrate][measurements][errors]") {
+    const std::string text = replace(kMinimal, "\"time_us\": 52.61", "\"time_us\": 1e400");
+    CHECK_THAT(error_of(text), Catch::StartsWith("M.json:6:") &&
+                                   Catch::Contains("number overflow parsing '1e400'") &&
+                                   Catch::Contains("finite"));
+}

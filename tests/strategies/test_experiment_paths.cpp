@@ -1,6 +1,7 @@
 // Relative paths in an experiment file (`hardware:`, `model:`, and `extends:` inside them) are
 // resolved against the experiment file's folder, never the current directory: the same file
 // means the same hardware and model wherever the command runs.
+#include "base/error.h"
 #include "strategies/parallel/experiment.h"
 
 #include <catch2/catch.hpp>
@@ -59,5 +60,26 @@ TEST_CASE("experiment files: relative hardware and model paths follow the file",
         CHECK(e.cluster.name == "beside-the-experiment");
         CHECK(e.model.layers == 6);
     }
+    fs::remove_all(root);
+}
+
+TEST_CASE("experiment files: a referenced file of another kind is refused without quoting it",
+          "[strategies][experiment][paths][errors]") {
+    const fs::path root =
+        fs::temp_directory_path() / ("clustersim-exp-other-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    // A password-file-like line: as YAML, a mapping whose one key is the whole line.
+    write(root / "not-a-model.yaml", "root:$6$saltsalt$hashhashhash:20228:0:99999:7:::\n");
+    write(root / "exp.yaml", "hardware: dgx-a100\nmodel: not-a-model.yaml\n"
+                             "training: {global_batch: 8}\n");
+    std::string what;
+    try {
+        (void)strategies::parallel::load_experiment((root / "exp.yaml").string());
+    } catch (const InputError& e) {
+        what = e.what();
+    }
+    CHECK_THAT(what, Catch::Contains("not-a-model.yaml: none of its keys") &&
+                         Catch::Contains("is it the right file") && Catch::Contains("layers"));
+    CHECK_THAT(what, !Catch::Contains("hashhash") && !Catch::Contains("saltsalt"));
     fs::remove_all(root);
 }

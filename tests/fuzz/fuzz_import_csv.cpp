@@ -1,0 +1,19 @@
+// libFuzzer target: a CSV table (a collective sweep or training steps) either imports or fails
+// with an InputError naming the line; nothing else may escape.
+#include "base/error.h"
+#include "calibrate/import.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    using namespace clustersim;
+    try {
+        // The name says the op and GPU count of a collective table, as a user's would.
+        (void)calibrate::import_csv(text, "all_reduce-8gpu.csv", {});
+    } catch (const InputError&) {
+    }
+    return 0;
+}
