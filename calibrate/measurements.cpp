@@ -976,15 +976,6 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
     json root;
     try {
         root = json::parse(json_text.begin(), json_text.end());
-    } catch (const json::exception& e) {
-        // parse_error, and out_of_range for a number too large for a double ("1e999").
-        // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column
-        // 5: syntax error ..."; keep the part after the bracketed id.
-        std::string what = e.what();
-        const auto close = what.find("] ");
-        if (close != std::string::npos)
-            what = what.substr(close + 2);
-        throw InputError(fmt::format("{}: not valid JSON: {}", name, what));
     } catch (const json::out_of_range& e) {
         // A number beyond double's range ("1e400"): nlohmann says which, but not where; find
         // the token it quotes to name its line and column.
@@ -1007,6 +998,15 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
         }
         throw InputError(fmt::format("{}{}: not valid JSON: {} (numbers must be finite doubles)",
                                      name, where, base::excerpt(what, 80)));
+    } catch (const json::exception& e) {
+        // parse_error (out_of_range is caught above).
+        // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column
+        // 5: syntax error ..."; keep the part after the bracketed id.
+        std::string what = e.what();
+        const auto close = what.find("] ");
+        if (close != std::string::npos)
+            what = what.substr(close + 2);
+        throw InputError(fmt::format("{}: not valid JSON: {}", name, what));
     }
     MeasurementFile file;
     ObjectReader top(root, name, "");
