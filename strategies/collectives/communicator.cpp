@@ -147,6 +147,44 @@ double tree_seconds(const Plan& plan, Protocol p, double bytes) {
     return latency + sum * chunk;
 }
 
+/// The direct algorithm (every rank to every peer at once): its bandwidth term and the link
+/// level whose latency it pays, inside a node and across nodes alike.
+struct DirectCost {
+    double body = 0;
+    LinkLevel level = LinkLevel::network;
+};
+
+DirectCost direct_cost(const Plan& p, const Collective& c, Protocol pr) {
+    const detail::DirectData& dd = p.direct();
+    const double S = static_cast<double>(c.bytes);
+    const double n = p.n;
+    DirectCost d{0, dd.all_pairs_level};
+    switch (c.op) {
+    case Op::all_reduce:
+        d.body = dd.all_pairs_cost[idx(pr)] * S;
+        break;
+    case Op::all_gather:
+    case Op::reduce_scatter:
+    case Op::all_to_all:
+        d.body = dd.all_pairs_cost[idx(pr)] * S / n;
+        break;
+    case Op::send_recv:
+        d.body = dd.send_recv_cost[idx(pr)] * S;
+        d.level = dd.send_recv_level;
+        break;
+    default: { // rooted: the root's ports carry one transfer per peer
+        const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
+        const double local =
+            static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
+        d.body =
+            std::max((local - 1) * dd.port_intra[idx(pr)], (n - local) * dd.port_inter[idx(pr)]) *
+            per_peer;
+        d.level = n > local ? LinkLevel::network : p.intra_level;
+    }
+    }
+    return d;
+}
+
 } // namespace
 
 Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
@@ -360,33 +398,8 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
         t += tree_seconds(p, pr, S);
         break;
     case Algorithm::direct: {
-        const detail::DirectData& dd = p.direct();
-        LinkLevel level = dd.all_pairs_level;
-        double body = 0;
-        switch (c.op) {
-        case Op::all_reduce:
-            body = dd.all_pairs_cost[idx(pr)] * S;
-            break;
-        case Op::all_gather:
-        case Op::reduce_scatter:
-        case Op::all_to_all:
-            body = dd.all_pairs_cost[idx(pr)] * S / n;
-            break;
-        case Op::send_recv:
-            body = dd.send_recv_cost[idx(pr)] * S;
-            level = dd.send_recv_level;
-            break;
-        default: { // rooted: the root's ports carry one transfer per peer
-            const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
-            const double local =
-                static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
-            body = std::max((local - 1) * dd.port_intra[idx(pr)],
-                            (n - local) * dd.port_inter[idx(pr)]) *
-                   per_peer;
-            level = n > local ? LinkLevel::network : p.intra_level;
-        }
-        }
-        t += alpha(level) + body;
+        const DirectCost d = direct_cost(p, c, pr);
+        t += alpha(d.level) + d.body;
         break;
     }
     case Algorithm::nvls: {
@@ -476,29 +489,10 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         body = tree_seconds(p, pr, S);
         break;
     case Algorithm::direct: {
-        const detail::DirectData& dd = p.direct();
-        switch (c.op) {
-        case Op::all_reduce:
-            body = dd.all_pairs_cost[idx(pr)] * S;
-            break;
-        case Op::all_gather:
-        case Op::reduce_scatter:
-        case Op::all_to_all:
-            body = dd.all_pairs_cost[idx(pr)] * S / n;
-            break;
-        case Op::send_recv:
-            body = dd.send_recv_cost[idx(pr)] * S;
-            break;
-        default: {
-            const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
-            const double local =
-                static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
-            body = std::max((local - 1) * dd.port_intra[idx(pr)],
-                            (n - local) * dd.port_inter[idx(pr)]) *
-                   per_peer;
-        }
-        }
-        lat += (c.op == Op::send_recv ? alpha(dd.send_recv_level) : net);
+        // Every transfer but a send/recv crosses the network here.
+        const DirectCost d = direct_cost(p, c, pr);
+        body = d.body;
+        lat += c.op == Op::send_recv ? alpha(d.level) : net;
         break;
     }
     case Algorithm::nvls:
