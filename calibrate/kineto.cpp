@@ -184,10 +184,13 @@ std::optional<std::int64_t> micros_to_ns(const std::string& s) {
         ++i;
     }
     const std::size_t digits_start = i;
+    // At most this many whole microseconds: whole * 1000 + 999 (+1 rounding) still fits.
+    constexpr std::int64_t kMaxWhole = (std::numeric_limits<std::int64_t>::max() - 1000) / 1000;
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        if (whole > (std::numeric_limits<std::int64_t>::max() / 1000 - 1000))
+        const int digit = s[i] - '0';
+        if (whole > (kMaxWhole - digit) / 10)
             return std::nullopt;
-        whole = whole * 10 + (s[i] - '0');
+        whole = whole * 10 + digit;
         ++i;
     }
     if (i == digits_start)
@@ -422,7 +425,9 @@ private:
     }
     static std::optional<std::int64_t> as_ns(const Value& v) {
         if (v.kind == Value::whole) {
-            if (std::abs(v.i) > std::numeric_limits<std::int64_t>::max() / 1000)
+            // Compared without std::abs, which overflows on the most negative value.
+            constexpr std::int64_t kMaxMicros = std::numeric_limits<std::int64_t>::max() / 1000;
+            if (v.i > kMaxMicros || v.i < -kMaxMicros)
                 return std::nullopt;
             return v.i * 1000;
         }

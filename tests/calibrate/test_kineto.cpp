@@ -221,6 +221,16 @@ TEST_CASE("kineto: bad input exits with what is missing and how to record it",
     CHECK_THAT(error_of(R"({"schemaVersion": 1e999, "traceEvents": []})"),
                Catch::Contains("t.json"));
     CHECK_THAT(error_of(R"({"format": 1e999})"), Catch::Contains("not valid JSON"));
+    // Timestamps beyond what nanoseconds in 64 bits hold (found by fuzz_kineto: an overflow,
+    // caught by the sanitizer build): read as missing, never wrapped.
+    for (const char* ts : {"14444444444444440.5", "-9223372036854775808", "9223372036854775807",
+                           "99999999999999999999.999"}) {
+        std::string huge = text;
+        const auto at = huge.find("\"ts\": 102.000");
+        REQUIRE(at != std::string::npos);
+        huge.replace(at, 14, std::string("\"ts\": ") + ts);
+        CHECK_NOTHROW(error_of(huge));
+    }
     // Deep nesting is refused, not recursed into.
     std::string deep = R"({"schemaVersion": 1, "traceEvents": [)";
     deep += std::string(100000, '[') + std::string(100000, ']') + "]}";
