@@ -5,6 +5,7 @@
 #include "base/units.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -33,13 +34,19 @@ YAML::Node load_yaml_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw InputError(path + ": cannot open the file");
-    // Read at most one byte past the limit: a device or a huge file is refused after
-    // kMaxYamlFileBytes, not read whole first.
-    std::string text(kMaxYamlFileBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    // Read at most one byte past the limit, in chunks: a device or a huge file is refused
+    // after kMaxYamlFileBytes, not read whole first, and a small file costs what it holds (not
+    // a zeroed buffer of the limit's size).
+    std::string text;
+    std::array<char, 64 * 1024> chunk{};
+    while (text.size() <= kMaxYamlFileBytes) {
+        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+        if (!in)
+            break;
+    }
     if (in.bad())
         throw InputError(path + ": cannot read the file");
-    text.resize(static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxYamlFileBytes)
         throw InputError(path + ": larger than " + std::to_string(kMaxYamlFileBytes >> 20) +
                          " MiB; a config file is a few KiB (is this the right file?)");
@@ -63,29 +70,34 @@ YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
         throw InputError(format_mark(*file_, node_.Mark()) + ": " + where +
                          ": expected a mapping of keys to values");
     }
-    refuse_duplicate_keys();
+    index_keys();
 }
 
-void YamlMap::refuse_duplicate_keys() const {
+void YamlMap::index_keys() {
+    const YAML::Node& node = node_;
+    entries_.reserve(node.size());
+    for (auto it = node.begin(); it != node.end(); ++it)
+        entries_.push_back({it->first.IsScalar() ? it->first.Scalar() : std::string(), it->first,
+                            it->second, false});
     // yaml-cpp keeps both entries of a repeated key and lookups find the first, so a repeated
     // section would silently drop the second: refuse it, naming both places.
-    if (node_.size() < 2)
+    if (entries_.size() < 2)
         return;
-    std::vector<std::pair<std::string, YAML::Mark>> keys;
-    keys.reserve(node_.size());
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-        if (it->first.IsScalar())
-            keys.emplace_back(it->first.Scalar(), it->first.Mark());
+    std::vector<const Entry*> sorted;
+    sorted.reserve(entries_.size());
+    for (const Entry& e : entries_) {
+        if (e.key_node.IsScalar())
+            sorted.push_back(&e);
     }
     // Stable: for a key given twice, the first entry in the file comes first.
-    std::stable_sort(keys.begin(), keys.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 1; i < keys.size(); ++i) {
-        if (keys[i].first != keys[i - 1].first)
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Entry* a, const Entry* b) { return a->key < b->key; });
+    for (std::size_t i = 1; i < sorted.size(); ++i) {
+        if (sorted[i]->key != sorted[i - 1]->key)
             continue;
-        const std::string key = key_path(keys[i].first);
-        const YAML::Mark& first = keys[i - 1].second;
-        const YAML::Mark& second = keys[i].second;
+        const std::string key = key_path(sorted[i]->key);
+        const YAML::Mark first = sorted[i - 1]->key_node.Mark();
+        const YAML::Mark second = sorted[i]->key_node.Mark();
         const auto& [earlier, later] =
             first.line < second.line || (first.line == second.line && first.column < second.column)
                 ? std::pair{first, second}
@@ -96,12 +108,34 @@ void YamlMap::refuse_duplicate_keys() const {
     }
 }
 
+YamlMap::Entry* YamlMap::ask(std::string_view key) {
+    asked_.emplace_back(key);
+    for (Entry& e : entries_) {
+        if (e.key == key && e.key_node.IsScalar()) {
+            e.asked = true;
+            return &e;
+        }
+    }
+    return nullptr;
+}
+
+std::string YamlMap::asked_list() const {
+    std::vector<std::string> keys = asked_;
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::string list;
+    for (const auto& k : keys)
+        list += (list.empty() ? "" : ", ") + k;
+    return list;
+}
+
 std::string YamlMap::key_path(std::string_view key) const {
     return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
 void YamlMap::fail(std::string_view key, const std::string& what) const {
-    const YAML::Node v = node_[std::string(key)];
+    const YAML::Node& node = node_;
+    const YAML::Node v = node[std::string(key)];
     fail_at(v.IsDefined() ? v : node_, key, what);
 }
 
@@ -117,15 +151,15 @@ void YamlMap::missing(std::string_view key, const std::string& what) const {
 }
 
 bool YamlMap::has(std::string_view key) {
-    asked_.emplace(key);
-    return node_[std::string(key)].IsDefined() && !node_[std::string(key)].IsNull();
+    const Entry* e = ask(key);
+    return e && e->value.IsDefined() && !e->value.IsNull();
 }
 
 YAML::Node YamlMap::scalar(std::string_view key, std::string_view expected) {
-    asked_.emplace(key);
-    YAML::Node v = node_[std::string(key)];
-    if (!v.IsDefined() || v.IsNull())
+    const Entry* e = ask(key);
+    if (!e || !e->value.IsDefined() || e->value.IsNull())
         missing(key, std::string(expected));
+    const YAML::Node& v = e->value;
     if (!v.IsScalar())
         fail(key, "expected " + std::string(expected) + ", got a " +
                       (v.IsMap() ? "mapping" : "sequence"));
@@ -229,18 +263,20 @@ std::string YamlMap::choice(std::string_view key, const std::vector<std::string>
 }
 
 YamlMap YamlMap::map(std::string_view key) {
-    asked_.emplace(key);
-    YAML::Node v = node_[std::string(key)];
-    if (!v.IsDefined() || v.IsNull())
+    const Entry* e = ask(key);
+    if (!e || !e->value.IsDefined() || e->value.IsNull())
         missing(key, "a mapping");
+    const YAML::Node& v = e->value;
     if (!v.IsMap())
         fail(key, "expected a mapping of keys to values");
     return YamlMap(v, *file_, key_path(key));
 }
 
 YAML::Node YamlMap::raw(std::string_view key) {
-    asked_.emplace(key);
-    return node_[std::string(key)];
+    if (const Entry* e = ask(key))
+        return e->value;
+    const YAML::Node& node = node_;
+    return node[std::string(key)]; // undefined, without adding the key to the document
 }
 
 void YamlMap::read(std::string_view key, std::string& out) {
@@ -277,28 +313,20 @@ void YamlMap::read_flop_rate(std::string_view key, double& out, bool positive) {
 }
 
 void YamlMap::finish() {
-    std::string valid;
-    for (const auto& k : asked_)
-        valid += (valid.empty() ? "" : ", ") + k;
     // A whole file none of whose keys means anything here is another kind of file (`model:
     // ../../etc/shadow`): say so without quoting it, since its first key is its content.
-    if (path_.empty() && node_.size() > 0) {
-        bool any_known = false;
-        for (auto it = node_.begin(); it != node_.end() && !any_known; ++it)
-            any_known = asked_.count(it->first.Scalar()) > 0;
-        if (!any_known)
-            throw InputError(*file_ + ": none of its keys is one this file may have (valid keys: " +
-                                 valid + "); is it the right file?",
-                             location(*file_, node_.Mark()));
-    }
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-        const std::string key = it->first.Scalar();
-        if (asked_.count(key))
+    if (path_.empty() && !entries_.empty() &&
+        std::none_of(entries_.begin(), entries_.end(), [](const Entry& e) { return e.asked; }))
+        throw InputError(*file_ + ": none of its keys is one this file may have (valid keys: " +
+                             asked_list() + "); is it the right file?",
+                         location(*file_, node_.Mark()));
+    for (const Entry& e : entries_) {
+        if (e.asked)
             continue;
-        const std::string shown = base::excerpt(key_path(key));
-        throw InputError(format_mark(*file_, it->first.Mark()) + ": unknown key '" + shown +
-                             "' (valid keys here: " + valid + ")",
-                         location(*file_, it->first.Mark(), key_path(key)));
+        const std::string shown = base::excerpt(key_path(e.key));
+        throw InputError(format_mark(*file_, e.key_node.Mark()) + ": unknown key '" + shown +
+                             "' (valid keys here: " + asked_list() + ")",
+                         location(*file_, e.key_node.Mark(), key_path(e.key)));
     }
 }
 

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,14 +91,30 @@ public:
     std::string key_path(std::string_view key) const;
 
 private:
-    /// Throws when a key appears twice in this mapping (naming both lines).
-    void refuse_duplicate_keys() const;
+    /// One key of the mapping, in file order: found by a scan of these (a config section has
+    /// a few dozen keys at most), never through yaml-cpp's non-const lookup, which converts
+    /// every key it passes and inserts an undefined entry for each absent key it is asked.
+    struct Entry {
+        std::string key;
+        YAML::Node key_node; ///< for its mark
+        YAML::Node value;
+        bool asked = false;
+    };
+
+    /// Indexes the keys; throws when one appears twice in this mapping (naming both lines).
+    void index_keys();
+    /// Records that `key` was asked for; returns its entry, or null when it is absent.
+    Entry* ask(std::string_view key);
+    /// The keys asked for so far, sorted and without repeats, joined by ", ".
+    std::string asked_list() const;
     YAML::Node scalar(std::string_view key, std::string_view expected);
 
     YAML::Node node_;
     std::shared_ptr<const std::string> file_;
     std::string path_;
-    std::set<std::string, std::less<>> asked_;
+    std::vector<Entry> entries_;
+    /// Every key asked for, present or not, in asking order (repeats sorted out when listed).
+    std::vector<std::string> asked_;
 };
 
 } // namespace clustersim::config

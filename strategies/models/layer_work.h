@@ -112,6 +112,11 @@ struct TpCollective {
     bool regather = false;
 };
 
+/// Capacities of a layer's lists (FixedList refuses more); the step plan keeps a layer's
+/// collectives in 32-bit masks.
+inline constexpr std::size_t kMaxOpsPerPass = 40;
+inline constexpr std::size_t kMaxLayerCollectives = 16;
+
 /// A list of fixed capacity: no allocation, so LayerWork is a plain value.
 template <typename T, std::size_t N>
 class FixedList {
@@ -138,7 +143,7 @@ private:
 
 /// The kernels of one pass, in order, with their totals.
 struct PassWork {
-    FixedList<Op, 40> ops;
+    FixedList<Op, kMaxOpsPerPass> ops;
     sim::Time time;         ///< sum of the kernels' times (compute stream only)
     double flops = 0;       ///< sum of executed FLOPs
     std::int64_t bytes = 0; ///< sum of HBM bytes
@@ -157,7 +162,7 @@ struct LayerWork {
     PassWork forward;
     PassWork backward;
     PassWork recompute; ///< runs before `backward` (see the file comment)
-    FixedList<TpCollective, 16> collectives;
+    FixedList<TpCollective, kMaxLayerCollectives> collectives;
     /// Activations kept from the forward to the backward of this micro-batch (bytes).
     std::int64_t activation_bytes = 0;
     /// Activations the recompute pass re-materialises, held only during this layer's backward.

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 namespace clustersim::strategies::parallel {
@@ -226,20 +228,38 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             c.gpu = c.gather;
         }
     }
+    using Mask = std::uint32_t; // bit k: w.collectives[k]
+    static_assert(models::kMaxLayerCollectives <= 32, "collective masks are 32 bits");
+    const std::size_t nc = w.collectives.size();
     for (const Unit& u : units) {
         const auto& ops = u.work->ops;
         const int n = ops.count();
         // Completion times of this unit's collectives, by index in w.collectives; for a ring
         // exchange, its start.
-        std::array<double, 16> done{};
-        std::array<double, 16> ring_end{};
-        std::array<TpOverlap, 16> how{};
-        std::array<bool, 64> pipelined_after{};
-        for (std::size_t k = 0; env.tp_overlap && k < w.collectives.size(); ++k) {
+        std::array<double, models::kMaxLayerCollectives> done{};
+        std::array<double, models::kMaxLayerCollectives> ring_end{};
+        std::array<TpOverlap, models::kMaxLayerCollectives> how{};
+        // This pass's collectives as bit masks, by the op they follow (slot 0: issued at the
+        // pass's start, slot i + 1: after op i) and by the op that waits for them (slot n: the
+        // pass's end), so that each op looks at its own collectives only; bits are visited in
+        // index order, as the collectives were listed.
+        std::array<Mask, models::kMaxOpsPerPass + 1> issued_after{};
+        std::array<Mask, models::kMaxOpsPerPass + 1> waited_by{};
+        std::array<Mask, models::kMaxOpsPerPass + 1> ring_feeds{};
+        std::array<bool, models::kMaxOpsPerPass> pipelined_after{};
+        for (std::size_t k = 0; k < nc; ++k) {
             const auto& tc = w.collectives[k];
-            how[k] =
-                env.tp_overlap && tc.pass == u.pass ? overlap_of(tc, *u.work) : TpOverlap::none;
-            if (how[k] == TpOverlap::pipelined && tc.after < 64)
+            if (tc.pass != u.pass)
+                continue;
+            how[k] = env.tp_overlap ? overlap_of(tc, *u.work) : TpOverlap::none;
+            const auto bit = static_cast<Mask>(Mask{1} << k);
+            if (tc.after < n)
+                issued_after[static_cast<std::size_t>(std::max(tc.after, -1) + 1)] |= bit;
+            if (tc.needed_by >= 0 && tc.needed_by <= n) {
+                auto& slot = how[k] == TpOverlap::ring ? ring_feeds : waited_by;
+                slot[static_cast<std::size_t>(tc.needed_by)] |= bit;
+            }
+            if (how[k] == TpOverlap::pipelined && tc.after >= 0 && tc.after < n)
                 pipelined_after[static_cast<std::size_t>(tc.after)] = true;
         }
         double gemm_start = 0;
@@ -273,21 +293,21 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             if (how[k] == TpOverlap::ring)
                 done[k] = start;
         };
+        auto issue_all = [&](Mask mask) {
+            for (; mask != 0; mask &= mask - 1)
+                issue_collective(static_cast<std::size_t>(std::countr_zero(mask)));
+        };
         auto wait_for = [&](int needed_by) {
             double need = 0;
-            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
-                if (w.collectives[k].pass == u.pass && w.collectives[k].needed_by == needed_by &&
-                    how[k] != TpOverlap::ring)
-                    need = std::max(need, done[k]);
-            }
+            for (Mask mask = waited_by[static_cast<std::size_t>(needed_by)]; mask != 0;
+                 mask &= mask - 1)
+                need = std::max(need, done[static_cast<std::size_t>(std::countr_zero(mask))]);
             return need;
         };
-        for (std::size_t k = 0; k < w.collectives.size(); ++k) {
-            if (w.collectives[k].pass == u.pass && w.collectives[k].after < 0)
-                issue_collective(k);
-        }
+        issue_all(issued_after[0]);
         for (int i = 0; i < n; ++i) {
-            const models::Op& op = ops[static_cast<std::size_t>(i)];
+            const auto slot = static_cast<std::size_t>(i);
+            const models::Op& op = ops[slot];
             const double issue = c.host;
             c.host += host_overhead;
             ++cost.kernels;
@@ -303,10 +323,8 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             double end = start + t;
             // A ring-exchange all-gather feeding this GEMM: chunk j of the GEMM needs the j-th
             // shard, which arrives j ring steps after the exchange began (shard 0 is local).
-            for (std::size_t k = 0; env.tp_overlap && k < w.collectives.size(); ++k) {
-                if (how[k] != TpOverlap::ring || w.collectives[k].pass != u.pass ||
-                    w.collectives[k].needed_by != i)
-                    continue;
+            for (Mask mask = ring_feeds[slot]; mask != 0; mask &= mask - 1) {
+                const auto k = static_cast<std::size_t>(std::countr_zero(mask));
                 const int parts = std::max(2, env.tp_size);
                 const double step = (ring_end[k] - done[k]) / (parts - 1);
                 const double g = t / parts;
@@ -314,15 +332,11 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
                 for (int j = 0; j < parts; ++j)
                     end = std::max(end, done[k] + j * step) + g;
             }
-            if (static_cast<std::size_t>(i) < pipelined_after.size() &&
-                pipelined_after[static_cast<std::size_t>(i)])
+            if (pipelined_after[slot])
                 end += t * (1 / env.rs_gemm_share - 1); // the SMs the reduce-scatter runs on
             cost.tp_wait += end - start - t;
             c.gpu = end;
-            for (std::size_t k = 0; k < w.collectives.size(); ++k) {
-                if (w.collectives[k].pass == u.pass && w.collectives[k].after == i)
-                    issue_collective(k);
-            }
+            issue_all(issued_after[slot + 1]);
         }
         const double need = wait_for(n);
         if (need > c.gpu) {
