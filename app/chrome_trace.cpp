@@ -44,6 +44,8 @@ const char* trace_stream_name(TraceStream stream) {
         return "PP comm";
     case TraceStream::dp_comm:
         return "DP comm";
+    case TraceStream::ep_comm:
+        return "EP comm";
     }
     return "stream";
 }

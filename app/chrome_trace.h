@@ -44,7 +44,7 @@ constexpr int trace_pid(int gpu_rank) {
 }
 
 /// Stream numbers of a simulated GPU, in display order.
-enum class TraceStream : int { compute = 0, tp_comm = 1, pp_comm = 2, dp_comm = 3 };
+enum class TraceStream : int { compute = 0, tp_comm = 1, pp_comm = 2, dp_comm = 3, ep_comm = 4 };
 
 /// The thread id of a stream.
 constexpr int trace_tid(int stream) {
@@ -54,7 +54,8 @@ constexpr int trace_tid(TraceStream stream) {
     return static_cast<int>(stream) + 1;
 }
 
-/// The conventional thread name of a stream ("compute", "TP comm", "PP comm", "DP comm").
+/// The conventional thread name of a stream ("compute", "TP comm", "PP comm", "DP comm",
+/// "EP comm").
 const char* trace_stream_name(TraceStream stream);
 
 /// Scope of an instant event: one thread, its process, or the whole trace.

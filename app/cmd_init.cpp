@@ -85,6 +85,10 @@ parallel:
   dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
   pp_overlap: false              # pipeline sends overlap the next pass
                                  # [--overlap-p2p-communication]; default false
+  ep: 1                          # mixtures of experts: experts over ep GPUs
+                                 # [--expert-model-parallel-size]; default 1
+  etp: 8                         # each expert split over etp GPUs
+                                 # [--expert-tensor-parallel-size]; default tp
 )";
 
 void register_init(CLI::App& app, Io io, int& /*exit_code*/) {

@@ -87,6 +87,9 @@ std::string describe_parallel(const ExperimentSpec& e) {
         s += ", recompute " + std::string(to_string(p.recompute));
     if (p.sequence_parallel && p.tp > 1)
         s += ", sequence parallel";
+    if (p.expert_layout() && e.model.is_moe())
+        s += fmt::format(", experts: ep {} x etp {} x expert dp {}", p.ep, p.expert_tp(),
+                         p.expert_dp());
     if (p.zero > 0)
         s += fmt::format(", ZeRO-{}", p.zero);
     if (p.dp > 1 && !e.training.forward_only)
@@ -126,14 +129,18 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
         {"recompute", b.recompute_s},
         {"host (kernel issue)", b.host_s},
         {"tensor-parallel comm", b.tp_comm_exposed_s},
+        {"expert-parallel comm", b.ep_comm_exposed_s},
         {"pipeline bubble", b.pp_bubble_s},
         {"pipeline comm", b.pp_comm_exposed_s},
         {"data-parallel comm", b.dp_comm_exposed_s},
         {"optimizer", b.optimizer_s},
     };
+    // The expert-parallel line only where the experts are laid out apart (all-to-alls).
+    const bool experts_apart = e.parallel.expert_layout() && e.model.is_moe();
     for (const auto& [name, s] : parts)
-        fmt::print(out, "  {:<24}{:>10}  {:>6}\n", name, seconds(s),
-                   pct(r.step_time_s > 0 ? s / r.step_time_s : 0));
+        if (experts_apart || std::string_view(name) != "expert-parallel comm")
+            fmt::print(out, "  {:<24}{:>10}  {:>6}\n", name, seconds(s),
+                       pct(r.step_time_s > 0 ? s / r.step_time_s : 0));
     fmt::print(out, "  (communication is counted where the GPU waits for it: 'exposed')\n");
 
     fmt::print(
@@ -183,6 +190,12 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                       {"pp_comm_exposed_s", b.pp_comm_exposed_s},
                       {"dp_comm_exposed_s", b.dp_comm_exposed_s},
                       {"optimizer_s", b.optimizer_s}};
+    if (e.parallel.expert_layout() && e.model.is_moe()) {
+        j["parallel"]["ep"] = r.ep;
+        j["parallel"]["etp"] = r.etp;
+        j["parallel"]["expert_dp"] = r.expert_dp;
+        j["breakdown"]["ep_comm_exposed_s"] = b.ep_comm_exposed_s;
+    }
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const auto& m : r.memory) {
         stages.push_back({{"stage", m.stage},
@@ -220,11 +233,16 @@ std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
                           static_cast<int>(p));
         for (auto s : {TraceStream::compute, TraceStream::pp_comm, TraceStream::dp_comm})
             trace.set_thread(pid, trace_tid(s), trace_stream_name(s), static_cast<int>(s));
+        if (e.parallel.expert_layout() && e.model.is_moe())
+            trace.set_thread(pid, trace_tid(TraceStream::ep_comm),
+                             trace_stream_name(TraceStream::ep_comm),
+                             static_cast<int>(TraceStream::ep_comm));
     }
     for (const auto& bar : r.bars) {
         const TraceStream s = bar.stream == TimelineStream::compute ? TraceStream::compute
                               : bar.stream == TimelineStream::pp    ? TraceStream::pp_comm
                               : bar.stream == TimelineStream::dp    ? TraceStream::dp_comm
+                              : bar.stream == TimelineStream::ep    ? TraceStream::ep_comm
                                                                     : TraceStream::tp_comm;
         trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
     }
@@ -248,6 +266,8 @@ std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
         lane.name = fmt::format("stage {} / GPU {}", p, r.simulated_gpus[p]);
         lane.streams = {GanttStream{"compute", true}, GanttStream{"PP comm", false},
                         GanttStream{"DP comm", false}};
+        if (e.parallel.expert_layout() && e.model.is_moe())
+            lane.streams.push_back(GanttStream{"EP comm", false});
         chart.lanes.push_back(lane);
     }
     for (const auto& bar : r.bars) {
@@ -255,6 +275,7 @@ std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
         g.lane = static_cast<std::size_t>(bar.rank);
         g.stream = bar.stream == TimelineStream::compute ? 0
                    : bar.stream == TimelineStream::pp    ? 1
+                   : bar.stream == TimelineStream::ep    ? 3
                                                          : 2;
         g.start_s = bar.start.seconds();
         g.end_s = bar.end.seconds();

@@ -284,6 +284,7 @@ std::string comparison_trace(const calibrate::KinetoTrace& trace,
             bar.stream == strategies::parallel::TimelineStream::compute ? TraceStream::compute
             : bar.stream == strategies::parallel::TimelineStream::pp    ? TraceStream::pp_comm
             : bar.stream == strategies::parallel::TimelineStream::dp    ? TraceStream::dp_comm
+            : bar.stream == strategies::parallel::TimelineStream::ep    ? TraceStream::ep_comm
                                                                         : TraceStream::tp_comm;
         t.complete(3 + bar.rank, trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
     }

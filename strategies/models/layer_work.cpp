@@ -3,6 +3,8 @@
 #include "base/error.h"
 
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace clustersim::strategies::models {
 
@@ -43,6 +45,8 @@ std::string_view to_string(TpOp op) {
         return "all_gather";
     case TpOp::reduce_scatter:
         return "reduce_scatter";
+    case TpOp::all_to_all:
+        return "all_to_all";
     }
     return "?";
 }
@@ -113,6 +117,9 @@ struct Ctx {
     std::int64_t tokens;
     std::int64_t sp_div; ///< t with sequence parallelism, else 1
     bool moe;            ///< this layer has experts
+    std::int64_t ep;     ///< expert-parallel size
+    std::int64_t etp;    ///< expert tensor-parallel size
+    bool a2a;            ///< experts laid out apart: the alltoall token dispatcher
 
     Ctx(const ModelSpec& model, const LayerConfig& config, const ComputeModel& compute)
         : m(model)
@@ -127,7 +134,39 @@ struct Ctx {
         , h(model.hidden)
         , tokens(b * s)
         , sp_div(sp ? config.tp : 1)
-        , moe(model.is_moe() && !config.dense_layer) {}
+        , moe(model.is_moe() && !config.dense_layer)
+        , ep(config.ep)
+        , etp(config.etp > 0 ? config.etp : config.tp)
+        , a2a(moe && (ep > 1 || etp != t)) {}
+
+    // ---- the alltoall token dispatcher (a2a): per GPU of the expert-parallel group
+    /// Token copies this GPU routes and sends in the dispatch: its tokens (its sequence shard)
+    /// times top-k, fewer when a capacity factor below 1 drops the excess.
+    std::int64_t a2a_sent() const {
+        const std::int64_t copies = tokens / sp_div * m.moe_router_topk;
+        const double cap = m.moe_expert_capacity_factor;
+        if (cap > 0 && cap < 1)
+            return static_cast<std::int64_t>(static_cast<double>(copies) * cap);
+        return copies;
+    }
+    /// Copies the busiest GPU receives in the dispatch (its own share included): the mean
+    /// times moe_load_imbalance with experts on other GPUs, at most the capacity it keeps (as
+    /// expert_parallel_work counts them).
+    std::int64_t a2a_received() const {
+        const std::int64_t copies = tokens / sp_div * m.moe_router_topk;
+        double factor = ep > 1 ? m.moe_load_imbalance : 1.0;
+        if (m.moe_expert_capacity_factor > 0)
+            factor = std::min(factor, m.moe_expert_capacity_factor);
+        return static_cast<std::int64_t>(static_cast<double>(copies) * factor);
+    }
+    /// Copies the busiest GPU's experts compute: those its expert tensor-parallel group
+    /// received (gathered over the etp ranks, each computing 1/etp of the columns).
+    std::int64_t a2a_computed() const { return etp * a2a_received(); }
+    std::int64_t local_experts() const { return m.num_experts / ep; }
+    /// Tokens per local expert in the grouped GEMMs, rounded up.
+    std::int64_t a2a_per_expert() const {
+        return (a2a_computed() + local_experts() - 1) / local_experts();
+    }
 
     /// Token copies this rank's experts compute: every token goes to top-k experts, all local
     /// without expert parallelism, so each rank computes T k of them (its 1/t of every
@@ -250,7 +289,18 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const std::int64_t post_norm_input = e * sharded;
     const std::int64_t fc1_input = e * sharded;
     std::int64_t mlp = 0;
-    if (!c.moe) {
+    if (c.a2a) {
+        // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
+        // (the combine's weighted sum needs them for the probabilities' gradient), and for
+        // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
+        // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
+        const std::int64_t N = c.a2a_computed();
+        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + e * N * c.h +
+              e * N * m.expert_fc1_out() / c.etp + e * N * m.moe_ffn_hidden_size / c.etp;
+        if (m.moe_shared_expert_intermediate_size > 0)
+            mlp += e * sharded + e * T * m.shared_fc1_out() / c.t +
+                   e * T * m.moe_shared_expert_intermediate_size / c.t;
+    } else if (!c.moe) {
         mlp = e * T * m.fc1_out() / c.t + e * T * m.ffn / c.t; // activation and fc2 inputs
     } else {
         // The router's fp32 probabilities over the experts (local tokens); the permuted token
@@ -370,6 +420,180 @@ void moe_backward(const Ctx& c, LayerWork& w) {
         add_collective(w, c.sp ? "moe.grad_reduce_scatter" : "moe.grad_all_reduce",
                        c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm,
                        scatter, Ctx::next(B));
+}
+
+void add_group_collective(LayerWork& w, std::string_view name, TpOp op, CommGroup group, Pass pass,
+                          std::int64_t bytes, int after, int needed_by) {
+    add_collective(w, name, op, pass, bytes, after, needed_by);
+    w.collectives[w.collectives.size() - 1].group = group;
+}
+
+/// The MLP block of a layer with experts laid out apart (ep > 1 or etp != tp), forward, as
+/// Megatron-Core's MoELayer runs it with the alltoall token dispatcher
+/// (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher): the router
+/// on this GPU's tokens (its sequence shard), the copies permuted into expert order, the
+/// dispatch all-to-all over the expert-parallel group, the received copies gathered over the
+/// expert tensor-parallel group (etp > 1) and sorted by local expert (more than one local
+/// expert), the grouped GEMMs of the num_experts / ep local experts with 1/etp of their
+/// columns, and the way back: unsorted, reduce-scattered over etp, the combine all-to-all, the
+/// weighted sum per token. The busiest GPU sets the pace: its experts compute
+/// moe_load_imbalance times the mean, and every all-to-all is timed at the volume it receives
+/// (its port is the most loaded). The collectives run on the compute stream in Megatron
+/// (nothing overlaps them): the next kernel waits. The shared experts follow as a
+/// tensor-parallel dense MLP on the same tokens.
+void moe_a2a_forward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& F = w.forward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t L = c.local_experts();
+    const std::int64_t sent = c.a2a_sent();
+    const std::int64_t N = c.a2a_computed();
+    const std::int64_t M = c.a2a_per_expert();
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.etp;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t a2a_bytes = c.a2a_received() * c.h * e;
+    const std::int64_t etp_bytes = N * c.h * e;
+    F.add(c.gemm("moe.router", local, E, c.h));
+    F.add(
+        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
+    int next = Ctx::next(F);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.dispatch", TpOp::all_to_all, CommGroup::ep, Pass::forward,
+                             a2a_bytes, permute, next);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
+                             Pass::forward, etp_bytes, permute, next);
+    if (L > 1)
+        F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
+    F.add(c.gemm("moe.experts.fc1", M, m.expert_fc1_out() / c.etp, c.h, L));
+    F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
+                   (swiglu ? 3 : 2) * N * fe * e));
+    int last = F.add(c.gemm("moe.experts.fc2", M, c.h, fe, L));
+    if (L > 1)
+        last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
+    next = Ctx::next(F);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
+                             Pass::forward, etp_bytes, last, next);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.combine", TpOp::all_to_all, CommGroup::ep, Pass::forward,
+                             a2a_bytes, last, next);
+    const int unpermute =
+        F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
+    if (fs > 0) {
+        const std::int64_t comm = T * c.h * e;
+        const int fc1 = F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
+        if (c.t > 1 && c.sp)
+            add_collective(w, "moe.shared.all_gather", TpOp::all_gather, Pass::forward, comm,
+                           unpermute, fc1);
+        F.add(c.memory(swiglu ? "moe.shared.swiglu" : "moe.shared.gelu",
+                       (swiglu ? 3 : 2) * T * fs * e));
+        const int fc2 = F.add(c.gemm("moe.shared.fc2", T, c.h, fs));
+        if (c.t > 1)
+            add_collective(w, c.sp ? "moe.shared.reduce_scatter" : "moe.shared.all_reduce",
+                           c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, comm, fc2,
+                           fc2 + 1);
+        F.add(c.memory("moe.shared.add", 3 * local * c.h * e));
+    }
+}
+
+/// Its backward, in reverse: the shared experts (their input gradient reduced over the
+/// tensor-parallel ranks while the routed experts run), the weighted sum, the combine's
+/// all-to-all reversed (copies' gradients back to the experts' GPUs) and the etp all-gather of
+/// the reduce-scatter, the experts' data and weight gradients, then the etp reduce-scatter and
+/// the dispatch's all-to-all reversed, the permutation's scatter-add and the router.
+void moe_a2a_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t L = c.local_experts();
+    const std::int64_t sent = c.a2a_sent();
+    const std::int64_t N = c.a2a_computed();
+    const std::int64_t M = c.a2a_per_expert();
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.etp;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t a2a_bytes = c.a2a_received() * c.h * e;
+    const std::int64_t etp_bytes = N * c.h * e;
+    const std::int64_t comm = T * c.h * e;
+    int shared_dgrad = -1;
+    if (fs > 0) {
+        int i = Ctx::next(B);
+        if (c.t > 1 && c.sp) // backward of the reduce-scatter
+            add_collective(w, "moe.shared.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i);
+        B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
+        B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
+        B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
+                       (swiglu ? 5 : 3) * T * fs * e));
+        i = Ctx::next(B);
+        if (c.t > 1 && c.sp)
+            add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i + 1, true);
+        shared_dgrad = B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
+        B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
+    }
+    const int unpermute =
+        B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
+    int next = Ctx::next(B);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, CommGroup::ep, Pass::backward,
+                             a2a_bytes, unpermute, next);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
+                             Pass::backward, etp_bytes, unpermute, next);
+    if (L > 1)
+        B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
+    B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, L));
+    B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, L));
+    B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+                   (swiglu ? 5 : 3) * N * fe * e));
+    B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.etp, L));
+    int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
+    if (L > 1)
+        last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
+    next = Ctx::next(B);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_grad_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
+                             Pass::backward, etp_bytes, last, next);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, CommGroup::ep, Pass::backward,
+                             a2a_bytes, last, next);
+    B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
+    B.add(
+        c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
+    B.add(c.gemm("moe.router.dgrad", local, c.h, E));
+    B.add(c.gemm("moe.router.wgrad", c.h, E, local));
+    if (shared_dgrad >= 0 && c.t > 1)
+        add_collective(
+            w, c.sp ? "moe.shared.fc1.grad_reduce_scatter" : "moe.shared.fc1.grad_all_reduce",
+            c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm, shared_dgrad,
+            Ctx::next(B));
+}
+
+/// Parameters of a layer with experts laid out apart on one GPU: attention, norms, router and
+/// shared experts as without expert parallelism (split over tp; the router replicated), and the
+/// num_experts / ep local experts split over etp. Returns {all, routed experts'}.
+std::pair<std::int64_t, std::int64_t> moe_a2a_parameters(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    ModelSpec attention_only = m;
+    attention_only.ffn = 0;
+    const std::int64_t h = m.hidden;
+    const std::int64_t shared =
+        h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h;
+    const std::int64_t experts =
+        routed_expert_parameters_per_rank(m, c.cfg.ep, c.cfg.etp > 0 ? c.cfg.etp : c.cfg.tp);
+    const std::int64_t dense = layer_parameters_per_rank(attention_only, c.cfg.tp) +
+                               std::int64_t{m.num_experts} * h + shared / c.t;
+    return {dense + experts, experts};
 }
 
 /// Latent attention's forward (Megatron-Core's MLASelfAttention), after the first norm (op
@@ -528,7 +752,9 @@ LayerWork transformer_layer(const Ctx& c) {
     }
     F.add(c.memory(attn_end, branch_end_bytes));
     const int ln2 = F.add(c.memory("post_attention_layernorm", 2 * sharded * e));
-    if (c.moe) {
+    if (c.a2a) {
+        moe_a2a_forward(c, w);
+    } else if (c.moe) {
         moe_forward(c, w, ln2);
     } else {
         const int fc1 = F.add(c.gemm("mlp.fc1", T, fc1_n, c.h));
@@ -547,7 +773,9 @@ LayerWork transformer_layer(const Ctx& c) {
     if (drop)
         B.add(c.memory("mlp.dropout.bwd", sharded * (2 * e + 1)));
     int i = Ctx::next(B);
-    if (c.moe) {
+    if (c.a2a) {
+        moe_a2a_backward(c, w);
+    } else if (c.moe) {
         moe_backward(c, w);
     } else {
         if (tp && c.sp) // backward of the reduce-scatter
@@ -645,6 +873,8 @@ LayerWork transformer_layer(const Ctx& c) {
     }
     w.parameters =
         c.moe ? moe_layer_parameters_per_rank(m, c.cfg.tp) : layer_parameters_per_rank(m, c.cfg.tp);
+    if (c.a2a)
+        std::tie(w.parameters, w.expert_parameters) = moe_a2a_parameters(c);
     return w;
 }
 

@@ -72,6 +72,12 @@ struct LayerConfig {
     /// A mixture of experts' dense layer (its first_k_dense_replace): the dense MLP of `ffn`.
     /// Otherwise every layer of a model with experts is a layer with experts.
     bool dense_layer = false;
+    /// Expert parallelism (strategies/parallel/experiment.h): the experts spread over `ep` GPUs,
+    /// each split over `etp` (0: = tp). With ep > 1 or etp != tp a layer with experts runs
+    /// Megatron-Core's alltoall token dispatcher (moe_a2a_forward in layer_work.cpp); otherwise the
+    /// all-gather dispatcher with every expert on every GPU.
+    int ep = 1;
+    int etp = 0;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };
@@ -95,7 +101,12 @@ struct Op {
     std::int64_t m = 0, n = 0, k = 0, batch = 0; ///< GEMM shape (0 otherwise)
 };
 
-enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter };
+enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };
+
+/// The group a layer's collective runs on: the tensor-parallel ranks, the expert-parallel ranks
+/// (dispatch and combine all-to-alls) or the expert tensor-parallel ranks (the gather and
+/// scatter of the routed tokens around the experts when etp > 1).
+enum class CommGroup : std::uint8_t { tp, ep, etp };
 std::string_view to_string(TpOp op);
 
 /// A tensor-parallel collective among the `tp` ranks of a layer.
@@ -110,12 +121,11 @@ struct TpCollective {
     /// in backward); Korthikanti et al. count 4 all-gathers + 4 reduce-scatters per layer
     /// without these.
     bool regather = false;
+    CommGroup group = CommGroup::tp;
 };
 
-/// Capacities of a layer's lists (FixedList refuses more); the step plan keeps a layer's
-/// collectives in 32-bit masks.
+/// Kernels one pass holds at most (FixedList refuses more).
 inline constexpr std::size_t kMaxOpsPerPass = 40;
-inline constexpr std::size_t kMaxLayerCollectives = 16;
 
 /// A list of fixed capacity: no allocation, so LayerWork is a plain value.
 template <typename T, std::size_t N>
@@ -140,6 +150,10 @@ private:
     std::array<T, N> items_{};
     std::size_t size_ = 0;
 };
+
+/// Collectives one LayerWork holds at most (a layer with experts laid out apart, shared experts,
+/// etp > 1 and full recompute needs 26); the step plan keeps them in 32-bit masks.
+inline constexpr std::size_t kMaxLayerCollectives = 32;
 
 /// The kernels of one pass, in order, with their totals.
 struct PassWork {
@@ -170,6 +184,10 @@ struct LayerWork {
     /// Parameters held by this rank (elements; the model-state bytes follow from
     /// model_state_bytes in memory_formulas.h).
     std::int64_t parameters = 0;
+    /// Of `parameters`, the routed experts' weights when the experts are laid out apart
+    /// (LayerConfig::ep > 1 or etp != tp): their gradients are reduced over the
+    /// expert-data-parallel group. 0 otherwise.
+    std::int64_t expert_parameters = 0;
     /// The head's weights are the word embeddings (tied): with one pipeline stage they are the
     /// embedding's parameters, not extra ones; on separate stages Megatron keeps a copy on the
     /// last stage and all-reduces the two gradients.

@@ -129,6 +129,12 @@ std::int64_t moe_layer_parameters_per_rank(const ModelSpec& m, int tp, bool acti
            (experts * expert + shared) / tp;
 }
 
+std::int64_t routed_expert_parameters_per_rank(const ModelSpec& m, int ep, int etp) {
+    const std::int64_t h = m.hidden;
+    const std::int64_t expert = h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h;
+    return std::int64_t{m.num_experts / ep} * expert / etp;
+}
+
 double moe_layer_forward_flops(const ModelSpec& m) {
     ModelSpec attention_only = m;
     attention_only.ffn = 0;

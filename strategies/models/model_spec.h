@@ -166,6 +166,11 @@ std::int64_t layer_parameters_per_rank(const ModelSpec& m, int tp);
 /// router is replicated. With `active`, only the top-k routed experts.
 std::int64_t moe_layer_parameters_per_rank(const ModelSpec& m, int tp, bool active = false);
 
+/// The routed experts' weights of one layer held by each GPU with the experts spread over `ep`
+/// GPUs and each split over `etp` (Megatron-Core's expert_model_parallel_size and
+/// expert_tensor_parallel_size): num_experts / ep experts, 1/etp of each.
+std::int64_t routed_expert_parameters_per_rank(const ModelSpec& m, int ep, int etp);
+
 /// Forward FLOPs of one layer for one sample (seq tokens): GEMMs plus the attention products,
 /// counted over the full s x s scores as Megatron and Narayanan et al. do (2 FLOPs per MAC).
 double layer_forward_flops(const ModelSpec& m);

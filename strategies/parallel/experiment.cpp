@@ -143,6 +143,8 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
                "overlap_param_gather: false");
     m.read_bytes("dp_bucket", p.dp_bucket);
     m.read("pp_overlap", p.pp_overlap);
+    m.read("ep", p.ep, 1, 1 << 16);
+    m.read("etp", p.etp, 1, 1 << 16);
     m.finish();
 }
 
@@ -301,6 +303,67 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
     return e;
 }
 
+namespace {
+
+/// Expert parallelism's rules: Megatron-LM's argument checks (megatron/training/arguments.py:
+/// num_experts set and divisible by expert_model_parallel_size), Megatron-Core's group sizes
+/// (megatron/core/parallel_state.py, initialize_model_parallel: the world divisible by
+/// etp x ep x pp, the expert-data-parallel size the quotient), and its MoE layer's refusal of
+/// tensor parallelism without sequence parallelism in training
+/// (megatron/core/transformer/moe/moe_layer.py).
+template <typename Fail>
+void validate_expert_parallel(const ExperimentSpec& e, Fail fail) {
+    const ParallelSpec& p = e.parallel;
+    const models::ModelSpec& m = e.model;
+    if (!m.is_moe()) {
+        // etp has nothing to split in a dense model and is ignored, as in Megatron-Core.
+        if (p.ep > 1)
+            fail("ep " + std::to_string(p.ep) + " needs a model with experts, but '" + m.name +
+                     "' is dense (num_experts 0); set ep: 1, or choose a mixture of experts",
+                 "parallel.ep");
+        return;
+    }
+    if (!p.expert_layout())
+        return;
+    if (m.num_experts % p.ep != 0) {
+        std::string fits;
+        for (int k = 1; k <= m.num_experts; ++k) {
+            if (m.num_experts % k == 0)
+                fits += (fits.empty() ? "" : ", ") + std::to_string(k);
+        }
+        fail("ep " + std::to_string(p.ep) + " does not divide the model's " +
+                 std::to_string(m.num_experts) + " experts; choose ep from " + fits,
+             "parallel.ep");
+    }
+    const int etp = p.expert_tp();
+    if (m.moe_ffn_hidden_size % etp != 0)
+        fail("etp " + std::to_string(etp) + " does not divide the experts' moe_ffn_hidden_size " +
+                 std::to_string(m.moe_ffn_hidden_size) + "; choose etp dividing it",
+             p.etp > 0 ? "parallel.etp" : "parallel.tp");
+    const std::int64_t dense = std::int64_t{p.tp} * p.dp;
+    const std::int64_t expert = std::int64_t{etp} * p.ep;
+    if (dense % expert != 0)
+        fail("etp " + std::to_string(etp) + " x ep " + std::to_string(p.ep) + " = " +
+                 std::to_string(expert) + " does not divide tp " + std::to_string(p.tp) + " x dp " +
+                 std::to_string(p.dp) + " = " + std::to_string(dense) +
+                 " GPUs per pipeline stage, so the expert-data-parallel size (tp x dp) / "
+                 "(etp x ep) is not whole (Megatron-Core's rule); choose ep dividing " +
+                 std::to_string(dense / etp),
+             "parallel.ep");
+    if (p.tp > 1 && !p.sequence_parallel && !e.training.forward_only)
+        fail("expert parallelism (ep " + std::to_string(p.ep) + ", etp " + std::to_string(etp) +
+                 ") with tp " + std::to_string(p.tp) +
+                 " needs sequence_parallel: true (Megatron-Core's MoE layer refuses tensor "
+                 "parallelism without it in training); set it, or tp: 1",
+             "parallel.sequence_parallel");
+    if (p.zero >= 3)
+        fail("ZeRO-3 with expert parallelism is not modelled (Megatron-Core shards experts "
+             "with its distributed optimizer, zero: 1 or 2); set zero: 1",
+             "parallel.zero");
+}
+
+} // namespace
+
 void validate_experiment(ExperimentSpec& e) {
     // Each error carries the key that the fix would change (load_experiment points at its line).
     auto fail = [&](const std::string& what, const char* key) {
@@ -380,6 +443,7 @@ void validate_experiment(ExperimentSpec& e) {
         fail("the GPU " + e.cluster.node.gpu.name + " has no " +
                  std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",
              "training.dtype");
+    validate_expert_parallel(e, fail);
     // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
     // nothing to split (Megatron turns it off): both are allowed, and change nothing.
 }

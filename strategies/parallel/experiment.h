@@ -15,6 +15,14 @@
 /// (megatron/core/distributed/distributed_data_parallel_config.py) defaults all three overlaps
 /// to off; here overlap_grad_reduce stays on by default (it was before these keys existed, and
 /// the calibrated presets were fitted with it), the other two are off as in Megatron.
+///
+/// Expert parallelism (Megatron-Core's names, megatron/core/parallel_state.py,
+/// initialize_model_parallel): ep (--expert-model-parallel-size) spreads a mixture's experts over
+/// ep GPUs; etp (--expert-tensor-parallel-size) splits each expert's matrices over etp GPUs and
+/// defaults to tp as Megatron-Core's does (arguments.py sets it to --tensor-model-parallel-size
+/// when not given). The expert layers' ranks are ordered tp-ep-dp-pp with tp = etp, so the
+/// expert-data-parallel size (over which expert gradients are reduced) is
+/// tp x dp / (etp x ep) per pipeline stage, and must be whole.
 
 #include "hardware/specs.h"
 #include "strategies/models/layer_work.h"
@@ -69,6 +77,21 @@ struct ParallelSpec {
     /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:
     /// the sender waits for each send to complete, as Megatron's default schedules do.
     bool pp_overlap = false;
+    /// Expert-parallel size (Megatron-Core's expert_model_parallel_size); 1: every GPU holds
+    /// all experts.
+    int ep = 1;
+    /// Expert tensor-parallel size (expert_tensor_parallel_size); 0: not given, = tp.
+    int etp = 0;
+
+    /// Expert tensor-parallel size in effect.
+    int expert_tp() const { return etp > 0 ? etp : tp; }
+    /// Expert-data-parallel size: tp x dp / (etp x ep) (valid experiments divide evenly).
+    int expert_dp() const { return tp * dp / (expert_tp() * ep); }
+    /// Whether the expert layers are laid out apart from the dense ones (ep > 1 or etp != tp):
+    /// Megatron-Core's alltoall token dispatcher, expert gradients over the expert-data-parallel
+    /// group. Otherwise every GPU holds every expert split as the dense layers (the all-gather
+    /// dispatcher) and nothing differs from before expert parallelism.
+    bool expert_layout() const { return ep > 1 || expert_tp() != tp; }
 };
 
 struct ExperimentSpec {

@@ -41,6 +41,17 @@ FlowRun run_flow(const StepPlan& plan) {
         dp_comms.push_back(
             group.size() > 1 ? std::make_unique<collectives::Communicator>(topo, group) : nullptr);
     }
+    // Experts laid out apart: their gradients' and parameters' group.
+    std::vector<std::unique_ptr<collectives::Communicator>> edp_comms;
+    for (int p = 0; p < P; ++p) {
+        const auto& group = plan.ranks[static_cast<std::size_t>(p)].expert_dp_group;
+        edp_comms.push_back(
+            group.size() > 1 ? std::make_unique<collectives::Communicator>(topo, group) : nullptr);
+    }
+    auto dp_comm_of = [&](int p, const DpCollective& c) {
+        return c.expert ? edp_comms[static_cast<std::size_t>(p)].get()
+                        : dp_comms[static_cast<std::size_t>(p)].get();
+    };
     auto collective_task = [&runner](const collectives::Communicator* comm,
                                      collectives::Collective c) -> sim::TaskAction {
         return [&runner, comm, c](sim::TaskId, std::function<void()> done) {
@@ -192,7 +203,7 @@ FlowRun run_flow(const StepPlan& plan) {
             if (c.after_optimizer() || !c.chunk)
                 continue;
             const auto id = g.add_task({collective_label(c), streams[p].dp, sim::Time::zero(),
-                                        collective_task(dp_comms[p].get(), c.collective), 0});
+                                        collective_task(dp_comm_of(p, c), c.collective), 0});
             g.add_dependency(bucket_ready[p][static_cast<std::size_t>(*c.chunk)]
                                          [static_cast<std::size_t>(*c.bucket)],
                              id);
@@ -206,7 +217,7 @@ FlowRun run_flow(const StepPlan& plan) {
             if (embedding && p != 0)
                 continue; // one task for the pair, created on rank 0
             const collectives::Communicator* comm =
-                embedding ? &pair_comm(rp.gpu, plan.ranks.back().gpu) : dp_comms[p].get();
+                embedding ? &pair_comm(rp.gpu, plan.ranks.back().gpu) : dp_comm_of(p, c);
             const auto id = g.add_task({collective_label(c), streams[p].dp, sim::Time::zero(),
                                         collective_task(comm, c.collective), 0});
             if (!pass_last[p].empty())
@@ -231,7 +242,7 @@ FlowRun run_flow(const StepPlan& plan) {
             if (!c.after_optimizer())
                 continue;
             const auto id = g.add_task({collective_label(c), streams[p].dp, sim::Time::zero(),
-                                        collective_task(dp_comms[p].get(), c.collective), 0});
+                                        collective_task(dp_comm_of(p, c), c.collective), 0});
             g.add_dependency(optimizer[p], id);
             dp_tasks.push_back({p, id, collective_label(c)});
         }

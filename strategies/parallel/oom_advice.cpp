@@ -25,7 +25,9 @@ OomSuggestion find_fix(const ExperimentSpec& e,
         tries.emplace_back(OomSuggestion{RecomputePolicy::full, std::nullopt}, v);
     }
     if (e.parallel.dp > 1) {
-        for (int z = e.parallel.zero + 1; z <= 3; ++z) {
+        // ZeRO-3 with the experts laid out apart is refused (validate_experiment): not offered.
+        const int top = e.parallel.expert_layout() && e.model.is_moe() ? 2 : 3;
+        for (int z = e.parallel.zero + 1; z <= top; ++z) {
             ExperimentSpec v = e;
             v.parallel.zero = z;
             tries.emplace_back(OomSuggestion{std::nullopt, z}, v);

@@ -40,6 +40,8 @@ collectives::Op to_collective(models::TpOp op) {
         return collectives::Op::all_gather;
     case models::TpOp::reduce_scatter:
         return collectives::Op::reduce_scatter;
+    case models::TpOp::all_to_all:
+        return collectives::Op::all_to_all;
     }
     return collectives::Op::all_reduce;
 }
@@ -120,18 +122,22 @@ struct PassSeconds {
     double compute = 0;
     double recompute = 0;
     double tp_wait = 0;
+    double ep_wait = 0;
     double host_wait = 0;
     double dp_wait = 0;
     double param_gather = 0;
+    double ep_comm = 0;
     int kernels = 0;
 
     PassSeconds& operator+=(const PassSeconds& o) {
         compute += o.compute;
         recompute += o.recompute;
         tp_wait += o.tp_wait;
+        ep_wait += o.ep_wait;
         host_wait += o.host_wait;
         dp_wait += o.dp_wait;
         param_gather += o.param_gather;
+        ep_comm += o.ep_comm;
         kernels += o.kernels;
         return *this;
     }
@@ -139,9 +145,11 @@ struct PassSeconds {
         a.compute -= b.compute;
         a.recompute -= b.recompute;
         a.tp_wait -= b.tp_wait;
+        a.ep_wait -= b.ep_wait;
         a.host_wait -= b.host_wait;
         a.dp_wait -= b.dp_wait;
         a.param_gather -= b.param_gather;
+        a.ep_comm -= b.ep_comm;
         a.kernels -= b.kernels;
         return a;
     }
@@ -149,9 +157,11 @@ struct PassSeconds {
         a.compute *= k;
         a.recompute *= k;
         a.tp_wait *= k;
+        a.ep_wait *= k;
         a.host_wait *= k;
         a.dp_wait *= k;
         a.param_gather *= k;
+        a.ep_comm *= k;
         a.kernels = static_cast<int>(std::lround(a.kernels * k));
         return a;
     }
@@ -176,6 +186,10 @@ constexpr int kPipelinedRsSms = 16;
 /// costs, and the overlap of tensor-parallel communication with GEMMs (tp_comm_overlap).
 struct PassEnv {
     CollectiveTimes* tp = nullptr;
+    /// The expert-parallel and expert tensor-parallel groups (layers with experts laid out
+    /// apart); null: none.
+    CollectiveTimes* ep = nullptr;
+    CollectiveTimes* etp = nullptr;
     hardware::Dtype dtype = hardware::Dtype::bf16;
     const FrameworkSpec* fw = nullptr;
     int tp_size = 1;
@@ -192,6 +206,8 @@ struct PassEnv {
 enum class TpOverlap : std::uint8_t { none, ring, pipelined };
 
 TpOverlap overlap_of(const models::TpCollective& tc, const models::PassWork& work) {
+    if (tc.group != models::CommGroup::tp)
+        return TpOverlap::none;
     const auto& ops = work.ops;
     auto gemm = [&](int i) {
         return i >= 0 && i < ops.count() &&
@@ -272,6 +288,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             coll.op = to_collective(tc.op);
             coll.bytes = tc.bytes;
             coll.dtype = comm_dtype(env.dtype);
+            CollectiveTimes* times = tc.group == models::CommGroup::ep    ? env.ep
+                                     : tc.group == models::CommGroup::etp ? env.etp
+                                                                          : env.tp;
             if (how[k] == TpOverlap::pipelined) {
                 // The GEMM's output in chunks, each reduce-scattered as soon as it is done: the
                 // last chunk's reduce-scatter and what the chunks' GEMMs cannot hide are exposed.
@@ -286,7 +305,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
                 return;
             }
             const double start = std::max({issue, c.gpu, c.comm});
-            done[k] = start + env.tp->time(coll).seconds();
+            const double took = times != nullptr ? times->time(coll).seconds() : 0.0;
+            done[k] = start + took;
+            if (tc.group != models::CommGroup::tp)
+                cost.ep_comm += took;
             // A ring exchange starts now; the GEMM that needs it reads `done` as its start.
             c.comm = done[k];
             ring_end[k] = done[k];
@@ -297,13 +319,22 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             for (; mask != 0; mask &= mask - 1)
                 issue_collective(static_cast<std::size_t>(std::countr_zero(mask)));
         };
-        auto wait_for = [&](int needed_by) {
+        // The latest of the collectives op `needed_by` waits for; `expert`: whether that one
+        // is an expert-parallel collective (its wait is counted apart).
+        auto wait_for = [&](int needed_by, bool& expert) {
             double need = 0;
+            expert = false;
             for (Mask mask = waited_by[static_cast<std::size_t>(needed_by)]; mask != 0;
-                 mask &= mask - 1)
-                need = std::max(need, done[static_cast<std::size_t>(std::countr_zero(mask))]);
+                 mask &= mask - 1) {
+                const auto k = static_cast<std::size_t>(std::countr_zero(mask));
+                if (done[k] > need) {
+                    need = done[k];
+                    expert = w.collectives[k].group != models::CommGroup::tp;
+                }
+            }
             return need;
         };
+        bool expert_wait = false;
         issue_all(issued_after[0]);
         for (int i = 0; i < n; ++i) {
             const auto slot = static_cast<std::size_t>(i);
@@ -312,9 +343,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             c.host += host_overhead;
             ++cost.kernels;
             const double host_ready = std::max(c.gpu, issue);
-            const double start = std::max(host_ready, wait_for(i));
+            const double start = std::max(host_ready, wait_for(i, expert_wait));
             cost.host_wait += host_ready - c.gpu;
-            cost.tp_wait += start - host_ready;
+            (expert_wait ? cost.ep_wait : cost.tp_wait) += start - host_ready;
             const double t =
                 op.time.seconds() *
                 (op.kind == models::OpKind::memory_bound ? inv_memory_eff : inv_gemm_eff);
@@ -338,9 +369,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             c.gpu = end;
             issue_all(issued_after[slot + 1]);
         }
-        const double need = wait_for(n);
+        const double need = wait_for(n, expert_wait);
         if (need > c.gpu) {
-            cost.tp_wait += need - c.gpu;
+            (expert_wait ? cost.ep_wait : cost.tp_wait) += need - c.gpu;
             c.gpu = need;
         }
     }
@@ -390,10 +421,13 @@ PassCost finish(Clock& c, const PassSeconds& cost) {
     out.compute = sim::Time::from_seconds(cost.compute);
     out.recompute = sim::Time::from_seconds(cost.recompute);
     out.tp_wait = sim::Time::from_seconds(cost.tp_wait);
+    out.ep_wait = sim::Time::from_seconds(cost.ep_wait);
     out.host_wait = sim::Time::from_seconds(cost.host_wait);
     out.dp_wait = sim::Time::from_seconds(cost.dp_wait);
     out.param_gather = sim::Time::from_seconds(cost.param_gather);
-    out.time = out.compute + out.recompute + out.tp_wait + out.host_wait + out.dp_wait;
+    out.ep_comm = sim::Time::from_seconds(cost.ep_comm);
+    out.time =
+        out.compute + out.recompute + out.tp_wait + out.ep_wait + out.host_wait + out.dp_wait;
     out.kernels = cost.kernels;
     return out;
 }
@@ -425,6 +459,12 @@ struct Context {
     }
     /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
     std::array<LayerWork, 3> dense_layer{};
+    /// Experts laid out apart: the expert-parallel and expert tensor-parallel groups of the
+    /// first GPU (the others are alike).
+    std::unique_ptr<collectives::Communicator> ep_comm{};
+    CollectiveTimes ep_times{nullptr};
+    std::unique_ptr<collectives::Communicator> etp_comm{};
+    CollectiveTimes etp_times{nullptr};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -500,11 +540,19 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     const std::int64_t bucket_limit = std::max<std::int64_t>(1, ctx.e.parallel.dp_bucket);
     st.buckets.clear();
     std::int64_t pending = 0;
-    auto add_grads = [&](std::int64_t params, double at) {
-        pending += static_cast<std::int64_t>(params * grad_bytes_per_param);
+    std::int64_t pending_expert = 0; // routed experts' gradients, in buckets of their own
+    auto add_grads = [&](std::int64_t params, double at, std::int64_t expert_params = 0) {
+        pending += static_cast<std::int64_t>((params - expert_params) * grad_bytes_per_param);
         if (pending >= bucket_limit) {
             st.buckets.push_back({pending, sim::Time::from_seconds(at)});
             pending = 0;
+        }
+        if (expert_params > 0) {
+            pending_expert += static_cast<std::int64_t>(expert_params * grad_bytes_per_param);
+            if (pending_expert >= bucket_limit) {
+                st.buckets.push_back({pending_expert, sim::Time::from_seconds(at), true});
+                pending_expert = 0;
+            }
         }
     };
     c = Clock{};
@@ -527,7 +575,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         (void)at_start;
         for (int i = 1; i <= n; ++i)
-            add_grads(w.parameters, start + per_layer * i);
+            add_grads(w.parameters, start + per_layer * i, w.expert_parameters);
     }
     if (st.embedding) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
@@ -537,14 +585,18 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.backward = finish(c, b);
     if (pending > 0)
         st.buckets.push_back({pending, sim::Time::from_seconds(c.gpu)});
+    if (pending_expert > 0)
+        st.buckets.push_back({pending_expert, sim::Time::from_seconds(c.gpu), true});
 
     st.activation_bytes = 0;
     st.transient_bytes = 0;
     st.parameters = 0;
+    st.expert_parameters = 0;
     for (auto [wp, n] : groups) {
         const LayerWork& w = *wp;
         st.activation_bytes += n * w.activation_bytes;
         st.parameters += n * w.parameters;
+        st.expert_parameters += n * w.expert_parameters;
         if (n > 0)
             st.transient_bytes = std::max(st.transient_bytes, w.recomputed_activation_bytes);
     }
@@ -570,6 +622,10 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     const ExperimentSpec& e = ctx.e;
     const ParallelSpec& par = e.parallel;
     const auto grad_dtype = grad_reduce_dtype(e);
+    // Experts laid out apart: their weights, gradients and optimizer state are sharded (ZeRO,
+    // the distributed optimizer) and reduced over the expert-data-parallel group.
+    const bool experts_apart = par.expert_layout() && e.model.is_moe();
+    const int edp = experts_apart ? par.expert_dp() : par.dp;
     plan.ranks.clear();
     for (int p = 0; p < par.pp; ++p) {
         RankPlan r;
@@ -579,15 +635,33 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             r.tp_group.push_back(gpu_of(par, t, 0, p));
         for (int d = 0; d < par.dp; ++d)
             r.dp_group.push_back(gpu_of(par, 0, d, p));
-        for (int c = 0; c < plan.shape.virtual_stages; ++c)
+        for (int c = 0; c < plan.shape.virtual_stages; ++c) {
             r.parameters += plan.stage(virtual_stage(c, p, par.pp)).parameters;
-        const auto state = models::model_state_bytes(r.parameters, e.training.dtype,
-                                                     e.training.optimizer, par.zero, par.dp);
+            r.expert_parameters += plan.stage(virtual_stage(c, p, par.pp)).expert_parameters;
+        }
+        if (experts_apart) {
+            for (int x = 0; x < par.ep; ++x)
+                r.ep_group.push_back(expert_gpu_of(par, 0, x, 0, p));
+            for (int d = 0; d < edp; ++d)
+                r.expert_dp_group.push_back(expert_gpu_of(par, 0, 0, d, p));
+        }
+        const std::int64_t dense = r.parameters - r.expert_parameters;
+        auto state = models::model_state_bytes(dense, e.training.dtype, e.training.optimizer,
+                                               par.zero, par.dp);
+        if (r.expert_parameters > 0) {
+            const auto experts = models::model_state_bytes(r.expert_parameters, e.training.dtype,
+                                                           e.training.optimizer, par.zero, edp);
+            state.weights += experts.weights;
+            state.gradients += experts.gradients;
+            state.optimizer += experts.optimizer;
+        }
         r.weights_bytes = state.weights;
         r.grads_bytes = state.gradients;
         r.optimizer_bytes = state.optimizer;
-        const std::int64_t updated =
-            par.zero >= 1 ? (r.parameters + par.dp - 1) / par.dp : r.parameters;
+        const std::int64_t updated = par.zero < 1
+                                         ? r.parameters
+                                         : (dense + par.dp - 1) / par.dp +
+                                               (r.expert_parameters + edp - 1) / std::max(edp, 1);
         if (!e.training.forward_only)
             r.optimizer_time = sim::Time::from_seconds(
                 models::optimizer_step(updated, e.training.dtype, e.training.optimizer, par.zero,
@@ -601,41 +675,63 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
 
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
+        std::unique_ptr<collectives::Communicator> edp_comm;
         CollectiveTimes times(par.dp > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
+        CollectiveTimes expert_times(
+            experts_apart && edp > 1 ? communicator(plan, r.expert_dp_group, edp_comm) : nullptr);
         auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
-                       std::optional<int> chunk, std::optional<int> bucket, DpRole role) {
+                       std::optional<int> chunk, std::optional<int> bucket, DpRole role,
+                       bool expert = false) {
             DpCollective d;
             d.collective.op = op;
             d.collective.dtype = dtype;
             d.collective.bytes = bytes;
-            d.time = times.time(d.collective);
+            d.time = (expert ? expert_times : times).time(d.collective);
             d.role = role;
             d.chunk = chunk;
             d.bucket = bucket;
+            d.expert = expert;
             r.dp.push_back(d);
         };
-        if (par.dp > 1) {
-            const auto grad_op =
-                par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
-            const DpRole grad_role =
-                par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
+        const auto grad_op =
+            par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
+        const DpRole grad_role =
+            par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
+        const std::int64_t dense = r.parameters - r.expert_parameters;
+        // Dense gradients over the data-parallel group, the routed experts' over the
+        // expert-data-parallel group (when it has more than one GPU).
+        const bool dense_dp = par.dp > 1;
+        const bool expert_dp = r.expert_parameters > 0 && edp > 1;
+        if (dense_dp || expert_dp) {
             if (par.dp_overlap) {
                 for (int c = 0; c < plan.shape.virtual_stages; ++c) {
                     const auto& st = plan.stage(virtual_stage(c, r.rank, par.pp));
-                    for (std::size_t k = 0; k < st.buckets.size(); ++k)
-                        add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k),
-                            grad_role);
+                    for (std::size_t k = 0; k < st.buckets.size(); ++k) {
+                        const bool expert = st.buckets[k].expert;
+                        if (expert ? expert_dp : dense_dp)
+                            add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k),
+                                grad_role, expert);
+                    }
                 }
             } else {
-                add(grad_op, r.parameters * hardware::bytes_per_element(grad_dtype), grad_dtype,
-                    std::nullopt, std::nullopt, grad_role);
+                if (dense_dp)
+                    add(grad_op, dense * hardware::bytes_per_element(grad_dtype), grad_dtype,
+                        std::nullopt, std::nullopt, grad_role);
+                if (expert_dp)
+                    add(grad_op, r.expert_parameters * hardware::bytes_per_element(grad_dtype),
+                        grad_dtype, std::nullopt, std::nullopt, grad_role, true);
             }
             // ZeRO-3 gathers per layer inside the passes (cost_stage); the distributed
             // optimizer's gather, when overlapped, inside the next step's first forward.
-            if (par.zero >= 1 && par.zero < 3 && !par.overlap_param_gather)
-                add(collectives::Op::all_gather,
-                    r.parameters * hardware::bytes_per_element(e.training.dtype), e.training.dtype,
-                    std::nullopt, std::nullopt, DpRole::param_all_gather);
+            if (par.zero >= 1 && par.zero < 3 && !par.overlap_param_gather) {
+                const std::int64_t elem = hardware::bytes_per_element(e.training.dtype);
+                if (dense_dp)
+                    add(collectives::Op::all_gather, dense * elem, e.training.dtype, std::nullopt,
+                        std::nullopt, DpRole::param_all_gather);
+                if (expert_dp)
+                    add(collectives::Op::all_gather, r.expert_parameters * elem, e.training.dtype,
+                        std::nullopt, std::nullopt, DpRole::param_all_gather, true);
+            }
         }
     }
     // Tied embeddings on separate stages: Megatron all-reduces the embedding gradient between
@@ -718,6 +814,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
     cfg.micro_batch = e.training.micro_batch;
     cfg.dtype = e.training.dtype;
+    cfg.ep = par.ep;
+    cfg.etp = par.etp;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
@@ -742,6 +840,20 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         for (int d = 0; d < par.dp; ++d)
             group.push_back(gpu_of(par, 0, d, 0));
         ctx.dp_times = CollectiveTimes(communicator(plan, group, ctx.dp_comm));
+    }
+    if (par.expert_layout() && e.model.is_moe()) {
+        std::vector<int> group;
+        for (int x = 0; x < par.ep && par.ep > 1; ++x)
+            group.push_back(expert_gpu_of(par, 0, x, 0, 0));
+        if (group.size() > 1)
+            ctx.ep_times = CollectiveTimes(communicator(plan, group, ctx.ep_comm));
+        group.clear();
+        for (int t = 0; t < par.expert_tp() && par.expert_tp() > 1; ++t)
+            group.push_back(expert_gpu_of(par, t, 0, 0, 0));
+        if (group.size() > 1)
+            ctx.etp_times = CollectiveTimes(communicator(plan, group, ctx.etp_comm));
+        ctx.env.ep = &ctx.ep_times;
+        ctx.env.etp = &ctx.etp_times;
     }
     ctx.env.tp = &ctx.tp_times;
     ctx.env.dtype = e.training.dtype;

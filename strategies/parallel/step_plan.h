@@ -36,19 +36,26 @@
 namespace clustersim::strategies::parallel {
 
 /// Components of one pass on the compute stream. Each is rounded to the picosecond from the
-/// pass's closed form and time = compute + recompute + tp_wait + host_wait + dp_wait exactly,
+/// pass's closed form and time = compute + recompute + tp_wait + ep_wait + host_wait + dp_wait
+/// exactly,
 /// so the breakdown of a step sums to its passes.
 struct PassCost {
     sim::Time time;
     sim::Time compute;   ///< forward (or backward) kernels
     sim::Time recompute; ///< recompute kernels run before a backward
     sim::Time tp_wait;   ///< waiting for tensor-parallel collectives
+    /// Waiting for expert-parallel collectives: the dispatch and combine all-to-alls and the
+    /// expert tensor-parallel gathers around the experts.
+    sim::Time ep_wait;
     sim::Time host_wait; ///< waiting for the host to issue kernels
     /// Waiting for parameter all-gathers: ZeRO-3's per layer (every pass), or the distributed
     /// optimizer's overlapped with the first forward of a chunk (overlap_param_gather).
     sim::Time dp_wait;
     /// Time the pass's parameter all-gathers take on their stream (hidden or not): for traces.
     sim::Time param_gather;
+    /// Time the pass's expert-parallel collectives take (all-to-alls and the expert
+    /// tensor-parallel gathers, waited for or not): for traces.
+    sim::Time ep_comm;
     int kernels = 0; ///< kernels issued, collectives included
 };
 
@@ -56,6 +63,9 @@ struct PassCost {
 struct GradBucket {
     std::int64_t bytes = 0; ///< gradient bytes (as reduced)
     sim::Time ready;        ///< after the start of the chunk's last backward pass
+    /// Routed experts' gradients (experts laid out apart): reduced over the
+    /// expert-data-parallel group, the others over the data-parallel group.
+    bool expert = false;
 };
 
 /// One model chunk: a virtual stage of the pipeline.
@@ -73,10 +83,11 @@ struct VirtualStagePlan {
     /// parameter all-gather when overlap_param_gather (else equal to `forward`).
     PassCost first_forward;
     PassCost backward;
-    std::int64_t activation_bytes = 0; ///< kept per micro-batch from forward to backward
-    std::int64_t transient_bytes = 0;  ///< extra held while its backward runs (recomputed)
-    std::int64_t parameters = 0;       ///< held by one tensor-parallel rank
-    std::vector<GradBucket> buckets;   ///< in the order the backward produces them
+    std::int64_t activation_bytes = 0;  ///< kept per micro-batch from forward to backward
+    std::int64_t transient_bytes = 0;   ///< extra held while its backward runs (recomputed)
+    std::int64_t parameters = 0;        ///< held by one tensor-parallel rank
+    std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
+    std::vector<GradBucket> buckets;    ///< in the order the backward produces them
     /// Parameter bytes one GPU gathers per pass (ZeRO-3; 0 otherwise), per (tp) rank.
     std::int64_t gathered_bytes = 0;
     sim::Time send_forward;      ///< activation transfer to the next virtual stage
@@ -106,6 +117,9 @@ struct DpCollective {
     /// all-gather).
     std::optional<int> chunk;
     std::optional<int> bucket;
+    /// On the expert-data-parallel group (routed experts' gradients and parameters) instead of
+    /// the data-parallel group.
+    bool expert = false;
 
     bool after_optimizer() const { return role == DpRole::param_all_gather; }
 };
@@ -121,6 +135,12 @@ struct RankPlan {
     std::vector<DpCollective> dp; ///< in issue order on the data-parallel stream
     std::vector<int> dp_group;    ///< GPUs of the representative's data-parallel group
     std::vector<int> tp_group;    ///< GPUs of the representative's tensor-parallel group
+    /// Experts laid out apart (ParallelSpec::expert_layout): the representative's
+    /// expert-parallel and expert-data-parallel groups, and the routed experts' share of
+    /// `parameters`. Empty and 0 otherwise.
+    std::vector<int> ep_group;
+    std::vector<int> expert_dp_group;
+    std::int64_t expert_parameters = 0;
 };
 
 struct StepPlan {
@@ -158,6 +178,14 @@ std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);
 /// (Megatron's order: tensor-parallel fastest, then data-parallel, then pipeline).
 inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank) {
     return t + p.tp * (d + p.dp * pp_rank);
+}
+
+/// The GPU that runs, in the expert layers, expert tensor-parallel rank `t`, expert-parallel
+/// rank `x`, expert-data-parallel rank `d`, pipeline rank `p` (Megatron-Core's expert rank
+/// generator, order tp-ep-dp-pp with tp = etp: parallel_state.py, initialize_model_parallel).
+/// The pipeline stages hold the same GPUs as in gpu_of.
+inline int expert_gpu_of(const ParallelSpec& p, int t, int x, int d, int pp_rank) {
+    return t + p.expert_tp() * (x + p.ep * (d + p.expert_dp() * pp_rank));
 }
 
 } // namespace clustersim::strategies::parallel

@@ -24,6 +24,12 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                 r.bars.push_back({rank, TimelineStream::dp, e.start,
                                   std::min(e.end, e.start + cost.param_gather), "dp-comm",
                                   "param all-gather " + label});
+            // Expert-parallel collectives (all-to-alls) run inside the pass, between its
+            // kernels: drawn from its start for their summed time.
+            if (cost.ep_comm > sim::Time::zero())
+                r.bars.push_back({rank, TimelineStream::ep, e.start,
+                                  std::min(e.end, e.start + cost.ep_comm), "ep-comm",
+                                  "all-to-all " + label + " (summed)"});
             if (e.pass.kind == PassKind::forward) {
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
                 live += st.activation_bytes;

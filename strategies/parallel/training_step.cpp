@@ -24,7 +24,7 @@ using detail::ExecutedRank;
 /// in seconds.
 Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, sim::Time step) {
     using sim::Time;
-    Time compute, recompute, tp_wait, host, pp_comm, dp_wait;
+    Time compute, recompute, tp_wait, ep_wait, host, pp_comm, dp_wait;
     Time prev_end;
     Time prev_released;
     for (const ExecutedPass& x : r.passes) {
@@ -36,6 +36,7 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
         dp_wait += c.dp_wait;
         recompute += c.recompute;
         tp_wait += c.tp_wait;
+        ep_wait += c.ep_wait;
         host += c.host_wait;
         // Idle before this pass: first the previous pass's blocking send (the rank was busy
         // sending), then the transfer of this pass's input while it was in flight; the rest is
@@ -56,11 +57,13 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
         pp_comm += prev_released - prev_end; // the last pass's blocking send
     const Time dp_comm = std::max(Time::zero(), r.optimizer_start - r.last_pass_end) +
                          std::max(Time::zero(), r.end - r.optimizer_end) + dp_wait;
-    const Time accounted = compute + recompute + tp_wait + host + pp_comm + dp_comm + optimizer;
+    const Time accounted =
+        compute + recompute + tp_wait + ep_wait + host + pp_comm + dp_comm + optimizer;
     Breakdown b;
     b.compute_s = compute.seconds();
     b.recompute_s = recompute.seconds();
     b.tp_comm_exposed_s = tp_wait.seconds();
+    b.ep_comm_exposed_s = ep_wait.seconds();
     b.host_s = host.seconds();
     b.pp_comm_exposed_s = pp_comm.seconds();
     b.dp_comm_exposed_s = dp_comm.seconds();
@@ -88,6 +91,9 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.tp = e.parallel.tp;
     r.pp = e.parallel.pp;
     r.dp = e.parallel.dp;
+    r.ep = e.parallel.ep;
+    r.etp = e.parallel.expert_tp();
+    r.expert_dp = e.parallel.expert_dp();
     r.micro_batches = plan.shape.micro_batches;
     r.virtual_stages = plan.shape.virtual_stages;
     r.schedule = std::string(to_string(e.parallel.schedule));

@@ -21,8 +21,8 @@
 ///   with the compute stream and, within a node, on links nothing else uses.
 ///
 /// The breakdown is that of the rank whose step ends last (the critical rank) and sums to the
-/// step time: compute + recompute + host + tp_comm_exposed + pp_bubble + pp_comm_exposed +
-/// dp_comm_exposed + optimizer.
+/// step time: compute + recompute + host + tp_comm_exposed + ep_comm_exposed + pp_bubble +
+/// pp_comm_exposed + dp_comm_exposed + optimizer.
 ///
 /// The result holds numbers and enums only; the app words them (app/run_report.h). Where the
 /// work is done: step_plan.h (the plan), analytic_executor.h and flow_executor.h (the two
@@ -51,6 +51,9 @@ struct Breakdown {
     double recompute_s = 0;       ///< recompute kernels
     double host_s = 0;            ///< the GPU idle while the host issues kernels
     double tp_comm_exposed_s = 0; ///< waiting for tensor-parallel collectives
+    /// Waiting for expert-parallel collectives: the dispatch and combine all-to-alls (and the
+    /// expert tensor-parallel gathers around the experts); 0 without experts laid out apart.
+    double ep_comm_exposed_s = 0;
     double pp_bubble_s = 0;       ///< pipeline idle: warm-up, cool-down, unequal stages
     double pp_comm_exposed_s = 0; ///< idle while a pipeline transfer it waits for is in flight
     /// Waiting for data-parallel collectives: gradient reductions, parameter all-gathers after
@@ -90,7 +93,7 @@ struct OutOfMemory {
 };
 
 /// Streams of a simulated GPU, as the trace and the timeline show them.
-enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3 };
+enum class TimelineStream : int { compute = 0, tp = 1, pp = 2, dp = 3, ep = 4 };
 
 /// One span of a stream. Times are sim::Time, as the trace writes them; charts take seconds.
 struct TimelineBar {
@@ -114,6 +117,7 @@ struct StepResult {
     Fidelity fidelity = Fidelity::analytic;
     int gpus = 0;
     int tp = 1, pp = 1, dp = 1, micro_batches = 1, virtual_stages = 1;
+    int ep = 1, etp = 1, expert_dp = 1; ///< expert layers' sizes (etp = tp unless set)
     std::string schedule;
 
     double step_time_s = 0;
