@@ -15,8 +15,11 @@
 /// (megatron/core/distributed/distributed_data_parallel_config.py) defaults all three overlaps
 /// to off; here overlap_grad_reduce stays on by default (it was before these keys existed, and
 /// the calibrated presets were fitted with it), the other two are off as in Megatron.
+/// cp (--context-parallel-size) and cp_comm_type (--cp-comm-type p2p | all_gather) split each
+/// sequence over cp GPUs (strategies/models/context_parallel.h); dp = gpus / (tp x pp x cp).
 
 #include "hardware/specs.h"
+#include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/pipeline_schedule.h"
@@ -45,7 +48,9 @@ struct TrainingSpec {
 struct ParallelSpec {
     int tp = 1;
     int pp = 1;
-    int dp = 0; ///< 0: derived as gpus / (tp * pp)
+    int dp = 0; ///< 0: derived as gpus / (tp * pp * cp)
+    int cp = 1; ///< context-parallel size (Megatron-Core's context_parallel_size)
+    models::CpCommType cp_comm_type = models::CpCommType::p2p;
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     int virtual_stages = 1;
     bool sequence_parallel = false;
@@ -69,6 +74,11 @@ struct ParallelSpec {
     /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:
     /// the sender waits for each send to complete, as Megatron's default schedules do.
     bool pp_overlap = false;
+
+    /// The ranks that hold the same weights and reduce their gradients together: Megatron-Core
+    /// reduces (and the distributed optimizer shards) over the data-parallel x context-parallel
+    /// group.
+    int dp_cp() const { return dp * cp; }
 };
 
 struct ExperimentSpec {
@@ -111,10 +121,10 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
 /// Parses "KEY=VALUE" as given to --set; throws InputError if malformed.
 std::pair<std::string, std::string> parse_override(const std::string& text);
 
-/// Checks that the numbers agree: tp*pp*dp = gpus; heads, kv heads and ffn divisible by tp;
-/// layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's micro-batches;
-/// the dtype supported by the GPU. Throws InputError saying which numbers disagree and what
-/// would fix it. Derives dp when it is 0.
+/// Checks that the numbers agree: tp*pp*cp*dp = gpus; seq divisible by 2 cp; heads, kv heads and
+/// ffn divisible by tp; layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's
+/// micro-batches; the dtype supported by the GPU. Throws InputError saying which numbers disagree
+/// and what would fix it. Derives dp when it is 0.
 void validate_experiment(ExperimentSpec& e);
 
 } // namespace clustersim::strategies::parallel

@@ -24,7 +24,7 @@ OomSuggestion find_fix(const ExperimentSpec& e,
         v.parallel.recompute = RecomputePolicy::full;
         tries.emplace_back(OomSuggestion{RecomputePolicy::full, std::nullopt}, v);
     }
-    if (e.parallel.dp > 1) {
+    if (e.parallel.dp_cp() > 1) {
         for (int z = e.parallel.zero + 1; z <= 3; ++z) {
             ExperimentSpec v = e;
             v.parallel.zero = z;
