@@ -61,14 +61,16 @@ model:                           # a preset (`model: gpt3-175B`) or a mapping; a
 training:
   global_batch: 16               # samples per step, all replicas [--global-batch-size]; required
   micro_batch: 1                 # samples per micro-batch [--micro-batch-size]; default 1
-  dtype: fp16                    # fp32 | tf32 | fp16 | bf16 | fp8; default bf16
+  dtype: fp16                    # fp32 | tf32 | fp16 | bf16 | fp8 (H100/H200); default bf16
   optimizer: adam                # adam | adamw | sgd; default adam
   forward_only: false            # no backward, no optimizer (inference-style); default false
 
 parallel:
   tp: 8                          # tensor parallel [--tensor-model-parallel-size]; default 1
   pp: 1                          # pipeline stages [--pipeline-model-parallel-size]; default 1
-  dp: 1                          # data parallel; default gpus / (tp x pp)
+  dp: 1                          # data parallel; default gpus / (tp x pp x cp)
+  cp: 1                          # context parallel [--context-parallel-size]; default 1
+  cp_comm_type: p2p              # p2p | all_gather [--cp-comm-type]; default p2p
   schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b; default 1f1b
   virtual_stages: 1              # model chunks per GPU for interleaved-1f1b; default 1
   sequence_parallel: true        # [--sequence-parallel]; default false

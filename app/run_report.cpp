@@ -75,7 +75,8 @@ std::string simulated_note(const StepResult& r) {
 
 std::string describe_parallel(const ExperimentSpec& e) {
     const auto& p = e.parallel;
-    std::string s = fmt::format("tp {} x pp {} x dp {}", p.tp, p.pp, p.dp);
+    std::string s = p.cp > 1 ? fmt::format("tp {} x cp {} x pp {} x dp {}", p.tp, p.cp, p.pp, p.dp)
+                             : fmt::format("tp {} x pp {} x dp {}", p.tp, p.pp, p.dp);
     if (p.pp > 1) {
         s += ", " + std::string(to_string(p.schedule));
         if (p.virtual_stages > 1)
@@ -92,7 +93,9 @@ std::string describe_parallel(const ExperimentSpec& e) {
                          p.expert_dp());
     if (p.zero > 0)
         s += fmt::format(", ZeRO-{}", p.zero);
-    if (p.dp > 1 && !e.training.forward_only)
+    if (p.cp > 1)
+        s += fmt::format(", context parallel ({})", to_string(p.cp_comm_type));
+    if (p.dp_cp() > 1 && !e.training.forward_only)
         s += p.dp_overlap ? ", DP overlapped in " + base::format_bytes(p.dp_bucket) + " buckets"
                           : ", DP all-reduce after backward";
     if (p.overlap_param_gather && p.dp > 1 && !e.training.forward_only)

@@ -1,6 +1,8 @@
 #include "strategies/models/layer_work.h"
 
 #include "base/error.h"
+#include "strategies/models/context_parallel.h"
+#include "strategies/models/fp8.h"
 
 #include <string>
 #include <tuple>
@@ -107,13 +109,17 @@ struct Ctx {
     const ModelSpec& m;
     const LayerConfig& cfg;
     const ComputeModel& cm;
-    Dtype dtype;
+    Dtype dtype;       ///< of activations and of the GEMMs that do not run in FP8
+    bool fp8;          ///< the linear layers' GEMMs in FP8 (fp8.h)
     std::int64_t elem; ///< bytes per activation element
-    std::int64_t t;    ///< tensor-parallel size
-    bool sp;           ///< sequence parallel in effect (t > 1)
-    std::int64_t b;    ///< micro-batch
-    std::int64_t s;    ///< sequence
-    std::int64_t h;    ///< hidden
+    /// Bytes per element of a GEMM input saved for the weight gradient (FP8: the cast copy).
+    std::int64_t saved_input;
+    std::int64_t t; ///< tensor-parallel size
+    bool sp;        ///< sequence parallel in effect (t > 1)
+    std::int64_t b; ///< micro-batch
+    std::int64_t s; ///< sequence
+    int cp;         ///< context-parallel size: this rank runs s / cp tokens
+    std::int64_t h; ///< hidden
     std::int64_t tokens;
     std::int64_t sp_div; ///< t with sequence parallelism, else 1
     bool moe;            ///< this layer has experts
@@ -125,14 +131,17 @@ struct Ctx {
         : m(model)
         , cfg(config)
         , cm(compute)
-        , dtype(config.dtype)
-        , elem(hardware::bytes_per_element(config.dtype))
+        , dtype(config.dtype == Dtype::fp8 ? Dtype::bf16 : config.dtype)
+        , fp8(config.dtype == Dtype::fp8)
+        , elem(hardware::bytes_per_element(dtype))
+        , saved_input(fp8 ? 1 : elem)
         , t(config.tp)
         , sp(config.sequence_parallel && config.tp > 1)
         , b(config.micro_batch)
         , s(model.is_transformer() ? model.seq : 1)
+        , cp(std::max(1, config.cp))
         , h(model.hidden)
-        , tokens(b * s)
+        , tokens(b * s / cp)
         , sp_div(sp ? config.tp : 1)
         , moe(model.is_moe() && !config.dense_layer)
         , ep(config.ep)
@@ -191,8 +200,15 @@ struct Ctx {
         op.name = name;
         op.kind = batch > 1 ? OpKind::batched_gemm : OpKind::gemm;
         op.flops = ComputeModel::gemm_flops(M, N, K, batch);
-        op.bytes = ComputeModel::gemm_bytes(M, N, K, dtype, batch);
-        op.time = cm.gemm(M, N, K, dtype, batch);
+        const bool in_fp8 = fp8 && runs_in_fp8(name);
+        const Dtype gemm_dtype = in_fp8 ? Dtype::fp8 : dtype;
+        op.bytes = ComputeModel::gemm_bytes(M, N, K, gemm_dtype, batch);
+        op.time = cm.gemm(M, N, K, gemm_dtype, batch);
+        // The cast (with transpose) of its input, charged to the GEMM it feeds.
+        if (const std::int64_t cast = in_fp8 ? fp8_cast_bytes(name, M, K, batch) : 0; cast > 0) {
+            op.bytes += cast;
+            op.time += cm.memory_bound(cast);
+        }
         op.m = M;
         op.n = N;
         op.k = K;
@@ -217,6 +233,17 @@ struct Ctx {
         Op op;
         op.name = name;
         op.kind = OpKind::fused_attention;
+        if (cp > 1) { // the ring's cp steps (context_parallel.h), s / cp queries each
+            const CpAttention a = cp_attention(bh, s, d, cp, dtype, backward, cm);
+            op.flops = a.flops;
+            op.bytes = a.bytes;
+            op.time = sim::Time::from_seconds(a.seconds(cp));
+            op.m = s / cp;
+            op.n = s;
+            op.k = d;
+            op.batch = bh;
+            return op;
+        }
         op.flops = ComputeModel::fused_attention_flops(bh, s, d, true, backward);
         op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, dtype, backward);
         op.time = cm.fused_attention(bh, s, d, dtype, true, backward);
@@ -245,6 +272,7 @@ void add_collective(LayerWork& w, std::string_view name, TpOp op, Pass pass, std
 
 void check_config(const ModelSpec& m, const LayerConfig& cfg) {
     check_tensor_parallel(m, cfg.tp, cfg.sequence_parallel && cfg.tp > 1);
+    check_context_parallel(m, cfg.cp, cfg.tp, cfg.sequence_parallel);
     if (cfg.micro_batch < 1)
         throw InputError("micro-batch size must be at least 1, got " +
                          std::to_string(cfg.micro_batch));
@@ -274,20 +302,20 @@ TransformerActivations transformer_activations(const Ctx& c) {
         const std::int64_t ah = m.heads / c.t;
         a.all = a.layer_input + e * sharded +
                 2 * e * T * (std::int64_t{m.q_lora_rank} + m.kv_lora_rank) +
-                e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim) + 4 * bh * c.s +
+                e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim) + 4 * bh * c.s / c.cp +
                 e * T * ah * m.v_head_dim;
     }
-    const std::int64_t qkv_input = e * sharded; // stored sharded with SP, re-gathered
+    const std::int64_t qkv_input = c.saved_input * sharded; // stored sharded with SP, re-gathered
     const std::int64_t qkv = e * T * m.qkv_out() / c.t;
     if (m.attention == AttentionKind::unfused) {
         // softmax output; with dropout also its mask (1 byte) and output, which feeds A.V
         a.attention_core = bh * c.s * c.s * (drop ? 2 * e + 1 : e);
     }
-    const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s : 0;
-    const std::int64_t proj_input = e * T * c.h / c.t;
+    const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s / c.cp : 0;
+    const std::int64_t proj_input = c.saved_input * T * c.h / c.t;
     const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
     const std::int64_t post_norm_input = e * sharded;
-    const std::int64_t fc1_input = e * sharded;
+    const std::int64_t fc1_input = c.saved_input * sharded;
     std::int64_t mlp = 0;
     if (c.a2a) {
         // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
@@ -295,24 +323,27 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
         // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
         const std::int64_t N = c.a2a_computed();
-        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + e * N * c.h +
-              e * N * m.expert_fc1_out() / c.etp + e * N * m.moe_ffn_hidden_size / c.etp;
+        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved_input * N * c.h +
+              e * N * m.expert_fc1_out() / c.etp +
+              c.saved_input * N * m.moe_ffn_hidden_size / c.etp;
         if (m.moe_shared_expert_intermediate_size > 0)
-            mlp += e * sharded + e * T * m.shared_fc1_out() / c.t +
-                   e * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + e * T * m.shared_fc1_out() / c.t +
+                   c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
     } else if (!c.moe) {
-        mlp = e * T * m.fc1_out() / c.t + e * T * m.ffn / c.t; // activation and fc2 inputs
+        // activation and fc2 inputs
+        mlp = e * T * m.fc1_out() / c.t + c.saved_input * T * m.ffn / c.t;
     } else {
         // The router's fp32 probabilities over the experts (local tokens); the permuted token
         // copies (the experts' fc1 input), the activation and fc2 inputs of every copy, and
         // the experts' outputs, which the weighted combine needs for the gradient of the
         // routing probabilities; the shared experts like a dense MLP.
         const std::int64_t N = c.tokens_per_expert() * m.num_experts;
-        mlp = 4 * T / c.sp_div * m.num_experts + e * N * c.h + e * N * m.expert_fc1_out() / c.t +
-              e * N * m.moe_ffn_hidden_size / c.t + e * N * c.h;
+        mlp = 4 * T / c.sp_div * m.num_experts + c.saved_input * N * c.h +
+              e * N * m.expert_fc1_out() / c.t + c.saved_input * N * m.moe_ffn_hidden_size / c.t +
+              e * N * c.h;
         if (m.moe_shared_expert_intermediate_size > 0)
-            mlp += e * sharded + e * T * m.shared_fc1_out() / c.t +
-                   e * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + e * T * m.shared_fc1_out() / c.t +
+                   c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
     }
     if (m.is_mla())
         a.all += masks + post_norm_input + fc1_input + mlp;

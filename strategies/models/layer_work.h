@@ -43,6 +43,9 @@
 ///   Megatron does instead of storing them whole. The lecture's MLP split (each rank holds
 ///   W[:, dim/t]) all-gathers the activations after every layer and all-reduces the data
 ///   gradient in backward.
+/// - FP8 (`dtype` fp8): Transformer Engine's fp8_autocast (fp8_utils.h): the linear layers'
+///   GEMMs in FP8, everything else in bf16 (activations, attention, norms, the LM head and the
+///   router), with the casts of their inputs.
 /// - Unequal stages: `embedding_work` (vocabulary-parallel lookup, position embedding, dropout;
 ///   its weight gradient is a dense V/t x h accumulate) and `head_work` (final norm, LM head
 ///   GEMM over the padded vocabulary, vocabulary-parallel cross entropy with its three small
@@ -78,6 +81,9 @@ struct LayerConfig {
     /// all-gather dispatcher with every expert on every GPU.
     int ep = 1;
     int etp = 0;
+    /// Context-parallel size: each rank runs seq / cp tokens, attention as the ring's steps
+    /// (context_parallel.h; its communication is the step plan's).
+    int cp = 1;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

@@ -22,6 +22,11 @@ double korthikanti_activation_bytes(double s, double b, double h, double a, doub
                              : sbh * (10.0 + 24.0 / t + attention / t);
 }
 
+double context_parallel_activation_bytes(double s, double b, double h, double a, double t,
+                                         bool sequence_parallel, Recompute recompute, int cp) {
+    return korthikanti_activation_bytes(s / cp, b, h, a, t, sequence_parallel, recompute, true);
+}
+
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
                                   Optimizer optimizer, int zero_stage, int dp) {
     if (zero_stage < 0 || zero_stage > 3)

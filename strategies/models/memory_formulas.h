@@ -27,6 +27,12 @@ namespace clustersim::strategies::models {
 double korthikanti_activation_bytes(double s, double b, double h, double a, double t,
                                     bool sequence_parallel, Recompute recompute, bool flash);
 
+/// The same per GPU under context parallelism (context_parallel.h): each of cp ranks keeps
+/// the activations of s / cp tokens, and context parallelism runs fused attention, so it is
+/// korthikanti_activation_bytes(s / cp, ..., flash = true).
+double context_parallel_activation_bytes(double s, double b, double h, double a, double t,
+                                         bool sequence_parallel, Recompute recompute, int cp);
+
 /// Bytes of model state held by one GPU for `parameters` (those it holds after tensor and
 /// pipeline parallelism), by ZeRO stage over `dp` data-parallel ranks.
 struct ModelStateBytes {

@@ -103,6 +103,11 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     m.read("tp", p.tp, 1, 1 << 16);
     m.read("pp", p.pp, 1, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
+    m.read("cp", p.cp, 1, 1 << 16);
+    if (m.has("cp_comm_type")) {
+        const std::string c = m.choice("cp_comm_type", {"p2p", "all_gather"});
+        p.cp_comm_type = *models::parse_cp_comm_type(c);
+    }
     if (m.has("schedule")) {
         const std::string s = m.choice("schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
         p.schedule = s == "gpipe"  ? PipelineSchedule::gpipe
@@ -340,13 +345,14 @@ void validate_expert_parallel(const ExperimentSpec& e, Fail fail) {
         fail("etp " + std::to_string(etp) + " does not divide the experts' moe_ffn_hidden_size " +
                  std::to_string(m.moe_ffn_hidden_size) + "; choose etp dividing it",
              p.etp > 0 ? "parallel.etp" : "parallel.tp");
-    const std::int64_t dense = std::int64_t{p.tp} * p.dp;
+    const std::int64_t dense = std::int64_t{p.tp} * p.cp * p.dp;
     const std::int64_t expert = std::int64_t{etp} * p.ep;
     if (dense % expert != 0)
         fail("etp " + std::to_string(etp) + " x ep " + std::to_string(p.ep) + " = " +
-                 std::to_string(expert) + " does not divide tp " + std::to_string(p.tp) + " x dp " +
+                 std::to_string(expert) + " does not divide tp " + std::to_string(p.tp) +
+                 (p.cp > 1 ? " x cp " + std::to_string(p.cp) : std::string()) + " x dp " +
                  std::to_string(p.dp) + " = " + std::to_string(dense) +
-                 " GPUs per pipeline stage, so the expert-data-parallel size (tp x dp) / "
+                 " GPUs per pipeline stage, so the expert-data-parallel size (tp x cp x dp) / "
                  "(etp x ep) is not whole (Megatron-Core's rule); choose ep dividing " +
                  std::to_string(dense / etp),
              "parallel.ep");
@@ -370,24 +376,38 @@ void validate_experiment(ExperimentSpec& e) {
         throw InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
     };
     ParallelSpec& p = e.parallel;
-    const int tp_pp = p.tp * p.pp;
+    if (p.cp > 1) {
+        try {
+            models::check_context_parallel(e.model, p.cp, p.tp, p.sequence_parallel);
+        } catch (const InputError& err) {
+            fail(err.what(), "parallel.cp");
+        }
+    }
+    // The context-parallel size multiplies tp x pp wherever the GPU count is split (it is 1,
+    // and the messages are as before, without context parallelism).
+    const int tp_pp = p.tp * p.pp * p.cp;
+    const std::string cp_text = p.cp > 1 ? " x cp " + std::to_string(p.cp) : std::string();
+    const std::string tp_pp_name = p.cp > 1 ? "tp x pp x cp" : "tp x pp";
     if (p.dp == 0) {
         if (e.gpus % tp_pp != 0)
-            fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " = " +
+            fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " = " +
                      std::to_string(tp_pp) + " does not divide the " + std::to_string(e.gpus) +
-                     " GPUs; choose tp and pp whose product divides the GPU count",
-                 p.pp > 1 ? "parallel.pp" : "parallel.tp");
+                     " GPUs; choose " + (p.cp > 1 ? "tp, pp and cp" : "tp and pp") +
+                     " whose product divides the GPU count",
+                 p.cp > 1   ? "parallel.cp"
+                 : p.pp > 1 ? "parallel.pp"
+                            : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
-        fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " x dp " +
+        fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " x dp " +
                  std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
                  " GPUs, but the experiment has " + std::to_string(e.gpus) +
                  "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
                  (e.gpus % tp_pp == 0
                       ? " or dp: " + std::to_string(e.gpus / tp_pp)
-                      : " (no dp fits " + std::to_string(e.gpus) +
-                            " GPUs: tp x pp = " + std::to_string(tp_pp) + " does not divide it)"),
+                      : " (no dp fits " + std::to_string(e.gpus) + " GPUs: " + tp_pp_name + " = " +
+                            std::to_string(tp_pp) + " does not divide it)"),
              "parallel.dp");
     const models::ModelSpec& m = e.model;
     if (m.is_transformer()) {
@@ -439,6 +459,11 @@ void validate_experiment(ExperimentSpec& e) {
                  " (Megatron's rule); use global_batch " +
                  std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b",
              "training.global_batch");
+    if (e.training.dtype == hardware::Dtype::fp8 && !e.cluster.node.gpu.supports(e.training.dtype))
+        fail("the GPU " + e.cluster.node.gpu.name +
+                 " has no fp8 peak in its hardware file (no FP8 tensor cores: those came with "
+                 "Hopper, H100/H200); set training.dtype: bf16, or choose an H100/H200 cluster",
+             "training.dtype");
     if (!e.cluster.node.gpu.supports(e.training.dtype))
         fail("the GPU " + e.cluster.node.gpu.name + " has no " +
                  std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",

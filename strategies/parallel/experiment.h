@@ -22,9 +22,12 @@
 /// defaults to tp as Megatron-Core's does (arguments.py sets it to --tensor-model-parallel-size
 /// when not given). The expert layers' ranks are ordered tp-ep-dp-pp with tp = etp, so the
 /// expert-data-parallel size (over which expert gradients are reduced) is
-/// tp x dp / (etp x ep) per pipeline stage, and must be whole.
+/// tp x cp x dp / (etp x ep) per pipeline stage, and must be whole.
+/// cp (--context-parallel-size) and cp_comm_type (--cp-comm-type p2p | all_gather) split each
+/// sequence over cp GPUs (strategies/models/context_parallel.h); dp = gpus / (tp x pp x cp).
 
 #include "hardware/specs.h"
+#include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/pipeline_schedule.h"
@@ -53,7 +56,9 @@ struct TrainingSpec {
 struct ParallelSpec {
     int tp = 1;
     int pp = 1;
-    int dp = 0; ///< 0: derived as gpus / (tp * pp)
+    int dp = 0; ///< 0: derived as gpus / (tp * pp * cp)
+    int cp = 1; ///< context-parallel size (Megatron-Core's context_parallel_size)
+    models::CpCommType cp_comm_type = models::CpCommType::p2p;
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     int virtual_stages = 1;
     bool sequence_parallel = false;
@@ -85,13 +90,19 @@ struct ParallelSpec {
 
     /// Expert tensor-parallel size in effect.
     int expert_tp() const { return etp > 0 ? etp : tp; }
-    /// Expert-data-parallel size: tp x dp / (etp x ep) (valid experiments divide evenly).
-    int expert_dp() const { return tp * dp / (expert_tp() * ep); }
+    /// Expert-data-parallel size: tp x cp x dp / (etp x ep) (valid experiments divide evenly;
+    /// Megatron-Core folds the context-parallel ranks into it: parallel_state.py).
+    int expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
     /// Whether the expert layers are laid out apart from the dense ones (ep > 1 or etp != tp):
     /// Megatron-Core's alltoall token dispatcher, expert gradients over the expert-data-parallel
     /// group. Otherwise every GPU holds every expert split as the dense layers (the all-gather
     /// dispatcher) and nothing differs from before expert parallelism.
     bool expert_layout() const { return ep > 1 || expert_tp() != tp; }
+
+    /// The ranks that hold the same weights and reduce their gradients together: Megatron-Core
+    /// reduces (and the distributed optimizer shards) over the data-parallel x context-parallel
+    /// group.
+    int dp_cp() const { return dp * cp; }
 };
 
 struct ExperimentSpec {
@@ -134,10 +145,10 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
 /// Parses "KEY=VALUE" as given to --set; throws InputError if malformed.
 std::pair<std::string, std::string> parse_override(const std::string& text);
 
-/// Checks that the numbers agree: tp*pp*dp = gpus; heads, kv heads and ffn divisible by tp;
-/// layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's micro-batches;
-/// the dtype supported by the GPU. Throws InputError saying which numbers disagree and what
-/// would fix it. Derives dp when it is 0.
+/// Checks that the numbers agree: tp*pp*cp*dp = gpus; seq divisible by 2 cp; heads, kv heads and
+/// ffn divisible by tp; layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's
+/// micro-batches; the dtype supported by the GPU. Throws InputError saying which numbers disagree
+/// and what would fix it. Derives dp when it is 0.
 void validate_experiment(ExperimentSpec& e);
 
 } // namespace clustersim::strategies::parallel

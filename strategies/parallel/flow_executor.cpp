@@ -85,7 +85,7 @@ FlowRun run_flow(const StepPlan& plan) {
     /// Per rank and pass: its send task (none: the pass sends nothing).
     std::vector<std::vector<std::optional<sim::TaskId>>> pass_send(static_cast<std::size_t>(P));
     std::vector<std::vector<std::vector<sim::TaskId>>> bucket_ready(static_cast<std::size_t>(P));
-    const bool overlap = par.dp > 1 && par.dp_overlap && !plan.shape.forward_only;
+    const bool overlap = par.dp_cp() > 1 && par.dp_overlap && !plan.shape.forward_only;
     struct SendRecord {
         int sender;
         sim::TaskId task;

@@ -24,7 +24,7 @@ OomSuggestion find_fix(const ExperimentSpec& e,
         v.parallel.recompute = RecomputePolicy::full;
         tries.emplace_back(OomSuggestion{RecomputePolicy::full, std::nullopt}, v);
     }
-    if (e.parallel.dp > 1) {
+    if (e.parallel.dp_cp() > 1) {
         // ZeRO-3 with the experts laid out apart is refused (validate_experiment): not offered.
         const int top = e.parallel.expert_layout() && e.model.is_moe() ? 2 : 3;
         for (int z = e.parallel.zero + 1; z <= top; ++z) {

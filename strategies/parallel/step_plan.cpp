@@ -1,7 +1,9 @@
 #include "strategies/parallel/step_plan.h"
 
 #include "base/error.h"
+#include "strategies/models/fp8.h"
 #include "strategies/models/memory_formulas.h"
+#include "strategies/parallel/context_parallel_comm.h"
 
 #include <algorithm>
 #include <array>
@@ -103,6 +105,32 @@ hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
 }
 
+/// The dtype the weights are kept and gathered in: bf16 under FP8 training (fp8.h).
+hardware::Dtype weight_dtype(hardware::Dtype d) {
+    return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
+}
+
+/// Model state of a rank holding `dense` parameters sharded over the data-parallel x
+/// context-parallel group and `experts` (routed experts laid out apart) sharded over the
+/// expert-data-parallel group of `edp`, `layer_parameters` of them all in its transformer
+/// layers; FP8 training adds the FP8 copies of the layers' weights (fp8.h) to the weights.
+models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
+                                    std::int64_t experts, int edp, std::int64_t layer_parameters) {
+    const ParallelSpec& par = e.parallel;
+    const auto dtype = weight_dtype(e.training.dtype);
+    models::ModelStateBytes m =
+        models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.dp_cp());
+    if (experts > 0) {
+        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
+        m.weights += x.weights;
+        m.gradients += x.gradients;
+        m.optimizer += x.optimizer;
+    }
+    if (e.training.dtype == hardware::Dtype::fp8)
+        m.weights += models::kFp8WeightCopyBytes * layer_parameters;
+    return m;
+}
+
 /// The clocks of one rank while a pass runs: the host issuing kernels, the compute stream, the
 /// stream of tensor-parallel collectives and that of parameter all-gathers (ZeRO-3, or the
 /// distributed optimizer's gather overlapped with the forward), with the time the host issues
@@ -196,6 +224,10 @@ struct PassEnv {
     bool tp_overlap = false;
     /// Fraction of the SMs a GEMM keeps while a pipelined reduce-scatter runs beside it.
     double rs_gemm_share = 1;
+    /// Exposed context-parallel communication after each attention kernel (seconds; 0
+    /// without context parallelism): forward (recompute too) and backward.
+    double cp_forward = 0;
+    double cp_backward = 0;
 };
 
 /// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
@@ -365,6 +397,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             }
             if (pipelined_after[slot])
                 end += t * (1 / env.rs_gemm_share - 1); // the SMs the reduce-scatter runs on
+            // The context-parallel ring's exchanges the attention steps do not hide (counted
+            // with the tensor-parallel waits).
+            if (op.kind == models::OpKind::fused_attention)
+                end += u.pass == Pass::backward ? env.cp_backward : env.cp_forward;
             cost.tp_wait += end - start - t;
             c.gpu = end;
             issue_all(issued_after[slot + 1]);
@@ -527,7 +563,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     Clock c;
     st.forward = run_forward(ctx.zero3, c);
     st.first_forward = st.forward;
-    if (ctx.e.parallel.overlap_param_gather && ctx.e.parallel.dp > 1 &&
+    if (ctx.e.parallel.overlap_param_gather && ctx.e.parallel.dp_cp() > 1 &&
         !ctx.e.training.forward_only) {
         Clock first;
         st.first_forward = run_forward(true, first);
@@ -592,11 +628,13 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.transient_bytes = 0;
     st.parameters = 0;
     st.expert_parameters = 0;
+    st.layer_parameters = 0;
     for (auto [wp, n] : groups) {
         const LayerWork& w = *wp;
         st.activation_bytes += n * w.activation_bytes;
         st.parameters += n * w.parameters;
         st.expert_parameters += n * w.expert_parameters;
+        st.layer_parameters += n * w.parameters;
         if (n > 0)
             st.transient_bytes = std::max(st.transient_bytes, w.recomputed_activation_bytes);
     }
@@ -625,7 +663,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     // Experts laid out apart: their weights, gradients and optimizer state are sharded (ZeRO,
     // the distributed optimizer) and reduced over the expert-data-parallel group.
     const bool experts_apart = par.expert_layout() && e.model.is_moe();
-    const int edp = experts_apart ? par.expert_dp() : par.dp;
+    const int edp = experts_apart ? par.expert_dp() : par.dp_cp();
     plan.ranks.clear();
     for (int p = 0; p < par.pp; ++p) {
         RankPlan r;
@@ -634,10 +672,14 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         for (int t = 0; t < par.tp; ++t)
             r.tp_group.push_back(gpu_of(par, t, 0, p));
         for (int d = 0; d < par.dp; ++d)
-            r.dp_group.push_back(gpu_of(par, 0, d, p));
+            for (int c = 0; c < par.cp; ++c)
+                r.dp_group.push_back(gpu_of(par, 0, d, p, c));
+        std::int64_t layer_parameters = 0;
         for (int c = 0; c < plan.shape.virtual_stages; ++c) {
-            r.parameters += plan.stage(virtual_stage(c, p, par.pp)).parameters;
-            r.expert_parameters += plan.stage(virtual_stage(c, p, par.pp)).expert_parameters;
+            const auto& st = plan.stage(virtual_stage(c, p, par.pp));
+            r.parameters += st.parameters;
+            r.expert_parameters += st.expert_parameters;
+            layer_parameters += st.layer_parameters;
         }
         if (experts_apart) {
             for (int x = 0; x < par.ep; ++x)
@@ -646,28 +688,25 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                 r.expert_dp_group.push_back(expert_gpu_of(par, 0, 0, d, p));
         }
         const std::int64_t dense = r.parameters - r.expert_parameters;
-        auto state = models::model_state_bytes(dense, e.training.dtype, e.training.optimizer,
-                                               par.zero, par.dp);
-        if (r.expert_parameters > 0) {
-            const auto experts = models::model_state_bytes(r.expert_parameters, e.training.dtype,
-                                                           e.training.optimizer, par.zero, edp);
-            state.weights += experts.weights;
-            state.gradients += experts.gradients;
-            state.optimizer += experts.optimizer;
-        }
+        const auto state = state_bytes(e, dense, r.expert_parameters, edp, layer_parameters);
         r.weights_bytes = state.weights;
         r.grads_bytes = state.gradients;
         r.optimizer_bytes = state.optimizer;
+        const int shards = par.dp_cp();
         const std::int64_t updated = par.zero < 1
                                          ? r.parameters
-                                         : (dense + par.dp - 1) / par.dp +
+                                         : (dense + shards - 1) / shards +
                                                (r.expert_parameters + edp - 1) / std::max(edp, 1);
-        if (!e.training.forward_only)
-            r.optimizer_time = sim::Time::from_seconds(
-                models::optimizer_step(updated, e.training.dtype, e.training.optimizer, par.zero,
-                                       ctx.cm)
-                    .time.seconds() /
-                ctx.fw.memory_efficiency);
+        if (!e.training.forward_only) {
+            double seconds = models::optimizer_step(updated, weight_dtype(e.training.dtype),
+                                                    e.training.optimizer, par.zero, ctx.cm)
+                                 .time.seconds();
+            // FP8: the layers' weights cast once per step, with their transposes (fp8.h).
+            if (e.training.dtype == hardware::Dtype::fp8)
+                seconds +=
+                    ctx.cm.memory_bound_seconds(models::fp8_weight_cast_bytes(layer_parameters));
+            r.optimizer_time = sim::Time::from_seconds(seconds / ctx.fw.memory_efficiency);
+        }
         plan.ranks.push_back(std::move(r));
     }
     if (e.training.forward_only)
@@ -676,7 +715,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
         std::unique_ptr<collectives::Communicator> edp_comm;
-        CollectiveTimes times(par.dp > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
+        CollectiveTimes times(par.dp_cp() > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
         CollectiveTimes expert_times(
             experts_apart && edp > 1 ? communicator(plan, r.expert_dp_group, edp_comm) : nullptr);
         auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
@@ -698,9 +737,9 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         const DpRole grad_role =
             par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
         const std::int64_t dense = r.parameters - r.expert_parameters;
-        // Dense gradients over the data-parallel group, the routed experts' over the
-        // expert-data-parallel group (when it has more than one GPU).
-        const bool dense_dp = par.dp > 1;
+        // Dense gradients over the data-parallel (x context-parallel) group, the routed
+        // experts' over the expert-data-parallel group (when it has more than one GPU).
+        const bool dense_dp = par.dp_cp() > 1;
         const bool expert_dp = r.expert_parameters > 0 && edp > 1;
         if (dense_dp || expert_dp) {
             if (par.dp_overlap) {
@@ -724,12 +763,13 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             // ZeRO-3 gathers per layer inside the passes (cost_stage); the distributed
             // optimizer's gather, when overlapped, inside the next step's first forward.
             if (par.zero >= 1 && par.zero < 3 && !par.overlap_param_gather) {
-                const std::int64_t elem = hardware::bytes_per_element(e.training.dtype);
+                const auto wdtype = weight_dtype(e.training.dtype);
+                const std::int64_t elem = hardware::bytes_per_element(wdtype);
                 if (dense_dp)
-                    add(collectives::Op::all_gather, dense * elem, e.training.dtype, std::nullopt,
+                    add(collectives::Op::all_gather, dense * elem, wdtype, std::nullopt,
                         std::nullopt, DpRole::param_all_gather);
                 if (expert_dp)
-                    add(collectives::Op::all_gather, r.expert_parameters * elem, e.training.dtype,
+                    add(collectives::Op::all_gather, r.expert_parameters * elem, wdtype,
                         std::nullopt, std::nullopt, DpRole::param_all_gather, true);
             }
         }
@@ -808,7 +848,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                 nullptr,
                 CollectiveTimes(nullptr),
                 PassEnv{},
-                par.zero >= 3 && par.dp > 1 && !e.training.forward_only};
+                par.zero >= 3 && par.dp_cp() > 1 && !e.training.forward_only};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -816,6 +856,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.dtype = e.training.dtype;
     cfg.ep = par.ep;
     cfg.etp = par.etp;
+    cfg.cp = par.cp;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
@@ -835,10 +876,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             group.push_back(gpu_of(par, t, 0, 0));
         ctx.tp_times = CollectiveTimes(communicator(plan, group, ctx.tp_comm));
     }
-    if (par.dp > 1 && (ctx.zero3 || par.overlap_param_gather)) {
+    if (par.dp_cp() > 1 && (ctx.zero3 || par.overlap_param_gather)) {
         std::vector<int> group;
         for (int d = 0; d < par.dp; ++d)
-            group.push_back(gpu_of(par, 0, d, 0));
+            for (int c = 0; c < par.cp; ++c)
+                group.push_back(gpu_of(par, 0, d, 0, c));
         ctx.dp_times = CollectiveTimes(communicator(plan, group, ctx.dp_comm));
     }
     if (par.expert_layout() && e.model.is_moe()) {
@@ -863,6 +905,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     const int sms = e.cluster.node.gpu.sm_count;
     if (ctx.env.tp_overlap && sms > kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - kPipelinedRsSms) / sms;
+    if (par.cp > 1) {
+        const CpExposure cp = cp_exposure(e, ctx.layer[0], ctx.cm, ctx.fw.gemm_efficiency,
+                                          *plan.topology, plan.communicators);
+        ctx.env.cp_forward = cp.forward;
+        ctx.env.cp_backward = cp.backward;
+    }
 
     const int V = par.pp * par.virtual_stages;
     const int per_stage = e.model.layers / V;
@@ -893,14 +941,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     if (plan.automatic_recompute && !e.training.forward_only) {
         const std::int64_t budget = plan.capacity_bytes - plan.runtime_bytes;
         for (int p = 0; p < par.pp; ++p) {
-            const auto state = models::model_state_bytes(
-                [&] {
-                    std::int64_t params = 0;
-                    for (int c = 0; c < par.virtual_stages; ++c)
-                        params += plan.stage(virtual_stage(c, p, par.pp)).parameters;
-                    return params;
-                }(),
-                e.training.dtype, e.training.optimizer, par.zero, par.dp);
+            std::int64_t params = 0;
+            std::int64_t layer_params = 0;
+            for (int c = 0; c < par.virtual_stages; ++c) {
+                params += plan.stage(virtual_stage(c, p, par.pp)).parameters;
+                layer_params += plan.stage(virtual_stage(c, p, par.pp)).layer_parameters;
+            }
+            const auto state = state_bytes(e, params, layer_params);
             auto fits = [&] { return state.total() + peak_activation_bytes(plan, p) <= budget; };
             if (fits())
                 continue;
@@ -928,13 +975,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     }
 
     // Transfers between consecutive virtual stages: each tensor-parallel rank sends its share
-    // of the s x b x h activation (Megatron's scatter-gather of pipeline tensors).
+    // of the s/cp x b x h activation (Megatron's scatter-gather of pipeline tensors).
     const auto act_bytes = [&]() -> std::int64_t {
-        const std::int64_t e_bytes = hardware::bytes_per_element(e.training.dtype);
+        const std::int64_t e_bytes = hardware::bytes_per_element(weight_dtype(e.training.dtype));
         if (!e.model.is_transformer())
             return std::int64_t{e.training.micro_batch} * e.model.hidden * e_bytes / par.tp;
-        return std::int64_t{e.model.seq} * e.training.micro_batch * e.model.hidden * e_bytes /
-               par.tp;
+        return std::int64_t{e.model.seq} / par.cp * e.training.micro_batch * e.model.hidden *
+               e_bytes / par.tp;
     }();
     std::map<std::pair<int, int>, sim::Time> p2p_cache;
     for (int vs = 0; vs + 1 < V; ++vs) {

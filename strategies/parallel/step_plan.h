@@ -87,7 +87,10 @@ struct VirtualStagePlan {
     std::int64_t transient_bytes = 0;   ///< extra held while its backward runs (recomputed)
     std::int64_t parameters = 0;        ///< held by one tensor-parallel rank
     std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
-    std::vector<GradBucket> buckets;    ///< in the order the backward produces them
+    /// Of them, those of its transformer layers (the GEMM weights FP8 training keeps FP8
+    /// copies of; the embedding and the head excluded).
+    std::int64_t layer_parameters = 0;
+    std::vector<GradBucket> buckets; ///< in the order the backward produces them
     /// Parameter bytes one GPU gathers per pass (ZeRO-3; 0 otherwise), per (tp) rank.
     std::int64_t gathered_bytes = 0;
     sim::Time send_forward;      ///< activation transfer to the next virtual stage
@@ -133,8 +136,10 @@ struct RankPlan {
     std::int64_t optimizer_bytes = 0;
     sim::Time optimizer_time;
     std::vector<DpCollective> dp; ///< in issue order on the data-parallel stream
-    std::vector<int> dp_group;    ///< GPUs of the representative's data-parallel group
-    std::vector<int> tp_group;    ///< GPUs of the representative's tensor-parallel group
+    /// GPUs of the representative's data-parallel group (x context-parallel: the gradients'
+    /// group)
+    std::vector<int> dp_group;
+    std::vector<int> tp_group; ///< GPUs of the representative's tensor-parallel group
     /// Experts laid out apart (ParallelSpec::expert_layout): the representative's
     /// expert-parallel and expert-data-parallel groups, and the routed experts' share of
     /// `parameters`. Empty and 0 otherwise.
@@ -174,10 +179,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
 /// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);
 
-/// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p`
-/// (Megatron's order: tensor-parallel fastest, then data-parallel, then pipeline).
-inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank) {
-    return t + p.tp * (d + p.dp * pp_rank);
+/// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p` and
+/// context-parallel rank `c` (Megatron-Core's order tp-cp-ep-dp-pp: tensor-parallel fastest,
+/// then context-parallel, then data-parallel, then pipeline; context_parallel_comm.h).
+inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank, int c = 0) {
+    return t + p.tp * (c + p.cp * (d + p.dp * pp_rank));
 }
 
 /// The GPU that runs, in the expert layers, expert tensor-parallel rank `t`, expert-parallel

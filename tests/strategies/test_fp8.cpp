@@ -1,0 +1,172 @@
+#include "base/error.h"
+#include "hardware/compute_model.h"
+#include "hardware/hardware_loader.h"
+#include "strategies/models/fp8.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+
+using namespace clustersim;
+using namespace clustersim::strategies::models;
+using hardware::ComputeModel;
+using hardware::Dtype;
+namespace parallel = clustersim::strategies::parallel;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+const ComputeModel& h100() {
+    static const ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    return cm;
+}
+
+LayerConfig layer_cfg(int tp, bool sp, Dtype d) {
+    LayerConfig c;
+    c.tp = tp;
+    c.sequence_parallel = sp;
+    c.dtype = d;
+    return c;
+}
+
+const Op& op_named(const PassWork& p, std::string_view name) {
+    for (const Op& op : p.ops) {
+        if (op.name == name)
+            return op;
+    }
+    FAIL("no op " << name);
+    return p.ops[0];
+}
+
+Settings llama8b(const std::string& dtype) {
+    return {{"model", "llama3-8B"},
+            {"model.layers", "4"},
+            {"training.global_batch", "8"},
+            {"training.micro_batch", "1"},
+            {"training.dtype", dtype},
+            {"parallel.tp", "8"},
+            {"parallel.sequence_parallel", "true"}};
+}
+
+} // namespace
+
+TEST_CASE("fp8: a GEMM at equal efficiency takes the peak ratio of the bf16 time",
+          "[strategies][fp8]") {
+    hardware::ClusterSpec c = hardware::load_hardware("dgx-h100");
+    // The datasheet's dense peaks: FP8 twice bf16 on H100 SXM.
+    CHECK(c.node.gpu.peak(Dtype::fp8) == Approx(2 * c.node.gpu.peak(Dtype::bf16)).epsilon(1e-3));
+    c.compute.gemm_efficiency[static_cast<std::size_t>(Dtype::fp8)] =
+        c.compute.gemm_efficiency[static_cast<std::size_t>(Dtype::bf16)];
+    const ComputeModel cm(c);
+    const double ratio = c.node.gpu.peak(Dtype::bf16) / c.node.gpu.peak(Dtype::fp8);
+    // Compute-bound shapes: the launch and the fill are all that differ from the ratio.
+    for (std::int64_t n : {8192, 16384}) {
+        const double fp8 = cm.gemm_seconds(n, n, n, Dtype::fp8);
+        const double bf16 = cm.gemm_seconds(n, n, n, Dtype::bf16);
+        CHECK(fp8 / bf16 == Approx(ratio).epsilon(0.01));
+    }
+    // In a layer: fc1's input is cast by the norm before it (fused): the FP8 GEMM alone; the
+    // output projection's input is cast by a kernel of its own.
+    const ModelSpec m = load_model("llama3-8B");
+    const LayerWork w = layer_work(m, layer_cfg(1, false, Dtype::fp8), cm);
+    const Op& fc1 = op_named(w.forward, "mlp.fc1");
+    const std::int64_t T = m.seq;
+    CHECK(fc1.time == cm.gemm(T, m.fc1_out(), m.hidden, Dtype::fp8));
+    CHECK(fc1.flops == ComputeModel::gemm_flops(T, m.fc1_out(), m.hidden, 1));
+    const Op& proj = op_named(w.forward, "attention.proj");
+    CHECK(proj.time ==
+          cm.gemm(T, m.hidden, m.hidden, Dtype::fp8) + cm.memory_bound(4 * T * m.hidden));
+}
+
+TEST_CASE("fp8: which GEMMs run in FP8 and what their casts cost", "[strategies][fp8]") {
+    CHECK(runs_in_fp8("attention.qkv"));
+    CHECK(runs_in_fp8("mlp.fc2.wgrad"));
+    CHECK(runs_in_fp8("moe.experts.fc1"));
+    CHECK_FALSE(runs_in_fp8("lm_head"));
+    CHECK_FALSE(runs_in_fp8("lm_head.dgrad"));
+    CHECK_FALSE(runs_in_fp8("moe.router"));
+    CHECK_FALSE(runs_in_fp8("attention.scores"));
+    // A cast with transpose per forward and data-gradient input, none for weight gradients.
+    CHECK(fp8_cast_bytes("attention.proj", 8192, 4096, 1) == 4 * 8192 * 4096);
+    CHECK(fp8_cast_bytes("mlp.fc2.dgrad", 8192, 4096, 1) == 4 * 8192 * 4096);
+    CHECK(fp8_cast_bytes("attention.qkv.dgrad", 8192, 4096, 1) == 4 * 8192 * 4096);
+    CHECK(fp8_cast_bytes("mlp.fc1.wgrad", 4096, 8192, 1) == 0);
+    // Fused into the norm, the activation or its backward (Transformer Engine's modules).
+    CHECK(fp8_cast_bytes("mlp.fc1", 8192, 4096, 1) == 0);
+    CHECK(fp8_cast_bytes("attention.qkv", 8192, 4096, 1) == 0);
+    CHECK(fp8_cast_bytes("mlp.fc2", 8192, 4096, 1) == 0);
+    CHECK(fp8_cast_bytes("mlp.fc1.dgrad", 8192, 4096, 1) == 0);
+    CHECK(fp8_cast_bytes("lm_head", 8192, 4096, 1) == 0);
+
+    const ModelSpec m = load_model("llama3-8B");
+    const LayerWork b = layer_work(m, layer_cfg(8, true, Dtype::bf16), h100());
+    const LayerWork f = layer_work(m, layer_cfg(8, true, Dtype::fp8), h100());
+    // Attention, norms and the activation stay in bf16: the same kernels.
+    for (std::string_view name : {"attention.flash", "input_layernorm", "mlp.swiglu"})
+        CHECK(op_named(f.forward, name).time == op_named(b.forward, name).time);
+    CHECK(op_named(f.backward, "attention.flash.bwd").time ==
+          op_named(b.backward, "attention.flash.bwd").time);
+    // The linear layers whose casts are fused are faster; the layer is, casts included.
+    CHECK(f.forward.time < b.forward.time);
+    CHECK(f.backward.time < b.backward.time);
+    for (std::string_view name : {"attention.qkv", "mlp.fc1", "mlp.fc2"}) {
+        INFO(name << ": fp8 " << op_named(f.forward, name).time.seconds() << " s, bf16 "
+                  << op_named(b.forward, name).time.seconds() << " s");
+        CHECK(op_named(f.forward, name).time < op_named(b.forward, name).time);
+    }
+    // The head and the collectives (bf16 activations) are unchanged.
+    const LayerWork hb = head_work(m, layer_cfg(8, true, Dtype::bf16), h100());
+    const LayerWork hf = head_work(m, layer_cfg(8, true, Dtype::fp8), h100());
+    CHECK(hf.forward.time == hb.forward.time);
+    CHECK(f.collective_bytes(Pass::forward) == b.collective_bytes(Pass::forward));
+}
+
+TEST_CASE("fp8: memory follows Transformer Engine's rules", "[strategies][fp8]") {
+    const ModelSpec m = load_model("llama3-8B");
+    // Activations: the inputs of qkv, proj, fc1 and fc2 saved in FP8 (1 byte, not 2).
+    for (auto [tp, sp] : {std::pair{1, false}, std::pair{8, true}, std::pair{8, false}}) {
+        const LayerWork b = layer_work(m, layer_cfg(tp, sp, Dtype::bf16), h100());
+        const LayerWork f = layer_work(m, layer_cfg(tp, sp, Dtype::fp8), h100());
+        const std::int64_t T = m.seq;
+        const std::int64_t shard = sp ? tp : 1;
+        const std::int64_t saved = T * m.hidden / shard   // qkv input
+                                   + T * m.hidden / tp    // proj input
+                                   + T * m.hidden / shard // fc1 input
+                                   + T * m.ffn / tp;      // fc2 input
+        CHECK(b.activation_bytes - f.activation_bytes == saved);
+        CHECK(f.parameters == b.parameters);
+    }
+    // Model state: bf16 weights + FP8 copies (data and transpose) of the layers' weights; the
+    // same fp32 gradients and optimizer state as bf16 mixed precision.
+    const auto platform = parallel::load_platform("dgx-h100");
+    const auto eb = parallel::make_experiment(platform, 8, llama8b("bf16"), "bf16");
+    const auto ef = parallel::make_experiment(platform, 8, llama8b("fp8"), "fp8");
+    const auto rb = parallel::simulate_step(eb);
+    const auto rf = parallel::simulate_step(ef);
+    REQUIRE(rb.memory.size() == 1);
+    const std::int64_t layer_params = 4 * layer_parameters_per_rank(m, 8);
+    CHECK(rf.memory[0].weights_bytes - rb.memory[0].weights_bytes ==
+          kFp8WeightCopyBytes * layer_params);
+    CHECK(rf.memory[0].grads_bytes == rb.memory[0].grads_bytes);
+    CHECK(rf.memory[0].optimizer_bytes == rb.memory[0].optimizer_bytes);
+    CHECK(rf.memory[0].activations_bytes < rb.memory[0].activations_bytes);
+    // And the step is faster.
+    CHECK(rf.step_time_s < rb.step_time_s);
+}
+
+TEST_CASE("fp8: refused on a GPU without FP8 tensor cores, naming the key and the fix",
+          "[strategies][fp8]") {
+    const auto platform = parallel::load_platform("dgx-a100");
+    try {
+        parallel::make_experiment(platform, 8, llama8b("fp8"), "a100");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("no fp8") && Catch::Contains("training.dtype: bf16") &&
+                                 Catch::Contains("H100"));
+        REQUIRE(e.where());
+        CHECK(e.where()->key == "training.dtype");
+    }
+}
