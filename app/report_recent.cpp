@@ -107,6 +107,17 @@ std::string steps_across_nodes_markdown(const std::string& data_dir) {
         md += "\nWhere the predicted steps go:\n\n";
         md += breakdown_table(ran);
     }
+    md += "\nConcurrent collectives of one step sharing a node's NICs (the data-parallel "
+          "all-reduce or reduce-scatter, pipeline sends, cross-node tensor parallelism): the "
+          "analytic fidelity used here times each collective and transfer alone from its closed "
+          "form; the flow fidelity (`--fidelity flow`) plays the data-parallel collectives and "
+          "pipeline transfers of the step on the flow network, where they share NICs and links "
+          "max-min fairly (tests/strategies/test_collectives_flow.cpp holds two collectives on "
+          "the same NICs of two nodes to the processor-sharing closed form within 3%). Sharing "
+          "is left to the flow fidelity because which transfers overlap, and for how long, "
+          "follows from the schedule the executor builds, which the analytic executor's "
+          "per-collective closed forms do not see; tensor-parallel collectives stay analytic in "
+          "both (inside the passes).\n";
     return md;
 }
 
