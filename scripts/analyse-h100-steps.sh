@@ -89,3 +89,17 @@ for id in tt-8b-fsdp tt-70b-2d tt-70b-2d-asynctp; do
   printf '  %-58s' "full recompute instead of the row's"; step "$e" --set parallel.recompute=full
   printf '  %-58s' "no ZeRO-3 gathers (zero 1)"; step "$e" --set parallel.zero=1
 done
+
+echo
+echo "== Not modelled yet: torchtitan's selective AC is op-level (torchtitan/distributed/"
+echo "   activation_checkpoint.py, selective_ac_option 'op': every second aten.mm output is not"
+echo "   saved, so its matmul runs again in the backward); the rows map it to Megatron's selective"
+echo "   recompute, which with flash attention recomputes nothing. Its size, per block in the"
+echo "   order the block calls mm (wq, wk, wv, wo, w1, w3, w2; the 2nd, 4th and 6th recompute):"
+python3 - <<'PY'
+for name, h, kv, ffn in (("Llama 3.1 8B", 4096, 1024, 14336),):
+    mms = [h * h, h * kv, h * kv, h * h, h * ffn, h * ffn, ffn * h]
+    again = sum(mms[1::2])
+    print(f"  {name}: {again / sum(mms):.1%} of the block's forward matmul FLOPs again, about "
+          f"{again / sum(mms) / 3:.1%} of its forward + backward matmuls")
+PY
