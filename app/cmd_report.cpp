@@ -4,6 +4,7 @@
 #include "app/output.h"
 #include "app/report_compute.h"
 #include "app/report_published.h"
+#include "app/report_recent.h"
 #include "app/report_sections.h"
 #include "app/report_training.h"
 #include "base/error.h"
@@ -30,6 +31,9 @@ std::vector<ReportSection> report_sections() {
     sections.push_back({"training", "Training steps", training_steps_markdown});
     sections.push_back(
         {"published", "Training steps: published Megatron-LM runs", published_megatron_markdown});
+    sections.push_back(
+        {"steps-across-nodes", "Training steps across nodes", steps_across_nodes_markdown});
+    sections.push_back({"recent-runs", "Recent large runs", recent_runs_markdown});
     return sections;
 }
 

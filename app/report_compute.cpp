@@ -25,7 +25,10 @@ std::string gemm_validation_markdown(const std::string& data_dir) {
         "tile choice, wave quantisation over the SMs, efficiency curve by work, smooth roofline "
         "against HBM, launch overhead) against every row of `gemm/matmul-throughput.csv`. The "
         "parameters are the `compute:` sections of the presets, fitted once over the whole table "
-        "by `scripts/fit-gemm-efficiency.py` (six numbers for all rows: never one per row).\n\n";
+        "by `scripts/fit-gemm-efficiency.py` (six numbers for all rows: never one per row). "
+        "Azure's rows follow 10,000 warm-up iterations and are predicted at the presets' "
+        "sustained clock (`gpu.sustained_clock_mhz`: dgx-h100 and hgx-h200 1500 of 1980 MHz), "
+        "mamf's, the best shape of a search of short runs, at the boost clock.\n\n";
     md += fmt::format("Rows: {}; mean absolute error {}, worst {} (the test holds every "
                       "row within 15% and the mean within 5%).\n\n",
                       acc.rows.size(), base::percent(acc.errors.mean_abs),

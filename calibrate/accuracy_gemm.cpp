@@ -59,9 +59,18 @@ GemmAccuracy gemm_accuracy(const std::string& data_dir) {
         r.n = dimension(csv, i, "n");
         r.k = dimension(csv, i, "k");
         r.measured_tflops = csv.number(i, "tflops");
-        auto it = specs.find(r.gpu);
-        if (it == specs.end())
-            it = specs.emplace(r.gpu, hardware_for(r.gpu)).first;
+        // Azure's rows follow 10,000 warm-up iterations: the GPU is at its sustained clock,
+        // as the presets describe a long load. mamf's are the best shape of a search of short
+        // runs: the boost clock (gpu.sustained_clock_mhz cleared).
+        const bool burst = r.source == "mamf";
+        const std::string key = r.gpu + (burst ? "/burst" : "");
+        auto it = specs.find(key);
+        if (it == specs.end()) {
+            hardware::ClusterSpec spec = hardware_for(r.gpu);
+            if (burst)
+                spec.node.gpu.sustained_clock_mhz = 0;
+            it = specs.emplace(key, std::move(spec)).first;
+        }
         r.preset = it->second.name;
         const hardware::ComputeModel cm(it->second);
         const double t = cm.gemm_seconds(r.m, r.n, r.k, r.dtype);

@@ -19,6 +19,10 @@ tile (128x128 on A100, 128x256 on Hopper). Fitted over the whole table at once: 
 dtype class (A100 16-bit, Hopper fp8, Hopper 16-bit): six numbers for 22 rows, never one per row.
 Efficiencies are fitted in closed form (the geometric mean of measured/predicted in each group,
 iterated); p and W_half on a grid, minimising mean |error| + worst |error| / 4.
+
+The Hopper presets set gpu.sustained_clock_mhz (dgx-h100: 1500 of 1980 MHz): Azure's rows (long
+warm-up) run at it, mamf's (best of a search) at the boost clock. The fp8 efficiency this script
+prints is the fraction at the sustained clock; the preset holds it divided by 1500 / 1980.
 """
 import csv
 import math

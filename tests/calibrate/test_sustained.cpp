@@ -60,6 +60,7 @@ TEST_CASE("sustained fit: a record still drifting or too short is refused",
 TEST_CASE("sustained clock and power cap scale the tensor rate, not memory-bound work",
           "[hardware][sustained]") {
     hardware::ClusterSpec c = hardware::load_hardware("dgx-h100");
+    c.node.gpu.sustained_clock_mhz = 0; // the boost clock (the preset sets its sustained one)
     const hardware::ComputeModel boost(c);
     c.node.gpu.sustained_clock_mhz = 1750;
     const hardware::ComputeModel sustained(c);
@@ -86,5 +87,6 @@ TEST_CASE("hardware file: a power cap above the limit or a sustained clock above
         hardware::parse_hardware_yaml(base + "  sustained_clock_mhz: 2500\n", "clk.yaml"),
         Catch::Contains("clk.yaml:3") && Catch::Contains("sustained_clock_mhz"));
     const auto ok = hardware::parse_hardware_yaml(base + "  power_cap_w: 500\n", "ok.yaml");
-    CHECK(ok.node.gpu.sustained_clock() == Approx(1980 * std::cbrt(500.0 / 700)));
+    // The cap scales the clock the preset sustains at its 700 W limit (dgx-h100: 1500 MHz).
+    CHECK(ok.node.gpu.sustained_clock() == Approx(1500 * std::cbrt(500.0 / 700)));
 }

@@ -217,3 +217,38 @@ TEST_CASE("collectives: flow runs are deterministic", "[collectives][flow]") {
     CHECK(a.events == b.events);
     CHECK(a.stats.flows == b.stats.flows);
 }
+
+TEST_CASE("collectives: two collectives across nodes on the same NICs share them as processor "
+          "sharing says",
+          "[collectives][flow][contention][multinode]") {
+    // Two DGX H100 nodes; both collectives run between GPU 0 of each node, so every byte of
+    // both crosses the same NICs. Bandwidth-bound (1 GiB and 512 MiB), processor sharing gives
+    // the closed form: while both run each gets half, so the smaller (time a alone) ends at
+    // 2a and the larger (time b alone) at a + b, its remaining work at the full rate after.
+    const auto& topo = topology("dgx-h100", 16);
+    auto run = [&](const std::vector<std::int64_t>& sizes) {
+        std::vector<Communicator> comms;
+        for (std::size_t i = 0; i < sizes.size(); ++i)
+            comms.emplace_back(topo, std::vector<int>{0, 8});
+        sim::Engine engine;
+        sim::FlowNetwork net(engine);
+        hardware::bind_topology(net, topo);
+        FlowCollectives runner(engine, net, topo);
+        std::vector<sim::Time> done(sizes.size());
+        for (std::size_t i = 0; i < comms.size(); ++i) {
+            Collective c;
+            c.bytes = sizes[i];
+            c.algorithm = Algorithm::ring;
+            runner.start(comms[i], c, [&, i] { done[i] = engine.now(); });
+        }
+        engine.run();
+        CHECK(runner.running() == 0);
+        return done;
+    };
+    const sim::Time a = run({GiB / 2})[0];
+    const sim::Time b = run({GiB})[0];
+    CHECK(b / a == Approx(2).epsilon(0.02)); // bandwidth-bound: twice the bytes, twice the time
+    const auto both = run({GiB / 2, GiB});
+    CHECK(both[0] / (a + a) == Approx(1).epsilon(0.03));
+    CHECK(both[1] / (a + b) == Approx(1).epsilon(0.03));
+}

@@ -1,0 +1,18 @@
+#pragma once
+/// \file
+/// Two sections of docs/validation.md from calibrate/accuracy_recent.h (and the Narayanan runs
+/// of calibrate/accuracy_published.h): "Training steps across nodes" (the dev sets with
+/// their targets and signed errors) and "Recent large runs" (every row of
+/// large-scale/h100-published-runs.yaml, predicted or marked not modelled), as Markdown.
+
+#include <string>
+
+namespace clustersim::app {
+
+/// Markdown of "Training steps across nodes".
+std::string steps_across_nodes_markdown(const std::string& data_dir);
+
+/// Markdown of "Recent large runs".
+std::string recent_runs_markdown(const std::string& data_dir);
+
+} // namespace clustersim::app

@@ -1,0 +1,296 @@
+// The numbers of docs/validation.md's sections "Training steps across nodes" and "Recent large
+// runs": every row of large-scale/h100-published-runs.yaml mapped to an experiment from its own
+// fields, on one preset per cluster, with one rule per framework for what the source does not
+// state (recent_rules()). Never a parameter per row.
+#include "calibrate/accuracy_recent.h"
+
+#include "base/error.h"
+#include "config/yaml_map.h"
+#include "hardware/compute_model.h"
+#include "hardware/hardware_loader.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace clustersim::calibrate {
+
+namespace {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// The clusters, one preset each (never one per row):
+// - NeMo 24.07 and Megatron-Bridge: "DGX-H100" (the pages' system), NVIDIA's own SuperPOD
+//   fabric (8x 400 Gb/s NDR per node, non-blocking, SHARP-capable switches).
+// - torchtitan: Meta's Grand Teton, H100 96 GB at a 500 W power limit (the benchmark page).
+constexpr const char* kNvidiaPreset = "dgx-superpod-h100";
+constexpr const char* kMetaPreset = "grand-teton-h100";
+
+bool contains(const std::string& text, std::string_view part) {
+    return text.find(part) != std::string::npos;
+}
+
+/// A scalar's text, or "" for null/absent.
+std::string scalar_or_empty(config::YamlMap& m, std::string_view key) {
+    if (!m.has(key))
+        return "";
+    const YAML::Node n = m.raw(key);
+    return n.IsScalar() ? n.Scalar() : std::string();
+}
+
+int dim(config::YamlMap& m, std::string_view key) {
+    return static_cast<int>(m.integer(key, 1, 1 << 24));
+}
+
+/// The model keys of a dense row from its dimensions, with the architecture its family has.
+void dense_model(config::YamlMap model, const std::string& name, Settings& s) {
+    s.emplace_back("model.kind", "transformer");
+    s.emplace_back("model.layers", std::to_string(dim(model, "layers")));
+    s.emplace_back("model.hidden", std::to_string(dim(model, "hidden")));
+    s.emplace_back("model.heads", std::to_string(dim(model, "heads")));
+    s.emplace_back("model.kv_heads", std::to_string(dim(model, "kv_heads")));
+    s.emplace_back("model.ffn", std::to_string(dim(model, "ffn")));
+    s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
+    s.emplace_back("model.vocab", std::to_string(dim(model, "vocab")));
+    s.emplace_back("model.attention", "flash");
+    s.emplace_back("model.dropout", "0");
+    if (contains(name, "Llama")) {
+        // Llama 2/3 (their papers and released configs): SwiGLU, RMSNorm, RoPE, untied
+        // output layer, no biases.
+        s.emplace_back("model.activation", "swiglu");
+        s.emplace_back("model.norm", "rmsnorm");
+        s.emplace_back("model.position_embedding", "rope");
+        s.emplace_back("model.tied_embeddings", "false");
+        s.emplace_back("model.bias", "false");
+    } else if (contains(name, "Nemotron")) {
+        // Nemotron-4 (the row's notes): squared ReLU, LayerNorm, RoPE, untied, no biases. The
+        // squared ReLU is costed as GeLU: the same two matrices, one elementwise kernel.
+        s.emplace_back("model.activation", "gelu");
+        s.emplace_back("model.norm", "layernorm");
+        s.emplace_back("model.position_embedding", "rope");
+        s.emplace_back("model.tied_embeddings", "false");
+        s.emplace_back("model.bias", "false");
+    } else {
+        // GPT-3 (Brown et al. 2020): GeLU, LayerNorm, learned positions, tied embeddings,
+        // biases.
+        s.emplace_back("model.activation", "gelu");
+        s.emplace_back("model.norm", "layernorm");
+        s.emplace_back("model.position_embedding", "learned");
+        s.emplace_back("model.tied_embeddings", "true");
+        s.emplace_back("model.bias", "true");
+    }
+}
+
+strategies::parallel::Platform platform(const std::string& preset) {
+    static std::map<std::string, strategies::parallel::Platform> cache;
+    auto it = cache.find(preset);
+    if (it == cache.end())
+        it = cache.emplace(preset, strategies::parallel::load_platform(preset)).first;
+    return it->second;
+}
+
+/// One row of the file, mapped and predicted.
+RecentRun map_row(YAML::Node node, const std::string& file) {
+    config::YamlMap row(node, file, "rows");
+    RecentRun r;
+    r.where = config::format_mark(file, node.Mark());
+    r.id = row.str("id");
+    config::YamlMap model = row.map("model");
+    r.model = model.str("name");
+    r.moe = model.str("type") == "moe";
+    r.framework = row.str("framework");
+    config::YamlMap hw = row.map("hardware");
+    const std::string gpu = hw.str("gpu");
+    r.gpus = dim(hw, "num_gpus");
+    r.preset = contains(gpu, "500W") || contains(gpu, "Grand Teton") ? kMetaPreset
+               : contains(gpu, "H100-SXM5-80GB")                     ? kNvidiaPreset
+                                                                     : "";
+    if (r.preset.empty())
+        hw.fail("gpu", "expected an H100-SXM5-80GB (DGX H100) or a 500W Grand Teton H100, got '" +
+                           gpu + "'");
+    const bool torchtitan = contains(r.framework, "torchtitan");
+
+    config::YamlMap par = row.map("parallelism");
+    r.tp = dim(par, "tp");
+    r.pp = dim(par, "pp");
+    r.cp = dim(par, "cp");
+    r.ep = dim(par, "ep");
+    r.dp = dim(par, "dp");
+    if (par.has("vpp"))
+        r.virtual_stages = dim(par, "vpp");
+    const std::string schedule = scalar_or_empty(par, "pp_schedule");
+    if (contains(schedule, "Interleaved") && r.virtual_stages == 1)
+        r.virtual_stages = 0; // the page does not give torchtitan's stages per rank
+    config::YamlMap batch = row.map("batch");
+    r.global_batch = dim(batch, "global_batch_seqs");
+    // Megatron's micro-batch is printed; torchtitan's local batch is a data-parallel rank's
+    // whole batch, run at once without a pipeline and as micro-batches of 1 with one
+    // (torchtitan's pipeline_parallel_microbatch_size default).
+    r.micro_batch = batch.has("micro_batch") ? dim(batch, "micro_batch")
+                    : r.pp > 1               ? 1
+                                             : dim(batch, "local_batch");
+    const std::string recompute = scalar_or_empty(row, "recompute");
+    r.recompute = recompute.empty() ? "none" : recompute;
+    const std::string precision = row.str("precision");
+    r.fp8 = contains(precision, "FP8") || contains(precision, "Float8");
+    r.dense_bf16 = !r.moe && precision == "BF16";
+    r.measured_s = row.map("derived").number("iteration_time_s", 1e-9);
+
+    Settings& s = r.settings;
+    if (r.moe) {
+        // The model's own preset (its published dimensions); the row's text fields give no more.
+        s.emplace_back("model", "deepseek-v3");
+        s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
+    } else {
+        dense_model(model, r.model, s);
+    }
+    s.emplace_back("training.global_batch", std::to_string(r.global_batch));
+    s.emplace_back("training.micro_batch", std::to_string(r.micro_batch));
+    s.emplace_back("training.dtype", r.fp8 ? "fp8" : "bf16");
+    s.emplace_back("training.optimizer", "adamw");
+    s.emplace_back("parallel.tp", std::to_string(r.tp));
+    s.emplace_back("parallel.pp", std::to_string(r.pp));
+    s.emplace_back("parallel.dp", std::to_string(r.dp));
+    if (r.cp > 1) {
+        s.emplace_back("parallel.cp", std::to_string(r.cp));
+        r.features.push_back(fmt::format("cp {}", r.cp));
+    }
+    if (r.ep > 1) {
+        s.emplace_back("parallel.ep", std::to_string(r.ep));
+        r.features.push_back(fmt::format("ep {}", r.ep));
+    }
+    if (r.fp8)
+        r.features.emplace_back("FP8");
+    if (r.tp > 1)
+        s.emplace_back("parallel.sequence_parallel", "true");
+    if (r.pp > 1 && r.virtual_stages != 1) {
+        s.emplace_back("parallel.schedule", "interleaved-1f1b");
+        if (r.virtual_stages > 1)
+            s.emplace_back("parallel.virtual_stages", std::to_string(r.virtual_stages));
+    } else if (r.pp > 1) {
+        s.emplace_back("parallel.schedule", "1f1b");
+    }
+    s.emplace_back("parallel.recompute", r.recompute);
+    if (torchtitan) {
+        // FSDP2 shards parameters, gradients and optimizer state and all-gathers each block's
+        // parameters before its forward and backward (prefetching the next), reduce-scattering
+        // its gradients: ZeRO-3's traffic, overlapped with the compute.
+        s.emplace_back("parallel.zero", "3");
+        s.emplace_back("parallel.overlap_grad_reduce", "true");
+        r.features.emplace_back("FSDP2 (as ZeRO-3)");
+        if (contains(r.framework, "AsyncTP") || contains(r.framework, "async TP")) {
+            // Async TP decomposes the TP all-gathers and reduce-scatters into chunks overlapped
+            // with the matmuls they feed: Megatron-Core's tp_comm_overlap.
+            s.emplace_back("parallel.tp_comm_overlap", "true");
+            r.features.emplace_back("async TP (as tp_comm_overlap)");
+        }
+        if (contains(r.framework, "compile"))
+            r.features.emplace_back("torch.compile");
+    } else {
+        // NeMo / Megatron-Bridge performance recipes: the distributed optimizer with gradient
+        // reduce and parameter gather overlapped, and TP communication overlap where tp > 1.
+        s.emplace_back("parallel.zero", "1");
+        s.emplace_back("parallel.overlap_grad_reduce", "true");
+        s.emplace_back("parallel.overlap_param_gather", "true");
+        if (r.tp > 1)
+            s.emplace_back("parallel.tp_comm_overlap", "true");
+    }
+
+    std::vector<std::string> needs;
+    if (r.virtual_stages == 0)
+        needs.emplace_back("the page's stages per rank for interleaved 1F1B (not stated)");
+    if (r.fp8 && !fp8_training_modelled())
+        needs.emplace_back("FP8 as Transformer Engine / torchao run it");
+    try {
+        const auto e = strategies::parallel::make_experiment(platform(r.preset), r.gpus, s, r.id);
+        if (needs.empty()) {
+            strategies::parallel::StepOptions o;
+            o.oom_advice = false;
+            r.step = strategies::parallel::simulate_step(e, o);
+            r.predicted_s = r.step.step_time_s;
+        }
+    } catch (const InputError& err) {
+        const std::string what = err.what();
+        if (r.cp > 1 && contains(what, "parallel.cp'"))
+            needs.emplace_back("context parallelism (parallel.cp)");
+        else if (r.ep > 1 && contains(what, "parallel.ep'"))
+            needs.emplace_back("expert parallelism (parallel.ep)");
+        else if (r.virtual_stages != 0)
+            needs.push_back("a layout the step model accepts (" +
+                            what.substr(what.rfind(r.id + ": ") == 0 ? r.id.size() + 2 : 0) + ")");
+    }
+    for (const auto& n : needs)
+        r.not_modelled += (r.not_modelled.empty() ? "needs " : "; ") + n;
+    return r;
+}
+
+} // namespace
+
+bool fp8_training_modelled() {
+    const auto m = strategies::models::load_model("llama3-8B");
+    const hardware::ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    auto attention = [&](hardware::Dtype d) {
+        strategies::models::LayerConfig cfg;
+        cfg.dtype = d;
+        const auto w = strategies::models::layer_work(m, cfg, cm);
+        for (std::size_t i = 0; i < w.forward.ops.size(); ++i) {
+            if (w.forward.ops[i].kind == strategies::models::OpKind::fused_attention)
+                return w.forward.ops[i].time.seconds();
+        }
+        return 0.0;
+    };
+    const double fp8 = attention(hardware::Dtype::fp8);
+    const double bf16 = attention(hardware::Dtype::bf16);
+    return fp8 > 0 && std::abs(fp8 / bf16 - 1) < 0.01;
+}
+
+std::vector<RecentRun> recent_runs(const std::string& data_dir) {
+    const std::string file = data_dir + "/large-scale/h100-published-runs.yaml";
+    const YAML::Node doc = config::load_yaml_file(file);
+    config::YamlMap root(doc, file);
+    const YAML::Node rows = root.raw("rows");
+    if (!rows.IsSequence())
+        root.fail("rows", "expected a list of runs");
+    std::vector<RecentRun> out;
+    for (const auto& row : rows)
+        out.push_back(map_row(row, file));
+    return out;
+}
+
+ErrorStats recent_errors(const std::vector<RecentRun>& runs, bool dense_bf16_only) {
+    std::vector<double> errors;
+    for (const auto& r : runs) {
+        if (r.ran() && (!dense_bf16_only || r.dense_bf16))
+            errors.push_back(r.error());
+    }
+    return error_stats(errors);
+}
+
+std::vector<std::string> recent_rules() {
+    return {
+        "one preset per cluster: NeMo and Megatron-Bridge rows on `dgx-superpod-h100` (the pages' "
+        "DGX H100, 8x 400 Gb/s NDR per node), torchtitan rows on `grand-teton-h100` (H100 96 GB "
+        "at the page's 500 W power limit, 400 Gb/s RoCE per GPU)",
+        "the model from the row's dimensions; Llama rows with SwiGLU, RMSNorm, RoPE, untied "
+        "embeddings and no biases, GPT-3 with GeLU, LayerNorm, learned positions and tied "
+        "embeddings, Nemotron-4's squared ReLU costed as GeLU; FlashAttention-style fused "
+        "attention; the MoE row on the `deepseek-v3` model preset",
+        "NeMo / Megatron-Bridge (Megatron-Core): the printed micro-batch, interleaved 1F1B with "
+        "the printed virtual stages, sequence parallelism and TP communication overlap where tp > "
+        "1, the distributed optimizer (ZeRO-1) with gradient reduce and parameter gather "
+        "overlapped; recompute as printed (not stated: none)",
+        "torchtitan: FSDP2 as ZeRO-3 with overlapped gathers and reduce-scatters, the local "
+        "batch as one micro-batch without a pipeline (micro-batches of 1 with one), sequence "
+        "parallelism with TP, async TP as tp_comm_overlap; recompute as printed (its selective "
+        "mode as Megatron's selective recompute)",
+        "AdamW; bf16 unless the row says FP8 or Float8",
+    };
+}
+
+} // namespace clustersim::calibrate
