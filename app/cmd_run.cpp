@@ -40,8 +40,9 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("experiment", o->experiment, "Experiment file (YAML)")->required();
     cmd->add_option("--set", o->sets, "Override a key, e.g. --set parallel.tp=4 (repeatable)");
     cmd->add_option("--fidelity", o->fidelity,
-                    "analytic (closed forms) or flow (network contention)")
-        ->check(CLI::IsMember({"analytic", "flow"}))
+                    "analytic (closed forms), flow (network contention; identical flows by "
+                    "symmetry, exact) or flow-full (every flow simulated)")
+        ->check(CLI::IsMember({"analytic", "flow", "flow-full"}))
         ->capture_default_str();
     auto* trace_opt =
         cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
@@ -77,8 +78,9 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
             overrides.push_back(strategies::parallel::parse_override(s));
         const ExperimentSpec e = strategies::parallel::load_experiment(o->experiment, overrides);
         strategies::parallel::StepOptions options;
-        options.fidelity = o->fidelity == "flow" ? strategies::parallel::Fidelity::flow
-                                                 : strategies::parallel::Fidelity::analytic;
+        options.fidelity = o->fidelity == "analytic" ? strategies::parallel::Fidelity::analytic
+                                                     : strategies::parallel::Fidelity::flow;
+        options.flow_symmetry = o->fidelity != "flow-full";
         options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
                            !o->compare_trace.empty();
         if (!o->compare_trace.empty() && o->compare.empty())

@@ -35,6 +35,23 @@ const char* fidelity_name(strategies::parallel::Fidelity f) {
     return f == strategies::parallel::Fidelity::flow ? "flow" : "analytic";
 }
 
+const char* fidelity_name(const StepResult& r) {
+    if (r.fidelity != strategies::parallel::Fidelity::flow)
+        return "analytic";
+    return r.flow_symmetry ? "flow" : "flow-full";
+}
+
+/// Flow fidelity: whose communication was simulated, and what symmetry left out.
+std::string symmetry_note(const StepResult& r) {
+    if (!r.flow_symmetry)
+        return fmt::format("off (flow-full): every flow simulated, {} flows on {} GPUs", r.flows,
+                           r.flow_gpus.size());
+    return fmt::format("the communication of {} GPUs simulated ({} flows); {} more GPUs' flows "
+                       "({}) left to identical representatives, exact (--fidelity flow-full "
+                       "simulates them)",
+                       r.flow_gpus.size(), r.flows, r.represented_gpus.size(), r.represented_flows);
+}
+
 } // namespace
 
 std::string describe_recompute(const strategies::parallel::RecomputePlan& r) {
@@ -112,7 +129,9 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                e.cluster.node.gpu.name, e.cluster.name);
     fmt::print(out, "{:<12}{}\n", "parallel", describe_parallel(e));
     fmt::print(out, "{:<12}{} of {} GPUs ({}), {} fidelity\n", "simulated", r.simulated_gpus.size(),
-               r.gpus, "one per pipeline rank", fidelity_name(r.fidelity));
+               r.gpus, "one per pipeline rank", fidelity_name(r));
+    if (r.fidelity == strategies::parallel::Fidelity::flow)
+        fmt::print(out, "{:<12}{}\n", "symmetry", symmetry_note(r));
     fmt::print(out, "\n");
     fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
     fmt::print(
@@ -221,6 +240,14 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     j["recompute_plan"] = recompute_plan_text(r);
     j["simulated_gpus"] = r.simulated_gpus;
     j["simulated"] = simulated_note(r);
+    if (r.fidelity == strategies::parallel::Fidelity::flow)
+        j["flow"] = {{"fidelity", fidelity_name(r)},
+                     {"symmetry", r.flow_symmetry},
+                     {"simulated_gpus", r.flow_gpus},
+                     {"represented_gpus", r.represented_gpus},
+                     {"flows", r.flows},
+                     {"represented_flows", r.represented_flows},
+                     {"note", symmetry_note(r)}};
     return j;
 }
 

@@ -89,13 +89,24 @@ def rows(build):
                "(`bench_scale`, CPU time)", target,
                f"k = {b['exponent']:.2f} ({fmt_time(b['t_small_s'] * 1e3)} -> "
                f"{fmt_time(b['t_large_s'] * 1e3)}), {mib(b)}")
-    for gpus in (1024, 4096):
+    full = next(iter(run(build, "bench_scale", "BM_Gpt3Step/dp:32/flow:2/").values()))
+    sym = next(iter(run(build, "bench_scale", "BM_Gpt3Step/dp:32/flow:1/").values()))
+    yield ("GPT-3 175B step on 4,096 GPUs, flow with symmetry vs `--fidelity flow-full` "
+           "(`bench_scale`)", "the same step time",
+           f"{fmt_time(ms(sym))} vs {fmt_time(ms(full))}; step {sym['step_s']:.9g} s vs "
+           f"{full['step_s']:.9g} s")
+    b = next(iter(run(build, "bench_scale", "BM_Gpt3Step/dp:128/flow:1/").values()))
+    yield ("GPT-3 175B step on 16,384 GPUs, flow with symmetry, whole job (`bench_scale`)",
+           "< 2 s", f"{fmt_time(ms(b))}, {mib(b)}")
+    for gpus in (1024, 4096, 16384):
         b = next(iter(run(build, "bench_scale", f"BM_FlowAllReduce/gpus:{gpus}/").values()))
-        yield (f"1 GiB all-reduce on {gpus:,} GPUs (DGX H100), flow fidelity, whole job "
-               "(`bench_scale`)", "< 5 s on 100,000 GPUs", f"{fmt_time(ms(b))}, {mib(b)}")
+        yield (f"1 GiB all-reduce on {gpus:,} GPUs (DGX H100), flow fidelity with symmetry, "
+               "whole job (`bench_scale`)", "< 5 s on 100,000 GPUs",
+               f"{fmt_time(ms(b))}, {mib(b)} ({b['flows']:,.0f} flows simulated, "
+               f"{b['represented']:,.0f} left to representatives)")
     yield ("GPT-3 175B step on 100,096 GPUs, flow; 1 GiB all-reduce on 100,000 GPUs, flow",
-           "< 30 s, < 2 GiB; < 5 s", "not run: beyond minutes until flow fidelity simulates "
-           "one representative of identical ranks (see the growth exponent)")
+           "< 30 s, < 2 GiB; < 5 s", "not run: NCCL's trees across many nodes share their "
+           "parents' links, which symmetry leaves to full simulation (see the growth exponent)")
 
     s = run(build, "bench_sweep", "BM_Sweep_Gpt3_64")
     one = s["BM_Sweep_Gpt3_64/jobs:1/real_time"]["items_per_second"]

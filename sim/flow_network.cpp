@@ -38,11 +38,18 @@ FlowId FlowNetwork::start(FlowSpec spec) {
               std::move(spec.on_complete),
               0,
               {},
-              false};
+              false,
+              engine_.now()};
     if (spec.latency == Time::zero()) {
         activate(std::move(flow));
         return id;
     }
+    flow.activation = engine_.now() + spec.latency;
+    wait(std::move(flow));
+    return id;
+}
+
+void FlowNetwork::wait(Flow&& flow) {
     std::uint32_t slot;
     if (!free_waiting_.empty()) {
         slot = free_waiting_.back();
@@ -52,11 +59,53 @@ FlowId FlowNetwork::start(FlowSpec spec) {
         slot = static_cast<std::uint32_t>(waiting_.size());
         waiting_.push_back(std::move(flow));
     }
-    engine_.after(spec.latency, [this, slot] {
+    engine_.at(waiting_[slot].activation, [this, slot] {
         Flow f = std::move(waiting_[slot]);
+        waiting_[slot].id = kNoFlow;
         free_waiting_.push_back(slot);
         activate(std::move(f));
     });
+}
+
+FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
+                               std::function<void(FlowId)> on_complete) {
+    for (ResourceId r : path) {
+        if (r >= resources_.size())
+            throw std::invalid_argument("flow path names an unknown resource");
+    }
+    const Flow* from = nullptr;
+    for (const Flow& f : waiting_) {
+        if (f.id == original)
+            from = &f;
+    }
+    if (from == nullptr) {
+        for (std::uint32_t slot : active_) {
+            if (slab_[slot].id == original)
+                from = &slab_[slot];
+        }
+    }
+    if (from == nullptr)
+        throw std::logic_error("start_copy: the original flow is not in flight");
+    const bool moving = from->active;
+    if (moving)
+        advance_to_now(); // the bytes it has left now
+    const FlowId id = next_id_++;
+    ++in_flight_;
+    Flow flow{id,
+              from->bytes,
+              from->remaining,
+              0.0,
+              from->max_rate,
+              std::move(path),
+              std::move(on_complete),
+              0,
+              {},
+              false,
+              from->activation};
+    if (moving)
+        activate(std::move(flow));
+    else
+        wait(std::move(flow));
     return id;
 }
 
@@ -230,7 +279,8 @@ void FlowNetwork::on_completion_event() {
     advance_to_now();
     // A flow is done when what is left would take under a picosecond (rounding of the
     // completion time to whole picoseconds leaves at most that much).
-    std::vector<Flow> done;
+    std::vector<Flow>& done = done_;
+    done.clear();
     auto is_done = [](const Flow& f) {
         return f.remaining <= std::max(1e-6, f.rate * 1e-12) || f.remaining <= f.bytes * 1e-12;
     };
@@ -244,8 +294,10 @@ void FlowNetwork::on_completion_event() {
     active_.erase(split, active_.end());
     // Rates change for the survivors; batch with anything the callbacks start at this instant.
     request_reshare();
+    // finish() may start flows but never completes one, so done_ is not touched meanwhile.
     for (Flow& f : done)
         finish(f);
+    done.clear();
 }
 
 void FlowNetwork::finish(Flow& flow) {
@@ -318,22 +370,30 @@ void FlowNetwork::compute_max_min_rates() {
         offset_[j + 1] = offset_[j] + count_[touched_[j]];
     members_.resize(offset_[nt]);
     {
-        std::vector<std::uint32_t> fill(offset_.begin(), offset_.end() - 1);
+        std::vector<std::uint32_t>& fill = fill_;
+        fill.assign(offset_.begin(), offset_.end() - 1);
         for (std::uint32_t i = 0; i < nf; ++i) {
             for (ResourceId r : flow(i).path)
                 members_[fill[slot_[r]]++] = i;
         }
     }
 
-    struct Entry {
-        double share;
-        std::uint32_t index; // resource id, or nr + flow index for a flow's own cap
-        std::uint32_t version;
-        bool operator>(const Entry& o) const {
-            return share != o.share ? share > o.share : index > o.index;
+    // The heap's storage is kept between passes (a binary heap on heap_, as priority_queue).
+    struct Heap {
+        std::vector<HeapEntry>& c;
+        bool empty() const { return c.empty(); }
+        const HeapEntry& top() const { return c.front(); }
+        void push(HeapEntry e) {
+            c.push_back(e);
+            std::push_heap(c.begin(), c.end(), std::greater<HeapEntry>());
         }
-    };
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+        void pop() {
+            std::pop_heap(c.begin(), c.end(), std::greater<HeapEntry>());
+            c.pop_back();
+        }
+    } heap{heap_};
+    heap_.clear();
+    using Entry = HeapEntry;
     for (ResourceId r : touched_) {
         remaining_capacity_[r] = resources_[r].capacity;
         heap.push(Entry{remaining_capacity_[r] / count_[r], r, 0});
@@ -346,7 +406,8 @@ void FlowNetwork::compute_max_min_rates() {
     // Freezing a resource's flows changes the share of every resource on their paths; those
     // are collected and re-queued once per batch (not once per flow), which is all the heap
     // can see anyway: nothing is popped until the batch is done.
-    std::vector<ResourceId> changed;
+    std::vector<ResourceId>& changed = changed_;
+    changed.clear();
     auto freeze = [&](std::uint32_t i, double rate) {
         frozen_[i] = 1;
         flow(i).rate = rate;

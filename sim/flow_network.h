@@ -56,6 +56,13 @@ public:
 
     /// Starts a flow now; its bytes start moving after `spec.latency`.
     FlowId start(FlowSpec spec);
+    /// Starts a copy of flow `original` (in flight: waiting for its latency or moving) in the
+    /// state it is in now: the same size, bytes left and cap, moving from the same instant, on
+    /// `path`. On resources nothing else crosses, with the same bottleneck, the copy finishes
+    /// exactly when `original` does (what symmetry relies on when it must simulate a flow it had
+    /// left to a representative). Throws std::logic_error if `original` is not in flight.
+    FlowId start_copy(FlowId original, std::vector<ResourceId> path,
+                      std::function<void(FlowId)> on_complete);
 
     /// Current rate of an active flow (0 if it is waiting for its latency or has completed).
     double rate(FlowId id) const;
@@ -98,9 +105,12 @@ private:
         std::uint64_t order = 0;       ///< activation order: ties in the filling follow it
         std::vector<std::uint32_t> at; ///< the flow's place in users_ of each path resource
         bool active = false;
+        Time activation = Time::zero(); ///< when its bytes start moving (after the latency)
     };
+    static constexpr FlowId kNoFlow = std::numeric_limits<FlowId>::max();
 
     void activate(Flow&& flow);
+    void wait(Flow&& flow); ///< until flow.activation
     void advance_to_now();
     void request_reshare();
     void reshare(bool everything);
@@ -148,6 +158,18 @@ private:
     std::vector<char> frozen_;
     std::vector<char> dirty_; ///< resources whose share a batch of freezes changed
     std::vector<ResourceId> touched_;
+    struct HeapEntry {
+        double share;
+        std::uint32_t index; // resource id, or nr + flow index for a flow's own cap
+        std::uint32_t version;
+        bool operator>(const HeapEntry& o) const {
+            return share != o.share ? share > o.share : index > o.index;
+        }
+    };
+    std::vector<HeapEntry> heap_;
+    std::vector<std::uint32_t> fill_;
+    std::vector<ResourceId> changed_;
+    std::vector<Flow> done_; ///< flows completing in one event
 };
 
 } // namespace clustersim::sim

@@ -19,7 +19,27 @@ struct FlowCollectives::Run {
     int total_rounds = 0;
     int pending = 0;
     std::function<void()> done;
+    /// Symmetry: the classes of identical flows of the batch in flight, each simulated by its
+    /// representative `rep`; `left` are the others, not started.
+    struct Lump {
+        sim::FlowId rep = 0;
+        bool rep_done = false;
+        double bytes = 0;
+        double rate = 0;
+        sim::Time latency;
+        std::vector<Pending> left;
+    };
+    std::vector<Lump> lumps;
+    bool then_local = false; ///< of the batch in flight
 };
+
+std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
+    if (route != nullptr)
+        return *route;
+    if (has_edge)
+        return {edge};
+    return {};
+}
 
 FlowCollectives::FlowCollectives(sim::Engine& engine, sim::FlowNetwork& net,
                                  const hardware::Topology& topology, FlowOptions options)
@@ -39,6 +59,15 @@ Choice FlowCollectives::start(const Communicator& comm, const Collective& c,
         throw std::logic_error("the communicator belongs to another topology");
     comm.validate(c);
     const Choice choice = comm.choose(c);
+    if (options_.symmetry) {
+        claim(comm);
+        // Another collective on the same communicator would cross the resources of the flows
+        // its rounds left to representatives: simulate those from now on.
+        for (const auto& other : runs_) {
+            if (other->plan == &comm.plan())
+                materialize(other.get());
+        }
+    }
     auto run = std::make_unique<Run>();
     run->plan = &comm.plan();
     run->decomposition = decompose(comm, c, choice.algorithm, choice.protocol);
@@ -80,28 +109,26 @@ void FlowCollectives::next_round(Run* run) {
     // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
     // follows them (the same SMs do both).
     const bool overlap = run->plan->node_ranks.size() > 1;
+    batch_.clear();
     for (const detail::PFlow& f : scratch_) {
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
         const detail::RouteInfo& route = run->plan->route(f.src, f.dst);
         const double wire = f.bytes / run->plan->flow_efficiency(f.src, f.dst, protocol);
-        ++run->pending;
-        ++stats_.flows;
         stats_.payload_bytes += f.bytes;
         stats_.wire_bytes += wire;
-        net_.start(sim::FlowSpec{wire, route.edges, latency,
-                                 std::numeric_limits<double>::infinity(),
-                                 [this, run, overlap](sim::FlowId) {
-                                     if (--run->pending == 0) {
-                                         if (overlap)
-                                             advance(run);
-                                         else
-                                             local_work(run);
-                                     }
-                                 }});
+        Pending p;
+        p.route = &route.edges;
+        p.bytes = wire;
+        p.latency = latency;
+        p.max_rate = std::numeric_limits<double>::infinity();
+        p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
+        p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
+        batch_.push_back(p);
     }
     if (overlap)
-        start_local_flows(run, latency);
+        add_local_flows(run, latency);
+    start_batch(run, !overlap);
     if (run->pending == 0)
         engine_.after(latency, [this, run, overlap] {
             if (overlap)
@@ -117,37 +144,209 @@ void FlowCollectives::advance(Run* run) {
 }
 
 void FlowCollectives::local_work(Run* run) {
-    start_local_flows(run, sim::Time::zero());
+    batch_.clear();
+    add_local_flows(run, sim::Time::zero());
+    start_batch(run, false);
     if (run->pending == 0)
         advance(run);
 }
 
-void FlowCollectives::start_local_flows(Run* run, sim::Time delay) {
+void FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
     const Decomposition& d = run->decomposition;
     const double share = 1.0 / std::max(1, run->total_rounds);
-    auto advance = [this, run] { this->advance(run); };
     for (std::size_t r = 0; r < d.memory_bytes.size(); ++r) {
         const double bytes = d.memory_bytes[r] * share;
         const double compute = d.compute[r].seconds() * share;
         if (bytes <= 0 && compute <= 0)
             continue;
+        stats_.hbm_bytes += bytes;
+        Pending p;
+        p.gpu_a = run->plan->gpus[r];
+        if (bytes <= 0) { // arithmetic only: a pure delay
+            p.latency = delay + sim::Time::from_seconds(compute);
+            p.max_rate = 1.0;
+        } else {
+            // The kernel streams its bytes through the HBM edge no faster than its arithmetic
+            // allows.
+            p.bytes = bytes;
+            p.edge = run->plan->memory_edge(static_cast<int>(r));
+            p.has_edge = true;
+            p.latency = delay;
+            p.max_rate = compute > 0 ? bytes / compute : std::numeric_limits<double>::infinity();
+        }
+        batch_.push_back(p);
+    }
+}
+
+void FlowCollectives::on_flow_done(Run* run, bool then_local) {
+    if (--run->pending == 0) {
+        if (then_local)
+            local_work(run);
+        else
+            advance(run);
+    }
+}
+
+void FlowCollectives::start_batch(Run* run, bool then_local) {
+    run->lumps.clear();
+    run->then_local = then_local;
+    // Symmetry holds for a flow whose every resource is its communicator's alone, crossed by no
+    // other flow of the batch, while no other collective runs on the communicator.
+    bool lump = options_.symmetry;
+    if (lump) {
+        for (const auto& other : runs_)
+            lump = lump && (other.get() == run || other->plan != run->plan);
+    }
+    if (lump) {
+        if (use_.size() < net_.resource_count())
+            use_.resize(net_.resource_count(), 0);
+        for (const Pending& p : batch_) {
+            if (p.route != nullptr)
+                for (sim::ResourceId e : *p.route)
+                    ++use_[e];
+            else if (p.has_edge)
+                ++use_[p.edge];
+        }
+    }
+    auto own = [&](sim::ResourceId e) {
+        return owner_[e] == run->plan && !shared_[e] && use_[e] == 1;
+    };
+    for (const Pending& p : batch_) {
+        bool alone = lump;
+        double rate = p.max_rate;
+        if (alone) {
+            if (p.route != nullptr) {
+                for (sim::ResourceId e : *p.route) {
+                    alone = alone && own(e);
+                    rate = std::min(rate, net_.capacity(e));
+                }
+            } else if (p.has_edge) {
+                alone = own(p.edge);
+                rate = std::min(rate, net_.capacity(p.edge));
+            }
+        }
+        if (alone) {
+            // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
+            // flows are those of the same size, bottleneck and latency.
+            auto it = std::find_if(run->lumps.begin(), run->lumps.end(), [&](const Run::Lump& l) {
+                return l.bytes == p.bytes && l.rate == rate && l.latency == p.latency;
+            });
+            if (it != run->lumps.end()) {
+                it->left.push_back(p);
+                ++stats_.represented;
+                mark_gpu(p.gpu_a, false);
+                mark_gpu(p.gpu_b, false);
+                continue;
+            }
+        }
         ++run->pending;
         ++stats_.flows;
-        stats_.hbm_bytes += bytes;
-        auto on_done = [run, advance](sim::FlowId) {
-            if (--run->pending == 0)
-                advance();
-        };
-        if (bytes <= 0) { // arithmetic only: a pure delay
-            net_.start(
-                sim::FlowSpec{0, {}, delay + sim::Time::from_seconds(compute), 1.0, on_done});
-            continue;
+        mark_gpu(p.gpu_a, true);
+        mark_gpu(p.gpu_b, true);
+        sim::FlowSpec spec{p.bytes, p.path(), p.latency, p.max_rate, {}};
+        if (alone) {
+            const std::size_t k = run->lumps.size();
+            run->lumps.push_back({0, false, p.bytes, rate, p.latency, {}});
+            spec.on_complete = [this, run, then_local, k](sim::FlowId) {
+                run->lumps[k].rep_done = true;
+                on_flow_done(run, then_local);
+            };
+            run->lumps[k].rep = net_.start(std::move(spec));
+        } else {
+            spec.on_complete = [this, run, then_local](sim::FlowId) {
+                on_flow_done(run, then_local);
+            };
+            net_.start(std::move(spec));
         }
-        // The kernel streams its bytes through the HBM edge no faster than its arithmetic allows.
-        const double cap = compute > 0 ? bytes / compute : std::numeric_limits<double>::infinity();
-        net_.start(sim::FlowSpec{
-            bytes, {run->plan->memory_edge(static_cast<int>(r))}, delay, cap, on_done});
     }
+    if (lump) {
+        for (const Pending& p : batch_) {
+            if (p.route != nullptr)
+                for (sim::ResourceId e : *p.route)
+                    use_[e] = 0;
+            else if (p.has_edge)
+                use_[p.edge] = 0;
+        }
+    }
+}
+
+void FlowCollectives::materialize(Run* run) {
+    const bool then_local = run->then_local;
+    for (Run::Lump& l : run->lumps) {
+        if (l.rep_done)
+            continue; // the others finished with it
+        for (const Pending& p : l.left) {
+            ++run->pending;
+            ++stats_.flows;
+            --stats_.represented;
+            mark_gpu(p.gpu_a, true);
+            mark_gpu(p.gpu_b, true);
+            net_.start_copy(l.rep, p.path(), [this, run, then_local](sim::FlowId) {
+                on_flow_done(run, then_local);
+            });
+        }
+        l.left.clear();
+    }
+}
+
+void FlowCollectives::claim(const Communicator& comm) {
+    const detail::Plan* plan = &comm.plan();
+    if (std::find(claimed_.begin(), claimed_.end(), plan) != claimed_.end())
+        return;
+    // Resources that a round in flight left to representatives may now be shared.
+    for (const auto& run : runs_)
+        materialize(run.get());
+    claimed_.push_back(plan);
+    const std::size_t nr = net_.resource_count();
+    if (node_edges_.empty()) {
+        node_edges_.resize(static_cast<std::size_t>(topology_.node_count()));
+        for (std::size_t e = 0; e < nr; ++e) {
+            const auto i = static_cast<hardware::EdgeIndex>(e);
+            const int a = topology_.vertex(topology_.edge_source(i)).node;
+            const int b = topology_.vertex(topology_.edge_target(i)).node;
+            if (a >= 0)
+                node_edges_[static_cast<std::size_t>(a)].push_back(static_cast<sim::ResourceId>(e));
+            if (b >= 0 && b != a)
+                node_edges_[static_cast<std::size_t>(b)].push_back(static_cast<sim::ResourceId>(e));
+        }
+        owner_.assign(nr, nullptr);
+        shared_.assign(nr, 0);
+    }
+    for (int node : plan->node_topology) {
+        for (sim::ResourceId e : node_edges_[static_cast<std::size_t>(node)]) {
+            if (owner_[e] == nullptr)
+                owner_[e] = plan;
+            else if (owner_[e] != plan)
+                shared_[e] = 1;
+        }
+    }
+}
+
+void FlowCollectives::mark_gpu(int gpu, bool simulated) {
+    if (gpu < 0)
+        return;
+    const auto n = static_cast<std::size_t>(topology_.gpu_count());
+    if (gpu_simulated_.size() < n) {
+        gpu_simulated_.resize(n, 0);
+        gpu_represented_.resize(n, 0);
+    }
+    (simulated ? gpu_simulated_ : gpu_represented_)[static_cast<std::size_t>(gpu)] = 1;
+}
+
+std::vector<int> FlowCollectives::simulated_gpus() const {
+    std::vector<int> out;
+    for (std::size_t g = 0; g < gpu_simulated_.size(); ++g)
+        if (gpu_simulated_[g])
+            out.push_back(static_cast<int>(g));
+    return out;
+}
+
+std::vector<int> FlowCollectives::represented_gpus() const {
+    std::vector<int> out;
+    for (std::size_t g = 0; g < gpu_represented_.size(); ++g)
+        if (gpu_represented_[g] && !gpu_simulated_[g])
+            out.push_back(static_cast<int>(g));
+    return out;
 }
 
 void FlowCollectives::finish(Run* run) {

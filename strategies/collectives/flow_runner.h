@@ -9,6 +9,18 @@
 /// takes at least its share of the reduction arithmetic). A round starts when the previous one
 /// is done on every rank of the communicator: a ring moves at the pace of its slowest link, as
 /// NCCL's bounded step buffers make it do.
+///
+/// Symmetry (FlowOptions::symmetry): many flows of a round are copies of one another (a ring's
+/// hops between nodes, every rank's memory work) on resources nothing else touches. A flow
+/// alone on its resources moves at its bottleneck from start to end, so identical ones (same
+/// bytes, bottleneck and latency) finish at the same instant, to the bit: one representative of
+/// each such class is simulated and the others finish with it. A flow is left to a
+/// representative only when every resource it crosses belongs to its communicator alone
+/// (`claim`: the edges of the communicator's nodes, NICs included; never the fabric's switches)
+/// and no other flow of the round crosses it, and while no other collective runs on the same
+/// communicator; when one starts, or a communicator claims resources late, the flows left out
+/// of rounds in flight are started there and then as copies of their representatives
+/// (FlowNetwork::start_copy), so the result stays the one of the full simulation.
 
 #include "hardware/topology.h"
 #include "sim/engine.h"
@@ -28,6 +40,8 @@ struct FlowOptions {
     /// fill and drain steps are kept apart). Uncontended times do not depend on it; it sets how
     /// finely concurrent traffic couples to the collective.
     int max_rounds = 128;
+    /// Simulate one representative of each class of identical flows (see above).
+    bool symmetry = false;
 };
 
 struct FlowStats {
@@ -35,6 +49,9 @@ struct FlowStats {
     double payload_bytes = 0; ///< bytes the collective moved between endpoints
     double wire_bytes = 0;    ///< the same with protocol overhead (what links carry)
     double hbm_bytes = 0;     ///< kernel memory traffic
+    /// Flows not simulated: they finished with an identical representative (symmetry); not
+    /// counted in `flows`.
+    std::uint64_t represented = 0;
 };
 
 class FlowCollectives {
@@ -53,18 +70,47 @@ public:
     /// it runs with, and the closed-form prediction for comparison.
     Choice start(const Communicator& comm, const Collective& c, std::function<void()> on_done);
 
+    /// With symmetry: declares that `comm` will run collectives on this network, so that its
+    /// resources are known to be shared with other communicators or not. Call it for every
+    /// communicator before the first start() (start() claims a communicator it meets first,
+    /// at a cost: the rounds in flight are then simulated in full).
+    void claim(const Communicator& comm);
+
     /// Collectives started and not yet done.
     std::size_t running() const { return runs_.size(); }
     const FlowStats& stats() const { return stats_; }
+    /// GPUs an endpoint of at least one simulated flow, ascending.
+    std::vector<int> simulated_gpus() const;
+    /// GPUs whose flows were all left to representatives (symmetry), ascending.
+    std::vector<int> represented_gpus() const;
 
 private:
     struct Run;
+    /// A flow to start: a network transfer on a route, or a rank's memory work (on its HBM edge,
+    /// or on no resource: arithmetic only).
+    struct Pending {
+        const std::vector<sim::ResourceId>* route = nullptr; ///< null: `edge` (or none)
+        sim::ResourceId edge = 0;
+        bool has_edge = false;
+        double bytes = 0;
+        sim::Time latency;
+        double max_rate = 0;
+        int gpu_a = -1, gpu_b = -1; ///< GPUs at its ends (-1: a switch, or none)
+        std::vector<sim::ResourceId> path() const;
+    };
     void next_round(Run* run);
     void local_work(Run* run);
-    /// Starts the round's share of the kernel's memory work on every rank, after `delay`.
-    void start_local_flows(Run* run, sim::Time delay);
+    /// The round's share of the kernel's memory work on every rank, after `delay`.
+    void add_local_flows(Run* run, sim::Time delay);
+    /// Starts batch_ (flows that run together); `then_local`: when all are done, the round's
+    /// memory work follows, else the next round.
+    void start_batch(Run* run, bool then_local);
+    void on_flow_done(Run* run, bool then_local);
+    /// Starts, as copies of their representatives, the flows left out of `run`'s round.
+    void materialize(Run* run);
     void advance(Run* run);
     void finish(Run* run);
+    void mark_gpu(int gpu, bool simulated);
 
     sim::Engine& engine_;
     sim::FlowNetwork& net_;
@@ -73,6 +119,15 @@ private:
     FlowStats stats_;
     std::vector<std::unique_ptr<Run>> runs_;
     std::vector<detail::PFlow> scratch_;
+    std::vector<Pending> batch_;
+    // Symmetry: per resource, the plan of the communicator that claimed it (null: none) and
+    // whether a second one did; the claimed plans; per resource, flows of the batch on it.
+    std::vector<const detail::Plan*> owner_;
+    std::vector<char> shared_;
+    std::vector<const detail::Plan*> claimed_;
+    std::vector<std::vector<sim::ResourceId>> node_edges_; ///< edges with an end in each node
+    std::vector<std::uint32_t> use_;
+    std::vector<char> gpu_simulated_, gpu_represented_;
 };
 
 /// One collective alone on its cluster, in either fidelity.

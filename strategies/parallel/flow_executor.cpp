@@ -14,7 +14,7 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-FlowRun run_flow(const StepPlan& plan) {
+FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     const int P = plan.shape.ranks;
     const int v = plan.shape.virtual_stages;
     const int V = P * v;
@@ -24,7 +24,9 @@ FlowRun run_flow(const StepPlan& plan) {
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, topo);
-    collectives::FlowCollectives runner(engine, net, topo);
+    collectives::FlowOptions flow_options;
+    flow_options.symmetry = symmetry;
+    collectives::FlowCollectives runner(engine, net, topo, flow_options);
     sim::TaskGraph g;
 
     // Communicators outlive the run.
@@ -248,6 +250,14 @@ FlowRun run_flow(const StepPlan& plan) {
         }
     }
 
+    // Every communicator is known before the first transfer, so symmetry sees which resources
+    // each one shares with another.
+    for (const auto& [key, comm] : pairs)
+        runner.claim(*comm);
+    for (const auto& comm : dp_comms)
+        if (comm)
+            runner.claim(*comm);
+
     sim::TaskExecutor exec(engine, g);
     exec.start();
     engine.run();
@@ -255,6 +265,10 @@ FlowRun run_flow(const StepPlan& plan) {
 
     FlowRun out;
     out.events = engine.events_processed();
+    out.flow_gpus = runner.simulated_gpus();
+    out.represented_gpus = runner.represented_gpus();
+    out.flows = runner.stats().flows;
+    out.represented_flows = runner.stats().represented;
     out.ranks.resize(static_cast<std::size_t>(P));
     auto s = [&](sim::TaskId id) { return exec.start_time(id); };
     auto e = [&](sim::TaskId id) { return exec.end_time(id); };

@@ -18,9 +18,14 @@ namespace clustersim::strategies::parallel::detail {
 struct FlowRun {
     std::vector<ExecutedRank> ranks;
     std::uint64_t events = 0; ///< engine events processed
+    /// GPUs whose communication was simulated, and GPUs whose flows were all left to an
+    /// identical representative (symmetry), ascending.
+    std::vector<int> flow_gpus, represented_gpus;
+    std::uint64_t flows = 0, represented_flows = 0;
 };
 
-/// Runs `plan` on the flow network of its topology.
-FlowRun run_flow(const StepPlan& plan);
+/// Runs `plan` on the flow network of its topology. `symmetry`: one representative of each
+/// class of identical flows (FlowOptions::symmetry, exact); false simulates every flow.
+FlowRun run_flow(const StepPlan& plan, bool symmetry = true);
 
 } // namespace clustersim::strategies::parallel::detail

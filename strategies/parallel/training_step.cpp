@@ -100,9 +100,14 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
 
     std::vector<detail::ExecutedRank> ranks;
     if (options.fidelity == Fidelity::flow) {
-        detail::FlowRun run = detail::run_flow(plan);
+        detail::FlowRun run = detail::run_flow(plan, options.flow_symmetry);
         ranks = std::move(run.ranks);
         r.events = run.events;
+        r.flow_symmetry = options.flow_symmetry;
+        r.flow_gpus = std::move(run.flow_gpus);
+        r.represented_gpus = std::move(run.represented_gpus);
+        r.flows = run.flows;
+        r.represented_flows = run.represented_flows;
     } else {
         ranks = detail::run_analytic(plan, options.timeline);
     }

@@ -142,6 +142,13 @@ struct StepResult {
     /// data-parallel replica 0); the other GPUs do the same work.
     std::vector<int> simulated_gpus;
     std::uint64_t events = 0; ///< engine events (flow fidelity)
+    /// Flow fidelity: whether symmetry was on (StepOptions::flow_symmetry); the GPUs whose
+    /// communication was simulated (the representatives' data-parallel peers among them), and
+    /// the GPUs whose flows were all left to an identical representative; flows simulated and
+    /// flows left to representatives.
+    bool flow_symmetry = false;
+    std::vector<int> flow_gpus, represented_gpus;
+    std::uint64_t flows = 0, represented_flows = 0;
 
     std::vector<TimelineBar> bars; ///< filled when asked for a timeline
     std::vector<MemoryPoint> memory_points;
@@ -149,6 +156,9 @@ struct StepResult {
 
 struct StepOptions {
     Fidelity fidelity = Fidelity::analytic;
+    /// Flow fidelity: simulate one representative of each class of identical flows, where that
+    /// is exact (collectives::FlowOptions::symmetry); false (`--fidelity flow-full`): every flow.
+    bool flow_symmetry = true;
     bool timeline = false;  ///< record bars and memory points (traces, Gantt charts)
     bool oom_advice = true; ///< when out of memory, search a setting that fits
 };

@@ -4,6 +4,7 @@
 #include "collectives_test_util.h"
 
 #include "hardware/flow_binding.h"
+#include "hardware/hardware_loader.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/collectives/schedule.h"
 
@@ -251,4 +252,134 @@ TEST_CASE("collectives: two collectives across nodes on the same NICs share them
     const auto both = run({GiB / 2, GiB});
     CHECK(both[0] / (a + a) == Approx(1).epsilon(0.03));
     CHECK(both[1] / (a + b) == Approx(1).epsilon(0.03));
+
+namespace {
+
+struct SymmetryRun {
+    std::vector<sim::Time> done;
+    FlowStats stats;
+    std::vector<int> simulated, represented;
+};
+
+/// Collective `c` on each group, all started at once, or the second `delay` after the first.
+SymmetryRun run_groups(const hardware::Topology& topo, const std::vector<std::vector<int>>& groups,
+                       const Collective& c, bool symmetry, sim::Time delay = sim::Time::zero()) {
+    std::vector<Communicator> comms;
+    comms.reserve(groups.size());
+    for (const auto& g : groups)
+        comms.emplace_back(topo, g);
+    sim::Engine engine;
+    sim::FlowNetwork net(engine);
+    hardware::bind_topology(net, topo);
+    FlowOptions options;
+    options.symmetry = symmetry;
+    FlowCollectives runner(engine, net, topo, options);
+    for (const auto& comm : comms)
+        runner.claim(comm);
+    SymmetryRun out;
+    out.done.resize(groups.size());
+    for (std::size_t i = 0; i < comms.size(); ++i)
+        engine.at(i == 0 ? sim::Time::zero() : delay,
+                  [&, i] { runner.start(comms[i], c, [&, i] { out.done[i] = engine.now(); }); });
+    engine.run();
+    CHECK(runner.running() == 0);
+    out.stats = runner.stats();
+    out.simulated = runner.simulated_gpus();
+    out.represented = runner.represented_gpus();
+    return out;
+}
+
+std::vector<int> one_per_node(int nodes, int local = 0, int per_node = 8) {
+    std::vector<int> g;
+    for (int k = 0; k < nodes; ++k)
+        g.push_back(k * per_node + local);
+    return g;
+}
+
+void check_same_times(const SymmetryRun& sym, const SymmetryRun& full) {
+    REQUIRE(sym.done.size() == full.done.size());
+    for (std::size_t i = 0; i < sym.done.size(); ++i)
+        CHECK(sym.done[i].seconds() == Approx(full.done[i].seconds()).epsilon(1e-9));
+    CHECK(full.stats.represented == 0);
+    CHECK(sym.stats.payload_bytes == full.stats.payload_bytes);
+    CHECK(sym.stats.hbm_bytes == full.stats.hbm_bytes);
+}
+
+} // namespace
+
+TEST_CASE("collectives: symmetry simulates one of each class of identical flows, exactly",
+          "[collectives][flow][symmetry]") {
+    Collective c;
+    c.bytes = 256 * MiB;
+    c.algorithm = Algorithm::ring;
+    SECTION("one GPU on each of 8 DGX A100s: the ring's hops and memory work") {
+        const auto& topo = topology("dgx-a100", 64);
+        const auto sym = run_groups(topo, {one_per_node(8)}, c, true);
+        const auto full = run_groups(topo, {one_per_node(8)}, c, false);
+        check_same_times(sym, full);
+        // Each round: 8 hops within one leaf and 8 ranks' memory work, two classes.
+        CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+        CHECK(sym.stats.represented > sym.stats.flows * 3);
+        CHECK(full.simulated == one_per_node(8));
+        CHECK(sym.simulated.size() < 8);
+        CHECK(sym.simulated.size() + sym.represented.size() == 8);
+    }
+    SECTION("every GPU of 4 DGX H100s") {
+        const auto& topo = topology("dgx-h100", 32);
+        const auto sym = run_groups(topo, {first(32)}, c, true);
+        const auto full = run_groups(topo, {first(32)}, c, false);
+        check_same_times(sym, full);
+        CHECK(sym.stats.represented > 0);
+        CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+    }
+    SECTION("disjoint communicators running together") {
+        const auto& topo = topology("dgx-a100", 64);
+        const std::vector<std::vector<int>> groups{{0, 8, 16, 24}, {32, 40, 48, 56}};
+        const auto sym = run_groups(topo, groups, c, true);
+        const auto full = run_groups(topo, groups, c, false);
+        check_same_times(sym, full);
+        CHECK(sym.stats.represented > 0);
+    }
+}
+
+TEST_CASE("collectives: symmetry is refused where it would not be exact",
+          "[collectives][flow][symmetry]") {
+    Collective c;
+    c.bytes = 64 * MiB;
+    c.algorithm = Algorithm::ring;
+    SECTION("two communicators on the same nodes (their NICs' PCIe switches are shared)") {
+        const auto& topo = topology("dgx-a100", 32);
+        const std::vector<std::vector<int>> groups{one_per_node(4, 0), one_per_node(4, 1)};
+        const auto sym = run_groups(topo, groups, c, true);
+        const auto full = run_groups(topo, groups, c, false);
+        check_same_times(sym, full);
+        CHECK(sym.stats.represented == 0);
+        CHECK(sym.represented.empty());
+    }
+    SECTION("an oversubscribed fabric: hops across the spines are simulated") {
+        auto spec = hardware::with_gpu_count(hardware::load_hardware("dgx-a100"), 8 * 24);
+        spec.network.oversubscription = 2;
+        const hardware::Topology topo(spec);
+        // 24 nodes: leaves of 20 (radix 40), so two of the ring's hops cross the spines at half
+        // the NIC's rate; the others are left to a representative.
+        const auto sym = run_groups(topo, {one_per_node(24)}, c, true);
+        const auto full = run_groups(topo, {one_per_node(24)}, c, false);
+        check_same_times(sym, full);
+        CHECK(sym.stats.represented > 0);
+        CHECK(sym.simulated.size() >= 3);
+    }
+    SECTION("a second collective on the same communicator mid-round: the rest is simulated") {
+        const auto& topo = topology("dgx-a100", 64);
+        const std::vector<std::vector<int>> groups{one_per_node(8), one_per_node(8)};
+        const auto alone = run_groups(topo, {one_per_node(8)}, c, true);
+        for (double at_us : {0.0, 3.0, 400.0}) {
+            const auto delay = sim::Time::from_seconds(at_us * 1e-6);
+            const auto sym = run_groups(topo, groups, c, true, delay);
+            const auto full = run_groups(topo, groups, c, false, delay);
+            INFO("second collective after " << at_us << " us");
+            check_same_times(sym, full);
+            CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+            CHECK(sym.stats.represented < 2 * alone.stats.represented);
+        }
+    }
 }

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
 namespace models = clustersim::strategies::models;
@@ -355,5 +357,46 @@ TEST_CASE("experiments: numbers that disagree are refused with what would fix th
         CHECK_THROWS_WITH(
             experiment(cluster, 8, with({{"training.dtype", "fp8"}, {"parallel.tp", "8"}})),
             Catch::Contains("no fp8"));
+    }
+}
+
+TEST_CASE("training step: flow symmetry gives the step of flow-full, and says what it left out",
+          "[strategies][training][flow][symmetry]") {
+    const auto cluster = load_platform("dgx-a100");
+    auto settings = deep_mlp("1f1b", 2, 4);
+    settings.push_back({"model.layers", "8"});
+    settings.push_back({"parallel.dp", "8"});
+    settings.push_back({"parallel.tp", "8"});
+    settings.push_back({"training.global_batch", std::to_string(8192 * 4 * 8)});
+    settings.push_back({"parallel.dp_bucket", "16MiB"});
+    StepOptions flow, full;
+    flow.fidelity = full.fidelity = Fidelity::flow;
+    full.flow_symmetry = false;
+    SECTION("data-parallel replicas on nodes of their own: symmetric") {
+        // 16 nodes: each stage's ring runs over 8 of them; the hops that do not touch the
+        // representative's node (pipeline transfers) are identical and left to one.
+        const auto e = experiment(cluster, 128, settings);
+        const StepResult s = simulate_step(e, flow);
+        const StepResult f = simulate_step(e, full);
+        CHECK(s.step_time_s == Approx(f.step_time_s).epsilon(1e-9));
+        CHECK(s.flow_symmetry);
+        CHECK_FALSE(f.flow_symmetry);
+        CHECK(s.represented_flows > 0);
+        CHECK(f.represented_flows == 0);
+        CHECK(s.flows + s.represented_flows == f.flows);
+        CHECK_FALSE(s.represented_gpus.empty());
+        // The representatives (GPU 0 of each stage's first replica) are always simulated.
+        for (int g : s.simulated_gpus)
+            CHECK(std::find(s.flow_gpus.begin(), s.flow_gpus.end(), g) != s.flow_gpus.end());
+        CHECK(s.flow_gpus.size() + s.represented_gpus.size() == f.flow_gpus.size());
+    }
+    SECTION("pipeline transfers on the data-parallel groups' nodes: refused") {
+        settings.push_back({"parallel.tp", "1"});
+        const auto e = experiment(cluster, 16, settings);
+        const StepResult s = simulate_step(e, flow);
+        const StepResult f = simulate_step(e, full);
+        CHECK(s.step_time_s == Approx(f.step_time_s).epsilon(1e-9));
+        CHECK(s.represented_flows == 0);
+        CHECK(s.represented_gpus.empty());
     }
 }
