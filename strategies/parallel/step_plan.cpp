@@ -942,12 +942,18 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         const std::int64_t budget = plan.capacity_bytes - plan.runtime_bytes;
         for (int p = 0; p < par.pp; ++p) {
             std::int64_t params = 0;
+            std::int64_t expert_params = 0;
             std::int64_t layer_params = 0;
             for (int c = 0; c < par.virtual_stages; ++c) {
-                params += plan.stage(virtual_stage(c, p, par.pp)).parameters;
-                layer_params += plan.stage(virtual_stage(c, p, par.pp)).layer_parameters;
+                const auto& st = plan.stage(virtual_stage(c, p, par.pp));
+                params += st.parameters;
+                expert_params += st.expert_parameters;
+                layer_params += st.layer_parameters;
             }
-            const auto state = state_bytes(e, params, layer_params);
+            const int edp =
+                par.expert_layout() && e.model.is_moe() ? par.expert_dp() : par.dp_cp();
+            const auto state =
+                state_bytes(e, params - expert_params, expert_params, edp, layer_params);
             auto fits = [&] { return state.total() + peak_activation_bytes(plan, p) <= budget; };
             if (fits())
                 continue;

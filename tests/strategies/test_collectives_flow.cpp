@@ -252,6 +252,7 @@ TEST_CASE("collectives: two collectives across nodes on the same NICs share them
     const auto both = run({GiB / 2, GiB});
     CHECK(both[0] / (a + a) == Approx(1).epsilon(0.03));
     CHECK(both[1] / (a + b) == Approx(1).epsilon(0.03));
+}
 
 namespace {
 
