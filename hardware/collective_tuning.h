@@ -97,12 +97,23 @@ struct ChannelCap {
     double at(int nodes) const { return nodes <= 2 ? two_nodes : more_nodes; }
 };
 
+/// How NCCL pipelines NVLSTree (src/transport/nvls.cc, ncclNvlsTuning): the CTAs (channels)
+/// it runs, each looping over one chunk per head per step, and the chunk before the size
+/// rules of src/enqueue.cc (calcCollChunking) shrink it. 0 = no pipeline fill modelled.
+struct NvlsTreePipeline {
+    int channels = 0;                     ///< NVLS_NCHANNELS_SM90: 16 on Hopper
+    std::int64_t chunk_bytes = 0;         ///< NCCL_NVLS_CHUNKSIZE default, 128 KiB
+    std::int64_t chunk_bytes_4_nodes = 0; ///< treeMaxChunkSize from 4 nodes on: 64 KiB
+    std::int64_t chunk(int nodes) const { return nodes >= 4 ? chunk_bytes_4_nodes : chunk_bytes; }
+};
+
 struct CollectiveTuning {
     sim::Time launch_latency = sim::Time::zero();
     std::array<ProtocolTuning, kProtocolCount> protocols{};
     NvlsTuning nvls;
-    ChannelCap nvls_tree_channel; ///< NVLSTree (tuning.cc perChMaxNVLSTreeBws)
-    double memory_passes = 0;     ///< HBM bytes per user-buffer byte, in series with transfers
+    ChannelCap nvls_tree_channel;        ///< NVLSTree (tuning.cc perChMaxNVLSTreeBws)
+    NvlsTreePipeline nvls_tree_pipeline; ///< NVLSTree's chunks and channels (nvls.cc)
+    double memory_passes = 0; ///< HBM bytes per user-buffer byte, in series with transfers
 
     const ProtocolTuning& protocol(Protocol p) const {
         return protocols[static_cast<std::size_t>(p)];

@@ -56,6 +56,9 @@ void apply_collectives(YamlMap m, CollectiveTuning& t) {
             c.read_bandwidth("more_nodes", t.nvls_tree_channel.more_nodes);
             c.finish();
         }
+        n.read("channels", t.nvls_tree_pipeline.channels, 1, 1024);
+        n.read_bytes("chunk", t.nvls_tree_pipeline.chunk_bytes);
+        n.read_bytes("chunk_at_4_nodes", t.nvls_tree_pipeline.chunk_bytes_4_nodes);
         n.finish();
     }
     for (Protocol p : kAllProtocols) {

@@ -147,6 +147,32 @@ double tree_seconds(const Plan& plan, Protocol p, double bytes) {
     return latency + sum * chunk;
 }
 
+/// Bytes of S whose time NVLSTree's pipeline fill adds. NCCL runs `channels` CTAs; each loops
+/// over one chunk per head (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS_TREE>:
+/// loopCount = nHeads x chunkCount), so one pipeline step moves channels x heads x chunk of
+/// the buffer, at the pace of the slowest part. A chunk crosses the tree's depth D up and D
+/// down before the first result returns: 2D steps of fill (the NVLS reduce and multicast at
+/// either end overlap the neighbouring chunks' hops). The chunk is NCCL's, shrunk for small
+/// buffers as src/enqueue.cc calcCollChunking does for NCCL_ALGO_NVLS_TREE.
+double nvls_tree_fill(const hardware::NvlsTreePipeline& pipe, int nodes,
+                      const detail::MultiNodeData& m, double bytes) {
+    std::int64_t chunk = pipe.chunk(nodes);
+    if (pipe.channels <= 0 || chunk <= 0)
+        return 0;
+    const double ops = static_cast<double>(pipe.channels) * m.heads; // concurrentOps
+    // (times concurrentOps x chunk, chunk size above which the rule applies, new chunk)
+    static constexpr struct {
+        double times;
+        std::int64_t above;
+    } kRules[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
+    for (const auto& rule : kRules) {
+        if (bytes < rule.times * ops * static_cast<double>(chunk) && chunk > rule.above)
+            chunk = rule.above;
+    }
+    const double step = std::min(bytes, ops * static_cast<double>(chunk));
+    return 2.0 * m.tree_depth * step;
+}
+
 /// The direct algorithm (every rank to every peer at once): its bandwidth term and the link
 /// level whose latency it pays, inside a node and across nodes alike.
 struct DirectCost {
@@ -525,7 +551,7 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         const double cap = p.tuning.nvls_tree_channel.at(N);
         if (cap > 0)
             cost = std::max(cost, 2 * (n - 1) / n / (m.heads * cap));
-        body = cost * S;
+        body = cost * S + nvls_tree_fill(p.tuning.nvls_tree_pipeline, N, m, S) * cost;
         break;
     }
     case Algorithm::collnet_direct: {

@@ -523,6 +523,26 @@ const MultiNodeData& Plan::multi() const {
         auto head = [&](int k, int j) {
             return node_ranks[size_t(k)][size_t(static_cast<long>(j) * g / P)];
         };
+        // NCCL's double binary tree over nodes (ncclGetDtree): tree 1 mirrors tree 0 (N even)
+        // or shifts it by one (N odd).
+        auto node_parent = [N](int t, int k) {
+            if (t == 0)
+                return btree_parent(k, N);
+            if (N % 2 == 0) {
+                const int up = btree_parent(N - 1 - k, N);
+                return up < 0 ? -1 : N - 1 - up;
+            }
+            const int up = btree_parent((k - 1 + N) % N, N);
+            return up < 0 ? -1 : (up + 1) % N;
+        };
+        for (int t = 0; t < 2; ++t) {
+            for (int k = 0; k < N; ++k) {
+                int d = 0;
+                for (int u = node_parent(t, k); u >= 0; u = node_parent(t, u))
+                    ++d;
+                m->tree_depth = std::max(m->tree_depth, d);
+            }
+        }
         std::vector<PFlow> nvls, inter, direct, chain;
         for (int k = 0; k < N; ++k) {
             const auto& r = node_ranks[size_t(k)];
@@ -547,19 +567,9 @@ const MultiNodeData& Plan::multi() const {
                     chain.push_back({b, a, 1.0 / P});
                     chain.push_back({a, b, 1.0 / P});
                 }
-                // NCCL's double binary tree over nodes (ncclGetDtree): tree 1 mirrors tree 0
-                // (N even) or shifts it by one (N odd); each carries half of the head's share.
+                // The two trees over nodes each carry half of the head's share.
                 for (int t = 0; t < 2; ++t) {
-                    int parent = -1;
-                    if (t == 0) {
-                        parent = btree_parent(k, N);
-                    } else if (N % 2 == 0) {
-                        const int up = btree_parent(N - 1 - k, N);
-                        parent = up < 0 ? -1 : N - 1 - up;
-                    } else {
-                        const int up = btree_parent((k - 1 + N) % N, N);
-                        parent = up < 0 ? -1 : (up + 1) % N;
-                    }
+                    const int parent = node_parent(t, k);
                     if (parent < 0)
                         continue;
                     inter.push_back({h, head(parent, j), 0.5 / P});

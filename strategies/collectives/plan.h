@@ -103,8 +103,9 @@ struct HierData {
 /// chunk by chunk, so the slowest link sets the pace (NCCL's tuning.cc models each as one
 /// latency plus bytes over one bandwidth).
 struct MultiNodeData {
-    int per_node = 0; ///< g
-    int heads = 0;    ///< ranks per node beside a NIC port: NVLSTree and CollNet heads, rails
+    int per_node = 0;   ///< g
+    int heads = 0;      ///< ranks per node beside a NIC port: NVLSTree and CollNet heads, rails
+    int tree_depth = 0; ///< hops from the deepest node to the root, deeper of the two trees
     /// NVLSTree: NVLS reduce-scatter and all-gather in every node at once (Simple).
     double nvls_intra = 0;
     /// NVLSTree: per head, a double binary tree over the nodes (half of the head's share of S

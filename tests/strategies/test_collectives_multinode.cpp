@@ -105,10 +105,36 @@ TEST_CASE("across nodes: NVLSTree is NVLS latency + 2 log2(N) network latencies 
         const double intra = (1 + 1.0 / 8) * S / (t.nvls.efficiency * spec.node.nvlink.bandwidth);
         const double inter = (nodes == 2 ? 1 : 2) * S / nic_total(spec);
         const double cap = 2 * (n - 1) / n * S / (8 * t.nvls_tree_channel.at(nodes));
+        // Pipeline fill (nvls.cc, enqueue.cc): 2 log2(N) steps of 16 channels x 8 heads x one
+        // chunk (128 KiB; 64 KiB from 4 nodes), at the pace of the slowest part.
+        REQUIRE(t.nvls_tree_pipeline.channels == 16);
+        const double chunk = nodes >= 4 ? 64 * 1024 : 128 * 1024;
+        const double fill = 2 * log2n * 16 * 8 * chunk;
         CHECK(s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::nvls_tree),
                              Algorithm::nvls_tree, Protocol::simple)) ==
-              Approx(lat + std::max({intra, inter, cap})).epsilon(1e-6));
+              Approx(lat + std::max({intra, inter, cap}) * (S + fill) / S).epsilon(1e-6));
     }
+}
+
+TEST_CASE("across nodes: NVLSTree's fill shrinks with NCCL's chunk for small buffers",
+          "[collectives][multinode][closed-form]") {
+    // 2 nodes of dgx-h100: 16 channels x 8 heads = 128 concurrent chunks of 128 KiB (16 MiB a
+    // step). enqueue.cc: below 4 x 16 MiB the chunk is 64 KiB, below 128 x 64 KiB = 8 MiB it
+    // is 32 KiB; a step never moves more than the buffer.
+    const auto& topo = topology("dgx-h100", 16);
+    const auto comm = Communicator::first(topo, 16);
+    const double per_byte = 2.0 * 15 / 16 / (8 * topo.spec().collectives.nvls_tree_channel.at(2));
+    auto fill = [&](double S) {
+        const auto c = coll(Op::all_reduce, std::int64_t(S), Algorithm::nvls_tree);
+        // latency + fill x pace: the time less the buffer at the pace (the cap here: 8 heads
+        // of perChMaxNVLSTreeBw are slower than the NVLS and NIC parts)
+        return s(comm.predict(c, Algorithm::nvls_tree, Protocol::simple)) - per_byte * S;
+    };
+    const double lat = fill(1024.0 * GiB) - per_byte * 2 * 16 * MiB; // 128 KiB chunks
+    CHECK(fill(64.0 * MiB) - lat == Approx(per_byte * 2 * 16 * MiB).epsilon(1e-6));
+    CHECK(fill(32.0 * MiB) - lat == Approx(per_byte * 2 * 8 * MiB).epsilon(1e-6));
+    CHECK(fill(6.0 * MiB) - lat == Approx(per_byte * 2 * 4 * MiB).epsilon(1e-6));
+    CHECK(fill(2.0 * MiB) - lat == Approx(per_byte * 2 * 2 * MiB).epsilon(1e-6));
 }
 
 TEST_CASE("across nodes: CollNet moves 1/heads of S per NIC whatever the node count",
