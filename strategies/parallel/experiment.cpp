@@ -103,11 +103,23 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     m.read("tp", p.tp, 1, 1 << 16);
     m.read("pp", p.pp, 1, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
-    if (m.has("schedule")) {
-        const std::string s = m.choice("schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
-        p.schedule = s == "gpipe"  ? PipelineSchedule::gpipe
-                     : s == "1f1b" ? PipelineSchedule::one_f_one_b
-                                   : PipelineSchedule::interleaved_1f1b;
+    // `pipeline_schedule` is the same key under the name torchtitan gives it
+    // (parallelism.pipeline_parallel_schedule); "interleaved" is interleaved-1f1b.
+    if (m.has("schedule") && m.has("pipeline_schedule"))
+        m.fail("pipeline_schedule", "give schedule or its other name pipeline_schedule, not both");
+    for (const char* key : {"schedule", "pipeline_schedule"}) {
+        if (!m.has(key))
+            continue;
+        const std::string s = m.choice(
+            key, {"gpipe", "1f1b", "interleaved-1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe"});
+        p.schedule = s == "gpipe"      ? PipelineSchedule::gpipe
+                     : s == "1f1b"     ? PipelineSchedule::one_f_one_b
+                     : s == "zb-h1"    ? PipelineSchedule::zb_h1
+                     : s == "zb-v"     ? PipelineSchedule::zb_v
+                     : s == "dualpipe" ? PipelineSchedule::dualpipe
+                                       : PipelineSchedule::interleaved_1f1b;
+        if (std::string_view(key) == "pipeline_schedule")
+            p.schedule_key = "parallel.pipeline_schedule";
     }
     m.read("virtual_stages", p.virtual_stages, 1, 1 << 10);
     m.read("sequence_parallel", p.sequence_parallel);
@@ -348,17 +360,33 @@ void validate_experiment(ExperimentSpec& e) {
     }
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
         fail("virtual_stages " + std::to_string(p.virtual_stages) +
-                 " needs schedule: interleaved-1f1b",
+                 " needs schedule: interleaved-1f1b" +
+                 (p.schedule == PipelineSchedule::zb_v || p.schedule == PipelineSchedule::dualpipe
+                      ? std::string(" (") + std::string(to_string(p.schedule)) +
+                            " always runs two chunks per GPU; remove virtual_stages)"
+                      : std::string()),
              "parallel.virtual_stages");
     if (p.schedule == PipelineSchedule::interleaved_1f1b && p.virtual_stages < 2)
         fail("schedule interleaved-1f1b needs virtual_stages >= 2", "parallel.virtual_stages");
-    const int stages = p.pp * p.virtual_stages;
+    // DualPipe.step's assertions (github.com/deepseek-ai/DualPipe, dualpipe/dualpipe.py): an
+    // even number of pipeline ranks, and micro-batches even and at least twice the ranks.
+    if (p.schedule == PipelineSchedule::dualpipe && p.pp % 2 != 0)
+        fail("schedule dualpipe needs an even pp (it runs the pipeline from both ends, half the "
+             "micro-batches each way), got pp " +
+                 std::to_string(p.pp) + "; use pp " + std::to_string(p.pp + 1) +
+                 (p.pp > 1 ? " or " + std::to_string(p.pp - 1) : std::string()) +
+                 ", or schedule zb-v",
+             "parallel.pp");
+    const int stages = p.pp * chunks_per_rank(p.schedule, p.virtual_stages) /
+                       (p.schedule == PipelineSchedule::dualpipe ? 2 : 1);
     if (m.layers % stages != 0)
         fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
                  std::to_string(p.pp) +
                  (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
                                              " = " + std::to_string(stages)
-                                       : std::string()) +
+                  : p.schedule == PipelineSchedule::zb_v
+                      ? " x 2 chunks of zb-v = " + std::to_string(stages)
+                      : std::string()) +
                  "; choose a divisor of " + std::to_string(m.layers),
              "parallel.pp");
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
@@ -376,6 +404,17 @@ void validate_experiment(ExperimentSpec& e) {
                  " (Megatron's rule); use global_batch " +
                  std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b",
              "training.global_batch");
+    if (p.schedule == PipelineSchedule::dualpipe && (mb % 2 != 0 || mb < 2 * p.pp)) {
+        const int want = std::max(2 * p.pp, mb + mb % 2);
+        fail("schedule dualpipe needs an even number of micro-batches per pipeline, at least 2 x "
+             "pp = " +
+                 std::to_string(2 * p.pp) +
+                 " (DualPipe's rule), got global_batch / (micro_batch "
+                 "x dp) = " +
+                 std::to_string(mb) + "; use global_batch " +
+                 std::to_string(std::int64_t{want} * per_step),
+             "training.global_batch");
+    }
     if (!e.cluster.node.gpu.supports(e.training.dtype))
         fail("the GPU " + e.cluster.node.gpu.name + " has no " +
                  std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",

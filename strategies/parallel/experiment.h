@@ -46,7 +46,11 @@ struct ParallelSpec {
     int tp = 1;
     int pp = 1;
     int dp = 0; ///< 0: derived as gpus / (tp * pp)
+    /// `schedule` (also read as `pipeline_schedule`): gpipe, 1f1b, interleaved-1f1b (or
+    /// interleaved), zb-h1, zb-v, dualpipe.
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    /// The key the schedule was given under, for errors.
+    const char* schedule_key = "parallel.schedule";
     int virtual_stages = 1;
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
