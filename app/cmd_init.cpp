@@ -69,7 +69,9 @@ parallel:
   tp: 8                          # tensor parallel [--tensor-model-parallel-size]; default 1
   pp: 1                          # pipeline stages [--pipeline-model-parallel-size]; default 1
   dp: 1                          # data parallel; default gpus / (tp x pp)
-  schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-v | dualpipe; default 1f1b
+  schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-v | dualpipe;
+                                 # default 1f1b; torchtitan's name for it,
+                                 #  pipeline_schedule: 1f1b, is read too
   virtual_stages: 1              # model chunks per GPU for interleaved-1f1b; default 1
   sequence_parallel: true        # [--sequence-parallel]; default false
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
