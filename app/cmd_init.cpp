@@ -76,14 +76,17 @@ parallel:
   sequence_parallel: true        # [--sequence-parallel]; default false
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
                                  # default none
-  zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0
+  zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
+                                 #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
+                                 # (with  data_parallel_replicate_degree: 1; HSDP not modelled)
   overlap_grad_reduce: true      # gradient reduction overlapped with the backward, in buckets
                                  # [--overlap-grad-reduce]; default true; its old name,
                                  #  dp_overlap: true, is still read
   overlap_param_gather: false    # zero 1-2: parameter all-gather overlapped with the next
                                  # forward [--overlap-param-gather]; default false
   tp_comm_overlap: false         # TP all-gather/reduce-scatter overlapped with the GEMMs
-                                 # (needs sequence_parallel) [--tp-comm-overlap]; default false
+                                 # (needs sequence_parallel) [--tp-comm-overlap]; default false;
+                                 # torchtitan's  enable_async_tensor_parallel: true is read too
   dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
   pp_overlap: false              # pipeline sends overlap the next pass
                                  # [--overlap-p2p-communication]; default false

@@ -131,18 +131,49 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
                                          : RecomputePolicy::automatic;
     }
     m.read("zero", p.zero, 0, 3);
+    // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
+    // parameter over the data-parallel group, gathers each layer's before it runs and prefetches
+    // the next layer's: ZeRO-3 here. data_parallel_shard_degree -1 is "all the data-parallel
+    // ranks"; hybrid sharding (data_parallel_replicate_degree > 1) is not modelled.
+    bool fsdp = false;
+    m.read("fsdp", fsdp);
+    int shard = 0;
+    m.read("data_parallel_shard_degree", shard, -1, 1 << 24);
+    int replicate = 1;
+    m.read("data_parallel_replicate_degree", replicate, 1, 1 << 24);
+    if (replicate > 1)
+        m.fail("data_parallel_replicate_degree",
+               "hybrid sharding (HSDP: shard inside a group, replicate across) is not modelled; "
+               "use 1 (FSDP over all data-parallel ranks: zero: 3)");
+    if (shard == 0 && m.has("data_parallel_shard_degree"))
+        m.fail("data_parallel_shard_degree", "expected -1 (all data-parallel ranks) or a count");
+    if (fsdp || shard == -1 || shard > 1) {
+        if (m.has("zero") && p.zero != 3)
+            m.fail("zero", "FSDP (fsdp / data_parallel_shard_degree) is zero: 3; give one of them");
+        p.zero = 3;
+        p.fsdp_shard_degree = shard > 0 ? shard : 0;
+    }
     if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
         m.fail("overlap_grad_reduce",
                "give overlap_grad_reduce or its old name dp_overlap, not both");
     m.read("dp_overlap", p.dp_overlap);
     m.read("overlap_grad_reduce", p.dp_overlap);
     m.read("overlap_param_gather", p.overlap_param_gather);
+    // torchtitan's async TP (enable_async_tensor_parallel: the all-gathers and reduce-scatters
+    // of sequence parallelism decomposed and overlapped with the matmuls that need or produce
+    // them) runs here as Transformer Engine's overlap of the same collectives.
+    if (m.has("tp_comm_overlap") && m.has("enable_async_tensor_parallel"))
+        m.fail(
+            "enable_async_tensor_parallel",
+            "give tp_comm_overlap or its torchtitan name enable_async_tensor_parallel, not both");
     m.read("tp_comm_overlap", p.tp_comm_overlap);
+    m.read("enable_async_tensor_parallel", p.tp_comm_overlap);
     // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
     // sequence parallelism, the parameter-gather overlap the distributed optimizer and the
     // gradient-reduce overlap.
     if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
-        m.fail("tp_comm_overlap",
+        m.fail(m.has("enable_async_tensor_parallel") ? "enable_async_tensor_parallel"
+                                                     : "tp_comm_overlap",
                "needs sequence_parallel: true (Transformer Engine overlaps the all-gathers and "
                "reduce-scatters of sequence parallelism); set it, or tp_comm_overlap: false");
     if (p.overlap_param_gather && (p.zero < 1 || p.zero > 2))
@@ -328,6 +359,11 @@ void validate_experiment(ExperimentSpec& e) {
                  p.pp > 1 ? "parallel.pp" : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
+    if (p.fsdp_shard_degree > 0 && p.fsdp_shard_degree != p.dp)
+        fail("data_parallel_shard_degree " + std::to_string(p.fsdp_shard_degree) +
+                 " is not the data-parallel size " + std::to_string(p.dp) +
+                 " (hybrid sharding is not modelled); use -1 or " + std::to_string(p.dp),
+             "parallel.data_parallel_shard_degree");
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
         fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + " x dp " +
                  std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +

@@ -55,6 +55,9 @@ struct ParallelSpec {
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
     int zero = 0; ///< 0..3
+    /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1):
+    /// must equal dp.
+    int fsdp_shard_degree = 0;
     /// Gradient all-reduce overlapped with the backward pass in buckets (DDP,
     /// `overlap_grad_reduce`); false: one all-reduce of all gradients after the last backward.
     bool dp_overlap = true;

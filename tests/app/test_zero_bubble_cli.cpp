@@ -107,3 +107,38 @@ TEST_CASE("zero bubble cli: a ZB-H1 step's timeline shows B and W as separate ba
         ++bars;
     CHECK(bars == 8 * 4 + 1);
 }
+
+TEST_CASE("torchtitan names: fsdp is ZeRO-3, async TP is tp_comm_overlap, HSDP is refused",
+          "[app][zero-bubble][torchtitan]") {
+    const TempDir dir("titan");
+    auto step = [&](const std::vector<std::string>& sets) {
+        std::vector<std::string> args{"run",   kExperiment,     "--set", "parallel.pp=1",
+                                      "--set", "parallel.dp=4", "--set", "parallel.schedule=1f1b"};
+        for (const auto& s : sets)
+            args.insert(args.end(), {"--set", s});
+        return run(args);
+    };
+    const Run zero3 = step({"parallel.zero=3"});
+    const Run fsdp = step({"parallel.fsdp=true"});
+    const Run shard = step({"parallel.data_parallel_shard_degree=-1"});
+    INFO(zero3.err << fsdp.err << shard.err);
+    REQUIRE(zero3.code == 0);
+    CHECK(fsdp.out == zero3.out);
+    CHECK(shard.out == zero3.out);
+    const Run te = step({"parallel.tp_comm_overlap=true"});
+    const Run async_tp = step({"parallel.enable_async_tensor_parallel=true"});
+    REQUIRE(te.code == 0);
+    CHECK(async_tp.out == te.out);
+    CHECK(te.out != step({}).out);
+    const Run hsdp = step({"parallel.data_parallel_replicate_degree=2"});
+    CHECK(hsdp.code == 2);
+    CHECK_THAT(hsdp.err, Catch::Contains("data_parallel_replicate_degree") &&
+                             Catch::Contains("not modelled"));
+    const Run both = step({"parallel.zero=1", "parallel.fsdp=true"});
+    CHECK(both.code == 2);
+    CHECK_THAT(both.err, Catch::Contains("parallel.zero"));
+    const Run wrong = step({"parallel.data_parallel_shard_degree=2"});
+    CHECK(wrong.code == 2);
+    CHECK_THAT(wrong.err,
+               Catch::Contains("data_parallel_shard_degree") && Catch::Contains("use -1 or 4"));
+}
