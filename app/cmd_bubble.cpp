@@ -1,6 +1,7 @@
 // clustersim bubble EXPERIMENT.yaml --micro-batches 1,2,4,...,64: the pipeline bubble and the
-// step time against the number of micro-batches for GPipe, 1F1B and interleaved 1F1B, next to
-// the closed forms; --plot draws the whiteboard picture.
+// step time against the number of micro-batches for GPipe, 1F1B and interleaved 1F1B (or the
+// --schedules given: also ZB-H1, ZB-V and DualPipe), next to the closed forms; --plot draws the
+// whiteboard picture.
 #include "app/cli.h"
 #include "app/output.h"
 #include "app/svg_plot.h"
@@ -16,6 +17,8 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -31,6 +34,7 @@ struct BubbleOptions {
     std::vector<std::string> sets;
     int virtual_stages = 0;
     std::string plot;
+    std::string schedules = "gpipe,1f1b,interleaved-1f1b";
     int jobs = 0;
     std::string fidelity = "analytic";
 };
@@ -40,7 +44,56 @@ struct Schedule {
     std::string name;  ///< as in the experiment file
     std::string label; ///< for people
     int v = 1;
+    std::string group;       ///< the chart's colour group
+    std::string closed_name; ///< the closed form's legend
+    /// The closed form is the app's (gpipe, 1f1b, interleaved: independent of the pass times)
+    /// or the step's (the split schedules': from the stages' F, B and W).
+    bool closed_from_step = false;
 };
+
+/// The schedules named in --schedules, in order.
+std::vector<Schedule> parse_schedules(const std::string& list, int v) {
+    std::vector<Schedule> out;
+    std::size_t at = 0;
+    while (at <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string name = list.substr(at, comma - at);
+        at = comma + 1;
+        if (name == "gpipe")
+            out.push_back(
+                {sp::PipelineSchedule::gpipe, name, "GPipe", 1, "gpipe", "(p-1)/(m+p-1)", false});
+        else if (name == "1f1b")
+            out.push_back({sp::PipelineSchedule::one_f_one_b, name, "1F1B", 1, "1f1b",
+                           "(p-1)/(m+p-1)", false});
+        else if (name == "interleaved-1f1b" || name == "interleaved")
+            out.push_back({sp::PipelineSchedule::interleaved_1f1b, "interleaved-1f1b",
+                           fmt::format("interleaved 1F1B (v={})", v), v, "interleaved",
+                           "(p-1)/(v m+p-1)", false});
+        else if (name == "zb-h1")
+            out.push_back({sp::PipelineSchedule::zb_h1, name, "ZB-H1", 1, "zb-h1",
+                           "ZB-H1 (p-1)(F+B-2W)", true});
+        else if (name == "zb-v")
+            out.push_back({sp::PipelineSchedule::zb_v, name, "ZB-V", 1, "zb-v",
+                           "ZB-V timed with equal stages", true});
+        else if (name == "dualpipe")
+            out.push_back({sp::PipelineSchedule::dualpipe, name, "DualPipe", 1, "dualpipe",
+                           "DualPipe (p/2-1)(F&B+B-3W)", true});
+        else
+            throw InputError("--schedules: unknown schedule '" + name +
+                             "'; expected a comma-separated list of gpipe, 1f1b, interleaved, "
+                             "zb-h1, zb-v, dualpipe");
+        for (std::size_t i = 0; i + 1 < out.size(); ++i)
+            if (out[i].schedule == out.back().schedule)
+                throw InputError("--schedules: '" + name + "' is listed twice");
+    }
+    return out;
+}
+
+bool is_default(const std::vector<Schedule>& s) {
+    return s.size() == 3 && s[0].schedule == sp::PipelineSchedule::gpipe &&
+           s[1].schedule == sp::PipelineSchedule::one_f_one_b &&
+           s[2].schedule == sp::PipelineSchedule::interleaved_1f1b;
+}
 
 struct Cell {
     std::int64_t m = 0;
@@ -60,35 +113,51 @@ double pipeline_bubble(const strategies::parallel::StepResult& r) {
 std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedule>& schedules,
                        const std::vector<std::vector<Cell>>& cells) {
     const int p = base.parallel.pp;
-    const int v = schedules.back().v;
+    int v = 0;
+    bool has_gpipe = false;
+    for (const Schedule& s : schedules) {
+        if (s.schedule == sp::PipelineSchedule::interleaved_1f1b)
+            v = s.v;
+        has_gpipe = has_gpipe || s.schedule == sp::PipelineSchedule::gpipe;
+    }
     LineChart c;
     c.title = fmt::format("Pipeline bubble against micro-batches: {}", base.name);
-    c.subtitle = fmt::format(
-        "{} on p = {} stages (tp {} x dp {}), micro-batch {}, interleaved v = {}; "
-        "GPipe and 1F1B coincide",
-        base.model.name, p, base.parallel.tp, base.parallel.dp, base.training.micro_batch, v);
-    c.footnote = "dashed: closed forms with equal stages and free communication, GPipe and 1F1B "
-                 "(p-1)/(m+p-1), interleaved (p-1)/(v m+p-1)";
+    if (is_default(schedules)) {
+        c.subtitle = fmt::format(
+            "{} on p = {} stages (tp {} x dp {}), micro-batch {}, interleaved v = {}; "
+            "GPipe and 1F1B coincide",
+            base.model.name, p, base.parallel.tp, base.parallel.dp, base.training.micro_batch, v);
+        c.footnote = "dashed: closed forms with equal stages and free communication, GPipe and "
+                     "1F1B (p-1)/(m+p-1), interleaved (p-1)/(v m+p-1)";
+    } else {
+        c.subtitle =
+            fmt::format("{} on p = {} stages (tp {} x dp {}), micro-batch {}{}", base.model.name, p,
+                        base.parallel.tp, base.parallel.dp, base.training.micro_batch,
+                        v > 0 ? fmt::format(", interleaved v = {}", v) : std::string());
+        c.footnote = "dashed: closed forms with equal stages and free communication; F, B, W: "
+                     "the mean stage's forward, backward and its weight-gradient part";
+    }
     c.x.label = "micro-batches per step (m)";
     c.x.scale = AxisScale::log2;
     c.x.format = TickFormat::integer;
     c.y.label = "bubble fraction of the pipeline phase";
     c.y.format = TickFormat::percent;
     c.y.max = 1.0;
-    const char* groups[] = {"gpipe", "1f1b", "interleaved"};
     std::vector<Series> solid, dashed;
     for (std::size_t s = 0; s < schedules.size(); ++s) {
         Series sim;
         sim.name = schedules[s].label;
-        sim.group = groups[s];
+        sim.group = schedules[s].group;
         Series cf;
-        cf.name = s == 2 ? "(p-1)/(v m+p-1)" : "(p-1)/(m+p-1)";
+        cf.name = schedules[s].closed_name;
         cf.line = LineStyle::dashed;
         cf.markers = false;
-        cf.group = groups[s];
+        cf.group = schedules[s].group;
         for (const Cell& cell : cells[s]) {
-            cf.x.push_back(static_cast<double>(cell.m));
-            cf.y.push_back(cell.closed_form);
+            if (!std::isnan(cell.closed_form)) {
+                cf.x.push_back(static_cast<double>(cell.m));
+                cf.y.push_back(cell.closed_form);
+            }
             if (!cell.outcome.valid)
                 continue;
             sim.x.push_back(static_cast<double>(cell.m));
@@ -96,7 +165,7 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
         }
         solid.push_back(sim);
         // GPipe and 1F1B share one closed form: draw it once.
-        if (s != 1)
+        if (schedules[s].schedule != sp::PipelineSchedule::one_f_one_b || !has_gpipe)
             dashed.push_back(cf);
     }
     c.series = solid;
@@ -131,11 +200,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
     const int v = o.virtual_stages > 0               ? o.virtual_stages
                   : base.parallel.virtual_stages > 1 ? base.parallel.virtual_stages
                                                      : 2;
-    const std::vector<Schedule> schedules{{sp::PipelineSchedule::gpipe, "gpipe", "GPipe", 1},
-                                          {sp::PipelineSchedule::one_f_one_b, "1f1b", "1F1B", 1},
-                                          {sp::PipelineSchedule::interleaved_1f1b,
-                                           "interleaved-1f1b",
-                                           fmt::format("interleaved 1F1B (v={})", v), v}};
+    const std::vector<Schedule> schedules = parse_schedules(o.schedules, v);
     std::vector<Settings> configs;
     for (const Schedule& s : schedules) {
         for (std::int64_t m : ms) {
@@ -159,7 +224,11 @@ void run_bubble(const BubbleOptions& o, Io io) {
             shape.ranks = base.parallel.pp;
             shape.micro_batches = static_cast<int>(m);
             shape.virtual_stages = schedules[s].v;
-            c.closed_form = sp::ideal_bubble_fraction(schedules[s].schedule, shape);
+            if (!schedules[s].closed_from_step)
+                c.closed_form = sp::ideal_bubble_fraction(schedules[s].schedule, shape);
+            else
+                c.closed_form = c.outcome.valid ? c.outcome.result.ideal_bubble_fraction
+                                                : std::numeric_limits<double>::quiet_NaN();
             cells[s].push_back(std::move(c));
         }
     }
@@ -190,7 +259,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
                 if (inserted)
                     reason_text.push_back(c.outcome.reason);
                 line.push_back(fmt::format("invalid [{}]", it->second));
-                line.push_back(base::percent(c.closed_form));
+                line.push_back(std::isnan(c.closed_form) ? "-" : base::percent(c.closed_form));
                 while (line.size() < table.front().size())
                     line.push_back("-");
             } else {
@@ -244,6 +313,9 @@ void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--set", o->sets, "Override a key (repeatable)");
     cmd->add_option("--virtual-stages", o->virtual_stages,
                     "Virtual stages of the interleaved schedule (default: the experiment's, or 2)");
+    cmd->add_option("--schedules", o->schedules,
+                    "Schedules to compare: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe")
+        ->capture_default_str();
     cmd->add_option("--plot", o->plot, "Write the bubble against micro-batches (SVG)");
     cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
     cmd->add_option("--fidelity", o->fidelity, "analytic or flow")

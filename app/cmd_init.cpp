@@ -71,19 +71,24 @@ parallel:
   dp: 1                          # data parallel; default gpus / (tp x pp x cp)
   cp: 1                          # context parallel [--context-parallel-size]; default 1
   cp_comm_type: p2p              # p2p | all_gather [--cp-comm-type]; default p2p
-  schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b; default 1f1b
+  schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-v | dualpipe;
+                                 # default 1f1b; torchtitan's name for it,
+                                 #  pipeline_schedule: 1f1b, is read too
   virtual_stages: 1              # model chunks per GPU for interleaved-1f1b; default 1
   sequence_parallel: true        # [--sequence-parallel]; default false
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
                                  # default none
-  zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0
+  zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
+                                 #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
+                                 # (with  data_parallel_replicate_degree: 1; HSDP not modelled)
   overlap_grad_reduce: true      # gradient reduction overlapped with the backward, in buckets
                                  # [--overlap-grad-reduce]; default true; its old name,
                                  #  dp_overlap: true, is still read
   overlap_param_gather: false    # zero 1-2: parameter all-gather overlapped with the next
                                  # forward [--overlap-param-gather]; default false
   tp_comm_overlap: false         # TP all-gather/reduce-scatter overlapped with the GEMMs
-                                 # (needs sequence_parallel) [--tp-comm-overlap]; default false
+                                 # (needs sequence_parallel) [--tp-comm-overlap]; default false;
+                                 # torchtitan's  enable_async_tensor_parallel: true is read too
   dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
   pp_overlap: false              # pipeline sends overlap the next pass
                                  # [--overlap-p2p-communication]; default false

@@ -1115,9 +1115,10 @@ struct KindStyle {
 
 // Forward and backward in the two most distinct colours of the palette; communication in
 // the cooler ones. Every fill is light or dark enough for black or white labels.
-constexpr std::array<KindStyle, 7> kKinds{{
+constexpr std::array<KindStyle, 8> kKinds{{
     {gantt_kind::forward, "forward", "#56B4E9"},
     {gantt_kind::backward, "backward", "#E69F00"},
+    {gantt_kind::weight, "weight grad", "#F5C710"},
     {gantt_kind::recompute, "recompute", "#CC79A7"},
     {gantt_kind::optimizer, "optimizer", "#7f7f7f"},
     {gantt_kind::tp_comm, "TP comm", "#009E73"},

@@ -89,6 +89,8 @@ namespace gantt_kind {
 inline constexpr std::string_view forward = "forward";
 inline constexpr std::string_view backward = "backward";
 inline constexpr std::string_view recompute = "recompute";
+inline constexpr std::string_view weight =
+    "weight"; ///< weight-gradient pass (W) of a split backward
 inline constexpr std::string_view optimizer = "optimizer";
 inline constexpr std::string_view tp_comm = "tp-comm";
 inline constexpr std::string_view pp_comm = "pp-comm";

@@ -11,7 +11,17 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
     PassDurations d;
     d.pass = [&](PassKind k, int vs) {
-        return k == PassKind::forward ? plan.stage(vs).forward.time : plan.stage(vs).backward.time;
+        switch (k) {
+        case PassKind::forward:
+            return plan.stage(vs).forward.time;
+        case PassKind::backward:
+            return plan.stage(vs).backward.time;
+        case PassKind::backward_input:
+            return plan.stage(vs).backward_input.time;
+        case PassKind::weight:
+            break;
+        }
+        return plan.stage(vs).weight.time;
     };
     if (plan.experiment->parallel.overlap_param_gather)
         d.first_forward = [&](int vs) { return plan.stage(vs).first_forward.time; };
@@ -20,15 +30,18 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     };
     d.blocking_sends = !plan.experiment->parallel.pp_overlap;
     const ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
-    const int V = P * plan.shape.virtual_stages;
+    const int V = stage_count(plan.shape);
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
     std::vector<sim::Time> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
     for (const auto& rank : timing.ranks) {
-        for (const PassTime& t : rank)
-            (t.pass.kind == PassKind::forward
-                 ? fwd_end
-                 : bwd_end)[static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage] =
-                t.end;
+        for (const PassTime& t : rank) {
+            const std::size_t key =
+                static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage;
+            if (t.pass.kind == PassKind::forward)
+                fwd_end[key] = t.end;
+            else if (is_input_backward(t.pass.kind))
+                bwd_end[key] = t.end;
+        }
     }
 
     std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
@@ -38,17 +51,18 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
             ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, std::nullopt, t.released};
             const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
-            if (t.pass.kind == PassKind::forward && t.virtual_stage > 0) {
+            if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
                 const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
                 e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
-            } else if (t.pass.kind == PassKind::backward && t.virtual_stage + 1 < V) {
+            } else if (is_input_backward(t.pass.kind) && !route_end(t.virtual_stage, plan.shape)) {
                 const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
                 e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
             }
             if (timeline && e.input && e.input->end > e.input->start) {
                 // Record the transfer on the sender's timeline.
-                const int sender = t.pass.kind == PassKind::forward ? (t.virtual_stage - 1) % P
-                                                                    : (t.virtual_stage + 1) % P;
+                const int sender = rank_of_stage(
+                    t.pass.kind == PassKind::forward ? t.virtual_stage - 1 : t.virtual_stage + 1,
+                    plan.shape);
                 out[static_cast<std::size_t>(sender)].sends.push_back(
                     {e.input->start, e.input->end, pass_label(t.pass, plan.shape.virtual_stages)});
             }
@@ -72,7 +86,8 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             const ExecutedPass& b =
                 r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
             const auto& st = plan.stage(b.vs);
-            const sim::Time ready = b.start + st.buckets[static_cast<std::size_t>(*c.bucket)].ready;
+            const sim::Time ready =
+                b.start + bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket));
             const sim::Time start = std::max(ready, t);
             t = start + c.time;
             r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});

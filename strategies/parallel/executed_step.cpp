@@ -5,7 +5,10 @@
 namespace clustersim::strategies::parallel::detail {
 
 std::string pass_label(const PipePass& p, int virtual_stages) {
-    std::string s = (p.kind == PassKind::forward ? "F" : "B") + std::to_string(p.micro_batch);
+    std::string s = (p.kind == PassKind::forward  ? "F"
+                     : p.kind == PassKind::weight ? "W"
+                                                  : "B") +
+                    std::to_string(p.micro_batch);
     if (virtual_stages > 1)
         s += "." + std::to_string(p.chunk);
     return s;
@@ -19,7 +22,7 @@ std::string collective_label(const DpCollective& d) {
 std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int chunks) {
     std::vector<int> last(static_cast<std::size_t>(chunks), -1);
     for (std::size_t i = 0; i < order.size(); ++i) {
-        if (order[i].kind == PassKind::backward)
+        if (order[i].kind == PassKind::backward || order[i].kind == PassKind::weight)
             last[static_cast<std::size_t>(order[i].chunk)] = static_cast<int>(i);
     }
     return last;

@@ -51,11 +51,12 @@ struct ExecutedRank {
     sim::Time end;
 };
 
-/// "F3", "B3", "F3.1" (micro-batch, chunk when interleaved).
+/// "F3", "B3", "W3", "F3.1" (micro-batch, chunk when a rank runs several).
 std::string pass_label(const PipePass& p, int virtual_stages);
 /// "grad all-reduce 25 MiB".
 std::string collective_label(const DpCollective& d);
-/// Index of the last backward pass of each chunk in a rank's order (-1: none).
+/// Index of the last pass of each chunk that produces weight gradients (a whole backward or a
+/// W pass) in a rank's order (-1: none): the chunk's gradients are complete after it.
 std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int chunks);
 
 } // namespace clustersim::strategies::parallel::detail

@@ -108,11 +108,23 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
         const std::string c = m.choice("cp_comm_type", {"p2p", "all_gather"});
         p.cp_comm_type = *models::parse_cp_comm_type(c);
     }
-    if (m.has("schedule")) {
-        const std::string s = m.choice("schedule", {"gpipe", "1f1b", "interleaved-1f1b"});
-        p.schedule = s == "gpipe"  ? PipelineSchedule::gpipe
-                     : s == "1f1b" ? PipelineSchedule::one_f_one_b
-                                   : PipelineSchedule::interleaved_1f1b;
+    // `pipeline_schedule` is the same key under the name torchtitan gives it
+    // (parallelism.pipeline_parallel_schedule); "interleaved" is interleaved-1f1b.
+    if (m.has("schedule") && m.has("pipeline_schedule"))
+        m.fail("pipeline_schedule", "give schedule or its other name pipeline_schedule, not both");
+    for (const char* key : {"schedule", "pipeline_schedule"}) {
+        if (!m.has(key))
+            continue;
+        const std::string s = m.choice(
+            key, {"gpipe", "1f1b", "interleaved-1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe"});
+        p.schedule = s == "gpipe"      ? PipelineSchedule::gpipe
+                     : s == "1f1b"     ? PipelineSchedule::one_f_one_b
+                     : s == "zb-h1"    ? PipelineSchedule::zb_h1
+                     : s == "zb-v"     ? PipelineSchedule::zb_v
+                     : s == "dualpipe" ? PipelineSchedule::dualpipe
+                                       : PipelineSchedule::interleaved_1f1b;
+        if (std::string_view(key) == "pipeline_schedule")
+            p.schedule_key = "parallel.pipeline_schedule";
     }
     m.read("virtual_stages", p.virtual_stages, 1, 1 << 10);
     m.read("sequence_parallel", p.sequence_parallel);
@@ -124,18 +136,49 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
                                          : RecomputePolicy::automatic;
     }
     m.read("zero", p.zero, 0, 3);
+    // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
+    // parameter over the data-parallel group, gathers each layer's before it runs and prefetches
+    // the next layer's: ZeRO-3 here. data_parallel_shard_degree -1 is "all the data-parallel
+    // ranks"; hybrid sharding (data_parallel_replicate_degree > 1) is not modelled.
+    bool fsdp = false;
+    m.read("fsdp", fsdp);
+    int shard = 0;
+    m.read("data_parallel_shard_degree", shard, -1, 1 << 24);
+    int replicate = 1;
+    m.read("data_parallel_replicate_degree", replicate, 1, 1 << 24);
+    if (replicate > 1)
+        m.fail("data_parallel_replicate_degree",
+               "hybrid sharding (HSDP: shard inside a group, replicate across) is not modelled; "
+               "use 1 (FSDP over all data-parallel ranks: zero: 3)");
+    if (shard == 0 && m.has("data_parallel_shard_degree"))
+        m.fail("data_parallel_shard_degree", "expected -1 (all data-parallel ranks) or a count");
+    if (fsdp || shard == -1 || shard > 1) {
+        if (m.has("zero") && p.zero != 3)
+            m.fail("zero", "FSDP (fsdp / data_parallel_shard_degree) is zero: 3; give one of them");
+        p.zero = 3;
+        p.fsdp_shard_degree = shard > 0 ? shard : 0;
+    }
     if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
         m.fail("overlap_grad_reduce",
                "give overlap_grad_reduce or its old name dp_overlap, not both");
     m.read("dp_overlap", p.dp_overlap);
     m.read("overlap_grad_reduce", p.dp_overlap);
     m.read("overlap_param_gather", p.overlap_param_gather);
+    // torchtitan's async TP (enable_async_tensor_parallel: the all-gathers and reduce-scatters
+    // of sequence parallelism decomposed and overlapped with the matmuls that need or produce
+    // them) runs here as Transformer Engine's overlap of the same collectives.
+    if (m.has("tp_comm_overlap") && m.has("enable_async_tensor_parallel"))
+        m.fail(
+            "enable_async_tensor_parallel",
+            "give tp_comm_overlap or its torchtitan name enable_async_tensor_parallel, not both");
     m.read("tp_comm_overlap", p.tp_comm_overlap);
+    m.read("enable_async_tensor_parallel", p.tp_comm_overlap);
     // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
     // sequence parallelism, the parameter-gather overlap the distributed optimizer and the
     // gradient-reduce overlap.
     if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
-        m.fail("tp_comm_overlap",
+        m.fail(m.has("enable_async_tensor_parallel") ? "enable_async_tensor_parallel"
+                                                     : "tp_comm_overlap",
                "needs sequence_parallel: true (Transformer Engine overlaps the all-gathers and "
                "reduce-scatters of sequence parallelism); set it, or tp_comm_overlap: false");
     if (p.overlap_param_gather && (p.zero < 1 || p.zero > 2))
@@ -399,6 +442,11 @@ void validate_experiment(ExperimentSpec& e) {
                             : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
+    if (p.fsdp_shard_degree > 0 && p.fsdp_shard_degree != p.dp)
+        fail("data_parallel_shard_degree " + std::to_string(p.fsdp_shard_degree) +
+                 " is not the data-parallel size " + std::to_string(p.dp) +
+                 " (hybrid sharding is not modelled); use -1 or " + std::to_string(p.dp),
+             "parallel.data_parallel_shard_degree");
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
         fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " x dp " +
                  std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
@@ -431,17 +479,33 @@ void validate_experiment(ExperimentSpec& e) {
     }
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
         fail("virtual_stages " + std::to_string(p.virtual_stages) +
-                 " needs schedule: interleaved-1f1b",
+                 " needs schedule: interleaved-1f1b" +
+                 (p.schedule == PipelineSchedule::zb_v || p.schedule == PipelineSchedule::dualpipe
+                      ? std::string(" (") + std::string(to_string(p.schedule)) +
+                            " always runs two chunks per GPU; remove virtual_stages)"
+                      : std::string()),
              "parallel.virtual_stages");
     if (p.schedule == PipelineSchedule::interleaved_1f1b && p.virtual_stages < 2)
         fail("schedule interleaved-1f1b needs virtual_stages >= 2", "parallel.virtual_stages");
-    const int stages = p.pp * p.virtual_stages;
+    // DualPipe.step's assertions (github.com/deepseek-ai/DualPipe, dualpipe/dualpipe.py): an
+    // even number of pipeline ranks, and micro-batches even and at least twice the ranks.
+    if (p.schedule == PipelineSchedule::dualpipe && p.pp % 2 != 0)
+        fail("schedule dualpipe needs an even pp (it runs the pipeline from both ends, half the "
+             "micro-batches each way), got pp " +
+                 std::to_string(p.pp) + "; use pp " + std::to_string(p.pp + 1) +
+                 (p.pp > 1 ? " or " + std::to_string(p.pp - 1) : std::string()) +
+                 ", or schedule zb-v",
+             "parallel.pp");
+    const int stages = p.pp * chunks_per_rank(p.schedule, p.virtual_stages) /
+                       (p.schedule == PipelineSchedule::dualpipe ? 2 : 1);
     if (m.layers % stages != 0)
         fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
                  std::to_string(p.pp) +
                  (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
                                              " = " + std::to_string(stages)
-                                       : std::string()) +
+                  : p.schedule == PipelineSchedule::zb_v
+                      ? " x 2 chunks of zb-v = " + std::to_string(stages)
+                      : std::string()) +
                  "; choose a divisor of " + std::to_string(m.layers),
              "parallel.pp");
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
@@ -464,6 +528,17 @@ void validate_experiment(ExperimentSpec& e) {
                  " has no fp8 peak in its hardware file (no FP8 tensor cores: those came with "
                  "Hopper, H100/H200); set training.dtype: bf16, or choose an H100/H200 cluster",
              "training.dtype");
+    if (p.schedule == PipelineSchedule::dualpipe && (mb % 2 != 0 || mb < 2 * p.pp)) {
+        const int want = std::max(2 * p.pp, mb + mb % 2);
+        fail("schedule dualpipe needs an even number of micro-batches per pipeline, at least 2 x "
+             "pp = " +
+                 std::to_string(2 * p.pp) +
+                 " (DualPipe's rule), got global_batch / (micro_batch "
+                 "x dp) = " +
+                 std::to_string(mb) + "; use global_batch " +
+                 std::to_string(std::int64_t{want} * per_step),
+             "training.global_batch");
+    }
     if (!e.cluster.node.gpu.supports(e.training.dtype))
         fail("the GPU " + e.cluster.node.gpu.name + " has no " +
                  std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",

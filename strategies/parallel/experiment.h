@@ -59,11 +59,18 @@ struct ParallelSpec {
     int dp = 0; ///< 0: derived as gpus / (tp * pp * cp)
     int cp = 1; ///< context-parallel size (Megatron-Core's context_parallel_size)
     models::CpCommType cp_comm_type = models::CpCommType::p2p;
+    /// `schedule` (also read as `pipeline_schedule`): gpipe, 1f1b, interleaved-1f1b (or
+    /// interleaved), zb-h1, zb-v, dualpipe.
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    /// The key the schedule was given under, for errors.
+    const char* schedule_key = "parallel.schedule";
     int virtual_stages = 1;
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
     int zero = 0; ///< 0..3
+    /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1):
+    /// must equal dp.
+    int fsdp_shard_degree = 0;
     /// Gradient all-reduce overlapped with the backward pass in buckets (DDP,
     /// `overlap_grad_reduce`); false: one all-reduce of all gradients after the last backward.
     bool dp_overlap = true;

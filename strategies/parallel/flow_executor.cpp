@@ -17,7 +17,7 @@ namespace clustersim::strategies::parallel::detail {
 FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     const int P = plan.shape.ranks;
     const int v = plan.shape.virtual_stages;
-    const int V = P * v;
+    const int V = stage_count(plan.shape);
     const hardware::Topology& topo = *plan.topology;
     const auto& par = plan.experiment->parallel;
 
@@ -101,7 +101,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
         bucket_ready[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(v));
         for (std::size_t i = 0; i < order.size(); ++i) {
             const PipePass& pass = order[i];
-            const int vs = virtual_stage(pass.chunk, p, P);
+            const int vs = virtual_stage(pass.chunk, p, plan.shape);
             const auto& st = plan.stage(vs);
             const std::size_t j = static_cast<std::size_t>(pass.micro_batch);
             const std::size_t key = j * V + vs;
@@ -117,6 +117,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                 pass_first[p].push_back(id);
                 pass_last[p].push_back(id);
             } else {
+                const sim::Time duration = pass_cost(st, pass).time;
                 const bool split =
                     overlap && static_cast<int>(i) == last_b[static_cast<std::size_t>(pass.chunk)];
                 sim::Time at;
@@ -133,14 +134,19 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                     return id;
                 };
                 if (split) {
-                    for (const GradBucket& bucket : st.buckets)
+                    for (std::size_t k = 0; k < st.buckets.size(); ++k)
                         bucket_ready[p][static_cast<std::size_t>(pass.chunk)].push_back(
-                            segment(std::min(bucket.ready, st.backward.time)));
+                            segment(std::min(parallel::bucket_ready(st, pass.kind, k), duration)));
                 }
-                if (!any || at < st.backward.time)
-                    segment(st.backward.time);
-                bwd_first[key] = first;
-                bwd_last[key] = last;
+                if (!any || at < duration)
+                    segment(duration);
+                if (is_input_backward(pass.kind)) {
+                    bwd_first[key] = first;
+                    bwd_last[key] = last;
+                } else {
+                    // W: after its own B, which the rank's in-order stream already ran.
+                    g.add_dependency(bwd_last[key], first);
+                }
                 pass_first[p].push_back(first);
                 pass_last[p].push_back(last);
             }
@@ -148,16 +154,16 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
             // The virtual stage this pass sends to; none after the last forward and the first
             // backward.
             std::optional<int> to;
-            if (pass.kind == PassKind::forward && vs + 1 < V)
+            if (pass.kind == PassKind::forward && !route_end(vs, plan.shape))
                 to = vs + 1;
-            if (pass.kind == PassKind::backward && vs > 0)
+            if (is_input_backward(pass.kind) && !route_start(vs, plan.shape))
                 to = vs - 1;
             if (!to) {
                 pass_send[p].push_back(std::nullopt);
                 continue;
             }
             const int to_vs = *to;
-            const int to_rank = to_vs % P;
+            const int to_rank = rank_of_stage(to_vs, plan.shape);
             const auto& sender_stage = plan.stage(std::min(vs, to_vs));
             const int from_gpu = plan.ranks[static_cast<std::size_t>(p)].gpu;
             const int to_gpu = plan.ranks[static_cast<std::size_t>(to_rank)].gpu;
@@ -177,13 +183,39 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
             pass_send[p].push_back(id);
         }
     }
+    // Dependencies of the passes that ran (DualPipe's micro-batches visit half the stages).
+    std::vector<bool> ran(m * V, false);
+    for (int p = 0; p < P; ++p) {
+        for (const PipePass& pass : plan.orders[static_cast<std::size_t>(p)]) {
+            if (pass.kind == PassKind::forward)
+                ran[static_cast<std::size_t>(pass.micro_batch) * V +
+                    virtual_stage(pass.chunk, p, plan.shape)] = true;
+        }
+    }
+    // DualPipe's pairs: the first pass waits for the second's input too.
+    for (int p = 0; p < P; ++p) {
+        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+            if (!order[i].joint)
+                continue;
+            const PipePass& after = order[i + 1];
+            const int vs2 = virtual_stage(after.chunk, p, plan.shape);
+            const std::size_t key2 = static_cast<std::size_t>(after.micro_batch) * V + vs2;
+            if (after.kind == PassKind::forward && !route_start(vs2, plan.shape))
+                g.add_dependency(fwd_send.at(key2), pass_first[p][i]);
+            else if (is_input_backward(after.kind) && !route_end(vs2, plan.shape))
+                g.add_dependency(bwd_send.at(key2), pass_first[p][i]);
+        }
+    }
     for (std::size_t key = 0; key < m * V; ++key) {
+        if (!ran[key])
+            continue;
         const int vs = static_cast<int>(key % V);
-        if (vs > 0)
+        if (!route_start(vs, plan.shape))
             g.add_dependency(fwd_send.at(key), fwd_task[key]);
         if (!plan.shape.forward_only) {
             g.add_dependency(fwd_task[key], bwd_first[key]);
-            if (vs + 1 < V)
+            if (!route_end(vs, plan.shape))
                 g.add_dependency(bwd_send.at(key), bwd_first[key]);
         }
     }
@@ -277,15 +309,15 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
         const auto& order = plan.orders[static_cast<std::size_t>(p)];
         for (std::size_t i = 0; i < order.size(); ++i) {
             const PipePass& pass = order[i];
-            const int vs = virtual_stage(pass.chunk, p, P);
+            const int vs = virtual_stage(pass.chunk, p, plan.shape);
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
             ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, {}};
             x.released = x.end;
             if (!par.pp_overlap && pass_send[p][i])
                 x.released = e(*pass_send[p][i]);
-            if (pass.kind == PassKind::forward && vs > 0)
+            if (pass.kind == PassKind::forward && !route_start(vs, plan.shape))
                 x.input = InputTransfer{s(fwd_send.at(key)), e(fwd_send.at(key))};
-            else if (pass.kind == PassKind::backward && vs + 1 < V)
+            else if (is_input_backward(pass.kind) && !route_end(vs, plan.shape))
                 x.input = InputTransfer{s(bwd_send.at(key)), e(bwd_send.at(key))};
             r.passes.push_back(x);
         }

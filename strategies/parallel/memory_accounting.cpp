@@ -15,7 +15,7 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         m.peak_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
                        m.runtime_bytes;
         for (int c = 0; c < plan.shape.virtual_stages; ++c)
-            m.recompute += plan.stage(virtual_stage(c, rp.rank, plan.shape.ranks)).recompute;
+            m.recompute += plan.stage(virtual_stage(c, rp.rank, plan.shape)).recompute;
         if (m.peak_bytes > r.peak_bytes_max)
             r.peak_bytes_max = m.peak_bytes;
         const std::int64_t excess = m.peak_bytes - plan.capacity_bytes;

@@ -19,13 +19,15 @@ namespace clustersim::strategies::parallel {
 
 /// Durations the timing needs.
 struct PassDurations {
-    /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm).
+    /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm); asked
+    /// for backward_input and weight only when the orders split the backward.
     std::function<sim::Time(PassKind kind, int vs)> pass;
     /// Duration of micro-batch 0's forward on `vs` when it differs from the others' (the
     /// distributed optimizer's parameter gather overlapped with it); empty: as `pass`.
     std::function<sim::Time(int vs)> first_forward;
     /// Transfer time of a micro-batch's activation from virtual stage `vs` to `vs + 1`
-    /// (forward) or of its gradient from `vs + 1` to `vs` (backward).
+    /// (forward) or of its gradient from `vs + 1` to `vs` (backward); not asked where a
+    /// micro-batch's route ends at `vs` (DualPipe's two pipelines).
     std::function<sim::Time(PassKind kind, int vs)> transfer;
     /// The sender's compute stream waits for its sends to complete (Megatron's synchronous
     /// point-to-point communication); false: sends overlap the sender's next pass.

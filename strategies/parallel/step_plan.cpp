@@ -624,6 +624,44 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     if (pending_expert > 0)
         st.buckets.push_back({pending_expert, sim::Time::from_seconds(c.gpu), true});
 
+    // The split backward of the zero-bubble schedules: W is the weight-gradient kernels (names
+    // ending in "wgrad"), B the rest of the pass.
+    double w_seconds = 0;
+    std::int64_t w_bytes = 0;
+    const std::int64_t elt = hardware::bytes_per_element(dtype);
+    auto add_weight = [&](const LayerWork& w, int n) {
+        for (int i = 0; i < w.backward.ops.count(); ++i) {
+            const models::Op& op = w.backward.ops[static_cast<std::size_t>(i)];
+            if (!op.name.ends_with("wgrad"))
+                continue;
+            // An input that sequence parallelism re-gathers for this GEMM is kept sharded.
+            std::int64_t input_share = 1;
+            for (const models::TpCollective& tc : w.collectives)
+                if (tc.pass == Pass::backward && tc.regather && tc.needed_by == i)
+                    input_share = ctx.e.parallel.tp;
+            w_seconds += n * op.time.seconds() /
+                         (op.kind == models::OpKind::memory_bound ? ho.memory_efficiency
+                                                                  : ho.gemm_efficiency);
+            // Kept from B for W: the GEMM's input (M x K) and its output's gradient (K x N).
+            if (op.kind != models::OpKind::memory_bound)
+                w_bytes += n * (op.m * op.k / input_share + op.k * op.n) *
+                           std::max<std::int64_t>(1, op.batch) * elt;
+        }
+    };
+    if (st.head)
+        add_weight(ctx.head, 1);
+    for (auto [wp, n] : groups)
+        add_weight(*wp, n);
+    if (st.embedding)
+        add_weight(ctx.embedding, 1);
+    st.weight = PassCost{};
+    st.weight.compute = std::min(st.backward.compute, sim::Time::from_seconds(w_seconds));
+    st.weight.time = st.weight.compute;
+    st.backward_input = st.backward;
+    st.backward_input.compute -= st.weight.compute;
+    st.backward_input.time -= st.weight.compute;
+    st.weight_activation_bytes = w_bytes;
+
     st.activation_bytes = 0;
     st.transient_bytes = 0;
     st.parameters = 0;
@@ -676,7 +714,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                 r.dp_group.push_back(gpu_of(par, 0, d, p, c));
         std::int64_t layer_parameters = 0;
         for (int c = 0; c < plan.shape.virtual_stages; ++c) {
-            const auto& st = plan.stage(virtual_stage(c, p, par.pp));
+            const auto& st = plan.stage(virtual_stage(c, p, plan.shape));
             r.parameters += st.parameters;
             r.expert_parameters += st.expert_parameters;
             layer_parameters += st.layer_parameters;
@@ -744,7 +782,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         if (dense_dp || expert_dp) {
             if (par.dp_overlap) {
                 for (int c = 0; c < plan.shape.virtual_stages; ++c) {
-                    const auto& st = plan.stage(virtual_stage(c, r.rank, par.pp));
+                    const auto& st = plan.stage(virtual_stage(c, r.rank, plan.shape));
                     for (std::size_t k = 0; k < st.buckets.size(); ++k) {
                         const bool expert = st.buckets[k].expert;
                         if (expert ? expert_dp : dense_dp)
@@ -807,17 +845,28 @@ sim::Time p2p_time(const StepPlan& plan, int from, int to, std::int64_t bytes) {
 } // namespace
 
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
-    const int P = plan.shape.ranks;
     std::int64_t live = 0;
     std::int64_t peak = 0;
     for (const PipePass& pass : plan.orders[static_cast<std::size_t>(rank)]) {
-        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, P));
-        if (pass.kind == PassKind::forward) {
+        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, plan.shape));
+        switch (pass.kind) {
+        case PassKind::forward:
             live += st.activation_bytes;
             peak = std::max(peak, live);
-        } else {
+            break;
+        case PassKind::backward:
             peak = std::max(peak, live + st.transient_bytes);
             live -= st.activation_bytes;
+            break;
+        case PassKind::backward_input:
+            // B frees the activations and leaves W its inputs and output gradients.
+            peak = std::max(peak, live + st.transient_bytes);
+            live += st.weight_activation_bytes - st.activation_bytes;
+            peak = std::max(peak, live);
+            break;
+        case PassKind::weight:
+            live -= st.weight_activation_bytes;
+            break;
         }
     }
     return peak;
@@ -832,7 +881,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     plan.topology = std::move(topology);
     plan.communicators = communicators;
     plan.shape =
-        PipelineShape{par.pp, e.micro_batches(), par.virtual_stages, e.training.forward_only};
+        PipelineShape{par.pp, e.micro_batches(), chunks_per_rank(par.schedule, par.virtual_stages),
+                      e.training.forward_only, placement_of(par.schedule)};
     plan.orders = pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
     plan.runtime_bytes = e.framework.runtime_memory;
@@ -912,8 +962,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         ctx.env.cp_backward = cp.backward;
     }
 
-    const int V = par.pp * par.virtual_stages;
-    const int per_stage = e.model.layers / V;
+    const int V = stage_count(plan.shape);
+    const int per_stage = e.model.layers / model_stage_count(plan.shape);
     plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
     plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
                              : par.recompute == RecomputePolicy::full    ? Recompute::full
@@ -924,12 +974,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     for (int vs = 0; vs < V; ++vs) {
         VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
         st.index = vs;
-        st.rank = vs % par.pp;
+        st.rank = rank_of_stage(vs, plan.shape);
         st.chunk = vs / par.pp;
-        st.first_layer = vs * per_stage;
+        st.first_layer = model_stage(vs, plan.shape) * per_stage;
         st.layers = per_stage;
-        st.embedding = vs == 0 && e.model.is_transformer();
-        st.head = vs == V - 1;
+        st.embedding = route_start(vs, plan.shape) && e.model.is_transformer();
+        st.head = route_end(vs, plan.shape);
         cost_stage(ctx, st,
                    uniform(plan.automatic_recompute ? Recompute::none : plan.uniform_recompute,
                            per_stage));
@@ -944,8 +994,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             std::int64_t params = 0;
             std::int64_t expert_params = 0;
             std::int64_t layer_params = 0;
-            for (int c = 0; c < par.virtual_stages; ++c) {
-                const auto& st = plan.stage(virtual_stage(c, p, par.pp));
+            for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+                const auto& st = plan.stage(virtual_stage(c, p, plan.shape));
                 params += st.parameters;
                 expert_params += st.expert_parameters;
                 layer_params += st.layer_parameters;
@@ -958,8 +1008,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             if (fits())
                 continue;
             std::vector<int> chunks;
-            for (int c = 0; c < par.virtual_stages; ++c)
-                chunks.push_back(virtual_stage(c, p, par.pp));
+            for (int c = 0; c < plan.shape.virtual_stages; ++c)
+                chunks.push_back(virtual_stage(c, p, plan.shape));
             const bool selective_helps = layer_of(ctx, Recompute::selective).activation_bytes <
                                          layer_of(ctx, Recompute::none).activation_bytes;
             if (selective_helps) {
@@ -991,9 +1041,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     }();
     std::map<std::pair<int, int>, sim::Time> p2p_cache;
     for (int vs = 0; vs + 1 < V; ++vs) {
+        if (route_end(vs, plan.shape))
+            continue; // DualPipe: the forward direction's last stage sends to no stage
         VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
-        const int from = gpu_of(par, 0, 0, vs % par.pp);
-        const int to = gpu_of(par, 0, 0, (vs + 1) % par.pp);
+        const int from = gpu_of(par, 0, 0, rank_of_stage(vs, plan.shape));
+        const int to = gpu_of(par, 0, 0, rank_of_stage(vs + 1, plan.shape));
         const auto key = std::make_pair(from, to);
         if (!p2p_cache.count(key))
             p2p_cache[key] = p2p_time(plan, from, to, act_bytes);

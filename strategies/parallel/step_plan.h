@@ -26,6 +26,7 @@
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/recompute_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -83,7 +84,16 @@ struct VirtualStagePlan {
     /// parameter all-gather when overlap_param_gather (else equal to `forward`).
     PassCost first_forward;
     PassCost backward;
-    std::int64_t activation_bytes = 0;  ///< kept per micro-batch from forward to backward
+    /// The backward split as zero-bubble schedules run it (Qi et al. 2023): the weight-gradient
+    /// pass W (the wgrad GEMMs and the embedding's gradient kernels, nothing the previous stage
+    /// waits for) and the input-gradient pass B (everything else: recompute, dgrad GEMMs,
+    /// elementwise backward, the tensor-parallel waits). backward_input + weight = backward.
+    PassCost backward_input;
+    PassCost weight;
+    std::int64_t activation_bytes = 0; ///< kept per micro-batch from forward to backward
+    /// Of a split backward: what B leaves for W, per micro-batch: the inputs of the wgrad GEMMs
+    /// and the gradients of their outputs (the paper's M_W, 32 s b h for a GPT layer).
+    std::int64_t weight_activation_bytes = 0;
     std::int64_t transient_bytes = 0;   ///< extra held while its backward runs (recomputed)
     std::int64_t parameters = 0;        ///< held by one tensor-parallel rank
     std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
@@ -175,6 +185,33 @@ struct StepPlan {
 StepPlan build_step_plan(const ExperimentSpec& e,
                          std::shared_ptr<const hardware::Topology> topology,
                          collectives::CommunicatorCache* communicators = nullptr);
+
+/// The cost of a pass of `st`: forward (micro-batch 0's with the overlapped parameter gather),
+/// backward, backward_input or weight.
+inline const PassCost& pass_cost(const VirtualStagePlan& st, const PipePass& p) {
+    switch (p.kind) {
+    case PassKind::forward:
+        return p.micro_batch == 0 ? st.first_forward : st.forward;
+    case PassKind::backward:
+        return st.backward;
+    case PassKind::backward_input:
+        return st.backward_input;
+    case PassKind::weight:
+        break;
+    }
+    return st.weight;
+}
+
+/// When bucket `k` of `st` is ready, from the start of the pass of kind `kind` that completes
+/// the chunk's gradients: a whole backward's bucket time, or within a W pass the same share
+/// of it (the weight gradients come out in the backward's layer order).
+inline sim::Time bucket_ready(const VirtualStagePlan& st, PassKind kind, std::size_t k) {
+    const sim::Time ready = st.buckets[k].ready;
+    if (kind != PassKind::weight || st.backward.time <= sim::Time::zero())
+        return ready;
+    return sim::Time::from_seconds(st.weight.time.seconds() *
+                                   std::min(1.0, ready.seconds() / st.backward.time.seconds()));
+}
 
 /// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);

@@ -17,9 +17,7 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             const std::string label = pass_label(e.pass, v);
             // Parameter all-gathers run beside the pass from its start (ZeRO-3 per layer, or
             // the distributed optimizer's overlapped with the first forward).
-            const PassCost& cost = e.pass.kind == PassKind::backward ? st.backward
-                                   : e.pass.micro_batch == 0         ? st.first_forward
-                                                                     : st.forward;
+            const PassCost& cost = pass_cost(st, e.pass);
             if (cost.param_gather > sim::Time::zero())
                 r.bars.push_back({rank, TimelineStream::dp, e.start,
                                   std::min(e.end, e.start + cost.param_gather), "dp-comm",
@@ -34,13 +32,16 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
                 live += st.activation_bytes;
                 r.memory_points.push_back({rank, e.start, live});
+            } else if (e.pass.kind == PassKind::weight) {
+                r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "weight", label});
+                live -= st.weight_activation_bytes;
+                r.memory_points.push_back({rank, e.end, live});
             } else {
                 // The recompute runs first; it takes its share of the pass as it ran.
                 const sim::Time split =
-                    st.backward.time > sim::Time::zero()
-                        ? e.start +
-                              sim::Time::from_seconds((e.end - e.start).seconds() *
-                                                      (st.backward.recompute / st.backward.time))
+                    cost.time > sim::Time::zero()
+                        ? e.start + sim::Time::from_seconds((e.end - e.start).seconds() *
+                                                            (cost.recompute / cost.time))
                         : e.start;
                 if (split > e.start)
                     r.bars.push_back({rank, TimelineStream::compute, e.start, split, "recompute",
@@ -48,6 +49,8 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                 r.bars.push_back({rank, TimelineStream::compute, split, e.end, "backward", label});
                 r.memory_points.push_back({rank, e.start, live + st.transient_bytes});
                 live -= st.activation_bytes;
+                if (e.pass.kind == PassKind::backward_input)
+                    live += st.weight_activation_bytes;
                 r.memory_points.push_back({rank, e.end, live});
             }
         }

@@ -29,9 +29,7 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
     Time prev_released;
     for (const ExecutedPass& x : r.passes) {
         const auto& st = plan.stage(x.vs);
-        const PassCost& c = x.pass.kind == PassKind::backward ? st.backward
-                            : x.pass.micro_batch == 0         ? st.first_forward
-                                                              : st.forward;
+        const PassCost& c = pass_cost(st, x.pass);
         compute += c.compute;
         dp_wait += c.dp_wait;
         recompute += c.recompute;
@@ -70,6 +68,24 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
     b.optimizer_s = optimizer.seconds();
     b.pp_bubble_s = std::max(Time::zero(), step - accounted).seconds();
     return b;
+}
+
+/// F, B, W of one rank's share of a micro-batch for the closed forms: the mean over virtual
+/// stages (a model stage each), twice that under the V placement (a rank runs two chunks of one
+/// micro-batch).
+PassTimes mean_pass_times(const StepPlan& plan) {
+    PassTimes t{0, 0, 0};
+    for (const VirtualStagePlan& st : plan.stages) {
+        t.f += st.forward.time.seconds();
+        t.b += st.backward.time.seconds();
+        t.w += st.weight.time.seconds();
+    }
+    const double k = (plan.shape.placement == Placement::v_shape ? 2.0 : 1.0) /
+                     static_cast<double>(std::max<std::size_t>(1, plan.stages.size()));
+    t.f *= k;
+    t.b *= k;
+    t.w *= k;
+    return t;
 }
 
 } // namespace
@@ -122,7 +138,8 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.breakdown =
         breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
     r.bubble_fraction = r.step_time_s > 0 ? r.breakdown.pp_bubble_s / r.step_time_s : 0;
-    r.ideal_bubble_fraction = ideal_bubble_fraction(e.parallel.schedule, plan.shape);
+    r.ideal_bubble_fraction =
+        ideal_bubble_fraction(e.parallel.schedule, plan.shape, mean_pass_times(plan));
     r.model_flops =
         e.training.forward_only
             ? models::model_flops_per_iteration(e.model, e.training.global_batch, false) / 3
