@@ -121,7 +121,8 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     models::ModelStateBytes m =
         models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.dp_cp());
     if (experts > 0) {
-        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
+        const auto x =
+            models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
         m.weights += x.weights;
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
@@ -1000,8 +1001,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                 expert_params += st.expert_parameters;
                 layer_params += st.layer_parameters;
             }
-            const int edp =
-                par.expert_layout() && e.model.is_moe() ? par.expert_dp() : par.dp_cp();
+            const int edp = par.expert_layout() && e.model.is_moe() ? par.expert_dp() : par.dp_cp();
             const auto state =
                 state_bytes(e, params - expert_params, expert_params, edp, layer_params);
             auto fits = [&] { return state.total() + peak_activation_bytes(plan, p) <= budget; };
