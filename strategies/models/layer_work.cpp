@@ -459,6 +459,42 @@ void add_group_collective(LayerWork& w, std::string_view name, TpOp op, CommGrou
     w.collectives[w.collectives.size() - 1].group = group;
 }
 
+/// The sizes both passes of the alltoall dispatcher use, per GPU of the expert-parallel group.
+struct A2aSizes {
+    std::int64_t elem;    ///< bytes per element
+    std::int64_t tokens;  ///< this rank's tokens (its sequence shard)
+    std::int64_t local;   ///< of them, those this GPU routes (sequence-parallel shard)
+    std::int64_t experts; ///< num_experts
+    std::int64_t local_experts;
+    std::int64_t sent;     ///< token copies dispatched
+    std::int64_t computed; ///< copies the busiest GPU's experts compute
+    std::int64_t per_expert;
+    std::int64_t expert_ffn; ///< moe_ffn_hidden_size / etp
+    std::int64_t shared_ffn; ///< shared experts' intermediate size / tp
+    bool swiglu;
+    std::int64_t a2a_bytes; ///< received by the busiest GPU in one all-to-all
+    std::int64_t etp_bytes; ///< of one etp all-gather or reduce-scatter
+};
+
+A2aSizes a2a_sizes(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    const std::int64_t e = c.elem;
+    const std::int64_t N = c.a2a_computed();
+    return {e,
+            c.tokens,
+            c.tokens / c.sp_div,
+            m.num_experts,
+            c.local_experts(),
+            c.a2a_sent(),
+            N,
+            c.a2a_per_expert(),
+            m.moe_ffn_hidden_size / c.etp,
+            m.moe_shared_expert_intermediate_size / c.t,
+            m.activation == Activation::swiglu,
+            c.a2a_received() * c.h * e,
+            N * c.h * e};
+}
+
 /// The MLP block of a layer with experts laid out apart (ep > 1 or etp != tp), forward, as
 /// Megatron-Core's MoELayer runs it with the alltoall token dispatcher
 /// (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher): the router
@@ -475,19 +511,7 @@ void add_group_collective(LayerWork& w, std::string_view name, TpOp op, CommGrou
 void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& F = w.forward;
-    const std::int64_t e = c.elem;
-    const std::int64_t T = c.tokens;
-    const std::int64_t local = T / c.sp_div;
-    const std::int64_t E = m.num_experts;
-    const std::int64_t L = c.local_experts();
-    const std::int64_t sent = c.a2a_sent();
-    const std::int64_t N = c.a2a_computed();
-    const std::int64_t M = c.a2a_per_expert();
-    const std::int64_t fe = m.moe_ffn_hidden_size / c.etp;
-    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
-    const bool swiglu = m.activation == Activation::swiglu;
-    const std::int64_t a2a_bytes = c.a2a_received() * c.h * e;
-    const std::int64_t etp_bytes = N * c.h * e;
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes] = a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
     F.add(
         c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
@@ -541,19 +565,7 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
 void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& B = w.backward;
-    const std::int64_t e = c.elem;
-    const std::int64_t T = c.tokens;
-    const std::int64_t local = T / c.sp_div;
-    const std::int64_t E = m.num_experts;
-    const std::int64_t L = c.local_experts();
-    const std::int64_t sent = c.a2a_sent();
-    const std::int64_t N = c.a2a_computed();
-    const std::int64_t M = c.a2a_per_expert();
-    const std::int64_t fe = m.moe_ffn_hidden_size / c.etp;
-    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
-    const bool swiglu = m.activation == Activation::swiglu;
-    const std::int64_t a2a_bytes = c.a2a_received() * c.h * e;
-    const std::int64_t etp_bytes = N * c.h * e;
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes] = a2a_sizes(c);
     const std::int64_t comm = T * c.h * e;
     int shared_dgrad = -1;
     if (fs > 0) {
