@@ -112,12 +112,17 @@ def rows(build):
     one = s["BM_Sweep_Gpt3_64/jobs:1/real_time"]["items_per_second"]
     two = s["BM_Sweep_Gpt3_64/jobs:2/real_time"]["items_per_second"]
     yield ("sweep, GPT-3 175B on 64 A100s, analytic (`bench_sweep`)",
-           ">= 4,000 configurations/s per core",
+           ">= 10,000 configurations/s per core",
            f"{one:,.0f}/s on one core; {two:,.0f}/s on two ({two / one:.2f}x; 180 "
            "configurations)")
     b = next(iter(run(build, "bench_sweep", "BM_Sweep_Turing530B_Command").values()))
     yield ("sweep of 11,520 Turing-530B configurations, 2 cores (`bench_sweep`)", "< 10 s",
            f"{fmt_time(ms(b, 'real_time'))} wall, on 2,520 A100s (see below)")
+    b = run(build, "bench_sweep", "BM_Sweep_DeepSeekV3_2048")["BM_Sweep_DeepSeekV3_2048/jobs:1/real_time"]
+    yield ("sweep, DeepSeek-V3 on 2,048 H100s, ep x tp x pp, analytic (`bench_sweep`)",
+           ">= 5,000 configurations/s per core",
+           f"{b['items_per_second']:,.0f}/s on one core ({b['configs']:.0f} configurations, "
+           f"{b['valid']:.0f} valid)")
     if (pathlib.Path(build) / "bench" / "bench_kineto").exists():
         b = next(iter(run(build, "bench_kineto", "BM_ImportKinetoTrace/200/").values()))
         yield (f"import of a {b['MB']:.0f} MB PyTorch profiler trace, "
