@@ -57,14 +57,19 @@ fs::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
         // file must mean the same hardware from any directory.
         if (p.is_relative() && !relative_to.empty())
             p = relative_to / p;
-        if (!fs::exists(p))
+        // The error_code form: a name the file system refuses (too long, say) is a file that
+        // is not there, not an exception escaping as a crash.
+        std::error_code ec;
+        if (!fs::exists(p, ec))
             throw InputError(name_or_path + ": no such " + kind.noun + " file");
         return p;
     }
     const fs::path preset = fs::path(config_dir()) / kind.folder / (name_or_path + ".yaml");
-    if (!fs::exists(preset))
-        throw InputError("unknown " + kind.noun + " preset '" + name_or_path + "' (presets: " +
-                         base::join(preset_names(kind), ", ") + "; " + kind.hint + ")");
+    std::error_code ec;
+    if (!fs::exists(preset, ec))
+        throw InputError("unknown " + kind.noun + " preset '" + base::excerpt(name_or_path) +
+                         "' (presets: " + base::join(preset_names(kind), ", ") + "; " + kind.hint +
+                         ")");
     return preset;
 }
 

@@ -121,3 +121,13 @@ TEST_CASE("presets: cycles and unknown names are errors at the extends key", "[c
           }).find("cannot load 'no-such-preset': unknown thing preset 'no-such-preset'") !=
           std::string::npos);
 }
+
+TEST_CASE("presets: a name the file system refuses is an unknown preset, not a crash",
+          "[config][preset]") {
+    // Longer than any file name may be (NAME_MAX 255): std::filesystem::exists would throw
+    // (fuzz_experiment_yaml found it); the message quotes an excerpt of the name.
+    const std::string name(4000, 'x');
+    const std::string e = input_error_of([&] { config::resolve_preset(test_kind(), name, {}); });
+    CHECK(e.find("unknown thing preset 'xxxx") == 0);
+    CHECK(e.size() < 1000);
+}
