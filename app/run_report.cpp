@@ -193,6 +193,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     j["parallel"] = {{"tp", r.tp},
                      {"pp", r.pp},
                      {"dp", r.dp},
+                     {"cp", e.parallel.cp},
                      {"schedule", r.schedule},
                      {"virtual_stages", r.virtual_stages},
                      {"micro_batches", r.micro_batches}};

@@ -115,6 +115,7 @@ Outcome Evaluator::evaluate(const Settings& overrides) const {
         o.tp = e.parallel.tp;
         o.pp = e.parallel.pp;
         o.dp = e.parallel.dp;
+        o.cp = e.parallel.cp;
         o.micro_batch = e.training.micro_batch;
         o.micro_batches = e.micro_batches();
         o.virtual_stages = e.parallel.virtual_stages;

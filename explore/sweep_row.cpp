@@ -18,6 +18,8 @@ const std::vector<std::string>& result_columns() {
                                                   "tp",
                                                   "pp",
                                                   "dp",
+                                                  "cp",
+                                                  "ep",
                                                   "micro_batch",
                                                   "micro_batches",
                                                   "virtual_stages",
@@ -34,6 +36,7 @@ const std::vector<std::string>& result_columns() {
                                                   "pp_bubble_s",
                                                   "pp_comm_exposed_s",
                                                   "dp_comm_exposed_s",
+                                                  "ep_comm_exposed_s",
                                                   "optimizer_s",
                                                   "peak_bytes",
                                                   "capacity_bytes",
@@ -90,12 +93,12 @@ std::string csv_row(std::int64_t index, const std::vector<std::string>& values, 
     }
     const StepResult& r = o.result;
     const auto& b = r.breakdown;
-    s += fmt::format(",{},{},{},{},{},{},{},{},{}", o.gpus, o.tp, o.pp, o.dp, o.micro_batch,
-                     o.micro_batches, o.virtual_stages, sp::to_string(o.schedule),
+    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", o.gpus, o.tp, o.pp, o.dp, o.cp, r.ep,
+                     o.micro_batch, o.micro_batches, o.virtual_stages, sp::to_string(o.schedule),
                      sp::to_string(o.recompute));
     for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, b.compute_s,
                      b.recompute_s, b.host_s, b.tp_comm_exposed_s, b.pp_bubble_s,
-                     b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.optimizer_s})
+                     b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.ep_comm_exposed_s, b.optimizer_s})
         s += "," + num(v);
     s += fmt::format(",{},{},{},{},{},", r.peak_bytes_max, r.capacity_bytes,
                      r.oom ? "true" : "false", r.oom ? std::to_string(r.oom->stage) : "",

@@ -7,14 +7,16 @@
 //
 // The mapping, CSV column -> JSON of `run --format json`:
 //   gpus                              -> gpus
-//   tp, pp, dp, micro_batches,
+//   tp, pp, dp, cp, micro_batches,
 //   virtual_stages, schedule          -> parallel.<same>
+//   ep                                -> parallel.ep (MoE models; "1" where the JSON has none)
 //   step_time_s, tokens_per_s, mfu,
 //   bubble_fraction                   -> <same> (top level)
 //   compute_s, recompute_s, host_s,
 //   tp_comm_exposed_s, pp_bubble_s,
 //   pp_comm_exposed_s,
 //   dp_comm_exposed_s, optimizer_s    -> breakdown.<same>
+//   ep_comm_exposed_s                 -> breakdown.<same> (MoE models; "0" where the JSON has none)
 //   peak_bytes                        -> memory.peak_bytes_max
 //   capacity_bytes                    -> memory.capacity_bytes
 //   oom                               -> oom
@@ -130,8 +132,14 @@ Counts check_sweep_equals_run(const std::string& experiment, const std::vector<s
         REQUIRE(r.code == 0);
         const auto j = nlohmann::json::parse(r.out);
         CHECK(as_csv(j.at("gpus")) == row.at("gpus"));
-        for (const char* k : {"tp", "pp", "dp", "micro_batches", "virtual_stages", "schedule"})
+        for (const char* k :
+             {"tp", "pp", "dp", "cp", "micro_batches", "virtual_stages", "schedule"})
             CHECK(as_csv(j.at("parallel").at(k)) == row.at(k));
+        CHECK((j.at("parallel").contains("ep") ? as_csv(j.at("parallel").at("ep")) : "1") ==
+              row.at("ep"));
+        CHECK((j.at("breakdown").contains("ep_comm_exposed_s")
+                   ? as_csv(j.at("breakdown").at("ep_comm_exposed_s"))
+                   : "0") == row.at("ep_comm_exposed_s"));
         for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "bubble_fraction"})
             CHECK(as_csv(j.at(k)) == row.at(k));
         for (const char* k :
