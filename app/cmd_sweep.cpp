@@ -133,8 +133,9 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     eo.max_memory = max_memory;
     eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
     // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
-    eo.derive_dp = !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("gpus") ||
-                                 varied("nodes") || o.gpus > 0);
+    eo.derive_dp =
+        !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("parallel.cp") ||
+                      varied("gpus") || varied("nodes") || o.gpus > 0);
     const explore::Evaluator evaluator(variants, eo);
 
     // Values of the wrong type are errors of the command line, not invalid configurations.
@@ -258,7 +259,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
         jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
     if (eo.derive_dp)
-        fmt::print(io.out, "{:<10}derived as gpus / (tp x pp) in every configuration\n", "dp");
+        fmt::print(io.out, "{:<10}derived as gpus / (tp x pp x cp) in every configuration\n", "dp");
     if (resumed)
         fmt::print(io.out, "{:<10}{} rows already in {}, {} to go\n", "resume",
                    existing.done.size(), o.out, todo.size());

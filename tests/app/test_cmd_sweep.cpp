@@ -146,9 +146,34 @@ TEST_CASE("sweep: one CSV row per configuration, every varied key and the result
     const auto& too_many = c.rows[3 * 5 + 4]; // tp 8, pp 16
     CHECK_FALSE(too_many.at("invalid_reason").empty());
     // The summary counts them, and the top table ranks the valid ones.
-    CHECK_THAT(r.out, Catch::Contains("dp        derived as gpus / (tp x pp)"));
+    CHECK_THAT(r.out, Catch::Contains("dp        derived as gpus / (tp x pp x cp)"));
     CHECK_THAT(r.out, Catch::Contains(std::to_string(invalid) + " invalid"));
     CHECK_THAT(r.out, Catch::Contains("best 5 by tokens/s"));
+}
+
+TEST_CASE("sweep: varying cp derives dp = gpus / (tp x pp x cp), and the CSV names cp",
+          "[app][sweep]") {
+    TempDir dir("sweep-cp");
+    const std::string csv = dir.file("s.csv");
+    // tp 8 x pp 16 x dp 8 on 1,024 GPUs: only a derived dp lets cp 2 and 4 run (with the fused
+    // attention context parallelism requires).
+    const Run r =
+        run({"sweep", CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-1024xA100.yaml",
+             "--vary", "model.attention=flash", "--vary", "parallel.cp=1,2,4", "--out", csv});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const Csv c = parse_csv(slurp(csv));
+    REQUIRE(c.rows.size() == 3);
+    for (const auto& row : c.rows) {
+        INFO(row.at("invalid_reason"));
+        REQUIRE(row.at("invalid_reason").empty());
+        CHECK(row.at("cp") == row.at("parallel.cp"));
+        CHECK(std::stoi(row.at("tp")) * std::stoi(row.at("pp")) * std::stoi(row.at("cp")) *
+                  std::stoi(row.at("dp")) ==
+              1024);
+        CHECK(row.at("ep") == "1"); // a dense model
+        CHECK(std::stod(row.at("ep_comm_exposed_s")) == 0);
+    }
 }
 
 TEST_CASE("sweep: the top table is the CSV's best rows, best first", "[app][sweep]") {
