@@ -276,4 +276,7 @@ TEST_CASE("cli edges: an uneven split that cannot be met names its key and line"
     const Run ok = run({"run", exp, "--set", "parallel.decoder_first_pipeline_num_layers=1"});
     INFO(ok.err);
     CHECK(ok.code == 0);
+    // The report says the split: 1 layer on the first stage, 3 on the others.
+    CHECK_THAT(ok.out, Catch::Contains("layers      stage 0: 1, stages 1-3: 3 (transformer "
+                                       "layers per model stage, in layer order)"));
 }
