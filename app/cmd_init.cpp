@@ -75,6 +75,14 @@ parallel:
                                  # default 1f1b; torchtitan's name for it,
                                  #  pipeline_schedule: 1f1b, is read too
   virtual_stages: 1              # model chunks per GPU for interleaved-1f1b; default 1
+  account_for_embedding_in_pipeline_split: false  # the embedding and the loss as a layer
+  account_for_loss_in_pipeline_split: false       # each of an even split; default false
+                                 # other uneven splits [Megatron-Core's arguments]:
+                                 #  decoder_first_pipeline_num_layers: 15 and
+                                 #  decoder_last_pipeline_num_layers: 15 (layers of the
+                                 # first/last pipeline rank), or
+                                 #  pipeline_model_parallel_layout: "Et|(tt|)*30L" (E
+                                 # embedding, t layer, L loss, | between stages)
   sequence_parallel: true        # [--sequence-parallel]; default false
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
                                  # default none

@@ -89,16 +89,21 @@ std::vector<int> divisors(int n) {
 }
 
 /// The configurations tried on `gpus` GPUs: tp over the divisors of the node size, pp over the
-/// divisors of the layers (tp x pp dividing the GPUs), micro-batches 1, 2, 4, 8, recompute none,
+/// divisors of the layers (with the embedding and loss where the split counts them; tp x pp
+/// dividing the GPUs), micro-batches 1, 2, 4, 8, recompute none,
 /// selective and full, and with an interleaved schedule 1F1B or 2, 3, 4, 6, 8 virtual stages.
 std::vector<Settings> knob_grid(const sp::ExperimentSpec& base, int gpus) {
     std::vector<Settings> out;
     const bool interleaved = base.parallel.schedule == sp::PipelineSchedule::interleaved_1f1b;
     const std::string schedule(sp::to_string(base.parallel.schedule));
+    // What the stages divide: the layers, or with the embedding and the loss counted as layers
+    // of the split (account_for_*_in_pipeline_split) those too.
+    const int units = base.model.layers + (base.parallel.split.account_for_embedding ? 1 : 0) +
+                      (base.parallel.split.account_for_loss ? 1 : 0);
     for (int tp : divisors(base.cluster.node.gpus)) {
         if (tp > gpus)
             continue;
-        for (int pp : divisors(base.model.layers)) {
+        for (int pp : divisors(units)) {
             if (gpus % (tp * pp) != 0)
                 continue;
             std::vector<std::pair<std::string, int>> schedules;
@@ -107,7 +112,7 @@ std::vector<Settings> knob_grid(const sp::ExperimentSpec& base, int gpus) {
             } else {
                 schedules.emplace_back("1f1b", 1);
                 for (int v : {2, 3, 4, 6, 8}) {
-                    if (base.model.layers % (pp * v) == 0)
+                    if (units % (pp * v) == 0)
                         schedules.emplace_back("interleaved-1f1b", v);
                 }
             }
@@ -302,15 +307,19 @@ void run_scale(const ScaleOptions& o, Io io) {
                "{:<10}{}: {} ({:.1f}B parameters) on {} nodes ({} x {} each), {} fidelity\n",
                "scale", o.experiment, base.model.name, parameters / 1e9, base.cluster.name,
                base.cluster.node.gpus, base.cluster.node.gpu.name, o.fidelity);
-    fmt::print(io.out,
-               "{:<10}per GPU count the best of tp (divisors of {}), pp (divisors of {} layers), "
-               "micro-batch 1/2/4/8, recompute none/selective/full{}; dp = gpus / (tp x pp); "
-               "global batch {}\n",
-               "search", base.cluster.node.gpus, base.model.layers,
-               base.parallel.schedule == sp::PipelineSchedule::interleaved_1f1b
-                   ? ", 1F1B or 2/3/4/6/8 virtual stages"
-                   : "",
-               base.training.global_batch);
+    fmt::print(
+        io.out,
+        "{:<10}per GPU count the best of tp (divisors of {}), pp (divisors of {}), "
+        "micro-batch 1/2/4/8, recompute none/selective/full{}; dp = gpus / (tp x pp); "
+        "global batch {}\n",
+        "search", base.cluster.node.gpus,
+        base.parallel.split.account_for_embedding || base.parallel.split.account_for_loss
+            ? fmt::format("{} layers + the embedding/loss counted as layers", base.model.layers)
+            : fmt::format("{} layers", base.model.layers),
+        base.parallel.schedule == sp::PipelineSchedule::interleaved_1f1b
+            ? ", 1F1B or 2/3/4/6/8 virtual stages"
+            : "",
+        base.training.global_batch);
     fmt::print(io.out, "{:<10}{:.3g} tokens to train{}{}\n", "tokens", tokens,
                o.tokens.empty() ? " (20 per parameter, Chinchilla)" : "",
                o.price > 0 ? fmt::format(" at ${:.2f} per GPU-hour", o.price) : "");

@@ -124,10 +124,30 @@ std::string describe_parallel(const ExperimentSpec& e) {
     return s;
 }
 
+/// An uneven split's layers per model stage in layer order, runs written "stages 1-62: 2";
+/// empty for an even split.
+std::string describe_split(const ExperimentSpec& e) {
+    const auto& n = e.stage_layers;
+    if (strategies::parallel::uniform_split(n))
+        return "";
+    std::string s;
+    for (std::size_t i = 0; i < n.size();) {
+        std::size_t j = i;
+        while (j < n.size() && n[j] == n[i])
+            ++j;
+        s += (s.empty() ? "" : ", ") + (j - i > 1 ? fmt::format("stages {}-{}: {}", i, j - 1, n[i])
+                                                  : fmt::format("stage {}: {}", i, n[i]));
+        i = j;
+    }
+    return s + " (transformer layers per model stage, in layer order)";
+}
+
 void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResult& r) {
     fmt::print(out, "{:<12}{} ({} on {} x {}, {})\n", "experiment", e.name, e.model.name, e.gpus,
                e.cluster.node.gpu.name, e.cluster.name);
     fmt::print(out, "{:<12}{}\n", "parallel", describe_parallel(e));
+    if (const std::string split = describe_split(e); !split.empty())
+        fmt::print(out, "{:<12}{}\n", "layers", split);
     fmt::print(out, "{:<12}{} of {} GPUs ({}), {} fidelity\n", "simulated", r.simulated_gpus.size(),
                r.gpus, "one per pipeline rank", fidelity_name(r));
     if (r.fidelity == strategies::parallel::Fidelity::flow)
@@ -197,6 +217,9 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                      {"schedule", r.schedule},
                      {"virtual_stages", r.virtual_stages},
                      {"micro_batches", r.micro_batches}};
+    // An uneven split: the transformer layers of each model stage, in layer order.
+    if (!strategies::parallel::uniform_split(e.stage_layers))
+        j["parallel"]["stage_layers"] = e.stage_layers;
     j["step_time_s"] = r.step_time_s;
     j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
     j["tokens_per_s"] = r.tokens_per_s;

@@ -81,12 +81,16 @@ BENCHMARK(BM_Sweep_Gpt3_64)
 // DeepSeek-V3 on 2,048 H100s (issue "How large models are trained now": 5,000 configurations
 // per second per core): ep 1..256 x tp 1, 2, 4, 8 x pp 1, 2, 4, 8, 16 = 180 configurations,
 // dp derived; the layouts the rules refuse (ep not dividing tp x dp, say) are rows with their
-// reason. Sequence parallelism on (Megatron-Core's MoE layer needs it with tp > 1).
+// reason. Sequence parallelism on (Megatron-Core's MoE layer needs it with tp > 1). The
+// experiment's 61 layers are laid out for pp 16 alone; the sweep runs 64 layers split evenly,
+// so that every pp of the grid can run.
 static void BM_Sweep_DeepSeekV3_2048(benchmark::State& state) {
     const sw::Grid grid({{"parallel.ep", {"1", "2", "4", "8", "16", "32", "64", "128", "256"}},
                          {"parallel.tp", {"1", "2", "4", "8"}},
                          {"parallel.pp", {"1", "2", "4", "8", "16"}},
-                         {"parallel.sequence_parallel", {"true"}}});
+                         {"parallel.sequence_parallel", {"true"}},
+                         {"model.layers", {"64"}},
+                         {"parallel.pipeline_model_parallel_layout", {""}}});
     std::vector<sp::Settings> configs;
     for (std::int64_t i = 0; i < grid.size(); ++i)
         configs.push_back(grid.settings(i));

@@ -36,6 +36,30 @@ bool contains(const std::string& text, std::string_view part) {
     return text.find(part) != std::string::npos;
 }
 
+/// torchtitan's split of `layers` over `stages` when no split points are given, at the
+/// benchmark page's commit 9dec370 (torchtitan/parallelisms/pipelining_utils.py,
+/// generate_split_points): layers / stages each, the first stage that many, the middle stages
+/// one more while the remainder lasts, the last stage what is left. As a layout string (the
+/// embedding on the first stage, the norm and output layer on the last).
+std::string torchtitan_layout(int layers, int stages) {
+    const int base = layers / stages;
+    int extra = layers % stages;
+    std::string out;
+    int placed = 0;
+    for (int i = 0; i < stages; ++i) {
+        int n = base;
+        if (i > 0 && i + 1 < stages && extra > 0) {
+            ++n;
+            --extra;
+        }
+        if (i + 1 == stages)
+            n = layers - placed;
+        placed += n;
+        out += (i == 0 ? "E" : "|") + std::string(static_cast<std::size_t>(n), 't');
+    }
+    return out + "L";
+}
+
 /// A scalar's text, or "" for null/absent.
 std::string scalar_or_empty(config::YamlMap& m, std::string_view key) {
     if (!m.has(key))
@@ -125,16 +149,23 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     if (par.has("vpp"))
         r.virtual_stages = dim(par, "vpp");
     const std::string schedule = scalar_or_empty(par, "pp_schedule");
+    // torchtitan's stages per rank, which the page does not state: without split points its
+    // multi-stage schedules (Interleaved1F1B) run 2 per rank (generate_split_points at commit
+    // 9dec370); another framework's interleaving must print them.
     if (contains(schedule, "Interleaved") && r.virtual_stages == 1)
-        r.virtual_stages = 0; // the page does not give torchtitan's stages per rank
+        r.virtual_stages = torchtitan ? 2 : 0;
     config::YamlMap batch = row.map("batch");
     r.global_batch = dim(batch, "global_batch_seqs");
     // Megatron's micro-batch is printed; torchtitan's local batch is a data-parallel rank's
-    // whole batch, run at once without a pipeline and as micro-batches of 1 with one
-    // (torchtitan's pipeline_parallel_microbatch_size default).
-    r.micro_batch = batch.has("micro_batch") ? dim(batch, "micro_batch")
-                    : r.pp > 1               ? 1
-                                             : dim(batch, "local_batch");
+    // whole batch, run at once without a pipeline, and with one split into as many
+    // micro-batches as pipeline ranks (n_microbatches defaults to pipeline_parallel_degree at
+    // the benchmark page's commit 9dec370: torchtitan/parallelisms/pipelining_utils.py,
+    // build_pipeline_schedule).
+    const int local_batch = batch.has("local_batch") ? dim(batch, "local_batch") : 0;
+    r.micro_batch = batch.has("micro_batch")              ? dim(batch, "micro_batch")
+                    : r.pp > 1 && local_batch % r.pp == 0 ? local_batch / r.pp
+                    : r.pp > 1                            ? 1
+                                                          : dim(batch, "local_batch");
     const std::string recompute = scalar_or_empty(row, "recompute");
     r.recompute = recompute.empty() ? "none" : recompute;
     const std::string precision = row.str("precision");
@@ -177,6 +208,31 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         s.emplace_back("parallel.schedule", "1f1b");
     }
     s.emplace_back("parallel.recompute", r.recompute);
+    // How the recipes split layers that the stages do not divide (layer_assignment.h).
+    const int layers = dim(model, "layers");
+    const int model_stages = r.pp * std::max(1, r.virtual_stages);
+    if (r.pp > 1 && r.virtual_stages != 0 && layers % model_stages != 0) {
+        if (torchtitan) {
+            s.emplace_back("parallel.pipeline_model_parallel_layout",
+                           torchtitan_layout(layers, model_stages));
+            r.features.emplace_back("torchtitan's layer split");
+        } else if (r.moe && r.pp == 8 && r.virtual_stages == 4) {
+            // Megatron-Bridge's DeepSeek-V3 H100 recipe (scripts/performance/configs/deepseek/
+            // deepseek_llm_pretrain.py, deepseek_v3_h100_config, v0.2.0):
+            // pipeline_model_parallel_layout "Et|(tt|)*30mL". Its last stage's
+            // multi-token-prediction layer (m) is not in the model preset: left out.
+            s.emplace_back("parallel.pipeline_model_parallel_layout", "Et|(tt|)*30L");
+            r.features.emplace_back(
+                "the recipe's layout, 1 + 30 x 2 layers + loss (its MTP layer left out)");
+        } else if (contains(r.model, "405B")) {
+            // Megatron-Bridge's Llama 3.1 405B recipe (src/megatron/bridge/recipes/llama/
+            // llama3.py, llama31_405b_pretrain_config, v0.2.0): the embedding and the loss
+            // each count as a layer of the pipeline split.
+            s.emplace_back("parallel.account_for_embedding_in_pipeline_split", "true");
+            s.emplace_back("parallel.account_for_loss_in_pipeline_split", "true");
+            r.features.emplace_back("embedding and loss as layers of the split");
+        }
+    }
     if (torchtitan) {
         // FSDP2 shards parameters, gradients and optimizer state and all-gathers each block's
         // parameters before its forward and backward (prefetching the next), reduce-scattering
@@ -282,11 +338,15 @@ std::vector<std::string> recent_rules() {
         "embeddings, Nemotron-4's squared ReLU costed as GeLU; FlashAttention-style fused "
         "attention; the MoE row on the `deepseek-v3` model preset",
         "NeMo / Megatron-Bridge (Megatron-Core): the printed micro-batch, interleaved 1F1B with "
-        "the printed virtual stages, sequence parallelism and TP communication overlap where tp > "
+        "the printed virtual stages (layers the stages do not divide split as the model's "
+        "recipe does: Llama 3.1 405B with the embedding and loss as layers, DeepSeek-V3 with "
+        "its layout string), sequence parallelism and TP communication overlap where tp > "
         "1, the distributed optimizer (ZeRO-1) with gradient reduce and parameter gather "
         "overlapped; recompute as printed (not stated: none)",
         "torchtitan: FSDP2 as ZeRO-3 with overlapped gathers and reduce-scatters, the local "
-        "batch as one micro-batch without a pipeline (micro-batches of 1 with one), sequence "
+        "batch as one micro-batch without a pipeline (with one: as many micro-batches as "
+        "pipeline ranks, 2 stages per rank when interleaved, and the layers split as its "
+        "generate_split_points does, at the page's commit), sequence "
         "parallelism with TP, async TP as tp_comm_overlap; recompute as printed (its selective "
         "mode as Megatron's selective recompute)",
         "AdamW; bf16 unless the row says FP8 or Float8",

@@ -10,7 +10,8 @@
 /// `dgx-superpod-h100` (DGX H100 nodes, 8x NDR), torchtitan rows on `grand-teton-h100` (H100 96 GB
 /// at a 500 W cap). What a source does not state is set by one rule per framework, written in
 /// recent_rules(). A row that needs what the step model does not have yet (context or expert
-/// parallelism, FP8 as Transformer Engine runs it, uneven pipeline stages) is not predicted:
+/// parallelism, FP8 as Transformer Engine runs it, a layer split it cannot express) is not
+/// predicted:
 /// the row says what it needs. Support is detected, not listed: the row's experiment is loaded
 /// (an unknown key such as parallel.cp is a config error) and FP8 is probed for Transformer
 /// Engine's rule that attention stays in bf16, so the rows run once those land.

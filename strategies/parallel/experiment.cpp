@@ -127,6 +127,15 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
             p.schedule_key = "parallel.pipeline_schedule";
     }
     m.read("virtual_stages", p.virtual_stages, 1, 1 << 10);
+    // Uneven pipeline splits, Megatron-Core's arguments (megatron/training/arguments.py:
+    // --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
+    // --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split,
+    // --pipeline-model-parallel-layout); layer_assignment.h says how each splits.
+    m.read("decoder_first_pipeline_num_layers", p.split.first_stage_layers, 0, 1 << 20);
+    m.read("decoder_last_pipeline_num_layers", p.split.last_stage_layers, 0, 1 << 20);
+    m.read("account_for_embedding_in_pipeline_split", p.split.account_for_embedding);
+    m.read("account_for_loss_in_pipeline_split", p.split.account_for_loss);
+    m.read("pipeline_model_parallel_layout", p.split.layout);
     m.read("sequence_parallel", p.sequence_parallel);
     if (m.has("recompute")) {
         const std::string r = m.choice("recompute", {"none", "selective", "full", "auto"});
@@ -498,7 +507,7 @@ void validate_experiment(ExperimentSpec& e) {
              "parallel.pp");
     const int stages = p.pp * chunks_per_rank(p.schedule, p.virtual_stages) /
                        (p.schedule == PipelineSchedule::dualpipe ? 2 : 1);
-    if (m.layers % stages != 0)
+    if (!p.split.given() && m.layers % stages != 0)
         fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
                  std::to_string(p.pp) +
                  (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
@@ -506,8 +515,24 @@ void validate_experiment(ExperimentSpec& e) {
                   : p.schedule == PipelineSchedule::zb_v
                       ? " x 2 chunks of zb-v = " + std::to_string(stages)
                       : std::string()) +
-                 "; choose a divisor of " + std::to_string(m.layers),
+                 "; choose a divisor of " + std::to_string(m.layers) +
+                 ", or split unevenly (decoder_first/last_pipeline_num_layers, "
+                 "account_for_embedding/loss_in_pipeline_split, pipeline_model_parallel_layout)",
              "parallel.pp");
+    {
+        const Placement placement = placement_of(p.schedule);
+        const int P = p.pp;
+        StageGrid grid{P, stages, [placement, P](int chunk, int rank) {
+                           if (placement == Placement::looped)
+                               return chunk * P + rank;
+                           if (placement == Placement::bidirectional)
+                               return rank;
+                           return chunk == 0 ? rank : 2 * P - 1 - rank;
+                       }};
+        e.stage_layers =
+            assign_layers(m.layers, p.split, grid,
+                          [&](const std::string& what, const char* key) { fail(what, key); });
+    }
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
     if (e.training.global_batch % per_step != 0)
         fail("global_batch " + std::to_string(e.training.global_batch) +

@@ -30,6 +30,7 @@
 #include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
+#include "strategies/parallel/layer_assignment.h"
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/platform.h"
 
@@ -65,6 +66,11 @@ struct ParallelSpec {
     /// The key the schedule was given under, for errors.
     const char* schedule_key = "parallel.schedule";
     int virtual_stages = 1;
+    /// How the layers split over the stages when not evenly (layer_assignment.h):
+    /// decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers,
+    /// account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split,
+    /// pipeline_model_parallel_layout, as Megatron-Core names them.
+    PipelineSplit split;
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
     int zero = 0; ///< 0..3
@@ -125,6 +131,9 @@ struct ExperimentSpec {
     models::ModelSpec model;
     TrainingSpec training;
     ParallelSpec parallel;
+    /// Transformer layers of each model stage, in layer order (layer_assignment.h), set by
+    /// validate_experiment from the model's layers and the parallel section's split.
+    std::vector<int> stage_layers;
 
     /// Micro-batches per iteration on one pipeline: global_batch / (micro_batch * dp).
     int micro_batches() const {
@@ -153,7 +162,8 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
 std::pair<std::string, std::string> parse_override(const std::string& text);
 
 /// Checks that the numbers agree: tp*pp*cp*dp = gpus; seq divisible by 2 cp; heads, kv heads and
-/// ffn divisible by tp; layers by pp*virtual_stages; global batch by micro_batch*dp; interleaving's
+/// ffn divisible by tp; layers by pp*virtual_stages (or split as the parallel section's
+/// uneven-split knobs say: sets stage_layers); global batch by micro_batch*dp; interleaving's
 /// micro-batches; the dtype supported by the GPU. Throws InputError saying which numbers disagree
 /// and what would fix it. Derives dp when it is 0.
 void validate_experiment(ExperimentSpec& e);

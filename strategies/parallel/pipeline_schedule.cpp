@@ -416,4 +416,20 @@ int max_in_flight(const std::vector<PipePass>& order) {
     return peak;
 }
 
+StepBounds one_f_one_b_bounds(const std::vector<PassTimes>& stages, int micro_batches) {
+    StepBounds out;
+    if (stages.empty())
+        return out;
+    double sum = 0;
+    double slowest = 0;
+    for (const PassTimes& t : stages) {
+        sum += t.f + t.b;
+        slowest = std::max(slowest, t.f + t.b);
+    }
+    const double rest = micro_batches > 1 ? micro_batches - 1 : 0;
+    out.lower = sum + rest * (stages.back().f + stages.back().b);
+    out.upper = sum + rest * slowest;
+    return out;
+}
+
 } // namespace clustersim::strategies::parallel

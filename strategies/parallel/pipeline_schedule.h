@@ -144,6 +144,21 @@ struct PassTimes {
 double ideal_bubble_fraction(PipelineSchedule schedule, const PipelineShape& shape,
                              const PassTimes& t = {});
 
+/// 1F1B over unequal stages (stage i's forward f_i and backward b_i, t_i = f_i + b_i, free
+/// transfers), m micro-batches: the step lies between
+///   lower = sum_i t_i + (m-1) t_{P-1}   (the last stage alternates F and B with no warm-up:
+///           the first forward reaches it after sum_{i<P-1} f_i, it works m t_{P-1}, the last
+///           backward drains through sum_{i<P-1} b_i)
+///   upper = sum_i t_i + (m-1) max_i t_i (the slowest stage sets the steady state's pace)
+/// and equals the upper bound when the last stage is the slowest (then the bounds meet); with
+/// equal stages both are (m + P - 1) t. A slowest stage earlier in the pipeline finishes sooner
+/// than the upper bound: its warm-up forwards overlap the round trip of the stages after it.
+struct StepBounds {
+    double lower = 0;
+    double upper = 0;
+};
+StepBounds one_f_one_b_bounds(const std::vector<PassTimes>& stages, int micro_batches);
+
 /// Most micro-batches whose activations a rank holds at once under the schedule (before
 /// recompute): m for GPipe, min(P - p, m) for 1F1B on rank p. A micro-batch counts from its
 /// forward until its backward, or its weight-gradient pass when the backward is split.

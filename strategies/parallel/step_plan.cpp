@@ -964,7 +964,15 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     }
 
     const int V = stage_count(plan.shape);
-    const int per_stage = e.model.layers / model_stage_count(plan.shape);
+    // Layers per model stage: the experiment's split (layer_assignment.h), or an even one for
+    // an experiment that was not validated.
+    const int model_stages = model_stage_count(plan.shape);
+    std::vector<int> stage_layers = e.stage_layers;
+    if (static_cast<int>(stage_layers.size()) != model_stages)
+        stage_layers.assign(static_cast<std::size_t>(model_stages), e.model.layers / model_stages);
+    std::vector<int> first_layer(stage_layers.size(), 0);
+    for (std::size_t s = 1; s < stage_layers.size(); ++s)
+        first_layer[s] = first_layer[s - 1] + stage_layers[s - 1];
     plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
     plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
                              : par.recompute == RecomputePolicy::full    ? Recompute::full
@@ -977,13 +985,14 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         st.index = vs;
         st.rank = rank_of_stage(vs, plan.shape);
         st.chunk = vs / par.pp;
-        st.first_layer = model_stage(vs, plan.shape) * per_stage;
-        st.layers = per_stage;
+        const auto ms = static_cast<std::size_t>(model_stage(vs, plan.shape));
+        st.first_layer = first_layer[ms];
+        st.layers = stage_layers[ms];
         st.embedding = route_start(vs, plan.shape) && e.model.is_transformer();
         st.head = route_end(vs, plan.shape);
         cost_stage(ctx, st,
                    uniform(plan.automatic_recompute ? Recompute::none : plan.uniform_recompute,
-                           per_stage));
+                           st.layers));
     }
 
     // Automatic recompute: per rank, the cheapest plan that fits. Selective first (it drops
@@ -1013,18 +1022,26 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             const bool selective_helps = layer_of(ctx, Recompute::selective).activation_bytes <
                                          layer_of(ctx, Recompute::none).activation_bytes;
             if (selective_helps) {
-                for (int vs : chunks)
-                    cost_stage(ctx, plan.stages[static_cast<std::size_t>(vs)],
-                               uniform(Recompute::selective, per_stage));
+                for (int vs : chunks) {
+                    VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
+                    cost_stage(ctx, st, uniform(Recompute::selective, st.layers));
+                }
                 if (fits())
                     continue;
             }
             const Recompute rest = selective_helps ? Recompute::selective : Recompute::none;
-            for (int k = 1; k <= per_stage && !fits(); ++k) {
+            // Whole layers to full recompute, k per chunk (all of a chunk's layers where it
+            // holds fewer than k: uneven splits).
+            int most = 0;
+            for (int vs : chunks)
+                most = std::max(most, plan.stage(vs).layers);
+            for (int k = 1; k <= most && !fits(); ++k) {
                 for (int vs : chunks) {
-                    RecomputePlan rp = uniform(rest, per_stage - k);
-                    rp.full = k;
-                    cost_stage(ctx, plan.stages[static_cast<std::size_t>(vs)], rp);
+                    VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
+                    const int full = std::min(k, st.layers);
+                    RecomputePlan rp = uniform(rest, st.layers - full);
+                    rp.full = full;
+                    cost_stage(ctx, st, rp);
                 }
             }
         }

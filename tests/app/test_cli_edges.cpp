@@ -246,3 +246,37 @@ TEST_CASE("cli edges: numbers that disagree point at the key the fix would chang
     check_refused(run({"run", exp, "--set", "parallel.pp=6"}),
                   {"--set parallel.pp=6: tp 8 x pp 6 = 48 does not divide the 8 GPUs"});
 }
+
+TEST_CASE("cli edges: an uneven split that cannot be met names its key and line",
+          "[app][errors][uneven]") {
+    const TempDir dir("edges-uneven");
+    const std::string exp = dir.file("x.yaml");
+    spit(exp, "hardware: dgx-a100\n"
+              "model:\n"
+              "  extends: gpt3-175B\n"
+              "  layers: 10\n"
+              "training:\n"
+              "  global_batch: 8\n"
+              "parallel:\n"
+              "  tp: 2\n"
+              "  pp: 4\n"
+              "  decoder_first_pipeline_num_layers: 3\n");
+    // 10 - 3 = 7 layers over the other 3 ranks: Megatron-Core's rule refuses it (line 10).
+    check_refused(run({"run", exp}),
+                  {exp + ":10:38: key 'parallel.decoder_first_pipeline_num_layers'",
+                   "share the remaining 7 layers evenly"});
+    // A layout with a multi-token-prediction layer, given by --set: blamed on --set.
+    const std::string lay = dir.file("layout.yaml");
+    spit(lay, "hardware: dgx-a100\nmodel:\n  extends: gpt3-175B\n  layers: 10\n"
+              "training:\n  global_batch: 8\nparallel:\n  tp: 2\n  pp: 4\n");
+    check_refused(
+        run({"run", lay, "--set", "parallel.pipeline_model_parallel_layout=Et|ttt|ttt|tttmL"}),
+        {"--set parallel.pipeline_model_parallel_layout=", "multi-token-prediction"});
+    // The same split met: it runs.
+    const Run ok = run({"run", exp, "--set", "parallel.decoder_first_pipeline_num_layers=1"});
+    INFO(ok.err);
+    CHECK(ok.code == 0);
+    // The report says the split: 1 layer on the first stage, 3 on the others.
+    CHECK_THAT(ok.out, Catch::Contains("layers      stage 0: 1, stages 1-3: 3 (transformer "
+                                       "layers per model stage, in layer order)"));
+}

@@ -84,6 +84,48 @@ TEST_CASE("recent runs: a row's experiment comes from its own fields and its fra
     CHECK(nemo.fp8);
 }
 
+TEST_CASE("recent runs: layers the stages do not divide split as each recipe split them",
+          "[app][recent][uneven]") {
+    // Megatron-Bridge's Llama 3.1 405B recipe: the embedding and the loss as layers, (126 + 2)
+    // / 64 = 2 per chunk, one fewer on the first and the last.
+    for (const char* id : {"mbridge2509-llama31-405b-1024gpu", "mbridge2511-llama31-405b-1024gpu",
+                           "mbridge2602-llama31-405b-1024gpu"}) {
+        const auto& r = row(id);
+        INFO(id << ": " << r.not_modelled);
+        CHECK(setting(r, "parallel.account_for_embedding_in_pipeline_split") == "true");
+        CHECK(setting(r, "parallel.account_for_loss_in_pipeline_split") == "true");
+        CHECK(r.ran());
+    }
+    // torchtitan at the page's commit: 8 micro-batches of 4 (the local batch 32 over pp 8),
+    // generate_split_points' 15, 16 x 6, 15 for 1F1B and 7, 8 x 14, 7 over 2 chunks per rank
+    // when interleaved.
+    auto stages = [](const std::string& layout) {
+        std::vector<int> n(1, 0);
+        for (char c : layout) {
+            if (c == '|')
+                n.push_back(0);
+            else if (c == 't')
+                ++n.back();
+        }
+        return n;
+    };
+    const auto& f1b = row("torchtitan-llama31-405b-512gpu-3d-1f1b");
+    CHECK(f1b.micro_batch == 4);
+    CHECK(stages(setting(f1b, "parallel.pipeline_model_parallel_layout")) ==
+          std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15});
+    CHECK(f1b.ran());
+    const auto& il = row("torchtitan-llama31-405b-512gpu-3d-interleaved1f1b");
+    CHECK(il.virtual_stages == 2);
+    std::vector<int> want(16, 8);
+    want.front() = want.back() = 7;
+    CHECK(stages(setting(il, "parallel.pipeline_model_parallel_layout")) == want);
+    CHECK(il.ran());
+    // Megatron-Bridge's DeepSeek-V3 H100 layout, its MTP layer left out.
+    const auto& ds = row("mbridge2509-deepseekv3-1024gpu");
+    CHECK(setting(ds, "parallel.pipeline_model_parallel_layout") == "Et|(tt|)*30L");
+    CHECK(ds.ran());
+}
+
 TEST_CASE("recent runs: rows needing what the model lacks say what, instead of a number",
           "[app][recent]") {
     for (const auto& r : runs()) {
