@@ -131,6 +131,11 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
         net.efficiency *= spec.network.transport_efficiency;
         net.step_latency += spec.network.transport_latency;
     }
+    for (auto& per_level : tuning.tree.step_latency) {
+        auto& net = per_level[static_cast<std::size_t>(LinkLevel::network)];
+        if (net > sim::Time::zero())
+            net += spec.network.transport_latency;
+    }
     if (!tuning.present())
         throw InputError("hardware '" + spec.name +
                          "' has no 'collectives:' section (protocol latencies and efficiencies); "
@@ -381,24 +386,59 @@ const TreeData& Plan::tree() const {
     std::call_once(tree_once_, [this] {
         auto t = std::make_unique<TreeData>();
         const auto& pos = cycles[0];
-        for (int tr = 0; tr < 2; ++tr) {
-            t->parent[size_t(tr)].assign(size_t(n), -1);
-            t->level[size_t(tr)].assign(size_t(n), 0);
-            for (int q = 0; q < n; ++q) {
-                int parent_pos = -1;
-                if (tr == 0) {
-                    parent_pos = btree_parent(q, n);
-                } else if (n % 2 ==
-                           0) { // mirrored, so the leaves of one are inner nodes of the other
-                    const int up = btree_parent(n - 1 - q, n);
-                    parent_pos = up < 0 ? -1 : n - 1 - up;
-                } else { // shifted by one
-                    const int up = btree_parent((q - 1 + n) % n, n);
-                    parent_pos = up < 0 ? -1 : (up + 1) % n;
+        // trees.cc ncclGetDtree: the second tree mirrors the first (even count) or shifts it by
+        // one (odd); returns the parent of position q in tree tr and q's child type (0: its
+        // parent's first child) in that tree's own numbering.
+        auto dtree_parent = [](int tr, int q, int count, int& child_type) {
+            const int m = tr == 0 ? q : count % 2 == 0 ? count - 1 - q : (q - 1 + count) % count;
+            const int u = btree_parent(m, count);
+            child_type = m < u ? 0 : 1;
+            if (u < 0 || tr == 0)
+                return u;
+            return count % 2 == 0 ? count - 1 - u : (u + 1) % count;
+        };
+        const int N = static_cast<int>(node_ranks.size());
+        if (N > 1 && regular) {
+            // Across nodes (connect.cc, BALANCED_TREE pattern): channel j's chain in a node
+            // runs treeIntra[0] (beside NIC port j) .. treeIntra[g-1], each rank's parent the
+            // one before it; treeIntra[0] joins the parent node at its treeIntra[1] as a first
+            // child, at its treeIntra[0] as a second (connectTrees); every channel runs both
+            // trees of nodes.
+            const int g = static_cast<int>(node_ranks.front().size());
+            const int P = std::max(1, std::min(g, topo.spec().node.nic_ports()));
+            auto intra = [&](int k, int j, int i) {
+                const int first = static_cast<int>(static_cast<long>(j) * g / P);
+                return node_ranks[size_t(k)][size_t((first + i) % g)];
+            };
+            for (int tr = 0; tr < 2; ++tr) {
+                for (int j = 0; j < P; ++j) {
+                    std::vector<int> parent(size_t(n), -1);
+                    for (int k = 0; k < N; ++k) {
+                        for (int i = 1; i < g; ++i)
+                            parent[size_t(intra(k, j, i))] = intra(k, j, i - 1);
+                        int child_type = 0;
+                        const int up = dtree_parent(tr, k, N, child_type);
+                        if (up >= 0)
+                            parent[size_t(intra(k, j, 0))] =
+                                intra(up, j, child_type == 0 && g > 1 ? 1 : 0);
+                    }
+                    t->parent.push_back(std::move(parent));
                 }
-                t->parent[size_t(tr)][size_t(pos[size_t(q)])] =
-                    parent_pos < 0 ? -1 : pos[size_t(parent_pos)];
             }
+        } else {
+            for (int tr = 0; tr < 2; ++tr) {
+                std::vector<int> parent(size_t(n), -1);
+                for (int q = 0; q < n; ++q) {
+                    int child_type = 0;
+                    const int up = dtree_parent(tr, q, n, child_type);
+                    parent[size_t(pos[size_t(q)])] = up < 0 ? -1 : pos[size_t(up)];
+                }
+                t->parent.push_back(std::move(parent));
+            }
+        }
+        const int parts = t->parts();
+        t->level.assign(size_t(parts), std::vector<int>(size_t(n), 0));
+        for (int tr = 0; tr < parts; ++tr) {
             for (int r = 0; r < n; ++r) {
                 int d = 0;
                 for (int u = t->parent[size_t(tr)][size_t(r)]; u >= 0;
@@ -412,7 +452,7 @@ const TreeData& Plan::tree() const {
         t->stages.resize(size_t(2 * D));
         for (int o = 0; o < 2 * D; ++o) {
             const bool up = o < D;
-            for (int tr = 0; tr < 2; ++tr) {
+            for (int tr = 0; tr < parts; ++tr) {
                 for (int r = 0; r < n; ++r) {
                     const int parent = t->parent[size_t(tr)][size_t(r)];
                     if (parent < 0)

@@ -58,11 +58,19 @@ constexpr std::size_t idx(Protocol p) {
     return static_cast<std::size_t>(p);
 }
 
-/// The two trees of NCCL's double binary tree over ring positions, and their pipeline stages.
+/// NCCL's double binary tree and its pipeline stages. In one node (or on nodes of unequal
+/// size): two binary trees over ring positions, each carrying half of the buffer. Across
+/// nodes of g ranks, NCCL's shape (src/graph/connect.cc ncclTopoPreset and connectTrees,
+/// src/graph/trees.cc ncclGetDtree): per channel a chain through each node's ranks, hung from
+/// the rank beside the channel's NIC, and two binary trees of nodes (the second mirrored or
+/// shifted) joining the chains; one channel per NIC port, each of its two trees carrying
+/// 1/(2 x ports) of the buffer.
 struct TreeData {
-    int depth = 0;                          ///< D: the deeper of the two trees
-    std::array<std::vector<int>, 2> parent; ///< per rank; -1 for the root
-    std::array<std::vector<int>, 2> level;  ///< depth of each rank
+    int depth = 0; ///< D: the deepest rank of any tree
+    /// One tree per equal part of the buffer: each rank's parent (-1 for the root), its depth.
+    std::vector<std::vector<int>> parent;
+    std::vector<std::vector<int>> level;
+    int parts() const { return static_cast<int>(parent.size()); }
     /// Stage o (0 .. 2D-1) moves chunk k at step k + o: up from depth D - o for o < D, down
     /// from depth o - D for o >= D. Hops of tree t carry part t of the buffer.
     struct Hop {
@@ -168,6 +176,12 @@ public:
     double flow_efficiency(int src, int dst, Protocol p) const;
     sim::Time step_latency(LinkLevel level, Protocol p) const {
         return tuning.protocol(p).level(level).step_latency;
+    }
+    /// NCCL's Tree row of hardware latencies where the hardware gives it (collectives.tree),
+    /// else the protocol's step latency.
+    sim::Time tree_step_latency(LinkLevel level, Protocol p) const {
+        const sim::Time t = tuning.tree.step_latency[idx(p)][static_cast<std::size_t>(level)];
+        return t > sim::Time::zero() ? t : step_latency(level, p);
     }
     /// max over edges of sum(bytes / efficiency) / capacity, for flows running together.
     double pattern_cost(const std::vector<PFlow>& flows, Protocol p) const;
