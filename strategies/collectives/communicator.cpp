@@ -125,24 +125,10 @@ double chain_seconds(const Plan& plan, Protocol p, int start, double bytes) {
 /// The transfers of the tree pipeline: per round, the busiest link of the stages it runs.
 double tree_transfer_seconds(const Plan& plan, Protocol p, double bytes) {
     const detail::TreeData& t = plan.tree();
-    const int S = 2 * t.depth;
     const double part = bytes / t.parts(); // each tree carries an equal part
     const std::int64_t K = chunks(part, plan.tuning.protocol(p).chunk_bytes);
     const double chunk = part / static_cast<double>(K);
-    const auto& w = t.window[idx(p)];
-    const std::int64_t rounds = K + S - 1;
-    const std::int64_t steady = std::max<std::int64_t>(0, K - S + 1); // rounds S-1 .. K-1
-    double sum = static_cast<double>(steady) * w[size_t(S - 1)];
-    for (std::int64_t r = 0; r < rounds; ++r) {
-        if (r >= S - 1 && r <= K - 1) {
-            r = K - 1; // skip the steady block, counted above
-            continue;
-        }
-        const std::int64_t lo = std::max<std::int64_t>(0, r - K + 1);
-        const std::int64_t hi = std::min<std::int64_t>(S - 1, r);
-        sum += w[size_t(lo * S + hi)];
-    }
-    return sum * chunk;
+    return plan.tree_rounds(p, K) * chunk;
 }
 
 /// The tree's step latencies: one per pipeline stage, by the slowest link the stage crosses;

@@ -449,67 +449,137 @@ const TreeData& Plan::tree() const {
             }
         }
         const int D = t->depth;
+        // Stage o moves up from depth D - o (o < D) and down to depth o - D + 1 (o >= D): each
+        // hop goes to its two stages directly, in (tree, rank) order within a stage.
         t->stages.resize(size_t(2 * D));
-        for (int o = 0; o < 2 * D; ++o) {
-            const bool up = o < D;
-            for (int tr = 0; tr < parts; ++tr) {
-                for (int r = 0; r < n; ++r) {
-                    const int parent = t->parent[size_t(tr)][size_t(r)];
-                    if (parent < 0)
-                        continue;
-                    const int h = t->level[size_t(tr)][size_t(r)];
-                    if (up && h == D - o)
-                        t->stages[size_t(o)].push_back({r, parent, tr});
-                    if (!up && h - 1 == o - D)
-                        t->stages[size_t(o)].push_back({parent, r, tr});
-                }
+        for (int tr = 0; tr < parts; ++tr) {
+            for (int r = 0; r < n; ++r) {
+                const int parent = t->parent[size_t(tr)][size_t(r)];
+                if (parent < 0)
+                    continue;
+                const int h = t->level[size_t(tr)][size_t(r)];
+                t->stages[size_t(D - h)].push_back({r, parent, tr});
+                t->stages[size_t(D + h - 1)].push_back({parent, r, tr});
             }
-            t->stage_reduces.push_back(up);
         }
+        for (int o = 0; o < 2 * D; ++o)
+            t->stage_reduces.push_back(o < D);
         const int S = 2 * D;
-        std::vector<std::vector<PFlow>> stage_flows(static_cast<size_t>(S));
+        // Each hop's route looked up once (a tree across nodes has 2 x NIC ports parts): its
+        // stage's level (pattern_level: the slowest link any hop crosses) and, per protocol,
+        // its wire bytes (flow_efficiency: by the route's level; tree hops join ranks only).
+        std::vector<std::vector<const RouteInfo*>> stage_routes(static_cast<size_t>(S));
         for (int o = 0; o < S; ++o) {
-            for (const auto& h : t->stages[size_t(o)])
-                stage_flows[size_t(o)].push_back({h.src, h.dst, 1.0});
-            t->stage_level.push_back(pattern_level(stage_flows[size_t(o)]));
+            LinkLevel worst = LinkLevel::nvlink;
+            for (const auto& h : t->stages[size_t(o)]) {
+                const RouteInfo& r = route(h.src, h.dst);
+                stage_routes[size_t(o)].push_back(&r);
+                worst = std::max(worst, r.level);
+            }
+            t->stage_level.push_back(stage_routes[size_t(o)].empty() ? intra_level : worst);
         }
         // Each stage's flows with their routes and wire bytes looked up once per protocol,
         // not once per window (a window is every stage range: 2D^2 of them).
-        struct Loaded {
-            const RouteInfo* route;
-            double wire;
-        };
         EdgeLoads loads(topo);
-        std::vector<std::vector<Loaded>> stage_loads(static_cast<size_t>(S));
+        // In one node every window is computed here (a tree of n - 1 hops). Across nodes the
+        // tree has 2 x NIC ports parts, 8 times the hops: the windows that start at stage 0
+        // or end at the last one are computed here, those a pipeline of few chunks needs
+        // in between on first use (tree_rounds).
+        const bool all_windows = node_ranks.size() == 1;
         for (Protocol p : hardware::kAllProtocols) {
+            auto& sl = t->stage_loads[idx(p)];
+            sl.resize(size_t(S));
             for (int o = 0; o < S; ++o) {
-                auto& sl = stage_loads[size_t(o)];
-                sl.clear();
-                for (const PFlow& f : stage_flows[size_t(o)])
-                    sl.push_back(
-                        {&route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p)});
+                for (const RouteInfo* r : stage_routes[size_t(o)])
+                    sl[size_t(o)].push_back({r, 1.0 / efficiency(r->level, p)});
             }
-            auto& w = t->window[idx(p)];
-            w.assign(size_t(S * S), 0.0);
-            for (int lo = 0; lo < S; ++lo) {
-                loads.clear();
-                // Loads only grow as the window widens, so the costliest edge is the previous
-                // one or an edge the new stage loaded: the same maximum, without rescanning
-                // every edge of the window (2D^2 windows of up to n flows each).
-                double worst = 0;
-                for (int hi = lo; hi < S; ++hi) {
-                    const auto& stage = stage_loads[size_t(hi)];
-                    for (const Loaded& f : stage)
-                        loads.add(*f.route, f.wire);
-                    for (const Loaded& f : stage)
-                        worst = std::max(worst, loads.max_cost_on(*f.route));
-                    w[size_t(lo * S + hi)] = worst;
+            // Loads only grow as a window widens, so the costliest edge is the previous one or
+            // an edge the new stage loaded: the same maximum, without rescanning every edge.
+            auto widen = [&](int o, double worst) {
+                for (const TreeData::Loaded& f : sl[size_t(o)])
+                    loads.add(*f.route, f.wire);
+                for (const TreeData::Loaded& f : sl[size_t(o)])
+                    worst = std::max(worst, loads.max_cost_on(*f.route));
+                return worst;
+            };
+            if (all_windows) {
+                auto& w = t->window[idx(p)];
+                w.assign(size_t(S * S), 0.0);
+                for (int lo = 0; lo < S; ++lo) {
+                    loads.clear();
+                    double worst = 0;
+                    for (int hi = lo; hi < S; ++hi)
+                        w[size_t(lo * S + hi)] = worst = widen(hi, worst);
                 }
+                continue;
             }
+            auto& pre = t->prefix[idx(p)];
+            auto& suf = t->suffix[idx(p)];
+            pre.assign(size_t(S), 0.0);
+            suf.assign(size_t(S), 0.0);
+            loads.clear();
+            double worst = 0;
+            for (int hi = 0; hi < S; ++hi)
+                pre[size_t(hi)] = worst = widen(hi, worst);
+            loads.clear();
+            worst = 0;
+            for (int lo = S - 1; lo >= 0; --lo)
+                suf[size_t(lo)] = worst = widen(lo, worst);
         }
         tree_ = std::move(t);
     });
     return *tree_;
+}
+
+double Plan::tree_rounds(Protocol p, std::int64_t K) const {
+    const TreeData& t = tree();
+    const int S = 2 * t.depth;
+    // Round r runs stages max(0, r - K + 1) .. min(S - 1, r); rounds S-1 .. K-1 run them all.
+    auto sum_rounds = [&](auto&& window) {
+        const std::int64_t rounds = K + S - 1;
+        const std::int64_t steady = std::max<std::int64_t>(0, K - S + 1);
+        double sum = static_cast<double>(steady) * window(0, S - 1);
+        for (std::int64_t r = 0; r < rounds; ++r) {
+            if (r >= S - 1 && r <= K - 1) {
+                r = K - 1; // skip the steady block, counted above
+                continue;
+            }
+            sum += window(static_cast<int>(std::max<std::int64_t>(0, r - K + 1)),
+                          static_cast<int>(std::min<std::int64_t>(S - 1, r)));
+        }
+        return sum;
+    };
+    if (!t.window[idx(p)].empty())
+        return sum_rounds([&](int lo, int hi) { return t.window[idx(p)][size_t(lo * S + hi)]; });
+    // Across nodes: windows from stage 0 and to stage S-1 were computed with the tree; those
+    // in between (pipelines of K < S - 1 chunks) are computed once per chunk count.
+    const std::vector<double>* inner = nullptr;
+    if (K < S - 1) {
+        std::lock_guard<std::mutex> lock(tree_inner_mutex_);
+        auto& slot = tree_inner_[{idx(p), K}];
+        if (slot.empty()) {
+            EdgeLoads loads(topo);
+            const auto& sl = t.stage_loads[idx(p)];
+            for (std::int64_t lo = 1; lo + K - 1 <= S - 2; ++lo) {
+                loads.clear();
+                for (std::int64_t o = lo; o < lo + K; ++o) {
+                    for (const TreeData::Loaded& f : sl[size_t(o)])
+                        loads.add(*f.route, f.wire);
+                }
+                slot.push_back(loads.max_cost());
+            }
+        }
+        inner = &slot; // std::map nodes stay put
+    }
+    const auto& pre = t.prefix[idx(p)];
+    const auto& suf = t.suffix[idx(p)];
+    return sum_rounds([&](int lo, int hi) {
+        if (lo == 0)
+            return pre[size_t(hi)];
+        if (hi == S - 1)
+            return suf[size_t(lo)];
+        return (*inner)[size_t(lo - 1)];
+    });
 }
 
 const HierData& Plan::hier() const {

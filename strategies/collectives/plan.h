@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -81,8 +82,16 @@ struct TreeData {
     std::vector<std::vector<Hop>> stages;
     std::vector<bool> stage_reduces;
     std::vector<LinkLevel> stage_level;
-    /// window[p][lo * stages + hi]: cost per byte of chunk of a step running stages lo..hi.
-    PerProtocol<std::vector<double>> window;
+    /// window[p][lo * stages + hi]: cost per byte of chunk of a step running stages lo..hi;
+    /// in one node only. Across nodes prefix[p][hi] (stages 0..hi) and suffix[p][lo] (stages
+    /// lo..S-1), and Plan::tree_rounds computes the others it needs.
+    PerProtocol<std::vector<double>> window, prefix, suffix;
+    /// Each stage's hops with their routes and wire bytes per byte of chunk, per protocol.
+    struct Loaded {
+        const RouteInfo* route;
+        double wire;
+    };
+    PerProtocol<std::vector<std::vector<Loaded>>> stage_loads;
 };
 
 /// Direct algorithms: all pairs at once (per byte sent to each peer) and send/recv to the next
@@ -189,6 +198,9 @@ public:
     LinkLevel pattern_level(const std::vector<PFlow>& flows) const;
 
     const TreeData& tree() const;
+    /// Sum over the rounds of a tree pipeline of K chunks of the cost per byte of chunk of the
+    /// stages each round runs (cached per K where it is computed on demand; thread-safe).
+    double tree_rounds(Protocol p, std::int64_t K) const;
     const HierData& hier() const;
     const DirectData& direct() const;
     /// Regular communicators on 2 or more nodes only.
@@ -203,6 +215,8 @@ private:
     mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
     mutable std::unique_ptr<MultiNodeData> multi_;
     mutable std::unique_ptr<TreeData> tree_;
+    mutable std::mutex tree_inner_mutex_;
+    mutable std::map<std::pair<std::size_t, std::int64_t>, std::vector<double>> tree_inner_;
     mutable std::unique_ptr<HierData> hier_;
     mutable std::unique_ptr<DirectData> direct_;
 };
