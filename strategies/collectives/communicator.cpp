@@ -131,6 +131,18 @@ double tree_transfer_seconds(const Plan& plan, Protocol p, double bytes) {
     return plan.tree_rounds(p, K) * chunk;
 }
 
+/// Broadcast and reduce across the ring channels (Plan::chains): a step latency per stage, by
+/// the slowest link any channel's hop crosses, and the pipeline of 1/channels of S per chain.
+double chains_seconds(const Plan& plan, Protocol p, int root, bool reduce, double bytes) {
+    const detail::TreeData& t = plan.chains(root, reduce);
+    double latency = 0;
+    for (LinkLevel l : t.stage_level)
+        latency += seconds(plan.step_latency(l, p));
+    const double part = bytes / t.parts();
+    const std::int64_t K = chunks(part, plan.tuning.protocol(p).chunk_bytes);
+    return latency + plan.pipeline_rounds(t, p, K) * (part / static_cast<double>(K));
+}
+
 /// The tree's step latencies: one per pipeline stage, by the slowest link the stage crosses;
 /// across nodes, NCCL's Tree row of hardware latencies (plan.h: tree_step_latency).
 double tree_latency(const Plan& plan, Protocol p) {
@@ -499,11 +511,14 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
             body = steps * p.ring_cost[idx(pr)] * S / n;
             break;
         }
-        case Op::broadcast:
-            body = chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
+        case Op::broadcast: // over every channel, as NCCL runs it (Plan::chains)
+            body = p.channels > 1 ? chains_seconds(p, pr, c.root, false, S)
+                                  : chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
             break;
         case Op::reduce:
-            body = chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
+            body = p.channels > 1
+                       ? chains_seconds(p, pr, c.root, true, S)
+                       : chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
             break;
         default:
             break;

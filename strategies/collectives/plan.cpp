@@ -364,7 +364,10 @@ double Plan::pattern_cost(const std::vector<PFlow>& flows, Protocol p) const {
     for (const PFlow& f : flows) {
         if (f.src == f.dst || f.bytes <= 0)
             continue;
-        loads.add(route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p));
+        // One route lookup: flow_efficiency's, by the route's level, without looking it up again.
+        const RouteInfo& r = route(f.src, f.dst);
+        const bool nvls = is_switch(f.src) || is_switch(f.dst);
+        loads.add(r, f.bytes / (nvls ? flow_efficiency(f.src, f.dst, p) : efficiency(r.level, p)));
     }
     return loads.max_cost();
 }
@@ -436,6 +439,7 @@ const TreeData& Plan::tree() const {
                 t->parent.push_back(std::move(parent));
             }
         }
+        t->nparts = static_cast<int>(t->parent.size());
         const int parts = t->parts();
         t->level.assign(size_t(parts), std::vector<int>(size_t(n), 0));
         for (int tr = 0; tr < parts; ++tr) {
@@ -464,76 +468,110 @@ const TreeData& Plan::tree() const {
         }
         for (int o = 0; o < 2 * D; ++o)
             t->stage_reduces.push_back(o < D);
-        const int S = 2 * D;
-        // Each hop's route looked up once (a tree across nodes has 2 x NIC ports parts): its
-        // stage's level (pattern_level: the slowest link any hop crosses) and, per protocol,
-        // its wire bytes (flow_efficiency: by the route's level; tree hops join ranks only).
-        std::vector<std::vector<const RouteInfo*>> stage_routes(static_cast<size_t>(S));
-        for (int o = 0; o < S; ++o) {
-            LinkLevel worst = LinkLevel::nvlink;
-            for (const auto& h : t->stages[size_t(o)]) {
-                const RouteInfo& r = route(h.src, h.dst);
-                stage_routes[size_t(o)].push_back(&r);
-                worst = std::max(worst, r.level);
-            }
-            t->stage_level.push_back(stage_routes[size_t(o)].empty() ? intra_level : worst);
-        }
-        // Each stage's flows with their routes and wire bytes looked up once per protocol,
-        // not once per window (a window is every stage range: 2D^2 of them).
-        EdgeLoads loads(topo);
-        // In one node every window is computed here (a tree of n - 1 hops). Across nodes the
-        // tree has 2 x NIC ports parts, 8 times the hops: the windows that start at stage 0
-        // or end at the last one are computed here, those a pipeline of few chunks needs
-        // in between on first use (tree_rounds).
-        const bool all_windows = node_ranks.size() == 1;
-        for (Protocol p : hardware::kAllProtocols) {
-            auto& sl = t->stage_loads[idx(p)];
-            sl.resize(size_t(S));
-            for (int o = 0; o < S; ++o) {
-                for (const RouteInfo* r : stage_routes[size_t(o)])
-                    sl[size_t(o)].push_back({r, 1.0 / efficiency(r->level, p)});
-            }
-            // Loads only grow as a window widens, so the costliest edge is the previous one or
-            // an edge the new stage loaded: the same maximum, without rescanning every edge.
-            auto widen = [&](int o, double worst) {
-                for (const TreeData::Loaded& f : sl[size_t(o)])
-                    loads.add(*f.route, f.wire);
-                for (const TreeData::Loaded& f : sl[size_t(o)])
-                    worst = std::max(worst, loads.max_cost_on(*f.route));
-                return worst;
-            };
-            if (all_windows) {
-                auto& w = t->window[idx(p)];
-                w.assign(size_t(S * S), 0.0);
-                for (int lo = 0; lo < S; ++lo) {
-                    loads.clear();
-                    double worst = 0;
-                    for (int hi = lo; hi < S; ++hi)
-                        w[size_t(lo * S + hi)] = worst = widen(hi, worst);
-                }
-                continue;
-            }
-            auto& pre = t->prefix[idx(p)];
-            auto& suf = t->suffix[idx(p)];
-            pre.assign(size_t(S), 0.0);
-            suf.assign(size_t(S), 0.0);
-            loads.clear();
-            double worst = 0;
-            for (int hi = 0; hi < S; ++hi)
-                pre[size_t(hi)] = worst = widen(hi, worst);
-            loads.clear();
-            worst = 0;
-            for (int lo = S - 1; lo >= 0; --lo)
-                suf[size_t(lo)] = worst = widen(lo, worst);
-        }
+        load_pipeline(*t, node_ranks.size() == 1);
         tree_ = std::move(t);
     });
     return *tree_;
 }
 
+void Plan::load_pipeline(TreeData& t, bool all_windows) const {
+    const int S = static_cast<int>(t.stages.size());
+    // Each hop's route looked up once (a tree across nodes has 2 x NIC ports parts): its
+    // stage's level (pattern_level: the slowest link any hop crosses) and, per protocol,
+    // its wire bytes (flow_efficiency: by the route's level; tree hops join ranks only).
+    std::vector<std::vector<const RouteInfo*>> stage_routes(static_cast<size_t>(S));
+    for (int o = 0; o < S; ++o) {
+        LinkLevel worst = LinkLevel::nvlink;
+        for (const auto& h : t.stages[size_t(o)]) {
+            const RouteInfo& r = route(h.src, h.dst);
+            stage_routes[size_t(o)].push_back(&r);
+            worst = std::max(worst, r.level);
+        }
+        t.stage_level.push_back(stage_routes[size_t(o)].empty() ? intra_level : worst);
+    }
+    // Each stage's flows with their routes and wire bytes looked up once per protocol,
+    // not once per window (a window is every stage range: 2D^2 of them).
+    EdgeLoads loads(topo);
+    // In one node every window is computed here (a tree of n - 1 hops). Across nodes the
+    // tree has 2 x NIC ports parts, 8 times the hops: the windows that start at stage 0
+    // or end at the last one are computed here, those a pipeline of few chunks needs
+    // in between on first use (pipeline_rounds).
+    for (Protocol p : hardware::kAllProtocols) {
+        auto& sl = t.stage_loads[idx(p)];
+        sl.resize(size_t(S));
+        for (int o = 0; o < S; ++o) {
+            for (const RouteInfo* r : stage_routes[size_t(o)])
+                sl[size_t(o)].push_back({r, 1.0 / efficiency(r->level, p)});
+        }
+        // Loads only grow as a window widens, so the costliest edge is the previous one or
+        // an edge the new stage loaded: the same maximum, without rescanning every edge.
+        auto widen = [&](int o, double worst) {
+            for (const TreeData::Loaded& f : sl[size_t(o)])
+                loads.add(*f.route, f.wire);
+            for (const TreeData::Loaded& f : sl[size_t(o)])
+                worst = std::max(worst, loads.max_cost_on(*f.route));
+            return worst;
+        };
+        if (all_windows) {
+            auto& w = t.window[idx(p)];
+            w.assign(size_t(S * S), 0.0);
+            for (int lo = 0; lo < S; ++lo) {
+                loads.clear();
+                double worst = 0;
+                for (int hi = lo; hi < S; ++hi)
+                    w[size_t(lo * S + hi)] = worst = widen(hi, worst);
+            }
+            continue;
+        }
+        auto& pre = t.prefix[idx(p)];
+        auto& suf = t.suffix[idx(p)];
+        pre.assign(size_t(S), 0.0);
+        suf.assign(size_t(S), 0.0);
+        loads.clear();
+        double worst = 0;
+        for (int hi = 0; hi < S; ++hi)
+            pre[size_t(hi)] = worst = widen(hi, worst);
+        loads.clear();
+        worst = 0;
+        for (int lo = S - 1; lo >= 0; --lo)
+            suf[size_t(lo)] = worst = widen(lo, worst);
+    }
+}
+
+const TreeData& Plan::chains(int root, bool reduce) const {
+    std::lock_guard<std::mutex> lock(chains_mutex_);
+    auto& slot = chains_[{root, reduce}];
+    if (slot)
+        return *slot;
+    // NCCL runs a broadcast or reduce on every ring channel, each over its own ring with
+    // 1/channels of the buffer (src/device/broadcast.h, reduce.h: the channel's part of the
+    // buffer; src/enqueue.cc splits it over nChannels): a chain from the root (broadcast) or
+    // ending at it (reduce) per channel; stage j runs hop j of every chain.
+    auto t = std::make_unique<TreeData>();
+    t->nparts = channels;
+    t->stages.resize(size_t(std::max(0, n - 1)));
+    for (int c = 0; c < channels; ++c) {
+        const auto& cycle = cycles[size_t(c)];
+        int pos = 0;
+        while (cycle[size_t(pos)] != root)
+            ++pos;
+        const int start = (pos + (reduce ? 1 : 0)) % n;
+        for (int j = 0; j + 1 < n; ++j)
+            t->stages[size_t(j)].push_back(
+                {cycle[size_t((start + j) % n)], cycle[size_t((start + j + 1) % n)], c});
+    }
+    t->stage_reduces.assign(t->stages.size(), reduce);
+    load_pipeline(*t, false);
+    slot = std::move(t);
+    return *slot;
+}
+
 double Plan::tree_rounds(Protocol p, std::int64_t K) const {
-    const TreeData& t = tree();
-    const int S = 2 * t.depth;
+    return pipeline_rounds(tree(), p, K);
+}
+
+double Plan::pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const {
+    const int S = static_cast<int>(t.stages.size());
     // Round r runs stages max(0, r - K + 1) .. min(S - 1, r); rounds S-1 .. K-1 run them all.
     auto sum_rounds = [&](auto&& window) {
         const std::int64_t rounds = K + S - 1;
@@ -556,7 +594,7 @@ double Plan::tree_rounds(Protocol p, std::int64_t K) const {
     const std::vector<double>* inner = nullptr;
     if (K < S - 1) {
         std::lock_guard<std::mutex> lock(tree_inner_mutex_);
-        auto& slot = tree_inner_[{idx(p), K}];
+        auto& slot = tree_inner_[{&t, idx(p), K}];
         if (slot.empty()) {
             EdgeLoads loads(topo);
             const auto& sl = t.stage_loads[idx(p)];

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -71,7 +72,8 @@ struct TreeData {
     /// One tree per equal part of the buffer: each rank's parent (-1 for the root), its depth.
     std::vector<std::vector<int>> parent;
     std::vector<std::vector<int>> level;
-    int parts() const { return static_cast<int>(parent.size()); }
+    int nparts = 0; ///< equal parts of the buffer (one per tree, or per chain)
+    int parts() const { return nparts; }
     /// Stage o (0 .. 2D-1) moves chunk k at step k + o: up from depth D - o for o < D, down
     /// from depth o - D for o >= D. Hops of tree t carry part t of the buffer.
     struct Hop {
@@ -201,6 +203,12 @@ public:
     /// Sum over the rounds of a tree pipeline of K chunks of the cost per byte of chunk of the
     /// stages each round runs (cached per K where it is computed on demand; thread-safe).
     double tree_rounds(Protocol p, std::int64_t K) const;
+    /// The same for any pipeline of stages (a tree, or chains).
+    double pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const;
+    /// Broadcast (reduce = false) or reduce across the ring channels: a chain per channel from
+    /// (to) the root, 1/channels of the buffer each; stages and windows as a tree's (parent and
+    /// level empty). Built per root on first use; thread-safe.
+    const TreeData& chains(int root, bool reduce) const;
     const HierData& hier() const;
     const DirectData& direct() const;
     /// Regular communicators on 2 or more nodes only.
@@ -216,7 +224,13 @@ private:
     mutable std::unique_ptr<MultiNodeData> multi_;
     mutable std::unique_ptr<TreeData> tree_;
     mutable std::mutex tree_inner_mutex_;
-    mutable std::map<std::pair<std::size_t, std::int64_t>, std::vector<double>> tree_inner_;
+    mutable std::map<std::tuple<const TreeData*, std::size_t, std::int64_t>, std::vector<double>>
+        tree_inner_;
+    mutable std::mutex chains_mutex_;
+    mutable std::map<std::pair<int, bool>, std::unique_ptr<TreeData>> chains_;
+    /// Routes, levels, wire bytes and windows of a pipeline's stages (every window, or those
+    /// from the first and to the last stage).
+    void load_pipeline(TreeData& t, bool all_windows) const;
     mutable std::unique_ptr<HierData> hier_;
     mutable std::unique_ptr<DirectData> direct_;
 };

@@ -295,3 +295,37 @@ TEST_CASE("across nodes: NCCL's tree is a chain per NIC port in each node under 
     CHECK(atu(2 * S) - atu(S) == Approx(1.75 * S / nvlink).epsilon(0.01));
     CHECK(atu(2 * S) - atu(S) > S / 8 / (nic_total(spec) / 8));
 }
+
+TEST_CASE("across nodes: broadcast, reduce, all-gather and reduce-scatter use every NIC of a "
+          "node, one ring channel per NIC port",
+          "[collectives][multinode]") {
+    const double S = 1.0 * GiB;
+    auto slope = [&](const Communicator& comm, Op op) {
+        auto at = [&](double bytes) {
+            Collective c = coll(op, std::int64_t(bytes), Algorithm::ring);
+            c.root = 3;
+            return s(comm.predict(c, Algorithm::ring, Protocol::simple));
+        };
+        return at(2 * S) - at(S);
+    };
+    // 2 DGX A100 (8 x 200 Gb/s HDR): a chain per channel from the root, 1/8 of S each; each
+    // NIC carries its channel's 1/8 one way, the NVLink ports 1/8 per channel (S in all, at
+    // 12 times a NIC's rate): the NICs together set the pace, 8 times one NIC's.
+    const auto& a100 = topology("dgx-a100", 16);
+    const auto a = Communicator::first(a100, 16);
+    CHECK(slope(a, Op::broadcast) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
+    CHECK(slope(a, Op::reduce) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
+    // All-gather and reduce-scatter: n - 1 steps of S / n over 8 rail rings, each NIC one.
+    const double n = 16;
+    CHECK(slope(a, Op::all_gather) ==
+          Approx((n - 1) / n * S / nic_total(a100.spec())).epsilon(0.02));
+    CHECK(slope(a, Op::reduce_scatter) ==
+          Approx((n - 1) / n * S / nic_total(a100.spec())).epsilon(0.02));
+    // Fewer NICs than GPUs (AWS p4d: 4 x 100 Gb/s EFA for 8 A100): 4 channels, one per NIC.
+    const auto& p4d = topology("aws-p4d", 16);
+    REQUIRE(p4d.spec().node.nic_ports() == 4);
+    const auto p = Communicator::first(p4d, 16);
+    CHECK(slope(p, Op::broadcast) == Approx(S / nic_total(p4d.spec())).epsilon(0.02));
+    CHECK(slope(p, Op::all_gather) ==
+          Approx((n - 1) / n * S / nic_total(p4d.spec())).epsilon(0.02));
+}
