@@ -107,10 +107,21 @@ struct NvlsTreePipeline {
     std::int64_t chunk(int nodes) const { return nodes >= 4 ? chunk_bytes_4_nodes : chunk_bytes; }
 };
 
+/// NCCL's double binary tree across nodes (src/graph/tuning.cc, ncclTopoTuneModel): what one
+/// channel carries (a channel per NIC port; each runs both trees of nodes) and the Tree row of
+/// NCCL's hardware latencies, which differ from the ring's the protocol sections give.
+struct TreeTuning {
+    ChannelCap channel;       ///< Simple (perChMaxTreeBws), bus bandwidth per channel
+    ChannelCap ll128_channel; ///< LL128 (perChMaxTreeLL128Bws)
+    /// Per protocol and link level; zero = the protocol section's step latency.
+    std::array<std::array<sim::Time, kLinkLevelCount>, kProtocolCount> step_latency{};
+};
+
 struct CollectiveTuning {
     sim::Time launch_latency = sim::Time::zero();
     std::array<ProtocolTuning, kProtocolCount> protocols{};
     NvlsTuning nvls;
+    TreeTuning tree;                     ///< the double binary tree across nodes
     ChannelCap nvls_tree_channel;        ///< NVLSTree (tuning.cc perChMaxNVLSTreeBws)
     NvlsTreePipeline nvls_tree_pipeline; ///< NVLSTree's chunks and channels (nvls.cc)
     double memory_passes = 0; ///< HBM bytes per user-buffer byte, in series with transfers

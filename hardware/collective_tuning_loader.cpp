@@ -48,6 +48,37 @@ void apply_collectives(YamlMap m, CollectiveTuning& t) {
         read_efficiency(n, "efficiency", t.nvls.efficiency);
         n.finish();
     }
+    if (m.has("tree")) {
+        YamlMap n = m.map("tree");
+        auto read_cap = [&](const char* key, ChannelCap& cap) {
+            if (!n.has(key))
+                return;
+            YamlMap c = n.map(key);
+            c.read_bandwidth("two_nodes", cap.two_nodes);
+            c.read_bandwidth("more_nodes", cap.more_nodes);
+            c.finish();
+        };
+        read_cap("channel_bandwidth", t.tree.channel);
+        read_cap("ll128_channel_bandwidth", t.tree.ll128_channel);
+        if (n.has("step_latency")) {
+            YamlMap l = n.map("step_latency");
+            for (Protocol p : kAllProtocols) {
+                std::string key(to_string(p));
+                for (char& c : key)
+                    c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+                if (!l.has(key))
+                    continue;
+                YamlMap per = l.map(key);
+                for (std::size_t i = 0; i < kLinkLevelCount; ++i) {
+                    const auto name = to_string(static_cast<LinkLevel>(i));
+                    per.read_time(name, t.tree.step_latency[static_cast<std::size_t>(p)][i]);
+                }
+                per.finish();
+            }
+            l.finish();
+        }
+        n.finish();
+    }
     if (m.has("nvls_tree")) {
         YamlMap n = m.map("nvls_tree");
         if (n.has("channel_bandwidth")) {

@@ -122,29 +122,39 @@ double chain_seconds(const Plan& plan, Protocol p, int start, double bytes) {
     return latency + total * chunk;
 }
 
-double tree_seconds(const Plan& plan, Protocol p, double bytes) {
+/// The transfers of the tree pipeline: per round, the busiest link of the stages it runs.
+double tree_transfer_seconds(const Plan& plan, Protocol p, double bytes) {
     const detail::TreeData& t = plan.tree();
-    const int S = 2 * t.depth;
-    const double half = bytes / 2;
-    const std::int64_t K = chunks(half, plan.tuning.protocol(p).chunk_bytes);
-    const double chunk = half / static_cast<double>(K);
+    const double part = bytes / t.parts(); // each tree carries an equal part
+    const std::int64_t K = chunks(part, plan.tuning.protocol(p).chunk_bytes);
+    const double chunk = part / static_cast<double>(K);
+    return plan.tree_rounds(p, K) * chunk;
+}
+
+/// Broadcast and reduce across the ring channels (Plan::chains): a step latency per stage, by
+/// the slowest link any channel's hop crosses, and the pipeline of 1/channels of S per chain.
+double chains_seconds(const Plan& plan, Protocol p, int root, bool reduce, double bytes) {
+    const detail::TreeData& t = plan.chains(root, reduce);
     double latency = 0;
-    for (int o = 0; o < S; ++o)
-        latency += seconds(plan.step_latency(t.stage_level[size_t(o)], p));
-    const auto& w = t.window[idx(p)];
-    const std::int64_t rounds = K + S - 1;
-    const std::int64_t steady = std::max<std::int64_t>(0, K - S + 1); // rounds S-1 .. K-1
-    double sum = static_cast<double>(steady) * w[size_t(S - 1)];
-    for (std::int64_t r = 0; r < rounds; ++r) {
-        if (r >= S - 1 && r <= K - 1) {
-            r = K - 1; // skip the steady block, counted above
-            continue;
-        }
-        const std::int64_t lo = std::max<std::int64_t>(0, r - K + 1);
-        const std::int64_t hi = std::min<std::int64_t>(S - 1, r);
-        sum += w[size_t(lo * S + hi)];
-    }
-    return latency + sum * chunk;
+    for (LinkLevel l : t.stage_level)
+        latency += seconds(plan.step_latency(l, p));
+    const double part = bytes / t.parts();
+    const std::int64_t K = chunks(part, plan.tuning.protocol(p).chunk_bytes);
+    return latency + plan.pipeline_rounds(t, p, K) * (part / static_cast<double>(K));
+}
+
+/// The tree's step latencies: one per pipeline stage, by the slowest link the stage crosses;
+/// across nodes, NCCL's Tree row of hardware latencies (plan.h: tree_step_latency).
+double tree_latency(const Plan& plan, Protocol p) {
+    double latency = 0;
+    const bool across = plan.node_ranks.size() > 1;
+    for (LinkLevel l : plan.tree().stage_level)
+        latency += seconds(across ? plan.tree_step_latency(l, p) : plan.step_latency(l, p));
+    return latency;
+}
+
+double tree_seconds(const Plan& plan, Protocol p, double bytes) {
+    return tree_latency(plan, p) + tree_transfer_seconds(plan, p, bytes);
 }
 
 /// Bytes of S whose time NVLSTree's pipeline fill adds. NCCL runs `channels` CTAs; each loops
@@ -501,19 +511,39 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
             body = steps * p.ring_cost[idx(pr)] * S / n;
             break;
         }
-        case Op::broadcast:
-            body = chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
+        case Op::broadcast: // over every channel, as NCCL runs it (Plan::chains)
+            body = p.channels > 1 ? chains_seconds(p, pr, c.root, false, S)
+                                  : chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
             break;
         case Op::reduce:
-            body = chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
+            body = p.channels > 1
+                       ? chains_seconds(p, pr, c.root, true, S)
+                       : chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
             break;
         default:
             break;
         }
         break;
-    case Algorithm::tree:
-        body = tree_seconds(p, pr, S);
+    case Algorithm::tree: {
+        // Latency: a step latency per pipeline stage up and down, NCCL's Tree row of hardware
+        // latencies (tuning.cc, ncclTopoTuneModel: 2 ((ppn - 1) intraLat + log2i(nNodes)
+        // interLat); the shape's depth gives the same on 2 nodes, and one network step more
+        // per level where a chain hangs from its parent node's second rank). Bandwidth: the
+        // pipelined trees' slowest link, and NCCL's cap per channel (busBw <= nChannels x
+        // perChMaxTreeBw, for LL128 perChMaxTreeLL128Bw too; a tree's algbw is busBw / 2).
+        lat += tree_latency(p, pr);
+        body = tree_transfer_seconds(p, pr, S);
+        if (p.regular) {
+            const double channels = p.tree().parts() / 2.0; // one per NIC port (plan.cpp)
+            double cap = p.tuning.tree.channel.at(N);
+            const double ll128 = p.tuning.tree.ll128_channel.at(N);
+            if (pr == Protocol::ll128 && ll128 > 0)
+                cap = cap > 0 ? std::min(cap, ll128) : ll128;
+            if (pr != Protocol::ll && cap > 0)
+                body = std::max(body, 2 * S / (channels * cap));
+        }
         break;
+    }
     case Algorithm::direct: {
         // Every transfer but a send/recv crosses the network here.
         const DirectCost d = direct_cost(p, c, pr);

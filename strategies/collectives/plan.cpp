@@ -131,6 +131,11 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
         net.efficiency *= spec.network.transport_efficiency;
         net.step_latency += spec.network.transport_latency;
     }
+    for (auto& per_level : tuning.tree.step_latency) {
+        auto& net = per_level[static_cast<std::size_t>(LinkLevel::network)];
+        if (net > sim::Time::zero())
+            net += spec.network.transport_latency;
+    }
     if (!tuning.present())
         throw InputError("hardware '" + spec.name +
                          "' has no 'collectives:' section (protocol latencies and efficiencies); "
@@ -359,7 +364,10 @@ double Plan::pattern_cost(const std::vector<PFlow>& flows, Protocol p) const {
     for (const PFlow& f : flows) {
         if (f.src == f.dst || f.bytes <= 0)
             continue;
-        loads.add(route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p));
+        // One route lookup: flow_efficiency's, by the route's level, without looking it up again.
+        const RouteInfo& r = route(f.src, f.dst);
+        const bool nvls = is_switch(f.src) || is_switch(f.dst);
+        loads.add(r, f.bytes / (nvls ? flow_efficiency(f.src, f.dst, p) : efficiency(r.level, p)));
     }
     return loads.max_cost();
 }
@@ -381,24 +389,60 @@ const TreeData& Plan::tree() const {
     std::call_once(tree_once_, [this] {
         auto t = std::make_unique<TreeData>();
         const auto& pos = cycles[0];
-        for (int tr = 0; tr < 2; ++tr) {
-            t->parent[size_t(tr)].assign(size_t(n), -1);
-            t->level[size_t(tr)].assign(size_t(n), 0);
-            for (int q = 0; q < n; ++q) {
-                int parent_pos = -1;
-                if (tr == 0) {
-                    parent_pos = btree_parent(q, n);
-                } else if (n % 2 ==
-                           0) { // mirrored, so the leaves of one are inner nodes of the other
-                    const int up = btree_parent(n - 1 - q, n);
-                    parent_pos = up < 0 ? -1 : n - 1 - up;
-                } else { // shifted by one
-                    const int up = btree_parent((q - 1 + n) % n, n);
-                    parent_pos = up < 0 ? -1 : (up + 1) % n;
+        // trees.cc ncclGetDtree: the second tree mirrors the first (even count) or shifts it by
+        // one (odd); returns the parent of position q in tree tr and q's child type (0: its
+        // parent's first child) in that tree's own numbering.
+        auto dtree_parent = [](int tr, int q, int count, int& child_type) {
+            const int m = tr == 0 ? q : count % 2 == 0 ? count - 1 - q : (q - 1 + count) % count;
+            const int u = btree_parent(m, count);
+            child_type = m < u ? 0 : 1;
+            if (u < 0 || tr == 0)
+                return u;
+            return count % 2 == 0 ? count - 1 - u : (u + 1) % count;
+        };
+        const int N = static_cast<int>(node_ranks.size());
+        if (N > 1 && regular) {
+            // Across nodes (connect.cc, BALANCED_TREE pattern): channel j's chain in a node
+            // runs treeIntra[0] (beside NIC port j) .. treeIntra[g-1], each rank's parent the
+            // one before it; treeIntra[0] joins the parent node at its treeIntra[1] as a first
+            // child, at its treeIntra[0] as a second (connectTrees); every channel runs both
+            // trees of nodes.
+            const int g = static_cast<int>(node_ranks.front().size());
+            const int P = std::max(1, std::min(g, topo.spec().node.nic_ports()));
+            auto intra = [&](int k, int j, int i) {
+                const int first = static_cast<int>(static_cast<long>(j) * g / P);
+                return node_ranks[size_t(k)][size_t((first + i) % g)];
+            };
+            for (int tr = 0; tr < 2; ++tr) {
+                for (int j = 0; j < P; ++j) {
+                    std::vector<int> parent(size_t(n), -1);
+                    for (int k = 0; k < N; ++k) {
+                        for (int i = 1; i < g; ++i)
+                            parent[size_t(intra(k, j, i))] = intra(k, j, i - 1);
+                        int child_type = 0;
+                        const int up = dtree_parent(tr, k, N, child_type);
+                        if (up >= 0)
+                            parent[size_t(intra(k, j, 0))] =
+                                intra(up, j, child_type == 0 && g > 1 ? 1 : 0);
+                    }
+                    t->parent.push_back(std::move(parent));
                 }
-                t->parent[size_t(tr)][size_t(pos[size_t(q)])] =
-                    parent_pos < 0 ? -1 : pos[size_t(parent_pos)];
             }
+        } else {
+            for (int tr = 0; tr < 2; ++tr) {
+                std::vector<int> parent(size_t(n), -1);
+                for (int q = 0; q < n; ++q) {
+                    int child_type = 0;
+                    const int up = dtree_parent(tr, q, n, child_type);
+                    parent[size_t(pos[size_t(q)])] = up < 0 ? -1 : pos[size_t(up)];
+                }
+                t->parent.push_back(std::move(parent));
+            }
+        }
+        t->nparts = static_cast<int>(t->parent.size());
+        const int parts = t->parts();
+        t->level.assign(size_t(parts), std::vector<int>(size_t(n), 0));
+        for (int tr = 0; tr < parts; ++tr) {
             for (int r = 0; r < n; ++r) {
                 int d = 0;
                 for (int u = t->parent[size_t(tr)][size_t(r)]; u >= 0;
@@ -409,67 +453,171 @@ const TreeData& Plan::tree() const {
             }
         }
         const int D = t->depth;
+        // Stage o moves up from depth D - o (o < D) and down to depth o - D + 1 (o >= D): each
+        // hop goes to its two stages directly, in (tree, rank) order within a stage.
         t->stages.resize(size_t(2 * D));
-        for (int o = 0; o < 2 * D; ++o) {
-            const bool up = o < D;
-            for (int tr = 0; tr < 2; ++tr) {
-                for (int r = 0; r < n; ++r) {
-                    const int parent = t->parent[size_t(tr)][size_t(r)];
-                    if (parent < 0)
-                        continue;
-                    const int h = t->level[size_t(tr)][size_t(r)];
-                    if (up && h == D - o)
-                        t->stages[size_t(o)].push_back({r, parent, tr});
-                    if (!up && h - 1 == o - D)
-                        t->stages[size_t(o)].push_back({parent, r, tr});
-                }
-            }
-            t->stage_reduces.push_back(up);
-        }
-        const int S = 2 * D;
-        std::vector<std::vector<PFlow>> stage_flows(static_cast<size_t>(S));
-        for (int o = 0; o < S; ++o) {
-            for (const auto& h : t->stages[size_t(o)])
-                stage_flows[size_t(o)].push_back({h.src, h.dst, 1.0});
-            t->stage_level.push_back(pattern_level(stage_flows[size_t(o)]));
-        }
-        // Each stage's flows with their routes and wire bytes looked up once per protocol,
-        // not once per window (a window is every stage range: 2D^2 of them).
-        struct Loaded {
-            const RouteInfo* route;
-            double wire;
-        };
-        EdgeLoads loads(topo);
-        std::vector<std::vector<Loaded>> stage_loads(static_cast<size_t>(S));
-        for (Protocol p : hardware::kAllProtocols) {
-            for (int o = 0; o < S; ++o) {
-                auto& sl = stage_loads[size_t(o)];
-                sl.clear();
-                for (const PFlow& f : stage_flows[size_t(o)])
-                    sl.push_back(
-                        {&route(f.src, f.dst), f.bytes / flow_efficiency(f.src, f.dst, p)});
-            }
-            auto& w = t->window[idx(p)];
-            w.assign(size_t(S * S), 0.0);
-            for (int lo = 0; lo < S; ++lo) {
-                loads.clear();
-                // Loads only grow as the window widens, so the costliest edge is the previous
-                // one or an edge the new stage loaded: the same maximum, without rescanning
-                // every edge of the window (2D^2 windows of up to n flows each).
-                double worst = 0;
-                for (int hi = lo; hi < S; ++hi) {
-                    const auto& stage = stage_loads[size_t(hi)];
-                    for (const Loaded& f : stage)
-                        loads.add(*f.route, f.wire);
-                    for (const Loaded& f : stage)
-                        worst = std::max(worst, loads.max_cost_on(*f.route));
-                    w[size_t(lo * S + hi)] = worst;
-                }
+        for (int tr = 0; tr < parts; ++tr) {
+            for (int r = 0; r < n; ++r) {
+                const int parent = t->parent[size_t(tr)][size_t(r)];
+                if (parent < 0)
+                    continue;
+                const int h = t->level[size_t(tr)][size_t(r)];
+                t->stages[size_t(D - h)].push_back({r, parent, tr});
+                t->stages[size_t(D + h - 1)].push_back({parent, r, tr});
             }
         }
+        for (int o = 0; o < 2 * D; ++o)
+            t->stage_reduces.push_back(o < D);
+        load_pipeline(*t, node_ranks.size() == 1);
         tree_ = std::move(t);
     });
     return *tree_;
+}
+
+void Plan::load_pipeline(TreeData& t, bool all_windows) const {
+    const int S = static_cast<int>(t.stages.size());
+    // Each hop's route looked up once (a tree across nodes has 2 x NIC ports parts): its
+    // stage's level (pattern_level: the slowest link any hop crosses) and, per protocol,
+    // its wire bytes (flow_efficiency: by the route's level; tree hops join ranks only).
+    std::vector<std::vector<const RouteInfo*>> stage_routes(static_cast<size_t>(S));
+    for (int o = 0; o < S; ++o) {
+        LinkLevel worst = LinkLevel::nvlink;
+        for (const auto& h : t.stages[size_t(o)]) {
+            const RouteInfo& r = route(h.src, h.dst);
+            stage_routes[size_t(o)].push_back(&r);
+            worst = std::max(worst, r.level);
+        }
+        t.stage_level.push_back(stage_routes[size_t(o)].empty() ? intra_level : worst);
+    }
+    // Each stage's flows with their routes and wire bytes looked up once per protocol,
+    // not once per window (a window is every stage range: 2D^2 of them).
+    EdgeLoads loads(topo);
+    // In one node every window is computed here (a tree of n - 1 hops). Across nodes the
+    // tree has 2 x NIC ports parts, 8 times the hops: the windows that start at stage 0
+    // or end at the last one are computed here, those a pipeline of few chunks needs
+    // in between on first use (pipeline_rounds).
+    for (Protocol p : hardware::kAllProtocols) {
+        auto& sl = t.stage_loads[idx(p)];
+        sl.resize(size_t(S));
+        for (int o = 0; o < S; ++o) {
+            for (const RouteInfo* r : stage_routes[size_t(o)])
+                sl[size_t(o)].push_back({r, 1.0 / efficiency(r->level, p)});
+        }
+        // Loads only grow as a window widens, so the costliest edge is the previous one or
+        // an edge the new stage loaded: the same maximum, without rescanning every edge.
+        auto widen = [&](int o, double worst) {
+            for (const TreeData::Loaded& f : sl[size_t(o)])
+                loads.add(*f.route, f.wire);
+            for (const TreeData::Loaded& f : sl[size_t(o)])
+                worst = std::max(worst, loads.max_cost_on(*f.route));
+            return worst;
+        };
+        if (all_windows) {
+            auto& w = t.window[idx(p)];
+            w.assign(size_t(S * S), 0.0);
+            for (int lo = 0; lo < S; ++lo) {
+                loads.clear();
+                double worst = 0;
+                for (int hi = lo; hi < S; ++hi)
+                    w[size_t(lo * S + hi)] = worst = widen(hi, worst);
+            }
+            continue;
+        }
+        auto& pre = t.prefix[idx(p)];
+        auto& suf = t.suffix[idx(p)];
+        pre.assign(size_t(S), 0.0);
+        suf.assign(size_t(S), 0.0);
+        loads.clear();
+        double worst = 0;
+        for (int hi = 0; hi < S; ++hi)
+            pre[size_t(hi)] = worst = widen(hi, worst);
+        loads.clear();
+        worst = 0;
+        for (int lo = S - 1; lo >= 0; --lo)
+            suf[size_t(lo)] = worst = widen(lo, worst);
+    }
+}
+
+const TreeData& Plan::chains(int root, bool reduce) const {
+    std::lock_guard<std::mutex> lock(chains_mutex_);
+    auto& slot = chains_[{root, reduce}];
+    if (slot)
+        return *slot;
+    // NCCL runs a broadcast or reduce on every ring channel, each over its own ring with
+    // 1/channels of the buffer (src/device/broadcast.h, reduce.h: the channel's part of the
+    // buffer; src/enqueue.cc splits it over nChannels): a chain from the root (broadcast) or
+    // ending at it (reduce) per channel; stage j runs hop j of every chain.
+    auto t = std::make_unique<TreeData>();
+    t->nparts = channels;
+    t->stages.resize(size_t(std::max(0, n - 1)));
+    for (int c = 0; c < channels; ++c) {
+        const auto& cycle = cycles[size_t(c)];
+        int pos = 0;
+        while (cycle[size_t(pos)] != root)
+            ++pos;
+        const int start = (pos + (reduce ? 1 : 0)) % n;
+        for (int j = 0; j + 1 < n; ++j)
+            t->stages[size_t(j)].push_back(
+                {cycle[size_t((start + j) % n)], cycle[size_t((start + j + 1) % n)], c});
+    }
+    t->stage_reduces.assign(t->stages.size(), reduce);
+    load_pipeline(*t, false);
+    slot = std::move(t);
+    return *slot;
+}
+
+double Plan::tree_rounds(Protocol p, std::int64_t K) const {
+    return pipeline_rounds(tree(), p, K);
+}
+
+double Plan::pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const {
+    const int S = static_cast<int>(t.stages.size());
+    // Round r runs stages max(0, r - K + 1) .. min(S - 1, r); rounds S-1 .. K-1 run them all.
+    auto sum_rounds = [&](auto&& window) {
+        const std::int64_t rounds = K + S - 1;
+        const std::int64_t steady = std::max<std::int64_t>(0, K - S + 1);
+        double sum = static_cast<double>(steady) * window(0, S - 1);
+        for (std::int64_t r = 0; r < rounds; ++r) {
+            if (r >= S - 1 && r <= K - 1) {
+                r = K - 1; // skip the steady block, counted above
+                continue;
+            }
+            sum += window(static_cast<int>(std::max<std::int64_t>(0, r - K + 1)),
+                          static_cast<int>(std::min<std::int64_t>(S - 1, r)));
+        }
+        return sum;
+    };
+    if (!t.window[idx(p)].empty())
+        return sum_rounds([&](int lo, int hi) { return t.window[idx(p)][size_t(lo * S + hi)]; });
+    // Across nodes: windows from stage 0 and to stage S-1 were computed with the tree; those
+    // in between (pipelines of K < S - 1 chunks) are computed once per chunk count.
+    const std::vector<double>* inner = nullptr;
+    if (K < S - 1) {
+        std::lock_guard<std::mutex> lock(tree_inner_mutex_);
+        auto& slot = tree_inner_[{&t, idx(p), K}];
+        if (slot.empty()) {
+            EdgeLoads loads(topo);
+            const auto& sl = t.stage_loads[idx(p)];
+            for (std::int64_t lo = 1; lo + K - 1 <= S - 2; ++lo) {
+                loads.clear();
+                for (std::int64_t o = lo; o < lo + K; ++o) {
+                    for (const TreeData::Loaded& f : sl[size_t(o)])
+                        loads.add(*f.route, f.wire);
+                }
+                slot.push_back(loads.max_cost());
+            }
+        }
+        inner = &slot; // std::map nodes stay put
+    }
+    const auto& pre = t.prefix[idx(p)];
+    const auto& suf = t.suffix[idx(p)];
+    return sum_rounds([&](int lo, int hi) {
+        if (lo == 0)
+            return pre[size_t(hi)];
+        if (hi == S - 1)
+            return suf[size_t(lo)];
+        return (*inner)[size_t(lo - 1)];
+    });
 }
 
 const HierData& Plan::hier() const {

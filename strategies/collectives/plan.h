@@ -17,8 +17,10 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -58,11 +60,20 @@ constexpr std::size_t idx(Protocol p) {
     return static_cast<std::size_t>(p);
 }
 
-/// The two trees of NCCL's double binary tree over ring positions, and their pipeline stages.
+/// NCCL's double binary tree and its pipeline stages. In one node (or on nodes of unequal
+/// size): two binary trees over ring positions, each carrying half of the buffer. Across
+/// nodes of g ranks, NCCL's shape (src/graph/connect.cc ncclTopoPreset and connectTrees,
+/// src/graph/trees.cc ncclGetDtree): per channel a chain through each node's ranks, hung from
+/// the rank beside the channel's NIC, and two binary trees of nodes (the second mirrored or
+/// shifted) joining the chains; one channel per NIC port, each of its two trees carrying
+/// 1/(2 x ports) of the buffer.
 struct TreeData {
-    int depth = 0;                          ///< D: the deeper of the two trees
-    std::array<std::vector<int>, 2> parent; ///< per rank; -1 for the root
-    std::array<std::vector<int>, 2> level;  ///< depth of each rank
+    int depth = 0; ///< D: the deepest rank of any tree
+    /// One tree per equal part of the buffer: each rank's parent (-1 for the root), its depth.
+    std::vector<std::vector<int>> parent;
+    std::vector<std::vector<int>> level;
+    int nparts = 0; ///< equal parts of the buffer (one per tree, or per chain)
+    int parts() const { return nparts; }
     /// Stage o (0 .. 2D-1) moves chunk k at step k + o: up from depth D - o for o < D, down
     /// from depth o - D for o >= D. Hops of tree t carry part t of the buffer.
     struct Hop {
@@ -73,8 +84,16 @@ struct TreeData {
     std::vector<std::vector<Hop>> stages;
     std::vector<bool> stage_reduces;
     std::vector<LinkLevel> stage_level;
-    /// window[p][lo * stages + hi]: cost per byte of chunk of a step running stages lo..hi.
-    PerProtocol<std::vector<double>> window;
+    /// window[p][lo * stages + hi]: cost per byte of chunk of a step running stages lo..hi;
+    /// in one node only. Across nodes prefix[p][hi] (stages 0..hi) and suffix[p][lo] (stages
+    /// lo..S-1), and Plan::tree_rounds computes the others it needs.
+    PerProtocol<std::vector<double>> window, prefix, suffix;
+    /// Each stage's hops with their routes and wire bytes per byte of chunk, per protocol.
+    struct Loaded {
+        const RouteInfo* route;
+        double wire;
+    };
+    PerProtocol<std::vector<std::vector<Loaded>>> stage_loads;
 };
 
 /// Direct algorithms: all pairs at once (per byte sent to each peer) and send/recv to the next
@@ -169,12 +188,27 @@ public:
     sim::Time step_latency(LinkLevel level, Protocol p) const {
         return tuning.protocol(p).level(level).step_latency;
     }
+    /// NCCL's Tree row of hardware latencies where the hardware gives it (collectives.tree),
+    /// else the protocol's step latency.
+    sim::Time tree_step_latency(LinkLevel level, Protocol p) const {
+        const sim::Time t = tuning.tree.step_latency[idx(p)][static_cast<std::size_t>(level)];
+        return t > sim::Time::zero() ? t : step_latency(level, p);
+    }
     /// max over edges of sum(bytes / efficiency) / capacity, for flows running together.
     double pattern_cost(const std::vector<PFlow>& flows, Protocol p) const;
     /// The slowest link level any of the flows crosses (network > pcie > nvlink).
     LinkLevel pattern_level(const std::vector<PFlow>& flows) const;
 
     const TreeData& tree() const;
+    /// Sum over the rounds of a tree pipeline of K chunks of the cost per byte of chunk of the
+    /// stages each round runs (cached per K where it is computed on demand; thread-safe).
+    double tree_rounds(Protocol p, std::int64_t K) const;
+    /// The same for any pipeline of stages (a tree, or chains).
+    double pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const;
+    /// Broadcast (reduce = false) or reduce across the ring channels: a chain per channel from
+    /// (to) the root, 1/channels of the buffer each; stages and windows as a tree's (parent and
+    /// level empty). Built per root on first use; thread-safe.
+    const TreeData& chains(int root, bool reduce) const;
     const HierData& hier() const;
     const DirectData& direct() const;
     /// Regular communicators on 2 or more nodes only.
@@ -189,6 +223,14 @@ private:
     mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
     mutable std::unique_ptr<MultiNodeData> multi_;
     mutable std::unique_ptr<TreeData> tree_;
+    mutable std::mutex tree_inner_mutex_;
+    mutable std::map<std::tuple<const TreeData*, std::size_t, std::int64_t>, std::vector<double>>
+        tree_inner_;
+    mutable std::mutex chains_mutex_;
+    mutable std::map<std::pair<int, bool>, std::unique_ptr<TreeData>> chains_;
+    /// Routes, levels, wire bytes and windows of a pipeline's stages (every window, or those
+    /// from the first and to the last stage).
+    void load_pipeline(TreeData& t, bool all_windows) const;
     mutable std::unique_ptr<HierData> hier_;
     mutable std::unique_ptr<DirectData> direct_;
 };

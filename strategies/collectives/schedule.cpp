@@ -451,7 +451,23 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
     case Algorithm::automatic:
         break;
     case Algorithm::ring:
-        if (c.op == Op::broadcast || c.op == Op::reduce) {
+        if ((c.op == Op::broadcast || c.op == Op::reduce) && plan.channels > 1) {
+            // Across nodes a chain per ring channel, 1/channels of the buffer each
+            // (Plan::chains), as the closed form.
+            const detail::TreeData& t = plan.chains(c.root, c.op == Op::reduce);
+            std::vector<sim::Time> latency;
+            for (LinkLevel l : t.stage_level)
+                latency.push_back(plan.step_latency(l, p));
+            const int parts = t.parts();
+            std::vector<Part> part_list;
+            for (int i = 0; i < parts; ++i) {
+                const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
+                part_list.push_back({lo, hi - lo, S / parts});
+            }
+            d.phases.push_back(std::make_unique<PipelinePhase>(
+                t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
+                chunk_count(S / parts, chunk)));
+        } else if (c.op == Op::broadcast || c.op == Op::reduce) {
             // A pipelined chain over cycle 0, from the root (broadcast) or to it (reduce).
             const int start =
                 (plan.cycle_position[size_t(c.root)] + (c.op == Op::reduce ? 1 : 0)) % n;
@@ -495,13 +511,19 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
     case Algorithm::tree: {
         const detail::TreeData& t = plan.tree();
         std::vector<sim::Time> latency;
-        for (LinkLevel l : t.stage_level)
-            latency.push_back(plan.step_latency(l, p));
-        const std::int64_t half = E / 2;
-        d.phases.push_back(std::make_unique<PipelinePhase>(
-            t.stages, t.stage_reduces, std::move(latency),
-            std::vector<Part>{{0, half, S / 2}, {half, E - half, S / 2}},
-            chunk_count(S / 2, chunk)));
+        for (LinkLevel l : t.stage_level) // across nodes NCCL's Tree latencies (communicator.cpp)
+            latency.push_back(plan.node_ranks.size() > 1 ? plan.tree_step_latency(l, p)
+                                                         : plan.step_latency(l, p));
+        // Each tree carries an equal part of the buffer (two in a node, 2 x NIC ports across).
+        const int parts = t.parts();
+        std::vector<Part> part_list;
+        for (int i = 0; i < parts; ++i) {
+            const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
+            part_list.push_back({lo, hi - lo, S / parts});
+        }
+        d.phases.push_back(std::make_unique<PipelinePhase>(t.stages, t.stage_reduces,
+                                                           std::move(latency), std::move(part_list),
+                                                           chunk_count(S / parts, chunk)));
         break;
     }
     case Algorithm::direct:

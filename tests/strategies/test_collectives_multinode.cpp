@@ -243,3 +243,89 @@ TEST_CASE("across nodes: NVLSTree wins at large sizes on H100 nodes, ring on A10
     CHECK(s(cr.predict(c, Algorithm::ring, Protocol::simple)) ==
           Approx(2 * s(ci.predict(c, Algorithm::ring, Protocol::simple))).epsilon(0.01));
 }
+
+TEST_CASE("across nodes: NCCL's tree is a chain per NIC port in each node under two trees of "
+          "nodes, paced by NCCL's per-channel cap",
+          "[collectives][multinode]") {
+    const auto& topo = topology("dgx-a100", 16);
+    const auto& t = topo.spec().collectives;
+    const auto comm = Communicator::first(topo, 16);
+    REQUIRE(topo.spec().node.nic_ports() == 8);
+    // Small: no bandwidth to speak of; the latency is tuning.cc's 2 ((ppn - 1) intraLat +
+    // log2i(2) interLat) over the Tree row (2 nodes: the chain of 8 hangs from the other
+    // node's first rank), on top of the launch and the protocol's base latency.
+    const double expect_ll = s(t.launch_latency) + s(t.protocol(Protocol::ll).base_latency) +
+                             2 * (7 * s(t.tree.step_latency[0][0]) + s(t.tree.step_latency[0][2]));
+    REQUIRE(t.tree.step_latency[0][0] > sim::Time::zero());
+    CHECK(s(comm.predict(coll(Op::all_reduce, 1024, Algorithm::tree, Protocol::ll), Algorithm::tree,
+                         Protocol::ll)) == Approx(expect_ll).epsilon(0.01));
+    // Large: each NIC carries 1/8 of S each way (its channel's two trees), at 8 x 25 GB/s x
+    // 0.94 = 188 GB/s of algbw; NCCL's cap (8 channels x perChMaxTreeBw 23.6 GB/s of busBw,
+    // algbw = busBw / 2) is half that and sets the slope.
+    auto at = [&](double S) {
+        return s(comm.predict(coll(Op::all_reduce, std::int64_t(S), Algorithm::tree),
+                              Algorithm::tree, Protocol::simple));
+    };
+    const double S = 2.0 * GiB;
+    CHECK(at(2 * S) - at(S) == Approx(2 * S / (8 * t.tree.channel.at(2))).epsilon(0.01));
+    // 4 H100 nodes: the cap from 3 nodes on (perChMaxTreeBw 36.0 GB/s); ring beats it.
+    const auto h = Communicator::first(topology("dgx-h100", 32), 32);
+    const auto& th = topology("dgx-h100", 32).spec().collectives;
+    auto ath = [&](double bytes) {
+        return s(h.predict(coll(Op::all_reduce, std::int64_t(bytes), Algorithm::tree),
+                           Algorithm::tree, Protocol::simple));
+    };
+    CHECK(ath(2 * S) - ath(S) == Approx(2 * S / (8 * th.tree.channel.at(4))).epsilon(0.01));
+    CHECK(h.choose(coll(Op::all_reduce, 4 * GiB, Algorithm::automatic, std::nullopt)).algorithm !=
+          Algorithm::tree);
+    // Without the cap (hardware that gives none) NVLink sets the pace: in each channel's
+    // chain a rank sends its part up and down, the chain's ends one way only (2 (g - 1) parts
+    // of a node's g ranks), over 8 channels x 2 trees of S / 16 each: 1.75 S out of every GPU,
+    // more than the 1/8 of S each NIC carries at a twelfth of NVLink's rate.
+    auto spec = topo.spec();
+    spec.collectives.tree.channel = {};
+    const hardware::Topology uncapped(spec);
+    const auto u = Communicator::first(uncapped, 16);
+    auto atu = [&](double bytes) {
+        return s(u.predict(coll(Op::all_reduce, std::int64_t(bytes), Algorithm::tree),
+                           Algorithm::tree, Protocol::simple));
+    };
+    const double nvlink = spec.node.nvlink.bandwidth *
+                          t.protocol(Protocol::simple).level(LinkLevel::nvlink).efficiency;
+    CHECK(atu(2 * S) - atu(S) == Approx(1.75 * S / nvlink).epsilon(0.01));
+    CHECK(atu(2 * S) - atu(S) > S / 8 / (nic_total(spec) / 8));
+}
+
+TEST_CASE("across nodes: broadcast, reduce, all-gather and reduce-scatter use every NIC of a "
+          "node, one ring channel per NIC port",
+          "[collectives][multinode]") {
+    const double S = 1.0 * GiB;
+    auto slope = [&](const Communicator& comm, Op op) {
+        auto at = [&](double bytes) {
+            Collective c = coll(op, std::int64_t(bytes), Algorithm::ring);
+            c.root = 3;
+            return s(comm.predict(c, Algorithm::ring, Protocol::simple));
+        };
+        return at(2 * S) - at(S);
+    };
+    // 2 DGX A100 (8 x 200 Gb/s HDR): a chain per channel from the root, 1/8 of S each; each
+    // NIC carries its channel's 1/8 one way, the NVLink ports 1/8 per channel (S in all, at
+    // 12 times a NIC's rate): the NICs together set the pace, 8 times one NIC's.
+    const auto& a100 = topology("dgx-a100", 16);
+    const auto a = Communicator::first(a100, 16);
+    CHECK(slope(a, Op::broadcast) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
+    CHECK(slope(a, Op::reduce) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
+    // All-gather and reduce-scatter: n - 1 steps of S / n over 8 rail rings, each NIC one.
+    const double n = 16;
+    CHECK(slope(a, Op::all_gather) ==
+          Approx((n - 1) / n * S / nic_total(a100.spec())).epsilon(0.02));
+    CHECK(slope(a, Op::reduce_scatter) ==
+          Approx((n - 1) / n * S / nic_total(a100.spec())).epsilon(0.02));
+    // Fewer NICs than GPUs (AWS p4d: 4 x 100 Gb/s EFA for 8 A100): 4 channels, one per NIC.
+    const auto& p4d = topology("aws-p4d", 16);
+    REQUIRE(p4d.spec().node.nic_ports() == 4);
+    const auto p = Communicator::first(p4d, 16);
+    CHECK(slope(p, Op::broadcast) == Approx(S / nic_total(p4d.spec())).epsilon(0.02));
+    CHECK(slope(p, Op::all_gather) ==
+          Approx((n - 1) / n * S / nic_total(p4d.spec())).epsilon(0.02));
+}
