@@ -59,7 +59,8 @@ model: {kind: transformer, layers: $3, hidden: $4, heads: $5, kv_heads: $6, ffn:
         position_embedding: rope, tied_embeddings: false, bias: false, dropout: 0}
 training: {global_batch: ${11}, micro_batch: ${10}, dtype: bf16, optimizer: adamw}
 parallel: {tp: $8, pp: 1, dp: $9, recompute: ${12}, zero: 3, overlap_grad_reduce: true,
-           sequence_parallel: $([ "$8" -gt 1 ] && echo true || echo false), tp_comm_overlap: ${13}}
+           sequence_parallel: $([ "$8" -gt 1 ] && echo true || echo false), tp_comm_overlap: ${13}$(
+             [ "${12}" = selective ] && echo ", selective_recompute: op")}
 EOF
 }
 row tt-8b-fsdp 128 32 4096 32 8 14336 1 128 2 256 selective false
@@ -86,7 +87,10 @@ for id in tt-8b-fsdp tt-70b-2d tt-70b-2d-asynctp; do
   printf '  %-58s' "700 W, no cap (DGX H100 power)"; step "$e" --set hardware.gpu.power_cap_w=700
   printf '  %-58s' "attention at dgx-h100's 0.5 (cuDNN / FA-3 class)"
   step "$e" --set hardware.compute.fused_attention.efficiency=0.5
-  printf '  %-58s' "full recompute instead of the row's"; step "$e" --set parallel.recompute=full
+  printf '  %-58s' "Megatron's selective (core attention) for torchtitan's op"
+  step "$e" --set parallel.selective_recompute=attention
+  printf '  %-58s' "full recompute instead of the row's"
+  step "$e" --set parallel.recompute=full --set parallel.selective_recompute=attention
   printf '  %-58s' "no ZeRO-3 gathers (zero 1)"; step "$e" --set parallel.zero=1
 done
 
@@ -143,11 +147,11 @@ for id in nemo-gpt3-175b-128 nemo-gpt3-175b-512 nemo-llama2-70b-64 nemo-llama3-7
 done
 
 echo
-echo "== Not modelled yet: torchtitan's selective AC is op-level (torchtitan/distributed/"
-echo "   activation_checkpoint.py, selective_ac_option 'op': every second aten.mm output is not"
-echo "   saved, so its matmul runs again in the backward); the rows map it to Megatron's selective"
-echo "   recompute, which with flash attention recomputes nothing. Its size, per block in the"
-echo "   order the block calls mm (wq, wk, wv, wo, w1, w3, w2; the 2nd, 4th and 6th recompute):"
+echo "== torchtitan's selective AC is op-level (torchtitan/distributed/activation_checkpoint.py,"
+echo "   selective_ac_option 'op' in its llama3 configs: every second aten.mm output is not saved,"
+echo "   so its matmul runs again in the backward, with every elementwise op), modelled as"
+echo "   parallel.selective_recompute: op. Its matmuls again, per block in the order the block"
+echo "   calls mm (wq, wk, wv, wo, w1, w3, w2; the 2nd, 4th and 6th recompute):"
 python3 - <<'PY'
 for name, h, kv, ffn in (("Llama 3.1 8B", 4096, 1024, 14336),):
     mms = [h * h, h * kv, h * kv, h * h, h * ffn, h * ffn, ffn * h]

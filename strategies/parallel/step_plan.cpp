@@ -911,6 +911,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.ep = par.ep;
     cfg.etp = par.etp;
     cfg.cp = par.cp;
+    cfg.selective_op = par.selective_op;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);

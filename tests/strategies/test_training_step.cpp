@@ -318,6 +318,17 @@ TEST_CASE("experiments: numbers that disagree are refused with what would fix th
             Catch::Contains("set gpus: 6") && Catch::Contains("no dp fits 64 GPUs") &&
                 !Catch::Contains("dp: "));
     }
+    SECTION("op-level selective recompute with tensor parallelism") {
+        CHECK_THROWS_WITH(experiment(cluster, 64,
+                                     with({{"parallel.tp", "8"},
+                                           {"parallel.recompute", "selective"},
+                                           {"parallel.selective_recompute", "op"}})),
+                          Catch::Contains("parallel.selective_recompute") &&
+                              Catch::Contains("tp > 1 is not modelled"));
+        CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.selective_recompute", "ops"}})),
+                          Catch::Contains("parallel.selective_recompute") &&
+                              Catch::Contains("attention"));
+    }
     SECTION("heads not divisible by tp") {
         CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.tp", "64"}})),
                           Catch::Contains("96 attention heads") && Catch::Contains("tp 64"));
