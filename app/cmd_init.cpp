@@ -86,6 +86,8 @@ parallel:
   sequence_parallel: true        # [--sequence-parallel]; default false
   recompute: selective           # none | selective | full | auto [--recompute-granularity];
                                  # default none
+  selective_recompute: attention # attention (Megatron's) | op (torchtitan's
+                                 # selective_ac_option op, tp 1); default attention
   zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
                                  #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
                                  # (with  data_parallel_replicate_degree: 1; HSDP not modelled)

@@ -246,6 +246,10 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
             s.emplace_back("parallel.tp_comm_overlap", "true");
             r.features.emplace_back("async TP (as tp_comm_overlap)");
         }
+        // torchtitan's selective mode as its llama3 configs set it (train_configs/*.toml:
+        // selective_ac_option = "op"): op-level checkpointing, not Megatron's.
+        if (r.recompute == "selective")
+            s.emplace_back("parallel.selective_recompute", "op");
         if (contains(r.framework, "compile"))
             r.features.emplace_back("torch.compile");
     } else {
@@ -348,7 +352,8 @@ std::vector<std::string> recent_rules() {
         "pipeline ranks, 2 stages per rank when interleaved, and the layers split as its "
         "generate_split_points does, at the page's commit), sequence "
         "parallelism with TP, async TP as tp_comm_overlap; recompute as printed (its selective "
-        "mode as Megatron's selective recompute)",
+        "mode as its llama3 configs' op-level policy, selective_ac_option \"op\": every second "
+        "matmul of a block and its elementwise ops again)",
         "AdamW; bf16 unless the row says FP8 or Float8",
     };
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace clustersim::strategies::models {
 
@@ -893,6 +894,32 @@ LayerWork transformer_layer(const Ctx& c) {
         w.activation_bytes = act.all;
         break;
     case Recompute::selective:
+        if (c.cfg.selective_op && !m.is_mla() && !c.moe && !c.a2a) {
+            // torchtitan's op-level selective checkpointing (LayerConfig::selective_op): every
+            // elementwise and normalisation op again, and every second matmul of the block in
+            // the order its forward calls them (models/llama3/model.py: wq, wk, wv, wo, then
+            // w1, w3, w2 for SwiGLU, or fc1, fc2). SDPA's output is saved: no attention again.
+            // Memory is counted as Megatron's selective (all activations kept): a bound.
+            for (const Op& op : F.ops)
+                if (op.kind == OpKind::memory_bound)
+                    w.recompute.add(op);
+            const std::int64_t q_n = std::int64_t{m.heads} * d / c.t;
+            const std::int64_t kv_n = std::int64_t{m.kv_heads} * d / c.t;
+            struct Mm {
+                std::string_view name;
+                std::int64_t n, k;
+            };
+            std::vector<Mm> mms{{"attention.wq", q_n, c.h},
+                                {"attention.wk", kv_n, c.h},
+                                {"attention.wv", kv_n, c.h},
+                                {"attention.proj", c.h, c.h / c.t}};
+            if (swiglu)
+                mms.insert(mms.end(), {{"mlp.w1", f, c.h}, {"mlp.w3", f, c.h}, {"mlp.w2", c.h, f}});
+            else
+                mms.insert(mms.end(), {{"mlp.fc1", f, c.h}, {"mlp.fc2", c.h, f}});
+            for (std::size_t k = 1; k < mms.size(); k += 2)
+                w.recompute.add(c.gemm(mms[k].name, T, mms[k].n, mms[k].k));
+        }
         for (int k = core_begin; k < core_end && !flash; ++k)
             w.recompute.add(F.ops[static_cast<std::size_t>(k)]);
         w.activation_bytes = act.all - act.attention_core;

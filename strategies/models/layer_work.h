@@ -84,6 +84,13 @@ struct LayerConfig {
     /// Context-parallel size: each rank runs seq / cp tokens, attention as the ring's steps
     /// (context_parallel.h; its communication is the step plan's).
     int cp = 1;
+    /// Selective recompute as torchtitan's op-level activation checkpointing runs it
+    /// (torchtitan/distributed/activation_checkpoint.py, selective_ac_option "op"): per block,
+    /// the outputs of matmuls, SDPA and reduce-scatters are saved except every second matmul's,
+    /// so the backward reruns the 2nd, 4th and 6th matmul of the block (Llama: wk, wo, w3) and
+    /// every elementwise and normalisation op. false: Megatron's selective recompute (the core
+    /// attention; nothing with flash attention).
+    bool selective_op = false;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

@@ -144,6 +144,8 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
                       : r == "full"      ? RecomputePolicy::full
                                          : RecomputePolicy::automatic;
     }
+    if (m.has("selective_recompute"))
+        p.selective_op = m.choice("selective_recompute", {"attention", "op"}) == "op";
     m.read("zero", p.zero, 0, 3);
     // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
     // parameter over the data-parallel group, gathers each layer's before it runs and prefetches
@@ -185,6 +187,10 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
     // sequence parallelism, the parameter-gather overlap the distributed optimizer and the
     // gradient-reduce overlap.
+    if (p.selective_op && p.tp > 1)
+        m.fail("selective_recompute",
+               "op-level selective recompute with tp > 1 is not modelled (it reruns the "
+               "sequence-parallel all-gathers); use tp 1 or selective_recompute: attention");
     if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
         m.fail(m.has("enable_async_tensor_parallel") ? "enable_async_tensor_parallel"
                                                      : "tp_comm_overlap",

@@ -73,6 +73,10 @@ struct ParallelSpec {
     PipelineSplit split;
     bool sequence_parallel = false;
     RecomputePolicy recompute = RecomputePolicy::none;
+    /// What selective recompute recomputes (`selective_recompute`): false, `attention`:
+    /// Megatron's core attention (nothing with flash attention); true, `op`: torchtitan's
+    /// op-level selective activation checkpointing (models::LayerConfig::selective_op).
+    bool selective_op = false;
     int zero = 0; ///< 0..3
     /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1):
     /// must equal dp.

@@ -33,6 +33,15 @@ struct FrameworkSpec {
     /// data-parallel average, the schedule's bookkeeping. Transformer models only: they run
     /// Megatron's loop; the MLP runs the lecture's plain PyTorch loop, which has none of this.
     sim::Time microbatch_overhead = sim::Time::zero();
+    /// Which pipeline stages pay `microbatch_overhead`. true: every stage and every model chunk
+    /// of the interleaved schedule, as Megatron-LM's get_batch ran before October 2023 (each
+    /// stage fetched the batch and broadcast it over its tensor-parallel group). false: only
+    /// the chunks that hold the embedding or the loss: from Megatron-LM commit a0e190c
+    /// (2023-10-26, "Refactor dataset code and move to core") pretrain_gpt.py's get_batch
+    /// returns None on a chunk that is neither the first nor the last virtual pipeline stage
+    /// (is_pipeline_first_stage / is_pipeline_last_stage, which count virtual stages), so
+    /// Megatron-Core and NeMo runs pay it on two chunks of the pipeline, not on pp x v.
+    bool batch_on_every_stage = true;
     /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
     /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.
     sim::Time collective_overhead = sim::Time::zero();

@@ -544,7 +544,10 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     // matmuls and sends, which has none of it.
     auto run_forward = [&](bool gathers, Clock& c) {
         c = Clock{};
-        c.host = ctx.e.model.is_transformer() ? ho.microbatch_overhead.seconds() : 0.0;
+        // Megatron-Core fetches the batch on the chunks holding the embedding or the loss
+        // only (FrameworkSpec::batch_on_every_stage).
+        const bool fetches = ho.batch_on_every_stage || st.embedding || st.head;
+        c.host = ctx.e.model.is_transformer() && fetches ? ho.microbatch_overhead.seconds() : 0.0;
         PassSeconds f;
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
@@ -908,6 +911,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.ep = par.ep;
     cfg.etp = par.etp;
     cfg.cp = par.cp;
+    cfg.selective_op = par.selective_op;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);

@@ -295,6 +295,37 @@ TEST_CASE("layer work: Llama 3's GQA, SwiGLU and RoPE layer against its closed f
         CHECK(op.name != "attention.rope");
 }
 
+TEST_CASE("layer work: torchtitan's op-level selective recompute reruns every second matmul",
+          "[models][recompute][llama3]") {
+    // Llama 3 8B at tp 1, micro-batch 2: the block calls wq, wk, wv, wo, w1, w3, w2; the 2nd,
+    // 4th and 6th (wk, wo, w3) run again, 2 T h (g d + h + f) FLOPs, with every elementwise
+    // op of the forward. Megatron's selective recompute with flash attention reruns nothing.
+    const ModelSpec m = load_model("llama3-8B");
+    LayerConfig cfg = layer_config(1, false, 2, Recompute::selective, Dtype::bf16);
+    const LayerWork megatron = layer_work(m, cfg, a100());
+    CHECK(megatron.recompute.ops.size() == 0);
+    cfg.selective_op = true;
+    const LayerWork op = layer_work(m, cfg, a100());
+    const double T = 2.0 * m.seq, h = m.hidden, f = m.ffn;
+    const double kv = double(m.kv_heads) * m.head_dim();
+    CHECK(gemm_flops(op.recompute) == Approx(2 * T * h * (kv + h + f)).epsilon(1e-12));
+    std::int64_t elementwise = 0;
+    for (const Op& o : op.forward.ops)
+        if (o.kind == OpKind::memory_bound)
+            elementwise += o.bytes;
+    CHECK(op.recompute.bytes - [&] {
+        std::int64_t g = 0;
+        for (const Op& o : op.recompute.ops)
+            if (o.kind == OpKind::gemm)
+                g += o.bytes;
+        return g;
+    }() == elementwise);
+    for (const Op& o : op.recompute.ops)
+        CHECK(o.kind != OpKind::fused_attention); // SDPA's output is saved
+    // The activations kept are counted as Megatron's selective (a bound).
+    CHECK(op.activation_bytes == megatron.activation_bytes);
+}
+
 TEST_CASE("layer work: a Mixtral MoE layer against hand-computed FLOPs and bytes",
           "[models][moe]") {
     ModelSpec m = load_model("mixtral-8x7B");

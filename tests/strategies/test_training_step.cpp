@@ -2,6 +2,7 @@
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
+#include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"
 
 #include <catch2/catch.hpp>
@@ -317,6 +318,17 @@ TEST_CASE("experiments: numbers that disagree are refused with what would fix th
             Catch::Contains("set gpus: 6") && Catch::Contains("no dp fits 64 GPUs") &&
                 !Catch::Contains("dp: "));
     }
+    SECTION("op-level selective recompute with tensor parallelism") {
+        CHECK_THROWS_WITH(experiment(cluster, 64,
+                                     with({{"parallel.tp", "8"},
+                                           {"parallel.recompute", "selective"},
+                                           {"parallel.selective_recompute", "op"}})),
+                          Catch::Contains("parallel.selective_recompute") &&
+                              Catch::Contains("tp > 1 is not modelled"));
+        CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.selective_recompute", "ops"}})),
+                          Catch::Contains("parallel.selective_recompute") &&
+                              Catch::Contains("attention"));
+    }
     SECTION("heads not divisible by tp") {
         CHECK_THROWS_WITH(experiment(cluster, 64, with({{"parallel.tp", "64"}})),
                           Catch::Contains("96 attention heads") && Catch::Contains("tp 64"));
@@ -399,4 +411,39 @@ TEST_CASE("training step: flow symmetry gives the step of flow-full, and says wh
         CHECK(s.represented_flows == 0);
         CHECK(s.represented_gpus.empty());
     }
+}
+
+TEST_CASE("training step: Megatron-Core fetches the batch on the first and last chunks only",
+          "[strategies][training]") {
+    // GPT-3 175B on 64 A100s: pp 8, v 3, 24 virtual stages. With batch_on_every_stage (Megatron
+    // before October 2023) every chunk's forward starts with the host alone for the
+    // micro-batch overhead; without it (Megatron-Core's get_batch) only virtual stage 0 (the
+    // embedding) and 23 (the head and loss) do, and the others differ by exactly that.
+    const auto spec = [](bool every) {
+        auto e =
+            load_experiment(CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml");
+        e.framework.microbatch_overhead = sim::Time::from_seconds(5e-3);
+        e.framework.batch_on_every_stage = every;
+        return e;
+    };
+    const auto every = spec(true);
+    const auto ends = spec(false);
+    const auto topo = std::make_shared<const hardware::Topology>(every.cluster);
+    const StepPlan a = build_step_plan(every, topo);
+    const StepPlan b = build_step_plan(ends, topo);
+    REQUIRE(a.stages.size() == 24);
+    REQUIRE(b.stages.size() == 24);
+    for (int vs = 0; vs < 24; ++vs) {
+        const double diff = (a.stage(vs).forward.time - b.stage(vs).forward.time).seconds();
+        INFO("virtual stage " << vs);
+        CHECK(b.stage(vs).backward.time == a.stage(vs).backward.time);
+        if (vs == 0 || vs == 23)
+            CHECK(diff == 0);
+        else
+            CHECK(diff == Approx(5e-3).epsilon(1e-9));
+    }
+    CHECK(simulate_step(ends).breakdown.host_s < simulate_step(every).breakdown.host_s);
+    // The presets: H100 runs are Megatron-Core's; dgx-a100's fit is of the older stack.
+    CHECK_FALSE(load_platform("dgx-superpod-h100").framework.batch_on_every_stage);
+    CHECK(load_platform("dgx-a100").framework.batch_on_every_stage);
 }
