@@ -58,6 +58,26 @@ run "etp 1 (the recipe's expert_tensor_parallel_size)" parallel.etp=1
 run "etp 1, flex dispatcher on DeepEP (a copy per destination node)" parallel.etp=1 \
   parallel.moe_token_dispatcher=flex
 echo
+echo "== Why the bubble is not the schedule's: each pipeline rank's busy time (sum of its passes,"
+echo "   from the trace) in the last run. Rank 0 holds the embedding and the one dense layer of"
+echo "   its first chunk: less work, and its idle time (reported as stage 0's bubble) is mostly"
+echo "   the other ranks' extra work, not fill and drain."
+"$cs" run "$tmp/dsv3.yaml" --set parallel.etp=1 --set parallel.moe_token_dispatcher=flex \
+  --trace "$tmp/t.json" >/dev/null 2>&1 || true
+python3 - "$tmp/t.json" <<'PY'
+import collections, json, re, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"] if isinstance(t, dict) else t
+busy = collections.Counter()
+end = 0.0
+for e in ev:
+    if e.get("ph") == "X" and e.get("tid") == 1 and re.match(r"[FB]\d+\.\d+", e["name"]):
+        busy[e["pid"]] += e["dur"]
+        end = max(end, e["ts"] + e["dur"])
+for pid in sorted(busy):
+    print(f"  rank {pid - 1}: busy {busy[pid] / 1e6:6.2f} s of {end / 1e6:6.2f} s, idle {1 - busy[pid] / end:6.1%}")
+PY
+echo
 echo "== All-to-all bytes per GPU and dispatch at ep 64 on 8 nodes (2048 tokens, bf16, h 7168)"
 awk 'function miss(s, x, k,   p, i) { p = 1; for (i = 0; i < k; i++) p *= (s - x - i) / (s - i); return p }
 BEGIN {
