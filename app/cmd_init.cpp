@@ -106,6 +106,9 @@ parallel:
                                  # [--expert-model-parallel-size]; default 1
   etp: 8                         # each expert split over etp GPUs
                                  # [--expert-tensor-parallel-size]; default tp
+  moe_token_dispatcher: alltoall # alltoall: a copy per (token, expert); flex: DeepEP, a copy
+                                 # per destination node across nodes, per GPU inside one
+                                 # [--moe-token-dispatcher-type]; default alltoall
 )";
 
 void register_init(CLI::App& app, Io io, int& /*exit_code*/) {

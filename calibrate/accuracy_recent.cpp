@@ -195,6 +195,17 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     if (r.ep > 1) {
         s.emplace_back("parallel.ep", std::to_string(r.ep));
         r.features.push_back(fmt::format("ep {}", r.ep));
+        // Megatron-Bridge's DeepSeek-V3 performance recipes keep each expert whole
+        // (scripts/performance/configs/deepseek/workload_base_configs.py, v0.2.0:
+        // BASE_DEEPSEEK_V3_CONFIG expert_tensor_parallel_size=1), not Megatron-Core's default
+        // of etp = tp.
+        // Their H100 recipe also dispatches tokens with the flex dispatcher on DeepEP
+        // (DEEPSEEK_V3_H100_BASE_CONFIG: moe_flex_dispatcher_backend="deepep").
+        if (r.moe && !torchtitan) {
+            s.emplace_back("parallel.etp", "1");
+            s.emplace_back("parallel.moe_token_dispatcher", "flex");
+            r.features.emplace_back("etp 1, DeepEP dispatch");
+        }
     }
     if (r.fp8)
         r.features.emplace_back("FP8");

@@ -3,9 +3,71 @@
 #include "base/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace clustersim::strategies::models {
+
+namespace {
+
+/// C(s - x, k) / C(s, k): the chance that k of s items drawn without replacement miss x given
+/// ones.
+double miss_all(std::int64_t s, std::int64_t x, std::int64_t k) {
+    double p = 1;
+    for (std::int64_t i = 0; i < k; ++i) {
+        if (s - x - i <= 0)
+            return 0;
+        p *= static_cast<double>(s - x - i) / static_cast<double>(s - i);
+    }
+    return p;
+}
+
+double log_choose(std::int64_t n, std::int64_t k) {
+    return std::lgamma(static_cast<double>(n + 1)) - std::lgamma(static_cast<double>(k + 1)) -
+           std::lgamma(static_cast<double>(n - k + 1));
+}
+
+} // namespace
+
+double expected_bins_per_token(const ModelSpec& m, int bins) {
+    if (!m.is_moe() || bins <= 1)
+        return 1;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t k = m.moe_router_topk;
+    const std::int64_t per_bin = E / bins;
+    const std::int64_t G = m.moe_router_num_groups;
+    const std::int64_t Gt = m.moe_router_group_topk;
+    if (G > 0 && Gt < G && G % bins == 0) {
+        // Each bin holds G / bins whole groups; j of them chosen with probability
+        // C(a, j) C(G - a, Gt - j) / C(G, Gt).
+        const std::int64_t a = G / bins;
+        const std::int64_t S = Gt * (E / G);
+        double hit = 0;
+        for (std::int64_t j = 1; j <= std::min(a, Gt); ++j) {
+            if (Gt - j > G - a)
+                continue;
+            const double pj =
+                std::exp(log_choose(a, j) + log_choose(G - a, Gt - j) - log_choose(G, Gt));
+            hit += pj * (1 - miss_all(S, j * (E / G), k));
+        }
+        return static_cast<double>(bins) * hit;
+    }
+    if (G > 0 && Gt < G && bins % G == 0) {
+        // Each group spans bins / G bins: a bin can be reached when its group is chosen.
+        const std::int64_t S = Gt * (E / G);
+        return static_cast<double>(bins) * static_cast<double>(Gt) / static_cast<double>(G) *
+               (1 - miss_all(S, per_bin, k));
+    }
+    return static_cast<double>(bins) * (1 - miss_all(E, per_bin, k));
+}
+
+std::int64_t flex_dispatch_bytes(const ModelSpec& m, int ep, int nodes, std::int64_t tokens,
+                                 hardware::Dtype dtype) {
+    const double destinations =
+        nodes > 1 ? expected_bins_per_token(m, nodes) : expected_bins_per_token(m, ep);
+    return static_cast<std::int64_t>(std::llround(static_cast<double>(tokens) * destinations)) *
+           m.hidden * hardware::bytes_per_element(dtype);
+}
 
 void check_expert_parallel(const ModelSpec& m, int ep) {
     if (ep < 1)

@@ -40,6 +40,27 @@ struct ExpertParallelWork {
     std::int64_t expert_parameters = 0;
 };
 
+/// Expected number of `bins` (equal consecutive shares of the experts: the nodes or the GPUs
+/// of the expert-parallel group) that one token's top-k experts fall in, when the router picks
+/// uniformly (Megatron-Core's moe_router_force_load_balancing draws random logits): the sum
+/// over bins of the chance that at least one of the k lands there, 1 - C(S - x, k) / C(S, k)
+/// with S the experts the token may pick and x those of the bin. With group-limited routing
+/// (moe_router_num_groups dividing into the bins or the bins into the groups) S is the
+/// group_topk chosen groups' experts and x follows from how many of the bin's groups were
+/// chosen (hypergeometric); groups that straddle bins count as no grouping. 1 for one bin.
+double expected_bins_per_token(const ModelSpec& m, int bins);
+
+/// Bytes one GPU sends in one dispatch (the combine returns as many) with a deduplicating
+/// dispatcher (Megatron-Core's flex dispatcher on DeepEP, deepseek-ai/DeepEP README: across
+/// nodes a token crosses the network once per destination node, to the GPU of the same local
+/// rank there, which forwards it over NVLink to the GPUs of its experts; inside a node it
+/// goes once per destination GPU): `tokens` x the expected destinations x hidden x element
+/// bytes, as the size of an all-to-all over the `nodes` GPUs of its rail (nodes > 1), or over
+/// the `ep` GPUs of one node. The own node's (own GPU's) block is included, as nccl-tests
+/// counts an all-to-all's size.
+std::int64_t flex_dispatch_bytes(const ModelSpec& m, int ep, int nodes, std::int64_t tokens,
+                                 hardware::Dtype dtype);
+
 /// Refuses an expert-parallel size that does not divide the model's experts (or a model
 /// without experts for ep > 1), naming the sizes that would. Throws InputError.
 void check_expert_parallel(const ModelSpec& m, int ep);

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "strategies/models/context_parallel.h"
+#include "strategies/models/expert_parallel.h"
 #include "strategies/models/fp8.h"
 
 #include <string>
@@ -475,7 +476,23 @@ struct A2aSizes {
     bool swiglu;
     std::int64_t a2a_bytes; ///< received by the busiest GPU in one all-to-all
     std::int64_t etp_bytes; ///< of one etp all-gather or reduce-scatter
+    CommGroup a2a_group;    ///< where the all-to-alls run
 };
+
+/// Bytes of one dispatch or combine all-to-all as the busiest GPU sees them: with the alltoall
+/// dispatcher one copy per (token, expert) it receives; with the flex dispatcher (DeepEP) one
+/// per (token, destination node) over its rail across nodes, or per (token, destination GPU)
+/// inside one, times the same imbalance factor.
+std::int64_t a2a_bytes(const Ctx& c) {
+    if (!c.cfg.flex_dispatcher)
+        return c.a2a_received() * c.h * c.elem;
+    const std::int64_t local = c.tokens / c.sp_div;
+    const double factor =
+        static_cast<double>(c.a2a_received()) / static_cast<double>(local * c.m.moe_router_topk);
+    const std::int64_t bytes =
+        flex_dispatch_bytes(c.m, static_cast<int>(c.ep), c.cfg.ep_nodes, local, c.dtype);
+    return static_cast<std::int64_t>(static_cast<double>(bytes) * factor);
+}
 
 A2aSizes a2a_sizes(const Ctx& c) {
     const ModelSpec& m = c.m;
@@ -492,8 +509,9 @@ A2aSizes a2a_sizes(const Ctx& c) {
             m.moe_ffn_hidden_size / c.etp,
             m.moe_shared_expert_intermediate_size / c.t,
             m.activation == Activation::swiglu,
-            c.a2a_received() * c.h * e,
-            N * c.h * e};
+            a2a_bytes(c),
+            N * c.h * e,
+            c.cfg.flex_dispatcher && c.cfg.ep_nodes > 1 ? CommGroup::ep_rail : CommGroup::ep};
 }
 
 /// The MLP block of a layer with experts laid out apart (ep > 1 or etp != tp), forward, as
@@ -512,15 +530,16 @@ A2aSizes a2a_sizes(const Ctx& c) {
 void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& F = w.forward;
-    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes] = a2a_sizes(c);
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
+        a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
     F.add(
         c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
     const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
     int next = Ctx::next(F);
     if (c.ep > 1)
-        add_group_collective(w, "moe.dispatch", TpOp::all_to_all, CommGroup::ep, Pass::forward,
-                             a2a_bytes, permute, next);
+        add_group_collective(w, "moe.dispatch", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
+                             permute, next);
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::forward, etp_bytes, permute, next);
@@ -537,8 +556,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         add_group_collective(w, "moe.etp_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
                              Pass::forward, etp_bytes, last, next);
     if (c.ep > 1)
-        add_group_collective(w, "moe.combine", TpOp::all_to_all, CommGroup::ep, Pass::forward,
-                             a2a_bytes, last, next);
+        add_group_collective(w, "moe.combine", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
+                             last, next);
     const int unpermute =
         F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
     if (fs > 0) {
@@ -566,7 +585,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
 void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& B = w.backward;
-    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes] = a2a_sizes(c);
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
+        a2a_sizes(c);
     const std::int64_t comm = T * c.h * e;
     int shared_dgrad = -1;
     if (fs > 0) {
@@ -589,7 +609,7 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
         B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
     int next = Ctx::next(B);
     if (c.ep > 1)
-        add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, CommGroup::ep, Pass::backward,
+        add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, group, Pass::backward,
                              a2a_bytes, unpermute, next);
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
@@ -609,7 +629,7 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
         add_group_collective(w, "moe.etp_grad_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
                              Pass::backward, etp_bytes, last, next);
     if (c.ep > 1)
-        add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, CommGroup::ep, Pass::backward,
+        add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, group, Pass::backward,
                              a2a_bytes, last, next);
     B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
     B.add(

@@ -81,6 +81,13 @@ struct LayerConfig {
     /// all-gather dispatcher with every expert on every GPU.
     int ep = 1;
     int etp = 0;
+    /// Megatron-Core's flex token dispatcher on DeepEP (--moe-token-dispatcher-type flex,
+    /// --moe-flex-dispatcher-backend deepep) instead of alltoall: each token sent once per
+    /// destination node across nodes (over its rail, CommGroup::ep_rail) and once per
+    /// destination GPU inside one (expert_parallel.h, flex_dispatch_bytes). `ep_nodes`: the
+    /// nodes the expert-parallel group spans (1: inside one node).
+    bool flex_dispatcher = false;
+    int ep_nodes = 1;
     /// Context-parallel size: each rank runs seq / cp tokens, attention as the ring's steps
     /// (context_parallel.h; its communication is the step plan's).
     int cp = 1;
@@ -119,7 +126,9 @@ enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_
 /// The group a layer's collective runs on: the tensor-parallel ranks, the expert-parallel ranks
 /// (dispatch and combine all-to-alls) or the expert tensor-parallel ranks (the gather and
 /// scatter of the routed tokens around the experts when etp > 1).
-enum class CommGroup : std::uint8_t { tp, ep, etp };
+/// The group a collective runs over: tensor-parallel, expert-parallel, expert tensor-parallel,
+/// or the expert-parallel group's GPUs of one local rank on each of its nodes (a rail).
+enum class CommGroup : std::uint8_t { tp, ep, etp, ep_rail };
 std::string_view to_string(TpOp op);
 
 /// A tensor-parallel collective among the `tp` ranks of a layer.

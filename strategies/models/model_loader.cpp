@@ -97,6 +97,8 @@ void apply_transformer(YamlMap& m, Layered& l) {
     }
     if (m.has("moe_load_imbalance"))
         s.moe_load_imbalance = m.number("moe_load_imbalance", 1);
+    m.read("moe_router_num_groups", s.moe_router_num_groups, 0, 1 << 16);
+    m.read("moe_router_group_topk", s.moe_router_group_topk, 0, 1 << 16);
     if (!l.kv_heads_given)
         s.kv_heads = s.heads;
     if (!l.ffn_given)
@@ -159,7 +161,8 @@ void validate(YamlMap& m, const ModelSpec& s) {
     if (s.num_experts == 0) {
         for (const char* key :
              {"moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
-              "first_k_dense_replace", "moe_expert_capacity_factor", "moe_load_imbalance"})
+              "first_k_dense_replace", "moe_expert_capacity_factor", "moe_load_imbalance",
+              "moe_router_num_groups", "moe_router_group_topk"})
             require(!m.node()[key].IsDefined(), key,
                     std::string(key) +
                         " applies to a mixture of experts; set num_experts (the routed experts "
@@ -170,6 +173,22 @@ void validate(YamlMap& m, const ModelSpec& s) {
             "moe_router_topk=" + std::to_string(s.moe_router_topk) + " exceeds num_experts=" +
                 std::to_string(s.num_experts) + "; a token is routed to at most every expert: " +
                 "choose moe_router_topk between 1 and " + std::to_string(s.num_experts));
+    if (s.moe_router_num_groups > 0) {
+        require(s.num_experts % s.moe_router_num_groups == 0, "moe_router_num_groups",
+                "moe_router_num_groups=" + std::to_string(s.moe_router_num_groups) +
+                    " does not divide num_experts=" + std::to_string(s.num_experts) +
+                    "; the experts split into equal groups");
+        require(s.moe_router_group_topk >= 1 && s.moe_router_group_topk <= s.moe_router_num_groups,
+                "moe_router_group_topk",
+                "group-limited routing needs moe_router_group_topk between 1 and "
+                "moe_router_num_groups=" +
+                    std::to_string(s.moe_router_num_groups) + ", got " +
+                    std::to_string(s.moe_router_group_topk));
+    } else {
+        require(s.moe_router_group_topk == 0, "moe_router_group_topk",
+                "moe_router_group_topk needs moe_router_num_groups (the groups it picks from); "
+                "set both or neither");
+    }
     require(s.first_k_dense_replace < s.layers, "first_k_dense_replace",
             "first_k_dense_replace=" + std::to_string(s.first_k_dense_replace) +
                 " leaves no layer with experts among layers=" + std::to_string(s.layers) +

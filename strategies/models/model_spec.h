@@ -104,6 +104,13 @@ struct ModelSpec {
     /// GPUs the busiest sets the pace. With every expert on each GPU (no expert parallelism)
     /// every rank routes all its tokens and the factor does not apply.
     double moe_load_imbalance = 1.0;
+    /// Group-limited routing (--moe-router-num-groups, --moe-router-group-topk; DeepSeek-V3's
+    /// n_group 8, topk_group 4): the experts in `moe_router_num_groups` equal groups, each
+    /// token's top-k chosen within its best `moe_router_group_topk` groups. With the groups
+    /// laid out one per node of the expert-parallel group this is DeepSeek-V3's node-limited
+    /// routing (technical report, section 2.1.2: each token to at most 4 nodes). 0: none.
+    int moe_router_num_groups = 0;
+    int moe_router_group_topk = 0;
 
     bool is_transformer() const { return kind == ModelKind::transformer; }
     bool is_moe() const { return is_transformer() && num_experts > 0; }

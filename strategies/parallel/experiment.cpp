@@ -208,6 +208,8 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     m.read("pp_overlap", p.pp_overlap);
     m.read("ep", p.ep, 1, 1 << 16);
     m.read("etp", p.etp, 1, 1 << 16);
+    if (m.has("moe_token_dispatcher"))
+        p.flex_dispatcher = m.choice("moe_token_dispatcher", {"alltoall", "flex"}) == "flex";
     m.finish();
 }
 

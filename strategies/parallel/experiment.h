@@ -104,6 +104,10 @@ struct ParallelSpec {
     int ep = 1;
     /// Expert tensor-parallel size (expert_tensor_parallel_size); 0: not given, = tp.
     int etp = 0;
+    /// The token dispatcher (Megatron-Core's moe_token_dispatcher_type): false, "alltoall",
+    /// one copy per (token, expert); true, "flex" on DeepEP (moe_flex_dispatcher_backend
+    /// deepep), one per destination node across nodes and per destination GPU inside one.
+    bool flex_dispatcher = false;
 
     /// Expert tensor-parallel size in effect.
     int expert_tp() const { return etp > 0 ? etp : tp; }

@@ -219,6 +219,7 @@ struct PassEnv {
     /// apart); null: none.
     CollectiveTimes* ep = nullptr;
     CollectiveTimes* etp = nullptr;
+    CollectiveTimes* ep_rail = nullptr;
     hardware::Dtype dtype = hardware::Dtype::bf16;
     const FrameworkSpec* fw = nullptr;
     int tp_size = 1;
@@ -321,9 +322,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             coll.op = to_collective(tc.op);
             coll.bytes = tc.bytes;
             coll.dtype = comm_dtype(env.dtype);
-            CollectiveTimes* times = tc.group == models::CommGroup::ep    ? env.ep
-                                     : tc.group == models::CommGroup::etp ? env.etp
-                                                                          : env.tp;
+            CollectiveTimes* times = tc.group == models::CommGroup::ep        ? env.ep
+                                     : tc.group == models::CommGroup::etp     ? env.etp
+                                     : tc.group == models::CommGroup::ep_rail ? env.ep_rail
+                                                                              : env.tp;
             if (how[k] == TpOverlap::pipelined) {
                 // The GEMM's output in chunks, each reduce-scattered as soon as it is done: the
                 // last chunk's reduce-scatter and what the chunks' GEMMs cannot hide are exposed.
@@ -502,6 +504,9 @@ struct Context {
     CollectiveTimes ep_times{nullptr};
     std::unique_ptr<collectives::Communicator> etp_comm{};
     CollectiveTimes etp_times{nullptr};
+    /// The flex dispatcher's rail: the expert-parallel group's GPUs of one local rank.
+    std::unique_ptr<collectives::Communicator> ep_rail_comm{};
+    CollectiveTimes ep_rail_times{nullptr};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
@@ -912,6 +917,28 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.etp = par.etp;
     cfg.cp = par.cp;
     cfg.selective_op = par.selective_op;
+    // The expert-parallel group's GPUs (the first one's; every group is laid out alike), its
+    // nodes, and its rail: those of the first GPU's local rank, one per node.
+    std::vector<int> ep_group;
+    std::vector<int> ep_rail;
+    if (par.expert_layout() && e.model.is_moe()) {
+        const int per_node = std::max(1, e.cluster.node.gpus);
+        for (int x = 0; x < par.ep && par.ep > 1; ++x)
+            ep_group.push_back(expert_gpu_of(par, 0, x, 0, 0));
+        std::vector<int> nodes;
+        for (int g : ep_group) {
+            if (std::find(nodes.begin(), nodes.end(), g / per_node) == nodes.end())
+                nodes.push_back(g / per_node);
+            if (g % per_node == ep_group.front() % per_node)
+                ep_rail.push_back(g);
+        }
+        cfg.flex_dispatcher = par.flex_dispatcher;
+        cfg.ep_nodes = std::max<int>(1, static_cast<int>(nodes.size()));
+        // A rail that misses some of the nodes (GPUs of the group at other local ranks on
+        // them) has no single-hop path to each: cost the dispatch over the whole group.
+        if (static_cast<int>(ep_rail.size()) != cfg.ep_nodes)
+            cfg.ep_nodes = 1;
+    }
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
@@ -939,18 +966,18 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         ctx.dp_times = CollectiveTimes(communicator(plan, group, ctx.dp_comm));
     }
     if (par.expert_layout() && e.model.is_moe()) {
+        if (ep_group.size() > 1)
+            ctx.ep_times = CollectiveTimes(communicator(plan, ep_group, ctx.ep_comm));
+        if (cfg.flex_dispatcher && cfg.ep_nodes > 1)
+            ctx.ep_rail_times = CollectiveTimes(communicator(plan, ep_rail, ctx.ep_rail_comm));
         std::vector<int> group;
-        for (int x = 0; x < par.ep && par.ep > 1; ++x)
-            group.push_back(expert_gpu_of(par, 0, x, 0, 0));
-        if (group.size() > 1)
-            ctx.ep_times = CollectiveTimes(communicator(plan, group, ctx.ep_comm));
-        group.clear();
         for (int t = 0; t < par.expert_tp() && par.expert_tp() > 1; ++t)
             group.push_back(expert_gpu_of(par, t, 0, 0, 0));
         if (group.size() > 1)
             ctx.etp_times = CollectiveTimes(communicator(plan, group, ctx.etp_comm));
         ctx.env.ep = &ctx.ep_times;
         ctx.env.etp = &ctx.etp_times;
+        ctx.env.ep_rail = &ctx.ep_rail_times;
     }
     ctx.env.tp = &ctx.tp_times;
     ctx.env.dtype = e.training.dtype;

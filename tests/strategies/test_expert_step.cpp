@@ -262,6 +262,49 @@ TEST_CASE("expert parallelism: Mixtral 8x7B's model state per GPU at ep 8 on 64 
     CHECK(m.optimizer_bytes == 12 * ((layers * dense + 15) / 16) + 12 * ((layers * expert) / 2));
 }
 
+TEST_CASE("expert parallelism: the flex (DeepEP) dispatcher sends once per node over the rail",
+          "[strategies][moe][ep][training]") {
+    const hardware::ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    const models::ModelSpec m = mixtral();
+    models::LayerConfig cfg;
+    cfg.dtype = Dtype::bf16;
+    cfg.ep = 8;
+    cfg.flex_dispatcher = true;
+    SECTION("across 2 nodes: the rail's all-to-all, one copy per destination node") {
+        cfg.ep_nodes = 2;
+        const models::LayerWork w = models::layer_work(m, cfg, cm);
+        const auto* dispatch = find(w, "moe.dispatch");
+        REQUIRE(dispatch != nullptr);
+        CHECK(dispatch->group == CommGroup::ep_rail);
+        // Top-2 of 8 experts, 4 per node: both on one node with chance C(4,2) x 2 / C(8,2)
+        // = 12/28, so 2 - 12/28 = 44/28 nodes per token.
+        CHECK(dispatch->bytes == std::llround(4096 * 44.0 / 28) * 4096 * 2);
+        CHECK(count(w, Pass::forward, TpOp::all_to_all, CommGroup::ep_rail) == 2);
+        CHECK(count(w, Pass::backward, TpOp::all_to_all, CommGroup::ep_rail) == 2);
+        CHECK(count(w, Pass::forward, TpOp::all_to_all, CommGroup::ep) == 0);
+    }
+    SECTION("inside one node: once per destination GPU, as many as alltoall for distinct experts") {
+        cfg.ep_nodes = 1;
+        const models::LayerWork w = models::layer_work(m, cfg, cm);
+        CHECK(find(w, "moe.dispatch")->group == CommGroup::ep);
+        CHECK(find(w, "moe.dispatch")->bytes == 4096 * 2 * 4096 * 2);
+    }
+    SECTION("the step: ep 8 x etp 2 over 2 nodes, less exposed all-to-all than alltoall") {
+        const Platform p = load_platform("dgx-h100");
+        Settings s = tiny_moe(8, 8, 2);
+        const StepResult a2a = simulate_step(make_experiment(p, 16, s, "alltoall"));
+        s.push_back({"parallel.moe_token_dispatcher", "flex"});
+        const StepResult flex = simulate_step(make_experiment(p, 16, s, "flex"));
+        CHECK(flex.breakdown.ep_comm_exposed_s > 0);
+        CHECK(flex.breakdown.ep_comm_exposed_s < a2a.breakdown.ep_comm_exposed_s);
+        CHECK(flex.breakdown.compute_s == Approx(a2a.breakdown.compute_s));
+        CHECK(sum(flex.breakdown) == Approx(flex.step_time_s).epsilon(1e-9));
+        s.back().second = "deepep";
+        CHECK_THAT(error_of(p, 16, s), Catch::Contains("moe_token_dispatcher") &&
+                                           Catch::Contains("alltoall") && Catch::Contains("flex"));
+    }
+}
+
 TEST_CASE("expert parallelism: bad layouts exit with the key and the fix",
           "[strategies][moe][ep][errors]") {
     const Platform p = load_platform("dgx-h100");

@@ -197,6 +197,16 @@ TEST_CASE("model files: mixture-of-experts keys and their errors", "[models][moe
     CHECK_THAT(load_error(moe + "first_k_dense_replace: 2\n"),
                Catch::Contains("model.yaml:9") && Catch::Contains("'first_k_dense_replace'") &&
                    Catch::Contains("at most 1"));
+    CHECK_THAT(load_error(moe + "moe_router_num_groups: 3\nmoe_router_group_topk: 1\n"),
+               Catch::Contains("model.yaml:9") && Catch::Contains("'moe_router_num_groups'") &&
+                   Catch::Contains("does not divide num_experts=8"));
+    CHECK_THAT(load_error(moe + "moe_router_num_groups: 4\nmoe_router_group_topk: 5\n"),
+               Catch::Contains("'moe_router_group_topk'") && Catch::Contains("between 1 and"));
+    CHECK_THAT(load_error(moe + "moe_router_group_topk: 2\n"),
+               Catch::Contains("'moe_router_group_topk'") &&
+                   Catch::Contains("needs moe_router_num_groups"));
+    CHECK(parse_model_yaml(moe + "moe_router_num_groups: 4\nmoe_router_group_topk: 2\n", "m")
+              .moe_router_group_topk == 2);
     CHECK_THAT(load_error(moe + "moe_expert_capacity_factor: 0\n"),
                Catch::Contains("model.yaml:9") && Catch::Contains("dropless"));
     CHECK_THAT(load_error(moe + "moe_load_imbalance: 0.5\n"),
