@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -184,7 +185,7 @@ private:
     void build_rings();
 
     std::vector<sim::ResourceId> memory_edges_;
-    mutable std::mutex route_mutex_;
+    mutable std::shared_mutex route_mutex_; ///< guards routes_ only, never a search
     mutable std::unordered_map<std::uint64_t, RouteInfo> routes_;
     mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
     mutable std::unique_ptr<MultiNodeData> multi_;
