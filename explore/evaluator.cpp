@@ -91,7 +91,13 @@ const sp::StepSimulator& Evaluator::simulator(const Settings& overrides,
     }
     std::shared_ptr<Slot> slot;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::shared_lock<std::shared_mutex> lock(mutex_); // every configuration: side by side
+        auto it = simulators_.find(key);
+        if (it != simulators_.end())
+            slot = it->second;
+    }
+    if (!slot) {
+        std::unique_lock<std::shared_mutex> lock(mutex_);
         auto& s = simulators_[key];
         if (!s)
             s = std::make_shared<Slot>();

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,7 @@ private:
     const ExperimentVariants& variants_;
     EvalOptions options_;
     struct Slot;
-    mutable std::mutex mutex_;
+    mutable std::shared_mutex mutex_; ///< guards the map; a cluster builds under its own once
     mutable std::map<Settings, std::shared_ptr<Slot>> simulators_;
 };
 

@@ -4,14 +4,14 @@
 #include "base/units.h"
 #include "hardware/fabric_routes.h"
 
-#include <boost/graph/graphviz.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
-#include <mutex>
+#include <ostream>
 #include <queue>
 #include <stdexcept>
 
@@ -57,24 +57,46 @@ std::string_view to_string(LinkKind k) {
     return "?";
 }
 
-Topology::VertexId Topology::add_vertex(VertexKind kind, int node, int index, std::string name) {
-    return boost::add_vertex(VertexInfo{kind, node, index, std::move(name)}, graph_);
-}
+namespace {
 
-void Topology::add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency) {
-    const auto index = static_cast<EdgeIndex>(edges_.size());
-    auto [e, ok] = boost::add_edge(from, to, EdgeInfo{kind, bw, latency, index}, graph_);
-    (void)ok;
-    edges_.push_back(e);
-    // Serialisation cost of a kilobyte in femtoseconds: integer, so equal paths tie exactly.
-    weight_.push_back(static_cast<std::int64_t>(std::llround(1e18 / bw)));
-}
+/// The vertices and edges as they are added, before they are laid out as the compressed sparse
+/// row graph (which takes all its edges at once).
+struct GraphBuilder {
+    using VertexId = Topology::VertexId;
+    std::vector<VertexInfo> vertices;
+    std::vector<std::pair<VertexId, VertexId>> ends;
+    std::vector<EdgeInfo> edges;
+    std::vector<std::int64_t>& weight;
 
-void Topology::add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
-                        sim::Time extra_into_b, sim::Time extra_into_a) {
-    add_edge(a, b, kind, link.bandwidth, link.latency + extra_into_b);
-    add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a);
-}
+    VertexId add_vertex(VertexKind kind, int node, int index, int place = 0) {
+        vertices.push_back(VertexInfo{kind, node, index, place});
+        return static_cast<VertexId>(vertices.size() - 1);
+    }
+    void add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency,
+                  std::int64_t cost) {
+        const auto index = static_cast<EdgeIndex>(edges.size());
+        ends.emplace_back(from, to);
+        edges.push_back(EdgeInfo{kind, bw, latency, index});
+        weight.push_back(cost);
+    }
+    void add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
+                  sim::Time extra_into_b = sim::Time::zero(),
+                  sim::Time extra_into_a = sim::Time::zero()) {
+        // Serialisation cost of a kilobyte in femtoseconds: integer, so equal paths tie exactly.
+        const auto cost = static_cast<std::int64_t>(std::llround(1e18 / link.bandwidth));
+        add_edge(a, b, kind, link.bandwidth, link.latency + extra_into_b, cost);
+        add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a, cost);
+    }
+    /// Room for `nodes` nodes like the one built so far.
+    void reserve(std::size_t nodes) {
+        vertices.reserve(vertices.size() * nodes);
+        ends.reserve(ends.size() * nodes);
+        edges.reserve(edges.size() * nodes);
+        weight.reserve(weight.size() * nodes);
+    }
+};
+
+} // namespace
 
 namespace {
 
@@ -123,50 +145,52 @@ Topology::Topology(ClusterSpec spec)
                          std::to_string(nodes) + " nodes");
     refuse_if_too_large(spec_);
     const LinkSpec hbm{n.gpu.hbm_bandwidth, sim::Time::zero()};
+    GraphBuilder g{{}, {}, {}, weight_};
     const int pcie_switches = n.gpus / n.gpus_per_pcie_switch;
 
     for (int node = 0; node < nodes; ++node) {
-        const std::string prefix = "node" + std::to_string(node) + ".";
-        const VertexId host = add_vertex(VertexKind::host, node, 0, prefix + "host");
+        if (node == 1) {
+            node_vertices_ = g.vertices.size();
+            node_edges_ = static_cast<EdgeIndex>(g.edges.size());
+            g.reserve(static_cast<std::size_t>(nodes) + 1); // and some of the network
+        }
+        const VertexId host = g.add_vertex(VertexKind::host, node, 0);
         std::vector<VertexId> pcie;
         for (int p = 0; p < pcie_switches; ++p) {
-            pcie.push_back(
-                add_vertex(VertexKind::pcie_switch, node, p, prefix + "pcie" + std::to_string(p)));
-            add_link(pcie.back(), host, LinkKind::host, n.host_link);
+            pcie.push_back(g.add_vertex(VertexKind::pcie_switch, node, p));
+            g.add_link(pcie.back(), host, LinkKind::host, n.host_link);
         }
         VertexId sw = 0;
         if (n.fabric == IntraNodeFabric::nvswitch) {
-            sw = add_vertex(VertexKind::nvswitch, node, 0, prefix + "nvswitch");
+            sw = g.add_vertex(VertexKind::nvswitch, node, 0);
             nvswitch_.push_back(sw);
         }
         for (int local = 0; local < n.gpus; ++local) {
             const int gpu = node * n.gpus + local;
-            const std::string name = "gpu" + std::to_string(gpu);
-            const VertexId sm = add_vertex(VertexKind::gpu_sm, node, gpu, name + ".sm");
-            const VertexId mem = add_vertex(VertexKind::gpu_hbm, node, gpu, name + ".hbm");
+            const VertexId sm = g.add_vertex(VertexKind::gpu_sm, node, gpu);
+            const VertexId mem = g.add_vertex(VertexKind::gpu_hbm, node, gpu);
             gpu_sm_.push_back(sm);
             gpu_hbm_.push_back(mem);
-            add_link(sm, mem, LinkKind::hbm, hbm);
-            add_link(mem, pcie[static_cast<std::size_t>(local / n.gpus_per_pcie_switch)],
-                     LinkKind::pcie, n.pcie);
+            g.add_link(sm, mem, LinkKind::hbm, hbm);
+            g.add_link(mem, pcie[static_cast<std::size_t>(local / n.gpus_per_pcie_switch)],
+                       LinkKind::pcie, n.pcie);
             if (n.fabric == IntraNodeFabric::nvswitch)
-                add_link(mem, sw, LinkKind::nvlink, n.nvlink, sim::Time::zero(),
-                         n.nvswitch_latency);
+                g.add_link(mem, sw, LinkKind::nvlink, n.nvlink, sim::Time::zero(),
+                           n.nvswitch_latency);
         }
         // One port per NIC; with several NICs per GPU, one port per GPU carrying their sum
         // (NodeSpec::nic_ports). A port sits on the PCIe switch of the GPU beside it, so the
         // GPUs of that switch reach it without crossing the host, and share it.
         const int ports = n.nic_ports();
         for (int i = 0; i < ports; ++i) {
-            const VertexId nic =
-                add_vertex(VertexKind::nic, node, i, prefix + "nic" + std::to_string(i));
+            const VertexId nic = g.add_vertex(VertexKind::nic, node, i);
             nic_.push_back(nic);
             const int near_gpu = static_cast<int>(static_cast<long>(i) * n.gpus / ports);
             LinkSpec slot = n.pcie;
             if (n.nics > n.gpus) // the GPU's NICs each have their own PCIe link to the switch
                 slot.bandwidth *= static_cast<double>(n.nics / n.gpus);
-            add_link(nic, pcie[static_cast<std::size_t>(near_gpu / n.gpus_per_pcie_switch)],
-                     LinkKind::pcie, slot);
+            g.add_link(nic, pcie[static_cast<std::size_t>(near_gpu / n.gpus_per_pcie_switch)],
+                       LinkKind::pcie, slot);
         }
     }
 
@@ -180,27 +204,41 @@ Topology::Topology(ClusterSpec spec)
         const int spines = (ports > 1 || leaves_per_rail > 1) ? down : 0;
         std::vector<VertexId> spine;
         for (int s = 0; s < spines; ++s)
-            spine.push_back(add_vertex(VertexKind::spine, -1, s, "spine" + std::to_string(s)));
+            spine.push_back(g.add_vertex(VertexKind::spine, -1, s));
         const LinkSpec nic_link{n.nic_port_bandwidth(), n.nic.latency};
         // An oversubscribed leaf (network.oversubscription = k, k:1) has 1/k of the uplink
         // bandwidth its `down` nodes could send: each of its `down` uplinks carries 1/k.
         const LinkSpec uplink{net.link.bandwidth / net.oversubscription, net.link.latency};
         for (int rail = 0; rail < ports; ++rail) {
             for (int l = 0; l < leaves_per_rail; ++l) {
-                const VertexId leaf =
-                    add_vertex(VertexKind::leaf, -1, rail,
-                               "rail" + std::to_string(rail) + ".leaf" + std::to_string(l));
+                const VertexId leaf = g.add_vertex(VertexKind::leaf, -1, rail, l);
                 for (int node = l * down; node < std::min(nodes, (l + 1) * down); ++node) {
                     const VertexId nic = nic_[static_cast<std::size_t>(node * ports + rail)];
-                    add_link(nic, leaf, LinkKind::nic, nic_link, sim::Time::zero(),
-                             net.switch_latency);
+                    g.add_link(nic, leaf, LinkKind::nic, nic_link, sim::Time::zero(),
+                               net.switch_latency);
                 }
                 for (VertexId s : spine)
-                    add_link(leaf, s, LinkKind::fabric, uplink, net.switch_latency,
-                             net.switch_latency);
+                    g.add_link(leaf, s, LinkKind::fabric, uplink, net.switch_latency,
+                               net.switch_latency);
             }
         }
     }
+
+    // Laid out once as compressed sparse rows (out-edges by source, and the in-edges Boost
+    // indexes beside them), then each edge index mapped to its place there.
+    graph_ = Graph(boost::edges_are_unsorted_multi_pass, g.ends.begin(), g.ends.end(),
+                   g.edges.begin(), g.vertices.size());
+    for (std::size_t v = 0; v < g.vertices.size(); ++v)
+        graph_[static_cast<VertexId>(v)] = g.vertices[v];
+    edges_.resize(g.edges.size());
+    for (auto [it, end] = boost::edges(graph_); it != end; ++it)
+        edges_[graph_[*it].index] = *it;
+    fabric_ = std::make_shared<const detail::FabricIndex>(graph_, weight_);
+    if (nodes == 1) {
+        node_vertices_ = g.vertices.size();
+        node_edges_ = static_cast<EdgeIndex>(g.edges.size());
+    }
+    node_routes_ = std::make_shared<NodeRoutes>(node_vertices_ * node_vertices_);
 }
 
 Topology::VertexId Topology::gpu_nic(int gpu) const {
@@ -218,22 +256,6 @@ Topology::VertexId Topology::nvswitch(int node) const {
     if (nvswitch_.empty())
         throw std::invalid_argument("hardware '" + spec_.name + "' has no NVSwitch");
     return nvswitch_.at(static_cast<std::size_t>(node));
-}
-
-struct Topology::RouteIndexSlot {
-    std::once_flag once;
-    std::unique_ptr<detail::FabricIndex> index;
-};
-
-std::shared_ptr<Topology::RouteIndexSlot> Topology::new_route_index_slot() {
-    return std::make_shared<RouteIndexSlot>();
-}
-
-const detail::FabricIndex& Topology::fabric_index() const {
-    std::call_once(route_index_->once, [this] {
-        route_index_->index = std::make_unique<detail::FabricIndex>(graph_, weight_);
-    });
-    return *route_index_->index;
 }
 
 namespace {
@@ -256,13 +278,69 @@ struct RouteScratch {
 
 } // namespace
 
+/// Routes within one node by the node's local vertex ids (from * node_vertices_ + to): null
+/// until found; `tied` when an ECMP tie chose among equal paths by the absolute ids, so that
+/// the route cannot be shifted and is searched for in each node.
+struct Topology::NodeRoutes {
+    struct Local {
+        Route route; ///< node 0's edges
+        bool tied = false;
+    };
+    explicit NodeRoutes(std::size_t n)
+        : slots(n) {}
+    NodeRoutes(const NodeRoutes&) = delete;
+    NodeRoutes& operator=(const NodeRoutes&) = delete;
+    ~NodeRoutes();
+    std::vector<std::atomic<const Local*>> slots;
+};
+
 Route Topology::route(VertexId from, VertexId to) const {
-    Route r;
     if (from == to)
-        return r;
+        return Route{};
     const detail::FabricIndex& index = fabric_index();
     if (auto fabric = index.nic_route(*this, from, to))
         return std::move(*fabric); // between NICs of two nodes on a Clos fabric: closed form
+    const int node = graph_[from].node;
+    const bool one_node =
+        index.closed_nodes() && node >= 0 && node == graph_[to].node &&
+        !(graph_[from].kind == VertexKind::nic && graph_[to].kind == VertexKind::nic);
+    bool tied = false;
+    if (!one_node)
+        return search(from, to, tied);
+    // Within one node: node 0's route shifted to this node, found once (NodeRoutes).
+    const std::size_t base = static_cast<std::size_t>(node) * node_vertices_;
+    const EdgeIndex shift = static_cast<EdgeIndex>(node) * node_edges_;
+    auto& slot = node_routes_->slots[(from - base) * node_vertices_ + (to - base)];
+    const NodeRoutes::Local* local = slot.load(std::memory_order_acquire);
+    if (local == nullptr) {
+        Route r = search(from, to, tied);
+        auto made = std::make_unique<NodeRoutes::Local>();
+        made->tied = tied;
+        if (!tied) {
+            made->route = r;
+            for (EdgeIndex& e : made->route.edges)
+                e -= shift;
+        }
+        if (slot.compare_exchange_strong(local, made.get(), std::memory_order_acq_rel))
+            made.release();
+        return r;
+    }
+    if (local->tied)
+        return search(from, to, tied);
+    Route r = local->route;
+    for (EdgeIndex& e : r.edges)
+        e += shift;
+    return r;
+}
+
+Topology::NodeRoutes::~NodeRoutes() {
+    for (auto& slot : slots)
+        delete slot.load();
+}
+
+Route Topology::search(VertexId from, VertexId to, bool& tied) const {
+    Route r;
+    const detail::FabricIndex& index = fabric_index();
     // Dijkstra from the destination over reversed edges; GPUs and NICs other than the two
     // endpoints are not expanded, so no route passes through a third GPU or a NIC. Nor through
     // a third node, then: every way into a node's PCIe switches, host or NVSwitch passes one of
@@ -322,8 +400,8 @@ Route Topology::route(VertexId from, VertexId to) const {
         }
     }
     if (dist[from] == kInf)
-        throw std::invalid_argument("no route from " + graph_[from].name + " to " +
-                                    graph_[to].name);
+        throw std::invalid_argument("no route from " + vertex_name(from) + " to " +
+                                    vertex_name(to));
     // Walk forward choosing among equal-cost next hops by a hash (deterministic ECMP).
     r.bottleneck = std::numeric_limits<double>::infinity();
     VertexId v = from;
@@ -337,6 +415,7 @@ Route Topology::route(VertexId from, VertexId to) const {
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
+        tied = tied || next.size() > 1;
         const EdgeIndex e = next[detail::ecmp_choice(from, to, hop, next.size())];
         r.edges.push_back(e);
         r.bottleneck = std::min(r.bottleneck, edge(e).bandwidth);
@@ -368,50 +447,65 @@ Route Topology::memory_route(int gpu) const {
     return route(gpu_hbm(gpu), gpu_sm(gpu));
 }
 
+std::string Topology::vertex_name(VertexId v) const {
+    const VertexInfo& i = graph_[v];
+    switch (i.kind) {
+    case VertexKind::gpu_sm:
+        return fmt::format("gpu{}.sm", i.index);
+    case VertexKind::gpu_hbm:
+        return fmt::format("gpu{}.hbm", i.index);
+    case VertexKind::nvswitch:
+        return fmt::format("node{}.nvswitch", i.node);
+    case VertexKind::pcie_switch:
+        return fmt::format("node{}.pcie{}", i.node, i.index);
+    case VertexKind::host:
+        return fmt::format("node{}.host", i.node);
+    case VertexKind::nic:
+        return fmt::format("node{}.nic{}", i.node, i.index);
+    case VertexKind::leaf:
+        return fmt::format("rail{}.leaf{}", i.index, i.place);
+    case VertexKind::spine:
+        return fmt::format("spine{}", i.index);
+    }
+    return "?";
+}
+
 std::string Topology::describe(const Route& route, VertexId from) const {
-    std::string s = graph_[from].name;
+    std::string s = vertex_name(from);
     for (EdgeIndex e : route.edges)
-        s += " -> " + graph_[edge_target(e)].name;
+        s += " -> " + vertex_name(edge_target(e));
     return s;
 }
 
 namespace {
-struct VertexWriter {
-    const Topology::Graph& g;
-    template <class V>
-    void operator()(std::ostream& out, const V& v) const {
-        const VertexInfo& info = g[v];
-        const char* shape = "box";
-        switch (info.kind) {
-        case VertexKind::gpu_sm:
-        case VertexKind::gpu_hbm:
-            shape = "box";
-            break;
-        case VertexKind::nvswitch:
-        case VertexKind::leaf:
-        case VertexKind::spine:
-            shape = "hexagon";
-            break;
-        default:
-            shape = "ellipse";
-        }
-        out << "[label=\"" << info.name << "\", shape=" << shape << "]";
+const char* dot_shape(VertexKind kind) {
+    switch (kind) {
+    case VertexKind::gpu_sm:
+    case VertexKind::gpu_hbm:
+        return "box";
+    case VertexKind::nvswitch:
+    case VertexKind::leaf:
+    case VertexKind::spine:
+        return "hexagon";
+    default:
+        return "ellipse";
     }
-};
-struct EdgeWriter {
-    const Topology::Graph& g;
-    template <class E>
-    void operator()(std::ostream& out, const E& e) const {
-        const EdgeInfo& info = g[e];
-        out << "[label=\"" << to_string(info.kind) << " " << base::format_bandwidth(info.bandwidth)
-            << "\"]";
-    }
-};
+}
 } // namespace
 
 void write_dot(std::ostream& out, const Topology& topology) {
-    boost::write_graphviz(out, topology.graph(), VertexWriter{topology.graph()},
-                          EdgeWriter{topology.graph()});
+    // Boost's write_graphviz layout, with the edges in the order they were added (by index),
+    // not the compressed rows' order (by source).
+    out << "digraph G {\n";
+    for (std::size_t v = 0; v < topology.vertex_count(); ++v)
+        out << v << "[label=\"" << topology.vertex_name(v)
+            << "\", shape=" << dot_shape(topology.vertex(v).kind) << "];\n";
+    for (EdgeIndex e = 0; e < topology.edge_count(); ++e) {
+        const EdgeInfo& info = topology.edge(e);
+        out << topology.edge_source(e) << "->" << topology.edge_target(e) << " [label=\""
+            << to_string(info.kind) << " " << base::format_bandwidth(info.bandwidth) << "\"];\n";
+    }
+    out << "}\n";
 }
 
 } // namespace clustersim::hardware

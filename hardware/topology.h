@@ -1,6 +1,8 @@
 #pragma once
 /// \file
-/// The cluster as a directed bandwidth/latency graph (a Boost.Graph adjacency list).
+/// The cluster as a directed bandwidth/latency graph (a Boost.Graph compressed sparse row
+/// graph: the vertices' and edges' arrays built once, no container per vertex, so a cluster of
+/// 100,000 GPUs costs a few allocations, not millions).
 ///
 /// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or none), PCIe switches,
 /// the host, NICs; per network InfiniBand leaf and spine switches. Every physical link is two
@@ -12,7 +14,7 @@
 #include "hardware/specs.h"
 #include "sim/time.h"
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -44,7 +46,7 @@ struct VertexInfo {
     VertexKind kind{};
     int node = -1;  ///< the node it belongs to; -1 for network switches
     int index = -1; ///< global GPU index for gpu_*; local index for NICs/PCIe; rail for leaves
-    std::string name;
+    int place = 0;  ///< a leaf's position in its rail; 0 for the others
 };
 
 struct EdgeInfo {
@@ -65,8 +67,9 @@ struct Route {
 
 class Topology {
 public:
-    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo,
-                                        EdgeInfo>;
+    using Graph =
+        boost::compressed_sparse_row_graph<boost::bidirectionalS, VertexInfo, EdgeInfo,
+                                           boost::no_property, std::size_t, std::uint32_t>;
     using VertexId = Graph::vertex_descriptor;
 
     /// Builds the graph of `spec` (all of its nodes and their network).
@@ -89,6 +92,9 @@ public:
     std::size_t vertex_count() const { return boost::num_vertices(graph_); }
     std::size_t edge_count() const { return edges_.size(); }
     const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
+    /// The vertex's name, as "gpu3.hbm", "node0.nic1", "rail2.leaf0" or "spine5" (made when
+    /// asked: the graph stores none).
+    std::string vertex_name(VertexId v) const;
     const EdgeInfo& edge(EdgeIndex e) const { return graph_[edges_.at(e)]; }
     VertexId edge_source(EdgeIndex e) const { return boost::source(edges_.at(e), graph_); }
     VertexId edge_target(EdgeIndex e) const { return boost::target(edges_.at(e), graph_); }
@@ -107,27 +113,29 @@ public:
     double bisection_bandwidth() const;
 
 private:
-    VertexId add_vertex(VertexKind kind, int node, int index, std::string name);
-    void add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
-                  sim::Time extra_latency_into_b = sim::Time::zero(),
-                  sim::Time extra_latency_into_a = sim::Time::zero());
-    void add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency);
-
     ClusterSpec spec_;
     Graph graph_;
-    std::vector<Graph::edge_descriptor> edges_;
+    std::vector<Graph::edge_descriptor> edges_; ///< by edge index (EdgeInfo::index)
     std::vector<std::int64_t> weight_; ///< routing cost per edge (integer, so sums are exact)
     std::vector<VertexId> gpu_sm_, gpu_hbm_, nvswitch_, nic_;
 
-    // What routing knows of the graph's structure (hardware/fabric_routes.h), read off the graph
-    // on the first route, once, whichever thread asks first.
-    struct RouteIndexSlot;
-    static std::shared_ptr<RouteIndexSlot> new_route_index_slot();
-    const detail::FabricIndex& fabric_index() const;
-    std::shared_ptr<RouteIndexSlot> route_index_ = new_route_index_slot();
+    // What routing knows of the graph's structure (hardware/fabric_routes.h), read off the built
+    // graph in the constructor.
+    const detail::FabricIndex& fabric_index() const { return *fabric_; }
+    std::shared_ptr<const detail::FabricIndex> fabric_;
+
+    // Every node is built alike: node k's vertices are node_vertices_ ids from k *
+    // node_vertices_, its edges node_edges_ indices from k * node_edges_. A route that stays in
+    // one node is then node 0's route shifted, unless an ECMP tie made its choice by the ids;
+    // those found so are kept by the nodes' local ids, once, whichever thread finds one first.
+    struct NodeRoutes;
+    std::size_t node_vertices_ = 0;
+    EdgeIndex node_edges_ = 0;
+    std::shared_ptr<NodeRoutes> node_routes_;
+    Route search(VertexId from, VertexId to, bool& tied) const;
 };
 
-/// Writes the graph in Graphviz DOT (via Boost.Graph's write_graphviz).
+/// Writes the graph in Graphviz DOT (the layout of Boost.Graph's write_graphviz).
 void write_dot(std::ostream& out, const Topology& topology);
 
 } // namespace clustersim::hardware

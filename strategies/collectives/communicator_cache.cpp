@@ -1,31 +1,43 @@
 #include "strategies/collectives/communicator_cache.h"
 
+#include <mutex>
+
 namespace clustersim::strategies::collectives {
 
 const Communicator& CommunicatorCache::get(const std::vector<int>& gpus) {
-    std::shared_ptr<Entry> entry;
+    Entry* entry = nullptr;
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::shared_lock<std::shared_mutex> lock(mutex_); // readers look up side by side
+        auto it = built_.find(gpus);
+        if (it != built_.end())
+            entry = it->second.get();
+    }
+    if (entry == nullptr) {
+        std::unique_lock<std::shared_mutex> lock(mutex_);
         auto& slot = built_[gpus];
         if (!slot)
-            slot = std::make_shared<Entry>();
-        entry = slot;
+            slot = std::make_unique<Entry>();
+        entry = slot.get();
     }
-    // Built outside the cache's lock (a large communicator takes a while and other groups need
-    // not wait), once: threads asking for the same group wait for the first. A constructor that
-    // throws leaves the entry unbuilt, and the next call tries again.
-    std::call_once(entry->once, [&] {
-        entry->communicator = std::make_unique<Communicator>(topology_, gpus);
-        entry->ready = true;
-    });
-    return *entry->communicator;
+    if (const Communicator* built = entry->communicator.load(std::memory_order_acquire))
+        return *built;
+    // Built outside every lock and published: a thread that asks for a group another thread is
+    // still building builds it too rather than wait (the same communicator: construction is
+    // deterministic), and the first published is kept. A constructor that throws publishes
+    // nothing, and the next call tries again.
+    auto made = std::make_unique<Communicator>(topology_, gpus);
+    const Communicator* first = nullptr;
+    if (entry->communicator.compare_exchange_strong(first, made.get(), std::memory_order_acq_rel,
+                                                    std::memory_order_acquire))
+        return *made.release();
+    return *first;
 }
 
 std::size_t CommunicatorCache::size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::shared_lock<std::shared_mutex> lock(mutex_);
     std::size_t n = 0;
     for (const auto& [gpus, entry] : built_)
-        n += entry->ready ? 1 : 0;
+        n += entry->communicator.load(std::memory_order_acquire) != nullptr ? 1 : 0;
     return n;
 }
 

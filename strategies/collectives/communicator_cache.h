@@ -10,7 +10,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 namespace clustersim::strategies::collectives {
@@ -31,14 +31,18 @@ public:
     std::size_t size() const;
 
 private:
+    /// A group's communicator once built; entries are never removed, so a pointer to one stays
+    /// valid as long as the cache.
     struct Entry {
-        std::once_flag once;
-        std::unique_ptr<Communicator> communicator;
-        std::atomic<bool> ready{false};
+        std::atomic<const Communicator*> communicator{nullptr};
+        Entry() = default;
+        Entry(const Entry&) = delete;
+        Entry& operator=(const Entry&) = delete;
+        ~Entry() { delete communicator.load(); }
     };
     const hardware::Topology& topology_;
-    mutable std::mutex mutex_;
-    std::map<std::vector<int>, std::shared_ptr<Entry>> built_;
+    mutable std::shared_mutex mutex_; ///< guards the map only, never a build
+    std::map<std::vector<int>, std::unique_ptr<Entry>> built_;
 };
 
 } // namespace clustersim::strategies::collectives

@@ -316,11 +316,13 @@ const DirectData& Plan::direct() const {
 const RouteInfo& Plan::route(int src, int dst) const {
     const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
                               static_cast<std::uint32_t>(dst);
-    std::lock_guard<std::mutex> lock(route_mutex_);
-    auto it = routes_.find(key);
-    if (it != routes_.end())
-        return it->second;
-    hardware::Route r;
+    {
+        std::shared_lock<std::shared_mutex> lock(route_mutex_); // readers side by side
+        auto it = routes_.find(key);
+        if (it != routes_.end())
+            return it->second;
+    }
+    hardware::Route r; // found outside the lock; a route found twice is the same route
     if (!is_switch(src) && !is_switch(dst)) {
         r = topo.gpu_route(gpus[size_t(src)], gpus[size_t(dst)]);
     } else if (is_switch(dst)) {
@@ -331,7 +333,8 @@ const RouteInfo& Plan::route(int src, int dst) const {
                        topo.gpu_hbm(gpus[size_t(dst)]));
     }
     RouteInfo info{{r.edges.begin(), r.edges.end()}, level_of(topo, r), r.bottleneck};
-    return routes_.emplace(key, std::move(info)).first->second;
+    std::unique_lock<std::shared_mutex> lock(route_mutex_);
+    return routes_.emplace(key, std::move(info)).first->second; // the first stays
 }
 
 double Plan::efficiency(LinkLevel level, Protocol p) const {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -218,7 +219,7 @@ private:
     void build_rings();
 
     std::vector<sim::ResourceId> memory_edges_;
-    mutable std::mutex route_mutex_;
+    mutable std::shared_mutex route_mutex_; ///< guards routes_ only, never a search
     mutable std::unordered_map<std::uint64_t, RouteInfo> routes_;
     mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
     mutable std::unique_ptr<MultiNodeData> multi_;

@@ -1,7 +1,8 @@
 // The three pieces a sweep shares between configurations, each against what it stands in for:
 // ExperimentVariants::read against load_experiment with the same --set, StepSimulator against
-// simulate_step, and CommunicatorCache (one communicator per GPU list, built once even when
-// two threads ask at the same time). A sweep is only as right as these equalities.
+// simulate_step, and CommunicatorCache (one communicator per GPU list, the same one to two
+// threads that ask at the same time: neither waits, each may build it, the first published is
+// kept). A sweep is only as right as these equalities.
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/parallel/experiment_variants.h"
 #include "strategies/parallel/step_simulator.h"
@@ -160,7 +161,7 @@ TEST_CASE("CommunicatorCache builds one communicator per GPU list", "[explore][c
     CHECK(cache.size() == 3);
     CHECK_THROWS_AS(cache.get({0, 0}), InputError);
 
-    // Two threads asking for a new list at once: one communicator, built once.
+    // Two threads asking for a new list at once: one communicator, the same to both.
     for (int round = 0; round < 20; ++round) {
         const std::vector<int> gpus{round, round + 8, round + 16};
         const std::size_t before = cache.size();

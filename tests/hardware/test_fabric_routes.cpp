@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <queue>
+#include <thread>
 
 using namespace clustersim;
 using namespace clustersim::hardware;
@@ -134,4 +135,39 @@ TEST_CASE("fabric routes: a closed-form route carries the path's bottleneck and 
     CHECK(r.bottleneck == bottleneck);
     CHECK(r.latency == latency);
     CHECK(t.vertex(t.edge_target(r.edges[1])).kind == VertexKind::spine);
+}
+
+TEST_CASE("fabric routes: routes within a node, found once and shifted, are the same from any "
+          "thread and in any order",
+          "[hardware][topology][fabric]") {
+    // Two threads route every pair of a fresh topology at once, one forwards and one backwards
+    // (so each finds some of the within-node routes first and shifts the other's); a third
+    // topology routes them alone. Every route must be the same edge for edge.
+    ClusterSpec s = with_gpu_count(load_hardware("dgx-h100"), 32);
+    s.network.switch_radix = 4;
+    const Topology alone(s);
+    const Topology shared(s);
+    const int n = alone.gpu_count();
+    std::vector<std::vector<EdgeIndex>> expected;
+    for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b)
+            expected.push_back(a == b ? alone.memory_route(a).edges : alone.gpu_route(a, b).edges);
+    std::vector<std::vector<EdgeIndex>> got[2];
+    auto work = [&](int which) {
+        auto& out = got[which];
+        out.resize(expected.size());
+        for (int i = 0; i < n * n; ++i) {
+            const int k = which == 0 ? i : n * n - 1 - i;
+            const int a = k / n;
+            const int b = k % n;
+            out[static_cast<std::size_t>(k)] =
+                a == b ? shared.memory_route(a).edges : shared.gpu_route(a, b).edges;
+        }
+    };
+    std::thread t0(work, 0);
+    std::thread t1(work, 1);
+    t0.join();
+    t1.join();
+    CHECK(got[0] == expected);
+    CHECK(got[1] == expected);
 }

@@ -82,8 +82,8 @@ TEST_CASE("topology: inter-node routes use the GPU's own rail and cross leaf and
                                            VertexKind::leaf, VertexKind::spine, VertexKind::leaf,
                                            VertexKind::nic, VertexKind::pcie_switch,
                                            VertexKind::gpu_hbm});
-    CHECK(t.vertex(t.edge_target(r.edges[1])).name == "node0.nic0");
-    CHECK(t.vertex(t.edge_target(r.edges[5])).name == "node15.nic7");
+    CHECK(t.vertex_name(t.edge_target(r.edges[1])) == "node0.nic0");
+    CHECK(t.vertex_name(t.edge_target(r.edges[5])) == "node15.nic7");
     // Same rail: no spine needed while the nodes share a leaf (32 nodes per 64-port leaf).
     const Route same_rail = t.gpu_route(0, 8);
     for (EdgeIndex e : same_rail.edges)
@@ -101,7 +101,7 @@ TEST_CASE("topology: ECMP is deterministic and spreads pairs over spines", "[har
         REQUIRE(a.edges == b.edges);
         for (EdgeIndex e : a.edges) {
             if (t.vertex(t.edge_target(e)).kind == VertexKind::spine)
-                spines.insert(t.vertex(t.edge_target(e)).name);
+                spines.insert(t.vertex_name(t.edge_target(e)));
         }
     }
     CHECK(spines.size() > 10); // 48 pairs over 32 spines
