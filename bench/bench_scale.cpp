@@ -94,6 +94,7 @@ BENCHMARK(BM_Gpt3Step)
     ->Args({32, 2})
     ->Args({32, 1})
     ->Args({128, 1})
+    ->Args({782, 1})
     ->ArgNames({"dp", "flow"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
