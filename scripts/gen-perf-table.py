@@ -117,9 +117,14 @@ def rows(build):
            ">= 10,000 configurations/s per core",
            f"{one:,.0f}/s on one core; {two:,.0f}/s on two ({two / one:.2f}x; 180 "
            "configurations)")
-    b = next(iter(run(build, "bench_sweep", "BM_Sweep_Turing530B_Command").values()))
+    t = run(build, "bench_sweep", "BM_Sweep_Turing530B_Command")
+    one = t["BM_Sweep_Turing530B_Command/jobs:1/iterations:1/real_time"]
+    b = t["BM_Sweep_Turing530B_Command/jobs:2/iterations:1/real_time"]
     yield ("sweep of 11,520 Turing-530B configurations, 2 cores (`bench_sweep`)", "< 10 s",
            f"{fmt_time(ms(b, 'real_time'))} wall, on 2,520 A100s (see below)")
+    yield ("the same sweep, `--jobs 2` against `--jobs 1` (`bench_sweep`)", ">= 1.8x",
+           f"{ms(one, 'real_time') / ms(b, 'real_time'):.2f}x "
+           f"({fmt_time(ms(one, 'real_time'))} -> {fmt_time(ms(b, 'real_time'))} wall)")
     b = run(build, "bench_sweep", "BM_Sweep_DeepSeekV3_2048")["BM_Sweep_DeepSeekV3_2048/jobs:1/real_time"]
     yield ("sweep, DeepSeek-V3 on 2,048 H100s, ep x tp x pp, analytic (`bench_sweep`)",
            ">= 5,000 configurations/s per core",
