@@ -11,6 +11,8 @@
 //   whole command (reading the experiment, building the cluster of thousands of GPUs,
 //   simulating, writing the CSV): BM_Sweep_Turing530B_Command/jobs:2; jobs:1 beside it gives
 //   the speed-up of --jobs 2 on a long sweep (issue 16: 1.8x or better).
+// - 48 layouts of GPT-3 175B on 16,384 GPUs in under 5 s, the whole command on one thread
+//   (issue 16): BM_Sweep_Layouts_16384_Command/jobs:1.
 #include "app/cli.h"
 #include "explore/evaluator.h"
 #include "explore/grid.h"
@@ -103,43 +105,18 @@ BENCHMARK(BM_Sweep_DeepSeekV3_2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// 11,520 configurations of Turing-530B (105 layers, 128 heads) on the 2,520 A100s of
-// Narayanan et al. (the issue's 5,128 = 8 x 641 GPUs admits only tp x pp dividing 8, so no
-// pipeline of 105 layers but pp 1): tp 1, 2, 4, 8 x pp over the eight divisors of 105 x
-// micro-batch 1..16 x recompute none, selective, full x GPipe or 1F1B x ZeRO 0 or 1 x global
-// batch 2520, 5040, 10080 x sequence parallelism on or off; dp derived. Combinations the rules
-// refuse (micro-batch x dp not dividing the batch) are rows with their reason (3,648 of them).
-static void BM_Sweep_Turing530B_Command(benchmark::State& state) {
+namespace {
+/// Runs `clustersim sweep ARGS --jobs state.range(0) --out TMP --top 5` as the command does
+/// (reading the experiment, building the cluster, simulating, writing the CSV), once per
+/// iteration; `configs` is the grid's size, "valid" how many of them ran.
+void sweep_command(benchmark::State& state, std::vector<std::string> args, std::int64_t configs) {
     const std::string out = (std::filesystem::temp_directory_path() /
                              ("clustersim-bench-sweep-" + std::to_string(::getpid()) + ".csv"))
                                 .string();
-    const std::vector<std::string> args{"clustersim",
-                                        "sweep",
-                                        experiment_path("turing-530B-2520xA100"),
-                                        "--set",
-                                        "parallel.virtual_stages=1",
-                                        "--vary",
-                                        "parallel.tp=1,2,4,8",
-                                        "--vary",
-                                        "parallel.pp=1,3,5,7,15,21,35,105",
-                                        "--vary",
-                                        "training.micro_batch=1,2,4,8,16",
-                                        "--vary",
-                                        "parallel.recompute=none,selective,full",
-                                        "--vary",
-                                        "parallel.schedule=gpipe,1f1b",
-                                        "--vary",
-                                        "parallel.zero=0,1",
-                                        "--vary",
-                                        "training.global_batch=2520,5040,10080",
-                                        "--vary",
-                                        "parallel.sequence_parallel=true,false",
-                                        "--jobs",
-                                        std::to_string(state.range(0)),
-                                        "--out",
-                                        out,
-                                        "--top",
-                                        "5"};
+    args.insert(args.begin(), {"clustersim", "sweep"});
+    for (const std::string& a : {std::string("--jobs"), std::to_string(state.range(0)),
+                                 std::string("--out"), out, std::string("--top"), std::string("5")})
+        args.push_back(a);
     std::vector<const char*> argv;
     for (const auto& a : args)
         argv.push_back(a.c_str());
@@ -153,7 +130,6 @@ static void BM_Sweep_Turing530B_Command(benchmark::State& state) {
         }
         summary = o.str();
     }
-    const std::int64_t configs = 4 * 8 * 5 * 3 * 2 * 2 * 3 * 2;
     state.SetItemsProcessed(state.iterations() * configs);
     state.counters["configs"] = static_cast<double>(configs);
     // "result    N valid: ..." : how many of them were simulated (the rest fail validation).
@@ -162,9 +138,47 @@ static void BM_Sweep_Turing530B_Command(benchmark::State& state) {
         state.counters["valid"] = std::stod(summary.substr(at + 10));
     std::filesystem::remove(out);
 }
+} // namespace
+
+// 11,520 configurations of Turing-530B (105 layers, 128 heads) on the 2,520 A100s of
+// Narayanan et al. (the issue's 5,128 = 8 x 641 GPUs admits only tp x pp dividing 8, so no
+// pipeline of 105 layers but pp 1): tp 1, 2, 4, 8 x pp over the eight divisors of 105 x
+// micro-batch 1..16 x recompute none, selective, full x GPipe or 1F1B x ZeRO 0 or 1 x global
+// batch 2520, 5040, 10080 x sequence parallelism on or off; dp derived. Combinations the rules
+// refuse (micro-batch x dp not dividing the batch) are rows with their reason (3,648 of them).
+static void BM_Sweep_Turing530B_Command(benchmark::State& state) {
+    sweep_command(state,
+                  {experiment_path("turing-530B-2520xA100"), "--set", "parallel.virtual_stages=1",
+                   "--vary", "parallel.tp=1,2,4,8", "--vary", "parallel.pp=1,3,5,7,15,21,35,105",
+                   "--vary", "training.micro_batch=1,2,4,8,16", "--vary",
+                   "parallel.recompute=none,selective,full", "--vary",
+                   "parallel.schedule=gpipe,1f1b", "--vary", "parallel.zero=0,1", "--vary",
+                   "training.global_batch=2520,5040,10080", "--vary",
+                   "parallel.sequence_parallel=true,false"},
+                  4 * 8 * 5 * 3 * 2 * 2 * 3 * 2);
+}
 BENCHMARK(BM_Sweep_Turing530B_Command)
     ->Arg(1)
     ->Arg(2)
+    ->ArgNames({"jobs"})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+// Layouts at 16,384 GPUs (issue 16: a sweep over 50 layouts in under 5 s): GPT-3 175B (the
+// 1,024-GPU experiment, global batch 8192, fused attention so that cp can be 2) over tp 1, 2, 4,
+// 8 x pp 1..32 x cp 1, 2 = 48 layouts, each with micro-batch 1 and 2; dp derived. The whole
+// command on one thread: each layout builds its own communicators over the 16,384 GPUs.
+static void BM_Sweep_Layouts_16384_Command(benchmark::State& state) {
+    sweep_command(state,
+                  {experiment_path("gpt3-175B-1024xA100"), "--gpus", "16384", "--set",
+                   "training.global_batch=8192", "--set", "model.attention=flash", "--vary",
+                   "parallel.tp=1,2,4,8", "--vary", "parallel.pp=1,2,4,8,16,32", "--vary",
+                   "parallel.cp=1,2", "--vary", "training.micro_batch=1,2"},
+                  4 * 6 * 2 * 2);
+}
+BENCHMARK(BM_Sweep_Layouts_16384_Command)
+    ->Arg(1)
     ->ArgNames({"jobs"})
     ->Unit(benchmark::kSecond)
     ->UseRealTime()

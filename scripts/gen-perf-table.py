@@ -125,6 +125,11 @@ def rows(build):
     yield ("the same sweep, `--jobs 2` against `--jobs 1` (`bench_sweep`)", ">= 1.8x",
            f"{ms(one, 'real_time') / ms(b, 'real_time'):.2f}x "
            f"({fmt_time(ms(one, 'real_time'))} -> {fmt_time(ms(b, 'real_time'))} wall)")
+    b = next(iter(run(build, "bench_sweep", "BM_Sweep_Layouts_16384_Command").values()))
+    yield ("sweep of 48 layouts (tp x pp x cp, two micro-batch sizes each) of GPT-3 175B on "
+           "16,384 GPUs, whole command, one thread (`bench_sweep`)", "50 layouts < 5 s",
+           f"{fmt_time(ms(b, 'real_time'))} wall ({b['configs']:.0f} configurations, "
+           f"{b['valid']:.0f} valid)")
     b = run(build, "bench_sweep", "BM_Sweep_DeepSeekV3_2048")["BM_Sweep_DeepSeekV3_2048/jobs:1/real_time"]
     yield ("sweep, DeepSeek-V3 on 2,048 H100s, ep x tp x pp, analytic (`bench_sweep`)",
            ">= 5,000 configurations/s per core",
