@@ -22,9 +22,14 @@ double miss_all(std::int64_t s, std::int64_t x, std::int64_t k) {
     return p;
 }
 
+/// log C(n, k) as a sum (not std::lgamma, which writes glibc's global signgam: a data race
+/// when sweep threads evaluate MoE layouts at once).
 double log_choose(std::int64_t n, std::int64_t k) {
-    return std::lgamma(static_cast<double>(n + 1)) - std::lgamma(static_cast<double>(k + 1)) -
-           std::lgamma(static_cast<double>(n - k + 1));
+    k = std::min(k, n - k);
+    double sum = 0;
+    for (std::int64_t i = 1; i <= k; ++i)
+        sum += std::log(static_cast<double>(n - k + i) / static_cast<double>(i));
+    return sum;
 }
 
 } // namespace

@@ -184,6 +184,15 @@ void validate(YamlMap& m, const ModelSpec& s) {
                 "moe_router_num_groups=" +
                     std::to_string(s.moe_router_num_groups) + ", got " +
                     std::to_string(s.moe_router_group_topk));
+        const std::int64_t reachable = static_cast<std::int64_t>(s.moe_router_group_topk) *
+                                       (s.num_experts / s.moe_router_num_groups);
+        require(s.moe_router_topk <= reachable, "moe_router_topk",
+                "moe_router_topk=" + std::to_string(s.moe_router_topk) + " exceeds the " +
+                    std::to_string(reachable) + " experts of the moe_router_group_topk=" +
+                    std::to_string(s.moe_router_group_topk) +
+                    " groups a token may use; choose "
+                    "at most " +
+                    std::to_string(reachable) + " or raise moe_router_group_topk");
     } else {
         require(s.moe_router_group_topk == 0, "moe_router_group_topk",
                 "moe_router_group_topk needs moe_router_num_groups (the groups it picks from); "

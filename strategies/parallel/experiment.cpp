@@ -436,6 +436,17 @@ void validate_experiment(ExperimentSpec& e) {
         throw InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
     };
     ParallelSpec& p = e.parallel;
+    if (p.selective_op && (e.model.is_moe() || e.model.is_mla()))
+        fail("selective_recompute: op is torchtitan's policy for dense layers with standard "
+             "attention; model '" +
+                 e.model.name + "' has " +
+                 (e.model.is_moe() ? "experts" : "multi-head latent attention") +
+                 ": use selective_recompute: attention",
+             "parallel.selective_recompute");
+    if (p.flex_dispatcher && !e.model.is_moe())
+        fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" + e.model.name +
+                 "' has none: leave the key out",
+             "parallel.moe_token_dispatcher");
     if (p.cp > 1) {
         try {
             models::check_context_parallel(e.model, p.cp, p.tp, p.sequence_parallel);
@@ -529,6 +540,18 @@ void validate_experiment(ExperimentSpec& e) {
              "parallel.pp");
     {
         const Placement placement = placement_of(p.schedule);
+        // Megatron-Core's first/last-stage counts name its looped pipeline's first and last
+        // ranks; a V or bidirectional placement holds the model's ends on one rank, where
+        // they have no meaning: a layout string says such a split exactly.
+        for (const auto& [given, key] :
+             {std::pair{p.split.first_stage_layers, "parallel.decoder_first_pipeline_num_layers"},
+              std::pair{p.split.last_stage_layers, "parallel.decoder_last_pipeline_num_layers"}})
+            if (given >= 0 && placement != Placement::looped)
+                fail(std::string(key).substr(9) + " splits Megatron-Core's looped pipeline; " +
+                         std::string(to_string(p.schedule)) +
+                         " places each rank's chunks in a V or both directions: give the split "
+                         "as pipeline_model_parallel_layout instead",
+                     key);
         const int P = p.pp;
         StageGrid grid{P, stages, [placement, P](int chunk, int rank) {
                            if (placement == Placement::looped)

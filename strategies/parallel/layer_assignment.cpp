@@ -22,9 +22,13 @@ int repeat_count(const std::string& s, std::size_t& at, const std::string& layou
     std::size_t end = at;
     while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end])))
         ++end;
-    if (end == at || end - at > 6)
+    if (end == at)
         fail("pipeline_model_parallel_layout " + quoted(layout) +
                  ": '*' must be followed by a repeat count (like (tt|)*30 or t*4)",
+             kLayoutKey);
+    if (end - at > 6)
+        fail("pipeline_model_parallel_layout " + quoted(layout) + ": repeat count " +
+                 quoted(s.substr(at, end - at)) + " exceeds 999999",
              kLayoutKey);
     const int n = std::stoi(s.substr(at, end - at));
     at = end;

@@ -347,3 +347,22 @@ TEST_CASE("expert parallelism: bad layouts exit with the key and the fix",
     }
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("expert parallelism: keys costed for other models are refused, not ignored",
+          "[strategies][moe][errors]") {
+    const Platform p = load_platform("dgx-h100");
+    // torchtitan's op-level recompute is costed for dense layers with standard attention.
+    Settings moe = tiny_moe(8, 8);
+    moe.push_back({"parallel.recompute", "selective"});
+    moe.push_back({"parallel.selective_recompute", "op"});
+    CHECK_THAT(error_of(p, 8, moe), Catch::Contains("selective_recompute: op") &&
+                                        Catch::Contains("has experts") &&
+                                        Catch::Contains("selective_recompute: attention"));
+    // The flex dispatcher on a model without experts.
+    Settings dense = tiny_moe(1, 8);
+    dense[0].second = "llama3-8B";
+    dense.pop_back(); // no parallel.ep
+    dense.push_back({"parallel.moe_token_dispatcher", "flex"});
+    CHECK_THAT(error_of(p, 8, dense),
+               Catch::Contains("moe_token_dispatcher: flex") && Catch::Contains("has none"));
+}

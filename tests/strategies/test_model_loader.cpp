@@ -207,6 +207,11 @@ TEST_CASE("model files: mixture-of-experts keys and their errors", "[models][moe
                    Catch::Contains("needs moe_router_num_groups"));
     CHECK(parse_model_yaml(moe + "moe_router_num_groups: 4\nmoe_router_group_topk: 2\n", "m")
               .moe_router_group_topk == 2);
+    // 1 group of 2 experts cannot hold a token's 3 experts.
+    CHECK_THAT(load_error(moe + "moe_router_topk: 3\nmoe_router_num_groups: 4\n"
+                                "moe_router_group_topk: 1\n"),
+               Catch::Contains("'moe_router_topk'") &&
+                   Catch::Contains("exceeds the 2 experts of the moe_router_group_topk=1"));
     CHECK_THAT(load_error(moe + "moe_expert_capacity_factor: 0\n"),
                Catch::Contains("model.yaml:9") && Catch::Contains("dropless"));
     CHECK_THAT(load_error(moe + "moe_load_imbalance: 0.5\n"),

@@ -75,9 +75,18 @@ TEST_CASE("uneven stages: layout strings unroll as Megatron-Core's parser does",
     CHECK(doc[31] == "L");
     CHECK(parse_layout("Et*3|t*4|t*4|t*3L", kThrow) ==
           std::vector<std::string>{"Ettt", "tttt", "tttt", "tttL"});
-    for (const char* bad : {"Et|(tt|*2L", "Et|tt)*2L", "Et|(tt|)L", "Et|x|L", "E*|tL", "()*2EtL"})
+    for (const char* bad :
+         {"Et|(tt|*2L", "Et|tt)*2L", "Et|(tt|)L", "Et|x|L", "E*|tL", "()*2EtL", "Et|(t|)*9999999L"})
         CHECK(refusal_key([&] { parse_layout(bad, kThrow); }) ==
               "parallel.pipeline_model_parallel_layout");
+    // A repeat count too long to unroll says so (not "must be followed by a repeat count").
+    try {
+        parse_layout("Et|(t|)*9999999L", kThrow);
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what()).find("repeat count '9999999' exceeds 999999") !=
+              std::string::npos);
+    }
 }
 
 TEST_CASE("uneven stages: Megatron-Core's splits, stage by stage", "[strategies][uneven]") {
@@ -187,6 +196,12 @@ TEST_CASE("uneven stages: experiments refuse what cannot be met, at the file's l
                                {{"parallel.account_for_embedding_in_pipeline_split", "true"},
                                 {"parallel.account_for_loss_in_pipeline_split", "true"}});
     CHECK(e.stage_layers == std::vector<int>{3, 4, 4, 3});
+    // First/last-stage counts name the looped pipeline's ranks; a V placement is refused.
+    CHECK(refusal_key([] {
+              small_llama(16, 4,
+                          {{"parallel.schedule", "zb-v"},
+                           {"parallel.decoder_first_pipeline_num_layers", "2"}});
+          }) == "parallel.decoder_first_pipeline_num_layers");
 
     // From a file: the error points at the key's line.
     const auto dir = std::filesystem::temp_directory_path() / "clustersim-uneven-test";
