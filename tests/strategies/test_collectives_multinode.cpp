@@ -315,6 +315,13 @@ TEST_CASE("across nodes: broadcast, reduce, all-gather and reduce-scatter use ev
     const auto a = Communicator::first(a100, 16);
     CHECK(slope(a, Op::broadcast) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
     CHECK(slope(a, Op::reduce) == Approx(S / nic_total(a100.spec())).epsilon(0.02));
+    // The same on 128 nodes: a chain of 1,023 hops per channel, longer than the pipeline of
+    // chunks, whose windows of stages are slid along (plan.cpp: sliding_middle_windows), not
+    // summed afresh; the slope is still the NICs'.
+    const auto& big = topology("dgx-a100", 1024);
+    const auto b = Communicator::first(big, 1024);
+    CHECK(slope(b, Op::broadcast) == Approx(S / nic_total(big.spec())).epsilon(0.02));
+    CHECK(slope(b, Op::reduce) == Approx(S / nic_total(big.spec())).epsilon(0.02));
     // All-gather and reduce-scatter: n - 1 steps of S / n over 8 rail rings, each NIC one.
     const double n = 16;
     CHECK(slope(a, Op::all_gather) ==
