@@ -403,6 +403,29 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
                        last + 1);
 }
 
+/// The shared experts' backward (moe_backward and moe_a2a_backward): fc2's gradients, the
+/// activation's, the sequence-parallel regather of fc1's input, fc1's gradients. Returns the
+/// index of fc1's data-gradient GEMM.
+int shared_expert_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
+    B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
+    B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
+                   (swiglu ? 5 : 3) * T * fs * e));
+    const int i = Ctx::next(B);
+    if (c.t > 1 && c.sp)
+        add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, T * c.h * e,
+                       i - 1, i + 1, true);
+    const int dgrad = B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
+    B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
+    return dgrad;
+}
+
 /// Its backward, in reverse: the shared experts, the combine, the experts' data and weight
 /// gradients, the permutation (a scatter-add of the copies' gradients per token), whose
 /// partial sums are reduced over the tensor-parallel ranks while the router's top-k and GEMM
@@ -420,21 +443,11 @@ void moe_backward(const Ctx& c, LayerWork& w) {
     const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
     const bool swiglu = m.activation == Activation::swiglu;
     const std::int64_t comm = T * c.h * e;
-    int i = Ctx::next(B);
+    const int i = Ctx::next(B);
     if (c.t > 1 && c.sp) // backward of the reduce-scatter
         add_collective(w, "moe.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1, i);
-    if (fs > 0) {
-        B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
-        B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
-        B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
-                       (swiglu ? 5 : 3) * T * fs * e));
-        i = Ctx::next(B);
-        if (c.t > 1 && c.sp)
-            add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, comm,
-                           i - 1, i + 1, true);
-        B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
-        B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
-    }
+    if (fs > 0)
+        shared_expert_backward(c, w);
     // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
     // (a dot product of each copy's output with its incoming gradient).
     B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
@@ -590,20 +603,11 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     const std::int64_t comm = T * c.h * e;
     int shared_dgrad = -1;
     if (fs > 0) {
-        int i = Ctx::next(B);
+        const int i = Ctx::next(B);
         if (c.t > 1 && c.sp) // backward of the reduce-scatter
             add_collective(w, "moe.shared.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
                            i - 1, i);
-        B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
-        B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
-        B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
-                       (swiglu ? 5 : 3) * T * fs * e));
-        i = Ctx::next(B);
-        if (c.t > 1 && c.sp)
-            add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, comm,
-                           i - 1, i + 1, true);
-        shared_dgrad = B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
-        B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
+        shared_dgrad = shared_expert_backward(c, w);
     }
     const int unpermute =
         B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
