@@ -2,6 +2,7 @@
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
+#include "layer_work_test_util.h"
 #include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/memory_formulas.h"
@@ -20,6 +21,7 @@ using namespace clustersim;
 using namespace clustersim::strategies::models;
 using hardware::ComputeModel;
 using hardware::Dtype;
+using layer_work_test::op_named;
 namespace parallel = clustersim::strategies::parallel;
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
@@ -37,15 +39,6 @@ LayerConfig layer_cfg(int tp, bool sp, int cp, Dtype d = Dtype::bf16) {
     c.cp = cp;
     c.dtype = d;
     return c;
-}
-
-const Op& op_named(const PassWork& p, std::string_view name) {
-    for (const Op& op : p.ops) {
-        if (op.name == name)
-            return op;
-    }
-    FAIL("no op " << name);
-    return p.ops[0];
 }
 
 double gemm_flops(const PassWork& p) {

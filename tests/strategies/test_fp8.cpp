@@ -1,6 +1,7 @@
 #include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
+#include "layer_work_test_util.h"
 #include "strategies/models/fp8.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_loader.h"
@@ -14,6 +15,7 @@ using namespace clustersim;
 using namespace clustersim::strategies::models;
 using hardware::ComputeModel;
 using hardware::Dtype;
+using layer_work_test::op_named;
 namespace parallel = clustersim::strategies::parallel;
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
@@ -30,15 +32,6 @@ LayerConfig layer_cfg(int tp, bool sp, Dtype d) {
     c.sequence_parallel = sp;
     c.dtype = d;
     return c;
-}
-
-const Op& op_named(const PassWork& p, std::string_view name) {
-    for (const Op& op : p.ops) {
-        if (op.name == name)
-            return op;
-    }
-    FAIL("no op " << name);
-    return p.ops[0];
 }
 
 Settings llama8b(const std::string& dtype) {

@@ -1,6 +1,7 @@
 #include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
+#include "layer_work_test_util.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/models/model_loader.h"
@@ -14,6 +15,7 @@ using namespace clustersim;
 using namespace clustersim::strategies::models;
 using hardware::ComputeModel;
 using hardware::Dtype;
+using layer_work_test::op_named;
 
 namespace {
 
@@ -54,16 +56,6 @@ void check_collective_references(const LayerWork& w) {
         CHECK(c.needed_by <= n);
         CHECK(c.bytes > 0);
     }
-}
-
-/// The op named `name` in `p` (REQUIREs it).
-const Op& op_named(const PassWork& p, std::string_view name) {
-    for (const Op& op : p.ops) {
-        if (op.name == name)
-            return op;
-    }
-    FAIL("no op " << name);
-    return p.ops[0];
 }
 
 bool has_op(const PassWork& p, std::string_view name) {
