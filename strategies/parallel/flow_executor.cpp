@@ -311,7 +311,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, plan.shape);
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
-            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, {}};
+            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, {}, {}};
             x.released = x.end;
             if (!par.pp_overlap && pass_send[p][i])
                 x.released = e(*pass_send[p][i]);
