@@ -145,39 +145,57 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         return out;
     };
 
-    std::vector<ExecutedRank> out = execute(time_schedule(plan.orders, plan.shape, d));
+    ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
 
     // The gradient reductions overlapped with the backward (the collectives of a chunk's
-    // buckets) slow the passes they run beside: each one by overlap_slowdown of the compute it
-    // overlaps, shared among those passes by their overlap. The schedule is then timed once
-    // more with the passes that long (one correction, not iterated to a fixed point; passes
-    // are taken as tensor-core bound, the share they lose the collective's SMs).
+    // buckets, issued as execute() issues them) slow the passes they run beside: each one by
+    // overlap_slowdown of the compute it overlaps, shared among those passes by their overlap.
+    // The schedule is then timed once more with the passes that long (one correction, not
+    // iterated to a fixed point; passes are taken as tensor-core bound, the share they lose the
+    // collective's SMs).
     bool any = false;
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        const ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
         auto& extras = extra[static_cast<std::size_t>(p)];
-        extras.assign(r.passes.size(), sim::Time::zero());
-        std::size_t k = 0; // index into r.dp, which lists the overlapped collectives first
+        bool overlapped_dp = false;
+        for (const DpCollective& c : rp.dp)
+            overlapped_dp = overlapped_dp || (!c.after_optimizer() && c.chunk);
+        if (!overlapped_dp)
+            continue;
+        extras.assign(passes.size(), sim::Time::zero());
+        const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+                                                   plan.shape.virtual_stages);
+        sim::Time t;
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer() || !c.chunk)
                 continue;
-            const Interval& span = r.dp[k++];
+            const PassTime& b =
+                passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
+            const sim::Time ready = b.start + bucket_ready(plan.stage(b.virtual_stage), b.pass.kind,
+                                                           static_cast<std::size_t>(*c.bucket));
+            const sim::Time begin = std::max(ready, t);
+            t = begin + c.time;
             const double share = c.load.sm_share;
-            if (!(share > 0) || span.end <= span.start)
+            if (!(share > 0) || t <= begin)
                 continue;
+            // The passes it overlaps: from the first that ends after it starts (a rank's passes
+            // run in order) to the first that starts after it ends.
+            const auto first = static_cast<std::size_t>(
+                std::partition_point(passes.begin(), passes.end(),
+                                     [&](const PassTime& x) { return x.end <= begin; }) -
+                passes.begin());
+            auto overlap = [&](const PassTime& x) {
+                return std::max(0.0, (std::min(x.end, t) - std::max(x.start, begin)).seconds());
+            };
             double overlapped = 0;
-            for (const ExecutedPass& x : r.passes)
-                overlapped += std::max(
-                    0.0, (std::min(x.end, span.end) - std::max(x.start, span.start)).seconds());
-            const double slow =
-                overlap_slowdown((span.end - span.start).seconds(), overlapped, share);
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i)
+                overlapped += overlap(passes[i]);
+            const double slow = overlap_slowdown((t - begin).seconds(), overlapped, share);
             if (!(slow > 0))
                 continue;
-            for (std::size_t i = 0; i < r.passes.size(); ++i) {
-                const ExecutedPass& x = r.passes[i];
-                const double o = std::max(
-                    0.0, (std::min(x.end, span.end) - std::max(x.start, span.start)).seconds());
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i) {
+                const double o = overlap(passes[i]);
                 if (o > 0) {
                     extras[i] += sim::Time::from_seconds(slow * o / overlapped);
                     any = true;
@@ -190,11 +208,12 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             const auto& extras = extra[static_cast<std::size_t>(rank)];
             return index < extras.size() ? extras[index] : sim::Time::zero();
         };
-        out = execute(time_schedule(plan.orders, plan.shape, d));
+        timing = time_schedule(plan.orders, plan.shape, d);
     } else {
         for (auto& e : extra)
             e.clear();
     }
+    std::vector<ExecutedRank> out = execute(timing);
     return out;
 }
 

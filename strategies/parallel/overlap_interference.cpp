@@ -108,8 +108,14 @@ CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Col
                    double seconds) {
     if (comm.size() < 2 || c.bytes <= 0 || !(seconds > 0))
         return {};
-    const collectives::Choice choice = comm.choose(c);
-    const int ctas = nccl_ctas(comm, c, choice.algorithm);
+    return nccl_load(comm, c, comm.choose(c).algorithm, seconds);
+}
+
+CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Collective& c,
+                   collectives::Algorithm algorithm, double seconds) {
+    if (comm.size() < 2 || c.bytes <= 0 || !(seconds > 0))
+        return {};
+    const int ctas = nccl_ctas(comm, c, algorithm);
     const double each_way =
         collectives::bus_factor(c.op, comm.size()) * static_cast<double>(c.bytes);
     return comm_load(comm.topology().spec().node.gpu, ctas, 2 * each_way, seconds);

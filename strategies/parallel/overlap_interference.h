@@ -75,6 +75,9 @@ CommLoad comm_load(const hardware::GpuSpec& gpu, int ctas, double hbm_bytes, dou
 /// read or written once).
 CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Collective& c,
                    double seconds);
+/// The same for `c` run with `algorithm` (what comm.choose(c) chose).
+CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Collective& c,
+                   collectives::Algorithm algorithm, double seconds);
 
 /// Extra seconds compute takes when a communication kernel taking `share` of what it is bound
 /// by runs beside `compute` seconds of it (at its full rate) for `comm` seconds: the work that

@@ -65,9 +65,33 @@ class CollectiveTimes {
 public:
     explicit CollectiveTimes(const collectives::Communicator* comm)
         : comm_(comm) {}
-    sim::Time time(const collectives::Collective& c) {
-        if (comm_ == nullptr || comm_->size() < 2)
-            return sim::Time::zero();
+    sim::Time time(const collectives::Collective& c) { return entry(c).time; }
+    /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
+    CommLoad load(const collectives::Collective& c) {
+        Entry& e = entry(c);
+        if (!e.has_load) {
+            collectives::Collective rounded = c;
+            rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
+            e.load = nccl_load(*comm_, rounded, e.algorithm, e.time.seconds());
+            e.has_load = true;
+        }
+        return e.load;
+    }
+
+private:
+    /// A collective's time, the algorithm it runs with and (once asked for) its load.
+    struct Entry {
+        sim::Time time;
+        collectives::Algorithm algorithm = collectives::Algorithm::ring;
+        bool has_load = false;
+        CommLoad load;
+    };
+    Entry& entry(const collectives::Collective& c) {
+        if (comm_ == nullptr || comm_->size() < 2) {
+            none_ = Entry{};
+            none_.has_load = true;
+            return none_;
+        }
         const auto key =
             std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
         auto it = cache_.find(key);
@@ -75,31 +99,19 @@ public:
             return it->second;
         collectives::Collective rounded = c;
         rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
-        const sim::Time t = rounded.bytes > 0 ? comm_->predict(rounded) : sim::Time::zero();
-        cache_.emplace(key, t);
-        return t;
+        Entry e;
+        if (rounded.bytes > 0) {
+            const collectives::Choice choice = comm_->choose(rounded);
+            e.time = choice.time;
+            e.algorithm = choice.algorithm;
+        } else {
+            e.has_load = true;
+        }
+        return cache_.emplace(key, e).first->second;
     }
-    /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
-    CommLoad load(const collectives::Collective& c) {
-        if (comm_ == nullptr || comm_->size() < 2)
-            return {};
-        const auto key =
-            std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
-        auto it = loads_.find(key);
-        if (it != loads_.end())
-            return it->second;
-        collectives::Collective rounded = c;
-        rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
-        const CommLoad l = nccl_load(*comm_, rounded, time(c).seconds());
-        loads_.emplace(key, l);
-        return l;
-    }
-    const collectives::Communicator* communicator() const { return comm_; }
-
-private:
     const collectives::Communicator* comm_;
-    std::map<std::tuple<int, std::int64_t, int>, sim::Time> cache_;
-    std::map<std::tuple<int, std::int64_t, int>, CommLoad> loads_;
+    std::map<std::tuple<int, std::int64_t, int>, Entry> cache_;
+    Entry none_;
 };
 
 /// Collectives carry activations in 16-bit types as they are, everything else as fp32.
@@ -336,7 +348,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     static_assert(models::kMaxLayerCollectives <= 32, "collective masks are 32 bits");
     const std::size_t nc = w.collectives.size();
     // Communication kernels in flight beside the compute stream (overlap_interference.h).
-    std::array<CommSpan, 2 * models::kMaxLayerCollectives> spans{};
+    // Per thread and reused (sweeps run this for every layer of every configuration): only
+    // the first span_count entries are read.
+    thread_local std::array<CommSpan, 2 * models::kMaxLayerCollectives> spans;
     std::size_t span_count = 0;
     for (const Unit& u : units) {
         const auto& ops = u.work->ops;
@@ -465,7 +479,15 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             const double t =
                 op.time.seconds() *
                 (op.kind == models::OpKind::memory_bound ? inv_memory_eff : inv_gemm_eff);
-            // Slower beside the communication kernels in flight.
+            // Slower beside the communication kernels in flight (those that ended before it
+            // started dropped first).
+            if (span_count > 0) {
+                std::size_t kept = 0;
+                for (std::size_t j = 0; j < span_count; ++j)
+                    if (spans[j].end > start)
+                        spans[kept++] = spans[j];
+                span_count = kept;
+            }
             const double slow =
                 span_count == 0
                     ? 0.0
