@@ -8,10 +8,12 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
-    const int P = plan.shape.ranks;
+namespace {
+
+/// The plan's pass and transfer durations, as the schedule timing takes them.
+PassDurations durations_of(const StepPlan& plan) {
     PassDurations d;
-    d.pass = [&](PassKind k, int vs) {
+    d.pass = [&plan](PassKind k, int vs) {
         switch (k) {
         case PassKind::forward:
             return plan.stage(vs).forward.time;
@@ -25,11 +27,91 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         return plan.stage(vs).weight.time;
     };
     if (plan.experiment->parallel.overlap_param_gather)
-        d.first_forward = [&](int vs) { return plan.stage(vs).first_forward.time; };
-    d.transfer = [&](PassKind k, int vs) {
+        d.first_forward = [&plan](int vs) { return plan.stage(vs).first_forward.time; };
+    d.transfer = [&plan](PassKind k, int vs) {
         return k == PassKind::forward ? plan.stage(vs).send_forward : plan.stage(vs).send_backward;
     };
     d.blocking_sends = !plan.experiment->parallel.pp_overlap;
+    return d;
+}
+
+/// Per rank and pass of its order: what the gradient reductions overlapped with the backward
+/// cost the passes they run beside, under `timing` (empty vectors: nothing); true if any.
+bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
+               std::vector<std::vector<sim::Time>>& extra) {
+    const int P = plan.shape.ranks;
+    extra.assign(static_cast<std::size_t>(P), {});
+    // The gradient reductions overlapped with the backward (the collectives of a chunk's
+    // buckets, issued as run_analytic issues them) slow the passes they run beside: each one by
+    // overlap_slowdown of the compute it overlaps, shared among those passes by their overlap.
+    // Passes are taken as tensor-core bound: the share they lose is the collective's SMs.
+    bool any = false;
+    for (int p = 0; p < P; ++p) {
+        const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
+        const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+        auto& extras = extra[static_cast<std::size_t>(p)];
+        bool overlapped_dp = false;
+        for (const DpCollective& c : rp.dp)
+            overlapped_dp = overlapped_dp || (!c.after_optimizer() && c.chunk);
+        if (!overlapped_dp)
+            continue;
+        extras.assign(passes.size(), sim::Time::zero());
+        const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+                                                   plan.shape.virtual_stages);
+        sim::Time t;
+        for (const DpCollective& c : rp.dp) {
+            if (c.after_optimizer() || !c.chunk)
+                continue;
+            const PassTime& b =
+                passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
+            const sim::Time ready = b.start + bucket_ready(plan.stage(b.virtual_stage), b.pass.kind,
+                                                           static_cast<std::size_t>(*c.bucket));
+            const sim::Time begin = std::max(ready, t);
+            t = begin + c.time;
+            const double share = c.load.sm_share;
+            if (!(share > 0) || t <= begin)
+                continue;
+            // The passes it overlaps: from the first that ends after it starts (a rank's passes
+            // run in order) to the first that starts after it ends.
+            const auto first = static_cast<std::size_t>(
+                std::partition_point(passes.begin(), passes.end(),
+                                     [&](const PassTime& x) { return x.end <= begin; }) -
+                passes.begin());
+            auto overlap = [&](const PassTime& x) {
+                return std::max(0.0, (std::min(x.end, t) - std::max(x.start, begin)).seconds());
+            };
+            double overlapped = 0;
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i)
+                overlapped += overlap(passes[i]);
+            const double slow = overlap_slowdown((t - begin).seconds(), overlapped, share);
+            if (!(slow > 0))
+                continue;
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i) {
+                const double o = overlap(passes[i]);
+                if (o > 0) {
+                    extras[i] += sim::Time::from_seconds(slow * o / overlapped);
+                    any = true;
+                }
+            }
+        }
+    }
+    if (!any)
+        for (auto& e : extra)
+            e.clear();
+    return any;
+}
+
+} // namespace
+
+std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
+    std::vector<std::vector<sim::Time>> extra;
+    extras_of(plan, time_schedule(plan.orders, plan.shape, durations_of(plan)), extra);
+    return extra;
+}
+
+std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
+    const int P = plan.shape.ranks;
+    PassDurations d = durations_of(plan);
     const int V = stage_count(plan.shape);
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
     // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
@@ -146,72 +228,14 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     };
 
     ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
-
-    // The gradient reductions overlapped with the backward (the collectives of a chunk's
-    // buckets, issued as execute() issues them) slow the passes they run beside: each one by
-    // overlap_slowdown of the compute it overlaps, shared among those passes by their overlap.
-    // The schedule is then timed once more with the passes that long (one correction, not
-    // iterated to a fixed point; passes are taken as tensor-core bound, the share they lose the
-    // collective's SMs).
-    bool any = false;
-    for (int p = 0; p < P; ++p) {
-        const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
-        auto& extras = extra[static_cast<std::size_t>(p)];
-        bool overlapped_dp = false;
-        for (const DpCollective& c : rp.dp)
-            overlapped_dp = overlapped_dp || (!c.after_optimizer() && c.chunk);
-        if (!overlapped_dp)
-            continue;
-        extras.assign(passes.size(), sim::Time::zero());
-        const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
-                                                   plan.shape.virtual_stages);
-        sim::Time t;
-        for (const DpCollective& c : rp.dp) {
-            if (c.after_optimizer() || !c.chunk)
-                continue;
-            const PassTime& b =
-                passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
-            const sim::Time ready = b.start + bucket_ready(plan.stage(b.virtual_stage), b.pass.kind,
-                                                           static_cast<std::size_t>(*c.bucket));
-            const sim::Time begin = std::max(ready, t);
-            t = begin + c.time;
-            const double share = c.load.sm_share;
-            if (!(share > 0) || t <= begin)
-                continue;
-            // The passes it overlaps: from the first that ends after it starts (a rank's passes
-            // run in order) to the first that starts after it ends.
-            const auto first = static_cast<std::size_t>(
-                std::partition_point(passes.begin(), passes.end(),
-                                     [&](const PassTime& x) { return x.end <= begin; }) -
-                passes.begin());
-            auto overlap = [&](const PassTime& x) {
-                return std::max(0.0, (std::min(x.end, t) - std::max(x.start, begin)).seconds());
-            };
-            double overlapped = 0;
-            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i)
-                overlapped += overlap(passes[i]);
-            const double slow = overlap_slowdown((t - begin).seconds(), overlapped, share);
-            if (!(slow > 0))
-                continue;
-            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i) {
-                const double o = overlap(passes[i]);
-                if (o > 0) {
-                    extras[i] += sim::Time::from_seconds(slow * o / overlapped);
-                    any = true;
-                }
-            }
-        }
-    }
-    if (any) {
+    // The passes lengthened by the gradient reductions beside them, and the schedule timed once
+    // more (one correction, not iterated to a fixed point).
+    if (extras_of(plan, timing, extra)) {
         d.extra = [&](int rank, std::size_t index) {
             const auto& extras = extra[static_cast<std::size_t>(rank)];
             return index < extras.size() ? extras[index] : sim::Time::zero();
         };
         timing = time_schedule(plan.orders, plan.shape, d);
-    } else {
-        for (auto& e : extra)
-            e.clear();
     }
     std::vector<ExecutedRank> out = execute(timing);
     return out;
