@@ -17,6 +17,13 @@ constexpr std::array<double, 13> kSpeedsIntra{40.0, 30.0, 20.0, 18.0, 15.0, 12.0
                                               9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
 constexpr std::array<double, 11> kSpeedsIntraSm90{60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
                                                   15.0, 12.0, 11.0, 6.0,  3.0};
+/// The same across nodes (src/graph/search.cc: speedArrayInter, sm90SpeedArrayInter).
+constexpr std::array<double, 19> kSpeedsInter{48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0,
+                                              12.0, 10.0, 9.0,  7.0,  6.0,  5.0,  4.0,
+                                              3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr std::array<double, 17> kSpeedsInterSm90{48.0, 45.0, 42.0, 40.0, 30.0, 24.0,
+                                                  22.0, 20.0, 17.5, 15.0, 12.0, 6.0,
+                                                  3.0,  2.4,  1.2,  0.24, 0.12};
 /// A ring graph's most channels (init.cc: ringGraph.maxChannels = MAXCHANNELS / 2) and the
 /// most a communicator keeps after ncclTopoPostset doubles them (MAXCHANNELS).
 constexpr int kMaxChannels = 32;
@@ -34,6 +41,12 @@ constexpr double kSimpleThreads = 512;
 /// CTAs on the smallest GPU simulated, 80 SMs, are 0.4).
 constexpr double kMaxShare = 0.95;
 
+/// ncclTopoDupChannels: a graph found at `speed` GB/s per channel with `n` channels doubled
+/// (at speeds of 25 GB/s and more; on Hopper only at 50 and more or with at most 4 channels).
+bool duplicated(double speed, int n, bool hopper) {
+    return speed >= 25.0 && !(hopper && speed < 50.0 && n > 4);
+}
+
 template <std::size_t N>
 int ring_search(const std::array<double, N>& speeds, double max_bw, bool hopper) {
     std::size_t i = 0;
@@ -42,7 +55,7 @@ int ring_search(const std::array<double, N>& speeds, double max_bw, bool hopper)
     double speed = speeds[i];
     int n = std::clamp(static_cast<int>(std::floor(max_bw / speed)), 1, kMaxChannels / 2);
     // ncclTopoDupChannels.
-    if (speed >= 25.0 && !(hopper && speed < 50.0 && n > 4)) {
+    if (duplicated(speed, n, hopper)) {
         const int dup = std::min(2 * n, kMaxChannels / 2);
         speed /= std::ceil(static_cast<double>(dup) / n);
         n = dup;
@@ -80,7 +93,31 @@ int nccl_ctas(const collectives::Communicator& comm, const collectives::Collecti
         plan.tuning.nvls_tree_pipeline.channels > 0) {
         channels = plan.tuning.nvls_tree_pipeline.channels;
     } else if (comm.node_count() > 1) {
-        channels = 2 * plan.channels;
+        // The model's rings: one channel per NIC port a node's ranks reach. NCCL's search finds
+        // them at the fastest speed of its table not above a port's bandwidth, duplicates them
+        // where ncclTopoDupChannels does, and ncclTopoPostset doubles them.
+        const bool hopper = node.gpu.supports(hardware::Dtype::fp8);
+        const double port = node.nic_port_bandwidth() / 1e9;
+        double speed = 0;
+        if (hopper) {
+            speed = kSpeedsInterSm90.back();
+            for (double v : kSpeedsInterSm90)
+                if (v <= port) {
+                    speed = v;
+                    break;
+                }
+        } else {
+            speed = kSpeedsInter.back();
+            for (double v : kSpeedsInter)
+                if (v <= port) {
+                    speed = v;
+                    break;
+                }
+        }
+        int n = plan.channels;
+        if (duplicated(speed, n, hopper))
+            n = std::min(2 * n, kMaxChannels / 2);
+        channels = std::min(kMaxChannels, 2 * n);
     } else if (node.fabric == hardware::IntraNodeFabric::nvswitch) {
         channels = nvswitch_ring_channels(node);
     } else {

@@ -49,11 +49,18 @@ struct CommLoad {
 inline constexpr int kTeOverlapSms = 16;
 
 /// NCCL's CTAs (channels) for `c` on `comm` run with `algorithm`: NVLS and NVLSTree their
-/// channels (collectives.nvls_tree.channels: NVLS_NCHANNELS_SM90); across nodes two per ring
-/// channel of the model (one per NIC port, doubled by ncclTopoPostset); inside an NVSwitch node
+/// channels (collectives.nvls_tree.channels: NVLS_NCHANNELS_SM90); across nodes the model's
+/// ring channels (one per NIC port), duplicated where ncclTopoDupChannels does at the speed
+/// NCCL's inter-node search finds for a port, and doubled by ncclTopoPostset (16 for 8 GPUs
+/// and 8 NICs per node, A100 HDR or H100 NDR; 4 for one H100 per node, 2 for one A100); inside
+/// an NVSwitch node
 /// what NCCL's ring search finds (nvswitch_ring_channels); inside a PCIe node 2. Fewer for
 /// small buffers: NCCL gives each channel at least 512 threads x 64 bytes (enqueue.cc,
-/// getAlgoInfo with NCCL_SIMPLE_THREAD_THRESHOLD).
+/// getAlgoInfo with NCCL_SIMPLE_THREAD_THRESHOLD). Point-to-point operations (all-to-all,
+/// send/recv) take the same count, an approximation of NCCL's p2p channels (paths.cc,
+/// ncclTopoComputeP2pChannels: 2 per peer across the network, NCCL_NCHANNELS_PER_NET_PEER,
+/// which the 2 of a pair across nodes matches; 2 per NVLink of the path inside a node, 24 on a
+/// DGX A100 as here, 36 on a DGX H100 where this gives 24).
 int nccl_ctas(const collectives::Communicator& comm, const collectives::Collective& c,
               collectives::Algorithm algorithm);
 

@@ -116,6 +116,14 @@ TEST_CASE("overlap interference: NCCL's ring channels inside an NVSwitch node",
     const auto wide = strategies::collectives::Communicator::first(two, 16);
     c.bytes = std::int64_t{256} << 20;
     CHECK(nccl_ctas(wide, c, strategies::collectives::Algorithm::ring) == 16);
+    // One GPU per node: one channel at the port's speed; duplicated on H100's 400 Gb/s NICs
+    // (48 GB/s, at most 4 channels), not on A100's 200 Gb/s (24 GB/s), then doubled.
+    const strategies::collectives::Communicator a100_pair(two, {0, 8});
+    CHECK(nccl_ctas(a100_pair, c, strategies::collectives::Algorithm::ring) == 2);
+    const hardware::Topology h100(
+        hardware::with_gpu_count(hardware::load_hardware("dgx-h100"), 16));
+    const strategies::collectives::Communicator h100_pair(h100, {0, 8});
+    CHECK(nccl_ctas(h100_pair, c, strategies::collectives::Algorithm::ring) == 4);
 }
 
 TEST_CASE("overlap interference: no overlapped communication, no slowdown",
