@@ -269,6 +269,10 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         for (const char* knob : {"training.apply_rope_fusion", "training.bias_activation_fusion",
                                  "training.masked_softmax_fusion", "training.norm_fusion"})
             s.emplace_back(knob, "false");
+        // torchtitan's Float8 is torchao.float8's Float8Linear with tensorwise dynamic
+        // scaling (torchtitan/float8.py at 9dec370; its default and only supported recipe).
+        if (r.fp8)
+            s.emplace_back("training.fp8_recipe", "tensorwise");
         const bool compiled = contains(r.framework, "compile");
         s.emplace_back("training.compile", compiled ? "true" : "false");
         r.features.emplace_back(compiled ? "torch.compile" : "eager");
@@ -376,7 +380,9 @@ std::vector<std::string> recent_rules() {
         "matmul of a block and its elementwise ops again); its model's elementwise ops (RMSNorm, "
         "RoPE with repeat_kv, SwiGLU) one kernel each in eager runs, fused as Megatron-Core's "
         "with torch.compile",
-        "AdamW; bf16 unless the row says FP8 or Float8",
+        "AdamW; bf16 unless the row says FP8 or Float8: FP8 as Transformer Engine's delayed "
+        "scaling for NeMo and Megatron-Bridge, as torchao's tensorwise dynamic scaling "
+        "(`fp8_recipe: tensorwise`) for torchtitan's Float8",
     };
 }
 

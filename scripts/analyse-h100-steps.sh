@@ -180,7 +180,8 @@ for id in tt-8b-fsdp tt-70b-2d tt-70b-2d-asynctp; do
   printf '  %-20s' "$id"; implied "$tmp/$id.yaml" "$m"
 done
 printf '  %-20s' "tt-8b-fsdp fp8"
-"$cs" run "$tmp/tt-8b-fsdp.yaml" --set training.dtype=fp8 --format json >"$tmp/fp8.json"
+"$cs" run "$tmp/tt-8b-fsdp.yaml" --set training.dtype=fp8 --set training.fp8_recipe=tensorwise \
+  --format json >"$tmp/fp8.json"
 python3 -c '
 import json
 d = json.load(open("'"$tmp"'/fp8.json")); b = d["breakdown"]; t = d["step_time_s"]; m = 1.955

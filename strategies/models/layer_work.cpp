@@ -207,10 +207,14 @@ struct Ctx {
         const Dtype gemm_dtype = in_fp8 ? Dtype::fp8 : dtype;
         op.bytes = ComputeModel::gemm_bytes(M, N, K, gemm_dtype, batch);
         op.time = cm.gemm(M, N, K, gemm_dtype, batch);
-        // The cast (with transpose) of its input, charged to the GEMM it feeds.
-        if (const std::int64_t cast = in_fp8 ? fp8_cast_bytes(name, M, K, batch) : 0; cast > 0) {
-            op.bytes += cast;
-            op.time += cm.memory_bound(cast);
+        // The casts (with transposes) of its inputs, charged to the GEMM they feed.
+        if (in_fp8) {
+            const Fp8CastBytes cast =
+                fp8_gemm_cast_bytes(name, M, N, K, batch, cfg.fp8_recipe, elem);
+            op.bytes += cast.total();
+            for (const std::int64_t kernel : {cast.amax, cast.cast, cast.copies})
+                if (kernel > 0)
+                    op.time += cm.memory_bound(kernel);
         }
         op.m = M;
         op.n = N;

@@ -54,6 +54,7 @@
 #include "hardware/compute_model.h"
 #include "hardware/dtype.h"
 #include "sim/time.h"
+#include "strategies/models/fp8.h"
 #include "strategies/models/model_spec.h"
 
 #include <array>
@@ -133,6 +134,8 @@ struct LayerConfig {
     bool selective_op = false;
     /// The block's elementwise chains fused or eager (Fusions).
     Fusions fusions;
+    /// With dtype fp8: how the scales are found and what the casts cost (fp8.h).
+    Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

@@ -101,6 +101,10 @@ void read_training(config::YamlMap m, TrainingSpec& t) {
     m.read("masked_softmax_fusion", t.fusions.masked_softmax_fusion);
     m.read("norm_fusion", t.fusions.norm_fusion);
     m.read("compile", t.compile);
+    if (m.has("fp8_recipe"))
+        t.fp8_recipe = m.choice("fp8_recipe", {"delayed", "tensorwise"}) == "tensorwise"
+                           ? models::Fp8Recipe::tensorwise
+                           : models::Fp8Recipe::delayed;
     m.finish();
 }
 

@@ -60,6 +60,10 @@ struct TrainingSpec {
     /// torch.compile (torchtitan's [training] compile): Inductor fuses every chain of pointwise
     /// ops into one kernel, so the chains cost as fused whatever `fusions` says.
     bool compile = false;
+    /// With dtype fp8, Megatron-Core's fp8_recipe: delayed (Transformer Engine's delayed
+    /// scaling, the default) or tensorwise (dynamic tensorwise scaling as torchao.float8 runs
+    /// it under torchtitan; models/fp8.h).
+    models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
     /// The fusions the layers run with.
     models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
 };
