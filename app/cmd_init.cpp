@@ -63,7 +63,17 @@ training:
   micro_batch: 1                 # samples per micro-batch [--micro-batch-size]; default 1
   dtype: fp16                    # fp32 | tf32 | fp16 | bf16 | fp8 (H100/H200); default bf16
   optimizer: adam                # adam | adamw | sgd; default adam
+  fp8_recipe: delayed            # with dtype fp8: delayed (Transformer Engine) | tensorwise
+                                 # (dynamic, as torchao runs it) [--fp8-recipe]; default delayed
   forward_only: false            # no backward, no optimizer (inference-style); default false
+  # Elementwise chains fused (Megatron-Core's TransformerConfig knobs; default true each) or
+  # eager PyTorch, one kernel per op as torchtitan's Llama block writes them (false):
+  apply_rope_fusion: true        # RoPE [--no-rope-fusion]; false also copies GQA's keys/values
+  bias_activation_fusion: true   # SwiGLU/GeLU [--no-bias-swiglu-fusion, --no-bias-gelu-fusion]
+  masked_softmax_fusion: true    # unfused attention's softmax [--no-masked-softmax-fusion]
+  norm_fusion: true              # RMSNorm in one kernel (torchtitan's norm_type fused_rmsnorm)
+  compile: false                 # torch.compile (torchtitan's [training] compile): every chain
+                                 # fused whatever the four above say; default false
 
 parallel:
   tp: 8                          # tensor parallel [--tensor-model-parallel-size]; default 1

@@ -261,8 +261,21 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         // selective_ac_option = "op"): op-level checkpointing, not Megatron's.
         if (r.recompute == "selective")
             s.emplace_back("parallel.selective_recompute", "op");
-        if (contains(r.framework, "compile"))
-            r.features.emplace_back("torch.compile");
+        // torchtitan's Llama block is plain PyTorch (torchtitan/models/llama/model.py at the
+        // page's commit 9dec370: RMSNorm op by op, its llama3 configs' norm_type "rmsnorm",
+        // RoPE through complex numbers, repeat_kv, SwiGLU as silu and a product): none of
+        // Megatron-Core's fused kernels. Eager, each op is a kernel; with torch.compile
+        // ([training] compile, "+ torch.compile" in the row) Inductor fuses each chain.
+        for (const char* knob : {"training.apply_rope_fusion", "training.bias_activation_fusion",
+                                 "training.masked_softmax_fusion", "training.norm_fusion"})
+            s.emplace_back(knob, "false");
+        // torchtitan's Float8 is torchao.float8's Float8Linear with tensorwise dynamic
+        // scaling (torchtitan/float8.py at 9dec370; its default and only supported recipe).
+        if (r.fp8)
+            s.emplace_back("training.fp8_recipe", "tensorwise");
+        const bool compiled = contains(r.framework, "compile");
+        s.emplace_back("training.compile", compiled ? "true" : "false");
+        r.features.emplace_back(compiled ? "torch.compile" : "eager");
     } else {
         // NeMo / Megatron-Bridge performance recipes: the distributed optimizer with gradient
         // reduce and parameter gather overlapped, and TP communication overlap where tp > 1.
@@ -364,8 +377,12 @@ std::vector<std::string> recent_rules() {
         "generate_split_points does, at the page's commit), sequence "
         "parallelism with TP, async TP as tp_comm_overlap; recompute as printed (its selective "
         "mode as its llama3 configs' op-level policy, selective_ac_option \"op\": every second "
-        "matmul of a block and its elementwise ops again)",
-        "AdamW; bf16 unless the row says FP8 or Float8",
+        "matmul of a block and its elementwise ops again); its model's elementwise ops (RMSNorm, "
+        "RoPE with repeat_kv, SwiGLU) one kernel each in eager runs, fused as Megatron-Core's "
+        "with torch.compile",
+        "AdamW; bf16 unless the row says FP8 or Float8: FP8 as Transformer Engine's delayed "
+        "scaling for NeMo and Megatron-Bridge, as torchao's tensorwise dynamic scaling "
+        "(`fp8_recipe: tensorwise`) for torchtitan's Float8",
     };
 }
 

@@ -50,6 +50,27 @@
 
 namespace clustersim::strategies::models {
 
+/// How the FP8 scales are found (Megatron-Core's TransformerConfig.fp8_recipe names).
+/// - delayed: Transformer Engine's DelayedScaling, as above (Megatron-Core's default).
+/// - tensorwise: dynamic tensorwise scaling, each tensor's scale from its own amax in this
+///   step, as torchao.float8 runs it under torchtitan (torchao commit eab345c, the torchtitan
+///   benchmark page's: torchao/float8/float8_linear.py, Float8Linear.forward with
+///   manual_float8_matmul_with_args_in_float8; float8_utils.py tensor_to_amax,
+///   max(abs(x)); float8_ops.py preprocess_addmm). Per FP8 GEMM input, activation or
+///   output gradient: an amax pass reading it (e bytes per element) and the cast (e read, 1
+///   written), which cannot be fused into the kernel that produces it (the scale needs the
+///   whole tensor's amax first), and for the weight gradient's GEMM a column-major copy of
+///   the saved FP8 input and of the FP8 output gradient (torch._scaled_mm takes A row-major
+///   and B column-major: preprocess_addmm's contiguous() and t().contiguous().t(), 1 read + 1
+///   written): 2e + 3 bytes per element. Every weight is cast in every forward (its amax, the
+///   cast: 2e + 1 bytes per parameter; Float8Linear.cast_weight_to_float8_t, nothing cached
+///   across micro-batches), and the data gradient's GEMM takes a column-major copy of it (2
+///   bytes per parameter); nothing is cast in the optimizer step. torchtitan's float8
+///   defaults (config_manager.py at 9dec370): bf16 FSDP all-gathers
+///   (enable_fsdp_float8_all_gather off), so the all-gathered weights are bf16 as without
+///   FP8. Not modelled: the tensor-parallel amax all-reduces (a few small ones per layer).
+enum class Fp8Recipe : std::uint8_t { delayed, tensorwise };
+
 /// Whether the GEMM named `name` (a layer_work Op name) runs in FP8 under fp8_autocast: the
 /// linear layers, not the LM head, the router or the unfused attention products.
 bool runs_in_fp8(std::string_view name);
@@ -64,6 +85,21 @@ bool fp8_cast_fused(std::string_view name);
 /// transposes the other two casts wrote) and where the cast is fused.
 std::int64_t fp8_cast_bytes(std::string_view name, std::int64_t m, std::int64_t k,
                             std::int64_t batch);
+
+/// HBM bytes of the casts feeding FP8 GEMM `name` under `recipe`, `elem` bytes per
+/// high-precision element: delayed as fp8_cast_bytes; tensorwise (see Fp8Recipe) the amax and
+/// cast of the M x K input of a forward or data-gradient GEMM, and of the K x N weight in a
+/// forward GEMM, the column-major copy of the weight for a data-gradient GEMM and of both FP8
+/// operands for a weight-gradient GEMM. Returned per kernel: {amax, cast, copies}.
+struct Fp8CastBytes {
+    std::int64_t amax = 0;
+    std::int64_t cast = 0;
+    std::int64_t copies = 0;
+    std::int64_t total() const { return amax + cast + copies; }
+};
+Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int64_t n,
+                                 std::int64_t k, std::int64_t batch, Fp8Recipe recipe,
+                                 std::int64_t elem);
 
 /// Bytes per parameter of the FP8 weight copies kept beside the bf16 weights (data and
 /// transpose).

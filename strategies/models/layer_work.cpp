@@ -5,6 +5,7 @@
 #include "strategies/models/expert_parallel.h"
 #include "strategies/models/fp8.h"
 
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -206,10 +207,14 @@ struct Ctx {
         const Dtype gemm_dtype = in_fp8 ? Dtype::fp8 : dtype;
         op.bytes = ComputeModel::gemm_bytes(M, N, K, gemm_dtype, batch);
         op.time = cm.gemm(M, N, K, gemm_dtype, batch);
-        // The cast (with transpose) of its input, charged to the GEMM it feeds.
-        if (const std::int64_t cast = in_fp8 ? fp8_cast_bytes(name, M, K, batch) : 0; cast > 0) {
-            op.bytes += cast;
-            op.time += cm.memory_bound(cast);
+        // The casts (with transposes) of its inputs, charged to the GEMM they feed.
+        if (in_fp8) {
+            const Fp8CastBytes cast =
+                fp8_gemm_cast_bytes(name, M, N, K, batch, cfg.fp8_recipe, elem);
+            op.bytes += cast.total();
+            for (const std::int64_t kernel : {cast.amax, cast.cast, cast.copies})
+                if (kernel > 0)
+                    op.time += cm.memory_bound(kernel);
         }
         op.m = M;
         op.n = N;
@@ -223,6 +228,18 @@ struct Ctx {
         op.kind = OpKind::memory_bound;
         op.bytes = bytes;
         op.time = cm.memory_bound(bytes);
+        return op;
+    }
+    /// A chain of eager kernels as one op: their bytes summed, each kernel timed on its own
+    /// (each pays its fill and launch).
+    Op chain(std::string_view name, std::initializer_list<std::int64_t> kernels) const {
+        Op op;
+        op.name = name;
+        op.kind = OpKind::memory_bound;
+        for (const std::int64_t k : kernels) {
+            op.bytes += k;
+            op.time += cm.memory_bound(k);
+        }
         return op;
     }
     /// FlashAttention over this rank's heads; `d` the head dimension (latent attention: the
@@ -258,6 +275,75 @@ struct Ctx {
     /// The next op's index in `pass` (what a collective issued now is `after` of, plus one).
     static int next(const PassWork& pass) { return pass.ops.count(); }
 };
+
+// ---- Eager PyTorch's elementwise chains (Fusions false), kernel by kernel as torchtitan's
+// Llama block writes them (torchtitan/models/llama/model.py, models/norms.py, commit
+// 9dec370ad26b5f8e9a7333a0e36165018262644b) and as autograd runs their backward (PyTorch's
+// tools/autograd/derivatives.yaml: each op's gradient formula, one kernel per pointwise op of
+// it). `e` bytes per 16-bit activation element, 4 per fp32 one; per-token scalars (the mean,
+// + eps, rsqrt and their gradients) and the s x d/2 RoPE table are left out, as in the fused
+// counts. Sizes of each kernel in bytes read + written.
+
+/// RMSNorm.forward over n elements: self._norm(x.float()).type_as(x) * self.weight, with
+/// _norm(x) = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps): x.float(), pow(2),
+/// mean, the product with rsqrt's result, type_as, times the weight. 36 bytes per element
+/// in bf16 (the fused kernel: 4).
+Op eager_rmsnorm(const Ctx& c, std::string_view name, std::int64_t n) {
+    const std::int64_t e = c.elem;
+    return c.chain(name, {n * (e + 4), n * 8, n * 4, n * 8, n * (4 + e), n * 2 * e});
+}
+
+/// Its backward: times the weight (grad * weight; grad * normed and its sum over the tokens
+/// for the weight's gradient), type_as back to fp32, the product x * r (grad * r; grad * x
+/// and its sum over the hidden dimension for r), mean's gradient (expanded and divided),
+/// pow's (pow_backward: grad * (2 * x.pow(1)), three kernels), the two gradients of x.float()
+/// summed, x.float()'s back to 16 bits; then the residual stream's two gradients (this norm's
+/// and the residual add's) summed, which the fused kernel does in its 4 passes. 98 bytes per
+/// element in bf16 (fused: 8). `projections` more elements (the gathered [T, h] input of the
+/// projections the norm's output feeds) get autograd's sum of their `k` gradients, k - 1
+/// adds (wq, wk, wv: 2; w1, w3: 1).
+Op eager_rmsnorm_backward(const Ctx& c, std::string_view name, std::int64_t n,
+                          std::int64_t projections, int k) {
+    const std::int64_t e = c.elem;
+    const std::int64_t sums = projections * 3 * e; // one add: two read, one written
+    return c.chain(name, {n * 2 * e, n * 3 * e, n * e, n * (e + 4), n * 8, n * 12, n * 4, n * 4,
+                          n * 8, n * 8, n * 12, n * 12, n * (4 + e), n * 3 * e, k > 1 ? sums : 0,
+                          k > 2 ? sums : 0});
+}
+
+/// apply_rotary_emb on q queries and k keys (elements) and repeat_kv for grouped-query
+/// attention: each of xq, xk to fp32 (view_as_complex is a view), the complex64 product with
+/// freqs_cis (4 bytes per real element each way), view_as_real and back to 16 bits with
+/// type_as: 20 bytes per element in bf16 (TE's fused RoPE: 4); then, with fewer key/value
+/// heads than query heads, the keys and values expanded to every query head and copied
+/// (expand + reshape of a non-contiguous view) for scaled_dot_product_attention.
+Op eager_rope(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k) {
+    const std::int64_t e = c.elem;
+    const std::int64_t repeat = q != k ? q * e + k * e : 0; // read k, write q elements
+    return c.chain(
+        name, {q * (e + 4), q * 8, q * (4 + e), k * (e + 4), k * 8, k * (4 + e), repeat, repeat});
+}
+
+/// Its backward, the same kernels' sizes: repeat_kv's (expand's gradient: the repeats summed
+/// back), then for dq and dk type_as's (to fp32), the product with the conjugate table,
+/// x.float()'s (to 16 bits).
+Op eager_rope_backward(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k) {
+    return eager_rope(c, name, q, k);
+}
+
+/// SwiGLU as F.silu(w1(x)) * w3(x) over n elements of each input: silu, the product; 10 bytes
+/// per element in bf16 (fused: 6).
+Op eager_swiglu(const Ctx& c, std::string_view name, std::int64_t n) {
+    const std::int64_t e = c.elem;
+    return c.chain(name, {n * 2 * e, n * 3 * e});
+}
+
+/// Its backward: the product's two gradients (grad * w3(x), grad * silu(w1(x))) and
+/// silu_backward(grad, w1(x)); 18 bytes per element in bf16 (fused: 10).
+Op eager_swiglu_backward(const Ctx& c, std::string_view name, std::int64_t n) {
+    const std::int64_t e = c.elem;
+    return c.chain(name, {n * 3 * e, n * 3 * e, n * 3 * e});
+}
 
 void add_collective(LayerWork& w, std::string_view name, TpOp op, Pass pass, std::int64_t bytes,
                     int after, int needed_by, bool regather = false) {
@@ -763,7 +849,15 @@ LayerWork transformer_layer(const Ctx& c) {
     const bool rope = m.position_embedding == PositionEmbedding::rope;
     const bool tp = c.t > 1;
     const std::int64_t scores = bh * c.s * c.s; // attention score elements, unfused
-    const bool fused_softmax = megatron_fused_softmax(bh, c.s, c.s, c.dtype);
+    const bool fused_softmax =
+        c.cfg.fusions.masked_softmax_fusion && megatron_fused_softmax(bh, c.s, c.s, c.dtype);
+    const Fusions& fuse = c.cfg.fusions;
+    const bool norm_eager = !fuse.norm_fusion && m.norm == Norm::rmsnorm;
+    const bool rope_eager = !fuse.apply_rope_fusion && rope && !m.is_mla();
+    const bool swiglu_eager = !fuse.bias_activation_fusion && swiglu;
+    const std::int64_t q_elems = T * m.heads * d / c.t;
+    const std::int64_t kv_elems = T * std::int64_t{m.kv_heads} * d / c.t;
+    const std::int64_t gathered = T * c.h; // the projections' input
     const std::int64_t comm = T * c.h * e; // every TP collective: s b h elements
     const TpOp exit_op = c.sp ? TpOp::reduce_scatter : TpOp::all_reduce;
     // Residual branch end: bias + dropout + residual add fused (Megatron), or the add alone.
@@ -779,7 +873,8 @@ LayerWork transformer_layer(const Ctx& c) {
 
     // ---- forward
     PassWork& F = w.forward;
-    const int ln1 = F.add(c.memory("input_layernorm", 2 * sharded * e));
+    const int ln1 = F.add(norm_eager ? eager_rmsnorm(c, "input_layernorm", sharded)
+                                     : c.memory("input_layernorm", 2 * sharded * e));
     int core_begin = 0;
     int core_end = 0;
     if (m.is_mla()) {
@@ -791,7 +886,8 @@ LayerWork transformer_layer(const Ctx& c) {
             add_collective(w, "attention.all_gather", TpOp::all_gather, Pass::forward, comm, ln1,
                            qkv);
         if (rope)
-            F.add(c.memory("attention.rope", rope_bytes));
+            F.add(rope_eager ? eager_rope(c, "attention.rope", q_elems, kv_elems)
+                             : c.memory("attention.rope", rope_bytes));
         core_begin = Ctx::next(F);
         if (flash) {
             F.add(c.flash("attention.flash", false));
@@ -819,7 +915,8 @@ LayerWork transformer_layer(const Ctx& c) {
                            Pass::forward, comm, proj, proj + 1);
     }
     F.add(c.memory(attn_end, branch_end_bytes));
-    const int ln2 = F.add(c.memory("post_attention_layernorm", 2 * sharded * e));
+    const int ln2 = F.add(norm_eager ? eager_rmsnorm(c, "post_attention_layernorm", sharded)
+                                     : c.memory("post_attention_layernorm", 2 * sharded * e));
     if (c.a2a) {
         moe_a2a_forward(c, w);
     } else if (c.moe) {
@@ -828,7 +925,9 @@ LayerWork transformer_layer(const Ctx& c) {
         const int fc1 = F.add(c.gemm("mlp.fc1", T, fc1_n, c.h));
         if (tp && c.sp)
             add_collective(w, "mlp.all_gather", TpOp::all_gather, Pass::forward, comm, ln2, fc1);
-        F.add(c.memory(swiglu ? "mlp.swiglu" : "mlp.gelu", (swiglu ? 3 : 2) * T * f * e));
+        F.add(swiglu_eager
+                  ? eager_swiglu(c, "mlp.swiglu", T * f)
+                  : c.memory(swiglu ? "mlp.swiglu" : "mlp.gelu", (swiglu ? 3 : 2) * T * f * e));
         const int fc2 = F.add(c.gemm("mlp.fc2", T, c.h, f));
         if (tp)
             add_collective(w, c.sp ? "mlp.reduce_scatter" : "mlp.all_reduce", exit_op,
@@ -851,7 +950,9 @@ LayerWork transformer_layer(const Ctx& c) {
                            i);
         B.add(c.gemm("mlp.fc2.dgrad", T, f, c.h));
         B.add(c.gemm("mlp.fc2.wgrad", f, c.h, T));
-        B.add(c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd", (swiglu ? 5 : 3) * T * f * e));
+        B.add(swiglu_eager ? eager_swiglu_backward(c, "mlp.swiglu.bwd", T * f)
+                           : c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd",
+                                      (swiglu ? 5 : 3) * T * f * e));
         i = Ctx::next(B);
         if (tp && c.sp)
             add_collective(w, "mlp.fc1.regather", TpOp::all_gather, Pass::backward, comm, i - 1,
@@ -863,7 +964,11 @@ LayerWork transformer_layer(const Ctx& c) {
                            exit_op, Pass::backward, comm, i, i + 2);
     }
     // The norm's backward also accumulates the residual stream's gradient (4 passes).
-    B.add(c.memory("post_attention_layernorm.bwd", 4 * sharded * e));
+    // (Eager: w1 and w3 take the norm's output, whose two gradients autograd sums; the MLP
+    // with experts is not torchtitan's dense block.)
+    B.add(norm_eager ? eager_rmsnorm_backward(c, "post_attention_layernorm.bwd", sharded, gathered,
+                                              c.moe || !swiglu ? 1 : 2)
+                     : c.memory("post_attention_layernorm.bwd", 4 * sharded * e));
     if (drop)
         B.add(c.memory("attention.dropout_add.bwd", sharded * (2 * e + 1)));
     if (m.is_mla()) {
@@ -897,7 +1002,8 @@ LayerWork transformer_layer(const Ctx& c) {
             B.add(c.gemm("attention.scores.dgrad_key", c.s, d, c.s, bh));   // dK = dS^T Q
         }
         if (rope)
-            B.add(c.memory("attention.rope.bwd", rope_bytes));
+            B.add(rope_eager ? eager_rope_backward(c, "attention.rope.bwd", q_elems, kv_elems)
+                             : c.memory("attention.rope.bwd", rope_bytes));
         i = Ctx::next(B);
         if (tp && c.sp)
             add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm,
@@ -909,7 +1015,10 @@ LayerWork transformer_layer(const Ctx& c) {
                 w, c.sp ? "attention.qkv.grad_reduce_scatter" : "attention.qkv.grad_all_reduce",
                 exit_op, Pass::backward, comm, i, i + 2);
     }
-    B.add(c.memory("input_layernorm.bwd", 4 * sharded * e));
+    // (Eager: wq, wk and wv take the norm's output: three gradients summed.)
+    B.add(norm_eager ? eager_rmsnorm_backward(c, "input_layernorm.bwd", sharded, gathered,
+                                              m.is_mla() ? 1 : 3)
+                     : c.memory("input_layernorm.bwd", 4 * sharded * e));
 
     // ---- recompute and activations
     const TransformerActivations act = transformer_activations(c);

@@ -54,6 +54,7 @@
 #include "hardware/compute_model.h"
 #include "hardware/dtype.h"
 #include "sim/time.h"
+#include "strategies/models/fp8.h"
 #include "strategies/models/model_spec.h"
 
 #include <array>
@@ -64,6 +65,39 @@
 #include <string_view>
 
 namespace clustersim::strategies::models {
+
+/// How the elementwise chains of a transformer block run. The names are Megatron-Core's
+/// TransformerConfig fusion knobs (megatron/core/transformer/transformer_config.py:
+/// apply_rope_fusion, bias_activation_fusion, masked_softmax_fusion; its GPT and Llama
+/// recipes turn them on) and one for the norm, which Megatron-Core always runs fused
+/// (Transformer Engine's, or Apex's, norm kernels). true (the default): each chain is one
+/// kernel, as Megatron-Core's fused kernels run it and as torch.compile's Inductor runs it (it
+/// fuses every chain of pointwise ops, forward and backward, into one kernel). false: eager
+/// PyTorch, every op of the chain its own kernel reading and writing HBM, forward and
+/// autograd's backward, as torchtitan's Llama model writes the block (torchtitan/models/llama/
+/// model.py and models/norms.py at commit 9dec370ad26b5f8e9a7333a0e36165018262644b; the
+/// kernel-by-kernel counts are in layer_work.cpp, eager_*).
+struct Fusions {
+    /// RoPE. false: apply_rotary_emb (to fp32, complex multiply, back to 16 bits, for queries
+    /// and keys) and repeat_kv's copies of the keys and values to every query head for
+    /// scaled_dot_product_attention (grouped-query attention).
+    bool apply_rope_fusion = true;
+    /// The MLP's activation. false: SwiGLU as F.silu(w1(x)) * w3(x), two kernels and three
+    /// backward (GeLU is one ATen kernel either way).
+    bool bias_activation_fusion = true;
+    /// Unfused attention's softmax: Megatron's scale-mask-softmax kernel where it applies
+    /// (megatron_fused_softmax). false: PyTorch's fp32 softmax always.
+    bool masked_softmax_fusion = true;
+    /// RMSNorm in one kernel. false: torchtitan's RMSNorm op by op (x.float(), pow(2),
+    /// mean, rsqrt, multiply, type_as, times the weight) with autograd's backward of each, and
+    /// the sum autograd forms of the gradients of the projections the norm's output feeds
+    /// (wq, wk, wv; w1, w3). LayerNorm is one ATen kernel either way.
+    bool norm_fusion = true;
+
+    bool all() const {
+        return apply_rope_fusion && bias_activation_fusion && masked_softmax_fusion && norm_fusion;
+    }
+};
 
 /// How one layer is run.
 struct LayerConfig {
@@ -98,6 +132,10 @@ struct LayerConfig {
     /// every elementwise and normalisation op. false: Megatron's selective recompute (the core
     /// attention; nothing with flash attention).
     bool selective_op = false;
+    /// The block's elementwise chains fused or eager (Fusions).
+    Fusions fusions;
+    /// With dtype fp8: how the scales are found and what the casts cost (fp8.h).
+    Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

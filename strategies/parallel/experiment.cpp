@@ -96,6 +96,15 @@ void read_training(config::YamlMap m, TrainingSpec& t) {
         t.optimizer = *models::parse_optimizer(o);
     }
     m.read("forward_only", t.forward_only);
+    m.read("apply_rope_fusion", t.fusions.apply_rope_fusion);
+    m.read("bias_activation_fusion", t.fusions.bias_activation_fusion);
+    m.read("masked_softmax_fusion", t.fusions.masked_softmax_fusion);
+    m.read("norm_fusion", t.fusions.norm_fusion);
+    m.read("compile", t.compile);
+    if (m.has("fp8_recipe"))
+        t.fp8_recipe = m.choice("fp8_recipe", {"delayed", "tensorwise"}) == "tensorwise"
+                           ? models::Fp8Recipe::tensorwise
+                           : models::Fp8Recipe::delayed;
     m.finish();
 }
 

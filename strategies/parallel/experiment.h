@@ -52,6 +52,20 @@ struct TrainingSpec {
     hardware::Dtype dtype = hardware::Dtype::bf16;
     models::Optimizer optimizer = models::Optimizer::adam;
     bool forward_only = false; ///< inference-style: no backward, no optimizer (the lecture's demos)
+    /// The block's elementwise chains fused or eager (models::Fusions; Megatron-Core's
+    /// TransformerConfig knobs apply_rope_fusion, bias_activation_fusion (Megatron-LM's
+    /// --no-bias-swiglu-fusion and
+    /// --no-bias-gelu-fusion set it), masked_softmax_fusion, and norm_fusion), all on by default.
+    models::Fusions fusions;
+    /// torch.compile (torchtitan's [training] compile): Inductor fuses every chain of pointwise
+    /// ops into one kernel, so the chains cost as fused whatever `fusions` says.
+    bool compile = false;
+    /// With dtype fp8, Megatron-Core's fp8_recipe: delayed (Transformer Engine's delayed
+    /// scaling, the default) or tensorwise (dynamic tensorwise scaling as torchao.float8 runs
+    /// it under torchtitan; models/fp8.h).
+    models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
+    /// The fusions the layers run with.
+    models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
 };
 
 struct ParallelSpec {

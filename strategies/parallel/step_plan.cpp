@@ -870,8 +870,10 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             double seconds = models::optimizer_step(updated, weight_dtype(e.training.dtype),
                                                     e.training.optimizer, par.zero, ctx.cm)
                                  .time.seconds();
-            // FP8: the layers' weights cast once per step, with their transposes (fp8.h).
-            if (e.training.dtype == hardware::Dtype::fp8)
+            // FP8: the layers' weights cast once per step, with their transposes (fp8.h;
+            // tensorwise scaling casts them in every forward instead, in the layers' GEMMs).
+            if (e.training.dtype == hardware::Dtype::fp8 &&
+                e.training.fp8_recipe == models::Fp8Recipe::delayed)
                 seconds +=
                     ctx.cm.memory_bound_seconds(models::fp8_weight_cast_bytes(layer_parameters));
             r.optimizer_time = sim::Time::from_seconds(seconds / ctx.fw.memory_efficiency);
@@ -1040,6 +1042,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.etp = par.etp;
     cfg.cp = par.cp;
     cfg.selective_op = par.selective_op;
+    cfg.fusions = e.training.kernels();
+    cfg.fp8_recipe = e.training.fp8_recipe;
     // The expert-parallel group's GPUs (the first one's; every group is laid out alike), its
     // nodes, and its rail: those of the first GPU's local rank, one per node.
     std::vector<int> ep_group;

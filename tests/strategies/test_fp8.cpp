@@ -117,6 +117,59 @@ TEST_CASE("fp8: which GEMMs run in FP8 and what their casts cost", "[strategies]
     CHECK(f.collective_bytes(Pass::forward) == b.collective_bytes(Pass::forward));
 }
 
+TEST_CASE("fp8: torchao's tensorwise dynamic scaling, its casts against a hand count",
+          "[strategies][fp8]") {
+    // Llama 3 8B, one sequence of T = 8192 at tp 1. Per FP8 GEMM input element (bf16, 2
+    // bytes): amax 2, cast 2 + 1, and for the weight gradient a column-major FP8 copy 1 + 1.
+    // Per weight element: amax 2 and cast 2 + 1 in the forward, a column-major copy 1 + 1 for
+    // the data gradient. Transformer Engine's delayed scaling: a cast with transpose 2 + 1 + 1
+    // where not fused into the norm or activation, the weights once per step.
+    const ModelSpec m = load_model("llama3-8B");
+    const std::int64_t T = 8192, h = 4096, qkv = 6144, f = 14336;
+    LayerConfig cfg = layer_cfg(1, false, Dtype::fp8);
+    const LayerWork te = layer_work(m, cfg, h100());
+    cfg.fp8_recipe = Fp8Recipe::tensorwise;
+    const LayerWork ao = layer_work(m, cfg, h100());
+    const LayerWork bf = layer_work(m, layer_cfg(1, false, Dtype::bf16), h100());
+    auto extra = [&](const LayerWork& w, Pass p, std::string_view name) {
+        return op_named(w.pass(p), name).bytes - op_named(bf.pass(p), name).bytes;
+    };
+    // GEMM bytes themselves: FP8 operands in both recipes.
+    const std::int64_t qkv_gemm = extra(te, Pass::forward, "attention.qkv");
+    CHECK(qkv_gemm < 0); // fused cast under TE: only the smaller operands
+    CHECK(extra(ao, Pass::forward, "attention.qkv") - qkv_gemm ==
+          (T * h + h * qkv) * (2 + 3)); // input and weight: amax, cast
+    CHECK(extra(ao, Pass::forward, "attention.proj") - extra(te, Pass::forward, "attention.proj") ==
+          (T * h + h * h) * 5 - T * h * 4);
+    CHECK(extra(ao, Pass::forward, "mlp.fc2") - extra(te, Pass::forward, "mlp.fc2") ==
+          (T * f + f * h) * 5);
+    // Data gradient: dY's amax and cast, the weight's column-major copy.
+    CHECK(extra(ao, Pass::backward, "mlp.fc1.dgrad") - extra(te, Pass::backward, "mlp.fc1.dgrad") ==
+          T * 2 * f * 5 + 2 * f * h * 2);
+    CHECK(extra(ao, Pass::backward, "attention.qkv.dgrad") -
+              extra(te, Pass::backward, "attention.qkv.dgrad") ==
+          T * qkv * 5 + qkv * h * 2 - T * qkv * 4);
+    // Weight gradient: the two FP8 operands copied column-major.
+    CHECK(extra(ao, Pass::backward, "mlp.fc2.wgrad") - extra(te, Pass::backward, "mlp.fc2.wgrad") ==
+          2 * (f * T + T * h));
+    // Attention and the elementwise ops are untouched; the GEMMs' FLOPs are the same.
+    CHECK(ao.forward.flops == te.forward.flops);
+    CHECK(op_named(ao.forward, "attention.flash").time ==
+          op_named(te.forward, "attention.flash").time);
+    CHECK(ao.forward.time > te.forward.time);
+    CHECK(ao.backward.time > te.backward.time);
+    // In a step: no weight cast in the optimizer (it is in every forward instead).
+    const auto platform = parallel::load_platform("dgx-h100");
+    Settings settings = llama8b("fp8");
+    const auto delayed = parallel::make_experiment(platform, 8, settings, "delayed");
+    settings.emplace_back("training.fp8_recipe", "tensorwise");
+    const auto tensorwise = parallel::make_experiment(platform, 8, settings, "tensorwise");
+    const auto rd = parallel::simulate_step(delayed);
+    const auto rt = parallel::simulate_step(tensorwise);
+    CHECK(rt.breakdown.optimizer_s < rd.breakdown.optimizer_s);
+    CHECK(rt.step_time_s > rd.step_time_s);
+}
+
 TEST_CASE("fp8: memory follows Transformer Engine's rules", "[strategies][fp8]") {
     const ModelSpec m = load_model("llama3-8B");
     // Activations: the inputs of qkv, proj, fc1 and fc2 saved in FP8 (1 byte, not 2).

@@ -318,6 +318,92 @@ TEST_CASE("layer work: torchtitan's op-level selective recompute reruns every se
     CHECK(op.activation_bytes == megatron.activation_bytes);
 }
 
+TEST_CASE("layer work: eager PyTorch's elementwise chains of torchtitan's Llama block against a "
+          "hand count",
+          "[models][fusion][llama3]") {
+    // Llama 3 8B at tp 1, micro-batch 2, bf16: T = 16384 tokens, N = T h residual-stream
+    // elements, Q = T a d query and K = T g d key elements, F = T f per SwiGLU input.
+    // Per element, bytes read + written by each eager kernel (torchtitan/models/norms.py
+    // RMSNorm, models/llama/model.py apply_rotary_emb, repeat_kv, FeedForward):
+    //   RMSNorm forward: float 2+4, pow 4+4, mean 4, * rsqrt 4+4, type_as 4+2, * weight 2+2 = 36
+    //   backward: * weight 2+2, 2+2+2 and its sum 2; type_as 2+4; * rsqrt 4+4, 4+4+4 and its
+    //     sum 4; mean 4; pow 4+4, 4+4, 4+4+4; the two x.float() gradients 4+4+4; float 4+2;
+    //     the residual sum 2+2+2 = 98; and 2+2+2 per add of the projections' gradients
+    //     (wq, wk, wv: two adds; w1, w3: one)
+    //   RoPE each of xq, xk: float 2+4, complex product 4+4, type_as 4+2 = 20; repeat_kv of
+    //     keys and values: read K, write Q, 2 bytes each; the backward the same
+    //   SwiGLU: silu 2+2, product 2+2+2 = 10; backward 2+2+2 three times = 18
+    // Fused (Megatron-Core's kernels, and torch.compile): 4, 8, 4 (q and k), 6 and 10.
+    const ModelSpec m = load_model("llama3-8B");
+    LayerConfig cfg = layer_config(1, false, 2, Recompute::none, Dtype::bf16);
+    const LayerWork fused = layer_work(m, cfg, a100());
+    cfg.fusions = {.apply_rope_fusion = false,
+                   .bias_activation_fusion = false,
+                   .masked_softmax_fusion = false,
+                   .norm_fusion = false};
+    const LayerWork eager = layer_work(m, cfg, a100());
+    const std::int64_t T = 16384, N = T * 4096, Q = T * 32 * 128, K = T * 8 * 128, F = T * 14336;
+    auto bytes = [](const LayerWork& w, Pass p, std::string_view name) {
+        return op_named(w.pass(p), name).bytes;
+    };
+    CHECK(bytes(eager, Pass::forward, "input_layernorm") == 36 * N);
+    CHECK(bytes(eager, Pass::forward, "post_attention_layernorm") == 36 * N);
+    CHECK(bytes(eager, Pass::backward, "input_layernorm.bwd") == 98 * N + 2 * 6 * N);
+    CHECK(bytes(eager, Pass::backward, "post_attention_layernorm.bwd") == 98 * N + 6 * N);
+    CHECK(bytes(eager, Pass::forward, "attention.rope") == 20 * (Q + K) + 2 * (2 * K + 2 * Q));
+    CHECK(bytes(eager, Pass::backward, "attention.rope.bwd") == 20 * (Q + K) + 2 * (2 * K + 2 * Q));
+    CHECK(bytes(eager, Pass::forward, "mlp.swiglu") == 10 * F);
+    CHECK(bytes(eager, Pass::backward, "mlp.swiglu.bwd") == 18 * F);
+    CHECK(bytes(fused, Pass::forward, "input_layernorm") == 4 * N);
+    CHECK(bytes(fused, Pass::backward, "input_layernorm.bwd") == 8 * N);
+    CHECK(bytes(fused, Pass::forward, "attention.rope") == 4 * (Q + K));
+    CHECK(bytes(fused, Pass::forward, "mlp.swiglu") == 6 * F);
+    CHECK(bytes(fused, Pass::backward, "mlp.swiglu.bwd") == 10 * F);
+    // The GEMMs and the attention are the same; the eager chains only add time, each kernel
+    // paying its own fill and launch.
+    CHECK(eager.forward.flops == fused.forward.flops);
+    CHECK(eager.backward.flops == fused.backward.flops);
+    CHECK(eager.forward.ops.size() == fused.forward.ops.size());
+    const Op& norm = op_named(eager.forward, "input_layernorm");
+    CHECK(norm.time > a100().memory_bound(norm.bytes));
+    // Every elementwise byte of the forward, and of the backward, the hand count's sum.
+    auto elementwise = [](const PassWork& p) {
+        std::int64_t b = 0;
+        for (const Op& o : p.ops)
+            if (o.kind == OpKind::memory_bound)
+                b += o.bytes;
+        return b;
+    };
+    CHECK(elementwise(eager.forward) - elementwise(fused.forward) ==
+          2 * 32 * N + 16 * (Q + K) + 4 * (Q + K) + 4 * F);
+    CHECK(elementwise(eager.backward) - elementwise(fused.backward) ==
+          2 * 90 * N + 18 * N + 16 * (Q + K) + 4 * (Q + K) + 8 * F);
+    // GPT-3's LayerNorm, learned positions and GeLU: nothing of this applies.
+    const ModelSpec gpt = load_model("gpt3-175B");
+    LayerConfig gcfg = layer_config(1, false, 1, Recompute::none, Dtype::bf16);
+    const std::int64_t gpt_fused = layer_work(gpt, gcfg, a100()).forward.bytes;
+    gcfg.fusions = cfg.fusions;
+    gcfg.fusions.masked_softmax_fusion = true;
+    CHECK(layer_work(gpt, gcfg, a100()).forward.bytes == gpt_fused);
+}
+
+TEST_CASE("layer work: without masked_softmax_fusion the unfused attention runs PyTorch's softmax",
+          "[models][fusion]") {
+    ModelSpec m = load_model("gpt3-175B");
+    m.attention = AttentionKind::unfused;
+    m.seq = 2048;
+    LayerConfig cfg = layer_config(8, true, 1, Recompute::none, Dtype::bf16);
+    const auto heads = std::int64_t{m.heads} / 8;
+    REQUIRE(megatron_fused_softmax(heads, m.seq, m.seq, Dtype::bf16));
+    const LayerWork fused = layer_work(m, cfg, a100());
+    cfg.fusions.masked_softmax_fusion = false;
+    const LayerWork torch = layer_work(m, cfg, a100());
+    const std::int64_t scores = heads * m.seq * m.seq;
+    CHECK(op_named(fused.forward, "attention.softmax").bytes == 2 * scores * 2);
+    CHECK(op_named(torch.forward, "attention.softmax.torch").bytes == scores * 8);
+    CHECK(torch.forward.bytes - fused.forward.bytes == scores * (6 + 8 + 9 + 8 + 6) - 4 * scores);
+}
+
 TEST_CASE("layer work: a Mixtral MoE layer against hand-computed FLOPs and bytes",
           "[models][moe]") {
     ModelSpec m = load_model("mixtral-8x7B");
