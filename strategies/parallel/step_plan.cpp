@@ -931,6 +931,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.etp = par.etp;
     cfg.cp = par.cp;
     cfg.selective_op = par.selective_op;
+    cfg.recompute_modules = par.recompute_modules;
     // The expert-parallel group's GPUs (the first one's; every group is laid out alike), its
     // nodes, and its rail: those of the first GPU's local rank, one per node.
     std::vector<int> ep_group;
