@@ -99,6 +99,10 @@ def rows(build):
         b = next(iter(run(build, "bench_scale", f"BM_Gpt3Step/dp:{dp}/flow:1/").values()))
         yield (f"GPT-3 175B step on {128 * dp:,} GPUs, flow with symmetry, whole job "
                "(`bench_scale`)", target, f"{fmt_time(ms(b))}, {mib(b)}")
+    b = next(iter(run(build, "bench_scale", "BM_Bisection/gpus:65536").values()))
+    yield ("bisection bandwidth of `hardware show` on 65,536 GPUs (DGX A100; a maximum flow over "
+           f"{b['vertices']:,.0f} vertices), the graph built (`bench_scale`)", "well under 1 s",
+           f"{fmt_time(ms(b))}, {mib(b)}")
     for gpus in (1024, 4096, 16384):
         b = next(iter(run(build, "bench_scale", f"BM_FlowAllReduce/gpus:{gpus}/").values()))
         yield (f"1 GiB all-reduce on {gpus:,} GPUs (DGX H100), flow fidelity with symmetry, "
