@@ -585,10 +585,22 @@ void Plan::load_pipeline(TreeData& t, bool all_windows) const {
 }
 
 const TreeData& Plan::chains(int root, bool reduce) const {
-    std::lock_guard<std::mutex> lock(chains_mutex_);
-    auto& slot = chains_[{root, reduce}];
-    if (slot)
-        return *slot;
+    ChainsEntry* entry = nullptr;
+    {
+        std::shared_lock<std::shared_mutex> lock(chains_mutex_); // readers side by side
+        auto it = chains_.find({root, reduce});
+        if (it != chains_.end())
+            entry = it->second.get();
+    }
+    if (entry == nullptr) {
+        std::unique_lock<std::shared_mutex> lock(chains_mutex_);
+        auto& slot = chains_[{root, reduce}];
+        if (!slot)
+            slot = std::make_unique<ChainsEntry>();
+        entry = slot.get();
+    }
+    if (const TreeData* built = entry->data.load(std::memory_order_acquire))
+        return *built;
     // NCCL runs a broadcast or reduce on every ring channel, each over its own ring with
     // 1/channels of the buffer (src/device/broadcast.h, reduce.h: the channel's part of the
     // buffer; src/enqueue.cc splits it over nChannels): a chain from the root (broadcast) or
@@ -608,8 +620,13 @@ const TreeData& Plan::chains(int root, bool reduce) const {
     }
     t->stage_reduces.assign(t->stages.size(), reduce);
     load_pipeline(*t, false);
-    slot = std::move(t);
-    return *slot;
+    // Published as CommunicatorCache publishes a communicator: the build is deterministic, so a
+    // racing duplicate equals the first one published, and is dropped.
+    const TreeData* first = nullptr;
+    if (entry->data.compare_exchange_strong(first, t.get(), std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+        return *t.release();
+    return *first;
 }
 
 double Plan::tree_rounds(Protocol p, std::int64_t K) const {

@@ -16,6 +16,7 @@
 #include "strategies/collectives/collective.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -208,7 +209,9 @@ public:
     double pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const;
     /// Broadcast (reduce = false) or reduce across the ring channels: a chain per channel from
     /// (to) the root, 1/channels of the buffer each; stages and windows as a tree's (parent and
-    /// level empty). Built per root on first use; thread-safe.
+    /// level empty). Built per root on first use, outside every lock (a thread that asks for
+    /// chains another is still building builds them too rather than wait; the first published
+    /// is kept); thread-safe.
     const TreeData& chains(int root, bool reduce) const;
     const HierData& hier() const;
     const DirectData& direct() const;
@@ -227,8 +230,17 @@ private:
     mutable std::mutex tree_inner_mutex_;
     mutable std::map<std::tuple<const TreeData*, std::size_t, std::int64_t>, std::vector<double>>
         tree_inner_;
-    mutable std::mutex chains_mutex_;
-    mutable std::map<std::pair<int, bool>, std::unique_ptr<TreeData>> chains_;
+    /// A root's chains once built; entries are never removed, so a pointer to one stays valid
+    /// as long as the plan (Plan::tree_inner_ keys on it).
+    struct ChainsEntry {
+        std::atomic<const TreeData*> data{nullptr};
+        ChainsEntry() = default;
+        ChainsEntry(const ChainsEntry&) = delete;
+        ChainsEntry& operator=(const ChainsEntry&) = delete;
+        ~ChainsEntry() { delete data.load(); }
+    };
+    mutable std::shared_mutex chains_mutex_; ///< guards chains_ only, never a build
+    mutable std::map<std::pair<int, bool>, std::unique_ptr<ChainsEntry>> chains_;
     /// Routes, levels, wire bytes and windows of a pipeline's stages (every window, or those
     /// from the first and to the last stage).
     void load_pipeline(TreeData& t, bool all_windows) const;
