@@ -67,6 +67,56 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
     return elements / rate;
 }
 
+double nvls_tree_latency_seconds(const Plan& plan, Protocol p) {
+    int log2_nodes = 0; // NCCL's log2i
+    for (int x = static_cast<int>(plan.node_ranks.size()); x > 1; x >>= 1)
+        ++log2_nodes;
+    return plan.tuning.nvls.latency.seconds() +
+           2 * log2_nodes * plan.step_latency(LinkLevel::network, p).seconds();
+}
+
+double nvls_tree_cap_seconds_per_byte(const Plan& plan) {
+    // NCCL's cap is in bus bandwidth (algbw = busbw n / (2(n-1))), one channel per head.
+    const double cap = plan.tuning.nvls_tree_channel.at(static_cast<int>(plan.node_ranks.size()));
+    const double n = plan.n;
+    return cap > 0 ? 2 * (n - 1) / n / (plan.multi().heads * cap) : 0.0;
+}
+
+double nvls_tree_seconds_per_byte(const Plan& plan) {
+    const MultiNodeData& m = plan.multi();
+    return std::max(std::max(m.nvls_intra, m.nvls_tree_inter),
+                    nvls_tree_cap_seconds_per_byte(plan));
+}
+
+/// NCCL runs `channels` CTAs; each loops over one chunk per head (src/device/all_reduce.h,
+/// RunWorkColl<..., NCCL_ALGO_NVLS_TREE>: loopCount = nHeads x chunkCount), so one pipeline
+/// step moves channels x heads x chunk of the buffer, at the pace of the slowest part. The
+/// chunk is NCCL's, shrunk for small buffers as src/enqueue.cc calcCollChunking does for
+/// NCCL_ALGO_NVLS_TREE.
+double nvls_tree_step_bytes(const Plan& plan, double bytes) {
+    const hardware::NvlsTreePipeline& pipe = plan.tuning.nvls_tree_pipeline;
+    std::int64_t chunk = pipe.chunk(static_cast<int>(plan.node_ranks.size()));
+    if (pipe.channels <= 0 || chunk <= 0)
+        return 0;
+    const double ops = static_cast<double>(pipe.channels) * plan.multi().heads; // concurrentOps
+    // (times concurrentOps x chunk, chunk size above which the rule applies, new chunk)
+    static constexpr struct {
+        double times;
+        std::int64_t above;
+    } kRules[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
+    for (const auto& rule : kRules) {
+        if (bytes < rule.times * ops * static_cast<double>(chunk) && chunk > rule.above)
+            chunk = rule.above;
+    }
+    return std::min(bytes, ops * static_cast<double>(chunk));
+}
+
+/// A chunk crosses the tree's depth D up and D down before the first result returns: 2D steps
+/// of fill (the NVLS reduce and multicast at either end overlap the neighbouring chunks' hops).
+double nvls_tree_fill_bytes(const Plan& plan, double bytes) {
+    return 2.0 * plan.multi().tree_depth * nvls_tree_step_bytes(plan, bytes);
+}
+
 } // namespace detail
 
 namespace {
@@ -155,32 +205,6 @@ double tree_latency(const Plan& plan, Protocol p) {
 
 double tree_seconds(const Plan& plan, Protocol p, double bytes) {
     return tree_latency(plan, p) + tree_transfer_seconds(plan, p, bytes);
-}
-
-/// Bytes of S whose time NVLSTree's pipeline fill adds. NCCL runs `channels` CTAs; each loops
-/// over one chunk per head (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS_TREE>:
-/// loopCount = nHeads x chunkCount), so one pipeline step moves channels x heads x chunk of
-/// the buffer, at the pace of the slowest part. A chunk crosses the tree's depth D up and D
-/// down before the first result returns: 2D steps of fill (the NVLS reduce and multicast at
-/// either end overlap the neighbouring chunks' hops). The chunk is NCCL's, shrunk for small
-/// buffers as src/enqueue.cc calcCollChunking does for NCCL_ALGO_NVLS_TREE.
-double nvls_tree_fill(const hardware::NvlsTreePipeline& pipe, int nodes,
-                      const detail::MultiNodeData& m, double bytes) {
-    std::int64_t chunk = pipe.chunk(nodes);
-    if (pipe.channels <= 0 || chunk <= 0)
-        return 0;
-    const double ops = static_cast<double>(pipe.channels) * m.heads; // concurrentOps
-    // (times concurrentOps x chunk, chunk size above which the rule applies, new chunk)
-    static constexpr struct {
-        double times;
-        std::int64_t above;
-    } kRules[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
-    for (const auto& rule : kRules) {
-        if (bytes < rule.times * ops * static_cast<double>(chunk) && chunk > rule.above)
-            chunk = rule.above;
-    }
-    const double step = std::min(bytes, ops * static_cast<double>(chunk));
-    return 2.0 * m.tree_depth * step;
 }
 
 /// The direct algorithm (every rank to every peer at once): its bandwidth term and the link
@@ -574,14 +598,10 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // bandwidth: the NVLS phases in the nodes and the trees across them run pipelined, the
         // slower sets the pace, and NCCL caps each channel (perChMaxNVLSTreeBws, in bus
         // bandwidth: algbw = busbw n / (2(n-1))); one channel per head.
-        const detail::MultiNodeData& m = p.multi();
         lat =
             seconds(p.tuning.launch_latency) + seconds(p.tuning.nvls.latency) + 2 * log2i(N) * net;
-        double cost = std::max(m.nvls_intra, m.nvls_tree_inter);
-        const double cap = p.tuning.nvls_tree_channel.at(N);
-        if (cap > 0)
-            cost = std::max(cost, 2 * (n - 1) / n / (m.heads * cap));
-        body = cost * S + nvls_tree_fill(p.tuning.nvls_tree_pipeline, N, m, S) * cost;
+        const double cost = detail::nvls_tree_seconds_per_byte(p);
+        body = cost * S + detail::nvls_tree_fill_bytes(p, S) * cost;
         break;
     }
     case Algorithm::collnet_direct: {

@@ -109,6 +109,7 @@ void FlowCollectives::next_round(Run* run) {
     // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
     // follows them (the same SMs do both).
     const bool overlap = run->plan->node_ranks.size() > 1;
+    const double least = phase.min_seconds(range);
     batch_.clear();
     for (const detail::PFlow& f : scratch_) {
         if (f.bytes <= 0 || f.src == f.dst)
@@ -121,7 +122,7 @@ void FlowCollectives::next_round(Run* run) {
         p.route = &route.edges;
         p.bytes = wire;
         p.latency = latency;
-        p.max_rate = std::numeric_limits<double>::infinity();
+        p.max_rate = least > 0 ? wire / least : std::numeric_limits<double>::infinity();
         p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);

@@ -734,13 +734,21 @@ const MultiNodeData& Plan::multi() const {
             return up < 0 ? -1 : (up + 1) % N;
         };
         for (int t = 0; t < 2; ++t) {
+            auto& parent = m->node_parent[size_t(t)];
+            auto& depth = m->node_depth[size_t(t)];
+            parent.resize(size_t(N));
+            depth.resize(size_t(N));
             for (int k = 0; k < N; ++k) {
+                parent[size_t(k)] = node_parent(t, k);
                 int d = 0;
                 for (int u = node_parent(t, k); u >= 0; u = node_parent(t, u))
                     ++d;
+                depth[size_t(k)] = d;
                 m->tree_depth = std::max(m->tree_depth, d);
             }
         }
+        for (int j = 0; j < P; ++j)
+            m->head_local.push_back(static_cast<int>(static_cast<long>(j) * g / P));
         std::vector<PFlow> nvls, inter, direct, chain;
         for (int k = 0; k < N; ++k) {
             const auto& r = node_ranks[size_t(k)];

@@ -53,6 +53,10 @@ public:
     virtual std::vector<StepRange> rounds(int max_rounds) const = 0;
     /// Payload bytes per endpoint pair over the steps of `range` (pairs may repeat).
     virtual void round_flows(StepRange range, std::vector<detail::PFlow>& out) const = 0;
+    /// The least time the transfers of `range` take, whatever the links allow (NCCL's cap per
+    /// channel: what its CTAs copy and reduce); 0: none. The flow network caps each transfer's
+    /// rate so that it takes at least this long.
+    virtual double min_seconds(StepRange) const { return 0; }
 };
 
 struct Decomposition {
