@@ -124,6 +124,7 @@ BENCHMARK(BM_FlowAllReduce)
     ->Arg(1024)
     ->Arg(4096)
     ->Arg(16384)
+    ->Arg(100000)
     ->ArgNames({"gpus"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);

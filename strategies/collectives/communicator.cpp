@@ -24,6 +24,16 @@ double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root) 
            rank_buffer_bytes(op, static_cast<std::int64_t>(bytes), plan.n, is_root);
 }
 
+namespace {
+/// NVLS runs the intra-node phases of hierarchical and NVLSTree (HierData::nvls_rs > 0, known
+/// without building HierData's patterns: a million transfers on 100,000 GPUs).
+bool nvls_in_nodes(const Plan& plan) {
+    const auto& node = plan.topo.spec().node;
+    return node.nvls && node.fabric == hardware::IntraNodeFabric::nvswitch &&
+           plan.node_ranks.front().size() >= 2;
+}
+} // namespace
+
 double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
                               hardware::Dtype dtype, bool is_root) {
     const auto& gpu = plan.topo.spec().node.gpu;
@@ -48,9 +58,10 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
         } else if (algorithm == Algorithm::collnet_chain) {
             elements = count; // each rank of a chain adds its buffer once
         } else if ((algorithm == Algorithm::hierarchical || algorithm == Algorithm::nvls_tree) &&
-                   plan.hier().nvls_rs > 0) {
+                   nvls_in_nodes(plan)) {
             const double nodes = static_cast<double>(plan.node_ranks.size());
-            elements = (nodes - 1) / nodes * count / plan.hier().per_node;
+            const auto per_node = static_cast<int>(plan.node_ranks.front().size());
+            elements = (nodes - 1) / nodes * count / per_node;
         } else {
             elements = (n - 1) / n * count;
         }

@@ -136,6 +136,7 @@ struct MultiNodeData {
     /// NVLSTree: per head, a double binary tree over the nodes (half of the head's share of S
     /// on each), every hop up and down at once (Simple).
     double nvls_tree_inter = 0;
+    /// CollNet (direct_intra, chain_intra): 0 where the fabric does not reduce (refused there).
     /// CollNet direct: every rank sends 1/heads of S to each head and each head sends its
     /// reduced part back to every rank (Simple).
     double collnet_direct_intra = 0;

@@ -473,7 +473,7 @@ public:
         // ~600,000 of them. Rounds are bounded so that the collective starts about
         // kFlowBudget flows: uncontended, every round of the steady pipeline takes as long, so
         // the time does not depend on the bound, only how finely other traffic couples to it.
-        constexpr std::size_t kFlowBudget = std::size_t{1} << 20;
+        constexpr std::size_t kFlowBudget = std::size_t{1} << 16;
         const auto by_budget =
             static_cast<int>(std::max<std::size_t>(1, kFlowBudget / chunk_flows_.size()));
         auto out = even_rounds(static_cast<int>(K_), std::min(max_rounds, by_budget));
