@@ -78,6 +78,20 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
     return elements / rate;
 }
 
+double tree_cap_seconds(const Plan& plan, Protocol p, double bytes) {
+    const int N = static_cast<int>(plan.node_ranks.size());
+    if (N < 2 || !plan.regular)
+        return 0;
+    const double channels = plan.tree().parts() / 2.0; // one per NIC port (plan.cpp)
+    double cap = plan.tuning.tree.channel.at(N);
+    const double ll128 = plan.tuning.tree.ll128_channel.at(N);
+    if (p == Protocol::ll128 && ll128 > 0)
+        cap = cap > 0 ? std::min(cap, ll128) : ll128;
+    if (p != Protocol::ll && cap > 0)
+        return 2 * bytes / (channels * cap);
+    return 0;
+}
+
 double nvls_tree_latency_seconds(const Plan& plan, Protocol p) {
     int log2_nodes = 0; // NCCL's log2i
     for (int x = static_cast<int>(plan.node_ranks.size()); x > 1; x >>= 1)
@@ -568,15 +582,9 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // perChMaxTreeBw, for LL128 perChMaxTreeLL128Bw too; a tree's algbw is busBw / 2).
         lat += tree_latency(p, pr);
         body = tree_transfer_seconds(p, pr, S);
-        if (p.regular) {
-            const double channels = p.tree().parts() / 2.0; // one per NIC port (plan.cpp)
-            double cap = p.tuning.tree.channel.at(N);
-            const double ll128 = p.tuning.tree.ll128_channel.at(N);
-            if (pr == Protocol::ll128 && ll128 > 0)
-                cap = cap > 0 ? std::min(cap, ll128) : ll128;
-            if (pr != Protocol::ll && cap > 0)
-                body = std::max(body, 2 * S / (channels * cap));
-        }
+        const double capped = detail::tree_cap_seconds(p, pr, S);
+        if (capped > 0)
+            body = std::max(body, capped);
         break;
     }
     case Algorithm::direct: {

@@ -16,6 +16,7 @@ struct FlowCollectives::Run {
     std::vector<std::vector<StepRange>> rounds; ///< per phase
     std::size_t phase = 0;
     std::size_t round = 0;
+    sim::Time phase_start; ///< when the current phase's first round began
     int total_rounds = 0;
     int pending = 0;
     std::function<void()> done;
@@ -90,6 +91,18 @@ Choice FlowCollectives::start(const Communicator& comm, const Collective& c,
 void FlowCollectives::next_round(Run* run) {
     const auto& phases = run->decomposition.phases;
     while (run->phase < phases.size() && run->round >= run->rounds[run->phase].size()) {
+        // A phase with a least time (Phase::least_seconds) ends no earlier than its start, its
+        // steps' latencies and that time.
+        const Phase& done = *phases[run->phase];
+        if (done.least_seconds() > 0) {
+            sim::Time end = run->phase_start + sim::Time::from_seconds(done.least_seconds());
+            for (int s = 0; s < done.steps(); ++s)
+                end += done.step_latency(s);
+            if (engine_.now() < end) {
+                engine_.at(end, [this, run] { next_round(run); });
+                return;
+            }
+        }
         ++run->phase;
         run->round = 0;
     }
@@ -98,6 +111,8 @@ void FlowCollectives::next_round(Run* run) {
         return;
     }
     const Phase& phase = *phases[run->phase];
+    if (run->round == 0)
+        run->phase_start = engine_.now();
     const StepRange range = run->rounds[run->phase][run->round];
     sim::Time latency = sim::Time::zero();
     for (int s = range.begin; s < range.end; ++s)

@@ -250,6 +250,10 @@ double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root);
 double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
                               hardware::Dtype dtype, bool is_root);
 
+/// The double binary tree across nodes of a regular communicator: the least seconds NCCL's
+/// cap per channel allows for `bytes` (busBw <= channels x perChMaxTreeBw, for LL128
+/// perChMaxTreeLL128Bw too; a tree's algbw is busBw / 2); 0: no cap (one node, LL).
+double tree_cap_seconds(const Plan& plan, Protocol p, double bytes);
 /// NVLSTree across nodes (regular communicators on 2 or more nodes): seconds per byte of S
 /// of its pipelined phases, the slowest of the NVLS phases in the nodes, the trees across them
 /// and NCCL's cap per channel (tuning.cc perChMaxNVLSTreeBws).

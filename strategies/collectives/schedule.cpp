@@ -125,13 +125,17 @@ struct Part {
 
 class PipelinePhase : public Phase {
 public:
+    /// `least_seconds`: the least time of the pipeline's transfers (NCCL's cap per channel).
     PipelinePhase(std::vector<std::vector<detail::TreeData::Hop>> stages, std::vector<bool> reduces,
-                  std::vector<sim::Time> latency, std::vector<Part> parts, std::int64_t chunks)
+                  std::vector<sim::Time> latency, std::vector<Part> parts, std::int64_t chunks,
+                  double least_seconds = 0)
         : stages_(std::move(stages))
         , reduces_(std::move(reduces))
         , latency_(std::move(latency))
         , parts_(std::move(parts))
-        , K_(chunks) {}
+        , K_(chunks)
+        , least_(least_seconds) {}
+    double least_seconds() const override { return least_; }
 
     int steps() const override {
         return stages_.empty() ? 0 : static_cast<int>(K_) + static_cast<int>(stages_.size()) - 1;
@@ -196,6 +200,7 @@ private:
     std::vector<sim::Time> latency_;
     std::vector<Part> parts_;
     std::int64_t K_;
+    double least_ = 0;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -668,9 +673,11 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
             part_list.push_back({lo, hi - lo, S / parts});
         }
-        d.phases.push_back(std::make_unique<PipelinePhase>(t.stages, t.stage_reduces,
-                                                           std::move(latency), std::move(part_list),
-                                                           chunk_count(S / parts, chunk)));
+        // Across nodes NCCL's cap per channel, as the closed form: the pipeline's transfers take
+        // at least as long as the cap allows.
+        d.phases.push_back(std::make_unique<PipelinePhase>(
+            t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
+            chunk_count(S / parts, chunk), detail::tree_cap_seconds(plan, p, S)));
         break;
     }
     case Algorithm::direct:

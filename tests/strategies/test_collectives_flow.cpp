@@ -64,14 +64,6 @@ TEST_CASE("collectives: flow fidelity agrees with the closed form within 1% when
     for (const Case& k : cases()) {
         const auto& topo = topology(k.preset, k.cluster_gpus);
         const Communicator comm(topo, k.gpus);
-        // The tree across nodes: NCCL's per-channel cap (collectives.tree.channel_bandwidth,
-        // what one CTA copies and reduces) is a closed-form term the flow network has no link
-        // for; its flows are held against the closed form of the same hardware without it.
-        auto uncapped_spec = topo.spec();
-        uncapped_spec.collectives.tree.channel = {};
-        uncapped_spec.collectives.tree.ll128_channel = {};
-        const hardware::Topology uncapped_topo(uncapped_spec);
-        const Communicator uncapped(uncapped_topo, k.gpus);
         const int n = comm.size();
         for (Op op : kAllOps) {
             for (Algorithm a : kConcreteAlgorithms) {
@@ -95,8 +87,7 @@ TEST_CASE("collectives: flow fidelity agrees with the closed form within 1% when
                         c.protocol = p;
                         c.root = has_root(op) ? n - 1 : 0;
                         const Outcome flow = simulate(comm, c, Fidelity::flow);
-                        const sim::Time closed =
-                            (a == Algorithm::tree ? uncapped : comm).predict(c, a, p);
+                        const sim::Time closed = comm.predict(c, a, p);
                         INFO(k.name << ": " << to_string(op) << " " << to_string(a) << " "
                                     << hardware::to_string(p) << " " << c.bytes << " B: flow "
                                     << flow.time.microseconds() << " us, closed form "
