@@ -8,10 +8,10 @@
 // Flow fidelity runs with symmetry (one representative of each class of identical flows, exact;
 // `flow_full` = 1 simulates every flow, as `--fidelity flow-full`). Registered here: the
 // analytic steps on 16,384 and 100,096 GPUs, the flow step on 16,384 (and flow-full on 4,096 for
-// comparison), the growth exponents, and the flow all-reduce on 1,024 to 16,384 GPUs (100,000
-// is out of reach: NCCL's tree, whose parents' links two children share, is not symmetric in
-// the sense used here). Each
-// iteration is the whole job: the cluster's graph, the communicators, the step.
+// comparison), the growth exponents, and the flow all-reduce on 1,024 to 100,000 GPUs (NCCL's
+// NVLSTree: its NVLS transfers are left to representatives, its trees of nodes, whose parents'
+// links two children share, are simulated in full). Each iteration is the whole job: the
+// cluster's graph, the communicators, the step.
 // Peak RSS is the process's so far: run one benchmark alone to read its own (--benchmark_filter).
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
@@ -144,6 +144,7 @@ BENCHMARK(BM_FlowAllReduce)
     ->Arg(1024)
     ->Arg(4096)
     ->Arg(16384)
+    ->Arg(100000)
     ->ArgNames({"gpus"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);

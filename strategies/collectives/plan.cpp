@@ -751,13 +751,24 @@ const MultiNodeData& Plan::multi() const {
             return up < 0 ? -1 : (up + 1) % N;
         };
         for (int t = 0; t < 2; ++t) {
+            auto& parent = m->node_parent[size_t(t)];
+            auto& depth = m->node_depth[size_t(t)];
+            parent.resize(size_t(N));
+            depth.resize(size_t(N));
             for (int k = 0; k < N; ++k) {
+                parent[size_t(k)] = node_parent(t, k);
                 int d = 0;
                 for (int u = node_parent(t, k); u >= 0; u = node_parent(t, u))
                     ++d;
+                depth[size_t(k)] = d;
                 m->tree_depth = std::max(m->tree_depth, d);
             }
         }
+        for (int j = 0; j < P; ++j)
+            m->head_local.push_back(static_cast<int>(static_cast<long>(j) * g / P));
+        // CollNet's patterns only where the fabric reduces (elsewhere why_not refuses it): on
+        // 100,000 GPUs they are 3.2 million transfers, each a route to look up.
+        const bool collnet = topo.spec().network.in_network_reduction;
         std::vector<PFlow> nvls, inter, direct, chain;
         for (int k = 0; k < N; ++k) {
             const auto& r = node_ranks[size_t(k)];
@@ -770,13 +781,13 @@ const MultiNodeData& Plan::multi() const {
             for (int j = 0; j < P; ++j) {
                 const int h = head(k, j);
                 const int h_local = static_cast<int>(static_cast<long>(j) * g / P);
-                for (int q = 0; q < g; ++q) {
+                for (int q = 0; q < g && collnet; ++q) {
                     if (r[size_t(q)] == h)
                         continue;
                     direct.push_back({r[size_t(q)], h, 1.0 / P}); // reduce-scatter to heads
                     direct.push_back({h, r[size_t(q)], 1.0 / P}); // all-gather from heads
                 }
-                for (int i = 0; i + 1 < g; ++i) { // the chain from the head, up and back down
+                for (int i = 0; i + 1 < g && collnet; ++i) { // the chain, up and back down
                     const int a = r[size_t((h_local + i) % g)];
                     const int b = r[size_t((h_local + i + 1) % g)];
                     chain.push_back({b, a, 1.0 / P});
