@@ -98,6 +98,9 @@ parallel:
                                  # default none
   selective_recompute: attention # attention (Megatron's) | op (torchtitan's
                                  # selective_ac_option op, tp 1); default attention
+  recompute_modules: [core_attn] # what Megatron's selective recomputes: core_attn |
+                                 # layernorm | mla_up_proj | mlp | moe_act | shared_experts
+                                 # | moe [--recompute-modules]; default [core_attn]
   zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
                                  #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
                                  # (with  data_parallel_replicate_degree: 1; HSDP not modelled)

@@ -267,7 +267,12 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         fmt::print(io.out, "{:<10}no {} yet: starting the sweep\n", "resume", o.out);
 
     if (ranks == 1) {
-        explore::run_pool(mine, jobs, work, sink);
+        // What runs at once is bounded by the largest configuration's scratch (thread_pool.h),
+        // and light configurations (up to 16 MiB of records each) always run side by side.
+        explore::run_pool(
+            mine, jobs, work,
+            [&](std::int64_t index) { return evaluator.scratch(grid.settings(index)); },
+            std::int64_t{32} << 20, sink);
     } else {
         try {
             explore::run_root(mine, jobs, work, ranks, *session, sink);

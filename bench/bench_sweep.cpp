@@ -10,7 +10,8 @@
 // - Turing-530B: a sweep of 10,000 configurations in under 10 s on 2 cores, measured as the
 //   whole command (reading the experiment, building the cluster of thousands of GPUs,
 //   simulating, writing the CSV): BM_Sweep_Turing530B_Command/jobs:2; jobs:1 beside it gives
-//   the speed-up of --jobs 2 on a long sweep (issue 16: 1.8x or better).
+//   the speed-up of --jobs 2 on a long sweep (issue 16: 1.8x or better), and with each run
+//   alone, its peak memory (issue 16: --jobs 2 within about 10% of --jobs 1).
 // - 48 layouts of GPT-3 175B on 16,384 GPUs in under 5 s, the whole command on one thread
 //   (issue 16): BM_Sweep_Layouts_16384_Command/jobs:1.
 #include "app/cli.h"
@@ -21,6 +22,7 @@
 
 #include <filesystem>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace clustersim;
@@ -136,6 +138,11 @@ void sweep_command(benchmark::State& state, std::vector<std::string> args, std::
     const auto at = summary.find("result");
     if (at != std::string::npos)
         state.counters["valid"] = std::stod(summary.substr(at + 10));
+    // Peak RSS of the process so far: run one benchmark alone to read its own (gen-perf-table.py
+    // does): the Turing sweep's --jobs 2 should hold about what --jobs 1 does (issue 16).
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    state.counters["peak_rss_MiB"] = static_cast<double>(u.ru_maxrss) / 1024.0;
     std::filesystem::remove(out);
 }
 } // namespace

@@ -218,7 +218,20 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     } else if (r.pp > 1) {
         s.emplace_back("parallel.schedule", "1f1b");
     }
-    s.emplace_back("parallel.recompute", r.recompute);
+    // Megatron-Bridge's DeepSeek-V3 H100 runs recompute by module and do not overlap the
+    // gradient reduce (scripts/performance/run_script.py at v0.1.0rc3, the 25.09 era:
+    // recompute_modules ["mla_up_proj", "mlp"], comm_overlap.overlap_grad_reduce False;
+    // v0.2.0's workload_base_configs.py DEEPSEEK_V3_H100_BASE_CONFIG and
+    // deepseek_v3_h100_config alike), under its recipe's recompute_granularity "selective".
+    const bool moe_recipe = r.moe && !torchtitan;
+    if (moe_recipe && r.recompute == "none") {
+        r.recompute = "selective (mla_up_proj, mlp)";
+        r.features.emplace_back("recompute_modules mla_up_proj, mlp");
+        s.emplace_back("parallel.recompute", "selective");
+        s.emplace_back("parallel.recompute_modules", "[mla_up_proj, mlp]");
+    } else {
+        s.emplace_back("parallel.recompute", r.recompute);
+    }
     // How the recipes split layers that the stages do not divide (layer_assignment.h).
     const int layers = dim(model, "layers");
     const int model_stages = r.pp * std::max(1, r.virtual_stages);
@@ -280,8 +293,11 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         // NeMo / Megatron-Bridge performance recipes: the distributed optimizer with gradient
         // reduce and parameter gather overlapped, and TP communication overlap where tp > 1.
         s.emplace_back("parallel.zero", "1");
-        s.emplace_back("parallel.overlap_grad_reduce", "true");
-        s.emplace_back("parallel.overlap_param_gather", "true");
+        const char* overlap = moe_recipe ? "false" : "true";
+        s.emplace_back("parallel.overlap_grad_reduce", overlap);
+        s.emplace_back("parallel.overlap_param_gather", overlap);
+        if (moe_recipe)
+            r.features.emplace_back("gradient reduce not overlapped");
         if (r.tp > 1)
             s.emplace_back("parallel.tp_comm_overlap", "true");
     }
@@ -370,7 +386,9 @@ std::vector<std::string> recent_rules() {
         "recipe does: Llama 3.1 405B with the embedding and loss as layers, DeepSeek-V3 with "
         "its layout string), sequence parallelism and TP communication overlap where tp > "
         "1, the distributed optimizer (ZeRO-1) with gradient reduce and parameter gather "
-        "overlapped; recompute as printed (not stated: none)",
+        "overlapped; recompute as printed (not stated: none); the DeepSeek-V3 row as its "
+        "recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
+        "not overlapped",
         "torchtitan: FSDP2 as ZeRO-3 with overlapped gathers and reduce-scatters, the local "
         "batch as one micro-batch without a pipeline (with one: as many micro-batches as "
         "pipeline ranks, 2 stages per rank when interleaved, and the layers split as its "

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "explore/ordered_sink.h"
 #include "explore/thread_pool.h"
+#include "strategies/parallel/pipeline_schedule.h"
 
 #include <cctype>
 #if defined(__GLIBC__)
@@ -45,6 +46,10 @@ void keep_freed_memory() {
         // samples; 16 s of system time in 44 s). Keep freed memory in the process instead:
         // blocks up to 32 MiB (glibc's largest mmap threshold) from the heap, the heap's top
         // trimmed only above 1 GiB, grown 64 MiB at a time.
+        // One arena for every thread: what a thread frees (a long pipeline's records) is
+        // reused by the next configuration of any thread, instead of each thread keeping the
+        // largest it ever simulated (run_pool then bounds what runs at once: thread_pool.h).
+        mallopt(M_ARENA_MAX, 1);
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
         mallopt(M_TRIM_THRESHOLD, 1 << 30);
         mallopt(M_TOP_PAD, 64 << 20);
@@ -106,6 +111,27 @@ const sp::StepSimulator& Evaluator::simulator(const Settings& overrides,
     std::call_once(slot->once,
                    [&] { slot->simulator = std::make_unique<sp::StepSimulator>(e.cluster); });
     return *slot->simulator;
+}
+
+std::int64_t step_scratch_bytes(const ExperimentSpec& e) {
+    constexpr std::int64_t kBytesPerPass = 150;
+    const auto& p = e.parallel;
+    // A forward and a backward per micro-batch and model stage; the zero-bubble schedules
+    // split the backward in two.
+    const bool split = p.schedule == sp::PipelineSchedule::zb_h1 ||
+                       p.schedule == sp::PipelineSchedule::zb_v ||
+                       p.schedule == sp::PipelineSchedule::dualpipe;
+    const std::int64_t stages =
+        std::int64_t{p.pp} * sp::chunks_per_rank(p.schedule, p.virtual_stages);
+    return kBytesPerPass * std::int64_t{e.micro_batches()} * stages * (split ? 3 : 2);
+}
+
+std::int64_t Evaluator::scratch(const Settings& overrides) const {
+    try {
+        return step_scratch_bytes(experiment(overrides));
+    } catch (const InputError&) {
+        return 0;
+    }
 }
 
 Outcome Evaluator::evaluate(const Settings& overrides) const {

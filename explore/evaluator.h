@@ -45,6 +45,12 @@ struct Outcome {
     StepResult result;
 };
 
+/// The scratch simulating `e` holds while it runs, estimated from its passes: the step keeps a
+/// record of every pass of every pipeline stage (its order, its timing and its execution),
+/// about 150 bytes a pass (scripts/measure-sweep-memory.sh: 105.6 MB of heap for the 705,600
+/// passes of Turing-530B on pp 105 with 3,360 micro-batches).
+std::int64_t step_scratch_bytes(const ExperimentSpec& e);
+
 /// Tunes the C library's allocator, once per process, to keep freed memory rather than give it
 /// back to the system after every configuration (see evaluator.cpp: the page faults cost more
 /// than the simulations). Evaluator's constructor calls it.
@@ -63,6 +69,8 @@ public:
     /// Reads, validates and simulates; never throws InputError (an invalid configuration is an
     /// outcome).
     Outcome evaluate(const Settings& overrides) const;
+    /// step_scratch_bytes of the configuration; 0 when it cannot run (its row is a reason).
+    std::int64_t scratch(const Settings& overrides) const;
 
 private:
     Settings with_gpus(const Settings& overrides) const;

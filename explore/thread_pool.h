@@ -20,6 +20,21 @@ namespace clustersim::explore {
 void run_pool(const std::vector<std::int64_t>& indices, int jobs,
               const std::function<std::string(std::int64_t)>& work, OrderedSink& sink);
 
+/// The same, with the memory of what runs at once bounded: `weigh(index)` is the scratch
+/// (bytes) a job holds while it runs; every job is weighed first (side by side). A job starts
+/// when nothing runs, or when what runs and it together hold at most the largest job's scratch
+/// plus a tenth (and at least `floor`); one that does not fit waits, and the thread takes the
+/// next. Jobs waiting start first, the earliest first, as soon as they fit; jobs of over half
+/// the bound start ahead of their turn, one at a time, so that small ones run beside them
+/// (their rows wait in the sink, a row each). Threads together
+/// then hold about what one thread holds for the largest job, not that once per thread: the
+/// sweep's memory does not grow with the threads beyond the caches they share, while the
+/// jobs of a sweep that are far from its largest run side by side.
+void run_pool(const std::vector<std::int64_t>& indices, int jobs,
+              const std::function<std::string(std::int64_t)>& work,
+              const std::function<std::int64_t(std::int64_t)>& weigh, std::int64_t floor,
+              OrderedSink& sink);
+
 /// The number of threads `--jobs 0` means: every core.
 int default_jobs();
 

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "hardware/fabric_routes.h"
+#include "hardware/graph_size.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -100,23 +101,12 @@ struct GraphBuilder {
 
 namespace {
 
-/// Memory per vertex of the built graph, its edges, names and routing scratch included:
-/// measured with `clustersim hardware show dgx-a100 --gpus 262144` (996,172 vertices, 1.41 GB
-/// peak RSS; 1.45 kB per vertex at 65,536 GPUs), rounded up.
-constexpr double kBytesPerVertex = 1500;
-
 /// Refuses, before building anything, a cluster whose graph would not fit in this machine's
-/// memory: an estimate and an input error (exit 2) instead of bad_alloc halfway through.
+/// memory: an estimate (hardware/graph_size.h, measured) and an input error (exit 2) instead of
+/// bad_alloc halfway through.
 void refuse_if_too_large(const ClusterSpec& spec) {
-    const NodeSpec& n = spec.node;
-    const double nodes = spec.nodes;
-    const double per_node = 1.0 + n.gpus / std::max(1, n.gpus_per_pcie_switch) +
-                            (n.fabric == IntraNodeFabric::nvswitch ? 1 : 0) + 2.0 * n.gpus +
-                            n.nic_ports();
-    const double down = std::max(1, spec.network.switch_radix / 2);
-    const double network = nodes > 1 ? down + n.nic_ports() * std::ceil(nodes / down) : 0;
-    const double vertices = nodes * per_node + network;
-    const double need = vertices * kBytesPerVertex;
+    const GraphSize size = graph_size(spec);
+    const double need = graph_bytes(size);
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page <= 0)
@@ -124,10 +114,12 @@ void refuse_if_too_large(const ClusterSpec& spec) {
     const double have = static_cast<double>(pages) * static_cast<double>(page);
     if (need > 0.8 * have)
         throw InputError(fmt::format(
-            "a cluster of {} GPUs needs about {:.1f} GiB for its graph ({:.3g} vertices at "
-            "about {} bytes each); this machine has {:.1f} GiB of memory: simulate fewer GPUs "
-            "(data-parallel replicas repeat: a smaller dp predicts the same step)",
-            spec.gpu_count(), need / (1 << 30), vertices, kBytesPerVertex, have / (1 << 30)));
+            "a cluster of {} GPUs needs about {:.1f} GiB for its graph ({:.3g} vertices and "
+            "{:.3g} edges, about {:.0f} bytes per vertex with its edges); this machine has {:.1f} "
+            "GiB of memory: simulate fewer GPUs (data-parallel replicas repeat: a smaller dp "
+            "predicts the same step)",
+            spec.gpu_count(), need / (1 << 30), size.vertices, size.edges, need / size.vertices,
+            have / (1 << 30)));
 }
 
 } // namespace

@@ -57,6 +57,12 @@ run "as mapped before (etp = tp = 2, alltoall dispatcher)" parallel.etp=2
 run "etp 1 (the recipe's expert_tensor_parallel_size)" parallel.etp=1
 run "etp 1, flex dispatcher on DeepEP (a copy per destination node)" parallel.etp=1 \
   parallel.moe_token_dispatcher=flex
+sed -n '/^memory per GPU/,/^oom/p' "$tmp/out.txt"
+run "and the recipe's recompute_modules [mla_up_proj, mlp], gradient reduce not overlapped" \
+  parallel.etp=1 parallel.moe_token_dispatcher=flex parallel.recompute=selective \
+  "parallel.recompute_modules=[mla_up_proj, mlp]" parallel.overlap_grad_reduce=false \
+  parallel.overlap_param_gather=false
+sed -n '/^  recompute/p;/^memory per GPU/,/^oom/p' "$tmp/out.txt"
 echo
 echo "== Why the bubble is not the schedule's: each pipeline rank's busy time (sum of its passes,"
 echo "   from the trace) in the last run. Rank 0 holds the embedding and the one dense layer of"

@@ -71,10 +71,9 @@ constexpr bool simple_only(Algorithm a) {
 }
 /// Algorithms whose closed form pipelines phases that flow fidelity plays one after another
 /// (the flow network has no switch that reduces, and its phases run in series): flow fidelity
-/// is slower for them by the overlap the closed form counts.
+/// is slower for them by the overlap the closed form counts. NVLSTree runs pipelined in both.
 constexpr bool phased_in_flow(Algorithm a) {
-    return a == Algorithm::nvls_tree || a == Algorithm::collnet_direct ||
-           a == Algorithm::collnet_chain;
+    return a == Algorithm::collnet_direct || a == Algorithm::collnet_chain;
 }
 
 /// analytic: closed forms on the path bottlenecks; flow: the decomposition played out on the

@@ -24,6 +24,16 @@ double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root) 
            rank_buffer_bytes(op, static_cast<std::int64_t>(bytes), plan.n, is_root);
 }
 
+namespace {
+/// NVLS runs the intra-node phases of hierarchical and NVLSTree (HierData::nvls_rs > 0, known
+/// without building HierData's patterns: a million transfers on 100,000 GPUs).
+bool nvls_in_nodes(const Plan& plan) {
+    const auto& node = plan.topo.spec().node;
+    return node.nvls && node.fabric == hardware::IntraNodeFabric::nvswitch &&
+           plan.node_ranks.front().size() >= 2;
+}
+} // namespace
+
 double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
                               hardware::Dtype dtype, bool is_root) {
     const auto& gpu = plan.topo.spec().node.gpu;
@@ -48,9 +58,10 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
         } else if (algorithm == Algorithm::collnet_chain) {
             elements = count; // each rank of a chain adds its buffer once
         } else if ((algorithm == Algorithm::hierarchical || algorithm == Algorithm::nvls_tree) &&
-                   plan.hier().nvls_rs > 0) {
+                   nvls_in_nodes(plan)) {
             const double nodes = static_cast<double>(plan.node_ranks.size());
-            elements = (nodes - 1) / nodes * count / plan.hier().per_node;
+            const auto per_node = static_cast<int>(plan.node_ranks.front().size());
+            elements = (nodes - 1) / nodes * count / per_node;
         } else {
             elements = (n - 1) / n * count;
         }
@@ -65,6 +76,70 @@ double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, doub
         break;
     }
     return elements / rate;
+}
+
+double tree_cap_seconds(const Plan& plan, Protocol p, double bytes) {
+    const int N = static_cast<int>(plan.node_ranks.size());
+    if (N < 2 || !plan.regular)
+        return 0;
+    const double channels = plan.tree().parts() / 2.0; // one per NIC port (plan.cpp)
+    double cap = plan.tuning.tree.channel.at(N);
+    const double ll128 = plan.tuning.tree.ll128_channel.at(N);
+    if (p == Protocol::ll128 && ll128 > 0)
+        cap = cap > 0 ? std::min(cap, ll128) : ll128;
+    if (p != Protocol::ll && cap > 0)
+        return 2 * bytes / (channels * cap);
+    return 0;
+}
+
+double nvls_tree_latency_seconds(const Plan& plan, Protocol p) {
+    int log2_nodes = 0; // NCCL's log2i
+    for (int x = static_cast<int>(plan.node_ranks.size()); x > 1; x >>= 1)
+        ++log2_nodes;
+    return plan.tuning.nvls.latency.seconds() +
+           2 * log2_nodes * plan.step_latency(LinkLevel::network, p).seconds();
+}
+
+double nvls_tree_cap_seconds_per_byte(const Plan& plan) {
+    // NCCL's cap is in bus bandwidth (algbw = busbw n / (2(n-1))), one channel per head.
+    const double cap = plan.tuning.nvls_tree_channel.at(static_cast<int>(plan.node_ranks.size()));
+    const double n = plan.n;
+    return cap > 0 ? 2 * (n - 1) / n / (plan.multi().heads * cap) : 0.0;
+}
+
+double nvls_tree_seconds_per_byte(const Plan& plan) {
+    const MultiNodeData& m = plan.multi();
+    return std::max(std::max(m.nvls_intra, m.nvls_tree_inter),
+                    nvls_tree_cap_seconds_per_byte(plan));
+}
+
+/// NCCL runs `channels` CTAs; each loops over one chunk per head (src/device/all_reduce.h,
+/// RunWorkColl<..., NCCL_ALGO_NVLS_TREE>: loopCount = nHeads x chunkCount), so one pipeline
+/// step moves channels x heads x chunk of the buffer, at the pace of the slowest part. The
+/// chunk is NCCL's, shrunk for small buffers as src/enqueue.cc calcCollChunking does for
+/// NCCL_ALGO_NVLS_TREE.
+double nvls_tree_step_bytes(const Plan& plan, double bytes) {
+    const hardware::NvlsTreePipeline& pipe = plan.tuning.nvls_tree_pipeline;
+    std::int64_t chunk = pipe.chunk(static_cast<int>(plan.node_ranks.size()));
+    if (pipe.channels <= 0 || chunk <= 0)
+        return 0;
+    const double ops = static_cast<double>(pipe.channels) * plan.multi().heads; // concurrentOps
+    // (times concurrentOps x chunk, chunk size above which the rule applies, new chunk)
+    static constexpr struct {
+        double times;
+        std::int64_t above;
+    } kRules[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
+    for (const auto& rule : kRules) {
+        if (bytes < rule.times * ops * static_cast<double>(chunk) && chunk > rule.above)
+            chunk = rule.above;
+    }
+    return std::min(bytes, ops * static_cast<double>(chunk));
+}
+
+/// A chunk crosses the tree's depth D up and D down before the first result returns: 2D steps
+/// of fill (the NVLS reduce and multicast at either end overlap the neighbouring chunks' hops).
+double nvls_tree_fill_bytes(const Plan& plan, double bytes) {
+    return 2.0 * plan.multi().tree_depth * nvls_tree_step_bytes(plan, bytes);
 }
 
 } // namespace detail
@@ -155,32 +230,6 @@ double tree_latency(const Plan& plan, Protocol p) {
 
 double tree_seconds(const Plan& plan, Protocol p, double bytes) {
     return tree_latency(plan, p) + tree_transfer_seconds(plan, p, bytes);
-}
-
-/// Bytes of S whose time NVLSTree's pipeline fill adds. NCCL runs `channels` CTAs; each loops
-/// over one chunk per head (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS_TREE>:
-/// loopCount = nHeads x chunkCount), so one pipeline step moves channels x heads x chunk of
-/// the buffer, at the pace of the slowest part. A chunk crosses the tree's depth D up and D
-/// down before the first result returns: 2D steps of fill (the NVLS reduce and multicast at
-/// either end overlap the neighbouring chunks' hops). The chunk is NCCL's, shrunk for small
-/// buffers as src/enqueue.cc calcCollChunking does for NCCL_ALGO_NVLS_TREE.
-double nvls_tree_fill(const hardware::NvlsTreePipeline& pipe, int nodes,
-                      const detail::MultiNodeData& m, double bytes) {
-    std::int64_t chunk = pipe.chunk(nodes);
-    if (pipe.channels <= 0 || chunk <= 0)
-        return 0;
-    const double ops = static_cast<double>(pipe.channels) * m.heads; // concurrentOps
-    // (times concurrentOps x chunk, chunk size above which the rule applies, new chunk)
-    static constexpr struct {
-        double times;
-        std::int64_t above;
-    } kRules[] = {{32, 262144}, {16, 131072}, {4, 65536}, {1, 32768}};
-    for (const auto& rule : kRules) {
-        if (bytes < rule.times * ops * static_cast<double>(chunk) && chunk > rule.above)
-            chunk = rule.above;
-    }
-    const double step = std::min(bytes, ops * static_cast<double>(chunk));
-    return 2.0 * m.tree_depth * step;
 }
 
 /// The direct algorithm (every rank to every peer at once): its bandwidth term and the link
@@ -533,15 +582,9 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // perChMaxTreeBw, for LL128 perChMaxTreeLL128Bw too; a tree's algbw is busBw / 2).
         lat += tree_latency(p, pr);
         body = tree_transfer_seconds(p, pr, S);
-        if (p.regular) {
-            const double channels = p.tree().parts() / 2.0; // one per NIC port (plan.cpp)
-            double cap = p.tuning.tree.channel.at(N);
-            const double ll128 = p.tuning.tree.ll128_channel.at(N);
-            if (pr == Protocol::ll128 && ll128 > 0)
-                cap = cap > 0 ? std::min(cap, ll128) : ll128;
-            if (pr != Protocol::ll && cap > 0)
-                body = std::max(body, 2 * S / (channels * cap));
-        }
+        const double capped = detail::tree_cap_seconds(p, pr, S);
+        if (capped > 0)
+            body = std::max(body, capped);
         break;
     }
     case Algorithm::direct: {
@@ -574,14 +617,10 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // bandwidth: the NVLS phases in the nodes and the trees across them run pipelined, the
         // slower sets the pace, and NCCL caps each channel (perChMaxNVLSTreeBws, in bus
         // bandwidth: algbw = busbw n / (2(n-1))); one channel per head.
-        const detail::MultiNodeData& m = p.multi();
         lat =
             seconds(p.tuning.launch_latency) + seconds(p.tuning.nvls.latency) + 2 * log2i(N) * net;
-        double cost = std::max(m.nvls_intra, m.nvls_tree_inter);
-        const double cap = p.tuning.nvls_tree_channel.at(N);
-        if (cap > 0)
-            cost = std::max(cost, 2 * (n - 1) / n / (m.heads * cap));
-        body = cost * S + nvls_tree_fill(p.tuning.nvls_tree_pipeline, N, m, S) * cost;
+        const double cost = detail::nvls_tree_seconds_per_byte(p);
+        body = cost * S + detail::nvls_tree_fill_bytes(p, S) * cost;
         break;
     }
     case Algorithm::collnet_direct: {

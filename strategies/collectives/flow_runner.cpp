@@ -16,6 +16,7 @@ struct FlowCollectives::Run {
     std::vector<std::vector<StepRange>> rounds; ///< per phase
     std::size_t phase = 0;
     std::size_t round = 0;
+    sim::Time phase_start; ///< when the current phase's first round began
     int total_rounds = 0;
     int pending = 0;
     std::function<void()> done;
@@ -29,8 +30,16 @@ struct FlowCollectives::Run {
         sim::Time latency;
         std::vector<Pending> left;
     };
-    std::vector<Lump> lumps;
+    std::vector<Lump> lumps; ///< the first `nlumps` are the batch's; the others kept for reuse
+    std::size_t nlumps = 0;
     bool then_local = false; ///< of the batch in flight
+    /// Per position in a round's transfers: the pair last seen there, its route and efficiency.
+    struct RouteMemo {
+        int src = 0, dst = 0;
+        const detail::RouteInfo* route = nullptr;
+        double efficiency = 1;
+    };
+    std::vector<RouteMemo> route_memo;
 };
 
 std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
@@ -63,9 +72,11 @@ Choice FlowCollectives::start(const Communicator& comm, const Collective& c,
         claim(comm);
         // Another collective on the same communicator would cross the resources of the flows
         // its rounds left to representatives: simulate those from now on.
-        for (const auto& other : runs_) {
-            if (other->plan == &comm.plan())
-                materialize(other.get());
+        if (running_per_plan_[&comm.plan()] > 0) {
+            for (const auto& other : runs_) {
+                if (other->plan == &comm.plan())
+                    materialize(other.get());
+            }
         }
     }
     auto run = std::make_unique<Run>();
@@ -78,6 +89,7 @@ Choice FlowCollectives::start(const Communicator& comm, const Collective& c,
     run->done = std::move(on_done);
     Run* r = run.get();
     runs_.push_back(std::move(run));
+    ++running_per_plan_[r->plan];
     engine_.after(r->decomposition.start_latency, [this, r] {
         if (r->total_rounds == 0)
             local_work(r); // one GPU: only the kernel's own memory work
@@ -90,6 +102,18 @@ Choice FlowCollectives::start(const Communicator& comm, const Collective& c,
 void FlowCollectives::next_round(Run* run) {
     const auto& phases = run->decomposition.phases;
     while (run->phase < phases.size() && run->round >= run->rounds[run->phase].size()) {
+        // A phase with a least time (Phase::least_seconds) ends no earlier than its start, its
+        // steps' latencies and that time.
+        const Phase& done = *phases[run->phase];
+        if (done.least_seconds() > 0) {
+            sim::Time end = run->phase_start + sim::Time::from_seconds(done.least_seconds());
+            for (int s = 0; s < done.steps(); ++s)
+                end += done.step_latency(s);
+            if (engine_.now() < end) {
+                engine_.at(end, [this, run] { next_round(run); });
+                return;
+            }
+        }
         ++run->phase;
         run->round = 0;
     }
@@ -98,6 +122,8 @@ void FlowCollectives::next_round(Run* run) {
         return;
     }
     const Phase& phase = *phases[run->phase];
+    if (run->round == 0)
+        run->phase_start = engine_.now();
     const StepRange range = run->rounds[run->phase][run->round];
     sim::Time latency = sim::Time::zero();
     for (int s = range.begin; s < range.end; ++s)
@@ -109,19 +135,32 @@ void FlowCollectives::next_round(Run* run) {
     // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
     // follows them (the same SMs do both).
     const bool overlap = run->plan->node_ranks.size() > 1;
+    const double least = phase.min_seconds(range);
     batch_.clear();
-    for (const detail::PFlow& f : scratch_) {
+    // The rounds of a phase mostly repeat their endpoint pairs in the same order (a ring's
+    // every round): each position keeps the route and efficiency of its last pair, so that a
+    // round looks up (under the plan's lock) only the pairs that changed.
+    auto& memo = run->route_memo;
+    if (memo.size() < scratch_.size())
+        memo.resize(scratch_.size());
+    for (std::size_t i = 0; i < scratch_.size(); ++i) {
+        const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
-        const detail::RouteInfo& route = run->plan->route(f.src, f.dst);
-        const double wire = f.bytes / run->plan->flow_efficiency(f.src, f.dst, protocol);
+        Run::RouteMemo& m = memo[i];
+        if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
+            m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
+                 run->plan->flow_efficiency(f.src, f.dst, protocol)};
+        }
+        const detail::RouteInfo& route = *m.route;
+        const double wire = f.bytes / m.efficiency;
         stats_.payload_bytes += f.bytes;
         stats_.wire_bytes += wire;
         Pending p;
         p.route = &route.edges;
         p.bytes = wire;
         p.latency = latency;
-        p.max_rate = std::numeric_limits<double>::infinity();
+        p.max_rate = least > 0 ? wire / least : std::numeric_limits<double>::infinity();
         p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
@@ -188,15 +227,19 @@ void FlowCollectives::on_flow_done(Run* run, bool then_local) {
 }
 
 void FlowCollectives::start_batch(Run* run, bool then_local) {
-    run->lumps.clear();
+    // Lumps (and their lists' storage) are reused from batch to batch.
+    for (std::size_t i = 0; i < run->nlumps; ++i)
+        run->lumps[i].left.clear();
+    run->nlumps = 0;
+    const auto n_gpus = static_cast<std::size_t>(topology_.gpu_count());
+    if (gpu_simulated_.size() < n_gpus) {
+        gpu_simulated_.resize(n_gpus, 0);
+        gpu_represented_.resize(n_gpus, 0);
+    }
     run->then_local = then_local;
     // Symmetry holds for a flow whose every resource is its communicator's alone, crossed by no
     // other flow of the batch, while no other collective runs on the communicator.
-    bool lump = options_.symmetry;
-    if (lump) {
-        for (const auto& other : runs_)
-            lump = lump && (other.get() == run || other->plan != run->plan);
-    }
+    const bool lump = options_.symmetry && running_per_plan_[run->plan] == 1;
     if (lump) {
         if (use_.size() < net_.resource_count())
             use_.resize(net_.resource_count(), 0);
@@ -215,11 +258,17 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         bool alone = lump;
         double rate = p.max_rate;
         if (alone) {
+            // Ownership first: a flow that crosses a shared resource (most hops between nodes)
+            // needs no bottleneck.
             if (p.route != nullptr) {
                 for (sim::ResourceId e : *p.route) {
-                    alone = alone && own(e);
-                    rate = std::min(rate, net_.capacity(e));
+                    if (!own(e)) {
+                        alone = false;
+                        break;
+                    }
                 }
+                for (std::size_t i = 0; alone && i < p.route->size(); ++i)
+                    rate = std::min(rate, net_.capacity((*p.route)[i]));
             } else if (p.has_edge) {
                 alone = own(p.edge);
                 rate = std::min(rate, net_.capacity(p.edge));
@@ -228,14 +277,17 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         if (alone) {
             // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
             // flows are those of the same size, bottleneck and latency.
-            auto it = std::find_if(run->lumps.begin(), run->lumps.end(), [&](const Run::Lump& l) {
+            const auto end = run->lumps.begin() + static_cast<std::ptrdiff_t>(run->nlumps);
+            auto it = std::find_if(run->lumps.begin(), end, [&](const Run::Lump& l) {
                 return l.bytes == p.bytes && l.rate == rate && l.latency == p.latency;
             });
-            if (it != run->lumps.end()) {
+            if (it != end) {
                 it->left.push_back(p);
                 ++stats_.represented;
-                mark_gpu(p.gpu_a, false);
-                mark_gpu(p.gpu_b, false);
+                if (p.gpu_a >= 0)
+                    gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
+                if (p.gpu_b >= 0)
+                    gpu_represented_[static_cast<std::size_t>(p.gpu_b)] = 1;
                 continue;
             }
         }
@@ -245,8 +297,15 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         mark_gpu(p.gpu_b, true);
         sim::FlowSpec spec{p.bytes, p.path(), p.latency, p.max_rate, {}};
         if (alone) {
-            const std::size_t k = run->lumps.size();
-            run->lumps.push_back({0, false, p.bytes, rate, p.latency, {}});
+            const std::size_t k = run->nlumps++;
+            if (k == run->lumps.size())
+                run->lumps.emplace_back();
+            Run::Lump& l = run->lumps[k];
+            l.rep = 0;
+            l.rep_done = false;
+            l.bytes = p.bytes;
+            l.rate = rate;
+            l.latency = p.latency;
             spec.on_complete = [this, run, then_local, k](sim::FlowId) {
                 run->lumps[k].rep_done = true;
                 on_flow_done(run, then_local);
@@ -272,7 +331,8 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
 
 void FlowCollectives::materialize(Run* run) {
     const bool then_local = run->then_local;
-    for (Run::Lump& l : run->lumps) {
+    for (std::size_t i = 0; i < run->nlumps; ++i) {
+        Run::Lump& l = run->lumps[i];
         if (l.rep_done)
             continue; // the others finished with it
         for (const Pending& p : l.left) {
@@ -354,6 +414,8 @@ void FlowCollectives::finish(Run* run) {
                            [run](const std::unique_ptr<Run>& p) { return p.get() == run; });
     std::unique_ptr<Run> owned = std::move(*it);
     runs_.erase(it);
+    if (--running_per_plan_[owned->plan] == 0)
+        running_per_plan_.erase(owned->plan);
     if (owned->done)
         owned->done();
 }

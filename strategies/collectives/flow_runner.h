@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace clustersim::strategies::collectives {
@@ -118,6 +119,9 @@ private:
     FlowOptions options_;
     FlowStats stats_;
     std::vector<std::unique_ptr<Run>> runs_;
+    /// Collectives running per communicator (symmetry asks at every round whether another runs
+    /// on the same one: a scan of runs_ made that quadratic in the collectives in flight).
+    std::unordered_map<const detail::Plan*, int> running_per_plan_;
     std::vector<detail::PFlow> scratch_;
     std::vector<Pending> batch_;
     // Symmetry: per resource, the plan of the communicator that claimed it (null: none) and

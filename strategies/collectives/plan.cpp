@@ -585,10 +585,22 @@ void Plan::load_pipeline(TreeData& t, bool all_windows) const {
 }
 
 const TreeData& Plan::chains(int root, bool reduce) const {
-    std::lock_guard<std::mutex> lock(chains_mutex_);
-    auto& slot = chains_[{root, reduce}];
-    if (slot)
-        return *slot;
+    ChainsEntry* entry = nullptr;
+    {
+        std::shared_lock<std::shared_mutex> lock(chains_mutex_); // readers side by side
+        auto it = chains_.find({root, reduce});
+        if (it != chains_.end())
+            entry = it->second.get();
+    }
+    if (entry == nullptr) {
+        std::unique_lock<std::shared_mutex> lock(chains_mutex_);
+        auto& slot = chains_[{root, reduce}];
+        if (!slot)
+            slot = std::make_unique<ChainsEntry>();
+        entry = slot.get();
+    }
+    if (const TreeData* built = entry->data.load(std::memory_order_acquire))
+        return *built;
     // NCCL runs a broadcast or reduce on every ring channel, each over its own ring with
     // 1/channels of the buffer (src/device/broadcast.h, reduce.h: the channel's part of the
     // buffer; src/enqueue.cc splits it over nChannels): a chain from the root (broadcast) or
@@ -608,8 +620,13 @@ const TreeData& Plan::chains(int root, bool reduce) const {
     }
     t->stage_reduces.assign(t->stages.size(), reduce);
     load_pipeline(*t, false);
-    slot = std::move(t);
-    return *slot;
+    // Published as CommunicatorCache publishes a communicator: the build is deterministic, so a
+    // racing duplicate equals the first one published, and is dropped.
+    const TreeData* first = nullptr;
+    if (entry->data.compare_exchange_strong(first, t.get(), std::memory_order_acq_rel,
+                                            std::memory_order_acquire))
+        return *t.release();
+    return *first;
 }
 
 double Plan::tree_rounds(Protocol p, std::int64_t K) const {
@@ -734,13 +751,24 @@ const MultiNodeData& Plan::multi() const {
             return up < 0 ? -1 : (up + 1) % N;
         };
         for (int t = 0; t < 2; ++t) {
+            auto& parent = m->node_parent[size_t(t)];
+            auto& depth = m->node_depth[size_t(t)];
+            parent.resize(size_t(N));
+            depth.resize(size_t(N));
             for (int k = 0; k < N; ++k) {
+                parent[size_t(k)] = node_parent(t, k);
                 int d = 0;
                 for (int u = node_parent(t, k); u >= 0; u = node_parent(t, u))
                     ++d;
+                depth[size_t(k)] = d;
                 m->tree_depth = std::max(m->tree_depth, d);
             }
         }
+        for (int j = 0; j < P; ++j)
+            m->head_local.push_back(static_cast<int>(static_cast<long>(j) * g / P));
+        // CollNet's patterns only where the fabric reduces (elsewhere why_not refuses it): on
+        // 100,000 GPUs they are 3.2 million transfers, each a route to look up.
+        const bool collnet = topo.spec().network.in_network_reduction;
         std::vector<PFlow> nvls, inter, direct, chain;
         for (int k = 0; k < N; ++k) {
             const auto& r = node_ranks[size_t(k)];
@@ -753,13 +781,13 @@ const MultiNodeData& Plan::multi() const {
             for (int j = 0; j < P; ++j) {
                 const int h = head(k, j);
                 const int h_local = static_cast<int>(static_cast<long>(j) * g / P);
-                for (int q = 0; q < g; ++q) {
+                for (int q = 0; q < g && collnet; ++q) {
                     if (r[size_t(q)] == h)
                         continue;
                     direct.push_back({r[size_t(q)], h, 1.0 / P}); // reduce-scatter to heads
                     direct.push_back({h, r[size_t(q)], 1.0 / P}); // all-gather from heads
                 }
-                for (int i = 0; i + 1 < g; ++i) { // the chain from the head, up and back down
+                for (int i = 0; i + 1 < g && collnet; ++i) { // the chain, up and back down
                     const int a = r[size_t((h_local + i) % g)];
                     const int b = r[size_t((h_local + i + 1) % g)];
                     chain.push_back({b, a, 1.0 / P});

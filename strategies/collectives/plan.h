@@ -16,6 +16,7 @@
 #include "strategies/collectives/collective.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -126,11 +127,17 @@ struct MultiNodeData {
     int per_node = 0;   ///< g
     int heads = 0;      ///< ranks per node beside a NIC port: NVLSTree and CollNet heads, rails
     int tree_depth = 0; ///< hops from the deepest node to the root, deeper of the two trees
+    /// The two trees of nodes (ncclGetDtree): each communicator node's parent (-1: the root)
+    /// and depth (0: the root), per tree.
+    std::array<std::vector<int>, 2> node_parent, node_depth;
+    /// Position in its node of the head of channel j (the rank beside NIC port j).
+    std::vector<int> head_local;
     /// NVLSTree: NVLS reduce-scatter and all-gather in every node at once (Simple).
     double nvls_intra = 0;
     /// NVLSTree: per head, a double binary tree over the nodes (half of the head's share of S
     /// on each), every hop up and down at once (Simple).
     double nvls_tree_inter = 0;
+    /// CollNet (direct_intra, chain_intra): 0 where the fabric does not reduce (refused there).
     /// CollNet direct: every rank sends 1/heads of S to each head and each head sends its
     /// reduced part back to every rank (Simple).
     double collnet_direct_intra = 0;
@@ -208,7 +215,9 @@ public:
     double pipeline_rounds(const TreeData& t, Protocol p, std::int64_t K) const;
     /// Broadcast (reduce = false) or reduce across the ring channels: a chain per channel from
     /// (to) the root, 1/channels of the buffer each; stages and windows as a tree's (parent and
-    /// level empty). Built per root on first use; thread-safe.
+    /// level empty). Built per root on first use, outside every lock (a thread that asks for
+    /// chains another is still building builds them too rather than wait; the first published
+    /// is kept); thread-safe.
     const TreeData& chains(int root, bool reduce) const;
     const HierData& hier() const;
     const DirectData& direct() const;
@@ -227,8 +236,17 @@ private:
     mutable std::mutex tree_inner_mutex_;
     mutable std::map<std::tuple<const TreeData*, std::size_t, std::int64_t>, std::vector<double>>
         tree_inner_;
-    mutable std::mutex chains_mutex_;
-    mutable std::map<std::pair<int, bool>, std::unique_ptr<TreeData>> chains_;
+    /// A root's chains once built; entries are never removed, so a pointer to one stays valid
+    /// as long as the plan (Plan::tree_inner_ keys on it).
+    struct ChainsEntry {
+        std::atomic<const TreeData*> data{nullptr};
+        ChainsEntry() = default;
+        ChainsEntry(const ChainsEntry&) = delete;
+        ChainsEntry& operator=(const ChainsEntry&) = delete;
+        ~ChainsEntry() { delete data.load(); }
+    };
+    mutable std::shared_mutex chains_mutex_; ///< guards chains_ only, never a build
+    mutable std::map<std::pair<int, bool>, std::unique_ptr<ChainsEntry>> chains_;
     /// Routes, levels, wire bytes and windows of a pipeline's stages (every window, or those
     /// from the first and to the last stage).
     void load_pipeline(TreeData& t, bool all_windows) const;
@@ -243,6 +261,23 @@ double kernel_memory_bytes(const Plan& plan, Op op, double bytes, bool is_root);
 /// packed 16-bit types; NVLS reduces in the switch).
 double kernel_compute_seconds(const Plan& plan, Op op, Algorithm algorithm, double bytes,
                               hardware::Dtype dtype, bool is_root);
+
+/// The double binary tree across nodes of a regular communicator: the least seconds NCCL's
+/// cap per channel allows for `bytes` (busBw <= channels x perChMaxTreeBw, for LL128
+/// perChMaxTreeLL128Bw too; a tree's algbw is busBw / 2); 0: no cap (one node, LL).
+double tree_cap_seconds(const Plan& plan, Protocol p, double bytes);
+/// NVLSTree across nodes (regular communicators on 2 or more nodes): seconds per byte of S
+/// of its pipelined phases, the slowest of the NVLS phases in the nodes, the trees across them
+/// and NCCL's cap per channel (tuning.cc perChMaxNVLSTreeBws).
+double nvls_tree_seconds_per_byte(const Plan& plan);
+/// NCCL's NVLSTree latency (tuning.cc): the NVLS latency and 2 log2(nodes) network steps.
+double nvls_tree_latency_seconds(const Plan& plan, Protocol p);
+/// The seconds per byte of S that NCCL's cap per channel alone allows (0: no cap).
+double nvls_tree_cap_seconds_per_byte(const Plan& plan);
+/// Bytes of one NVLSTree pipeline step (channels x heads x chunk, NCCL's chunk rules), and
+/// the bytes whose time its pipeline fill adds: 2D steps (communicator.cpp).
+double nvls_tree_step_bytes(const Plan& plan, double bytes);
+double nvls_tree_fill_bytes(const Plan& plan, double bytes);
 
 /// Elements [begin, end) of part `i` of `parts` equal parts of `total` (floor boundaries).
 inline std::int64_t part_begin(std::int64_t i, std::int64_t parts, std::int64_t total) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 namespace clustersim::strategies::collectives {
 
@@ -124,13 +125,17 @@ struct Part {
 
 class PipelinePhase : public Phase {
 public:
+    /// `least_seconds`: the least time of the pipeline's transfers (NCCL's cap per channel).
     PipelinePhase(std::vector<std::vector<detail::TreeData::Hop>> stages, std::vector<bool> reduces,
-                  std::vector<sim::Time> latency, std::vector<Part> parts, std::int64_t chunks)
+                  std::vector<sim::Time> latency, std::vector<Part> parts, std::int64_t chunks,
+                  double least_seconds = 0)
         : stages_(std::move(stages))
         , reduces_(std::move(reduces))
         , latency_(std::move(latency))
         , parts_(std::move(parts))
-        , K_(chunks) {}
+        , K_(chunks)
+        , least_(least_seconds) {}
+    double least_seconds() const override { return least_; }
 
     int steps() const override {
         return stages_.empty() ? 0 : static_cast<int>(K_) + static_cast<int>(stages_.size()) - 1;
@@ -195,6 +200,7 @@ private:
     std::vector<sim::Time> latency_;
     std::vector<Part> parts_;
     std::int64_t K_;
+    double least_ = 0;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -407,6 +413,152 @@ private:
     std::vector<PFlow> chunk_flows_;
 };
 
+// ------------------------------------------------------------------------------------------
+// NVLSTree across nodes, pipelined as NCCL runs it (src/device/all_reduce.h, RunWorkColl for
+// NCCL_ALGO_NVLS_TREE: the scatter, tree-up, tree-down and broadcast warps of a channel work on
+// consecutive chunks at once). Per chunk: each node's NVSwitch reduces the chunk of every part
+// (multimem.ld_reduce) for the part's head, the rank beside NIC port j; the heads reduce up the
+// two trees of nodes (ncclGetDtree, half of the part on each, the shape of Plan::multi) and the
+// sum comes back down; each head stores its part to the switch, which multicasts it to the
+// node's ranks (multimem.st). The values view runs a chunk's stages one step after another;
+// the flow view runs every stage of a round's chunks at once, as the steady pipeline does, so
+// the slowest of the NVLS links, the NICs and the fabric (shared max-min with whatever else
+// runs) sets the pace, and NCCL's cap per channel is each round's least time (min_seconds).
+// The pipeline fill (2D steps of channels x heads x chunk) is the closed form's, paid as the
+// first step's latency.
+class NvlsTreePhase : public Phase {
+public:
+    NvlsTreePhase(const Plan& plan, std::int64_t elements, double bytes, std::int64_t chunks,
+                  sim::Time latency, double cap_seconds_per_byte)
+        : plan_(plan)
+        , m_(plan.multi())
+        , E_(elements)
+        , K_(chunks)
+        , latency_(latency)
+        , chunk_bytes_(bytes / static_cast<double>(chunks))
+        , cap_(cap_seconds_per_byte) {
+        per_chunk_ = 2 * m_.tree_depth + 4;
+        const int N = static_cast<int>(plan_.node_ranks.size());
+        const double P = m_.heads;
+        const double b = chunk_bytes_;
+        std::vector<PFlow> flows;
+        for (int k = 0; k < N; ++k) {
+            const int sw = detail::switch_of(k);
+            for (int r : plan_.node_ranks[size_t(k)]) { // reduce and multicast: all of the chunk
+                flows.push_back({r, sw, b});
+                flows.push_back({sw, r, b});
+            }
+            for (int j = 0; j < m_.heads; ++j) { // the head reads its part and stores the sum
+                flows.push_back({sw, head(k, j), b / P});
+                flows.push_back({head(k, j), sw, b / P});
+            }
+            for (int t = 0; t < 2; ++t) { // up and down the trees, half of each part on each
+                const int parent = m_.node_parent[size_t(t)][size_t(k)];
+                for (int j = 0; j < m_.heads && parent >= 0; ++j) {
+                    flows.push_back({head(k, j), head(parent, j), b / P / 2});
+                    flows.push_back({head(parent, j), head(k, j), b / P / 2});
+                }
+            }
+        }
+        std::stable_sort(flows.begin(), flows.end(), [](const PFlow& x, const PFlow& y) {
+            return std::tie(x.src, x.dst) < std::tie(y.src, y.dst);
+        });
+        for (const PFlow& f : flows) {
+            if (!chunk_flows_.empty() && chunk_flows_.back().src == f.src &&
+                chunk_flows_.back().dst == f.dst)
+                chunk_flows_.back().bytes += f.bytes;
+            else
+                chunk_flows_.push_back(f);
+        }
+    }
+    int steps() const override { return static_cast<int>(K_) * per_chunk_; }
+    sim::Time step_latency(int s) const override { return s == 0 ? latency_ : sim::Time::zero(); }
+    std::vector<StepRange> rounds(int max_rounds) const override {
+        // A round's flows are every stage's of its chunks; a communicator of 100,000 GPUs has
+        // ~600,000 of them. Rounds are bounded so that the collective starts about
+        // kFlowBudget flows: uncontended, every round of the steady pipeline takes as long, so
+        // the time does not depend on the bound, only how finely other traffic couples to it.
+        constexpr std::size_t kFlowBudget = std::size_t{1} << 16;
+        const auto by_budget =
+            static_cast<int>(std::max<std::size_t>(1, kFlowBudget / chunk_flows_.size()));
+        auto out = even_rounds(static_cast<int>(K_), std::min(max_rounds, by_budget));
+        for (StepRange& r : out)
+            r = {r.begin * per_chunk_, r.end * per_chunk_};
+        return out;
+    }
+    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
+        const double k = static_cast<double>(r.end - r.begin) / per_chunk_;
+        for (const PFlow& f : chunk_flows_)
+            out.push_back({f.src, f.dst, f.bytes * k});
+    }
+    double min_seconds(StepRange r) const override {
+        return cap_ * chunk_bytes_ * static_cast<double>(r.end - r.begin) / per_chunk_;
+    }
+    void transfers(int s, std::vector<Transfer>& out) const override {
+        const std::int64_t k = s / per_chunk_;
+        const int o = s % per_chunk_;
+        const int D = m_.tree_depth;
+        const int N = static_cast<int>(plan_.node_ranks.size());
+        // Chunk k of half t of part j: [lo, lo + len).
+        auto range = [&](int j, int t, std::int64_t& lo, std::int64_t& len) {
+            const std::int64_t p0 = part_begin(j, m_.heads, E_);
+            const std::int64_t p1 = part_begin(j + 1, m_.heads, E_);
+            const std::int64_t h0 = p0 + part_begin(t, 2, p1 - p0);
+            const std::int64_t h1 = p0 + part_begin(t + 1, 2, p1 - p0);
+            lo = h0 + part_begin(k, K_, h1 - h0);
+            len = h0 + part_begin(k + 1, K_, h1 - h0) - lo;
+        };
+        std::int64_t lo = 0, len = 0;
+        for (int node = 0; node < N; ++node) {
+            const int sw = detail::switch_of(node);
+            for (int j = 0; j < m_.heads; ++j) {
+                for (int t = 0; t < 2; ++t) {
+                    range(j, t, lo, len);
+                    const int h = head(node, j);
+                    if (o == 0 || o == 2 * D + 3) { // every rank into the switch; multicast
+                        for (int r : plan_.node_ranks[size_t(node)]) {
+                            if (o == 0)
+                                out.push_back({r, sw, lo, lo, len, true});
+                            else
+                                out.push_back({sw, r, lo, lo, len, false});
+                        }
+                    } else if (o == 1) {
+                        out.push_back({sw, h, lo, lo, len, false});
+                    } else if (o == 2 * D + 2) {
+                        out.push_back({h, sw, lo, lo, len, false});
+                    } else {
+                        // Up from depth D - (o - 2), then down to depth o - 2 - D + 1.
+                        const bool up = o < D + 2;
+                        const int depth = up ? D - (o - 2) : o - 2 - D + 1;
+                        if (m_.node_depth[size_t(t)][size_t(node)] != depth)
+                            continue;
+                        const int ph = head(m_.node_parent[size_t(t)][size_t(node)], j);
+                        if (up)
+                            out.push_back({h, ph, lo, lo, len, true});
+                        else
+                            out.push_back({ph, h, lo, lo, len, false});
+                    }
+                }
+            }
+        }
+    }
+
+private:
+    int head(int node, int j) const {
+        return plan_.node_ranks[size_t(node)][size_t(m_.head_local[size_t(j)])];
+    }
+
+    const Plan& plan_;
+    const detail::MultiNodeData& m_;
+    std::int64_t E_;
+    std::int64_t K_;
+    sim::Time latency_;
+    double chunk_bytes_; ///< of the collective's bytes, per chunk
+    double cap_;         ///< seconds per byte of the collective's bytes
+    int per_chunk_ = 4;
+    std::vector<PFlow> chunk_flows_;
+};
+
 std::int64_t chunk_count(double bytes, std::int64_t chunk_bytes) {
     return std::max<std::int64_t>(
         1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(chunk_bytes))));
@@ -521,9 +673,11 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
             part_list.push_back({lo, hi - lo, S / parts});
         }
-        d.phases.push_back(std::make_unique<PipelinePhase>(t.stages, t.stage_reduces,
-                                                           std::move(latency), std::move(part_list),
-                                                           chunk_count(S / parts, chunk)));
+        // Across nodes NCCL's cap per channel, as the closed form: the pipeline's transfers take
+        // at least as long as the cap allows.
+        d.phases.push_back(std::make_unique<PipelinePhase>(
+            t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
+            chunk_count(S / parts, chunk), detail::tree_cap_seconds(plan, p, S)));
         break;
     }
     case Algorithm::direct:
@@ -537,18 +691,32 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             plan.tuning.nvls.latency));
         break;
     }
+    case Algorithm::nvls_tree: {
+        // As the closed form: NCCL's NVLSTree latency (tuning.cc: no protocol base latency) and
+        // the pipeline fill at the closed form's pace, then the chunks through every stage.
+        const double step = options.chunk_bytes > 0 ? static_cast<double>(options.chunk_bytes)
+                                                    : detail::nvls_tree_step_bytes(plan, S);
+        const std::int64_t K =
+            step > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(S / step)))
+                     : 1;
+        d.start_latency = plan.tuning.launch_latency;
+        const sim::Time latency = sim::Time::from_seconds(
+            detail::nvls_tree_latency_seconds(plan, p) +
+            detail::nvls_tree_fill_bytes(plan, S) * detail::nvls_tree_seconds_per_byte(plan));
+        d.phases.push_back(std::make_unique<NvlsTreePhase>(
+            plan, E, S, K, latency, detail::nvls_tree_cap_seconds_per_byte(plan)));
+        break;
+    }
     case Algorithm::hierarchical:
-    case Algorithm::nvls_tree:
     case Algorithm::collnet_direct:
     case Algorithm::collnet_chain: {
-        // NVLSTree and CollNet play as their three phases in series (phased_in_flow): the
-        // intra-node reduce-scatter (NVLS for NVLSTree), the exchange across nodes (a ring per
-        // local rank: the flow network has no switch that reduces), the intra-node all-gather.
+        // CollNet plays as its three phases in series (phased_in_flow): the intra-node
+        // reduce-scatter, the exchange across nodes (a ring per local rank: the flow network
+        // has no switch that reduces), the intra-node all-gather.
         const detail::HierData& h = plan.hier();
         const int g = h.per_node;
         const int N = static_cast<int>(plan.node_ranks.size());
-        const bool nvls = h.nvls_rs > 0 && (algorithm == Algorithm::hierarchical ||
-                                            algorithm == Algorithm::nvls_tree);
+        const bool nvls = h.nvls_rs > 0 && algorithm == Algorithm::hierarchical;
         auto intra = [&](RingKind k) -> std::unique_ptr<Phase> {
             if (nvls) {
                 std::vector<NvlsGroup> groups;

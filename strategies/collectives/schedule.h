@@ -53,6 +53,14 @@ public:
     virtual std::vector<StepRange> rounds(int max_rounds) const = 0;
     /// Payload bytes per endpoint pair over the steps of `range` (pairs may repeat).
     virtual void round_flows(StepRange range, std::vector<detail::PFlow>& out) const = 0;
+    /// The least time the transfers of `range` take, whatever the links allow (NCCL's cap per
+    /// channel: what its CTAs copy and reduce); 0: none. The flow network caps each transfer's
+    /// rate so that it takes at least this long.
+    virtual double min_seconds(StepRange) const { return 0; }
+    /// The least time of the whole phase beyond its steps' latencies (a cap per channel on a
+    /// pipeline whose rounds differ: the closed form's max(transfers, cap)); 0: none. The next
+    /// phase starts no earlier.
+    virtual double least_seconds() const { return 0; }
 };
 
 struct Decomposition {

@@ -6,6 +6,7 @@
 #include "strategies/models/fp8.h"
 
 #include <initializer_list>
+#include <array>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -26,6 +27,23 @@ std::string_view to_string(Pass p) {
         return "recompute";
     }
     return "?";
+}
+
+namespace {
+constexpr std::array<std::string_view, kRecomputeModules> kRecomputeModuleNames{
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+} // namespace
+
+std::string_view to_string(RecomputeModule m) {
+    return kRecomputeModuleNames[static_cast<std::size_t>(m)];
+}
+
+std::optional<RecomputeModule> parse_recompute_module(std::string_view s) {
+    for (std::size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
+        if (kRecomputeModuleNames[i] == s)
+            return static_cast<RecomputeModule>(i);
+    }
+    return std::nullopt;
 }
 
 std::string_view to_string(OpKind k) {
@@ -372,6 +390,13 @@ struct TransformerActivations {
     std::int64_t layer_input = 0;    ///< input of the first norm: what full recompute keeps
     std::int64_t attention_core = 0; ///< what selective recompute drops (unfused only)
     std::int64_t all = 0;            ///< everything, without recompute
+    // What each of Megatron-Core's recompute_modules drops (LayerConfig::recompute_modules);
+    // a module kept by checkpointing keeps its input, which the layer keeps anyway.
+    std::int64_t norm_outputs = 0; ///< layernorm: the two norms' outputs
+    std::int64_t mla_up = 0;       ///< mla_up_proj: the normalised latents and every head's Q, K, V
+    std::int64_t mlp = 0;          ///< mlp (a dense layer's) or moe (a layer with experts): inside
+    std::int64_t moe_act = 0;      ///< moe_act: the routed experts' activation outputs
+    std::int64_t shared = 0;       ///< shared_experts: inside the shared experts
 };
 
 TransformerActivations transformer_activations(const Ctx& c) {
@@ -388,10 +413,15 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // projections (gathered; q and kv each twice), the heads' queries, keys and values
         // for FlashAttention, its log-sum-exp, the output projection's input.
         const std::int64_t ah = m.heads / c.t;
-        a.all = a.layer_input + e * sharded +
-                2 * e * T * (std::int64_t{m.q_lora_rank} + m.kv_lora_rank) +
-                e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim) + 4 * bh * c.s / c.cp +
-                e * T * ah * m.v_head_dim;
+        const std::int64_t latents = std::int64_t{m.q_lora_rank} + m.kv_lora_rank;
+        const std::int64_t heads_qkv = e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim);
+        a.all = a.layer_input + e * sharded + 2 * e * T * latents + heads_qkv +
+                4 * bh * c.s / c.cp + e * T * ah * m.v_head_dim;
+        // Recomputing the up projections (output-discarding checkpoint) keeps its inputs, the
+        // latents of this rank's sequence shard, and drops the gathered ones, their norms'
+        // outputs and every head's queries, keys and values until the attention's backward.
+        a.mla_up = 2 * e * T * latents - e * (T / c.sp_div) * latents + heads_qkv;
+        a.norm_outputs = e * sharded;
     }
     const std::int64_t qkv_input = c.saved_input * sharded; // stored sharded with SP, re-gathered
     const std::int64_t qkv = e * T * m.qkv_out() / c.t;
@@ -405,18 +435,21 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const std::int64_t post_norm_input = e * sharded;
     const std::int64_t fc1_input = c.saved_input * sharded;
     std::int64_t mlp = 0;
+    a.norm_outputs += fc1_input + (m.is_mla() ? 0 : qkv_input);
     if (c.a2a) {
         // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
         // (the combine's weighted sum needs them for the probabilities' gradient), and for
         // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
         // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
         const std::int64_t N = c.a2a_computed();
+        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.etp;
         mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved_input * N * c.h +
-              e * N * m.expert_fc1_out() / c.etp +
-              c.saved_input * N * m.moe_ffn_hidden_size / c.etp;
-        if (m.moe_shared_expert_intermediate_size > 0)
-            mlp += c.saved_input * sharded + e * T * m.shared_fc1_out() / c.t +
-                   c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+              e * N * m.expert_fc1_out() / c.etp + a.moe_act;
+        if (m.moe_shared_expert_intermediate_size > 0) {
+            a.shared = e * T * m.shared_fc1_out() / c.t +
+                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + a.shared;
+        }
     } else if (!c.moe) {
         // activation and fc2 inputs
         mlp = e * T * m.fc1_out() / c.t + c.saved_input * T * m.ffn / c.t;
@@ -426,13 +459,16 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // the experts' outputs, which the weighted combine needs for the gradient of the
         // routing probabilities; the shared experts like a dense MLP.
         const std::int64_t N = c.tokens_per_expert() * m.num_experts;
+        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.t;
         mlp = 4 * T / c.sp_div * m.num_experts + c.saved_input * N * c.h +
-              e * N * m.expert_fc1_out() / c.t + c.saved_input * N * m.moe_ffn_hidden_size / c.t +
-              e * N * c.h;
-        if (m.moe_shared_expert_intermediate_size > 0)
-            mlp += c.saved_input * sharded + e * T * m.shared_fc1_out() / c.t +
-                   c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+              e * N * m.expert_fc1_out() / c.t + a.moe_act + e * N * c.h;
+        if (m.moe_shared_expert_intermediate_size > 0) {
+            a.shared = e * T * m.shared_fc1_out() / c.t +
+                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + a.shared;
+        }
     }
+    a.mlp = mlp;
     if (m.is_mla())
         a.all += masks + post_norm_input + fc1_input + mlp;
     else
@@ -832,6 +868,103 @@ void mla_backward(const Ctx& c, LayerWork& w) {
     B.add(c.gemm("attention.q_down.wgrad", c.h, m.q_lora_rank, local));
 }
 
+/// The forward's ops [begin, end) again in the recompute pass. With `collectives`, the forward
+/// collectives the range issues and waits for, and the one gathering its input just before it
+/// (a module's own all-gather under sequence parallelism), again as well.
+void recompute_range(LayerWork& w, int begin, int end, bool collectives) {
+    if (begin < 0 || end <= begin)
+        return;
+    const int base = Ctx::next(w.recompute);
+    for (int k = begin; k < end; ++k)
+        w.recompute.add(w.forward.ops[static_cast<std::size_t>(k)]);
+    if (!collectives)
+        return;
+    const std::size_t n = w.collectives.size();
+    for (std::size_t k = 0; k < n; ++k) {
+        const TpCollective& tc = w.collectives[k];
+        if (tc.pass != Pass::forward || tc.after < begin - 1 || tc.after >= end ||
+            tc.needed_by > end)
+            continue;
+        TpCollective again = tc;
+        again.pass = Pass::recompute;
+        again.after = tc.after - begin + base;
+        again.needed_by = tc.needed_by - begin + base;
+        w.collectives.push_back(again);
+    }
+}
+
+/// The index of the forward op named `name`; -1: none.
+int forward_op(const LayerWork& w, std::string_view name) {
+    for (int k = 0; k < w.forward.ops.count(); ++k) {
+        if (w.forward.ops[static_cast<std::size_t>(k)].name == name)
+            return k;
+    }
+    return -1;
+}
+
+/// Where a layer's forward puts what the recompute modules cover.
+struct ModuleOps {
+    int core_begin, core_end; ///< the core attention
+    int mlp_begin, mlp_end;   ///< the MLP block: dense MLP or mixture of experts, shared included
+};
+
+/// Megatron-Core's selective recompute of LayerConfig::recompute_modules
+/// (megatron/core/transformer/transformer_layer.py, multi_latent_attention.py, moe/moe_layer.py,
+/// experts.py): each module's forward kernels run again before the backward, and what they
+/// produced is not kept. "mlp", "moe" and "shared_experts" checkpoint a whole module (its
+/// tensor- and expert-parallel collectives again); "layernorm", "moe_act" and "mla_up_proj"
+/// discard a function's output and rerun it from its kept input ("mla_up_proj" includes the
+/// all-gather of the latents, which its up projections do under sequence parallelism). "mlp"
+/// is a dense layer's MLP only (a layer with experts is "moe"); "moe" includes its
+/// "moe_act" and "shared_experts".
+void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivations& act,
+                         ModuleOps at) {
+    const auto has = [&](RecomputeModule m) {
+        return (c.cfg.recompute_modules & recompute_bit(m)) != 0;
+    };
+    const bool experts = c.moe || c.a2a;
+    const bool swiglu = c.m.activation == Activation::swiglu;
+    std::int64_t dropped = 0;
+    if (has(RecomputeModule::layernorm)) {
+        recompute_range(w, forward_op(w, "input_layernorm"), forward_op(w, "input_layernorm") + 1,
+                        false);
+        dropped += act.norm_outputs;
+    }
+    if (has(RecomputeModule::core_attn) && c.m.attention != AttentionKind::flash) {
+        recompute_range(w, at.core_begin, at.core_end, false);
+        dropped += act.attention_core;
+    }
+    if (has(RecomputeModule::mla_up_proj) && c.m.is_mla()) {
+        recompute_range(w, forward_op(w, "attention.q_norm"), forward_op(w, "attention.flash"),
+                        true);
+        dropped += act.mla_up;
+    }
+    if (has(RecomputeModule::layernorm)) {
+        const int ln2 = forward_op(w, "post_attention_layernorm");
+        recompute_range(w, ln2, ln2 + 1, false);
+    }
+    if (experts && has(RecomputeModule::moe)) {
+        recompute_range(w, at.mlp_begin, at.mlp_end, true);
+        dropped += act.mlp;
+    } else if (experts) {
+        if (has(RecomputeModule::moe_act)) {
+            const int a = forward_op(w, swiglu ? "moe.experts.swiglu" : "moe.experts.gelu");
+            recompute_range(w, a, a + 1, false);
+            dropped += act.moe_act;
+        }
+        if (has(RecomputeModule::shared_experts) && c.m.moe_shared_expert_intermediate_size > 0) {
+            recompute_range(w, forward_op(w, "moe.shared.fc1"), forward_op(w, "moe.shared.fc2") + 1,
+                            true);
+            dropped += act.shared;
+        }
+    } else if (has(RecomputeModule::mlp)) {
+        recompute_range(w, at.mlp_begin, at.mlp_end, true);
+        dropped += act.mlp;
+    }
+    w.activation_bytes = act.all - dropped;
+    w.recomputed_activation_bytes = dropped;
+}
+
 LayerWork transformer_layer(const Ctx& c) {
     const ModelSpec& m = c.m;
     LayerWork w;
@@ -917,6 +1050,7 @@ LayerWork transformer_layer(const Ctx& c) {
     F.add(c.memory(attn_end, branch_end_bytes));
     const int ln2 = F.add(norm_eager ? eager_rmsnorm(c, "post_attention_layernorm", sharded)
                                      : c.memory("post_attention_layernorm", 2 * sharded * e));
+    const int mlp_begin = Ctx::next(F);
     if (c.a2a) {
         moe_a2a_forward(c, w);
     } else if (c.moe) {
@@ -933,7 +1067,7 @@ LayerWork transformer_layer(const Ctx& c) {
             add_collective(w, c.sp ? "mlp.reduce_scatter" : "mlp.all_reduce", exit_op,
                            Pass::forward, comm, fc2, fc2 + 1);
     }
-    F.add(c.memory(mlp_end, branch_end_bytes));
+    const int mlp_stop = F.add(c.memory(mlp_end, branch_end_bytes));
 
     // ---- backward (reverse order; data gradient, then weight gradient, of every GEMM)
     PassWork& B = w.backward;
@@ -1053,10 +1187,14 @@ LayerWork transformer_layer(const Ctx& c) {
             for (std::size_t k = 1; k < mms.size(); k += 2)
                 w.recompute.add(c.gemm(mms[k].name, T, mms[k].n, mms[k].k));
         }
-        for (int k = core_begin; k < core_end && !flash; ++k)
-            w.recompute.add(F.ops[static_cast<std::size_t>(k)]);
-        w.activation_bytes = act.all - act.attention_core;
-        w.recomputed_activation_bytes = act.attention_core;
+        if (c.cfg.selective_op) {
+            for (int k = core_begin; k < core_end && !flash; ++k)
+                w.recompute.add(F.ops[static_cast<std::size_t>(k)]);
+            w.activation_bytes = act.all - act.attention_core;
+            w.recomputed_activation_bytes = act.attention_core;
+            break;
+        }
+        selective_recompute(c, w, act, {core_begin, core_end, mlp_begin, mlp_stop});
         break;
     case Recompute::full: {
         for (const Op& op : F.ops)

@@ -98,6 +98,29 @@ struct Fusions {
         return apply_rope_fusion && bias_activation_fusion && masked_softmax_fusion && norm_fusion;
     }
 };
+/// What Megatron-Core's selective recompute recomputes (TransformerConfig.recompute_modules,
+/// --recompute-modules; megatron/core/transformer/transformer_config.py): "core_attn" the core
+/// attention (nothing with FlashAttention, which recomputes inside its backward; the default),
+/// "moe_act" the routed experts' activation, "layernorm" the two norms, "mla_up_proj" latent
+/// attention's up projections and rotary parts, "mlp" a dense layer's MLP, "moe" a layer's
+/// whole mixture of experts, "shared_experts" its shared experts.
+enum class RecomputeModule : std::uint8_t {
+    core_attn,
+    moe_act,
+    layernorm,
+    mla_up_proj,
+    mlp,
+    moe,
+    shared_experts
+};
+inline constexpr int kRecomputeModules = 7;
+/// The bit of `m` in a set of modules.
+constexpr std::uint8_t recompute_bit(RecomputeModule m) {
+    return static_cast<std::uint8_t>(1u << static_cast<unsigned>(m));
+}
+std::string_view to_string(RecomputeModule m);
+/// Megatron-Core's name of a module; nullopt otherwise.
+std::optional<RecomputeModule> parse_recompute_module(std::string_view s);
 
 /// How one layer is run.
 struct LayerConfig {
@@ -136,6 +159,9 @@ struct LayerConfig {
     Fusions fusions;
     /// With dtype fp8: how the scales are found and what the casts cost (fp8.h).
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+    /// Megatron's selective recompute (recompute selective, selective_op false): the modules
+    /// recomputed, a set of recompute_bit()s; Megatron-Core's default is the core attention.
+    std::uint8_t recompute_modules = recompute_bit(RecomputeModule::core_attn);
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

@@ -155,6 +155,54 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     }
     if (m.has("selective_recompute"))
         p.selective_op = m.choice("selective_recompute", {"attention", "op"}) == "op";
+    if (m.has("recompute_modules")) {
+        // A list of Megatron-Core's modules, or their names in one string separated by commas
+        // ("[mla_up_proj, mlp]" on the command line); [] recomputes nothing.
+        const YAML::Node list = m.raw("recompute_modules");
+        std::vector<std::pair<YAML::Node, std::string>> items;
+        const auto split = [&](const YAML::Node& at, const std::string& text) {
+            std::string name;
+            for (char ch : text + ",") {
+                if (ch == ',') {
+                    if (!name.empty())
+                        items.emplace_back(at, name);
+                    name.clear();
+                } else if (ch != '[' && ch != ']' && ch != ' ' && ch != '"' && ch != '\'') {
+                    name += ch;
+                }
+            }
+        };
+        if (list.IsSequence()) {
+            for (const auto& item : list) {
+                if (!item.IsScalar())
+                    m.fail_at(item, "recompute_modules", "expected a module's name");
+                items.emplace_back(item, item.Scalar());
+            }
+        } else if (list.IsScalar()) {
+            split(list, list.Scalar());
+        } else {
+            m.fail("recompute_modules", "expected a list of Megatron-Core's recompute modules");
+        }
+        p.recompute_modules = 0;
+        for (const auto& [at, name] : items) {
+            const auto module = models::parse_recompute_module(name);
+            if (!module)
+                m.fail_at(at, "recompute_modules",
+                          "expected core_attn, moe_act, layernorm, mla_up_proj, mlp, moe or "
+                          "shared_experts (Megatron-Core's recompute_modules), got '" +
+                              name + "'");
+            p.recompute_modules |= models::recompute_bit(*module);
+        }
+        if (p.recompute != RecomputePolicy::selective)
+            m.fail("recompute_modules",
+                   "is what recompute: selective recomputes (Megatron-Core's "
+                   "recompute_granularity selective); set recompute: selective, or leave "
+                   "recompute_modules out");
+        if (p.selective_op)
+            m.fail("recompute_modules",
+                   "is Megatron's selective recompute; selective_recompute: op is torchtitan's: "
+                   "give one of them");
+    }
     m.read("zero", p.zero, 0, 3);
     // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
     // parameter over the data-parallel group, gathers each layer's before it runs and prefetches
@@ -452,6 +500,32 @@ void validate_experiment(ExperimentSpec& e) {
                  (e.model.is_moe() ? "experts" : "multi-head latent attention") +
                  ": use selective_recompute: attention",
              "parallel.selective_recompute");
+    // Megatron-Core refuses mla_up_proj without latent attention and moe_act without grouped
+    // experts (transformer_config.py); the modules a model does not have are refused alike
+    // rather than silently recomputing nothing.
+    const auto module = [&](models::RecomputeModule m) {
+        return (p.recompute_modules & models::recompute_bit(m)) != 0;
+    };
+    if (p.recompute == RecomputePolicy::selective) {
+        if (module(models::RecomputeModule::mla_up_proj) && !e.model.is_mla())
+            fail("recompute_modules: mla_up_proj recomputes latent attention's up projections; "
+                 "model '" +
+                     e.model.name + "' has no multi-head latent attention: leave it out",
+                 "parallel.recompute_modules");
+        for (auto m : {models::RecomputeModule::moe_act, models::RecomputeModule::moe,
+                       models::RecomputeModule::shared_experts}) {
+            if (module(m) && !e.model.is_moe())
+                fail("recompute_modules: " + std::string(models::to_string(m)) +
+                         " recomputes a mixture of experts; model '" + e.model.name +
+                         "' has none: leave it out",
+                     "parallel.recompute_modules");
+        }
+        if (module(models::RecomputeModule::shared_experts) &&
+            e.model.moe_shared_expert_intermediate_size == 0)
+            fail("recompute_modules: shared_experts, but model '" + e.model.name +
+                     "' has no shared experts: leave it out",
+                 "parallel.recompute_modules");
+    }
     if (p.flex_dispatcher && !e.model.is_moe())
         fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" + e.model.name +
                  "' has none: leave the key out",

@@ -91,6 +91,11 @@ struct ParallelSpec {
     /// Megatron's core attention (nothing with flash attention); true, `op`: torchtitan's
     /// op-level selective activation checkpointing (models::LayerConfig::selective_op).
     bool selective_op = false;
+    /// Megatron's selective recompute by module (`recompute_modules`, Megatron-Core's
+    /// TransformerConfig.recompute_modules: a list of core_attn, moe_act, layernorm,
+    /// mla_up_proj, mlp, moe, shared_experts): a set of models::recompute_bit()s. Not given:
+    /// Megatron-Core's default, the core attention.
+    std::uint8_t recompute_modules = models::recompute_bit(models::RecomputeModule::core_attn);
     int zero = 0; ///< 0..3
     /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1):
     /// must equal dp.

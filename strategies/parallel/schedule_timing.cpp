@@ -41,6 +41,8 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
 
     ScheduleTiming t;
     t.ranks.resize(P);
+    for (int p = 0; p < P; ++p)
+        t.ranks[p].reserve(orders[p].size()); // each pass timed once: no room to spare
     t.busy.assign(P, sim::Time::zero());
     std::vector<std::size_t> next(P, 0);
     std::vector<sim::Time> free_at(P);
@@ -132,7 +134,7 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                 }
                 free_at[p] = released;
                 t.busy[p] += dur;
-                t.ranks[p].push_back(PassTime{pass, vs, start, end, ready, released});
+                t.ranks[p].push_back(PassTime{pass, vs, start, end, released});
                 t.makespan = std::max(t.makespan, released);
                 ++next[p];
                 --remaining;

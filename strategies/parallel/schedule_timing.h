@@ -43,7 +43,6 @@ struct PassTime {
     int virtual_stage;
     sim::Time start;
     sim::Time end;
-    sim::Time ready;    ///< when its inputs had arrived (start - ready: it waited for its rank)
     sim::Time released; ///< when its rank could go on: its end, or the end of a blocking send
 };
 

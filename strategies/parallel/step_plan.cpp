@@ -4,6 +4,7 @@
 #include "strategies/models/fp8.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/context_parallel_comm.h"
+#include "strategies/parallel/executed_step.h"
 #include "strategies/parallel/overlap_interference.h"
 
 #include <algorithm>
@@ -915,7 +916,20 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         const bool expert_dp = r.expert_parameters > 0 && edp > 1;
         if (dense_dp || expert_dp) {
             if (par.dp_overlap) {
-                for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+                // On one stream in the order the chunks' gradients complete, as Megatron-Core
+                // launches them (its interleaved schedule starts a chunk's gradient sync after
+                // the chunk's last backward: chunk v-1's first, chunk 0's last); in chunk
+                // order, chunk 0's reduce would hold back all the others.
+                const auto last_b = detail::last_backward_of_chunk(
+                    plan.orders[static_cast<std::size_t>(r.rank)], plan.shape.virtual_stages);
+                std::vector<int> chunks(static_cast<std::size_t>(plan.shape.virtual_stages));
+                for (int c = 0; c < plan.shape.virtual_stages; ++c)
+                    chunks[static_cast<std::size_t>(c)] = c;
+                std::stable_sort(chunks.begin(), chunks.end(), [&](int a, int b) {
+                    return last_b[static_cast<std::size_t>(a)] <
+                           last_b[static_cast<std::size_t>(b)];
+                });
+                for (const int c : chunks) {
                     const auto& st = plan.stage(virtual_stage(c, r.rank, plan.shape));
                     for (std::size_t k = 0; k < st.buckets.size(); ++k) {
                         const bool expert = st.buckets[k].expert;
@@ -1044,6 +1058,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.selective_op = par.selective_op;
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.fp8_recipe;
+    cfg.recompute_modules = par.recompute_modules;
     // The expert-parallel group's GPUs (the first one's; every group is laid out alike), its
     // nodes, and its rail: those of the first GPU's local rank, one per node.
     std::vector<int> ep_group;

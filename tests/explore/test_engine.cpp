@@ -1,6 +1,7 @@
 // The sweep engine's own pieces without a simulation: the reorder buffer emits in order
 // whatever the order rows arrive in, the pool runs every configuration once and rethrows the
-// first error, the split among ranks covers every configuration exactly once, the plan and
+// first error (and, bounded by scratch, never holds more at once than its largest job and a
+// tenth), the split among ranks covers every configuration exactly once, the plan and
 // row messages read back as written, and the progress meter's last report is final.
 #include "explore/distribute.h"
 #include "explore/grid.h"
@@ -12,7 +13,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 using namespace clustersim::explore;
 
@@ -73,6 +77,69 @@ TEST_CASE("explore: the pool runs every index once and rethrows the first error"
                           sink2),
                       "seventeen");
     CHECK(default_jobs() >= 1);
+}
+
+TEST_CASE("explore: the pool bounded by scratch runs every index once, in order out, and never "
+          "more at once than the largest job plus a tenth",
+          "[explore][pool]") {
+    std::vector<std::int64_t> indices(300);
+    for (std::size_t i = 0; i < indices.size(); ++i)
+        indices[i] = static_cast<std::int64_t>(i);
+    // Mostly small jobs, a big one every 37th (the largest: 1,000), medium ones every 11th, and
+    // a run of big ones at the end (as a long pipeline's block closes a sweep's grid).
+    auto weigh = [](std::int64_t i) -> std::int64_t {
+        if (i % 37 == 0 || i >= 290)
+            return 1000;
+        return i % 11 == 0 ? 400 : 1 + i % 5;
+    };
+    for (const int jobs : {1, 2, 4}) {
+        std::vector<std::int64_t> emitted;
+        OrderedSink sink(indices,
+                         [&](std::int64_t i, const std::string&) { emitted.push_back(i); });
+        std::mutex m;
+        std::int64_t in_flight = 0, most = 0;
+        std::vector<int> calls(indices.size(), 0);
+        run_pool(
+            indices, jobs,
+            [&](std::int64_t i) {
+                {
+                    std::lock_guard<std::mutex> lock(m);
+                    ++calls[static_cast<std::size_t>(i)];
+                    in_flight += weigh(i);
+                    most = std::max(most, in_flight);
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(weigh(i) > 100 ? 200 : 20));
+                std::lock_guard<std::mutex> lock(m);
+                in_flight -= weigh(i);
+                return std::to_string(i);
+            },
+            weigh, 16, sink);
+        INFO("jobs " << jobs);
+        CHECK(emitted == indices);
+        CHECK(std::all_of(calls.begin(), calls.end(), [](int c) { return c == 1; }));
+        CHECK(most <= 1100);
+    }
+    // Errors of a job or of its weighing stop the pool and come back.
+    OrderedSink sink(indices, [](std::int64_t, const std::string&) {});
+    CHECK_THROWS_WITH(run_pool(
+                          indices, 2,
+                          [](std::int64_t i) -> std::string {
+                              if (i == 17)
+                                  throw std::runtime_error("seventeen");
+                              return "";
+                          },
+                          weigh, 16, sink),
+                      "seventeen");
+    OrderedSink sink2(indices, [](std::int64_t, const std::string&) {});
+    CHECK_THROWS_WITH(run_pool(
+                          indices, 2, [](std::int64_t) { return std::string(); },
+                          [](std::int64_t i) -> std::int64_t {
+                              if (i == 5)
+                                  throw std::runtime_error("five");
+                              return 1;
+                          },
+                          16, sink2),
+                      "five");
 }
 
 TEST_CASE("explore: the ranks' shares cover every configuration once", "[explore][distribute]") {

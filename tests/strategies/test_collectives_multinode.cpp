@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <thread>
 
 using namespace clustersim;
 using namespace clustersim::strategies::collectives;
@@ -335,4 +336,32 @@ TEST_CASE("across nodes: broadcast, reduce, all-gather and reduce-scatter use ev
     CHECK(slope(p, Op::broadcast) == Approx(S / nic_total(p4d.spec())).epsilon(0.02));
     CHECK(slope(p, Op::all_gather) ==
           Approx((n - 1) / n * S / nic_total(p4d.spec())).epsilon(0.02));
+}
+
+TEST_CASE("across nodes: broadcast and reduce chains built by racing threads predict what one "
+          "thread does",
+          "[collectives][multinode][threads]") {
+    // Plan::chains builds a root's chains outside every lock: two threads asking for the same
+    // root at once may both build them, and the first published is kept. Each must see the time
+    // a communicator used by one thread gives, whichever build won.
+    const auto& topo = topology("dgx-a100", 32);
+    const auto alone = Communicator::first(topo, 32);
+    for (const Op op : {Op::broadcast, Op::reduce}) {
+        const auto shared = Communicator::first(topo, 32);
+        for (int root = 0; root < 32; root += 5) {
+            Collective c = coll(op, std::int64_t(256 * MiB), Algorithm::ring);
+            c.root = root;
+            const double expected = s(alone.predict(c, Algorithm::ring, Protocol::simple));
+            double seen[2] = {0, 0};
+            std::thread t0(
+                [&] { seen[0] = s(shared.predict(c, Algorithm::ring, Protocol::simple)); });
+            std::thread t1(
+                [&] { seen[1] = s(shared.predict(c, Algorithm::ring, Protocol::simple)); });
+            t0.join();
+            t1.join();
+            INFO("root " << root);
+            CHECK(seen[0] == expected);
+            CHECK(seen[1] == expected);
+        }
+    }
 }

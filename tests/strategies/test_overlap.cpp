@@ -10,7 +10,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
@@ -134,6 +136,49 @@ TEST_CASE("overlap_param_gather: the distributed optimizer's gather moves into t
     for (const TimelineBar& b : t.bars)
         gathers += b.stream == TimelineStream::dp && b.label.rfind("param all-gather", 0) == 0;
     CHECK(gathers == 1);
+}
+
+TEST_CASE("Interleaved 1F1B: each chunk's gradient reduce is issued when its last backward ends",
+          "[strategies][training][overlap]") {
+    // pp 2 x v 2 x dp 2, 4 micro-batches. Megatron-Core's interleaved schedule starts a chunk's
+    // gradient sync after the chunk's last backward: chunk 1's long before chunk 0's (the
+    // last pass of the step), so chunk 1's reduce overlaps chunk 0's backward passes.
+    const auto e = gpt(4, {{"training.global_batch", "8"},
+                           {"parallel.pp", "2"},
+                           {"parallel.schedule", "interleaved-1f1b"},
+                           {"parallel.virtual_stages", "2"},
+                           {"parallel.overlap_grad_reduce", "true"}});
+    REQUIRE(e.micro_batches() == 4);
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    for (const RankPlan& r : plan.ranks) {
+        std::vector<int> chunks;
+        for (const DpCollective& c : r.dp)
+            if (c.chunk)
+                chunks.push_back(*c.chunk);
+        REQUIRE_FALSE(chunks.empty());
+        CHECK(std::is_sorted(chunks.rbegin(), chunks.rend())); // chunk 1's first, then chunk 0's
+        CHECK(chunks.front() == 1);
+    }
+    for (auto fidelity : {Fidelity::analytic, Fidelity::flow}) {
+        StepOptions o;
+        o.fidelity = fidelity;
+        o.timeline = true;
+        const StepResult t = simulate_step(e, o);
+        INFO("fidelity " << int(fidelity));
+        for (int rank = 0; rank < 2; ++rank) {
+            // The start of the rank's last backward pass (chunk 0's) and of its first reduce.
+            sim::Time last_backward = sim::Time::zero(), first_reduce = sim::Time::max();
+            for (const TimelineBar& b : t.bars) {
+                if (b.rank != rank)
+                    continue;
+                if (b.stream == TimelineStream::compute && b.kind == "backward")
+                    last_backward = std::max(last_backward, b.start);
+                if (b.stream == TimelineStream::dp && b.label.rfind("grad", 0) == 0)
+                    first_reduce = std::min(first_reduce, b.start);
+            }
+            CHECK(first_reduce < last_backward);
+        }
+    }
 }
 
 TEST_CASE("tp_comm_overlap hides tensor-parallel communication behind the GEMMs",

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <utility>
 
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
@@ -80,6 +81,42 @@ TEST_CASE("schedules: interleaving divides the bubble by v: (p-1)/(v m + p - 1)"
                 CHECK(t.makespan.seconds() == Approx(m * (tf + tb) + (P - 1) * (tf + tb) / v));
                 CHECK(1 - m * (tf + tb) / t.makespan.seconds() ==
                       Approx(ideal_bubble_fraction(PipelineSchedule::interleaved_1f1b, shape)));
+            }
+        }
+    }
+}
+
+TEST_CASE("schedules: interleaving with a heavier last chunk (the LM head's): "
+          "m ((v-1)(f+b) + F + B) + (P-1)(f+b)",
+          "[strategies][pipeline]") {
+    // Chunk passes take f and b, but the last virtual stage (rank P-1's chunk v-1, which holds
+    // the output layer and the loss) takes F and B. Rank P-1 does the most work,
+    // W = m ((v-1)(f+b) + F + B); it cannot start before micro-batch 0 has crossed ranks
+    // 0..P-2 on chunk 0, (P-1) f, and after its last pass the last backward still crosses
+    // ranks P-2..0, (P-1) b: T >= W + (P-1)(f+b). Megatron's order keeps rank P-1 busy from
+    // its first pass to its last, so the bound is the makespan: the heavier chunk adds
+    // m (F + B - f - b) and leaves the other ranks that much idler, but no bubble of its own.
+    const double f = 1.0, b = 2.0;
+    for (int P : {2, 4, 8}) {
+        for (int v : {2, 3, 12}) {
+            for (int m : {P, 2 * P, 4 * P}) {
+                for (auto [F, B] : {std::pair{1.0, 2.0}, std::pair{4.0, 5.0}, std::pair{3.0, 2.0},
+                                    std::pair{10.0, 25.0}}) {
+                    const PipelineShape shape{P, m, v, false};
+                    const int last = P * v - 1;
+                    PassDurations d;
+                    d.pass = [&](PassKind k, int vs) {
+                        const bool fwd = k == PassKind::forward;
+                        return sim::Time::from_seconds(vs == last ? (fwd ? F : B) : (fwd ? f : b));
+                    };
+                    d.transfer = [](PassKind, int) { return sim::Time::zero(); };
+                    const auto t = time_schedule(
+                        pipeline_order(PipelineSchedule::interleaved_1f1b, shape), shape, d);
+                    INFO("P=" << P << " v=" << v << " m=" << m << " F=" << F << " B=" << B);
+                    const double work = m * ((v - 1) * (f + b) + F + B);
+                    CHECK(t.busy[static_cast<std::size_t>(P - 1)].seconds() == Approx(work));
+                    CHECK(t.makespan.seconds() == Approx(work + (P - 1) * (f + b)));
+                }
             }
         }
     }

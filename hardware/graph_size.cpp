@@ -1,0 +1,43 @@
+#include "hardware/graph_size.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace clustersim::hardware {
+
+namespace {
+constexpr double kBytesPerVertex = 140;
+constexpr double kBytesPerEdge = 150;
+} // namespace
+
+// Mirrors Topology's constructor (hardware/topology.cpp), counting instead of adding.
+GraphSize graph_size(const ClusterSpec& spec) {
+    const NodeSpec& n = spec.node;
+    const double nodes = spec.nodes;
+    const double gpus = n.gpus;
+    const double ports = n.nic_ports();
+    const double pcie_switches = n.gpus / std::max(1, n.gpus_per_pcie_switch);
+    const bool nvswitch = n.fabric == IntraNodeFabric::nvswitch;
+    // Per node: the host, its PCIe switches, the NVSwitch, a GPU's SM and HBM, the NIC ports;
+    // links: a PCIe switch to the host, a GPU's HBM, PCIe (and NVLink), a NIC port's PCIe.
+    GraphSize s;
+    s.vertices = nodes * (1 + pcie_switches + (nvswitch ? 1 : 0) + 2 * gpus + ports);
+    double links = nodes * (pcie_switches + gpus * (nvswitch ? 3 : 2) + ports);
+    if (spec.nodes > 1) {
+        // The rail-optimised fat tree: `ports` rails of leaves, each NIC port on its rail's
+        // leaf, each leaf up to every spine.
+        const double down = std::max(1, spec.network.switch_radix / 2);
+        const double leaves_per_rail = std::ceil(nodes / down);
+        const double spines = (ports > 1 || leaves_per_rail > 1) ? down : 0;
+        s.vertices += spines + ports * leaves_per_rail;
+        links += nodes * ports + ports * leaves_per_rail * spines;
+    }
+    s.edges = 2 * links;
+    return s;
+}
+
+double graph_bytes(const GraphSize& size) {
+    return size.vertices * kBytesPerVertex + size.edges * kBytesPerEdge;
+}
+
+} // namespace clustersim::hardware
