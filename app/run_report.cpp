@@ -184,6 +184,11 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
             fmt::print(out, "  {:<24}{:>10}  {:>6}\n", name, seconds(s),
                        pct(r.step_time_s > 0 ? s / r.step_time_s : 0));
     fmt::print(out, "  (communication is counted where the GPU waits for it: 'exposed')\n");
+    if (b.overlap_slowdown_s > 0)
+        fmt::print(out,
+                   "  (of compute and recompute, {}: the communication beside the kernels "
+                   "slowed them)\n",
+                   seconds(b.overlap_slowdown_s));
 
     fmt::print(
         out,
@@ -242,6 +247,9 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
         j["parallel"]["expert_dp"] = r.expert_dp;
         j["breakdown"]["ep_comm_exposed_s"] = b.ep_comm_exposed_s;
     }
+    // Of compute_s and recompute_s; listed where communication ran beside the kernels.
+    if (b.overlap_slowdown_s > 0)
+        j["breakdown"]["overlap_slowdown_s"] = b.overlap_slowdown_s;
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const auto& m : r.memory) {
         stages.push_back({{"stage", m.stage},

@@ -1,5 +1,6 @@
 #include "strategies/parallel/analytic_executor.h"
 
+#include "strategies/parallel/overlap_interference.h"
 #include "strategies/parallel/schedule_timing.h"
 
 #include <algorithm>
@@ -7,10 +8,12 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
-    const int P = plan.shape.ranks;
+namespace {
+
+/// The plan's pass and transfer durations, as the schedule timing takes them.
+PassDurations durations_of(const StepPlan& plan) {
     PassDurations d;
-    d.pass = [&](PassKind k, int vs) {
+    d.pass = [&plan](PassKind k, int vs) {
         switch (k) {
         case PassKind::forward:
             return plan.stage(vs).forward.time;
@@ -24,106 +27,217 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         return plan.stage(vs).weight.time;
     };
     if (plan.experiment->parallel.overlap_param_gather)
-        d.first_forward = [&](int vs) { return plan.stage(vs).first_forward.time; };
-    d.transfer = [&](PassKind k, int vs) {
+        d.first_forward = [&plan](int vs) { return plan.stage(vs).first_forward.time; };
+    d.transfer = [&plan](PassKind k, int vs) {
         return k == PassKind::forward ? plan.stage(vs).send_forward : plan.stage(vs).send_backward;
     };
     d.blocking_sends = !plan.experiment->parallel.pp_overlap;
-    const ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
-    const int V = stage_count(plan.shape);
-    const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
-    std::vector<sim::Time> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
-    for (const auto& rank : timing.ranks) {
-        for (const PassTime& t : rank) {
-            const std::size_t key =
-                static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage;
-            if (t.pass.kind == PassKind::forward)
-                fwd_end[key] = t.end;
-            else if (is_input_backward(t.pass.kind))
-                bwd_end[key] = t.end;
-        }
-    }
+    return d;
+}
 
-    std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
-    for (int p = 0; p < P; ++p) {
-        ExecutedRank& r = out[static_cast<std::size_t>(p)];
-        r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
-        for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
-            ExecutedPass e{t.pass, t.virtual_stage, t.start, t.end, std::nullopt, t.released};
-            const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
-            if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
-                const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
-                e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
-            } else if (is_input_backward(t.pass.kind) && !route_end(t.virtual_stage, plan.shape)) {
-                const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
-                e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
-            }
-            if (timeline && e.input && e.input->end > e.input->start) {
-                // Record the transfer on the sender's timeline.
-                const int sender = rank_of_stage(
-                    t.pass.kind == PassKind::forward ? t.virtual_stage - 1 : t.virtual_stage + 1,
-                    plan.shape);
-                out[static_cast<std::size_t>(sender)].sends.push_back(
-                    {e.input->start, e.input->end, pass_label(t.pass, plan.shape.virtual_stages)});
-            }
-            r.passes.push_back(e);
-        }
-        r.last_pass_end = r.passes.empty() ? sim::Time::zero() : r.passes.back().released;
-    }
-
-    // Data-parallel streams, in issue order; the embedding all-reduce shared by the first and
-    // last rank waits for both.
-    std::vector<sim::Time> before_shared(static_cast<std::size_t>(P));
+/// Per rank and pass of its order: what the gradient reductions overlapped with the backward
+/// cost the passes they run beside, under `timing` (empty vectors: nothing); true if any.
+bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
+               std::vector<std::vector<sim::Time>>& extra) {
+    const int P = plan.shape.ranks;
+    extra.assign(static_cast<std::size_t>(P), {});
+    // The gradient reductions overlapped with the backward (the collectives of a chunk's
+    // buckets, issued as run_analytic issues them) slow the passes they run beside: each one by
+    // overlap_slowdown of the compute it overlaps, shared among those passes by their overlap.
+    // Passes are taken as tensor-core bound: the share they lose is the collective's SMs.
+    bool any = false;
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+        auto& extras = extra[static_cast<std::size_t>(p)];
+        bool overlapped_dp = false;
+        for (const DpCollective& c : rp.dp)
+            overlapped_dp = overlapped_dp || (!c.after_optimizer() && c.chunk);
+        if (!overlapped_dp)
+            continue;
+        extras.assign(passes.size(), sim::Time::zero());
         const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
                                                    plan.shape.virtual_stages);
         sim::Time t;
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer() || !c.chunk)
                 continue;
-            const ExecutedPass& b =
-                r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
-            const auto& st = plan.stage(b.vs);
-            const sim::Time ready =
-                b.start + bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket));
-            const sim::Time start = std::max(ready, t);
-            t = start + c.time;
-            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
-        }
-        for (const DpCollective& c : rp.dp) {
-            if (c.after_optimizer() || c.chunk || c.role == DpRole::embedding_grad_all_reduce)
+            const PassTime& b =
+                passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
+            const sim::Time ready = b.start + bucket_ready(plan.stage(b.virtual_stage), b.pass.kind,
+                                                           static_cast<std::size_t>(*c.bucket));
+            const sim::Time begin = std::max(ready, t);
+            t = begin + c.time;
+            const double share = c.load.sm_share;
+            if (!(share > 0) || t <= begin)
                 continue;
-            const sim::Time start = std::max(r.last_pass_end, t);
-            t = start + c.time;
-            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+            // The passes it overlaps: from the first that ends after it starts (a rank's passes
+            // run in order) to the first that starts after it ends.
+            const auto first = static_cast<std::size_t>(
+                std::partition_point(passes.begin(), passes.end(),
+                                     [&](const PassTime& x) { return x.end <= begin; }) -
+                passes.begin());
+            auto overlap = [&](const PassTime& x) {
+                return std::max(0.0, (std::min(x.end, t) - std::max(x.start, begin)).seconds());
+            };
+            double overlapped = 0;
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i)
+                overlapped += overlap(passes[i]);
+            const double slow = overlap_slowdown((t - begin).seconds(), overlapped, share);
+            if (!(slow > 0))
+                continue;
+            for (std::size_t i = first; i < passes.size() && passes[i].start < t; ++i) {
+                const double o = overlap(passes[i]);
+                if (o > 0) {
+                    extras[i] += sim::Time::from_seconds(slow * o / overlapped);
+                    any = true;
+                }
+            }
         }
-        before_shared[static_cast<std::size_t>(p)] = std::max(t, r.last_pass_end);
     }
-    for (int p = 0; p < P; ++p) {
-        const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        ExecutedRank& r = out[static_cast<std::size_t>(p)];
-        sim::Time t = before_shared[static_cast<std::size_t>(p)];
-        for (const DpCollective& c : rp.dp) {
-            if (c.role != DpRole::embedding_grad_all_reduce)
-                continue;
-            const sim::Time start = std::max(before_shared.front(), before_shared.back());
-            t = start + c.time;
-            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+    if (!any)
+        for (auto& e : extra)
+            e.clear();
+    return any;
+}
+
+} // namespace
+
+std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
+    std::vector<std::vector<sim::Time>> extra;
+    extras_of(plan, time_schedule(plan.orders, plan.shape, durations_of(plan)), extra);
+    return extra;
+}
+
+std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
+    const int P = plan.shape.ranks;
+    PassDurations d = durations_of(plan);
+    const int V = stage_count(plan.shape);
+    const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
+    // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
+    std::vector<std::vector<sim::Time>> extra(static_cast<std::size_t>(P));
+
+    auto execute = [&](const ScheduleTiming& timing) {
+        std::vector<sim::Time> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
+        for (const auto& rank : timing.ranks) {
+            for (const PassTime& t : rank) {
+                const std::size_t key =
+                    static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage;
+                if (t.pass.kind == PassKind::forward)
+                    fwd_end[key] = t.end;
+                else if (is_input_backward(t.pass.kind))
+                    bwd_end[key] = t.end;
+            }
         }
-        r.optimizer_start = std::max(r.last_pass_end, t);
-        r.optimizer_end = r.optimizer_start + rp.optimizer_time;
-        t = r.optimizer_end;
-        for (const DpCollective& c : rp.dp) {
-            if (!c.after_optimizer())
-                continue;
-            const sim::Time start = t;
-            t = start + c.time;
-            r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+
+        std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
+        for (int p = 0; p < P; ++p) {
+            ExecutedRank& r = out[static_cast<std::size_t>(p)];
+            const auto& extras = extra[static_cast<std::size_t>(p)];
+            r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
+            for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
+                ExecutedPass e{t.pass,       t.virtual_stage, t.start,          t.end,
+                               std::nullopt, t.released,      sim::Time::zero()};
+                if (r.passes.size() < extras.size())
+                    e.overlap_slowdown = extras[r.passes.size()];
+                const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
+                if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
+                    const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
+                    e.input =
+                        InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
+                } else if (is_input_backward(t.pass.kind) &&
+                           !route_end(t.virtual_stage, plan.shape)) {
+                    const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
+                    e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
+                }
+                if (timeline && e.input && e.input->end > e.input->start) {
+                    // Record the transfer on the sender's timeline.
+                    const int sender =
+                        rank_of_stage(t.pass.kind == PassKind::forward ? t.virtual_stage - 1
+                                                                       : t.virtual_stage + 1,
+                                      plan.shape);
+                    out[static_cast<std::size_t>(sender)].sends.push_back(
+                        {e.input->start, e.input->end,
+                         pass_label(t.pass, plan.shape.virtual_stages)});
+                }
+                r.passes.push_back(e);
+            }
+            r.last_pass_end = r.passes.empty() ? sim::Time::zero() : r.passes.back().released;
         }
-        r.end = t;
+
+        // Data-parallel streams, in issue order; the embedding all-reduce shared by the first
+        // and last rank waits for both.
+        std::vector<sim::Time> before_shared(static_cast<std::size_t>(P));
+        for (int p = 0; p < P; ++p) {
+            const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
+            ExecutedRank& r = out[static_cast<std::size_t>(p)];
+            const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+                                                       plan.shape.virtual_stages);
+            sim::Time t;
+            for (const DpCollective& c : rp.dp) {
+                if (c.after_optimizer() || !c.chunk)
+                    continue;
+                const ExecutedPass& b =
+                    r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
+                const auto& st = plan.stage(b.vs);
+                sim::Time within =
+                    bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket));
+                // A pass slowed by the collectives beside it produces its gradients as much later.
+                const sim::Time planned = b.end - b.start - b.overlap_slowdown;
+                if (b.overlap_slowdown > sim::Time::zero() && planned > sim::Time::zero())
+                    within = sim::Time::from_seconds(
+                        within.seconds() * ((b.end - b.start).seconds() / planned.seconds()));
+                const sim::Time ready = b.start + within;
+                const sim::Time start = std::max(ready, t);
+                t = start + c.time;
+                r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+            }
+            for (const DpCollective& c : rp.dp) {
+                if (c.after_optimizer() || c.chunk || c.role == DpRole::embedding_grad_all_reduce)
+                    continue;
+                const sim::Time start = std::max(r.last_pass_end, t);
+                t = start + c.time;
+                r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+            }
+            before_shared[static_cast<std::size_t>(p)] = std::max(t, r.last_pass_end);
+        }
+        for (int p = 0; p < P; ++p) {
+            const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
+            ExecutedRank& r = out[static_cast<std::size_t>(p)];
+            sim::Time t = before_shared[static_cast<std::size_t>(p)];
+            for (const DpCollective& c : rp.dp) {
+                if (c.role != DpRole::embedding_grad_all_reduce)
+                    continue;
+                const sim::Time start = std::max(before_shared.front(), before_shared.back());
+                t = start + c.time;
+                r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+            }
+            r.optimizer_start = std::max(r.last_pass_end, t);
+            r.optimizer_end = r.optimizer_start + rp.optimizer_time;
+            t = r.optimizer_end;
+            for (const DpCollective& c : rp.dp) {
+                if (!c.after_optimizer())
+                    continue;
+                const sim::Time start = t;
+                t = start + c.time;
+                r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
+            }
+            r.end = t;
+        }
+        return out;
+    };
+
+    ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
+    // The passes lengthened by the gradient reductions beside them, and the schedule timed once
+    // more (one correction, not iterated to a fixed point).
+    if (extras_of(plan, timing, extra)) {
+        d.extra = [&](int rank, std::size_t index) {
+            const auto& extras = extra[static_cast<std::size_t>(rank)];
+            return index < extras.size() ? extras[index] : sim::Time::zero();
+        };
+        timing = time_schedule(plan.orders, plan.shape, d);
     }
+    std::vector<ExecutedRank> out = execute(timing);
     return out;
 }
 

@@ -17,4 +17,10 @@ namespace clustersim::strategies::parallel::detail {
 /// (only the timeline uses them; a sweep skips them).
 std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline);
 
+/// What the gradient reductions overlapped with the backward cost the passes they run beside
+/// (overlap_interference.h), per rank and pass of its order (an empty vector: nothing), from
+/// the schedule timed with the plan's durations: the lengthening run_analytic applies, which
+/// the flow executor applies too.
+std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan);
+
 } // namespace clustersim::strategies::parallel::detail

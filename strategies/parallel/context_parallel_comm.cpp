@@ -1,5 +1,6 @@
 #include "strategies/parallel/context_parallel_comm.h"
 
+#include "strategies/parallel/overlap_interference.h"
 #include "strategies/parallel/step_plan.h"
 
 #include <algorithm>
@@ -18,6 +19,18 @@ double predict(const std::vector<int>& group, collectives::Collective c,
     if (communicators != nullptr)
         return communicators->get(group).predict(c).seconds();
     return collectives::Communicator(topology, group).predict(c).seconds();
+}
+
+/// The load of `c` taking `seconds` on the GPUs `group` (overlap_interference.h).
+CommLoad load_of(const std::vector<int>& group, collectives::Collective c, double seconds,
+                 const hardware::Topology& topology,
+                 collectives::CommunicatorCache* communicators) {
+    c.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, static_cast<int>(group.size()));
+    if (c.bytes <= 0)
+        return {};
+    if (communicators != nullptr)
+        return nccl_load(communicators->get(group), c, seconds);
+    return nccl_load(collectives::Communicator(topology, group), c, seconds);
 }
 
 } // namespace
@@ -69,6 +82,18 @@ CpExposure cp_exposure(const ExperimentSpec& e, const models::LayerWork& layer,
         return std::max(predict({group[0], group[1]}, c, topology, communicators),
                         predict({group.back(), group[0]}, c, topology, communicators));
     };
+    // The SMs and HBM bandwidth an exchange takes from the attention step beside it: the
+    // busier of the two hops (inside a node, and the one that closes the ring).
+    auto share = [&](std::int64_t bytes, double seconds) {
+        collectives::Collective c;
+        c.op = collectives::Op::send_recv;
+        c.dtype = dtype;
+        c.bytes = bytes;
+        const CommLoad a = load_of({group[0], group[1]}, c, seconds, topology, communicators);
+        const CommLoad b = load_of({group.back(), group[0]}, c, seconds, topology, communicators);
+        return std::max(a.of(models::OpKind::fused_attention),
+                        b.of(models::OpKind::fused_attention));
+    };
     const double inv = 1.0 / gemm_efficiency;
     const models::CpAttention f =
         models::cp_attention(fwd->batch, e.model.seq, fwd->k, par.cp, dtype, false, cm);
@@ -79,6 +104,20 @@ CpExposure cp_exposure(const ExperimentSpec& e, const models::LayerWork& layer,
         b.first_step_seconds * inv, b.step_seconds * inv);
     x.forward = r.forward;
     x.backward = r.backward;
+    // Each exchange beside the attention step it overlaps (the order of cp_ring_exposure).
+    const double kv_time = hop(kv);
+    const double kv_dkv_time = hop(2 * kv);
+    const double s_kv = share(kv, kv_time);
+    const double s_kv_dkv = share(2 * kv, kv_dkv_time);
+    const double ff = f.first_step_seconds * inv;
+    const double fs = f.step_seconds * inv;
+    const double bf = b.first_step_seconds * inv;
+    const double bs = b.step_seconds * inv;
+    x.forward_slowdown =
+        overlap_slowdown(kv_time, ff, s_kv) + (par.cp - 2) * overlap_slowdown(kv_time, fs, s_kv);
+    x.backward_slowdown = overlap_slowdown(kv_time, bf, s_kv) +
+                          (par.cp - 2) * overlap_slowdown(kv_dkv_time, bs, s_kv_dkv) +
+                          overlap_slowdown(kv_time, bs, s_kv);
     return x;
 }
 

@@ -21,6 +21,11 @@ namespace clustersim::strategies::parallel {
 struct CpExposure {
     double forward = 0;
     double backward = 0;
+    /// What the ring's exchanges cost the attention steps they run beside, per layer and
+    /// micro-batch (overlap_interference.h: the send/recv kernel's CTAs and HBM traffic): part
+    /// of compute, not of the exposed communication.
+    double forward_slowdown = 0;
+    double backward_slowdown = 0;
 };
 
 /// The exposed communication of `layer` (its attention ops give the shape) under the

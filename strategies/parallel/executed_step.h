@@ -38,6 +38,9 @@ struct ExecutedPass {
     /// come from no other stage.
     std::optional<InputTransfer> input;
     sim::Time released; ///< when its rank went on (after a blocking send: later than end)
+    /// Beyond its planned time: what the data-parallel collectives running beside it cost it
+    /// (overlap_interference.h); end - start includes it.
+    sim::Time overlap_slowdown;
 };
 
 /// What each rank did, in either fidelity.

@@ -5,6 +5,7 @@
 #include "sim/flow_network.h"
 #include "sim/task_graph.h"
 #include "strategies/collectives/flow_runner.h"
+#include "strategies/parallel/analytic_executor.h"
 
 #include <algorithm>
 #include <map>
@@ -95,6 +96,14 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     };
     std::vector<SendRecord> sends;
     std::map<std::size_t, sim::TaskId> fwd_send, bwd_send; // by receiver key
+    // What the gradient reductions overlapped with the backward cost the passes beside them:
+    // as the analytic executor lengthens them (from its schedule; here the collectives' own
+    // timing on the network does not feed back into the compute).
+    const auto slowdown = dp_overlap_slowdown(plan);
+    auto extra_of = [&](int p, std::size_t i) {
+        const auto& x = slowdown[static_cast<std::size_t>(p)];
+        return i < x.size() ? x[i] : sim::Time::zero();
+    };
     for (int p = 0; p < P; ++p) {
         const auto& order = plan.orders[static_cast<std::size_t>(p)];
         const auto last_b = last_backward_of_chunk(order, v);
@@ -110,19 +119,29 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                 const auto id =
                     g.add_task({name,
                                 streams[p].compute,
-                                pass.micro_batch == 0 ? st.first_forward.time : st.forward.time,
+                                (pass.micro_batch == 0 ? st.first_forward.time : st.forward.time) +
+                                    extra_of(p, i),
                                 {},
                                 0});
                 fwd_task[key] = id;
                 pass_first[p].push_back(id);
                 pass_last[p].push_back(id);
             } else {
-                const sim::Time duration = pass_cost(st, pass).time;
+                const sim::Time planned = pass_cost(st, pass).time;
+                const sim::Time duration = planned + extra_of(p, i);
                 const bool split =
                     overlap && static_cast<int>(i) == last_b[static_cast<std::size_t>(pass.chunk)];
                 sim::Time at;
                 sim::TaskId first = 0, last = 0;
                 bool any = false;
+                // A pass slowed by the collectives beside it produces its gradients as much
+                // later.
+                auto stretched = [&](sim::Time within) {
+                    if (duration == planned || planned <= sim::Time::zero())
+                        return within;
+                    return sim::Time::from_seconds(within.seconds() *
+                                                   (duration.seconds() / planned.seconds()));
+                };
                 auto segment = [&](sim::Time until) {
                     const auto id = g.add_task(
                         {name, streams[p].compute, sim::max(sim::Time::zero(), until - at), {}, 0});
@@ -136,7 +155,8 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                 if (split) {
                     for (std::size_t k = 0; k < st.buckets.size(); ++k)
                         bucket_ready[p][static_cast<std::size_t>(pass.chunk)].push_back(
-                            segment(std::min(parallel::bucket_ready(st, pass.kind, k), duration)));
+                            segment(std::min(stretched(parallel::bucket_ready(st, pass.kind, k)),
+                                             duration)));
                 }
                 if (!any || at < duration)
                     segment(duration);
@@ -311,7 +331,8 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, plan.shape);
             const std::size_t key = static_cast<std::size_t>(pass.micro_batch) * V + vs;
-            ExecutedPass x{pass, vs, s(pass_first[p][i]), e(pass_last[p][i]), std::nullopt, {}};
+            ExecutedPass x{pass,         vs, s(pass_first[p][i]), e(pass_last[p][i]),
+                           std::nullopt, {}, extra_of(p, i)};
             x.released = x.end;
             if (!par.pp_overlap && pass_send[p][i])
                 x.released = e(*pass_send[p][i]);

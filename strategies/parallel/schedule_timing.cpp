@@ -118,6 +118,8 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                     dur = dur_w[vs];
                     break;
                 }
+                if (d.extra)
+                    dur += d.extra(p, next[p]);
                 const sim::Time end = start + dur;
                 if (pass.kind == PassKind::forward)
                     fwd_end[at(pass.micro_batch, vs)] = end;

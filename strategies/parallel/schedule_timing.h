@@ -29,6 +29,9 @@ struct PassDurations {
     /// (forward) or of its gradient from `vs + 1` to `vs` (backward); not asked where a
     /// micro-batch's route ends at `vs` (DualPipe's two pipelines).
     std::function<sim::Time(PassKind kind, int vs)> transfer;
+    /// Time added to the pass at position `index` of rank `rank`'s order (what communication
+    /// running beside it costs it: overlap_interference.h); empty: none.
+    std::function<sim::Time(int rank, std::size_t index)> extra;
     /// The sender's compute stream waits for its sends to complete (Megatron's synchronous
     /// point-to-point communication); false: sends overlap the sender's next pass.
     bool blocking_sends = false;

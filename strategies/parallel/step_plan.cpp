@@ -5,6 +5,7 @@
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/context_parallel_comm.h"
 #include "strategies/parallel/executed_step.h"
+#include "strategies/parallel/overlap_interference.h"
 
 #include <algorithm>
 #include <array>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <span>
 
 namespace clustersim::strategies::parallel {
 
@@ -64,9 +66,33 @@ class CollectiveTimes {
 public:
     explicit CollectiveTimes(const collectives::Communicator* comm)
         : comm_(comm) {}
-    sim::Time time(const collectives::Collective& c) {
-        if (comm_ == nullptr || comm_->size() < 2)
-            return sim::Time::zero();
+    sim::Time time(const collectives::Collective& c) { return entry(c).time; }
+    /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
+    CommLoad load(const collectives::Collective& c) {
+        Entry& e = entry(c);
+        if (!e.has_load) {
+            collectives::Collective rounded = c;
+            rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
+            e.load = nccl_load(*comm_, rounded, e.algorithm, e.time.seconds());
+            e.has_load = true;
+        }
+        return e.load;
+    }
+
+private:
+    /// A collective's time, the algorithm it runs with and (once asked for) its load.
+    struct Entry {
+        sim::Time time;
+        collectives::Algorithm algorithm = collectives::Algorithm::ring;
+        bool has_load = false;
+        CommLoad load;
+    };
+    Entry& entry(const collectives::Collective& c) {
+        if (comm_ == nullptr || comm_->size() < 2) {
+            none_ = Entry{};
+            none_.has_load = true;
+            return none_;
+        }
         const auto key =
             std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
         auto it = cache_.find(key);
@@ -74,14 +100,19 @@ public:
             return it->second;
         collectives::Collective rounded = c;
         rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
-        const sim::Time t = rounded.bytes > 0 ? comm_->predict(rounded) : sim::Time::zero();
-        cache_.emplace(key, t);
-        return t;
+        Entry e;
+        if (rounded.bytes > 0) {
+            const collectives::Choice choice = comm_->choose(rounded);
+            e.time = choice.time;
+            e.algorithm = choice.algorithm;
+        } else {
+            e.has_load = true;
+        }
+        return cache_.emplace(key, e).first->second;
     }
-
-private:
     const collectives::Communicator* comm_;
-    std::map<std::tuple<int, std::int64_t, int>, sim::Time> cache_;
+    std::map<std::tuple<int, std::int64_t, int>, Entry> cache_;
+    Entry none_;
 };
 
 /// Collectives carry activations in 16-bit types as they are, everything else as fp32.
@@ -157,6 +188,7 @@ struct PassSeconds {
     double dp_wait = 0;
     double param_gather = 0;
     double ep_comm = 0;
+    double overlap_slowdown = 0;
     int kernels = 0;
 
     PassSeconds& operator+=(const PassSeconds& o) {
@@ -168,6 +200,7 @@ struct PassSeconds {
         dp_wait += o.dp_wait;
         param_gather += o.param_gather;
         ep_comm += o.ep_comm;
+        overlap_slowdown += o.overlap_slowdown;
         kernels += o.kernels;
         return *this;
     }
@@ -180,6 +213,7 @@ struct PassSeconds {
         a.dp_wait -= b.dp_wait;
         a.param_gather -= b.param_gather;
         a.ep_comm -= b.ep_comm;
+        a.overlap_slowdown -= b.overlap_slowdown;
         a.kernels -= b.kernels;
         return a;
     }
@@ -192,6 +226,7 @@ struct PassSeconds {
         a.dp_wait *= k;
         a.param_gather *= k;
         a.ep_comm *= k;
+        a.overlap_slowdown *= k;
         a.kernels = static_cast<int>(std::lround(a.kernels * k));
         return a;
     }
@@ -210,7 +245,7 @@ struct Unit {
 /// from the GEMM (transformer_engine/pytorch/module/base.py, initialize_ub: num_splits 4,
 /// num_sm 16; the ring exchange of the all-gathers runs tp steps on 1 SM).
 constexpr int kPipelinedRsChunks = 4;
-constexpr int kPipelinedRsSms = 16;
+constexpr int kPipelinedRsSms = kTeOverlapSms;
 
 /// How the kernels of a pass run: the tensor-parallel collectives, the dtype, the framework's
 /// costs, and the overlap of tensor-parallel communication with GEMMs (tp_comm_overlap).
@@ -231,6 +266,19 @@ struct PassEnv {
     /// without context parallelism): forward (recompute too) and backward.
     double cp_forward = 0;
     double cp_backward = 0;
+    /// What the context-parallel ring's exchanges cost each attention kernel beside them
+    /// (seconds, part of compute).
+    double cp_forward_slowdown = 0;
+    double cp_backward_slowdown = 0;
+    /// The GPU (SMs and HBM bandwidth) the passes run on.
+    const hardware::GpuSpec* gpu = nullptr;
+};
+
+/// A layer's parameter all-gather (ZeRO-3, overlap_param_gather): its time and what it takes
+/// from the compute it overlaps.
+struct Gather {
+    double seconds = 0;
+    CommLoad load;
 };
 
 /// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
@@ -258,22 +306,40 @@ TpOverlap overlap_of(const models::TpCollective& tc, const models::PassWork& wor
 }
 
 /// Runs the kernels of `units` (one layer's pass, or its recompute then backward) on `clock`.
-/// `gather`: the time of this layer's parameter all-gather (0: none), issued one layer ahead
+/// `gather`: this layer's parameter all-gather (time 0: none), issued one layer ahead
 /// and waited for by the layer's first kernel.
 void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv& env, Clock& c,
-               PassSeconds& cost, double gather = 0) {
+               PassSeconds& cost, const Gather& gather = {}) {
     const FrameworkSpec& fw = *env.fw;
     const double host_overhead = fw.host_overhead.seconds();
     const double collective_host = host_overhead + fw.collective_overhead.seconds();
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
     const double inv_memory_eff = 1.0 / fw.memory_efficiency;
-    if (gather > 0) {
+    if (gather.seconds > 0) {
         // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it;
         // this layer's pre-hook issues the next one now.
         const double start = std::max(c.prefetch, c.gather);
-        c.gather = start + gather;
+        c.gather = start + gather.seconds;
         c.prefetch = c.host;
-        cost.param_gather += gather;
+        cost.param_gather += gather.seconds;
+        // It ran beside the compute of the previous layer (a layer like this one: its kernels'
+        // mix of tensor-core and memory-bound time sets the share they lose), which it slowed.
+        const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - start);
+        if (overlapped > 0) {
+            double all = 0, memory = 0;
+            for (const Unit& u : units)
+                for (const models::Op& op : u.work->ops) {
+                    all += op.time.seconds();
+                    if (op.kind == models::OpKind::memory_bound)
+                        memory += op.time.seconds();
+                }
+            const double f = all > 0 ? memory / all : 0;
+            const double share = (1 - f) * gather.load.sm_share + f * gather.load.hbm_share;
+            const double slow = overlap_slowdown(gather.seconds, overlapped, share);
+            c.gpu += slow;
+            cost.compute += slow;
+            cost.overlap_slowdown += slow;
+        }
         if (c.gather > c.gpu) {
             cost.dp_wait += c.gather - c.gpu;
             c.gpu = c.gather;
@@ -282,6 +348,11 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     using Mask = std::uint32_t; // bit k: w.collectives[k]
     static_assert(models::kMaxLayerCollectives <= 32, "collective masks are 32 bits");
     const std::size_t nc = w.collectives.size();
+    // Communication kernels in flight beside the compute stream (overlap_interference.h).
+    // Per thread and reused (sweeps run this for every layer of every configuration): only
+    // the first span_count entries are read.
+    thread_local std::array<CommSpan, 2 * models::kMaxLayerCollectives> spans;
+    std::size_t span_count = 0;
     for (const Unit& u : units) {
         const auto& ops = u.work->ops;
         const int n = ops.count();
@@ -343,6 +414,30 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             const double start = std::max({issue, c.gpu, c.comm});
             const double took = times != nullptr ? times->time(coll).seconds() : 0.0;
             done[k] = start + took;
+            // What it takes from the kernels beside it: a ring exchange runs on the copy
+            // engines (Transformer Engine's use_ce, no SM margin); a bulk overlap of Transformer
+            // Engine (tp_comm_overlap's other tensor-parallel collectives) on its num_sm SMs;
+            // the rest are NCCL kernels.
+            if (took > 0 && how[k] != TpOverlap::ring && env.gpu != nullptr) {
+                CommLoad load;
+                if (env.tp_overlap && tc.group == models::CommGroup::tp) {
+                    const double each_way = collectives::bus_factor(coll.op, env.tp_size) *
+                                            static_cast<double>(tc.bytes);
+                    load = comm_load(*env.gpu, kTeOverlapSms, 2 * each_way, took);
+                } else if (times != nullptr) {
+                    load = times->load(coll);
+                }
+                if (span_count == spans.size()) {
+                    // Drop the spans that ended before the compute stream's present.
+                    std::size_t kept = 0;
+                    for (std::size_t j = 0; j < span_count; ++j)
+                        if (spans[j].end > c.gpu)
+                            spans[kept++] = spans[j];
+                    span_count = kept;
+                }
+                if (span_count < spans.size())
+                    spans[span_count++] = CommSpan{start, start + took, load};
+            }
             if (tc.group != models::CommGroup::tp)
                 cost.ep_comm += took;
             // A ring exchange starts now; the GEMM that needs it reads `done` as its start.
@@ -385,7 +480,23 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             const double t =
                 op.time.seconds() *
                 (op.kind == models::OpKind::memory_bound ? inv_memory_eff : inv_gemm_eff);
-            (u.recompute ? cost.recompute : cost.compute) += t;
+            // Slower beside the communication kernels in flight (those that ended before it
+            // started dropped first).
+            if (span_count > 0) {
+                std::size_t kept = 0;
+                for (std::size_t j = 0; j < span_count; ++j)
+                    if (spans[j].end > start)
+                        spans[kept++] = spans[j];
+                span_count = kept;
+            }
+            const double slow =
+                span_count == 0
+                    ? 0.0
+                    : stretched_end(start, t, op.kind,
+                                    std::span<const CommSpan>(spans.data(), span_count)) -
+                          (start + t);
+            (u.recompute ? cost.recompute : cost.compute) += t + slow;
+            cost.overlap_slowdown += slow;
             gemm_start = start;
             double end = start + t;
             // A ring-exchange all-gather feeding this GEMM: chunk j of the GEMM needs the j-th
@@ -403,9 +514,17 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
                 end += t * (1 / env.rs_gemm_share - 1); // the SMs the reduce-scatter runs on
             // The context-parallel ring's exchanges the attention steps do not hide (counted
             // with the tensor-parallel waits).
-            if (op.kind == models::OpKind::fused_attention)
+            double cp_slow = 0;
+            if (op.kind == models::OpKind::fused_attention) {
                 end += u.pass == Pass::backward ? env.cp_backward : env.cp_forward;
+                // The attention steps slowed by the exchanges beside them (compute).
+                cp_slow =
+                    u.pass == Pass::backward ? env.cp_backward_slowdown : env.cp_forward_slowdown;
+                (u.recompute ? cost.recompute : cost.compute) += cp_slow;
+                cost.overlap_slowdown += cp_slow;
+            }
             cost.tp_wait += end - start - t;
+            end += slow + cp_slow;
             c.gpu = end;
             issue_all(issued_after[slot + 1]);
         }
@@ -421,7 +540,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
 /// simulated, the rest extrapolated from the steady per-layer increment (the pipeline of host,
 /// compute stream and collectives repeats exactly once it has filled).
 void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, const PassEnv& env,
-                Clock& c, PassSeconds& cost, double gather = 0) {
+                Clock& c, PassSeconds& cost, const Gather& gather = {}) {
     constexpr int kSimulated = 3;
     Clock before = c;
     PassSeconds before_cost = cost;
@@ -466,6 +585,7 @@ PassCost finish(Clock& c, const PassSeconds& cost) {
     out.dp_wait = sim::Time::from_seconds(cost.dp_wait);
     out.param_gather = sim::Time::from_seconds(cost.param_gather);
     out.ep_comm = sim::Time::from_seconds(cost.ep_comm);
+    out.overlap_slowdown = sim::Time::from_seconds(cost.overlap_slowdown);
     out.time =
         out.compute + out.recompute + out.tp_wait + out.ep_wait + out.host_wait + out.dp_wait;
     out.kernels = cost.kernels;
@@ -490,12 +610,14 @@ struct Context {
 
     /// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
     /// data-parallel group, in the dtype they are kept in for compute.
-    double gather_time(std::int64_t params) {
+    Gather gather_time(std::int64_t params) {
         collectives::Collective c;
         c.op = collectives::Op::all_gather;
         c.dtype = comm_dtype(e.training.dtype);
         c.bytes = params * hardware::bytes_per_element(c.dtype);
-        return c.bytes > 0 ? dp_times.time(c).seconds() : 0.0;
+        if (c.bytes <= 0)
+            return {};
+        return {dp_times.time(c).seconds(), dp_times.load(c)};
     }
     /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
     std::array<LayerWork, 3> dense_layer{};
@@ -557,17 +679,17 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         PassSeconds f;
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
-                      gathers ? ctx.gather_time(ctx.embedding.parameters) : 0.0);
+                      gathers ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
         for (auto [wp, n] : groups) {
             if (n > 0) {
                 const LayerWork& w = *wp;
                 run_layers(w, forward_units(w), n, ctx.env, c, f,
-                           gathers ? ctx.gather_time(w.parameters) : 0.0);
+                           gathers ? ctx.gather_time(w.parameters) : Gather{});
             }
         }
         if (st.head)
             run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
-                      gathers ? ctx.gather_time(head_params) : 0.0);
+                      gathers ? ctx.gather_time(head_params) : Gather{});
         return finish(c, f);
     };
     Clock c;
@@ -605,7 +727,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     PassSeconds b;
     if (st.head) {
         run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
-                  ctx.zero3 ? ctx.gather_time(head_params) : 0.0);
+                  ctx.zero3 ? ctx.gather_time(head_params) : Gather{});
         add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
@@ -616,7 +738,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
         run_layers(w, backward_units(w), n, ctx.env, c, b,
-                   ctx.zero3 ? ctx.gather_time(w.parameters) : 0.0);
+                   ctx.zero3 ? ctx.gather_time(w.parameters) : Gather{});
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         (void)at_start;
@@ -625,7 +747,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     }
     if (st.embedding) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
-                  ctx.zero3 ? ctx.gather_time(ctx.embedding.parameters) : 0.0);
+                  ctx.zero3 ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
         add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
@@ -776,6 +898,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             d.collective.dtype = dtype;
             d.collective.bytes = bytes;
             d.time = (expert ? expert_times : times).time(d.collective);
+            d.load = (expert ? expert_times : times).load(d.collective);
             d.role = role;
             d.chunk = chunk;
             d.bucket = bucket;
@@ -1002,6 +1125,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     ctx.env.dtype = e.training.dtype;
     ctx.env.fw = &ctx.fw;
     ctx.env.tp_size = par.tp;
+    ctx.env.gpu = &e.cluster.node.gpu;
     ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
     const int sms = e.cluster.node.gpu.sm_count;
     if (ctx.env.tp_overlap && sms > kPipelinedRsSms)
@@ -1011,6 +1135,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                                           *plan.topology, plan.communicators);
         ctx.env.cp_forward = cp.forward;
         ctx.env.cp_backward = cp.backward;
+        ctx.env.cp_forward_slowdown = cp.forward_slowdown;
+        ctx.env.cp_backward_slowdown = cp.backward_slowdown;
     }
 
     const int V = stage_count(plan.shape);

@@ -23,6 +23,7 @@
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/overlap_interference.h"
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/recompute_plan.h"
 
@@ -57,6 +58,9 @@ struct PassCost {
     /// Time the pass's expert-parallel collectives take (all-to-alls and the expert
     /// tensor-parallel gathers, waited for or not): for traces.
     sim::Time ep_comm;
+    /// Of compute and recompute: what the communication kernels running beside the pass's
+    /// kernels cost them (overlap_interference.h: their SMs and HBM traffic).
+    sim::Time overlap_slowdown;
     int kernels = 0; ///< kernels issued, collectives included
 };
 
@@ -133,6 +137,8 @@ struct DpCollective {
     /// On the expert-data-parallel group (routed experts' gradients and parameters) instead of
     /// the data-parallel group.
     bool expert = false;
+    /// What it takes from the compute it overlaps (overlap_interference.h).
+    CommLoad load;
 
     bool after_optimizer() const { return role == DpRole::param_all_gather; }
 };

@@ -24,13 +24,14 @@ using detail::ExecutedRank;
 /// in seconds.
 Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, sim::Time step) {
     using sim::Time;
-    Time compute, recompute, tp_wait, ep_wait, host, pp_comm, dp_wait;
+    Time compute, recompute, tp_wait, ep_wait, host, pp_comm, dp_wait, slowdown;
     Time prev_end;
     Time prev_released;
     for (const ExecutedPass& x : r.passes) {
         const auto& st = plan.stage(x.vs);
         const PassCost& c = pass_cost(st, x.pass);
-        compute += c.compute;
+        compute += c.compute + x.overlap_slowdown;
+        slowdown += c.overlap_slowdown + x.overlap_slowdown;
         dp_wait += c.dp_wait;
         recompute += c.recompute;
         tp_wait += c.tp_wait;
@@ -66,6 +67,7 @@ Breakdown breakdown_of(const StepPlan& plan, const ExecutedRank& r, int rank, si
     b.pp_comm_exposed_s = pp_comm.seconds();
     b.dp_comm_exposed_s = dp_comm.seconds();
     b.optimizer_s = optimizer.seconds();
+    b.overlap_slowdown_s = slowdown.seconds();
     b.pp_bubble_s = std::max(Time::zero(), step - accounted).seconds();
     return b;
 }

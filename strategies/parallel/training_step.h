@@ -60,6 +60,9 @@ struct Breakdown {
     /// the optimizer, and those inside the passes (ZeRO-3, overlap_param_gather).
     double dp_comm_exposed_s = 0;
     double optimizer_s = 0;
+    /// Of compute_s and recompute_s: what the communication running beside the kernels cost
+    /// them (its SMs and HBM traffic; strategies/parallel/overlap_interference.h).
+    double overlap_slowdown_s = 0;
 };
 
 struct StageMemory {

@@ -192,7 +192,10 @@ TEST_CASE("tp_comm_overlap hides tensor-parallel communication behind the GEMMs"
     const StepResult plain = simulate_step(gpt(8, base)), over = simulate_step(gpt(8, overlapped));
     CHECK(over.breakdown.tp_comm_exposed_s < plain.breakdown.tp_comm_exposed_s);
     CHECK(over.step_time_s < plain.step_time_s);
-    CHECK(over.breakdown.compute_s == Approx(plain.breakdown.compute_s).epsilon(1e-9));
+    // The same kernels; what the communication beside them costs differs (Transformer
+    // Engine's 16 SMs against NCCL's channels) and is counted apart.
+    CHECK(over.breakdown.compute_s - over.breakdown.overlap_slowdown_s ==
+          Approx(plain.breakdown.compute_s - plain.breakdown.overlap_slowdown_s).epsilon(1e-9));
     CHECK(sum(over.breakdown) == Approx(over.step_time_s).epsilon(1e-9));
 
     // The pipelined reduce-scatters still expose their last chunk each: per layer and forward
