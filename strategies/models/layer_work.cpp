@@ -5,8 +5,8 @@
 #include "strategies/models/expert_parallel.h"
 #include "strategies/models/fp8.h"
 
-#include <initializer_list>
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
