@@ -88,7 +88,15 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
             std::rethrow_exception(error);
     }
     const std::int64_t largest = *std::max_element(weight.begin(), weight.end());
-    const std::int64_t bound = std::max(floor, largest + largest / 10);
+    // Every thread may hold a typical (median) job: only jobs far above the typical are kept
+    // from running beside others. Without that term a sweep whose jobs are all alike and over
+    // half the largest would run one job at a time, whatever --jobs says.
+    std::vector<std::int64_t> sorted = weight;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n / 2),
+                     sorted.end());
+    const std::int64_t typical = sorted[n / 2];
+    const std::int64_t bound =
+        std::max({floor, largest + largest / 10, static_cast<std::int64_t>(threads) * typical});
 
     std::condition_variable finished;
     std::size_t next = 0;

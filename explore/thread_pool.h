@@ -23,7 +23,9 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
 /// The same, with the memory of what runs at once bounded: `weigh(index)` is the scratch
 /// (bytes) a job holds while it runs; every job is weighed first (side by side). A job starts
 /// when nothing runs, or when what runs and it together hold at most the largest job's scratch
-/// plus a tenth (and at least `floor`); one that does not fit waits, and the thread takes the
+/// plus a tenth (at least `floor`, and at least the median job's scratch once per thread, so
+/// that a sweep of alike jobs runs them side by side); one that does not fit waits, and the
+/// thread takes the
 /// next. Jobs waiting start first, the earliest first, as soon as they fit; jobs of over half
 /// the bound start ahead of their turn, one at a time, so that small ones run beside them
 /// (their rows wait in the sink, a row each). Threads together

@@ -392,11 +392,15 @@ struct TransformerActivations {
     std::int64_t all = 0;            ///< everything, without recompute
     // What each of Megatron-Core's recompute_modules drops (LayerConfig::recompute_modules);
     // a module kept by checkpointing keeps its input, which the layer keeps anyway.
-    std::int64_t norm_outputs = 0; ///< layernorm: the two norms' outputs
-    std::int64_t mla_up = 0;       ///< mla_up_proj: the normalised latents and every head's Q, K, V
-    std::int64_t mlp = 0;          ///< mlp (a dense layer's) or moe (a layer with experts): inside
-    std::int64_t moe_act = 0;      ///< moe_act: the routed experts' activation outputs
-    std::int64_t shared = 0;       ///< shared_experts: inside the shared experts
+    /// layernorm: the outputs of the norms that run as their own modules (see
+    /// selective_recompute): the input norm's with latent attention, the pre-MLP norm's in a
+    /// layer with experts.
+    std::int64_t input_norm_output = 0;
+    std::int64_t pre_mlp_norm_output = 0;
+    std::int64_t mla_up = 0;  ///< mla_up_proj: the normalised latents and every head's Q, K, V
+    std::int64_t mlp = 0;     ///< mlp (a dense layer's) or moe (a layer with experts): inside
+    std::int64_t moe_act = 0; ///< moe_act: the routed experts' activation outputs
+    std::int64_t shared = 0;  ///< shared_experts: inside the shared experts
 };
 
 TransformerActivations transformer_activations(const Ctx& c) {
@@ -421,7 +425,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // latents of this rank's sequence shard, and drops the gathered ones, their norms'
         // outputs and every head's queries, keys and values until the attention's backward.
         a.mla_up = 2 * e * T * latents - e * (T / c.sp_div) * latents + heads_qkv;
-        a.norm_outputs = e * sharded;
+        a.input_norm_output = e * sharded;
     }
     const std::int64_t qkv_input = c.saved_input * sharded; // stored sharded with SP, re-gathered
     const std::int64_t qkv = e * T * m.qkv_out() / c.t;
@@ -435,7 +439,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const std::int64_t post_norm_input = e * sharded;
     const std::int64_t fc1_input = c.saved_input * sharded;
     std::int64_t mlp = 0;
-    a.norm_outputs += fc1_input + (m.is_mla() ? 0 : qkv_input);
+    a.pre_mlp_norm_output = fc1_input;
     if (c.a2a) {
         // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
         // (the combine's weighted sum needs them for the probabilities' gradient), and for
@@ -925,10 +929,17 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
     const bool experts = c.moe || c.a2a;
     const bool swiglu = c.m.activation == Activation::swiglu;
     std::int64_t dropped = 0;
-    if (has(RecomputeModule::layernorm)) {
+    // Megatron-Core's Transformer Engine layer spec (megatron/core/models/gpt/
+    // gpt_layer_specs.py) fuses the input norm into linear_qkv (TELayerNormColumnParallelLinear,
+    // input_layernorm IdentityOp) except with latent attention, and the pre-MLP norm into
+    // linear_fc1 except in a layer with experts; transformer_layer.py checkpoints a norm only
+    // when it is not an IdentityOp, so "layernorm" recomputes those two cases only.
+    const bool input_norm_apart = c.m.is_mla();
+    const bool pre_mlp_norm_apart = experts;
+    if (has(RecomputeModule::layernorm) && input_norm_apart) {
         recompute_range(w, forward_op(w, "input_layernorm"), forward_op(w, "input_layernorm") + 1,
                         false);
-        dropped += act.norm_outputs;
+        dropped += act.input_norm_output;
     }
     if (has(RecomputeModule::core_attn) && c.m.attention != AttentionKind::flash) {
         recompute_range(w, at.core_begin, at.core_end, false);
@@ -939,9 +950,10 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
                         true);
         dropped += act.mla_up;
     }
-    if (has(RecomputeModule::layernorm)) {
+    if (has(RecomputeModule::layernorm) && pre_mlp_norm_apart) {
         const int ln2 = forward_op(w, "post_attention_layernorm");
         recompute_range(w, ln2, ln2 + 1, false);
+        dropped += act.pre_mlp_norm_output;
     }
     if (experts && has(RecomputeModule::moe)) {
         recompute_range(w, at.mlp_begin, at.mlp_end, true);

@@ -105,6 +105,9 @@ void read_training(config::YamlMap m, TrainingSpec& t) {
         t.fp8_recipe = m.choice("fp8_recipe", {"delayed", "tensorwise"}) == "tensorwise"
                            ? models::Fp8Recipe::tensorwise
                            : models::Fp8Recipe::delayed;
+    if (t.fp8_recipe == models::Fp8Recipe::tensorwise && t.dtype != hardware::Dtype::fp8)
+        m.fail("fp8_recipe", "tensorwise scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
+                             "fp8_recipe out)");
     m.finish();
 }
 
@@ -520,6 +523,11 @@ void validate_experiment(ExperimentSpec& e) {
                          "' has none: leave it out",
                      "parallel.recompute_modules");
         }
+        if (module(models::RecomputeModule::mlp) && e.model.is_moe() &&
+            e.model.first_k_dense_replace == 0)
+            fail("recompute_modules: mlp recomputes a dense layer's MLP; every layer of model '" +
+                     e.model.name + "' has experts: use moe (or moe_act, shared_experts)",
+                 "parallel.recompute_modules");
         if (module(models::RecomputeModule::shared_experts) &&
             e.model.moe_shared_expert_intermediate_size == 0)
             fail("recompute_modules: shared_experts, but model '" + e.model.name +

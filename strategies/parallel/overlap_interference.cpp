@@ -169,7 +169,10 @@ double stretched_end(double start, double work, models::OpKind kind,
                      std::span<const CommSpan> spans) {
     double t = start;
     double left = work;
-    for (int guard = 0; left > 0 && guard < 64; ++guard) {
+    // Each round ends at a span's begin or end, so 2 x spans + 1 rounds reach the end of the
+    // last span, after which the rate is 1 and the loop returns.
+    const std::size_t rounds = 2 * spans.size() + 1;
+    for (std::size_t round = 0; left > 0 && round < rounds; ++round) {
         double share = 0;
         double next = std::numeric_limits<double>::infinity();
         for (const CommSpan& s : spans) {

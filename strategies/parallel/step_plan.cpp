@@ -159,7 +159,10 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
     }
-    if (e.training.dtype == hardware::Dtype::fp8)
+    // Transformer Engine's delayed scaling keeps FP8 copies of the weights across the step;
+    // torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
+    if (e.training.dtype == hardware::Dtype::fp8 &&
+        e.training.fp8_recipe == models::Fp8Recipe::delayed)
         m.weights += models::kFp8WeightCopyBytes * layer_parameters;
     return m;
 }

@@ -119,6 +119,30 @@ TEST_CASE("explore: the pool bounded by scratch runs every index once, in order 
         CHECK(std::all_of(calls.begin(), calls.end(), [](int c) { return c == 1; }));
         CHECK(most <= 1100);
     }
+    // Jobs all alike run side by side: the median job fits once per thread.
+    {
+        std::vector<std::int64_t> emitted;
+        OrderedSink sink(indices,
+                         [&](std::int64_t i, const std::string&) { emitted.push_back(i); });
+        std::mutex m;
+        std::int64_t in_flight = 0, most = 0;
+        run_pool(
+            indices, 2,
+            [&](std::int64_t i) {
+                {
+                    std::lock_guard<std::mutex> lock(m);
+                    in_flight += 1000;
+                    most = std::max(most, in_flight);
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                std::lock_guard<std::mutex> lock(m);
+                in_flight -= 1000;
+                return std::to_string(i);
+            },
+            [](std::int64_t) -> std::int64_t { return 1000; }, 16, sink);
+        CHECK(emitted == indices);
+        CHECK(most == 2000);
+    }
     // Errors of a job or of its weighing stop the pool and come back.
     OrderedSink sink(indices, [](std::int64_t, const std::string&) {});
     CHECK_THROWS_WITH(run_pool(

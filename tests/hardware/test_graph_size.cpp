@@ -20,8 +20,6 @@ TEST_CASE("graph_size counts the vertices and edges Topology builds", "[hardware
         INFO(spec.name << " on " << spec.nodes << " nodes");
         CHECK(s.vertices == static_cast<double>(t.vertex_count()));
         CHECK(s.edges == static_cast<double>(t.edge_count()));
-        // The estimate is the measured bytes per vertex and per edge (graph_size.h).
-        CHECK(graph_bytes(s) == 140 * s.vertices + 150 * s.edges);
     };
     for (const std::string preset :
          {"dgx-a100", "dgx-h100", "pcie-4gpu", "aws-p4d", "dgx2-v100", "gcp-a3-high"}) {

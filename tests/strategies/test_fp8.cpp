@@ -201,6 +201,24 @@ TEST_CASE("fp8: memory follows Transformer Engine's rules", "[strategies][fp8]")
     CHECK(rf.memory[0].activations_bytes < rb.memory[0].activations_bytes);
     // And the step is faster.
     CHECK(rf.step_time_s < rb.step_time_s);
+    // torchao's tensorwise recipe casts the weights in every forward and keeps no FP8 copies.
+    Settings tw = llama8b("fp8");
+    tw.emplace_back("training.fp8_recipe", "tensorwise");
+    const auto rt = parallel::simulate_step(parallel::make_experiment(platform, 8, tw, "tw"));
+    CHECK(rt.memory[0].weights_bytes == rb.memory[0].weights_bytes);
+}
+
+TEST_CASE("fp8: the tensorwise recipe without training.dtype fp8 is refused, naming the key",
+          "[strategies][fp8]") {
+    const auto platform = parallel::load_platform("dgx-h100");
+    Settings s = llama8b("bf16");
+    s.emplace_back("training.fp8_recipe", "tensorwise");
+    try {
+        parallel::make_experiment(platform, 8, s, "bf16-tensorwise");
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("fp8_recipe") && Catch::Contains("dtype: fp8"));
+    }
 }
 
 TEST_CASE("fp8: refused on a GPU without FP8 tensor cores, naming the key and the fix",

@@ -223,3 +223,30 @@ TEST_CASE("recompute_modules: parsed as Megatron-Core names them, refused where 
     CHECK_THAT(error_of({{"parallel.recompute_modules", "shared_experts"}}, "mixtral-8x7B"),
                Catch::Contains("no shared experts"));
 }
+
+TEST_CASE("recompute_modules: layernorm reruns only the norms Megatron-Core runs apart",
+          "[models][recompute]") {
+    // Transformer Engine's layer spec fuses a dense layer's norms into linear_qkv and
+    // linear_fc1 (IdentityOp norms, never checkpointed): nothing again, nothing freed.
+    const ModelSpec llama = load_model("llama3-8B");
+    const auto dense_all = layer_work(llama, none(2), h100());
+    const auto dense =
+        layer_work(llama, selective(2, recompute_bit(RecomputeModule::layernorm)), h100());
+    CHECK(dense.recompute.ops.empty());
+    CHECK(dense.activation_bytes == dense_all.activation_bytes);
+    // A layer with experts runs its pre-MLP norm apart: it runs again, and its output (bf16,
+    // T x h, tp 1) is freed.
+    const ModelSpec mixtral = load_model("mixtral-8x7B");
+    const auto moe_all = layer_work(mixtral, none(1), h100());
+    const auto moe =
+        layer_work(mixtral, selective(1, recompute_bit(RecomputeModule::layernorm)), h100());
+    CHECK(names(moe.recompute) == std::vector<std::string_view>{"post_attention_layernorm"});
+    CHECK(moe_all.activation_bytes - moe.activation_bytes ==
+          2 * std::int64_t{mixtral.seq} * mixtral.hidden);
+}
+
+TEST_CASE("recompute_modules: mlp on a model whose every layer has experts is refused",
+          "[models][recompute]") {
+    const std::string e = error_of({{"parallel.recompute_modules", "mlp"}}, "mixtral-8x7B");
+    CHECK_THAT(e, Catch::Contains("recompute_modules: mlp") && Catch::Contains("moe"));
+}
