@@ -231,8 +231,13 @@ struct Ctx {
                 fp8_gemm_cast_bytes(name, M, N, K, batch, cfg.fp8_recipe, elem);
             op.bytes += cast.total();
             for (const std::int64_t kernel : {cast.amax, cast.cast, cast.copies})
-                if (kernel > 0)
+                if (kernel > 0) {
                     op.time += cm.memory_bound(kernel);
+                    // Transformer Engine's delayed casts are fused into the kernels before
+                    // them (its fused cast-transpose); torchao's are launched apart.
+                    if (cfg.fp8_recipe == Fp8Recipe::tensorwise)
+                        ++op.kernels;
+                }
         }
         op.m = M;
         op.n = N;
@@ -254,6 +259,7 @@ struct Ctx {
         Op op;
         op.name = name;
         op.kind = OpKind::memory_bound;
+        op.kernels = static_cast<int>(kernels.size());
         for (const std::int64_t k : kernels) {
             op.bytes += k;
             op.time += cm.memory_bound(k);

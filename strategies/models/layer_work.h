@@ -183,6 +183,9 @@ struct Op {
     std::int64_t bytes = 0; ///< HBM bytes read and written
     sim::Time time;
     std::int64_t m = 0, n = 0, k = 0, batch = 0; ///< GEMM shape (0 otherwise)
+    /// Kernels the host launches for this op: an eager chain's ops, a GEMM with torchao's
+    /// tensorwise amax and cast kernels before it; 1 otherwise.
+    int kernels = 1;
 };
 
 enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };

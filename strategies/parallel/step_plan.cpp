@@ -474,8 +474,8 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             const auto slot = static_cast<std::size_t>(i);
             const models::Op& op = ops[slot];
             const double issue = c.host;
-            c.host += host_overhead;
-            ++cost.kernels;
+            c.host += host_overhead * op.kernels;
+            cost.kernels += op.kernels;
             const double host_ready = std::max(c.gpu, issue);
             const double start = std::max(host_ready, wait_for(i, expert_wait));
             cost.host_wait += host_ready - c.gpu;
