@@ -284,18 +284,45 @@ void Plan::build_rings() {
     }
     for (const auto& [pair, bytes] : step)
         ring_step.push_back({pair.first, pair.second, bytes});
-    for (Protocol p : hardware::kAllProtocols)
-        ring_cost[idx(p)] = pattern_cost(ring_step, p);
+    // pattern_cost and pattern_level of the ring's step and of each hop of cycle 0, with each
+    // route looked up once for every protocol (the same sums in the same order).
+    {
+        std::vector<const RouteInfo*> step_routes;
+        for (const PFlow& f : ring_step)
+            step_routes.push_back(f.src == f.dst || f.bytes <= 0 ? nullptr : &route(f.src, f.dst));
+        EdgeLoads loads(topo);
+        for (Protocol p : hardware::kAllProtocols) {
+            loads.clear();
+            for (std::size_t i = 0; i < ring_step.size(); ++i) {
+                if (step_routes[i] != nullptr)
+                    loads.add(*step_routes[i],
+                              ring_step[i].bytes / efficiency(step_routes[i]->level, p));
+            }
+            ring_cost[idx(p)] = loads.max_cost();
+        }
+    }
     ring_level = pattern_level(ring_step);
 
     cycle_position.assign(size_t(n), 0);
     for (int i = 0; i < n; ++i)
         cycle_position[size_t(cycles[0][size_t(i)])] = i;
+    EdgeLoads loads(topo);
     for (int i = 0; i < n; ++i) {
-        const std::vector<PFlow> hop{{cycles[0][size_t(i)], cycles[0][size_t((i + 1) % n)], 1.0}};
-        hop_level.push_back(n > 1 ? pattern_level(hop) : intra_level);
-        for (Protocol p : hardware::kAllProtocols)
-            hop_cost[idx(p)].push_back(n > 1 ? pattern_cost(hop, p) : 0.0);
+        const int a = cycles[0][size_t(i)];
+        const int b = cycles[0][size_t((i + 1) % n)];
+        if (n < 2 || a == b) {
+            hop_level.push_back(intra_level);
+            for (Protocol p : hardware::kAllProtocols)
+                hop_cost[idx(p)].push_back(0.0);
+            continue;
+        }
+        const RouteInfo& r = route(a, b);
+        hop_level.push_back(r.level);
+        for (Protocol p : hardware::kAllProtocols) {
+            loads.clear();
+            loads.add(r, 1.0 / efficiency(r.level, p));
+            hop_cost[idx(p)].push_back(loads.max_cost());
+        }
     }
     for (Protocol p : hardware::kAllProtocols) {
         auto levels = hop_cost[idx(p)];
