@@ -10,7 +10,9 @@
 
 namespace clustersim::hardware {
 
-/// Adds a resource per edge of `topology` to `net`, which must have no resources yet.
+/// Adds a resource per edge of `topology` to `net`, which must have no resources yet. Names
+/// ("<source vertex>-><target vertex>") are made from `topology` when asked for: it must
+/// outlive every call of net.name().
 void bind_topology(sim::FlowNetwork& net, const Topology& topology);
 
 /// The flow path of a route (valid for a network set up by bind_topology).

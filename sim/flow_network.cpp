@@ -12,10 +12,17 @@ FlowNetwork::FlowNetwork(Engine& engine)
 }
 
 ResourceId FlowNetwork::add_resource(double capacity, std::string name) {
+    const auto id = static_cast<ResourceId>(resources_.size());
     if (!(capacity > 0) || !std::isfinite(capacity))
-        throw std::invalid_argument("resource '" + name + "' needs a positive finite capacity");
+        throw std::invalid_argument("resource '" + (name.empty() && namer_ ? namer_(id) : name) +
+                                    "' needs a positive finite capacity");
     resources_.push_back(Resource{capacity, std::move(name)});
-    return static_cast<ResourceId>(resources_.size() - 1);
+    return id;
+}
+
+std::string FlowNetwork::name(ResourceId r) const {
+    const std::string& stored = resources_.at(r).name;
+    return stored.empty() && namer_ ? namer_(r) : stored;
 }
 
 FlowId FlowNetwork::start(FlowSpec spec) {

@@ -48,11 +48,16 @@ public:
     FlowNetwork(const FlowNetwork&) = delete;
     FlowNetwork& operator=(const FlowNetwork&) = delete;
 
-    /// Adds a resource of `capacity` bytes/s (> 0).
+    /// Adds a resource of `capacity` bytes/s (> 0). An empty name is made when asked for (by
+    /// name(), or an error) by the namer, if one is set.
     ResourceId add_resource(double capacity, std::string name);
     std::size_t resource_count() const { return resources_.size(); }
     double capacity(ResourceId r) const { return resources_.at(r).capacity; }
-    const std::string& name(ResourceId r) const { return resources_.at(r).name; }
+    std::string name(ResourceId r) const;
+    /// Names the resources added without a name, on demand: a topology of 100,000 GPUs has
+    /// millions of links, and formatting every name up front cost more than simulating a
+    /// collective on them. The namer must stay valid while names are asked for.
+    void set_namer(std::function<std::string(ResourceId)> namer) { namer_ = std::move(namer); }
 
     /// Starts a flow now; its bytes start moving after `spec.latency`.
     FlowId start(FlowSpec spec);
@@ -124,6 +129,7 @@ private:
 
     Engine& engine_;
     std::vector<Resource> resources_;
+    std::function<std::string(ResourceId)> namer_;
     std::vector<Flow> slab_; ///< active flows, by slot
     std::vector<std::uint32_t> free_slab_;
     std::vector<std::uint32_t> active_; ///< slots of the active flows, in activation order

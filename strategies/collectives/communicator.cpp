@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
+#include <vector>
 
 namespace clustersim::strategies::collectives {
 
@@ -82,7 +85,7 @@ double tree_cap_seconds(const Plan& plan, Protocol p, double bytes) {
     const int N = static_cast<int>(plan.node_ranks.size());
     if (N < 2 || !plan.regular)
         return 0;
-    const double channels = plan.tree().parts() / 2.0; // one per NIC port (plan.cpp)
+    const double channels = plan.tree_parts() / 2.0; // one per NIC port (plan.cpp)
     double cap = plan.tuning.tree.channel.at(N);
     const double ll128 = plan.tuning.tree.ll128_channel.at(N);
     if (p == Protocol::ll128 && ll128 > 0)
@@ -270,6 +273,45 @@ DirectCost direct_cost(const Plan& p, const Collective& c, Protocol pr) {
     return d;
 }
 
+/// Communicators across at least this many nodes weigh the tree by a lower bound first: on
+/// fewer, its sample is not much smaller than the tree.
+constexpr std::size_t kTreeBoundNodes = 64;
+
+/// The kernel's own memory and arithmetic work across nodes (predict_across_nodes).
+double local_seconds_across(const Plan& p, const Collective& c, Algorithm a) {
+    const double S = static_cast<double>(c.bytes);
+    const double hbm = p.topo.spec().node.gpu.hbm_bandwidth;
+    double local = 0;
+    for (bool is_root : {false, true}) {
+        if (is_root && !has_root(c.op))
+            continue;
+        local = std::max({local, detail::kernel_memory_bytes(p, c.op, S, is_root) / hbm,
+                          detail::kernel_compute_seconds(p, c.op, a, S, c.dtype, is_root)});
+    }
+    return local;
+}
+
+/// A lower bound on predict_across_nodes(c, tree, pr) without planning the tree: a step
+/// latency per stage at least the least of NCCL's Tree row, and the pipeline's rounds costed
+/// on Plan::tree_sample, whose every window costs at most the tree's (taken a millionth lower
+/// still, against rounding in sums taken in another order).
+sim::Time tree_lower_bound(const Plan& p, const Collective& c, Protocol pr) {
+    const detail::TreeData& t = p.tree_sample();
+    const double S = static_cast<double>(c.bytes);
+    double least_step = std::numeric_limits<double>::infinity();
+    for (LinkLevel l : {LinkLevel::nvlink, LinkLevel::pcie, LinkLevel::network})
+        least_step = std::min(least_step, seconds(p.tree_step_latency(l, pr)));
+    const double lat = seconds(p.tuning.launch_latency) +
+                       seconds(p.tuning.protocol(pr).base_latency) +
+                       static_cast<double>(t.stages.size()) * least_step;
+    const double part = S / t.parts();
+    const std::int64_t K = chunks(part, p.tuning.protocol(pr).chunk_bytes);
+    double body = p.pipeline_rounds(t, pr, K) * (part / static_cast<double>(K)) * (1 - 1e-6);
+    body = std::max(body, detail::tree_cap_seconds(p, pr, S));
+    const double local = local_seconds_across(p, c, Algorithm::tree);
+    return sim::Time::from_seconds((lat + std::max(body, local)) * (1 - 1e-6));
+}
+
 } // namespace
 
 Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
@@ -425,8 +467,21 @@ Choice Communicator::choose(const Collective& c) const {
             return a == Algorithm::direct;
         }
     };
-    Choice best;
-    bool found = false;
+    // The double binary tree across many nodes costs a route per hop to plan (16 hops per rank
+    // on 8 NIC ports): the automatic choice weighs it last, and plans it only where a lower
+    // bound on its time (Plan::tree_sample) does not already exceed the best of the others.
+    // A tree so skipped is slower than the choice, so the choice is the same.
+    const Plan& plan = *plan_;
+    const bool defer_tree = c.algorithm == Algorithm::automatic && plan.regular &&
+                            plan.node_ranks.size() >= kTreeBoundNodes;
+    struct Candidate {
+        Algorithm a;
+        Protocol p;
+        bool deferred;
+        std::optional<sim::Time> t;
+    };
+    std::vector<Candidate> candidates;
+    std::optional<sim::Time> fastest;
     for (Algorithm a : kOrder) {
         if (c.algorithm != Algorithm::automatic ? a != c.algorithm
                                                 : (!offered(a) || !why_not(a, c.op).empty()))
@@ -435,11 +490,24 @@ Choice Communicator::choose(const Collective& c) const {
             if (c.protocol ? p != *c.protocol
                            : ((a == Algorithm::nvls || simple_only(a)) && p != Protocol::simple))
                 continue;
-            const sim::Time t = predict(c, a, p);
-            if (!found || t < best.time) {
-                best = Choice{a, p, t};
-                found = true;
+            Candidate k{a, p, defer_tree && a == Algorithm::tree, std::nullopt};
+            if (!k.deferred) {
+                k.t = predict(c, a, p);
+                fastest = fastest ? std::min(*fastest, *k.t) : *k.t;
             }
+            candidates.push_back(k);
+        }
+    }
+    for (Candidate& k : candidates) {
+        if (k.deferred && !(fastest && tree_lower_bound(plan, c, k.p) > *fastest))
+            k.t = predict(c, k.a, k.p);
+    }
+    Choice best;
+    bool found = false;
+    for (const Candidate& k : candidates) {
+        if (k.t && (!found || *k.t < best.time)) {
+            best = Choice{k.a, k.p, *k.t};
+            found = true;
         }
     }
     if (!found)
@@ -643,15 +711,7 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
     }
     }
 
-    const double hbm = p.topo.spec().node.gpu.hbm_bandwidth;
-    double local = 0;
-    for (bool is_root : {false, true}) {
-        if (is_root && !has_root(c.op))
-            continue;
-        local = std::max({local, detail::kernel_memory_bytes(p, c.op, S, is_root) / hbm,
-                          detail::kernel_compute_seconds(p, c.op, a, S, c.dtype, is_root)});
-    }
-    return sim::Time::from_seconds(lat + std::max(body, local));
+    return sim::Time::from_seconds(lat + std::max(body, local_seconds_across(p, c, a)));
 }
 
 } // namespace clustersim::strategies::collectives

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <queue>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace clustersim::strategies::collectives::detail {
@@ -148,6 +149,18 @@ int btree_parent(int r, int n) {
     return up;
 }
 
+/// trees.cc ncclGetDtree: the second tree mirrors the first (even count) or shifts it by one
+/// (odd); returns the parent of position q in tree tr and q's child type (0: its parent's first
+/// child) in that tree's own numbering.
+int dtree_parent(int tr, int q, int count, int& child_type) {
+    const int m = tr == 0 ? q : count % 2 == 0 ? count - 1 - q : (q - 1 + count) % count;
+    const int u = btree_parent(m, count);
+    child_type = m < u ? 0 : 1;
+    if (u < 0 || tr == 0)
+        return u;
+    return count % 2 == 0 ? count - 1 - u : (u + 1) % count;
+}
+
 } // namespace
 
 Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
@@ -271,18 +284,45 @@ void Plan::build_rings() {
     }
     for (const auto& [pair, bytes] : step)
         ring_step.push_back({pair.first, pair.second, bytes});
-    for (Protocol p : hardware::kAllProtocols)
-        ring_cost[idx(p)] = pattern_cost(ring_step, p);
+    // pattern_cost and pattern_level of the ring's step and of each hop of cycle 0, with each
+    // route looked up once for every protocol (the same sums in the same order).
+    {
+        std::vector<const RouteInfo*> step_routes;
+        for (const PFlow& f : ring_step)
+            step_routes.push_back(f.src == f.dst || f.bytes <= 0 ? nullptr : &route(f.src, f.dst));
+        EdgeLoads loads(topo);
+        for (Protocol p : hardware::kAllProtocols) {
+            loads.clear();
+            for (std::size_t i = 0; i < ring_step.size(); ++i) {
+                if (step_routes[i] != nullptr)
+                    loads.add(*step_routes[i],
+                              ring_step[i].bytes / efficiency(step_routes[i]->level, p));
+            }
+            ring_cost[idx(p)] = loads.max_cost();
+        }
+    }
     ring_level = pattern_level(ring_step);
 
     cycle_position.assign(size_t(n), 0);
     for (int i = 0; i < n; ++i)
         cycle_position[size_t(cycles[0][size_t(i)])] = i;
+    EdgeLoads loads(topo);
     for (int i = 0; i < n; ++i) {
-        const std::vector<PFlow> hop{{cycles[0][size_t(i)], cycles[0][size_t((i + 1) % n)], 1.0}};
-        hop_level.push_back(n > 1 ? pattern_level(hop) : intra_level);
-        for (Protocol p : hardware::kAllProtocols)
-            hop_cost[idx(p)].push_back(n > 1 ? pattern_cost(hop, p) : 0.0);
+        const int a = cycles[0][size_t(i)];
+        const int b = cycles[0][size_t((i + 1) % n)];
+        if (n < 2 || a == b) {
+            hop_level.push_back(intra_level);
+            for (Protocol p : hardware::kAllProtocols)
+                hop_cost[idx(p)].push_back(0.0);
+            continue;
+        }
+        const RouteInfo& r = route(a, b);
+        hop_level.push_back(r.level);
+        for (Protocol p : hardware::kAllProtocols) {
+            loads.clear();
+            loads.add(r, 1.0 / efficiency(r.level, p));
+            hop_cost[idx(p)].push_back(loads.max_cost());
+        }
     }
     for (Protocol p : hardware::kAllProtocols) {
         auto levels = hop_cost[idx(p)];
@@ -435,17 +475,6 @@ const TreeData& Plan::tree() const {
     std::call_once(tree_once_, [this] {
         auto t = std::make_unique<TreeData>();
         const auto& pos = cycles[0];
-        // trees.cc ncclGetDtree: the second tree mirrors the first (even count) or shifts it by
-        // one (odd); returns the parent of position q in tree tr and q's child type (0: its
-        // parent's first child) in that tree's own numbering.
-        auto dtree_parent = [](int tr, int q, int count, int& child_type) {
-            const int m = tr == 0 ? q : count % 2 == 0 ? count - 1 - q : (q - 1 + count) % count;
-            const int u = btree_parent(m, count);
-            child_type = m < u ? 0 : 1;
-            if (u < 0 || tr == 0)
-                return u;
-            return count % 2 == 0 ? count - 1 - u : (u + 1) % count;
-        };
         const int N = static_cast<int>(node_ranks.size());
         if (N > 1 && regular) {
             // Across nodes (connect.cc, BALANCED_TREE pattern): channel j's chain in a node
@@ -518,6 +547,101 @@ const TreeData& Plan::tree() const {
         tree_ = std::move(t);
     });
     return *tree_;
+}
+
+int Plan::tree_parts() const {
+    if (node_ranks.size() > 1 && regular) {
+        const int g = static_cast<int>(node_ranks.front().size());
+        return 2 * std::max(1, std::min(g, topo.spec().node.nic_ports()));
+    }
+    return 2;
+}
+
+const TreeData& Plan::tree_sample() const {
+    std::call_once(tree_sample_once_, [this] {
+        if (node_ranks.size() < 2 || !regular)
+            throw std::logic_error("Plan::tree_sample: regular communicators across nodes only");
+        auto t = std::make_unique<TreeData>();
+        // The shape of Plan::tree across nodes: per tree of nodes, each node's parent and child
+        // type, and its head's depth (the chain above it: one hop per node, one more where it
+        // hangs from its parent's second rank); a rank i of a chain lies i below its head, the
+        // same in every channel.
+        const int N = static_cast<int>(node_ranks.size());
+        const int g = static_cast<int>(node_ranks.front().size());
+        const int P = std::max(1, std::min(g, topo.spec().node.nic_ports()));
+        auto intra = [&](int k, int j, int i) {
+            const int first = static_cast<int>(static_cast<long>(j) * g / P);
+            return node_ranks[size_t(k)][size_t((first + i) % g)];
+        };
+        std::array<std::vector<int>, 2> up, type, head_depth;
+        std::array<std::vector<std::vector<int>>, 2> children;
+        for (int tr = 0; tr < 2; ++tr) {
+            up[size_t(tr)].assign(size_t(N), -1);
+            type[size_t(tr)].assign(size_t(N), 0);
+            children[size_t(tr)].assign(size_t(N), {});
+            for (int k = 0; k < N; ++k) {
+                up[size_t(tr)][size_t(k)] = dtree_parent(tr, k, N, type[size_t(tr)][size_t(k)]);
+                if (up[size_t(tr)][size_t(k)] >= 0)
+                    children[size_t(tr)][size_t(up[size_t(tr)][size_t(k)])].push_back(k);
+            }
+            head_depth[size_t(tr)].assign(size_t(N), 0);
+            for (int k = 0; k < N; ++k) {
+                int d = 0;
+                for (int x = k; up[size_t(tr)][size_t(x)] >= 0; x = up[size_t(tr)][size_t(x)])
+                    d += 1 + (type[size_t(tr)][size_t(x)] == 0 && g > 1 ? 1 : 0);
+                head_depth[size_t(tr)][size_t(k)] = d;
+                t->depth = std::max(t->depth, d + g - 1);
+            }
+        }
+        // Every hop between nodes is kept (the fabric's links carry those of many nodes), and
+        // the chains of a few nodes: a node's role in a tree is whether it has a parent, a first
+        // child, a second child; the first node of each pair of roles (one per tree) is sampled.
+        std::map<int, int> first_of_role;
+        for (int k = 0; k < N; ++k) {
+            int role = 0;
+            for (int tr = 0; tr < 2; ++tr) {
+                int r = up[size_t(tr)][size_t(k)] >= 0 ? 1 : 0;
+                for (int c : children[size_t(tr)][size_t(k)])
+                    r |= 2 << type[size_t(tr)][size_t(c)];
+                role = role * 8 + r;
+            }
+            first_of_role.emplace(role, k);
+        }
+        std::vector<bool> sampled(size_t(N), false);
+        for (const auto& [role, k] : first_of_role)
+            sampled[size_t(k)] = true;
+        const int D = t->depth;
+        t->nparts = 2 * P;
+        t->stages.resize(size_t(2 * D));
+        auto hop = [&](int r, int parent, int part, int h) {
+            t->stages[size_t(D - h)].push_back({r, parent, part});
+            t->stages[size_t(D + h - 1)].push_back({parent, r, part});
+        };
+        for (int tr = 0; tr < 2; ++tr) {
+            for (int j = 0; j < P; ++j) {
+                const int part = tr * P + j;
+                auto head_hop = [&](int k) {
+                    const int u = up[size_t(tr)][size_t(k)];
+                    const int at = type[size_t(tr)][size_t(k)] == 0 && g > 1 ? 1 : 0;
+                    hop(intra(k, j, 0), intra(u, j, at), part, head_depth[size_t(tr)][size_t(k)]);
+                };
+                for (int k = 0; k < N; ++k) {
+                    if (sampled[size_t(k)]) {
+                        for (int i = 1; i < g; ++i)
+                            hop(intra(k, j, i), intra(k, j, i - 1), part,
+                                head_depth[size_t(tr)][size_t(k)] + i);
+                    }
+                    if (up[size_t(tr)][size_t(k)] >= 0)
+                        head_hop(k);
+                }
+            }
+        }
+        for (int o = 0; o < 2 * D; ++o)
+            t->stage_reduces.push_back(o < D);
+        load_pipeline(*t, false);
+        tree_sample_ = std::move(t);
+    });
+    return *tree_sample_;
 }
 
 void Plan::load_pipeline(TreeData& t, bool all_windows) const {

@@ -208,6 +208,16 @@ public:
     LinkLevel pattern_level(const std::vector<PFlow>& flows) const;
 
     const TreeData& tree() const;
+    /// Equal parts of the buffer the tree splits it into (tree().parts()), without the tree.
+    int tree_parts() const;
+    /// A sample of the tree for a cheap lower bound on its cost (the automatic choice skips
+    /// planning a tree that cannot win): the same stages (2D), holding every hop between nodes
+    /// (an eighth of the hops on 8-GPU nodes) and the chains in a few nodes, one of each role
+    /// the two trees of nodes give a node (root, parent, first and second children). Every
+    /// window of the sample costs at most what the tree's window costs: its hops are a subset
+    /// of the tree's on the same stages. Regular communicators on 2 or more nodes only;
+    /// thread-safe.
+    const TreeData& tree_sample() const;
     /// Sum over the rounds of a tree pipeline of K chunks of the cost per byte of chunk of the
     /// stages each round runs (cached per K where it is computed on demand; thread-safe).
     double tree_rounds(Protocol p, std::int64_t K) const;
@@ -233,6 +243,8 @@ private:
     mutable std::once_flag tree_once_, hier_once_, direct_once_, multi_once_;
     mutable std::unique_ptr<MultiNodeData> multi_;
     mutable std::unique_ptr<TreeData> tree_;
+    mutable std::once_flag tree_sample_once_;
+    mutable std::unique_ptr<TreeData> tree_sample_;
     mutable std::mutex tree_inner_mutex_;
     mutable std::map<std::tuple<const TreeData*, std::size_t, std::int64_t>, std::vector<double>>
         tree_inner_;

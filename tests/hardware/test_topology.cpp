@@ -1,6 +1,9 @@
 #include "base/error.h"
+#include "hardware/flow_binding.h"
 #include "hardware/hardware_loader.h"
 #include "hardware/topology.h"
+#include "sim/engine.h"
+#include "sim/flow_network.h"
 #include "strategies/transfer.h"
 
 #include <catch2/catch.hpp>
@@ -69,6 +72,26 @@ TEST_CASE("topology: path bottlenecks equal the datasheet", "[hardware][topology
 
     // The HBM edge carries the memory bandwidth.
     CHECK(h100.memory_route(3).bottleneck == Approx(3.35e12));
+}
+
+TEST_CASE("topology: a flow network bound to the topology names each resource by its edge, on "
+          "demand",
+          "[hardware][topology]") {
+    const Topology t(with_gpu_count(load_hardware("dgx-h100"), 16));
+    sim::Engine engine;
+    sim::FlowNetwork net(engine);
+    bind_topology(net, t);
+    REQUIRE(net.resource_count() == t.edge_count());
+    const Route r = t.gpu_route(0, 15);
+    for (EdgeIndex e : r.edges) {
+        CHECK(net.capacity(e) == t.edge(e).bandwidth);
+        CHECK(net.name(e) ==
+              t.vertex_name(t.edge_source(e)) + "->" + t.vertex_name(t.edge_target(e)));
+    }
+    CHECK(net.name(r.edges[1]) == t.vertex_name(t.edge_source(r.edges[1])) + "->node0.nic0");
+    // A name given when the resource is added stays its own.
+    const auto extra = net.add_resource(1e9, "extra");
+    CHECK(net.name(extra) == "extra");
 }
 
 TEST_CASE("topology: inter-node routes use the GPU's own rail and cross leaf and spine",

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/collectives/plan.h"
 
 #include <catch2/catch.hpp>
 
@@ -223,6 +224,65 @@ TEST_CASE("across nodes: auto is never slower than the best algorithm forced",
         }
     }
     CHECK(checked > 500);
+}
+
+TEST_CASE("across many nodes: the tree's sample never costs more than the tree, and auto picks "
+          "what weighing every algorithm picks",
+          "[collectives][multinode][invariant]") {
+    int tree_chosen = 0;
+    for (const char* preset : {"dgx-h100", "dgx-a100", "aws-p4d"}) {
+        for (int nodes : {64, 97}) {
+            const auto& topo = topology(preset, 8 * nodes);
+            const auto comm = Communicator::first(topo, 8 * nodes);
+            const detail::Plan& plan = comm.plan();
+            const detail::TreeData& sample = plan.tree_sample();
+            const detail::TreeData& tree = plan.tree();
+            INFO(preset << " " << nodes << " nodes");
+            REQUIRE(sample.depth == tree.depth);
+            REQUIRE(sample.stages.size() == tree.stages.size());
+            CHECK(sample.parts() == tree.parts());
+            CHECK(plan.tree_parts() == tree.parts());
+            std::size_t sampled = 0, hops = 0;
+            for (std::size_t o = 0; o < tree.stages.size(); ++o) {
+                sampled += sample.stages[o].size();
+                hops += tree.stages[o].size();
+            }
+            CHECK(sampled < hops / 2);
+            const auto S = static_cast<std::int64_t>(tree.stages.size());
+            for (Protocol p : hardware::kAllProtocols) {
+                for (std::int64_t K :
+                     {std::int64_t{1}, std::int64_t{3}, S - 2, S, S + 7, std::int64_t{4096}}) {
+                    INFO(hardware::to_string(p) << " K " << K);
+                    const double lower = plan.pipeline_rounds(sample, p, K);
+                    CHECK(lower > 0);
+                    CHECK(lower <= plan.tree_rounds(p, K) * (1 + 1e-12));
+                }
+            }
+            for (std::int64_t size = 1024; size <= 8 * GiB; size *= 8) {
+                const Collective c = coll(Op::all_reduce, size, Algorithm::automatic, std::nullopt);
+                const Choice best = comm.choose(c);
+                std::optional<Choice> brute;
+                for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls_tree}) {
+                    if (!comm.why_not(a, c.op).empty())
+                        continue;
+                    for (Protocol p : hardware::kAllProtocols) {
+                        if (simple_only(a) && p != Protocol::simple)
+                            continue;
+                        const sim::Time t = comm.predict(c, a, p);
+                        if (!brute || t < brute->time)
+                            brute = Choice{a, p, t};
+                    }
+                }
+                REQUIRE(brute);
+                INFO(size << " B");
+                CHECK(best.algorithm == brute->algorithm);
+                CHECK(best.protocol == brute->protocol);
+                CHECK(best.time == brute->time);
+                tree_chosen += best.algorithm == Algorithm::tree ? 1 : 0;
+            }
+        }
+    }
+    CHECK(tree_chosen > 0); // the bound let the tree through where it wins
 }
 
 TEST_CASE("across nodes: NVLSTree wins at large sizes on H100 nodes, ring on A100 nodes",
