@@ -1,7 +1,8 @@
 // Hybrid sharding (HSDP, torchtitan's data_parallel_replicate_degree x data_parallel_shard_degree
 // on FSDP2's 2-D mesh): the model state divided by the shard degree, the per-layer gathers and
 // the gradients' reduce-scatter on the shard group (inside a node), each gradient shard then
-// all-reduced over the replicate group; shard = dp is plain FSDP (strategies/parallel/step_plan.cpp).
+// all-reduced over the replicate group; shard = dp is plain FSDP
+// (strategies/parallel/step_plan.cpp).
 #include "base/error.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/parallel/experiment.h"
@@ -89,6 +90,19 @@ TEST_CASE("HSDP: model state divided by the shard degree, groups laid out as tor
     const StepPlan fsdp16 = plan_of(gpt(16, {}));
     CHECK(st.forward.param_gather < fsdp16.stage(0).forward.param_gather);
     CHECK(r.weights_bytes > fsdp16.ranks.front().weights_bytes);
+
+    // With context parallelism FSDP2 shards over dp_shard x cp (torchtitan's dp_shard_cp): dp 8
+    // = replicate 2 x shard 4, the shard group 4 x 2 = 8 GPUs of one node.
+    const auto cp = gpt(16, {{"model.attention", "flash"},
+                             {"parallel.cp", "2"},
+                             {"parallel.data_parallel_replicate_degree", "2"}});
+    REQUIRE(cp.parallel.dp == 8);
+    const StepPlan cp_plan = plan_of(cp);
+    const RankPlan& rc = cp_plan.ranks.front();
+    CHECK(rc.dp_group == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+    CHECK(rc.replicate_group == std::vector<int>{0, 8});
+    CHECK(rc.weights_bytes == 2 * ((rc.parameters + 7) / 8));
+    CHECK(rc.optimizer_bytes == 12 * ((rc.parameters + 7) / 8));
 }
 
 TEST_CASE("HSDP: each gradient reduce-scatter on the shard group, its shard all-reduced across "
@@ -143,8 +157,9 @@ TEST_CASE("HSDP: each gradient reduce-scatter on the shard group, its shard all-
 TEST_CASE("HSDP: shard = dp is FSDP exactly; replicate = dp with shard 1 is DDP",
           "[strategies][training][zero][hsdp]") {
     const StepResult fsdp = simulate_step(gpt(16, {}));
-    const StepResult full = simulate_step(gpt(16, {{"parallel.data_parallel_shard_degree", "16"},
-                                                   {"parallel.data_parallel_replicate_degree", "1"}}));
+    const StepResult full =
+        simulate_step(gpt(16, {{"parallel.data_parallel_shard_degree", "16"},
+                               {"parallel.data_parallel_replicate_degree", "1"}}));
     CHECK(full.step_time_s == fsdp.step_time_s);
     CHECK(full.memory.front().peak_bytes == fsdp.memory.front().peak_bytes);
 
