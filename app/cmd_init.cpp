@@ -103,7 +103,8 @@ parallel:
                                  # | moe [--recompute-modules]; default [core_attn]
   zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
                                  #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
-                                 # (with  data_parallel_replicate_degree: 1; HSDP not modelled)
+                                 # (HSDP:  data_parallel_replicate_degree: R > 1 shards
+                                 # over dp / R, all-reduces the shards over R)
   overlap_grad_reduce: true      # gradient reduction overlapped with the backward, in buckets
                                  # [--overlap-grad-reduce]; default true; its old name,
                                  #  dp_overlap: true, is still read

@@ -110,6 +110,8 @@ std::string describe_parallel(const ExperimentSpec& e) {
                          p.expert_dp());
     if (p.zero > 0)
         s += fmt::format(", ZeRO-{}", p.zero);
+    if (p.dp_replicate > 1)
+        s += fmt::format(" hybrid (shard {} x replicate {})", p.dp_shard_size(), p.dp_replicate);
     if (p.cp > 1)
         s += fmt::format(", context parallel ({})", to_string(p.cp_comm_type));
     if (p.dp_cp() > 1 && !e.training.forward_only)

@@ -15,8 +15,10 @@ std::string pass_label(const PipePass& p, int virtual_stages) {
 }
 
 std::string collective_label(const DpCollective& d) {
-    return (d.expert ? "expert " : "") + std::string(to_string(d.role)) + " " +
-           base::format_bytes(d.collective.bytes);
+    return (d.expert      ? "expert "
+            : d.replicate ? "replicate "
+                          : "") +
+           std::string(to_string(d.role)) + " " + base::format_bytes(d.collective.bytes);
 }
 
 std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int chunks) {

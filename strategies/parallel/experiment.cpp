@@ -208,27 +208,27 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     }
     m.read("zero", p.zero, 0, 3);
     // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
-    // parameter over the data-parallel group, gathers each layer's before it runs and prefetches
-    // the next layer's: ZeRO-3 here. data_parallel_shard_degree -1 is "all the data-parallel
-    // ranks"; hybrid sharding (data_parallel_replicate_degree > 1) is not modelled.
+    // parameter over the data-parallel shard group, gathers each layer's before it runs and
+    // prefetches the next layer's: ZeRO-3 here. data_parallel_shard_degree -1 is "the
+    // data-parallel ranks data_parallel_replicate_degree leaves"; a replicate degree above 1
+    // with a shard degree above 1 is hybrid sharding (HSDP: torchtitan's apply_fsdp on the 2-D
+    // mesh (dp_replicate, dp_shard_cp)); replicate = dp with shard 1 is plain DDP.
     bool fsdp = false;
     m.read("fsdp", fsdp);
     int shard = 0;
     m.read("data_parallel_shard_degree", shard, -1, 1 << 24);
-    int replicate = 1;
-    m.read("data_parallel_replicate_degree", replicate, 1, 1 << 24);
-    if (replicate > 1)
-        m.fail("data_parallel_replicate_degree",
-               "hybrid sharding (HSDP: shard inside a group, replicate across) is not modelled; "
-               "use 1 (FSDP over all data-parallel ranks: zero: 3)");
+    m.read("data_parallel_replicate_degree", p.dp_replicate, 1, 1 << 24);
     if (shard == 0 && m.has("data_parallel_shard_degree"))
         m.fail("data_parallel_shard_degree", "expected -1 (all data-parallel ranks) or a count");
+    // Without a shard degree, torchtitan's default is -1: with a replicate degree, the rest.
+    if (shard == 0 && p.dp_replicate > 1)
+        shard = -1;
     if (fsdp || shard == -1 || shard > 1) {
         if (m.has("zero") && p.zero != 3)
             m.fail("zero", "FSDP (fsdp / data_parallel_shard_degree) is zero: 3; give one of them");
         p.zero = 3;
-        p.fsdp_shard_degree = shard > 0 ? shard : 0;
     }
+    p.dp_shard = shard > 0 ? shard : 0;
     if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
         m.fail("overlap_grad_reduce",
                "give overlap_grad_reduce or its old name dp_overlap, not both");
@@ -561,11 +561,31 @@ void validate_experiment(ExperimentSpec& e) {
                             : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
-    if (p.fsdp_shard_degree > 0 && p.fsdp_shard_degree != p.dp)
-        fail("data_parallel_shard_degree " + std::to_string(p.fsdp_shard_degree) +
-                 " is not the data-parallel size " + std::to_string(p.dp) +
-                 " (hybrid sharding is not modelled); use -1 or " + std::to_string(p.dp),
+    // torchtitan's ParallelDims._validate: dp_replicate x dp_shard = the data-parallel ranks.
+    if (p.dp % p.dp_replicate != 0)
+        fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
+                 " does not divide the data-parallel size " + std::to_string(p.dp) +
+                 "; choose a replicate degree dividing " + std::to_string(p.dp),
+             "parallel.data_parallel_replicate_degree");
+    if (p.dp_shard > 0 && static_cast<std::int64_t>(p.dp_shard) * p.dp_replicate != p.dp)
+        fail("data_parallel_shard_degree " + std::to_string(p.dp_shard) +
+                 " x data_parallel_replicate_degree " + std::to_string(p.dp_replicate) + " = " +
+                 std::to_string(std::int64_t{p.dp_shard} * p.dp_replicate) +
+                 ", not the data-parallel size " + std::to_string(p.dp) + "; use -1 or " +
+                 std::to_string(p.dp / p.dp_replicate),
              "parallel.data_parallel_shard_degree");
+    // Replicas of unsharded weights (shard degree 1) are plain data parallelism (torchtitan's
+    // DDP): nothing differs from one data-parallel group.
+    if (p.dp_replicate > 1 && p.zero != 3 && p.dp_shard_size() == 1) {
+        p.dp_replicate = 1;
+        p.dp_shard = 0;
+    }
+    if (p.dp_replicate > 1 && p.zero != 3)
+        fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
+                 " with a shard degree of " + std::to_string(p.dp_shard_size()) +
+                 " is hybrid sharding (FSDP2): it needs zero: 3; set zero: 3, or "
+                 "data_parallel_replicate_degree: 1",
+             "parallel.data_parallel_replicate_degree");
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
         fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " x dp " +
                  std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +

@@ -34,6 +34,7 @@
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/platform.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -97,9 +98,13 @@ struct ParallelSpec {
     /// Megatron-Core's default, the core attention.
     std::uint8_t recompute_modules = models::recompute_bit(models::RecomputeModule::core_attn);
     int zero = 0; ///< 0..3
-    /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1):
-    /// must equal dp.
-    int fsdp_shard_degree = 0;
+    /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1: the
+    /// data-parallel ranks left over by data_parallel_replicate_degree); validate_experiment
+    /// resolves it to a count dividing dp once dp is known.
+    int dp_shard = 0;
+    /// torchtitan's data_parallel_replicate_degree: hybrid sharding (HSDP) when above 1 with
+    /// FSDP, FSDP2 on the 2-D mesh (dp_replicate, dp_shard); dp_shard x dp_replicate = dp.
+    int dp_replicate = 1;
     /// Gradient all-reduce overlapped with the backward pass in buckets (DDP,
     /// `overlap_grad_reduce`); false: one all-reduce of all gradients after the last backward.
     bool dp_overlap = true;
@@ -143,6 +148,14 @@ struct ParallelSpec {
     /// reduces (and the distributed optimizer shards) over the data-parallel x context-parallel
     /// group.
     int dp_cp() const { return dp * cp; }
+    /// The data-parallel ranks one copy of the weights is sharded over: dp / dp_replicate
+    /// (all of dp without hybrid sharding).
+    int dp_shard_size() const { return dp / std::max(1, dp_replicate); }
+    /// The group ZeRO shards the model state over and reduce-scatters the gradients and
+    /// gathers the parameters on: torchtitan's dp_shard_cp (FSDP2 shards over the
+    /// data-parallel shard dimension x the context-parallel one); dp_cp() without hybrid
+    /// sharding.
+    int shard_cp() const { return dp_shard_size() * cp; }
 };
 
 struct ExperimentSpec {

@@ -51,9 +51,17 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
         edp_comms.push_back(
             group.size() > 1 ? std::make_unique<collectives::Communicator>(topo, group) : nullptr);
     }
+    // Hybrid sharding: the gradient shards' all-reduce across the replicas.
+    std::vector<std::unique_ptr<collectives::Communicator>> replicate_comms;
+    for (int p = 0; p < P; ++p) {
+        const auto& group = plan.ranks[static_cast<std::size_t>(p)].replicate_group;
+        replicate_comms.push_back(
+            group.size() > 1 ? std::make_unique<collectives::Communicator>(topo, group) : nullptr);
+    }
     auto dp_comm_of = [&](int p, const DpCollective& c) {
-        return c.expert ? edp_comms[static_cast<std::size_t>(p)].get()
-                        : dp_comms[static_cast<std::size_t>(p)].get();
+        return c.expert      ? edp_comms[static_cast<std::size_t>(p)].get()
+               : c.replicate ? replicate_comms[static_cast<std::size_t>(p)].get()
+                             : dp_comms[static_cast<std::size_t>(p)].get();
     };
     auto collective_task = [&runner](const collectives::Communicator* comm,
                                      collectives::Collective c) -> sim::TaskAction {
@@ -307,6 +315,9 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     for (const auto& [key, comm] : pairs)
         runner.claim(*comm);
     for (const auto& comm : dp_comms)
+        if (comm)
+            runner.claim(*comm);
+    for (const auto& comm : replicate_comms)
         if (comm)
             runner.claim(*comm);
 

@@ -142,7 +142,7 @@ hardware::Dtype weight_dtype(hardware::Dtype d) {
     return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
 }
 
-/// Model state of a rank holding `dense` parameters sharded over the data-parallel x
+/// Model state of a rank holding `dense` parameters sharded over the data-parallel (shard) x
 /// context-parallel group and `experts` (routed experts laid out apart) sharded over the
 /// expert-data-parallel group of `edp`, `layer_parameters` of them all in its transformer
 /// layers; FP8 training adds the FP8 copies of the layers' weights (fp8.h) to the weights.
@@ -151,7 +151,7 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     const ParallelSpec& par = e.parallel;
     const auto dtype = weight_dtype(e.training.dtype);
     models::ModelStateBytes m =
-        models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.dp_cp());
+        models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.shard_cp());
     if (experts > 0) {
         const auto x =
             models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
@@ -605,14 +605,15 @@ struct Context {
     std::unique_ptr<collectives::Communicator> tp_comm;
     CollectiveTimes tp_times;
     FrameworkSpec fw;
-    /// The data-parallel group of pipeline rank 0 (the others are alike): parameter gathers.
+    /// The data-parallel (shard) group of pipeline rank 0 (the others are alike): parameter
+    /// gathers.
     std::unique_ptr<collectives::Communicator> dp_comm;
     CollectiveTimes dp_times{nullptr};
     PassEnv env;
     bool zero3 = false; ///< parameters gathered per layer in every pass
 
     /// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
-    /// data-parallel group, in the dtype they are kept in for compute.
+    /// data-parallel shard group, in the dtype they are kept in for compute.
     Gather gather_time(std::int64_t params) {
         collectives::Collective c;
         c.op = collectives::Op::all_gather;
@@ -844,9 +845,15 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         r.gpu = gpu_of(par, 0, 0, p);
         for (int t = 0; t < par.tp; ++t)
             r.tp_group.push_back(gpu_of(par, t, 0, p));
-        for (int d = 0; d < par.dp; ++d)
+        // torchtitan's mesh (pp, dp_replicate, dp_shard, cp, tp): the shard dimension inside
+        // the replicate one, so data-parallel rank d is replica d / shard, shard d % shard.
+        const int shard = par.dp_shard_size();
+        for (int d = 0; d < shard; ++d)
             for (int c = 0; c < par.cp; ++c)
                 r.dp_group.push_back(gpu_of(par, 0, d, p, c));
+        if (par.dp_replicate > 1)
+            for (int x = 0; x < par.dp_replicate; ++x)
+                r.replicate_group.push_back(gpu_of(par, 0, x * shard, p));
         std::int64_t layer_parameters = 0;
         for (int c = 0; c < plan.shape.virtual_stages; ++c) {
             const auto& st = plan.stage(virtual_stage(c, p, plan.shape));
@@ -865,7 +872,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
         r.weights_bytes = state.weights;
         r.grads_bytes = state.gradients;
         r.optimizer_bytes = state.optimizer;
-        const int shards = par.dp_cp();
+        const int shards = par.shard_cp();
         const std::int64_t updated = par.zero < 1
                                          ? r.parameters
                                          : (dense + shards - 1) / shards +
@@ -890,7 +897,11 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
     for (RankPlan& r : plan.ranks) {
         std::unique_ptr<collectives::Communicator> dp_comm;
         std::unique_ptr<collectives::Communicator> edp_comm;
-        CollectiveTimes times(par.dp_cp() > 1 ? communicator(plan, r.dp_group, dp_comm) : nullptr);
+        std::unique_ptr<collectives::Communicator> replicate_comm;
+        CollectiveTimes times(par.shard_cp() > 1 ? communicator(plan, r.dp_group, dp_comm)
+                                                 : nullptr);
+        CollectiveTimes replicate_times(
+            par.dp_replicate > 1 ? communicator(plan, r.replicate_group, replicate_comm) : nullptr);
         CollectiveTimes expert_times(
             experts_apart && edp > 1 ? communicator(plan, r.expert_dp_group, edp_comm) : nullptr);
         auto add = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
@@ -906,6 +917,34 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
             d.chunk = chunk;
             d.bucket = bucket;
             d.expert = expert;
+            r.dp.push_back(d);
+        };
+        // Hybrid sharding: each gradient reduce-scatter over the shard group is followed by the
+        // all-reduce of its shard over the replicate group (FSDP2's foreach_reduce,
+        // torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py: reduce_scatter on the
+        // reduce-scatter group, then all_reduce of the reduce-scatter output on the all-reduce
+        // group). Here both run in order on the data-parallel stream; without a shard group
+        // (shard x cp = 1) the all-reduce is the whole reduction.
+        auto add_grad = [&](collectives::Op op, std::int64_t bytes, hardware::Dtype dtype,
+                            std::optional<int> chunk, std::optional<int> bucket, DpRole role,
+                            bool expert = false) {
+            if (expert || par.dp_replicate <= 1) {
+                add(op, bytes, dtype, chunk, bucket, role, expert);
+                return;
+            }
+            const int shard = par.shard_cp();
+            if (shard > 1)
+                add(op, bytes, dtype, chunk, bucket, role);
+            DpCollective d;
+            d.collective.op = collectives::Op::all_reduce;
+            d.collective.dtype = dtype;
+            d.collective.bytes = (bytes + shard - 1) / shard;
+            d.time = replicate_times.time(d.collective);
+            d.load = replicate_times.load(d.collective);
+            d.role = DpRole::grad_all_reduce;
+            d.chunk = chunk;
+            d.bucket = bucket;
+            d.replicate = true;
             r.dp.push_back(d);
         };
         const auto grad_op =
@@ -937,14 +976,14 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                     for (std::size_t k = 0; k < st.buckets.size(); ++k) {
                         const bool expert = st.buckets[k].expert;
                         if (expert ? expert_dp : dense_dp)
-                            add(grad_op, st.buckets[k].bytes, grad_dtype, c, static_cast<int>(k),
-                                grad_role, expert);
+                            add_grad(grad_op, st.buckets[k].bytes, grad_dtype, c,
+                                     static_cast<int>(k), grad_role, expert);
                     }
                 }
             } else {
                 if (dense_dp)
-                    add(grad_op, dense * hardware::bytes_per_element(grad_dtype), grad_dtype,
-                        std::nullopt, std::nullopt, grad_role);
+                    add_grad(grad_op, dense * hardware::bytes_per_element(grad_dtype), grad_dtype,
+                             std::nullopt, std::nullopt, grad_role);
                 if (expert_dp)
                     add(grad_op, r.expert_parameters * hardware::bytes_per_element(grad_dtype),
                         grad_dtype, std::nullopt, std::nullopt, grad_role, true);
@@ -1049,7 +1088,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                 nullptr,
                 CollectiveTimes(nullptr),
                 PassEnv{},
-                par.zero >= 3 && par.dp_cp() > 1 && !e.training.forward_only};
+                par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only};
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;
@@ -1105,7 +1144,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     }
     if (par.dp_cp() > 1 && (ctx.zero3 || par.overlap_param_gather)) {
         std::vector<int> group;
-        for (int d = 0; d < par.dp; ++d)
+        for (int d = 0; d < par.dp_shard_size(); ++d)
             for (int c = 0; c < par.cp; ++c)
                 group.push_back(gpu_of(par, 0, d, 0, c));
         ctx.dp_times = CollectiveTimes(communicator(plan, group, ctx.dp_comm));

@@ -137,6 +137,9 @@ struct DpCollective {
     /// On the expert-data-parallel group (routed experts' gradients and parameters) instead of
     /// the data-parallel group.
     bool expert = false;
+    /// On the replicate group of hybrid sharding (RankPlan::replicate_group): the all-reduce of
+    /// a reduce-scattered gradient shard across the replicas.
+    bool replicate = false;
     /// What it takes from the compute it overlaps (overlap_interference.h).
     CommLoad load;
 
@@ -153,8 +156,11 @@ struct RankPlan {
     sim::Time optimizer_time;
     std::vector<DpCollective> dp; ///< in issue order on the data-parallel stream
     /// GPUs of the representative's data-parallel group (x context-parallel: the gradients'
-    /// group)
+    /// group); under hybrid sharding its shard group (torchtitan's dp_shard_cp).
     std::vector<int> dp_group;
+    /// Hybrid sharding (ParallelSpec::dp_replicate > 1): the GPUs holding the same shard as the
+    /// representative, one per replica (torchtitan's dp_replicate). Empty otherwise.
+    std::vector<int> replicate_group;
     std::vector<int> tp_group; ///< GPUs of the representative's tensor-parallel group
     /// Experts laid out apart (ParallelSpec::expert_layout): the representative's
     /// expert-parallel and expert-data-parallel groups, and the routed experts' share of
