@@ -46,10 +46,10 @@ void keep_freed_memory() {
         // samples; 16 s of system time in 44 s). Keep freed memory in the process instead:
         // blocks up to 32 MiB (glibc's largest mmap threshold) from the heap, the heap's top
         // trimmed only above 1 GiB, grown 64 MiB at a time.
-        // One arena for every thread: what a thread frees (a long pipeline's records) is
-        // reused by the next configuration of any thread, instead of each thread keeping the
-        // largest it ever simulated (run_pool then bounds what runs at once: thread_pool.h).
-        mallopt(M_ARENA_MAX, 1);
+        // Not M_ARENA_MAX 1 (one arena for every thread, so that what a thread frees is
+        // reused by the others): it cut the Turing sweep's --jobs 2 peak from +51% to +5% of
+        // --jobs 1, but every malloc then takes one lock: --jobs 2 ran a 180-configuration
+        // GPT-3 sweep at 0.48x of one thread, the Turing sweep at 1.55x (1.82x without it).
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
         mallopt(M_TRIM_THRESHOLD, 1 << 30);
         mallopt(M_TOP_PAD, 64 << 20);

@@ -4,11 +4,26 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
 
 namespace clustersim::explore {
+
+namespace {
+
+/// Runs `body` on `threads` threads and waits for them all.
+template <class Body>
+void on_threads(std::size_t threads, Body& body) {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t)
+        pool.emplace_back(std::ref(body));
+    for (auto& t : pool)
+        t.join();
+}
+
+} // namespace
 
 void run_pool(const std::vector<std::int64_t>& indices, int jobs,
               const std::function<std::string(std::int64_t)>& work, OrderedSink& sink) {
@@ -37,11 +52,7 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
     if (threads <= 1) {
         worker();
     } else {
-        std::vector<std::thread> pool;
-        for (std::size_t t = 0; t < threads; ++t)
-            pool.emplace_back(worker);
-        for (auto& t : pool)
-            t.join();
+        on_threads(threads, worker);
     }
     if (error)
         std::rethrow_exception(error);
@@ -79,11 +90,7 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
                 }
             }
         };
-        std::vector<std::thread> pool;
-        for (std::size_t t = 0; t < threads; ++t)
-            pool.emplace_back(weigher);
-        for (auto& t : pool)
-            t.join();
+        on_threads(threads, weigher);
         if (error)
             std::rethrow_exception(error);
     }
@@ -177,11 +184,7 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
             finished.notify_all();
         }
     };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 0; t < threads; ++t)
-        pool.emplace_back(worker);
-    for (auto& t : pool)
-        t.join();
+    on_threads(threads, worker);
     if (error)
         std::rethrow_exception(error);
 }
