@@ -100,8 +100,11 @@ TEST_CASE("schedules: interleaving with a heavier last chunk (the LM head's): "
     for (int P : {2, 4, 8}) {
         for (int v : {2, 3, 12}) {
             for (int m : {P, 2 * P, 4 * P}) {
-                for (auto [F, B] : {std::pair{1.0, 2.0}, std::pair{4.0, 5.0}, std::pair{3.0, 2.0},
-                                    std::pair{10.0, 25.0}}) {
+                for (const auto& heavy : {std::pair{1.0, 2.0}, std::pair{4.0, 5.0},
+                                          std::pair{3.0, 2.0}, std::pair{10.0, 25.0}}) {
+                    // Plain copies: a lambda may not capture a structured binding before C++20's
+                    // P1091 (clang before 16 refuses it).
+                    const double F = heavy.first, B = heavy.second;
                     const PipelineShape shape{P, m, v, false};
                     const int last = P * v - 1;
                     PassDurations d;
