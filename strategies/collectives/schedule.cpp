@@ -327,14 +327,43 @@ struct NvlsGroup {
     double fraction = 1;
 };
 
-class NvlsPhase : public Phase {
+/// A phase pipelined over K chunks of `per_chunk_` steps each, every chunk moving the same
+/// flows (`chunk_flows_`, one chunk's bytes): its rounds are whole chunks, a round's flows the
+/// chunk's times its chunk count; only the first step pays the latency (the pipeline's fill).
+class ChunkedPhase : public Phase {
+public:
+    int steps() const override { return static_cast<int>(K_) * per_chunk_; }
+    sim::Time step_latency(int s) const override { return s == 0 ? latency_ : sim::Time::zero(); }
+    std::vector<StepRange> rounds(int max_rounds) const override {
+        auto out = even_rounds(static_cast<int>(K_), max_rounds);
+        for (StepRange& r : out)
+            r = {r.begin * per_chunk_, r.end * per_chunk_};
+        return out;
+    }
+    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
+        const double k = static_cast<double>(r.end - r.begin) / per_chunk_;
+        for (const PFlow& f : chunk_flows_)
+            out.push_back({f.src, f.dst, f.bytes * k});
+    }
+
+protected:
+    ChunkedPhase(std::int64_t chunks, sim::Time latency)
+        : K_(chunks)
+        , latency_(latency) {}
+
+    std::int64_t K_;
+    sim::Time latency_;
+    int per_chunk_ = 4;
+    std::vector<PFlow> chunk_flows_;
+};
+
+class NvlsPhase : public ChunkedPhase {
 public:
     NvlsPhase(RingKind kind, std::vector<NvlsGroup> groups, double bytes, std::int64_t chunks,
               sim::Time latency)
-        : kind_(kind)
-        , groups_(std::move(groups))
-        , K_(chunks)
-        , latency_(latency) {
+        : ChunkedPhase(chunks, latency)
+        , kind_(kind)
+        , groups_(std::move(groups)) {
         per_chunk_ = kind_ == RingKind::all_reduce ? 4 : 2;
         for (const NvlsGroup& g : groups_) {
             const double L = static_cast<double>(g.ranks.size());
@@ -350,19 +379,6 @@ public:
                 chunk_flows_.push_back({g.switch_endpoint, r, down});
             }
         }
-    }
-    int steps() const override { return static_cast<int>(K_) * per_chunk_; }
-    sim::Time step_latency(int s) const override { return s == 0 ? latency_ : sim::Time::zero(); }
-    std::vector<StepRange> rounds(int max_rounds) const override {
-        auto out = even_rounds(static_cast<int>(K_), max_rounds);
-        for (StepRange& r : out)
-            r = {r.begin * per_chunk_, r.end * per_chunk_};
-        return out;
-    }
-    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
-        const double k = static_cast<double>(r.end - r.begin) / per_chunk_;
-        for (const PFlow& f : chunk_flows_)
-            out.push_back({f.src, f.dst, f.bytes * k});
     }
     void transfers(int s, std::vector<Transfer>& out) const override {
         const std::int64_t k = s / per_chunk_;
@@ -407,10 +423,6 @@ public:
 private:
     RingKind kind_;
     std::vector<NvlsGroup> groups_;
-    std::int64_t K_;
-    sim::Time latency_;
-    int per_chunk_ = 4;
-    std::vector<PFlow> chunk_flows_;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -426,15 +438,14 @@ private:
 // runs) sets the pace, and NCCL's cap per channel is each round's least time (min_seconds).
 // The pipeline fill (2D steps of channels x heads x chunk) is the closed form's, paid as the
 // first step's latency.
-class NvlsTreePhase : public Phase {
+class NvlsTreePhase : public ChunkedPhase {
 public:
     NvlsTreePhase(const Plan& plan, std::int64_t elements, double bytes, std::int64_t chunks,
                   sim::Time latency, double cap_seconds_per_byte)
-        : plan_(plan)
+        : ChunkedPhase(chunks, latency)
+        , plan_(plan)
         , m_(plan.multi())
         , E_(elements)
-        , K_(chunks)
-        , latency_(latency)
         , chunk_bytes_(bytes / static_cast<double>(chunks))
         , cap_(cap_seconds_per_byte) {
         per_chunk_ = 2 * m_.tree_depth + 4;
@@ -471,8 +482,6 @@ public:
                 chunk_flows_.push_back(f);
         }
     }
-    int steps() const override { return static_cast<int>(K_) * per_chunk_; }
-    sim::Time step_latency(int s) const override { return s == 0 ? latency_ : sim::Time::zero(); }
     std::vector<StepRange> rounds(int max_rounds) const override {
         // A round's flows are every stage's of its chunks; a communicator of 100,000 GPUs has
         // ~600,000 of them. Rounds are bounded so that the collective starts about
@@ -481,15 +490,7 @@ public:
         constexpr std::size_t kFlowBudget = std::size_t{1} << 16;
         const auto by_budget =
             static_cast<int>(std::max<std::size_t>(1, kFlowBudget / chunk_flows_.size()));
-        auto out = even_rounds(static_cast<int>(K_), std::min(max_rounds, by_budget));
-        for (StepRange& r : out)
-            r = {r.begin * per_chunk_, r.end * per_chunk_};
-        return out;
-    }
-    void round_flows(StepRange r, std::vector<PFlow>& out) const override {
-        const double k = static_cast<double>(r.end - r.begin) / per_chunk_;
-        for (const PFlow& f : chunk_flows_)
-            out.push_back({f.src, f.dst, f.bytes * k});
+        return ChunkedPhase::rounds(std::min(max_rounds, by_budget));
     }
     double min_seconds(StepRange r) const override {
         return cap_ * chunk_bytes_ * static_cast<double>(r.end - r.begin) / per_chunk_;
@@ -551,12 +552,8 @@ private:
     const Plan& plan_;
     const detail::MultiNodeData& m_;
     std::int64_t E_;
-    std::int64_t K_;
-    sim::Time latency_;
     double chunk_bytes_; ///< of the collective's bytes, per chunk
     double cap_;         ///< seconds per byte of the collective's bytes
-    int per_chunk_ = 4;
-    std::vector<PFlow> chunk_flows_;
 };
 
 std::int64_t chunk_count(double bytes, std::int64_t chunk_bytes) {
