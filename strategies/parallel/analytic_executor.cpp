@@ -180,14 +180,11 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
                 const ExecutedPass& b =
                     r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
                 const auto& st = plan.stage(b.vs);
-                sim::Time within =
-                    bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket));
                 // A pass slowed by the collectives beside it produces its gradients as much later.
-                const sim::Time planned = b.end - b.start - b.overlap_slowdown;
-                if (b.overlap_slowdown > sim::Time::zero() && planned > sim::Time::zero())
-                    within = sim::Time::from_seconds(
-                        within.seconds() * ((b.end - b.start).seconds() / planned.seconds()));
-                const sim::Time ready = b.start + within;
+                const sim::Time ready =
+                    b.start +
+                    stretched(bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket)),
+                              b.end - b.start - b.overlap_slowdown, b.end - b.start);
                 const sim::Time start = std::max(ready, t);
                 t = start + c.time;
                 r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});

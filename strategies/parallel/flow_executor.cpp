@@ -142,14 +142,6 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                 sim::Time at;
                 sim::TaskId first = 0, last = 0;
                 bool any = false;
-                // A pass slowed by the collectives beside it produces its gradients as much
-                // later.
-                auto stretched = [&](sim::Time within) {
-                    if (duration == planned || planned <= sim::Time::zero())
-                        return within;
-                    return sim::Time::from_seconds(within.seconds() *
-                                                   (duration.seconds() / planned.seconds()));
-                };
                 auto segment = [&](sim::Time until) {
                     const auto id = g.add_task(
                         {name, streams[p].compute, sim::max(sim::Time::zero(), until - at), {}, 0});
@@ -163,7 +155,8 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
                 if (split) {
                     for (std::size_t k = 0; k < st.buckets.size(); ++k)
                         bucket_ready[p][static_cast<std::size_t>(pass.chunk)].push_back(
-                            segment(std::min(stretched(parallel::bucket_ready(st, pass.kind, k)),
+                            segment(std::min(stretched(parallel::bucket_ready(st, pass.kind, k),
+                                                       planned, duration),
                                              duration)));
                 }
                 if (!any || at < duration)

@@ -225,6 +225,14 @@ inline sim::Time bucket_ready(const VirtualStagePlan& st, PassKind kind, std::si
                                    std::min(1.0, ready.seconds() / st.backward.time.seconds()));
 }
 
+/// A time `within` a pass planned to take `planned` that took `took`, slowed by the
+/// collectives beside it (overlap interference): what it produces comes as much later.
+inline sim::Time stretched(sim::Time within, sim::Time planned, sim::Time took) {
+    if (took == planned || planned <= sim::Time::zero())
+        return within;
+    return sim::Time::from_seconds(within.seconds() * (took.seconds() / planned.seconds()));
+}
+
 /// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);
 
