@@ -96,6 +96,20 @@ private:
         throw InputError(fmt::format("{}:{}: {}", name_, line, what));
     }
 
+    /// A count the log states (ranks, GPUs, threads; `product` of those already read, times
+    /// this one): at most 2^24, else an error naming the line (std::stoi threw
+    /// out_of_range on long digit runs and the products overflowed an int).
+    int count_at(int line, const std::string& digits, std::string_view what,
+                 std::int64_t product = 1) const {
+        constexpr std::int64_t kMost = std::int64_t{1} << 24;
+        const auto v = detail::parse_integer(digits);
+        if (!v || *v > kMost || *v * product > kMost)
+            fail(line,
+                 fmt::format("{} {} is more than clustersim takes (at most {} GPUs)", what,
+                             digits.size() > 20 ? digits.substr(0, 20) + "..." : digits, kMost));
+        return static_cast<int>(*v * product);
+    }
+
     /// `mpirun --tag-output` prefixes "[1,0]<stdout>:", `srun --label` prefixes "0: ".
     static std::string_view strip_prefix(std::string_view text) {
         static const std::regex tag(R"(^(\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: ))");
@@ -146,7 +160,11 @@ private:
             env.nccl_version = m[1].str();
         } else if (env.nccl_version.empty() && std::regex_search(t.begin(), t.end(), m, library)) {
             // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch.
-            const int code = std::stoi(m[1].str());
+            // A code too long to be one is left out, as a line without it.
+            const auto parsed = detail::parse_integer(m[1].str());
+            if (!parsed || *parsed > 99'99'99)
+                return;
+            const auto code = static_cast<int>(*parsed);
             env.nccl_version = fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
         }
     }
@@ -193,7 +211,7 @@ private:
         static const std::regex algo(R"(NCCL_ALGO=([A-Za-z_]+)(,[A-Za-z]|[:;^])?)");
         std::cmatch m;
         if (std::regex_search(body.begin(), body.end(), m, nranks)) {
-            file_ranks_ = std::stoi(m[1].str());
+            file_ranks_ = count_at(number, m[1].str(), "nranks:");
             file_ranks_line_ = number;
             return;
         }
@@ -217,7 +235,8 @@ private:
             return;
         }
         if (std::regex_search(body.begin(), body.end(), m, nthread)) {
-            pre_.gpus_per_process = std::stoi(m[1].str()) * std::stoi(m[2].str());
+            pre_.gpus_per_process =
+                count_at(number, m[2].str(), "nGpus", count_at(number, m[1].str(), "nThread"));
             pre_.gpus_per_process_from =
                 fmt::format("line {} says nThread {} nGpus {}", number, m[1].str(), m[2].str());
             return;
@@ -230,8 +249,8 @@ private:
                 int threads = 1;
                 std::cmatch tm;
                 if (std::regex_search(body.begin(), body.end(), tm, tflag))
-                    threads = std::stoi(tm[1].str());
-                pre_.gpus_per_process = std::stoi(g[1].str()) * threads;
+                    threads = count_at(number, tm[1].str(), "-t");
+                pre_.gpus_per_process = count_at(number, g[1].str(), "-g", threads);
                 pre_.gpus_per_process_from = fmt::format("the command line at line {} runs {} GPUs",
                                                          number, *pre_.gpus_per_process);
             }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
@@ -594,4 +595,21 @@ TEST_CASE("import: files that cannot be read", "[calibrate][import][errors]") {
                       Catch::Contains("/nonexistent/x.log: cannot read the file"));
     CHECK_THROWS_WITH(import_files({kData}, {}), Catch::Contains("is a directory"));
     CHECK_THROWS_WITH(import_files({}, {}), Catch::Contains("no files to import"));
+}
+
+TEST_CASE("import: counts in an nccl-tests log too large for a GPU count are errors naming the "
+          "line",
+          "[calibrate][import]") {
+    // Found by fuzz_nccl_tests_log: std::stoi threw out_of_range on a long run of digits.
+    const std::string huge = "3333333333333333333333333333333333333333333333333338";
+    for (const std::string& header : std::vector<std::string>{
+             "#  all_reduce_perf -b 8 -e 4G -f 2 -g " + huge + "\n",
+             "# nThread 1 nGpus " + huge + " minBytes 8 maxBytes 8\n",
+             std::string("# nThread 65536 nGpus 65536 minBytes 8 maxBytes 8\n"), // 2^32
+             "# nranks: " + huge + "\n"}) {
+        INFO(header);
+        CHECK_THROWS_WITH(
+            calibrate::import_nccl_tests_log("#\n" + header, "all_reduce_perf-8gpu.log", {}),
+            Catch::Contains("all_reduce_perf-8gpu.log:2:") && Catch::Contains("at most"));
+    }
 }
