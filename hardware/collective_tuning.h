@@ -12,6 +12,8 @@
 /// - NVLS (NVLink SHARP in-switch reduction): a latency and a bandwidth efficiency.
 /// - `memory_passes`: bytes of HBM traffic per byte of the user buffer that the collective
 ///   kernel moves in series with its transfers (reading the input, writing the output).
+/// - `pxn` (default true): point-to-point sends across nodes relay over NVLink to the GPU on
+///   the peer's rail (NCCL's PXN); `false` is NCCL_PXN_DISABLE=1.
 /// Every value in a preset carries a comment saying where it comes from; calibration replaces
 /// them. Plain data: the loader (collective_tuning_loader.cpp) validates it once.
 
@@ -125,6 +127,12 @@ struct CollectiveTuning {
     ChannelCap nvls_tree_channel;        ///< NVLSTree (tuning.cc perChMaxNVLSTreeBws)
     NvlsTreePipeline nvls_tree_pipeline; ///< NVLSTree's chunks and channels (nvls.cc)
     double memory_passes = 0; ///< HBM bytes per user-buffer byte, in series with transfers
+    /// PXN (NCCL 2.12 on, NCCL_PXN_DISABLE=0 by default): a point-to-point send to another
+    /// node leaves through the NIC of the local GPU with the peer's device index, reached over
+    /// NVLink (src/graph/search.cc ncclTopoGetNetDev, NCCL_P2P_PXN_LEVEL 2), so it stays on
+    /// the peer's rail. Only on NVSwitch nodes (paths.cc: the relay must be NVLink-connected).
+    /// `collectives.pxn: false` is NCCL_PXN_DISABLE=1 (or NCCL before 2.12).
+    bool pxn = true;
 
     const ProtocolTuning& protocol(Protocol p) const {
         return protocols[static_cast<std::size_t>(p)];

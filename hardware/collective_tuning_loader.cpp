@@ -42,6 +42,7 @@ void apply_protocol(YamlMap m, ProtocolTuning& p) {
 void apply_collectives(YamlMap m, CollectiveTuning& t) {
     m.read_time("launch_latency", t.launch_latency);
     m.read_number("memory_passes", t.memory_passes, 0);
+    m.read("pxn", t.pxn);
     if (m.has("nvls")) {
         YamlMap n = m.map("nvls");
         n.read_time("latency", t.nvls.latency);

@@ -268,6 +268,30 @@ DirectCost direct_cost(const Plan& p, const Collective& c, Protocol pr) {
             std::max((local - 1) * dd.port_intra[idx(pr)], (n - local) * dd.port_inter[idx(pr)]) *
             per_peer;
         d.level = n > local ? LinkLevel::network : p.intra_level;
+        if (p.pxn() && (c.op == Op::broadcast || c.op == Op::scatter) && n > local) {
+            // The root sends: with PXN each remote peer's bytes cross NVLink to the GPU on the
+            // peer's rail and leave by its NIC, so the node's NICs share them and the root's
+            // NVLink port carries them too (receives, gather's and reduce's, have no PXN: NCCL
+            // relays on the sending side only, src/transport/net.cc).
+            const auto nic_of = [&](int r) { return p.topo.gpu_nic(p.gpus[size_t(r)]); };
+            std::vector<std::pair<hardware::Topology::VertexId, int>> per_nic; // a few NICs
+            double nvlink = local - 1;
+            int most = 0;
+            for (int j = 0; j < p.n; ++j) {
+                if (p.rank_node[size_t(j)] == p.rank_node[size_t(c.root)])
+                    continue;
+                const int relay = p.pxn_relay(c.root, j);
+                nvlink += relay >= 0 ? 1 : 0;
+                const hardware::Topology::VertexId v = nic_of(relay >= 0 ? relay : c.root);
+                auto it = std::find_if(per_nic.begin(), per_nic.end(),
+                                       [v](const auto& e) { return e.first == v; });
+                if (it == per_nic.end())
+                    it = per_nic.insert(per_nic.end(), {v, 0});
+                most = std::max(most, ++it->second);
+            }
+            d.body =
+                std::max(nvlink * dd.port_intra[idx(pr)], most * dd.port_inter[idx(pr)]) * per_peer;
+        }
     }
     }
     return d;

@@ -223,6 +223,15 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
         const hardware::Route r = topo.memory_route(g);
         memory_edges_.push_back(r.edges.at(0));
     }
+    // PXN needs NVLink between the sender and the relay (src/graph/paths.cc: the relay's
+    // path to the sender at most PATH_NVL), so NVSwitch nodes only, and NICs to relay to.
+    if (tuning.pxn && spec.node.fabric == hardware::IntraNodeFabric::nvswitch &&
+        spec.node.nics > 0 && node_ranks.size() > 1) {
+        rank_by_device_.assign(node_ranks.size(), std::vector<int>(size_t(spec.node.gpus), -1));
+        for (int r = 0; r < n; ++r)
+            rank_by_device_[size_t(rank_node[size_t(r)])]
+                           [size_t(gpus[size_t(r)] % spec.node.gpus)] = r;
+    }
     build_rings();
     if (nvls_capable) {
         const int sw = switch_of(0);
@@ -332,6 +341,30 @@ void Plan::build_rings() {
     }
 }
 
+int Plan::pxn_relay(int src, int dst) const {
+    const int node = rank_node[size_t(src)];
+    if (rank_by_device_.empty() || node == rank_node[size_t(dst)])
+        return -1;
+    // ncclTopoGetNetDev (src/graph/search.cc): the local rank with the peer's device index
+    // (nvmlDev) gives the NIC; PXN level 2 relays through the GPU beside that NIC. No such
+    // rank in the communicator: the send keeps src's own NIC.
+    const int per_node = topo.spec().node.gpus;
+    const int relay = rank_by_device_[size_t(node)][size_t(gpus[size_t(dst)] % per_node)];
+    if (relay < 0 || topo.gpu_nic(gpus[size_t(relay)]) == topo.gpu_nic(gpus[size_t(src)]))
+        return -1;
+    return relay;
+}
+
+void Plan::add_p2p(int src, int dst, double bytes, std::vector<PFlow>& out) const {
+    const int relay = pxn_relay(src, dst);
+    if (relay < 0) {
+        out.push_back({src, dst, bytes});
+        return;
+    }
+    out.push_back({src, relay, bytes});
+    out.push_back({relay, dst, bytes});
+}
+
 const DirectData& Plan::direct() const {
     std::call_once(direct_once_, [this] {
         auto d = std::make_unique<DirectData>();
@@ -357,7 +390,7 @@ const DirectData& Plan::direct() const {
             for (int i = 0; i < n; ++i) {
                 for (int j = 0; j < n; ++j) {
                     if (i != j)
-                        pairs.push_back({i, j, 1.0});
+                        add_p2p(i, j, 1.0, pairs);
                 }
             }
             for (Protocol p : hardware::kAllProtocols)
@@ -386,7 +419,7 @@ const DirectData& Plan::direct() const {
         std::vector<PFlow> shift;
         if (n > 1) {
             for (int i = 0; i < n; ++i)
-                shift.push_back({i, (i + 1) % n, 1.0});
+                add_p2p(i, (i + 1) % n, 1.0, shift);
         }
         for (Protocol p : hardware::kAllProtocols)
             send_recv_cost[idx(p)] = pattern_cost(shift, p);

@@ -186,6 +186,18 @@ public:
     // NVLS (nvls_capable only): per byte of S, by op.
     double nvls_all_reduce = 0, nvls_all_gather = 0, nvls_reduce_scatter = 0;
 
+    /// PXN (hardware::CollectiveTuning::pxn): the rank a point-to-point send from `src` to a
+    /// rank on another node relays through, the rank of src's node with dst's device index
+    /// whose NIC (dst's rail) is not src's own; -1 when the send goes out through src's NIC
+    /// (PXN off, a PCIe node, one node, no such rank in the communicator, or src on that NIC).
+    int pxn_relay(int src, int dst) const;
+    /// True when sends to other nodes may relay through PXN (pxn_relay can be >= 0).
+    bool pxn() const { return !rank_by_device_.empty(); }
+    /// Appends a point-to-point transfer of `bytes` as NCCL routes it: src to dst, or with PXN
+    /// src to its relay over NVLink and the relay to dst over the relay's NIC, both at once
+    /// (the relay's proxy sends each chunk as it lands: a pipeline, not store and forward).
+    void add_p2p(int src, int dst, double bytes, std::vector<PFlow>& out) const;
+
     /// Route between endpoints (cached; thread-safe).
     const RouteInfo& route(int src, int dst) const;
     /// The HBM edge a rank's kernels stream memory through.
@@ -264,6 +276,9 @@ private:
     void load_pipeline(TreeData& t, bool all_windows) const;
     mutable std::unique_ptr<HierData> hier_;
     mutable std::unique_ptr<DirectData> direct_;
+    /// PXN relays: per communicator node, the rank holding each device index (-1: none);
+    /// empty when PXN does not apply.
+    std::vector<std::vector<int>> rank_by_device_;
 };
 
 /// HBM bytes a rank's collective kernel moves in series with its transfers (memory_passes x

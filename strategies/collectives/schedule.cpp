@@ -209,7 +209,8 @@ private:
 class DirectPhase : public Phase {
 public:
     DirectPhase(const Plan& plan, Op op, int root, std::int64_t elements, double bytes, Protocol p)
-        : op_(op)
+        : plan_(plan)
+        , op_(op)
         , root_(root)
         , n_(plan.n)
         , E_(elements)
@@ -237,7 +238,7 @@ public:
                 b = S_ / n;
             }
             if (i != j)
-                out.push_back({i, j, b});
+                plan_.add_p2p(i, j, b, out); // NCCL's p2p: through a PXN relay where it applies
         });
     }
     void transfers(int, std::vector<Transfer>& out) const override {
@@ -304,6 +305,7 @@ private:
         }
     }
 
+    const Plan& plan_;
     Op op_;
     int root_;
     int n_;

@@ -138,6 +138,7 @@ TEST_CASE("collectives: the flow view of every round is the sum of its transfers
     const auto& topo = topology("dgx-h100", 16);
     for (const auto& gpus : {first(5), first(8), first(16), std::vector<int>{0, 1, 2, 8, 9}}) {
         const Communicator comm(topo, gpus);
+        const detail::Plan plan(topo, gpus); // the direct algorithm's PXN relays
         const int n = comm.size();
         for (Op op : kAllOps) {
             for (Algorithm a : kConcreteAlgorithms) {
@@ -156,8 +157,17 @@ TEST_CASE("collectives: the flow view of every round is the sum of its transfers
                             std::vector<Transfer> ts;
                             phase->transfers(s, ts);
                             for (const Transfer& t : ts) {
-                                if (t.src != t.dst)
-                                    from_transfers[{t.src, t.dst}] += 4.0 * t.count;
+                                if (t.src == t.dst)
+                                    continue;
+                                // A point-to-point transfer to another node may relay (PXN):
+                                // its bytes appear on both of its hops.
+                                std::vector<detail::PFlow> hops;
+                                if (a == Algorithm::direct)
+                                    plan.add_p2p(t.src, t.dst, 4.0 * t.count, hops);
+                                else
+                                    hops.push_back({t.src, t.dst, 4.0 * t.count});
+                                for (const auto& h : hops)
+                                    from_transfers[{h.src, h.dst}] += h.bytes;
                             }
                             transfers += ts.size();
                         }

@@ -4,6 +4,7 @@
 #include "collectives_test_util.h"
 
 #include "base/error.h"
+#include "hardware/hardware_loader.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/collectives/plan.h"
 
@@ -424,4 +425,117 @@ TEST_CASE("across nodes: broadcast and reduce chains built by racing threads pre
             CHECK(seen[1] == expected);
         }
     }
+}
+
+namespace {
+
+/// dgx-h100 on `nodes` nodes, PXN on or off, the fabric oversubscribed k:1.
+hardware::Topology h100_fabric(int nodes, bool pxn, double oversubscription) {
+    auto spec = hardware::with_gpu_count(hardware::load_hardware("dgx-h100"), 8 * nodes);
+    spec.collectives.pxn = pxn;
+    spec.network.oversubscription = oversubscription;
+    return hardware::Topology(spec);
+}
+
+} // namespace
+
+TEST_CASE("PXN: a send to another node relays through the local GPU with the peer's device "
+          "index, where NCCL does",
+          "[collectives][multinode][pxn]") {
+    const auto topo = h100_fabric(2, true, 1);
+    // GPUs 0, 1 on node 0 and 8, 9 on node 1 (ranks 0-3).
+    const detail::Plan plan(topo, {0, 1, 8, 9});
+    CHECK(plan.pxn_relay(0, 3) == 1); // GPU 0 -> GPU 9: over NVLink to GPU 1, out on rail 1
+    CHECK(plan.pxn_relay(1, 2) == 0);
+    CHECK(plan.pxn_relay(0, 2) == -1); // GPU 8 is on GPU 0's own rail
+    CHECK(plan.pxn_relay(0, 1) == -1); // same node: NVLink
+    // No rank with the peer's device index on the sender's node: its own NIC (NCCL finds no
+    // local rank for the peer's nvmlDev).
+    const detail::Plan sparse(topo, {0, 9});
+    CHECK(sparse.pxn_relay(0, 1) == -1);
+    // Off (NCCL_PXN_DISABLE=1), and on nodes without NVLink between the GPUs.
+    const auto off = h100_fabric(2, false, 1);
+    CHECK(detail::Plan(off, {0, 1, 8, 9}).pxn_relay(0, 3) == -1);
+    const auto& pcie = topology("pcie-4gpu", 8);
+    REQUIRE(pcie.spec().node.nics > 0);
+    CHECK(detail::Plan(pcie, {0, 1, 4, 5}).pxn_relay(0, 3) == -1);
+    std::vector<detail::PFlow> flows;
+    plan.add_p2p(0, 3, 2.0, flows);
+    REQUIRE(flows.size() == 2);
+    CHECK((flows[0].src == 0 && flows[0].dst == 1 && flows[0].bytes == 2.0));
+    CHECK((flows[1].src == 1 && flows[1].dst == 3 && flows[1].bytes == 2.0));
+}
+
+TEST_CASE("PXN: all-to-all across an oversubscribed fabric stays on the rails; a balanced "
+          "one costs the NICs the same either way",
+          "[collectives][multinode][pxn][closed-form]") {
+    const double k = 4; // 4:1: each leaf's uplinks carry a quarter of the NIC rate
+    const auto on = h100_fabric(2, true, k);
+    const auto off = h100_fabric(2, false, k);
+    const auto& spec = on.spec();
+    const detail::Plan p_on(on, {0, 1, 8, 9});
+    const detail::Plan p_off(off, {0, 1, 8, 9});
+    const double e = p_on.efficiency(LinkLevel::network, Protocol::simple);
+    const double nic = spec.node.nic_port_bandwidth();
+    const double uplink = spec.network.link.bandwidth / k;
+    // Per byte to each peer: with PXN NIC 0 of node 0 carries the sends of ranks 0 and 1 to GPU
+    // 8 (rank 1's through its NVLink relay), 2 / (e nic), and nothing crosses a spine.
+    const double pxn = p_on.direct().all_pairs_cost[detail::idx(Protocol::simple)];
+    CHECK(pxn == Approx(2 / (e * nic)).epsilon(1e-9));
+    // Without it GPU 0's send to GPU 9 climbs rail 0's leaf to a spine at the uplink's rate.
+    const double plain = p_off.direct().all_pairs_cost[detail::idx(Protocol::simple)];
+    CHECK(plain >= 1 / (e * uplink) * (1 - 1e-9));
+    CHECK(plain > 1.9 * pxn);
+    // Whole nodes on a non-blocking fabric (Azure's all-to-all row): every NIC carries 8 peers'
+    // bytes either way; PXN adds NVLink hops, which do not bind.
+    for (bool pxn_on : {true, false}) {
+        const auto topo = h100_fabric(2, pxn_on, 1);
+        std::vector<int> gpus(16);
+        for (int g = 0; g < 16; ++g)
+            gpus[size_t(g)] = g;
+        const detail::Plan plan(topo, gpus);
+        INFO("pxn " << pxn_on);
+        CHECK(plan.direct().all_pairs_cost[detail::idx(Protocol::simple)] ==
+              Approx(8 / (e * nic)).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("PXN: a scatter's root spreads its sends to other nodes over the node's NICs",
+          "[collectives][multinode][pxn][closed-form]") {
+    const double S = 1.0 * GiB;
+    const auto on = h100_fabric(2, true, 1);
+    const auto off = h100_fabric(2, false, 1);
+    const auto& spec = on.spec();
+    const detail::Plan plan(on, {0});
+    const double nvl =
+        1 / (plan.efficiency(LinkLevel::nvlink, Protocol::simple) * spec.node.nvlink.bandwidth);
+    const double net = 1 / (plan.efficiency(LinkLevel::network, Protocol::simple) *
+                            std::min(spec.node.nic.bandwidth, spec.node.pcie.bandwidth));
+    Collective c = coll(Op::scatter, static_cast<std::int64_t>(S), Algorithm::direct);
+    c.root = 0;
+    const double t_on =
+        s(Communicator::first(on, 16).predict(c, Algorithm::direct, Protocol::simple));
+    const double t_off =
+        s(Communicator::first(off, 16).predict(c, Algorithm::direct, Protocol::simple));
+    // S/16 to each peer. Without PXN the root's NIC carries all 8 remote peers'; with it each
+    // NIC one peer's (the root's own the peer on its rail) and the root's NVLink port its 7
+    // local peers' and the 7 relayed.
+    const double body_off = std::max(7 * nvl, 8 * net) * S / 16;
+    const double body_on = std::max(14 * nvl, 1 * net) * S / 16;
+    CHECK(t_off - t_on == Approx(body_off - body_on).epsilon(1e-6));
+    CHECK(t_on < 0.5 * t_off);
+    // Gather's root receives: NCCL has no PXN on that side, so nothing moves.
+    c.op = Op::gather;
+    CHECK(s(Communicator::first(on, 16).predict(c, Algorithm::direct, Protocol::simple)) ==
+          s(Communicator::first(off, 16).predict(c, Algorithm::direct, Protocol::simple)));
+}
+
+TEST_CASE("hardware file: collectives.pxn turns PXN off; a value that is no boolean is refused "
+          "at its line",
+          "[collectives][pxn][errors]") {
+    const std::string base = "extends: dgx-h100\ncollectives:\n";
+    CHECK(hardware::load_hardware("dgx-h100").collectives.pxn);
+    CHECK_FALSE(hardware::parse_hardware_yaml(base + "  pxn: false\n", "off.yaml").collectives.pxn);
+    CHECK_THROWS_WITH(hardware::parse_hardware_yaml(base + "  pxn: sometimes\n", "bad.yaml"),
+                      Catch::Contains("bad.yaml:3") && Catch::Contains("pxn"));
 }
