@@ -70,17 +70,26 @@ std::string published_megatron_markdown(const std::string& data_dir) {
           "recompute, tensor and pipeline sizes from the table, dp = GPUs / (tp x pp). Both "
           "sides count FLOPs with the paper's Eq. 3, F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)); "
           "predicted TFLOP/s = F / (predicted step time x GPUs). Rules for what the paper does "
-          "not state: micro-batch 1 on every row; the interleaved 1F1B schedule where pp > 1, "
+          "not state: the micro-batch the smallest at which Megatron's fused causal "
+          "scale-mask-softmax kernel runs (Sec. 4.2 of the paper says its runs used it; the "
+          "code of its release, NVIDIA/Megatron-LM@8cfef1bfe7, runs it only where micro-batch "
+          "x heads per rank is a multiple of 4; the table's column); the interleaved 1F1B "
+          "schedule where pp > 1, "
           "with v = the largest divisor of layers / pp not above 4; gradients all-reduced after "
           "the last backward (Megatron's 2021 DDP did not overlap them), in fp16 (its default "
-          "then; `framework.fp32_grad_reduce: false` over the preset).\n\n";
-    md += "| model | GPUs | tp | pp | dp | v | micro-batches | measured TFLOP/s | predicted "
-          "TFLOP/s | error |\n";
-    md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+          "then; `framework.fp32_grad_reduce: false` over the preset); pipeline tensors sent "
+          "as Megatron-LM did then without sequence parallelism, 1/tp from each tensor-parallel "
+          "rank and all-gathered over the receiver's tensor-parallel group before its next pass "
+          "(`framework.pipeline_tp_gather: true` over the preset; its synchronous exchange "
+          "leaves the gather exposed).\n\n";
+    md += "| model | GPUs | tp | pp | dp | v | micro-batch | micro-batches | measured TFLOP/s | "
+          "predicted TFLOP/s | error |\n";
+    md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const auto& r : big)
-        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {} |\n", r.model,
-                          r.gpus, r.tp, r.pp, r.dp, r.virtual_stages, r.step.micro_batches,
-                          r.measured, r.predicted, base::signed_percent(r.error()));
+        md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {} |\n",
+                          r.model, r.gpus, r.tp, r.pp, r.dp, r.virtual_stages, r.micro_batch,
+                          r.step.micro_batches, r.measured, r.predicted,
+                          base::signed_percent(r.error()));
     md += "\n" + summary_line(big, kTarget, "issue 4: per-GPU TFLOP/s");
     for (const auto& r : big) {
         const std::int64_t rows = std::int64_t{r.micro_batch} * r.heads / r.tp;

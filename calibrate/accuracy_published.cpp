@@ -26,23 +26,33 @@ namespace {
 
 // Both tables: gradients all-reduced in fp16, Megatron-LM's default for fp16 training in
 // 2020-2021 (v1's --fp32-allreduce and v2's --accumulate-allreduce-grads-in-fp32 were off by
-// default), over presets whose framework keeps today's fp32 reduction (FrameworkSpec).
-const char* const kFp16GradReduce = "framework: {fp32_grad_reduce: false}\n";
+// default), over presets whose framework keeps today's fp32 reduction (FrameworkSpec); and
+// pipeline tensors scattered over the tensor-parallel ranks and gathered again on receipt,
+// Megatron-LM's default then (FrameworkSpec::pipeline_tp_gather; the 2020 README's runs have
+// no pipeline, so it changes nothing there).
+const char* const kMegatron2021Framework =
+    "framework: {fp32_grad_reduce: false, pipeline_tp_gather: true}\n";
 
 // Narayanan et al. 2021, Table 1: stated by the paper (Section 5.1, the CSV's header).
 constexpr int kNarayananSeq = 2048;
 constexpr int kNarayananVocab = 51200;
 // Rules for what the paper does not state, one for every row:
-// - micro-batch 1: the smallest, which gives the pipelined rows the most micro-batches (the
-//   smallest bubble) and every row the least activation memory; the table does not say, and
-//   one value for all rows keeps the comparison free of per-row choices;
+// - micro-batch: the smallest at which Megatron's fused causal scale-mask-softmax kernel runs
+//   (micro_batch_for). The paper's Sec. 4.2 states its runs used that kernel ("two custom
+//   kernels to enable the fusion of scale, mask, and softmax ... one to support implicit causal
+//   masking (used in auto-regressive models such as GPT)"), and Megatron-LM of the paper's
+//   release (NVIDIA/Megatron-LM@8cfef1bfe7, 2021-04-08, megatron/model/fused_softmax.py,
+//   FusedScaleMaskSoftmax.forward; the condition since 4916bae616, 2021-02-04) runs it only
+//   when micro-batch x heads per rank is a multiple of 4: at micro-batch 1 the 18.4B (6 heads
+//   per rank) and 76.1B (10) rows would run PyTorch's fp32 softmax instead. Among the sizes
+//   that allow the kernel, the smallest gives the pipelined rows the most micro-batches (the
+//   smallest bubble) and every row the least activation memory;
 // - virtual stages of the interleaved schedule (pp > 1): the largest divisor of layers / pp
 //   not above kMaxVirtualStages (the bubble (p-1)/(v m) falls as 1/v while the pipeline sends
 //   grow with v; at v = 4 the bubble of every pipelined row is under 3.1% of the ideal time);
 //   1F1B when no divisor above 1 exists;
 // - gradients all-reduced after the last backward (dp_overlap false): Megatron-LM's own DDP of
 //   2021 ("local") had no overlap with the backward pass (--overlap-grad-reduce came in 2023).
-constexpr int kNarayananMicroBatch = 1;
 constexpr int kMaxVirtualStages = 4;
 
 // The 2020 README: GPT-2 models, sequence 1024, vocabulary 51200, mixed precision (the CSV's
@@ -65,7 +75,7 @@ const char* const kA100Of2020 = "gpu:\n"
 strategies::parallel::Platform megatron_of_2021(const std::string& preset, const std::string& extra,
                                                 const std::string& name) {
     return strategies::parallel::parse_platform_yaml(
-        "extends: " + preset + "\nname: " + name + "\n" + kFp16GradReduce + extra, name);
+        "extends: " + preset + "\nname: " + name + "\n" + kMegatron2021Framework + extra, name);
 }
 
 /// A positive number of a table's column.
@@ -110,6 +120,22 @@ int virtual_stages_for(int layers, int pp) {
     for (int v = kMaxVirtualStages; v > 1; --v) {
         if ((layers / pp) % v == 0)
             return v;
+    }
+    return 1;
+}
+
+/// The micro-batch of a Narayanan row: the smallest that divides the batch of one
+/// data-parallel replica (into a multiple of pp micro-batches where the schedule is
+/// interleaved, as Megatron requires) and lets the fused softmax kernel run; 1 if none does.
+int micro_batch_for(const PublishedRun& r) {
+    const int per_replica = r.global_batch / r.dp;
+    for (int b = 1; b <= per_replica; ++b) {
+        if (per_replica % b != 0 || (r.virtual_stages > 1 && (per_replica / b) % r.pp != 0))
+            continue;
+        if (strategies::models::megatron_fused_softmax(std::int64_t{b} * r.heads / r.tp,
+                                                       kNarayananSeq, kNarayananSeq,
+                                                       hardware::Dtype::fp16))
+            return b;
     }
     return 1;
 }
@@ -169,9 +195,12 @@ std::vector<PublishedRun> narayanan2021_runs(const std::string& data_dir) {
                                          r.tp, r.pp, r.gpus));
         r.dp = r.gpus / (r.tp * r.pp);
         r.global_batch = integer(csv, i, "global_batch");
-        r.micro_batch = kNarayananMicroBatch;
+        if (r.global_batch % r.dp != 0)
+            throw InputError(fmt::format("{}: dp {} does not divide the global batch {}",
+                                         csv.where(i), r.dp, r.global_batch));
         r.virtual_stages = virtual_stages_for(layers, r.pp);
         r.heads = integer(csv, i, "heads");
+        r.micro_batch = micro_batch_for(r);
         const auto settings = gpt_settings(r, kNarayananSeq, kNarayananVocab);
         r.step = simulate(cluster, make_step(r.gpus, settings, csv.where(i)));
         const double flops =

@@ -110,6 +110,10 @@ int LayerWork::collective_count(Pass p, TpOp op) const {
 /// attn_batches a multiple of the kernel's rows per block (128 threads; a warp per row of up
 /// to 32 x 32 elements, two rows per warp up to 128 columns). Otherwise Megatron runs
 /// PyTorch's softmax (FusedScaleMaskSoftmax.is_kernel_available, megatron/model/fused_softmax.py).
+/// The multiple-of-4 condition on attn_batches predates Narayanan et al. 2021: it came with
+/// NVIDIA/Megatron-LM@4916bae616 (2021-02-04, "conditioning fused kernels") and is in the code
+/// of the paper's release (8cfef1bfe7, 2021-04-08, FusedScaleMaskSoftmax.forward); at sequence
+/// 2048 the rows-per-block condition of today's code asks the same (4 rows per block).
 bool megatron_fused_softmax(std::int64_t attn_batches, std::int64_t sq, std::int64_t sk,
                             Dtype dtype) {
     if (hardware::bytes_per_element(dtype) != 2 || !(16 < sk && sk <= 2048) || sq % 4 != 0 ||

@@ -42,6 +42,16 @@ struct FrameworkSpec {
     /// (is_pipeline_first_stage / is_pipeline_last_stage, which count virtual stages), so
     /// Megatron-Core and NeMo runs pay it on two chunks of the pipeline, not on pp x v.
     bool batch_on_every_stage = true;
+    /// Pipeline activations and gradients travel as Megatron-LM did in 2021 without sequence
+    /// parallelism (--scatter-gather-tensors-in-pipeline, on by default then): each
+    /// tensor-parallel rank sends 1/tp of the tensor (split_tensor_into_1d_equal_chunks) and
+    /// the receiver all-gathers the whole tensor over its tensor-parallel group
+    /// (gather_split_1d_tensor) before the next pass can start: the exchange is synchronous
+    /// (batch_isend_irecv, req.wait(), then torch.cuda.synchronize()), so the gather is exposed
+    /// (NVIDIA/Megatron-LM@8cfef1bfe7, megatron/p2p_communication.py, _communicate; the release
+    /// of April 2021, Narayanan et al.'s code). false: the transfer alone (sequence parallelism's
+    /// shards need no gather).
+    bool pipeline_tp_gather = false;
     /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
     /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.
     sim::Time collective_overhead = sim::Time::zero();

@@ -1274,6 +1274,18 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         return std::int64_t{e.model.seq} / par.cp * e.training.micro_batch * e.model.hidden *
                e_bytes / par.tp;
     }();
+    // Megatron-LM of 2021 (FrameworkSpec::pipeline_tp_gather): the receiver all-gathers the
+    // whole tensor from the tensor-parallel ranks' shares before its next pass (exposed: the
+    // exchange is synchronous). Sequence parallelism's shards are what the next layer takes.
+    const sim::Time tp_gather = [&] {
+        if (!e.framework.pipeline_tp_gather || par.tp < 2 || par.sequence_parallel)
+            return sim::Time::zero();
+        collectives::Collective c;
+        c.op = collectives::Op::all_gather;
+        c.dtype = weight_dtype(e.training.dtype);
+        c.bytes = act_bytes * par.tp; // nccl-tests size: the whole output buffer
+        return ctx.tp_times.time(c);
+    }();
     std::map<std::pair<int, int>, sim::Time> p2p_cache;
     for (int vs = 0; vs + 1 < V; ++vs) {
         if (route_end(vs, plan.shape))
@@ -1285,7 +1297,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (!p2p_cache.count(key))
             p2p_cache[key] = p2p_time(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
-        const sim::Time overhead = from == to ? sim::Time::zero() : e.framework.p2p_overhead;
+        const sim::Time overhead =
+            from == to ? sim::Time::zero() : e.framework.p2p_overhead + tp_gather;
         st.send_forward = p2p_cache[key] + overhead;
         st.send_backward = e.training.forward_only ? sim::Time::zero() : p2p_cache[key] + overhead;
     }

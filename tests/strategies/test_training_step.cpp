@@ -1,4 +1,5 @@
 #include "base/error.h"
+#include "strategies/collectives/communicator.h"
 #include "strategies/models/memory_formulas.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
@@ -450,4 +451,50 @@ TEST_CASE("training step: Megatron-Core fetches the batch on the first and last 
     // The presets: H100 runs are Megatron-Core's; dgx-a100's fit is of the older stack.
     CHECK_FALSE(load_platform("dgx-superpod-h100").framework.batch_on_every_stage);
     CHECK(load_platform("dgx-a100").framework.batch_on_every_stage);
+}
+
+TEST_CASE("training step: Megatron-LM of 2021 all-gathers pipeline tensors over tensor parallelism",
+          "[strategies][training]") {
+    // GPT-3 175B on 64 A100s: tp 8, pp 8, v 3, one node per pipeline rank. Without sequence
+    // parallelism, Megatron-LM's 2021 exchange (megatron/p2p_communication.py, _communicate)
+    // sends 1/tp of the s x b x h tensor from each tensor-parallel rank and the receiver
+    // all-gathers it over its 8 GPUs (NVLink) before the next pass: every cross-rank send costs
+    // exactly that all-gather more, in both directions; the sizes sent stay 1/tp.
+    const auto spec = [](bool gather, bool sp) {
+        auto e =
+            load_experiment(CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml");
+        e.parallel.sequence_parallel = sp;
+        e.framework.pipeline_tp_gather = gather;
+        e.framework.p2p_overhead = sim::Time::zero();
+        return e;
+    };
+    const auto off = spec(false, false);
+    const auto topo = std::make_shared<const hardware::Topology>(off.cluster);
+    const StepPlan a = build_step_plan(off, topo);
+    const StepPlan b = build_step_plan(spec(true, false), topo);
+    const StepPlan sp = build_step_plan(spec(true, true), topo);
+    // The all-gather of the whole fp16 tensor (2048 x 1 x 12288) over GPUs 0-7 (one node).
+    strategies::collectives::Communicator tp(*topo, {0, 1, 2, 3, 4, 5, 6, 7});
+    strategies::collectives::Collective c;
+    c.op = strategies::collectives::Op::all_gather;
+    c.dtype = hardware::Dtype::fp16;
+    c.bytes = std::int64_t{2048} * 12288 * 2;
+    const double gather = tp.predict(c).seconds();
+    REQUIRE(gather > 0);
+    REQUIRE(a.stages.size() == 24);
+    for (int vs = 0; vs + 1 < 24; ++vs) {
+        INFO("virtual stage " << vs);
+        CHECK(b.stage(vs).send_bytes == c.bytes / 8);
+        CHECK(a.stage(vs).send_forward > sim::Time::zero());
+        CHECK((b.stage(vs).send_forward - a.stage(vs).send_forward).seconds() ==
+              Approx(gather).epsilon(1e-9));
+        CHECK((b.stage(vs).send_backward - a.stage(vs).send_backward).seconds() ==
+              Approx(gather).epsilon(1e-9));
+        // Sequence parallelism's shards go as they are: no gather.
+        CHECK(sp.stage(vs).send_forward == a.stage(vs).send_forward);
+    }
+    CHECK(simulate_step(spec(true, false)).step_time_s > simulate_step(off).step_time_s);
+    // Off in every preset: the accuracy tables of 2021 runs set it (calibrate/
+    // accuracy_published.cpp).
+    CHECK_FALSE(load_platform("dgx-a100").framework.pipeline_tp_gather);
 }
