@@ -111,7 +111,7 @@ std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
 
 std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
-    PassDurations d = durations_of(plan);
+    const PassDurations d = durations_of(plan);
     const int V = stage_count(plan.shape);
     const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
     // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
@@ -224,16 +224,12 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         return out;
     };
 
-    ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d);
+    TimingState state;
+    ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d, state);
     // The passes lengthened by the gradient reductions beside them, and the schedule timed once
-    // more (one correction, not iterated to a fixed point).
-    if (extras_of(plan, timing, extra)) {
-        d.extra = [&](int rank, std::size_t index) {
-            const auto& extras = extra[static_cast<std::size_t>(rank)];
-            return index < extras.size() ? extras[index] : sim::Time::zero();
-        };
-        timing = time_schedule(plan.orders, plan.shape, d);
-    }
+    // more (one correction, not iterated to a fixed point): only the passes that can move.
+    if (extras_of(plan, timing, extra))
+        retime_with_extras(timing, state, plan.orders, plan.shape, extra);
     std::vector<ExecutedRank> out = execute(timing);
     return out;
 }

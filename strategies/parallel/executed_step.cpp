@@ -23,9 +23,17 @@ std::string collective_label(const DpCollective& d) {
 
 std::vector<int> last_backward_of_chunk(const std::vector<PipePass>& order, int chunks) {
     std::vector<int> last(static_cast<std::size_t>(chunks), -1);
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        if (order[i].kind == PassKind::backward || order[i].kind == PassKind::weight)
-            last[static_cast<std::size_t>(order[i].chunk)] = static_cast<int>(i);
+    // From the end, until every chunk's is found: the last backwards come at the end of an
+    // order, which has 2 m v passes.
+    int found = 0;
+    for (std::size_t i = order.size(); i-- > 0 && found < chunks;) {
+        if (order[i].kind != PassKind::backward && order[i].kind != PassKind::weight)
+            continue;
+        int& l = last[static_cast<std::size_t>(order[i].chunk)];
+        if (l < 0) {
+            l = static_cast<int>(i);
+            ++found;
+        }
     }
     return last;
 }

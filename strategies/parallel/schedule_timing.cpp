@@ -1,142 +1,143 @@
 #include "strategies/parallel/schedule_timing.h"
 
 #include <algorithm>
-#include <limits>
-#include <optional>
 #include <stdexcept>
 
 namespace clustersim::strategies::parallel {
 
-ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
-                             const PipelineShape& shape, const PassDurations& d) {
-    const int P = shape.ranks;
-    const int m = shape.micro_batches;
-    const int V = stage_count(shape);
-    // End times of every (micro-batch, virtual stage) forward and input-gradient backward, once
-    // known.
-    std::vector<std::optional<sim::Time>> fwd_end(static_cast<std::size_t>(m) * V);
-    std::vector<std::optional<sim::Time>> bwd_end(static_cast<std::size_t>(m) * V);
-    auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
+namespace {
 
-    // Durations depend only on (kind, virtual stage): evaluate each once.
+/// An end not known yet (a timing's times are never negative).
+constexpr sim::Time kNotYet = sim::Time::ps(-1);
+
+/// The durations by (kind, virtual stage) into `s` (they depend on nothing else: evaluated once
+/// per timing).
+void stage_durations(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
+                     const PassDurations& d, TimingState& s) {
+    const int V = stage_count(shape);
     bool split = false;
     for (const auto& o : orders)
         for (const PipePass& pass : o)
             split = split || (pass.kind != PassKind::forward && pass.kind != PassKind::backward);
-    std::vector<sim::Time> dur_f(V), dur_f0(V), dur_b(V), dur_bi(V), dur_w(V), xfer_f(V), xfer_b(V);
+    for (auto* v : {&s.f, &s.f0, &s.b, &s.bi, &s.w, &s.xfer_f, &s.xfer_b})
+        v->assign(static_cast<std::size_t>(V), sim::Time::zero());
     for (int vs = 0; vs < V; ++vs) {
-        dur_f[vs] = d.pass(PassKind::forward, vs);
-        dur_f0[vs] = d.first_forward ? d.first_forward(vs) : dur_f[vs];
-        dur_b[vs] = shape.forward_only ? sim::Time::zero() : d.pass(PassKind::backward, vs);
+        s.f[vs] = d.pass(PassKind::forward, vs);
+        s.f0[vs] = d.first_forward ? d.first_forward(vs) : s.f[vs];
+        s.b[vs] = shape.forward_only ? sim::Time::zero() : d.pass(PassKind::backward, vs);
         if (split && !shape.forward_only) {
-            dur_bi[vs] = d.pass(PassKind::backward_input, vs);
-            dur_w[vs] = d.pass(PassKind::weight, vs);
+            s.bi[vs] = d.pass(PassKind::backward_input, vs);
+            s.w[vs] = d.pass(PassKind::weight, vs);
         }
         if (vs + 1 < V && !route_end(vs, shape)) {
-            xfer_f[vs] = d.transfer(PassKind::forward, vs);
+            s.xfer_f[vs] = d.transfer(PassKind::forward, vs);
             if (!shape.forward_only)
-                xfer_b[vs] = d.transfer(PassKind::backward, vs);
+                s.xfer_b[vs] = d.transfer(PassKind::backward, vs);
         }
     }
+    s.blocking_sends = d.blocking_sends;
+}
 
-    ScheduleTiming t;
-    t.ranks.resize(P);
-    for (int p = 0; p < P; ++p)
-        t.ranks[p].reserve(orders[p].size()); // each pass timed once: no room to spare
-    t.busy.assign(P, sim::Time::zero());
-    std::vector<std::size_t> next(P, 0);
-    std::vector<sim::Time> free_at(P);
+/// Times the passes of `orders` after those `t` holds (a prefix of each rank's order), each
+/// pass's duration plus `extra(rank, index)`, `s` holding the ends of the passes timed so far:
+/// sweeps the ranks, running every pass whose inputs are known; a sweep that runs nothing means
+/// the orders deadlock (a bug in a schedule, reported as such).
+template <class Extra>
+void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
+           ScheduleTiming& t, TimingState& s, std::vector<sim::Time>& free_at, Extra&& extra) {
+    const int P = shape.ranks;
+    const int V = stage_count(shape);
+    auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
+    auto& fwd_end = s.fwd_end;
+    auto& bwd_end = s.bwd_end;
     std::size_t remaining = 0;
-    for (const auto& o : orders)
-        remaining += o.size();
+    for (int p = 0; p < P; ++p)
+        remaining += orders[p].size() - t.ranks[p].size();
 
-    // Sweep the ranks, running every pass whose inputs are known; a sweep that runs nothing
-    // means the orders deadlock (a bug in a schedule, reported as such).
     while (remaining > 0) {
         bool progressed = false;
         for (int p = 0; p < P; ++p) {
             const auto& order = orders[p];
-            while (next[p] < order.size()) {
-                const PipePass& pass = order[next[p]];
+            auto& done = t.ranks[p];
+            while (done.size() < order.size()) {
+                const std::size_t index = done.size();
+                const PipePass& pass = order[index];
                 const int vs = virtual_stage(pass.chunk, p, shape);
                 sim::Time ready;
                 if (pass.kind == PassKind::weight) {
                     // After its own B, which the rank ran earlier in its order.
-                    const std::optional<sim::Time> own = bwd_end[at(pass.micro_batch, vs)];
-                    if (!own)
+                    const sim::Time own = bwd_end[at(pass.micro_batch, vs)];
+                    if (own == kNotYet)
                         break;
-                    ready = *own;
+                    ready = own;
                 } else if (pass.kind == PassKind::forward) {
                     if (!route_start(vs, shape)) {
-                        const std::optional<sim::Time> prev = fwd_end[at(pass.micro_batch, vs - 1)];
-                        if (!prev)
+                        const sim::Time prev = fwd_end[at(pass.micro_batch, vs - 1)];
+                        if (prev == kNotYet)
                             break;
-                        ready = *prev + xfer_f[vs - 1];
+                        ready = prev + s.xfer_f[vs - 1];
                     }
                 } else {
-                    const std::optional<sim::Time> own = fwd_end[at(pass.micro_batch, vs)];
-                    if (!own)
+                    const sim::Time own = fwd_end[at(pass.micro_batch, vs)];
+                    if (own == kNotYet)
                         break;
-                    ready = *own;
+                    ready = own;
                     if (!route_end(vs, shape)) {
-                        const std::optional<sim::Time> later =
-                            bwd_end[at(pass.micro_batch, vs + 1)];
-                        if (!later)
+                        const sim::Time later = bwd_end[at(pass.micro_batch, vs + 1)];
+                        if (later == kNotYet)
                             break;
-                        ready = std::max(ready, *later + xfer_b[vs]);
+                        ready = std::max(ready, later + s.xfer_b[vs]);
                     }
                 }
-                if (pass.joint && next[p] + 1 < order.size()) {
+                if (pass.joint && index + 1 < order.size()) {
                     // Waits for the next pass's input from another stage as well.
-                    const PipePass& after = order[next[p] + 1];
+                    const PipePass& after = order[index + 1];
                     const int vs2 = virtual_stage(after.chunk, p, shape);
                     if (after.kind == PassKind::forward && !route_start(vs2, shape)) {
-                        const auto in = fwd_end[at(after.micro_batch, vs2 - 1)];
-                        if (!in)
+                        const sim::Time in = fwd_end[at(after.micro_batch, vs2 - 1)];
+                        if (in == kNotYet)
                             break;
-                        ready = std::max(ready, *in + xfer_f[vs2 - 1]);
+                        ready = std::max(ready, in + s.xfer_f[vs2 - 1]);
                     } else if (is_input_backward(after.kind) && !route_end(vs2, shape)) {
-                        const auto in = bwd_end[at(after.micro_batch, vs2 + 1)];
-                        if (!in)
+                        const sim::Time in = bwd_end[at(after.micro_batch, vs2 + 1)];
+                        if (in == kNotYet)
                             break;
-                        ready = std::max(ready, *in + xfer_b[vs2]);
+                        ready = std::max(ready, in + s.xfer_b[vs2]);
                     }
                 }
                 const sim::Time start = std::max(ready, free_at[p]);
                 sim::Time dur;
                 switch (pass.kind) {
                 case PassKind::forward:
-                    dur = pass.micro_batch == 0 ? dur_f0[vs] : dur_f[vs];
+                    dur = pass.micro_batch == 0 ? s.f0[vs] : s.f[vs];
                     break;
                 case PassKind::backward:
-                    dur = dur_b[vs];
+                    dur = s.b[vs];
                     break;
                 case PassKind::backward_input:
-                    dur = dur_bi[vs];
+                    dur = s.bi[vs];
                     break;
                 case PassKind::weight:
-                    dur = dur_w[vs];
+                    dur = s.w[vs];
                     break;
                 }
-                if (d.extra)
-                    dur += d.extra(p, next[p]);
+                dur += extra(p, index);
                 const sim::Time end = start + dur;
                 if (pass.kind == PassKind::forward)
                     fwd_end[at(pass.micro_batch, vs)] = end;
                 else if (is_input_backward(pass.kind))
                     bwd_end[at(pass.micro_batch, vs)] = end;
                 sim::Time released = end;
-                if (d.blocking_sends) {
+                if (s.blocking_sends) {
                     if (pass.kind == PassKind::forward && !route_end(vs, shape))
-                        released += xfer_f[vs];
+                        released += s.xfer_f[vs];
                     else if (is_input_backward(pass.kind) && !route_start(vs, shape))
-                        released += xfer_b[vs - 1];
+                        released += s.xfer_b[vs - 1];
                 }
                 free_at[p] = released;
                 t.busy[p] += dur;
-                t.ranks[p].push_back(PassTime{pass, vs, start, end, released});
+                done.push_back(PassTime{pass, vs, start, end, released});
                 t.makespan = std::max(t.makespan, released);
-                ++next[p];
                 --remaining;
                 progressed = true;
             }
@@ -144,7 +145,96 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
         if (!progressed)
             throw std::logic_error("pipeline schedule deadlocks: no rank can run its next pass");
     }
+}
+
+} // namespace
+
+ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
+                             const PipelineShape& shape, const PassDurations& d) {
+    TimingState state;
+    return time_schedule(orders, shape, d, state);
+}
+
+ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
+                             const PipelineShape& shape, const PassDurations& d,
+                             TimingState& state) {
+    const int P = shape.ranks;
+    const std::size_t ends = static_cast<std::size_t>(shape.micro_batches) *
+                             static_cast<std::size_t>(stage_count(shape));
+    stage_durations(orders, shape, d, state);
+    state.fwd_end.assign(ends, kNotYet);
+    state.bwd_end.assign(ends, kNotYet);
+    ScheduleTiming t;
+    t.ranks.resize(P);
+    for (int p = 0; p < P; ++p)
+        t.ranks[p].reserve(orders[p].size()); // each pass timed once: no room to spare
+    t.busy.assign(P, sim::Time::zero());
+    std::vector<sim::Time> free_at(static_cast<std::size_t>(P));
+    if (d.extra)
+        sweep(orders, shape, t, state, free_at, d.extra);
+    else
+        sweep(orders, shape, t, state, free_at, [](int, std::size_t) { return sim::Time::zero(); });
     return t;
+}
+
+std::vector<std::size_t> first_movable(const ScheduleTiming& timing, const PassExtras& extra) {
+    // The earliest start of a pass given time.
+    sim::Time first = sim::Time::max();
+    for (std::size_t p = 0; p < extra.size() && p < timing.ranks.size(); ++p) {
+        const auto& passes = timing.ranks[p];
+        const std::size_t n = std::min(extra[p].size(), passes.size());
+        for (std::size_t i = 0; i < n; ++i)
+            if (extra[p][i] != sim::Time::zero()) {
+                first = std::min(first, passes[i].start);
+                break; // a rank's passes start in order
+            }
+    }
+    std::vector<std::size_t> from(timing.ranks.size());
+    for (std::size_t p = 0; p < from.size(); ++p) {
+        const auto& passes = timing.ranks[p];
+        from[p] = static_cast<std::size_t>(
+            std::partition_point(passes.begin(), passes.end(),
+                                 [&](const PassTime& x) { return x.start < first; }) -
+            passes.begin());
+    }
+    return from;
+}
+
+void retime_with_extras(ScheduleTiming& timing, TimingState& state,
+                        const std::vector<std::vector<PipePass>>& orders,
+                        const PipelineShape& shape, const PassExtras& extra) {
+    const int P = shape.ranks;
+    const std::size_t V = static_cast<std::size_t>(stage_count(shape));
+    const std::vector<std::size_t> from = first_movable(timing, extra);
+    // The passes that keep their times stay, with their ends as inputs and their rank's last
+    // release as when it goes on; the others are dropped, with their ends and busy time, and
+    // timed again.
+    std::vector<sim::Time> free_at(static_cast<std::size_t>(P));
+    timing.makespan = sim::Time::zero();
+    for (int p = 0; p < P; ++p) {
+        auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+        const std::size_t keep = from[static_cast<std::size_t>(p)];
+        for (std::size_t i = keep; i < passes.size(); ++i) {
+            const PassTime& x = passes[i];
+            const std::size_t key = static_cast<std::size_t>(x.pass.micro_batch) * V +
+                                    static_cast<std::size_t>(x.virtual_stage);
+            if (x.pass.kind == PassKind::forward)
+                state.fwd_end[key] = kNotYet;
+            else if (is_input_backward(x.pass.kind))
+                state.bwd_end[key] = kNotYet;
+            timing.busy[static_cast<std::size_t>(p)] -= x.end - x.start;
+        }
+        passes.resize(keep);
+        if (keep > 0) {
+            // A rank's releases never decrease: its last kept pass's is its latest.
+            free_at[static_cast<std::size_t>(p)] = passes.back().released;
+            timing.makespan = std::max(timing.makespan, passes.back().released);
+        }
+    }
+    sweep(orders, shape, timing, state, free_at, [&extra](int p, std::size_t i) {
+        const auto& e = extra[static_cast<std::size_t>(p)];
+        return i < e.size() ? e[i] : sim::Time::zero();
+    });
 }
 
 } // namespace clustersim::strategies::parallel

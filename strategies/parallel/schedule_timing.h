@@ -12,6 +12,7 @@
 #include "sim/time.h"
 #include "strategies/parallel/pipeline_schedule.h"
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -56,5 +57,40 @@ struct ScheduleTiming {
 /// Times `orders` (from pipeline_order) with the given durations. `shape` gives P, m, v.
 ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                              const PipelineShape& shape, const PassDurations& durations);
+
+/// What a timing keeps to be timed again (retime_with_extras): the durations it was timed with,
+/// by virtual stage, and when each micro-batch's forward and input-gradient backward ended on
+/// each virtual stage (by micro-batch x stage_count + virtual stage; negative: not timed).
+struct TimingState {
+    std::vector<sim::Time> f, f0, b, bi, w, xfer_f, xfer_b;
+    bool blocking_sends = false;
+    std::vector<sim::Time> fwd_end, bwd_end;
+};
+
+/// The same, keeping in `state` what retime_with_extras needs.
+ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
+                             const PipelineShape& shape, const PassDurations& durations,
+                             TimingState& state);
+
+/// Time added to passes: per rank, by position in its order (a rank's vector may be shorter
+/// than its order, or empty: nothing added to the passes past its end).
+using PassExtras = std::vector<std::vector<sim::Time>>;
+
+/// Per rank of `timing`: how many of its first passes cannot move when `extra` is added to the
+/// durations it was timed with, those that start before the earliest start of a pass given
+/// time. A pass waits, directly or not, only on passes that end no later than it starts, so
+/// one that starts before that pass waits on none given time (and is not given any itself):
+/// its start and end stay. A rank's passes start in order, so these are a prefix of its order.
+std::vector<std::size_t> first_movable(const ScheduleTiming& timing, const PassExtras& extra);
+
+/// `timing` and `state`, from time_schedule(orders, shape, durations, state) with
+/// `durations.extra` empty, timed again with `extra` added to the passes, in place: the same
+/// result as time_schedule with an `extra` reading `extra`, the passes that cannot move
+/// (first_movable) kept and only the others timed again. Long pipelines of many micro-batches,
+/// whose gradient reductions overlap only their last passes, time a few passes per rank again
+/// instead of all of them.
+void retime_with_extras(ScheduleTiming& timing, TimingState& state,
+                        const std::vector<std::vector<PipePass>>& orders,
+                        const PipelineShape& shape, const PassExtras& extra);
 
 } // namespace clustersim::strategies::parallel

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -159,4 +160,152 @@ TEST_CASE("schedules: invalid shapes are refused with what would fix them",
     CHECK_THROWS_WITH(pipeline_order(PipelineSchedule::one_f_one_b, {4, 8, 2, false}),
                       Catch::Contains("interleaved-1f1b"));
     CHECK_THROWS_AS(pipeline_order(PipelineSchedule::gpipe, {0, 8, 1, false}), InputError);
+}
+
+namespace {
+/// Stages of unequal durations (stage vs: forward 1 + vs/4 s, backward twice that, W a third of
+/// it where split), transfers of 0.1 s, sends blocking or not.
+PassDurations uneven_stages(bool blocking) {
+    PassDurations d;
+    d.pass = [](PassKind k, int vs) {
+        const double f = 1 + 0.25 * vs;
+        switch (k) {
+        case PassKind::forward:
+            return sim::Time::from_seconds(f);
+        case PassKind::backward:
+            return sim::Time::from_seconds(2 * f);
+        case PassKind::backward_input:
+            return sim::Time::from_seconds(2 * f - f * 2 / 3);
+        case PassKind::weight:
+            break;
+        }
+        return sim::Time::from_seconds(f * 2 / 3);
+    };
+    d.first_forward = [](int vs) { return sim::Time::from_seconds(1.5 + 0.25 * vs); };
+    d.transfer = [](PassKind, int) { return sim::Time::from_seconds(0.1); };
+    d.blocking_sends = blocking;
+    return d;
+}
+
+/// The full timing with `extra` (time_schedule reading it through PassDurations::extra) and
+/// the retimed one agree on every pass, the busy times and the makespan.
+void check_retime_matches(const std::vector<std::vector<PipePass>>& orders,
+                          const PipelineShape& shape, PassDurations d, const PassExtras& extra) {
+    TimingState state;
+    ScheduleTiming retimed = time_schedule(orders, shape, d, state);
+    retime_with_extras(retimed, state, orders, shape, extra);
+    d.extra = [&extra](int p, std::size_t i) {
+        const auto& e = extra[static_cast<std::size_t>(p)];
+        return i < e.size() ? e[i] : sim::Time::zero();
+    };
+    TimingState full_state;
+    const ScheduleTiming full = time_schedule(orders, shape, d, full_state);
+    // The ends it keeps for a further timing as well.
+    CHECK(state.fwd_end == full_state.fwd_end);
+    CHECK(state.bwd_end == full_state.bwd_end);
+    REQUIRE(retimed.ranks.size() == full.ranks.size());
+    for (std::size_t p = 0; p < full.ranks.size(); ++p) {
+        REQUIRE(retimed.ranks[p].size() == full.ranks[p].size());
+        for (std::size_t i = 0; i < full.ranks[p].size(); ++i) {
+            const PassTime& a = retimed.ranks[p][i];
+            const PassTime& b = full.ranks[p][i];
+            INFO("rank " << p << " pass " << i);
+            CHECK(a.pass.kind == b.pass.kind);
+            CHECK(a.pass.micro_batch == b.pass.micro_batch);
+            CHECK(a.virtual_stage == b.virtual_stage);
+            CHECK(a.start == b.start);
+            CHECK(a.end == b.end);
+            CHECK(a.released == b.released);
+        }
+        CHECK(retimed.busy[p] == full.busy[p]);
+    }
+    CHECK(retimed.makespan == full.makespan);
+}
+} // namespace
+
+TEST_CASE("schedules: retiming with extra time only where passes can move equals timing all "
+          "passes again",
+          "[strategies][pipeline]") {
+    struct Case {
+        PipelineSchedule s;
+        int P, m, v;
+    };
+    const std::vector<Case> cases{
+        {PipelineSchedule::gpipe, 4, 8, 1},       {PipelineSchedule::one_f_one_b, 4, 16, 1},
+        {PipelineSchedule::one_f_one_b, 1, 4, 1}, {PipelineSchedule::interleaved_1f1b, 4, 8, 3},
+        {PipelineSchedule::zb_h1, 4, 12, 1},      {PipelineSchedule::zb_v, 4, 8, 1},
+        {PipelineSchedule::dualpipe, 4, 8, 1}};
+    for (const Case& c : cases) {
+        const PipelineShape shape{c.P, c.m, chunks_per_rank(c.s, c.v), false, placement_of(c.s)};
+        const auto orders = pipeline_order(c.s, shape);
+        for (bool blocking : {false, true}) {
+            const PassDurations d = uneven_stages(blocking);
+            INFO(to_string(c.s) << " P=" << c.P << " m=" << c.m << " blocking=" << blocking);
+            // Where the gradient reductions put it: the last pass of every rank, 0.3 s.
+            PassExtras last(orders.size());
+            for (std::size_t p = 0; p < orders.size(); ++p) {
+                last[p].assign(orders[p].size(), sim::Time::zero());
+                last[p].back() = sim::Time::from_seconds(0.3);
+            }
+            check_retime_matches(orders, shape, d, last);
+            // Anywhere: every seventh pass of every rank, of different lengths, and a rank
+            // with no extras at all (an empty vector).
+            PassExtras spread(orders.size());
+            for (std::size_t p = 0; p < orders.size(); ++p) {
+                if (orders.size() > 1 && p + 1 == orders.size())
+                    continue; // the last rank: none
+                spread[p].assign(orders[p].size(), sim::Time::zero());
+                for (std::size_t i = p % 7; i < orders[p].size(); i += 7)
+                    spread[p][i] = sim::Time::from_seconds(0.05 * static_cast<double>(1 + i % 5));
+            }
+            check_retime_matches(orders, shape, d, spread);
+            // On the very first pass: nothing can be kept.
+            PassExtras first(orders.size());
+            first[0] = {sim::Time::from_seconds(0.2)};
+            check_retime_matches(orders, shape, d, first);
+        }
+    }
+}
+
+TEST_CASE("schedules: retiming keeps the passes that start before the first pass given time, "
+          "and no other",
+          "[strategies][pipeline]") {
+    // 1F1B, P = 8, m = 64: the gradient reductions lengthen the last backward of each rank.
+    const PipelineShape shape{8, 64, 1, false};
+    const auto orders = pipeline_order(PipelineSchedule::one_f_one_b, shape);
+    const PassDurations d = uneven_stages(false);
+    const ScheduleTiming timing = time_schedule(orders, shape, d);
+    PassExtras last(orders.size());
+    sim::Time first = sim::Time::max();
+    for (std::size_t p = 0; p < orders.size(); ++p) {
+        last[p].assign(orders[p].size(), sim::Time::zero());
+        last[p].back() = sim::Time::from_seconds(0.3);
+        first = std::min(first, timing.ranks[p].back().start);
+    }
+    const auto from = first_movable(timing, last);
+    REQUIRE(from.size() == orders.size());
+    std::size_t kept = 0, total = 0;
+    for (std::size_t p = 0; p < orders.size(); ++p) {
+        INFO("rank " << p);
+        // A prefix: every kept pass starts before the first lengthened one, the next does not.
+        for (std::size_t i = 0; i < from[p]; ++i)
+            CHECK(timing.ranks[p][i].start < first);
+        REQUIRE(from[p] < orders[p].size()); // the lengthened last pass is never kept
+        CHECK(timing.ranks[p][from[p]].start >= first);
+        kept += from[p];
+        total += orders[p].size();
+    }
+    // Only the cool-down moves: at most P passes per rank of the 2 m.
+    CHECK(total - kept <= orders.size() * orders.size());
+    CHECK(kept > 0);
+
+    // Extra time on rank 0's first pass (it starts at 0): every pass may move, none is kept.
+    PassExtras at_start(orders.size());
+    at_start[0] = {sim::Time::from_seconds(0.2)};
+    for (std::size_t n : first_movable(timing, at_start))
+        CHECK(n == 0);
+    // No extra time anywhere: every pass is kept.
+    const auto none = first_movable(timing, PassExtras(orders.size()));
+    for (std::size_t p = 0; p < orders.size(); ++p)
+        CHECK(none[p] == orders[p].size());
 }
