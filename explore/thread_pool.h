@@ -29,9 +29,9 @@ void run_pool(const std::vector<std::int64_t>& indices, int jobs,
 /// next. Jobs waiting start first, the earliest first, as soon as they fit; jobs of over half
 /// the bound start ahead of their turn, one at a time, so that small ones run beside them
 /// (their rows wait in the sink, a row each). What runs at once then holds about what one
-/// thread holds for the largest job, not that once per thread. What each thread's malloc arena
-/// keeps after its jobs end is not bounded here (see evaluator.cpp: one arena for all threads
-/// bounded it, at the cost of a lock on every allocation).
+/// thread holds for the largest job, not that once per thread. What the allocator keeps after
+/// a job ends is not bounded here: the programs that sweep use one jemalloc arena for all
+/// threads, so that what one thread frees the others reuse (app/allocator.cpp).
 void run_pool(const std::vector<std::int64_t>& indices, int jobs,
               const std::function<std::string(std::int64_t)>& work,
               const std::function<std::int64_t(std::int64_t)>& weigh, std::int64_t floor,

@@ -8,6 +8,7 @@ packages=(
   cmake g++ make pkg-config
   libyaml-cpp-dev libcli11-dev libboost-graph-dev catch2 libfmt-dev nlohmann-json3-dev
   libbenchmark-dev
+  libjemalloc-dev                         # the sweeping programs' allocator (app/allocator.cpp)
   zlib1g-dev                              # gzip-compressed profiler traces (calibrate import)
   clang libclang-rt-14-dev clang-format   # libFuzzer target and the format check
   libopenmpi-dev openmpi-bin              # distributed sweeps (clustersim sweep --mpi)
