@@ -36,6 +36,8 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
     m.read("batch_on_every_stage", f.batch_on_every_stage);
     m.read_time("collective_overhead", f.collective_overhead);
     m.read("fp32_grad_reduce", f.fp32_grad_reduce);
+    if (m.has("tensor_parallel"))
+        f.dtensor_tp = m.choice("tensor_parallel", {"megatron", "dtensor"}) == "dtensor";
     m.read_bytes("runtime_memory", f.runtime_memory, false);
     m.finish();
 }
