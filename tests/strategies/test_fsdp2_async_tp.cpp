@@ -4,9 +4,9 @@
 // dtype), async TP as PyTorch's symmetric memory runs it (the local shard copied into the
 // symmetric buffer before an all-gather's first GEMM chunk, the partial sums of a reduce-scatter
 // added after the last) and DTensor's tensor-parallel backward (no re-gather, the input
-// gradient's reduce-scatter after the weight gradient). The first two are checked per layer
-// against their closed forms: the difference between a 4-layer and a 2-layer model, whose other
-// costs (embedding, head, the first gather) cancel.
+// gradient's reduce-scatter after the weight gradient). FSDP2's copies are checked per layer
+// against their closed form, async TP's against its bound: the difference between a 4-layer and
+// a 2-layer model, whose other costs (embedding, head, the first gather) cancel.
 #include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/dtype.h"
@@ -117,9 +117,10 @@ TEST_CASE("Async TP as PyTorch's symmetric memory: a copy before each fused all-
     auto forward_tp = [](const VirtualStagePlan& s) { return s.forward.tp_wait.seconds(); };
     auto forward_compute = [](const VirtualStagePlan& s) { return s.forward.compute.seconds(); };
     // A layer's forward: two fused all-gathers (before qkv and fc1) and two fused
-    // reduce-scatters (after proj and fc2), whose copy-engine steps hide behind the GEMM
-    // chunks: what is left on the compute stream is the copies and reductions.
-    CHECK(per_layer(async_tp, forward_tp) == Approx(2 * mv + 2 * reduce).epsilon(1e-6));
+    // reduce-scatters (after proj and fc2). The copy and the reduction run on the compute stream
+    // and are never hidden; the copy-engine steps add what the GEMM chunks do not hide (qkv's
+    // and proj's narrow GEMMs here cannot).
+    CHECK(per_layer(async_tp, forward_tp) >= (2 * mv + 2 * reduce) * (1 - 1e-9));
     // Transformer Engine's pipelined reduce-scatter runs on SMs taken from the GEMM (counted
     // with the TP waits); the copy engines take none, so the GEMMs are those of no overlap.
     CHECK(per_layer(async_tp, forward_compute) ==
