@@ -103,6 +103,7 @@ parallel:
                                  # | moe [--recompute-modules]; default [core_attn]
   zero: 0                        # ZeRO stage 0-3 (FSDP = 3); default 0; torchtitan's
                                  #  fsdp: true or  data_parallel_shard_degree: -1 is zero 3
+                                 # as FSDP2 (its copies on the compute stream)
                                  # (HSDP:  data_parallel_replicate_degree: R > 1 shards
                                  # over dp / R, all-reduces the shards over R)
   overlap_grad_reduce: true      # gradient reduction overlapped with the backward, in buckets
@@ -112,7 +113,8 @@ parallel:
                                  # forward [--overlap-param-gather]; default false
   tp_comm_overlap: false         # TP all-gather/reduce-scatter overlapped with the GEMMs
                                  # (needs sequence_parallel) [--tp-comm-overlap]; default false;
-                                 # torchtitan's  enable_async_tensor_parallel: true is read too
+                                 # torchtitan's  enable_async_tensor_parallel: true is
+                                 # PyTorch's async TP (symmetric memory) instead
   dp_bucket: 25MiB               # bytes per gradient bucket; default 25MiB (PyTorch DDP)
   pp_overlap: false              # pipeline sends overlap the next pass
                                  # [--overlap-p2p-communication]; default false

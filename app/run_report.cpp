@@ -109,7 +109,7 @@ std::string describe_parallel(const ExperimentSpec& e) {
         s += fmt::format(", experts: ep {} x etp {} x expert dp {}", p.ep, p.expert_tp(),
                          p.expert_dp());
     if (p.zero > 0)
-        s += fmt::format(", ZeRO-{}", p.zero);
+        s += p.fsdp2 ? std::string(", FSDP2 (ZeRO-3)") : fmt::format(", ZeRO-{}", p.zero);
     if (p.dp_replicate > 1)
         s += fmt::format(" hybrid (shard {} x replicate {})", p.dp_shard_size(), p.dp_replicate);
     if (p.cp > 1)
@@ -120,7 +120,8 @@ std::string describe_parallel(const ExperimentSpec& e) {
     if (p.overlap_param_gather && p.dp > 1 && !e.training.forward_only)
         s += ", param all-gather overlapped with the forward";
     if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel)
-        s += ", TP communication overlapped with GEMMs";
+        s += p.async_tp ? ", TP communication overlapped with GEMMs (async TP)"
+                        : ", TP communication overlapped with GEMMs";
     if (e.training.forward_only)
         s += ", forward only";
     return s;

@@ -260,15 +260,17 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     if (torchtitan) {
         // FSDP2 shards parameters, gradients and optimizer state and all-gathers each block's
         // parameters before its forward and backward (prefetching the next), reduce-scattering
-        // its gradients: ZeRO-3's traffic, overlapped with the compute.
-        s.emplace_back("parallel.zero", "3");
+        // its gradients: ZeRO-3's traffic, overlapped with the compute, and FSDP2's copies of
+        // the gathered parameters and of the gradients on the compute stream.
+        s.emplace_back("parallel.fsdp", "true");
         s.emplace_back("parallel.overlap_grad_reduce", "true");
-        r.features.emplace_back("FSDP2 (as ZeRO-3)");
+        r.features.emplace_back("FSDP2");
         if (contains(r.framework, "AsyncTP") || contains(r.framework, "async TP")) {
             // Async TP decomposes the TP all-gathers and reduce-scatters into chunks overlapped
-            // with the matmuls they feed: Megatron-Core's tp_comm_overlap.
-            s.emplace_back("parallel.tp_comm_overlap", "true");
-            r.features.emplace_back("async TP (as tp_comm_overlap)");
+            // with the matmuls they feed, by PyTorch's symmetric memory
+            // (enable_async_tensor_parallel).
+            s.emplace_back("parallel.enable_async_tensor_parallel", "true");
+            r.features.emplace_back("async TP");
         }
         // torchtitan's selective mode as its llama3 configs set it (train_configs/*.toml:
         // selective_ac_option = "op"): op-level checkpointing, not Megatron's.
@@ -389,11 +391,13 @@ std::vector<std::string> recent_rules() {
         "overlapped; recompute as printed (not stated: none); the DeepSeek-V3 row as its "
         "recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
         "not overlapped",
-        "torchtitan: FSDP2 as ZeRO-3 with overlapped gathers and reduce-scatters, the local "
+        "torchtitan: FSDP2 (ZeRO-3's gathers and reduce-scatters, overlapped, with FSDP2's "
+        "copies of the gathered parameters and of the gradients on the compute stream), the local "
         "batch as one micro-batch without a pipeline (with one: as many micro-batches as "
         "pipeline ranks, 2 stages per rank when interleaved, and the layers split as its "
         "generate_split_points does, at the page's commit), sequence "
-        "parallelism with TP, async TP as tp_comm_overlap; recompute as printed (its selective "
+        "parallelism with TP, async TP as PyTorch's symmetric-memory fused matmuls; recompute as "
+        "printed (its selective "
         "mode as its llama3 configs' op-level policy, selective_ac_option \"op\": every second "
         "matmul of a block and its elementwise ops again); its model's elementwise ops (RMSNorm, "
         "RoPE with repeat_kv, SwiGLU) one kernel each in eager runs, fused as Megatron-Core's "

@@ -37,8 +37,8 @@ struct RecentRun {
     bool fp8 = false;               ///< FP8 GEMMs (NeMo FP8, torchao Float8)
     bool moe = false;
     bool dense_bf16 = false; ///< a dense model in bf16: the issue's dev set
-    /// What the row uses beyond data/tensor/pipeline parallelism ("FSDP2 (as ZeRO-3)", "async
-    /// TP (as tp_comm_overlap)", "cp 2", "FP8"), for the table.
+    /// What the row uses beyond data/tensor/pipeline parallelism ("FSDP2", "async
+    /// TP", "cp 2", "FP8"), for the table.
     std::vector<std::string> features;
     /// The experiment's settings (`--set` keys), as built from the row.
     std::vector<std::pair<std::string, std::string>> settings;

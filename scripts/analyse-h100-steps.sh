@@ -47,8 +47,8 @@ print(f"  mean boost-model/measured over the four >= 1 ms 16-bit GEMMs: {r:.3f} 
       f"sustained clock {1980*r:.0f} MHz (dgx-h100: 1500)")
 EOF
 
-# One experiment per dense bf16 row, mirroring the row's fields (torchtitan: FSDP2 as ZeRO-3,
-# async TP as tp_comm_overlap; local batch = micro-batch without a pipeline).
+# One experiment per dense bf16 row, mirroring the row's fields (torchtitan: FSDP2 by its
+# name, async TP by its name; local batch = micro-batch without a pipeline).
 row() { # id gpus layers hidden heads kv ffn tp dp micro global recompute tp_overlap
   cat >"$tmp/$1.yaml" <<EOF
 name: $1
@@ -60,8 +60,8 @@ model: {kind: transformer, layers: $3, hidden: $4, heads: $5, kv_heads: $6, ffn:
 training: {global_batch: ${11}, micro_batch: ${10}, dtype: bf16, optimizer: adamw,
            apply_rope_fusion: false, bias_activation_fusion: false, norm_fusion: false,
            compile: true}
-parallel: {tp: $8, pp: 1, dp: $9, recompute: ${12}, zero: 3, overlap_grad_reduce: true,
-           sequence_parallel: $([ "$8" -gt 1 ] && echo true || echo false), tp_comm_overlap: ${13}$(
+parallel: {tp: $8, pp: 1, dp: $9, recompute: ${12}, fsdp: true, overlap_grad_reduce: true,
+           sequence_parallel: $([ "$8" -gt 1 ] && echo true || echo false), enable_async_tensor_parallel: ${13}$(
              [ "${12}" = selective ] && echo ", selective_recompute: op")}
 EOF
 }
@@ -95,7 +95,7 @@ for id in tt-8b-fsdp tt-70b-2d tt-70b-2d-asynctp; do
   step "$e" --set parallel.selective_recompute=attention
   printf '  %-58s' "full recompute instead of the row's"
   step "$e" --set parallel.recompute=full --set parallel.selective_recompute=attention
-  printf '  %-58s' "no ZeRO-3 gathers (zero 1)"; step "$e" --set parallel.zero=1
+  printf '  %-58s' "no ZeRO-3 gathers (zero 1)"; step "$e" --set parallel.fsdp=false --set parallel.zero=1
 done
 
 # The NeMo 24.07 / Megatron-Bridge FP8 rows (dgx-superpod-h100), mapped as accuracy_recent.cpp

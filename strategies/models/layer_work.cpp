@@ -1110,14 +1110,14 @@ LayerWork transformer_layer(const Ctx& c) {
                            : c.memory(swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd",
                                       (swiglu ? 5 : 3) * T * f * e));
         i = Ctx::next(B);
-        if (tp && c.sp)
+        if (tp && c.sp && !c.cfg.dtensor_tp)
             add_collective(w, "mlp.fc1.regather", TpOp::all_gather, Pass::backward, comm, i - 1,
                            i + 1, true);
         B.add(c.gemm("mlp.fc1.dgrad", T, c.h, fc1_n));
         B.add(c.gemm("mlp.fc1.wgrad", c.h, fc1_n, T));
         if (tp)
             add_collective(w, c.sp ? "mlp.fc1.grad_reduce_scatter" : "mlp.fc1.grad_all_reduce",
-                           exit_op, Pass::backward, comm, i, i + 2);
+                           exit_op, Pass::backward, comm, c.cfg.dtensor_tp ? i + 1 : i, i + 2);
     }
     // The norm's backward also accumulates the residual stream's gradient (4 passes).
     // (Eager: w1 and w3 take the norm's output, whose two gradients autograd sums; the MLP
@@ -1161,7 +1161,7 @@ LayerWork transformer_layer(const Ctx& c) {
             B.add(rope_eager ? eager_rope_backward(c, "attention.rope.bwd", q_elems, kv_elems)
                              : c.memory("attention.rope.bwd", rope_bytes));
         i = Ctx::next(B);
-        if (tp && c.sp)
+        if (tp && c.sp && !c.cfg.dtensor_tp)
             add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm,
                            i - 1, i + 1, true);
         B.add(c.gemm("attention.qkv.dgrad", T, c.h, qkv_n));
@@ -1169,7 +1169,7 @@ LayerWork transformer_layer(const Ctx& c) {
         if (tp)
             add_collective(
                 w, c.sp ? "attention.qkv.grad_reduce_scatter" : "attention.qkv.grad_all_reduce",
-                exit_op, Pass::backward, comm, i, i + 2);
+                exit_op, Pass::backward, comm, c.cfg.dtensor_tp ? i + 1 : i, i + 2);
     }
     // (Eager: wq, wk and wv take the norm's output: three gradients summed.)
     B.add(norm_eager ? eager_rmsnorm_backward(c, "input_layernorm.bwd", sharded, gathered,
@@ -1385,15 +1385,15 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
     if (cast)
         B.add(c.memory("cross_entropy.bwd.to_16bit", logits * (fp32 + e)));
     const int dgrad = Ctx::next(B);
-    if (tp && c.sp)
+    if (tp && c.sp && !c.cfg.dtensor_tp)
         add_collective(w, "lm_head.regather", TpOp::all_gather, Pass::backward, comm, dgrad - 1,
                        dgrad + 1, true);
     B.add(c.gemm("lm_head.dgrad", T, c.h, vocab_local));
     B.add(c.gemm("lm_head.wgrad", c.h, vocab_local, T));
     if (tp)
         add_collective(w, c.sp ? "lm_head.grad_reduce_scatter" : "lm_head.grad_all_reduce",
-                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm, dgrad,
-                       dgrad + 2);
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm,
+                       c.cfg.dtensor_tp ? dgrad + 1 : dgrad, dgrad + 2);
     B.add(c.memory("final_layernorm.bwd", 4 * sharded * e));
     // Korthikanti et al. 2022, section 4.3: 4 s b h / t (1 + v / h) with sequence parallelism.
     w.activation_bytes = 2 * sharded * e + T * vocab_local * 4;

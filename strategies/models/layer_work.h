@@ -155,6 +155,13 @@ struct LayerConfig {
     /// every elementwise and normalisation op. false: Megatron's selective recompute (the core
     /// attention; nothing with flash attention).
     bool selective_op = false;
+    /// Tensor parallelism as PyTorch's DTensor runs it (torchtitan's parallelize_llama:
+    /// PrepareModuleInput, ColwiseParallel, RowwiseParallel) instead of Megatron's linear
+    /// layers: autograd saves the gathered input of a column-parallel GEMM, so the backward
+    /// does not re-gather it for the weight gradient, and the input gradient's reduce-scatter
+    /// (or all-reduce) is the backward of the all-gather, run once every GEMM that read the
+    /// gathered input has finished its backward, weight gradient included.
+    bool dtensor_tp = false;
     /// The block's elementwise chains fused or eager (Fusions).
     Fusions fusions;
     /// With dtype fp8: how the scales are found and what the casts cost (fp8.h).

@@ -227,6 +227,7 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
         if (m.has("zero") && p.zero != 3)
             m.fail("zero", "FSDP (fsdp / data_parallel_shard_degree) is zero: 3; give one of them");
         p.zero = 3;
+        p.fsdp2 = true;
     }
     p.dp_shard = shard > 0 ? shard : 0;
     if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
@@ -237,13 +238,16 @@ void read_parallel(config::YamlMap m, ParallelSpec& p) {
     m.read("overlap_param_gather", p.overlap_param_gather);
     // torchtitan's async TP (enable_async_tensor_parallel: the all-gathers and reduce-scatters
     // of sequence parallelism decomposed and overlapped with the matmuls that need or produce
-    // them) runs here as Transformer Engine's overlap of the same collectives.
+    // them) overlaps the same collectives as Transformer Engine's, by PyTorch's symmetric
+    // memory (ParallelSpec::async_tp).
     if (m.has("tp_comm_overlap") && m.has("enable_async_tensor_parallel"))
-        m.fail(
-            "enable_async_tensor_parallel",
-            "give tp_comm_overlap or its torchtitan name enable_async_tensor_parallel, not both");
+        m.fail("enable_async_tensor_parallel",
+               "give tp_comm_overlap (Transformer Engine's) or enable_async_tensor_parallel "
+               "(PyTorch's async TP), not both");
     m.read("tp_comm_overlap", p.tp_comm_overlap);
-    m.read("enable_async_tensor_parallel", p.tp_comm_overlap);
+    m.read("enable_async_tensor_parallel", p.async_tp);
+    if (m.has("enable_async_tensor_parallel"))
+        p.tp_comm_overlap = p.async_tp;
     // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
     // sequence parallelism, the parameter-gather overlap the distributed optimizer and the
     // gradient-reduce overlap.

@@ -98,6 +98,13 @@ struct ParallelSpec {
     /// Megatron-Core's default, the core attention.
     std::uint8_t recompute_modules = models::recompute_bit(models::RecomputeModule::core_attn);
     int zero = 0; ///< 0..3
+    /// ZeRO-3 as PyTorch's FSDP2 runs it (torchtitan's `fsdp` / data_parallel_shard_degree):
+    /// per-parameter sharding, so each all-gather lands in one flat buffer that is copied out
+    /// into the parameters, and each layer's gradients are copied into one reduce-scatter
+    /// buffer (cast to the reduce dtype), both on the compute stream (step_plan.cpp,
+    /// fsdp2_copy_seconds). `zero: 3` alone is DeepSpeed's ZeRO-3 / FSDP1, whose flat
+    /// parameters are views of the gathered buffer.
+    bool fsdp2 = false;
     /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1: the
     /// data-parallel ranks left over by data_parallel_replicate_degree); validate_experiment
     /// resolves it to a count dividing dp once dp is known.
@@ -119,6 +126,13 @@ struct ParallelSpec {
     /// --tp-comm-overlap): ring exchange for the all-gathers before qkv/fc1 (and their
     /// data-gradient twins), a pipelined reduce-scatter after proj/fc2 on SMs taken from the GEMM.
     bool tp_comm_overlap = false;
+    /// tp_comm_overlap as PyTorch's async TP runs it (torchtitan's enable_async_tensor_parallel:
+    /// torch.distributed._symmetric_memory's fused_all_gather_matmul and
+    /// fused_matmul_reduce_scatter, which Inductor's micro-pipeline pass substitutes): shards
+    /// copied by the copy engines (no SMs taken), a GEMM chunk per rank, the local shard copied
+    /// into the symmetric buffer before the first chunk and the reduce-scatter's partial sums
+    /// added by a reduction kernel after the last (step_plan.cpp, TpOverlap).
+    bool async_tp = false;
     std::int64_t dp_bucket = std::int64_t{25} << 20; ///< bytes per bucket (PyTorch DDP: 25 MiB)
     /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:
     /// the sender waits for each send to complete, as Megatron's default schedules do.

@@ -59,6 +59,10 @@ struct FrameworkSpec {
     /// --accumulate-allreduce-grads-in-fp32, ZeRO's fp32 reduction); false: in the training
     /// dtype when it is 16-bit (Megatron-LM's fp16 default, DeepSpeed's fp16 engine).
     bool fp32_grad_reduce = true;
+    /// Tensor parallelism as PyTorch's DTensor runs it (models::LayerConfig::dtensor_tp: no
+    /// backward re-gather, the input gradient's reduce-scatter after the weight gradient), as
+    /// torchtitan does; false: Megatron's tensor-parallel linear layers.
+    bool dtensor_tp = false;
     /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
     /// workspaces, allocator slack. Counted in every GPU's peak memory.
     std::int64_t runtime_memory = 0;

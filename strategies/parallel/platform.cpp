@@ -37,6 +37,8 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
     m.read("pipeline_tp_gather", f.pipeline_tp_gather);
     m.read_time("collective_overhead", f.collective_overhead);
     m.read("fp32_grad_reduce", f.fp32_grad_reduce);
+    if (m.has("tensor_parallel"))
+        f.dtensor_tp = m.choice("tensor_parallel", {"megatron", "dtensor"}) == "dtensor";
     m.read_bytes("runtime_memory", f.runtime_memory, false);
     m.finish();
 }

@@ -263,6 +263,17 @@ struct PassEnv {
     const FrameworkSpec* fw = nullptr;
     int tp_size = 1;
     bool tp_overlap = false;
+    /// tp_comm_overlap as PyTorch's async TP runs it (ParallelSpec::async_tp), not as
+    /// Transformer Engine's userbuffers.
+    bool symm_mem = false;
+    /// HBM seconds of a copy or reduction kernel moving `bytes` (the compute model's
+    /// memory-bound time over the framework's memory efficiency); null without async TP.
+    const hardware::ComputeModel* cm = nullptr;
+    double copy_seconds(std::int64_t bytes) const {
+        return cm == nullptr || bytes <= 0
+                   ? 0.0
+                   : cm->memory_bound_seconds(bytes) / fw->memory_efficiency;
+    }
     /// Fraction of the SMs a GEMM keeps while a pipelined reduce-scatter runs beside it.
     double rs_gemm_share = 1;
     /// Exposed context-parallel communication after each attention kernel (seconds; 0
@@ -282,6 +293,11 @@ struct PassEnv {
 struct Gather {
     double seconds = 0;
     CommLoad load;
+    /// FSDP2's copies on the compute stream (ParallelSpec::fsdp2): the gathered buffer copied
+    /// out into the parameters before the layer's first kernel, and in the backward the
+    /// gradients copied into the reduce-scatter buffer after its last (seconds; 0: none).
+    double copy_out = 0;
+    double copy_in = 0;
 };
 
 /// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
@@ -347,6 +363,8 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             cost.dp_wait += c.gather - c.gpu;
             c.gpu = c.gather;
         }
+        c.gpu += gather.copy_out;
+        cost.dp_wait += gather.copy_out;
     }
     using Mask = std::uint32_t; // bit k: w.collectives[k]
     static_assert(models::kMaxLayerCollectives <= 32, "collective masks are 32 bits");
@@ -401,6 +419,23 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
                                      : tc.group == models::CommGroup::etp     ? env.etp
                                      : tc.group == models::CommGroup::ep_rail ? env.ep_rail
                                                                               : env.tp;
+            if (how[k] == TpOverlap::pipelined && env.symm_mem) {
+                // PyTorch's fused_matmul_reduce_scatter (_pipelined_produce_and_all2all): the
+                // GEMM as one chunk per rank, the other ranks' chunks first, each pulled by its
+                // rank with the copy engine while the next one computes (a ring step: the
+                // collective's time over tp - 1), the own chunk last; then a reduction kernel
+                // on the compute stream sums the tp partial chunks (reads the whole output,
+                // writes its shard), which the next kernel waits for.
+                const int parts = std::max(2, env.tp_size);
+                const double step = env.tp->time(coll).seconds() / (parts - 1);
+                const double g = (c.gpu - gemm_start) / parts;
+                double t = std::max(issue, c.comm);
+                for (int j = 1; j < parts; ++j)
+                    t = std::max(t, gemm_start + j * g) + step;
+                c.comm = t;
+                done[k] = std::max(t, c.gpu) + env.copy_seconds(tc.bytes + tc.bytes / parts);
+                return;
+            }
             if (how[k] == TpOverlap::pipelined) {
                 // The GEMM's output in chunks, each reduce-scattered as soon as it is done: the
                 // last chunk's reduce-scatter and what the chunks' GEMMs cannot hide are exposed.
@@ -420,10 +455,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             // What it takes from the kernels beside it: a ring exchange runs on the copy
             // engines (Transformer Engine's use_ce, no SM margin); a bulk overlap of Transformer
             // Engine (tp_comm_overlap's other tensor-parallel collectives) on its num_sm SMs;
-            // the rest are NCCL kernels.
+            // the rest are NCCL kernels (async TP's unfused collectives too).
             if (took > 0 && how[k] != TpOverlap::ring && env.gpu != nullptr) {
                 CommLoad load;
-                if (env.tp_overlap && tc.group == models::CommGroup::tp) {
+                if (env.tp_overlap && !env.symm_mem && tc.group == models::CommGroup::tp) {
                     const double each_way = collectives::bus_factor(coll.op, env.tp_size) *
                                             static_cast<double>(tc.bytes);
                     load = comm_load(*env.gpu, kTeOverlapSms, 2 * each_way, took);
@@ -509,11 +544,22 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
                 const int parts = std::max(2, env.tp_size);
                 const double step = (ring_end[k] - done[k]) / (parts - 1);
                 const double g = t / parts;
+                double ring_start = done[k];
                 end = start;
+                if (env.symm_mem) {
+                    // PyTorch's fused_all_gather_matmul (_pipelined_all_gather_and_consume): the
+                    // local shard is first copied into the symmetric buffer on the compute
+                    // stream and the ranks meet at a barrier, before the first chunk and
+                    // before any shard is pulled (its source: overlapping the copy with the
+                    // first chunk was given up).
+                    end = std::max(start, ring_start) +
+                          env.copy_seconds(2 * w.collectives[k].bytes / parts);
+                    ring_start = end;
+                }
                 for (int j = 0; j < parts; ++j)
-                    end = std::max(end, done[k] + j * step) + g;
+                    end = std::max(end, ring_start + j * step) + g;
             }
-            if (pipelined_after[slot])
+            if (pipelined_after[slot] && !env.symm_mem)
                 end += t * (1 / env.rs_gemm_share - 1); // the SMs the reduce-scatter runs on
             // The context-parallel ring's exchanges the attention steps do not hide (counted
             // with the tensor-parallel waits).
@@ -536,6 +582,10 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             (expert_wait ? cost.ep_wait : cost.tp_wait) += need - c.gpu;
             c.gpu = need;
         }
+    }
+    if (gather.copy_in > 0 && !units.empty() && units.back().pass == Pass::backward) {
+        c.gpu += gather.copy_in;
+        cost.dp_wait += gather.copy_in;
     }
 }
 
@@ -621,7 +671,23 @@ struct Context {
         c.bytes = params * hardware::bytes_per_element(c.dtype);
         if (c.bytes <= 0)
             return {};
-        return {dp_times.time(c).seconds(), dp_times.load(c)};
+        Gather g{dp_times.time(c).seconds(), dp_times.load(c)};
+        if (e.parallel.fsdp2) {
+            // FSDP2 (torch/distributed/_composable/fsdp/_fsdp_collectives.py, PyTorch 2.5-2.6,
+            // torchtitan's at its December 2024 benchmark): foreach_all_gather_copy_out waits
+            // for the all-gather on the current stream and splits the flat output into the
+            // parameters there (split_with_sizes_copy: the gathered bytes read and written);
+            // foreach_reduce copies the unsharded gradients into the reduce-scatter input in
+            // its reduce dtype (torchtitan's mixed_precision_reduce, float32) and the current
+            // stream waits for that copy-in before it frees them.
+            const double inv_eff = 1.0 / fw.memory_efficiency;
+            g.copy_out = cm.memory_bound_seconds(2 * c.bytes) * inv_eff;
+            const std::int64_t grad_bytes =
+                params * (hardware::bytes_per_element(c.dtype) +
+                          hardware::bytes_per_element(grad_reduce_dtype(e)));
+            g.copy_in = cm.memory_bound_seconds(grad_bytes) * inv_eff;
+        }
+        return g;
     }
     /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
     std::array<LayerWork, 3> dense_layer{};
@@ -1098,6 +1164,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     cfg.etp = par.etp;
     cfg.cp = par.cp;
     cfg.selective_op = par.selective_op;
+    cfg.dtensor_tp = e.framework.dtensor_tp;
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.fp8_recipe;
     cfg.recompute_modules = par.recompute_modules;
@@ -1169,8 +1236,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     ctx.env.tp_size = par.tp;
     ctx.env.gpu = &e.cluster.node.gpu;
     ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
+    ctx.env.symm_mem = ctx.env.tp_overlap && par.async_tp;
+    if (ctx.env.symm_mem)
+        ctx.env.cm = &ctx.cm;
     const int sms = e.cluster.node.gpu.sm_count;
-    if (ctx.env.tp_overlap && sms > kPipelinedRsSms)
+    if (ctx.env.tp_overlap && !ctx.env.symm_mem && sms > kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - kPipelinedRsSms) / sms;
     if (par.cp > 1) {
         const CpExposure cp = cp_exposure(e, ctx.layer[0], ctx.cm, ctx.fw.gemm_efficiency,

@@ -63,11 +63,11 @@ TEST_CASE("recent runs: a row's experiment comes from its own fields and its fra
     CHECK(tt.micro_batch == 16); // local batch 512 / 32, no pipeline: one micro-batch
     CHECK(setting(tt, "model.kv_heads") == "8");
     CHECK(setting(tt, "model.activation") == "swiglu");
-    CHECK(setting(tt, "parallel.zero") == "3");               // FSDP2
-    CHECK(setting(tt, "parallel.tp_comm_overlap") == "true"); // async TP
+    CHECK(setting(tt, "parallel.fsdp") == "true");                         // FSDP2
+    CHECK(setting(tt, "parallel.enable_async_tensor_parallel") == "true"); // async TP
     CHECK(setting(tt, "parallel.recompute") == "full");
     const auto& vanilla = row("torchtitan-llama31-70b-256gpu-2d-bf16");
-    CHECK(setting(vanilla, "parallel.tp_comm_overlap").empty());
+    CHECK(setting(vanilla, "parallel.enable_async_tensor_parallel").empty());
     // Async TP hides TP communication the vanilla run exposes: the same model predicts it
     // faster, as measured (25.1 s against 27.4 s).
     REQUIRE(tt.ran());

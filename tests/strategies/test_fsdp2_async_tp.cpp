@@ -1,0 +1,184 @@
+// torchtitan's PyTorch mechanisms in the step model (strategies/parallel/step_plan.cpp,
+// strategies/models/layer_work.cpp): FSDP2's copies on the compute stream (the gathered buffer
+// split into the parameters, the gradients copied into the reduce-scatter buffer in the reduce
+// dtype), async TP as PyTorch's symmetric memory runs it (the local shard copied into the
+// symmetric buffer before an all-gather's first GEMM chunk, the partial sums of a reduce-scatter
+// added after the last) and DTensor's tensor-parallel backward (no re-gather, the input
+// gradient's reduce-scatter after the weight gradient). FSDP2's copies are checked per layer
+// against their closed form, async TP's against its bound: the difference between a 4-layer and
+// a 2-layer model, whose other costs (embedding, head, the first gather) cancel.
+#include "base/error.h"
+#include "hardware/compute_model.h"
+#include "hardware/dtype.h"
+#include "hardware/hardware_loader.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+#include "strategies/parallel/step_plan.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace clustersim;
+using namespace clustersim::strategies::parallel;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+/// A Llama-like model of `layers` layers on one DGX H100 node, bf16, one micro-batch.
+ExperimentSpec llama(int layers, Settings extra) {
+    Settings s{{"model.kind", "transformer"}, {"model.layers", std::to_string(layers)},
+               {"model.hidden", "4096"},      {"model.heads", "32"},
+               {"model.kv_heads", "8"},       {"model.ffn", "14336"},
+               {"model.seq", "4096"},         {"model.vocab", "32000"},
+               {"model.attention", "flash"},  {"model.activation", "swiglu"},
+               {"model.norm", "rmsnorm"},     {"model.position_embedding", "rope"},
+               {"model.bias", "false"},       {"model.dropout", "0"},
+               {"training.dtype", "bf16"},    {"training.optimizer", "adamw"},
+               {"training.compile", "true"}};
+    for (auto& kv : extra)
+        s.push_back(kv);
+    return make_experiment(load_platform("dgx-h100"), 8, s, "fsdp2-async-tp-test");
+}
+
+const VirtualStagePlan& stage(const ExperimentSpec& e) {
+    static thread_local StepPlan plan;
+    plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    REQUIRE(plan.stages.size() == 1);
+    return plan.stages.front();
+}
+
+/// A pass component of the 4-layer model less the 2-layer one's, per layer (seconds).
+template <typename Get>
+double per_layer(const Settings& s, Get get) {
+    const double four = get(stage(llama(4, s)));
+    const double two = get(stage(llama(2, s)));
+    return (four - two) / 2;
+}
+
+} // namespace
+
+TEST_CASE("FSDP2: its copy-out before each layer and its copy-in after each backward, on the "
+          "compute stream",
+          "[strategies][training][zero][fsdp2]") {
+    const Settings fsdp2{{"training.global_batch", "8"},
+                         {"training.micro_batch", "1"},
+                         {"parallel.dp", "8"},
+                         {"parallel.fsdp", "true"}};
+    Settings zero3 = fsdp2;
+    zero3.back() = {"parallel.zero", "3"};
+    const auto e = llama(4, fsdp2);
+    REQUIRE(e.parallel.fsdp2);
+    REQUIRE_FALSE(llama(4, zero3).parallel.fsdp2);
+    const VirtualStagePlan& st = stage(e);
+    const std::int64_t params = st.layer_parameters / st.layers;
+    const hardware::ComputeModel cm(e.cluster);
+    const double eff = e.framework.memory_efficiency;
+    const std::int64_t grad_bytes = e.framework.fp32_grad_reduce ? 4 : 2;
+    // Copy-out: the gathered bf16 parameters read and written. Copy-in: the bf16 gradients read,
+    // the reduce dtype's written.
+    const double copy_out = cm.memory_bound_seconds(2 * 2 * params) / eff;
+    const double copy_in = cm.memory_bound_seconds((2 + grad_bytes) * params) / eff;
+    REQUIRE(copy_out > 0);
+    auto forward = [](const VirtualStagePlan& s) { return s.forward.dp_wait.seconds(); };
+    auto backward = [](const VirtualStagePlan& s) { return s.backward.dp_wait.seconds(); };
+    // The gathers themselves are hidden behind a layer's compute on NVLink: DeepSpeed's ZeRO-3
+    // (no copies) waits for none of them, FSDP2 for its copies alone.
+    CHECK(per_layer(zero3, forward) == Approx(0).margin(1e-9));
+    CHECK(per_layer(zero3, backward) == Approx(0).margin(1e-9));
+    CHECK(per_layer(fsdp2, forward) == Approx(copy_out).epsilon(1e-6));
+    CHECK(per_layer(fsdp2, backward) == Approx(copy_out + copy_in).epsilon(1e-6));
+}
+
+TEST_CASE("Async TP as PyTorch's symmetric memory: a copy before each fused all-gather, a "
+          "reduction after each fused reduce-scatter, no SMs taken",
+          "[strategies][training][tp_overlap][async_tp]") {
+    const Settings base{{"training.global_batch", "1"},
+                        {"training.micro_batch", "1"},
+                        {"parallel.tp", "8"},
+                        {"parallel.sequence_parallel", "true"}};
+    Settings async_tp = base;
+    async_tp.emplace_back("parallel.enable_async_tensor_parallel", "true");
+    Settings te = base;
+    te.emplace_back("parallel.tp_comm_overlap", "true");
+    const auto e = llama(4, async_tp);
+    REQUIRE(e.parallel.async_tp);
+    REQUIRE(e.parallel.tp_comm_overlap);
+    const hardware::ComputeModel cm(e.cluster);
+    const double eff = e.framework.memory_efficiency;
+    // Every sequence-parallel collective carries the micro-batch's whole activation, s x h bf16.
+    const std::int64_t bytes = std::int64_t{4096} * 4096 * 2;
+    const double mv = cm.memory_bound_seconds(2 * bytes / 8) / eff;
+    const double reduce = cm.memory_bound_seconds(bytes + bytes / 8) / eff;
+    auto forward_tp = [](const VirtualStagePlan& s) { return s.forward.tp_wait.seconds(); };
+    auto forward_compute = [](const VirtualStagePlan& s) { return s.forward.compute.seconds(); };
+    // A layer's forward: two fused all-gathers (before qkv and fc1) and two fused
+    // reduce-scatters (after proj and fc2). The copy and the reduction run on the compute stream
+    // and are never hidden; the copy-engine steps add what the GEMM chunks do not hide (qkv's
+    // and proj's narrow GEMMs here cannot).
+    CHECK(per_layer(async_tp, forward_tp) >= (2 * mv + 2 * reduce) * (1 - 1e-9));
+    // Transformer Engine's pipelined reduce-scatter runs on SMs taken from the GEMM (counted
+    // with the TP waits); the copy engines take none, so the GEMMs are those of no overlap.
+    CHECK(per_layer(async_tp, forward_compute) ==
+          Approx(per_layer(base, forward_compute)).epsilon(1e-9));
+    CHECK(per_layer(async_tp, forward_tp) != Approx(per_layer(te, forward_tp)).epsilon(1e-3));
+}
+
+TEST_CASE("DTensor tensor parallelism: no re-gather, the input gradient reduce-scattered after "
+          "the weight gradient",
+          "[strategies][training][tp][dtensor]") {
+    const auto m = strategies::models::load_model("llama3-8B");
+    const hardware::ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    strategies::models::LayerConfig cfg;
+    cfg.tp = 8;
+    cfg.sequence_parallel = true;
+    const auto megatron = strategies::models::layer_work(m, cfg, cm);
+    cfg.dtensor_tp = true;
+    const auto dtensor = strategies::models::layer_work(m, cfg, cm);
+    using strategies::models::Pass;
+    using strategies::models::TpOp;
+    auto backward_rs = [](const strategies::models::LayerWork& w) {
+        std::vector<strategies::models::TpCollective> out;
+        for (const auto& c : w.collectives)
+            if (c.pass == Pass::backward && c.op == TpOp::reduce_scatter)
+                out.push_back(c);
+        return out;
+    };
+    auto regathers = [](const strategies::models::LayerWork& w) {
+        int n = 0;
+        for (const auto& c : w.collectives)
+            n += c.regather ? 1 : 0;
+        return n;
+    };
+    CHECK(regathers(megatron) == 2); // qkv's and fc1's input
+    CHECK(regathers(dtensor) == 0);
+    const auto rs_megatron = backward_rs(megatron);
+    const auto rs_dtensor = backward_rs(dtensor);
+    REQUIRE(rs_megatron.size() == 2);
+    REQUIRE(rs_dtensor.size() == 2);
+    const auto& ops_m = megatron.backward.ops;
+    const auto& ops_d = dtensor.backward.ops;
+    for (std::size_t k = 0; k < 2; ++k) {
+        // Megatron issues it after the data gradient, beside the weight gradient; DTensor after
+        // the weight gradient, and the next kernel waits for it.
+        CHECK(ops_m[static_cast<std::size_t>(rs_megatron[k].after)].name.ends_with("dgrad"));
+        const auto& after = ops_d[static_cast<std::size_t>(rs_dtensor[k].after)];
+        CHECK(after.name.ends_with("wgrad"));
+        CHECK(rs_dtensor[k].needed_by == rs_dtensor[k].after + 1);
+    }
+    // The preset of torchtitan's cluster runs it; a value that is neither is refused by key.
+    CHECK(load_platform("grand-teton-h100").framework.dtensor_tp);
+    CHECK_FALSE(load_platform("dgx-h100").framework.dtensor_tp);
+    try {
+        parse_platform_yaml("extends: dgx-h100\nframework: {tensor_parallel: deepspeed}\n",
+                            "layer.yaml");
+        FAIL("accepted tensor_parallel: deepspeed");
+    } catch (const InputError& err) {
+        CHECK_THAT(std::string(err.what()),
+                   Catch::Contains("tensor_parallel") && Catch::Contains("layer.yaml"));
+    }
+}
