@@ -145,25 +145,17 @@ std::string multi_node_accuracy_markdown(const std::string& data_dir) {
         }
     };
     summary(false);
-    // Why the three gj-aion misses are left as they are (numbers: the files' measured busbw).
+    // Why the gj-aion misses are left as they are (what the files' rows show; no number here is
+    // a model input).
     md += "\nThe misses are one cluster's fabric, not an algorithm: the gj-aion files' headers "
-          "call it below peak. At 2-8 GiB, where `--algo auto` runs ring/Simple on all four "
-          "files, the gj-aion 4-node default carries 322.7-325.0 GB/s busbw where the VMware "
-          "4-node file of the same GPUs and NICs (8x 400 Gb/s NDR, NCCL 2.26.2) carries "
-          "361.6-364.9; the same 8 gj-aion nodes give 319.0-320.7 by default and 385.2-391.4 "
-          "with NCCL_MIN_CTAS=24 and NCCL_IB_QPS_PER_CONNECTION=2 (two queue pairs per "
-          "connection: twice the paths for the fabric's ECMP; the maintainer asked whether "
-          "adaptive routing was on). Per NIC that is 40.1-40.6 GB/s by default against 45.6 on "
-          "VMware "
-          "and 48.9 tuned, so the default's deficit is the fabric's routing, which the headers "
-          "do not state and no preset number may be fitted to. The 8-node default's dip at "
-          "1 GiB (286.8 GB/s between 300.5 and 319.0) is where `--algo auto` also picks "
-          "NVLSTree; it falls 16% short of that prediction as ring falls 11-14% short of its own. "
-          "The tuned file's channel "
-          "count (NCCL_MIN_CTAS) is not modelled: it runs at 0.98 of the NIC rate from 1 GiB "
-          "(the presets' ring Simple network efficiency is 0.94), and its 64-512 MiB rows are "
-          "slower than the same cluster's default run (148.2 against 184.0 GB/s at 64 MiB), "
-          "with no log of what NCCL ran there.\n";
+          "call it below peak. At 2-8 GiB, where `--algo auto` runs ring/Simple on every H100 "
+          "4- and 8-node file, the gj-aion defaults carry less bus bandwidth per NIC than the "
+          "VMware 4-node file of the same GPUs and NICs, and the same gj-aion nodes carry more "
+          "than either with NCCL_MIN_CTAS=24 and NCCL_IB_QPS_PER_CONNECTION=2 (two queue pairs "
+          "per connection: twice the paths for the fabric's ECMP). The default runs' deficit is "
+          "then the fabric's routing, which the headers do not state and to which no preset "
+          "number may be fitted. The tuned file's channel count (NCCL_MIN_CTAS) is not "
+          "modelled.\n";
     md += "\nLower-confidence files (`lower-confidence/`: metadata inferred or inconsistent, see "
           "their headers), shown without a threshold:\n\n"
           "| file | preset | nodes | NCCL ran | rows >= 64 MiB | mean abs error | signed mean | "

@@ -126,8 +126,9 @@ int virtual_stages_for(int layers, int pp) {
 
 /// The micro-batch of a Narayanan row: the smallest that divides the batch of one
 /// data-parallel replica (into a multiple of pp micro-batches where the schedule is
-/// interleaved, as Megatron requires) and lets the fused softmax kernel run; 1 if none does.
-int micro_batch_for(const PublishedRun& r) {
+/// interleaved, as Megatron requires) and lets the fused softmax kernel run; an error naming
+/// the row if none does (`where`).
+int micro_batch_for(const PublishedRun& r, const std::string& where) {
     const int per_replica = r.global_batch / r.dp;
     for (int b = 1; b <= per_replica; ++b) {
         if (per_replica % b != 0 || (r.virtual_stages > 1 && (per_replica / b) % r.pp != 0))
@@ -137,7 +138,9 @@ int micro_batch_for(const PublishedRun& r) {
                                                        hardware::Dtype::fp16))
             return b;
     }
-    return 1;
+    throw InputError(fmt::format("{}: no micro-batch divides the {} sequences of a replica into "
+                                 "a multiple of pp {} and lets Megatron's fused softmax run",
+                                 where, per_replica, r.pp));
 }
 
 /// The experiment overrides of a published GPT run (fp16, full recompute, gradients
@@ -200,7 +203,7 @@ std::vector<PublishedRun> narayanan2021_runs(const std::string& data_dir) {
                                          csv.where(i), r.dp, r.global_batch));
         r.virtual_stages = virtual_stages_for(layers, r.pp);
         r.heads = integer(csv, i, "heads");
-        r.micro_batch = micro_batch_for(r);
+        r.micro_batch = micro_batch_for(r, csv.where(i));
         const auto settings = gpt_settings(r, kNarayananSeq, kNarayananVocab);
         r.step = simulate(cluster, make_step(r.gpus, settings, csv.where(i)));
         const double flops =

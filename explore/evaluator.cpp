@@ -50,10 +50,10 @@ void keep_freed_memory() {
         // reused by the others): it cut the Turing sweep's --jobs 2 peak from +51% to +5% of
         // --jobs 1, but every malloc then takes one lock: --jobs 2 ran a 180-configuration
         // GPT-3 sweep at 0.48x of one thread, the Turing sweep at 1.55x (1.82x without it).
-        // These settings act where glibc's malloc is the allocator: the tests and the sanitizer
-        // build. The `clustersim` executable and the benchmarks are linked with jemalloc, one
-        // arena behind per-thread caches (app/allocator.cpp), and glibc's settings are then
-        // unused.
+        // These settings act where glibc's malloc is the allocator: the tests (the sanitizer
+        // build has ASan's own). The `clustersim` executable and the benchmarks are linked with
+        // jemalloc, one arena behind per-thread caches (app/allocator.cpp), and glibc's settings
+        // are then unused.
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
         mallopt(M_TRIM_THRESHOLD, 1 << 30);
         mallopt(M_TOP_PAD, 64 << 20);

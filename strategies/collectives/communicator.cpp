@@ -271,8 +271,11 @@ DirectCost direct_cost(const Plan& p, const Collective& c, Protocol pr) {
         if (p.pxn() && (c.op == Op::broadcast || c.op == Op::scatter) && n > local) {
             // The root sends: with PXN each remote peer's bytes cross NVLink to the GPU on the
             // peer's rail and leave by its NIC, so the node's NICs share them and the root's
-            // NVLink port carries them too (receives, gather's and reduce's, have no PXN: NCCL
-            // relays on the sending side only, src/transport/net.cc).
+            // NVLink port carries them too. Gather and reduce need no term here: their
+            // non-root senders do relay to the root's rail (NCCL relays on the sending side,
+            // src/transport/net.cc), but every remote byte still enters by the root's one NIC,
+            // which bounds the time with or without PXN (flow fidelity's DirectPhase plays the
+            // relays).
             const auto nic_of = [&](int r) { return p.topo.gpu_nic(p.gpus[size_t(r)]); };
             std::vector<std::pair<hardware::Topology::VertexId, int>> per_nic; // a few NICs
             double nvlink = local - 1;

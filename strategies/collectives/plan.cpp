@@ -398,7 +398,9 @@ const DirectData& Plan::direct() const {
         } else {
             // Port model (n^2 routes would cost more than the prediction is worth): a rank's
             // intra-node peers share its NVLink port, its inter-node peers its NIC, and ranks on
-            // one NIC share it.
+            // one NIC share it. It assumes a non-blocking fabric with PXN's rail-local traffic:
+            // neither collectives.pxn: false nor network.oversubscription adds a spine term
+            // here, so above 64 ranks those two settings do not change an all-to-all.
             for (Protocol p : hardware::kAllProtocols) {
                 double worst = 0;
                 for (int k = 0; k < nodes; ++k) {

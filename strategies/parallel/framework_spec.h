@@ -50,7 +50,9 @@ struct FrameworkSpec {
     /// (batch_isend_irecv, req.wait(), then torch.cuda.synchronize()), so the gather is exposed
     /// (NVIDIA/Megatron-LM@8cfef1bfe7, megatron/p2p_communication.py, _communicate; the release
     /// of April 2021, Narayanan et al.'s code). false: the transfer alone (sequence parallelism's
-    /// shards need no gather).
+    /// shards need no gather). Analytic fidelity only: the flow fidelity plays a pipeline
+    /// transfer as its send and receive on the network and adds neither this gather nor
+    /// p2p_overhead.
     bool pipeline_tp_gather = false;
     /// Extra host time to issue a tensor-parallel collective beyond `host_overhead`: the
     /// autograd wrapper, the process group's stream and event handling, the NCCL enqueue.

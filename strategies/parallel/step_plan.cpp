@@ -363,8 +363,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
             cost.dp_wait += c.gather - c.gpu;
             c.gpu = c.gather;
         }
+        // FSDP2's copy-out: a memory-bound kernel on the compute stream (compute, not a wait).
         c.gpu += gather.copy_out;
-        cost.dp_wait += gather.copy_out;
+        cost.compute += gather.copy_out;
     }
     using Mask = std::uint32_t; // bit k: w.collectives[k]
     static_assert(models::kMaxLayerCollectives <= 32, "collective masks are 32 bits");
@@ -585,7 +586,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     }
     if (gather.copy_in > 0 && !units.empty() && units.back().pass == Pass::backward) {
         c.gpu += gather.copy_in;
-        cost.dp_wait += gather.copy_in;
+        cost.compute += gather.copy_in;
     }
 }
 
@@ -762,11 +763,24 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
                       gathers ? ctx.gather_time(head_params) : Gather{});
         return finish(c, f);
     };
+    // FSDP2 under a pipeline keeps each chunk's parameters gathered for the whole step:
+    // torchtitan's apply_fsdp sets reshard_after_forward = False when pipelining ("to avoid
+    // per-microbatch all-gathers", torchtitan/parallelisms/parallelize_llama.py at 9dec370), and
+    // PyTorch's pipelining stage (torch/distributed/pipelining/stage.py,
+    // backward_maybe_with_nosync) skips resharding and the gradient reduce-scatter on every
+    // backward but the last. So the gathers and their copy-out run on a chunk's first forward
+    // only, and no backward re-gathers. The gradients' copy-in, once per step on a chunk's last
+    // backward, is not charged: the plan has one backward cost for every micro-batch, and the
+    // copy is one memory pass over a chunk's gradients (a Llama 3.1 405B chunk at tp 8, pp 8:
+    // ~16 ms of a step of tens of seconds).
+    const bool gathered_per_step = ctx.zero3 && ctx.e.parallel.fsdp2 && ctx.e.parallel.pp > 1;
+    const bool gathers_per_pass = ctx.zero3 && !gathered_per_step;
     Clock c;
-    st.forward = run_forward(ctx.zero3, c);
+    st.forward = run_forward(gathers_per_pass, c);
     st.first_forward = st.forward;
-    if (ctx.e.parallel.overlap_param_gather && ctx.e.parallel.dp_cp() > 1 &&
-        !ctx.e.training.forward_only) {
+    if ((ctx.e.parallel.overlap_param_gather && ctx.e.parallel.dp_cp() > 1 &&
+         !ctx.e.training.forward_only) ||
+        gathered_per_step) {
         Clock first;
         st.first_forward = run_forward(true, first);
     }
@@ -797,7 +811,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     PassSeconds b;
     if (st.head) {
         run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
-                  ctx.zero3 ? ctx.gather_time(head_params) : Gather{});
+                  gathers_per_pass ? ctx.gather_time(head_params) : Gather{});
         add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
@@ -808,7 +822,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
         run_layers(w, backward_units(w), n, ctx.env, c, b,
-                   ctx.zero3 ? ctx.gather_time(w.parameters) : Gather{});
+                   gathers_per_pass ? ctx.gather_time(w.parameters) : Gather{});
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         (void)at_start;
@@ -817,7 +831,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     }
     if (st.embedding) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
-                  ctx.zero3 ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
+                  gathers_per_pass ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
         add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
