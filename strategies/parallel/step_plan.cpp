@@ -267,7 +267,7 @@ struct PassEnv {
     /// Transformer Engine's userbuffers.
     bool symm_mem = false;
     /// HBM seconds of a copy or reduction kernel moving `bytes` (the compute model's
-    /// memory-bound time over the framework's memory efficiency); null without async TP.
+    /// memory-bound time over the framework's memory efficiency).
     const hardware::ComputeModel* cm = nullptr;
     double copy_seconds(std::int64_t bytes) const {
         return cm == nullptr || bytes <= 0
@@ -681,12 +681,10 @@ struct Context {
             // foreach_reduce copies the unsharded gradients into the reduce-scatter input in
             // its reduce dtype (torchtitan's mixed_precision_reduce, float32) and the current
             // stream waits for that copy-in before it frees them.
-            const double inv_eff = 1.0 / fw.memory_efficiency;
-            g.copy_out = cm.memory_bound_seconds(2 * c.bytes) * inv_eff;
-            const std::int64_t grad_bytes =
-                params * (hardware::bytes_per_element(c.dtype) +
-                          hardware::bytes_per_element(grad_reduce_dtype(e)));
-            g.copy_in = cm.memory_bound_seconds(grad_bytes) * inv_eff;
+            g.copy_out = env.copy_seconds(2 * c.bytes);
+            g.copy_in =
+                env.copy_seconds(params * (hardware::bytes_per_element(c.dtype) +
+                                           hardware::bytes_per_element(grad_reduce_dtype(e))));
         }
         return g;
     }
@@ -1251,8 +1249,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     ctx.env.gpu = &e.cluster.node.gpu;
     ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
     ctx.env.symm_mem = ctx.env.tp_overlap && par.async_tp;
-    if (ctx.env.symm_mem)
-        ctx.env.cm = &ctx.cm;
+    ctx.env.cm = &ctx.cm;
     const int sms = e.cluster.node.gpu.sm_count;
     if (ctx.env.tp_overlap && !ctx.env.symm_mem && sms > kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - kPipelinedRsSms) / sms;
