@@ -67,6 +67,44 @@ std::string breakdown_table(const std::vector<const RecentRun*>& runs) {
     return md;
 }
 
+/// The rows with a measured peak memory against the predicted peak less the preset's
+/// runtime_memory (the CUDA context, NCCL's buffers and library workspaces, which PyTorch's
+/// caching allocator does not reserve).
+std::string memory_table(const std::vector<RecentRun>& runs) {
+    std::vector<const RecentRun*> rows;
+    for (const auto& r : runs)
+        if (r.ran() && r.measured_peak_gib > 0)
+            rows.push_back(&r);
+    if (rows.empty())
+        return "";
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    std::string md =
+        "\nPeak memory per GPU, where a row gives one (torchtitan logs the caching allocator's "
+        "peak, torch.cuda.max_memory_reserved, in GiB): predicted = the step's peak (of its "
+        "pipeline ranks) less the preset's `runtime_memory`, which the allocator does not "
+        "reserve. Reserved memory includes the allocator's fragmentation, which the model does "
+        "not count.\n\n";
+    md += "| run | layout | recompute | features | measured (GiB) | predicted (GiB) | error |\n";
+    md += "|---|---|---|---|---:|---:|---:|\n";
+    std::vector<double> errors;
+    for (const auto* r : rows) {
+        std::int64_t runtime = 0;
+        for (const auto& m : r->step.memory)
+            runtime = std::max(runtime, m.runtime_bytes);
+        const double predicted = static_cast<double>(r->step.peak_bytes_max - runtime) / kGiB;
+        const double error = predicted / r->measured_peak_gib - 1;
+        errors.push_back(error);
+        md += fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} |\n", r->id, layout(*r),
+                          r->recompute, features(*r), r->measured_peak_gib, predicted,
+                          base::signed_percent(error));
+    }
+    const auto s = calibrate::error_stats(errors);
+    md += fmt::format("\n{} rows: mean |error| {}, signed mean {}, worst {} (no target).\n",
+                      s.points, base::percent(s.mean_abs), base::signed_percent(s.mean),
+                      base::percent(s.max_abs));
+    return md;
+}
+
 } // namespace
 
 std::string steps_across_nodes_markdown(const std::string& data_dir) {
@@ -158,6 +196,7 @@ std::string recent_runs_markdown(const std::string& data_dir) {
                           base::percent(s.max_abs),
                           s.mean_abs <= 0.10 && s.max_abs <= 0.20 ? "met" : "not met");
     md += ".\n";
+    md += memory_table(recent);
     return md;
 }
 

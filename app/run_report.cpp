@@ -105,6 +105,9 @@ std::string describe_parallel(const ExperimentSpec& e) {
         s += ", recompute " + std::string(to_string(p.recompute));
     if (p.sequence_parallel && p.tp > 1)
         s += ", sequence parallel";
+    // framework.tensor_parallel (the hardware preset's framework, or the experiment's).
+    if (e.framework.dtensor_tp && p.tp > 1)
+        s += ", tensor parallel as DTensor";
     if (p.expert_layout() && e.model.is_moe())
         s += fmt::format(", experts: ep {} x etp {} x expert dp {}", p.ep, p.expert_tp(),
                          p.expert_dp());
@@ -193,15 +196,23 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                    "slowed them)\n",
                    seconds(b.overlap_slowdown_s));
 
+    // ZeRO-3's gathered parameters and unsharded gradients: a column where a stage has them.
+    const bool gathers = std::any_of(r.memory.begin(), r.memory.end(),
+                                     [](const auto& m) { return m.gathered_bytes > 0; });
     fmt::print(
         out,
-        "\nmemory per GPU (GB)   weights    grads  optimizer  activations  runtime     peak\n");
+        "\nmemory per GPU (GB)   weights    grads  optimizer  activations{}  runtime     peak\n",
+        gathers ? "  gathered" : "");
     for (const auto& m : r.memory) {
-        fmt::print(out, "  stage {:<14}{:>8} {:>8} {:>10} {:>12} {:>8} {:>8}{}\n", m.stage,
-                   gb(m.weights_bytes), gb(m.grads_bytes), gb(m.optimizer_bytes),
-                   gb(m.activations_bytes), gb(m.runtime_bytes), gb(m.peak_bytes),
-                   m.peak_bytes > r.capacity_bytes ? "  OOM" : "");
+        fmt::print(
+            out, "  stage {:<14}{:>8} {:>8} {:>10} {:>12}{} {:>8} {:>8}{}\n", m.stage,
+            gb(m.weights_bytes), gb(m.grads_bytes), gb(m.optimizer_bytes), gb(m.activations_bytes),
+            gathers ? fmt::format(" {:>9}", gb(m.gathered_bytes)) : std::string(),
+            gb(m.runtime_bytes), gb(m.peak_bytes), m.peak_bytes > r.capacity_bytes ? "  OOM" : "");
     }
+    if (gathers)
+        fmt::print(out, "  (gathered: ZeRO-3's gathered parameters and unsharded gradients at "
+                        "their peak)\n");
     fmt::print(out, "  capacity {} GB per GPU\n", gb(r.capacity_bytes));
     if (!e.training.forward_only)
         fmt::print(out, "{:<12}{}\n", "recompute", recompute_plan_text(r));
@@ -228,6 +239,9 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     // An uneven split: the transformer layers of each model stage, in layer order.
     if (!strategies::parallel::uniform_split(e.stage_layers))
         j["parallel"]["stage_layers"] = e.stage_layers;
+    // How tensor parallelism runs (framework.tensor_parallel), where there is any.
+    if (r.tp > 1)
+        j["parallel"]["tensor_parallel"] = e.framework.dtensor_tp ? "dtensor" : "megatron";
     j["step_time_s"] = r.step_time_s;
     j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
     j["tokens_per_s"] = r.tokens_per_s;
@@ -261,6 +275,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                           {"grads_bytes", m.grads_bytes},
                           {"optimizer_bytes", m.optimizer_bytes},
                           {"activations_bytes", m.activations_bytes},
+                          {"gathered_bytes", m.gathered_bytes},
                           {"runtime_bytes", m.runtime_bytes},
                           {"recompute", describe_recompute(m.recompute)}});
     }
@@ -315,7 +330,8 @@ std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
         const auto& m = r.memory[static_cast<std::size_t>(pt.rank)];
         trace.counter(trace_pid(pt.rank), "memory", pt.time,
                       {{"activations", pt.activations_bytes},
-                       {"model state", m.weights_bytes + m.grads_bytes + m.optimizer_bytes},
+                       {"model state",
+                        m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.gathered_bytes},
                        {"runtime", m.runtime_bytes}});
     }
     return trace.dump();
@@ -365,8 +381,10 @@ std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
         last = std::max(last, pt.time.seconds());
     for (std::size_t p = 0; p < r.memory.size(); ++p) {
         const auto& m = r.memory[p];
-        const double held = static_cast<double>(m.weights_bytes + m.grads_bytes +
-                                                m.optimizer_bytes + m.runtime_bytes);
+        // ZeRO-3's gathered parameters drawn at their peak throughout (a bound).
+        const double held =
+            static_cast<double>(m.weights_bytes + m.grads_bytes + m.optimizer_bytes +
+                                m.gathered_bytes + m.runtime_bytes);
         Series s;
         s.name = fmt::format("stage {} / GPU {}", p, r.simulated_gpus[p]);
         s.markers = false;

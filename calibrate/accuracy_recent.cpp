@@ -172,6 +172,11 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     r.fp8 = contains(precision, "FP8") || contains(precision, "Float8");
     r.dense_bf16 = !r.moe && precision == "BF16";
     r.measured_s = row.map("derived").number("iteration_time_s", 1e-9);
+    if (row.has("measured")) {
+        config::YamlMap measured = row.map("measured");
+        if (measured.has("peak_memory_gib") && !measured.raw("peak_memory_gib").IsNull())
+            r.measured_peak_gib = measured.number("peak_memory_gib", 1e-9);
+    }
 
     Settings& s = r.settings;
     if (r.moe) {

@@ -44,7 +44,10 @@ struct RecentRun {
     std::vector<std::pair<std::string, std::string>> settings;
     /// Empty when the row was predicted; else "needs ...".
     std::string not_modelled;
-    double measured_s = 0;  ///< the file's derived iteration time
+    double measured_s = 0; ///< the file's derived iteration time
+    /// The file's measured.peak_memory_gib where it gives one (torchtitan's logged peak:
+    /// torch.cuda.max_memory_reserved, the caching allocator's, in GiB); 0: none.
+    double measured_peak_gib = 0;
     double predicted_s = 0; ///< the simulated step
     strategies::parallel::StepResult step;
 

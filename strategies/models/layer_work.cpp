@@ -437,7 +437,15 @@ TransformerActivations transformer_activations(const Ctx& c) {
         a.mla_up = 2 * e * T * latents - e * (T / c.sp_div) * latents + heads_qkv;
         a.input_norm_output = e * sharded;
     }
-    const std::int64_t qkv_input = c.saved_input * sharded; // stored sharded with SP, re-gathered
+    // The inputs of the column-parallel GEMMs (qkv, fc1): stored sharded with SP and
+    // re-gathered for the weight gradients (Megatron); under DTensor tensor parallelism
+    // stored gathered: torchtitan's plan (parallelize_llama, apply_tp) redistributes the
+    // sequence-sharded input to Replicate before attention and feed_forward
+    // (PrepareModuleInput, torch/distributed/tensor/parallel/style.py: an all-gather), and
+    // the ColwiseParallel linears' autograd saves that gathered input for their weight
+    // gradients (wq, wk, wv share one; w1 and w3 another).
+    const std::int64_t col_input = c.cfg.dtensor_tp ? T * c.h : sharded;
+    const std::int64_t qkv_input = c.saved_input * col_input;
     const std::int64_t qkv = e * T * m.qkv_out() / c.t;
     if (m.attention == AttentionKind::unfused) {
         // softmax output; with dropout also its mask (1 byte) and output, which feeds A.V
@@ -447,9 +455,10 @@ TransformerActivations transformer_activations(const Ctx& c) {
     const std::int64_t proj_input = c.saved_input * T * c.h / c.t;
     const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
     const std::int64_t post_norm_input = e * sharded;
-    const std::int64_t fc1_input = c.saved_input * sharded;
+    // (A layer with experts keeps its MLP input as Megatron-Core does: sharded.)
+    const std::int64_t fc1_input = c.saved_input * (c.moe || c.a2a ? sharded : col_input);
     std::int64_t mlp = 0;
-    a.pre_mlp_norm_output = fc1_input;
+    a.pre_mlp_norm_output = c.saved_input * sharded;
     if (c.a2a) {
         // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
         // (the combine's weighted sum needs them for the probabilities' gradient), and for

@@ -11,9 +11,10 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         m.grads_bytes = plan.shape.forward_only ? 0 : rp.grads_bytes;
         m.optimizer_bytes = plan.shape.forward_only ? 0 : rp.optimizer_bytes;
         m.activations_bytes = peak_activation_bytes(plan, rp.rank);
+        m.gathered_bytes = peak_gathered_bytes(plan, rp.rank);
         m.runtime_bytes = plan.runtime_bytes;
         m.peak_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
-                       m.runtime_bytes;
+                       m.gathered_bytes + m.runtime_bytes;
         for (int c = 0; c < plan.shape.virtual_stages; ++c)
             m.recompute += plan.stage(virtual_stage(c, rp.rank, plan.shape)).recompute;
         if (m.peak_bytes > r.peak_bytes_max)

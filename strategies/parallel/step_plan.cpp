@@ -898,8 +898,54 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         st.activation_bytes += ctx.head.activation_bytes;
         st.parameters += head_params;
     }
-    st.gathered_bytes =
-        ctx.zero3 ? st.parameters * hardware::bytes_per_element(comm_dtype(dtype)) : 0;
+    const std::int64_t param_elt = hardware::bytes_per_element(comm_dtype(dtype));
+    st.gathered_bytes = ctx.zero3 ? st.parameters * param_elt : 0;
+
+    // ZeRO-3's gathered parameters in memory. Gathered per pass (FSDP2 as torchtitan wraps
+    // it: one unit per transformer block, the root holding the embedding and the head): the
+    // unit running and the next one prefetched (FSDP2's implicit forward prefetch and
+    // explicit backward prefetch of one unit, torch/distributed/fsdp/_fully_shard/
+    // _fsdp_state.py; DeepSpeed's prefetch likewise), bounded by the two largest units; the
+    // backward also holds a unit's unsharded gradients (param dtype) and the reduce-scatter's
+    // input (reduce dtype: foreach_reduce's copy-in, _fsdp_collectives.py) until the copy.
+    st.forward_gather_bytes = 0;
+    st.backward_gather_bytes = 0;
+    st.step_gathered_bytes = 0;
+    st.step_grad_bytes = 0;
+    if (ctx.zero3 && !gathered_per_step) {
+        std::int64_t first = 0;
+        std::int64_t second = 0;
+        auto unit = [&](std::int64_t params) {
+            if (params > first) {
+                second = first;
+                first = params;
+            } else if (params > second) {
+                second = params;
+            }
+        };
+        if (st.embedding)
+            unit(ctx.embedding.parameters);
+        for (auto [wp, n] : groups)
+            for (int k = 0; k < std::min(n, 2); ++k)
+                unit(wp->parameters);
+        if (st.head)
+            unit(head_params);
+        st.forward_gather_bytes = (first + second) * param_elt;
+        st.backward_gather_bytes =
+            st.forward_gather_bytes +
+            first * (param_elt + hardware::bytes_per_element(grad_reduce_dtype(ctx.e)));
+    }
+    // FSDP2 under a pipeline (gathered_per_step above: reshard_after_forward False, no
+    // resharding nor reduce-scatter before the last backward): the chunk's parameters stay
+    // gathered, and after each backward but the last FSDPParamGroup.post_backward
+    // (_fsdp_param_group.py: `if not self.reduce_grads`) keeps the unsharded gradients,
+    // FSDPParam.to_accumulated_grad_if_needed upcasting them to the reduce dtype
+    // (unsharded_accumulated_grad; torchtitan's mixed_precision_reduce, float32) and
+    // accumulate_unsharded_grad_if_needed adding each later backward's into them.
+    if (gathered_per_step) {
+        st.step_gathered_bytes = st.gathered_bytes;
+        st.step_grad_bytes = st.parameters * hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
+    }
 }
 
 RecomputePlan uniform(Recompute r, int layers) {
@@ -1140,6 +1186,42 @@ std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
     return peak;
 }
 
+std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank) {
+    const auto& order = plan.orders[static_cast<std::size_t>(rank)];
+    // Per chunk: passes that produce weight gradients (backward, or W of a split one), and
+    // whether it has run a forward; the held state is added on the first and freed after the
+    // last weight-gradient pass.
+    std::vector<int> grad_passes(static_cast<std::size_t>(plan.shape.virtual_stages), 0);
+    for (const PipePass& pass : order)
+        if (pass.kind == PassKind::backward || pass.kind == PassKind::weight)
+            ++grad_passes[static_cast<std::size_t>(pass.chunk)];
+    std::vector<int> seen(grad_passes.size(), 0);
+    std::vector<bool> started(grad_passes.size(), false);
+    std::int64_t held = 0;
+    std::int64_t peak = 0;
+    for (const PipePass& pass : order) {
+        const auto c = static_cast<std::size_t>(pass.chunk);
+        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, plan.shape));
+        if (pass.kind == PassKind::forward) {
+            if (!started[c]) {
+                started[c] = true;
+                held += st.step_gathered_bytes;
+            }
+            peak = std::max(peak, held + st.forward_gather_bytes);
+            continue;
+        }
+        peak = std::max(peak, held + st.backward_gather_bytes);
+        if (pass.kind == PassKind::backward_input)
+            continue;
+        if (seen[c]++ == 0)
+            held += st.step_grad_bytes;
+        peak = std::max(peak, held);
+        if (seen[c] == grad_passes[c])
+            held -= st.step_grad_bytes + st.step_gathered_bytes;
+    }
+    return peak;
+}
+
 StepPlan build_step_plan(const ExperimentSpec& e,
                          std::shared_ptr<const hardware::Topology> topology,
                          collectives::CommunicatorCache* communicators) {
@@ -1312,7 +1394,11 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             const int edp = par.expert_layout() && e.model.is_moe() ? par.expert_dp() : par.dp_cp();
             const auto state =
                 state_bytes(e, params - expert_params, expert_params, edp, layer_params);
-            auto fits = [&] { return state.total() + peak_activation_bytes(plan, p) <= budget; };
+            auto fits = [&] {
+                return state.total() + peak_activation_bytes(plan, p) +
+                           peak_gathered_bytes(plan, p) <=
+                       budget;
+            };
             if (fits())
                 continue;
             std::vector<int> chunks;
@@ -1346,14 +1432,22 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         }
     }
 
-    // Transfers between consecutive virtual stages: each tensor-parallel rank sends its share
-    // of the s/cp x b x h activation (Megatron's scatter-gather of pipeline tensors).
+    // Transfers between consecutive virtual stages, from each tensor-parallel rank: its
+    // sequence shard of the s/cp x b x h activation under sequence parallelism; the whole
+    // tensor otherwise, as Megatron-Core sends it since NVIDIA/Megatron-LM@3c92fa93b5 (2023,
+    // "Move pipeline parallel functionality into core"), which removed the scatter-gather of
+    // pipeline tensors (split_tensor_into_1d_equal_chunks / gather_split_1d_tensor) from
+    // p2p_communication.py and sizes the tensor [s / tp if sequence_parallel else s, b, h]
+    // (schedules.py, get_tensor_shapes); 1/tp with the receiver's gather as Megatron-LM did
+    // in 2021 (FrameworkSpec::pipeline_tp_gather).
+    const bool sp = par.sequence_parallel && par.tp > 1;
+    const int act_share = sp || e.framework.pipeline_tp_gather ? par.tp : 1;
     const auto act_bytes = [&]() -> std::int64_t {
         const std::int64_t e_bytes = hardware::bytes_per_element(weight_dtype(e.training.dtype));
         if (!e.model.is_transformer())
-            return std::int64_t{e.training.micro_batch} * e.model.hidden * e_bytes / par.tp;
+            return std::int64_t{e.training.micro_batch} * e.model.hidden * e_bytes / act_share;
         return std::int64_t{e.model.seq} / par.cp * e.training.micro_batch * e.model.hidden *
-               e_bytes / par.tp;
+               e_bytes / act_share;
     }();
     // Megatron-LM of 2021 (FrameworkSpec::pipeline_tp_gather): the receiver all-gathers the
     // whole tensor from the tensor-parallel ranks' shares before its next pass (exposed: the

@@ -72,8 +72,12 @@ struct StageMemory {
     std::int64_t grads_bytes = 0;
     std::int64_t optimizer_bytes = 0;
     std::int64_t activations_bytes = 0; ///< peak of kept + transient activations
-    std::int64_t runtime_bytes = 0;     ///< CUDA context, NCCL, workspaces (hardware file)
-    RecomputePlan recompute;            ///< how its layers recompute (all its chunks)
+    /// ZeRO-3's gathered parameters and unsharded gradients at their peak (step_plan.h,
+    /// peak_gathered_bytes); 0 otherwise. peak_bytes adds it to the activations' peak: exact
+    /// where both peak in the same pass, a bound otherwise.
+    std::int64_t gathered_bytes = 0;
+    std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL, workspaces (hardware file)
+    RecomputePlan recompute;        ///< how its layers recompute (all its chunks)
 };
 
 /// A setting under which an experiment that does not fit in memory would (oom_advice.h): the

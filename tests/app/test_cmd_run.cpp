@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -72,8 +73,8 @@ TEST_CASE("memory timeline: held state plus activations, back to the held state,
     REQUIRE(r.memory.size() == 4);
     for (std::size_t p = 0; p < r.memory.size(); ++p) {
         const auto& m = r.memory[p];
-        const std::int64_t held =
-            m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.runtime_bytes;
+        const std::int64_t held = m.weights_bytes + m.grads_bytes + m.optimizer_bytes +
+                                  m.gathered_bytes + m.runtime_bytes;
         std::int64_t highest = 0, last = -1;
         int points = 0;
         for (const auto& pt : r.memory_points) {
@@ -92,4 +93,41 @@ TEST_CASE("memory timeline: held state plus activations, back to the held state,
         CHECK(m.peak_bytes == held + m.activations_bytes);
         CHECK(highest <= m.activations_bytes);
     }
+}
+
+TEST_CASE("cli run: tensor parallelism as DTensor and ZeRO-3's gathered memory in the report",
+          "[app][run][memory]") {
+    const test::TempDir scratch("cmd-run-dtensor");
+    const fs::path exp = scratch.path / "fsdp-tp.yaml";
+    // grand-teton-h100's framework runs tensor parallelism as DTensor (torchtitan's).
+    std::ofstream(exp) << "name: fsdp-tp\nhardware: grand-teton-h100\ngpus: 16\n"
+                          "model: llama3-8B\n"
+                          "training: {global_batch: 2, micro_batch: 1, dtype: bf16}\n"
+                          "parallel: {tp: 8, dp: 2, sequence_parallel: true, fsdp: true}\n";
+    const Run text = run({"run", exp.string()});
+    REQUIRE(text.code == 0);
+    CHECK_THAT(text.out, Catch::Contains("tensor parallel as DTensor"));
+    CHECK_THAT(text.out, Catch::Contains("activations  gathered  runtime"));
+    const Run js = run({"run", exp.string(), "--format", "json"});
+    REQUIRE(js.code == 0);
+    const auto j = nlohmann::json::parse(js.out);
+    CHECK(j["parallel"]["tensor_parallel"] == "dtensor");
+    const auto& m = j["memory"]["per_stage"][0];
+    CHECK(m["gathered_bytes"].get<std::int64_t>() > 0);
+    CHECK(m["peak_bytes"].get<std::int64_t>() ==
+          m["weights_bytes"].get<std::int64_t>() + m["grads_bytes"].get<std::int64_t>() +
+              m["optimizer_bytes"].get<std::int64_t>() +
+              m["activations_bytes"].get<std::int64_t>() + m["gathered_bytes"].get<std::int64_t>() +
+              m["runtime_bytes"].get<std::int64_t>());
+
+    // Megatron's tensor parallelism (dgx-a100), no ZeRO-3: neither.
+    const Run megatron = run({"run", kExperiment});
+    REQUIRE(megatron.code == 0);
+    CHECK_THAT(megatron.out, !Catch::Contains("DTensor"));
+    CHECK_THAT(megatron.out, !Catch::Contains("gathered"));
+    const Run mj = run({"run", kExperiment, "--format", "json"});
+    REQUIRE(mj.code == 0);
+    const auto k = nlohmann::json::parse(mj.out);
+    CHECK(k["parallel"]["tensor_parallel"] == "megatron");
+    CHECK(k["memory"]["per_stage"][0]["gathered_bytes"] == 0);
 }

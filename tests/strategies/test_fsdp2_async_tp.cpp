@@ -16,9 +16,11 @@
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
+#include "strategies/parallel/training_step.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -134,6 +136,78 @@ TEST_CASE("FSDP2 under a pipeline: parameters gathered on a chunk's first forwar
     CHECK(with_zero3.backward.time >= with_zero1.backward.time);
 }
 
+TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and their unsharded "
+          "gradients in the reduce dtype; gathered per pass, the two largest units",
+          "[strategies][training][zero][fsdp2][pp][memory]") {
+    Settings fsdp2_pp{{"training.global_batch", "8"},
+                      {"training.micro_batch", "1"},
+                      {"parallel.pp", "2"},
+                      {"parallel.dp", "4"},
+                      {"parallel.fsdp", "true"}};
+    Settings zero3_pp = fsdp2_pp;
+    zero3_pp.back() = {"parallel.zero", "3"};
+    Settings zero1_pp = fsdp2_pp;
+    zero1_pp.back() = {"parallel.zero", "1"};
+    const Settings fsdp2{{"training.global_batch", "8"},
+                         {"training.micro_batch", "1"},
+                         {"parallel.dp", "8"},
+                         {"parallel.fsdp", "true"}};
+    const auto e = llama(4, fsdp2_pp);
+    // The reduce dtype's bytes: torchtitan's float32 (the preset's fp32 gradient reduction).
+    const std::int64_t g = e.framework.fp32_grad_reduce ? 4 : 2;
+    const auto topo = std::make_shared<hardware::Topology>(e.cluster);
+    const StepPlan plan = build_step_plan(e, topo);
+    const StepResult r = simulate_step(e);
+    REQUIRE(r.memory.size() == 2);
+    for (int p = 0; p < 2; ++p) {
+        INFO("pipeline rank " << p);
+        const auto& m = r.memory[static_cast<std::size_t>(p)];
+        // One chunk per rank (1F1B): its bf16 parameters from its first forward and its fp32
+        // unsharded gradients from its first backward, both held at once until its last.
+        const std::int64_t params = plan.ranks[static_cast<std::size_t>(p)].parameters;
+        CHECK(m.gathered_bytes == (2 + g) * params);
+        CHECK(peak_gathered_bytes(plan, p) == m.gathered_bytes);
+        CHECK(m.peak_bytes == m.weights_bytes + m.grads_bytes + m.optimizer_bytes +
+                                  m.activations_bytes + m.gathered_bytes + m.runtime_bytes);
+    }
+    // Interleaved (2 chunks per rank): at least one chunk's, at most both chunks' worth.
+    Settings interleaved = fsdp2_pp;
+    interleaved.push_back({"parallel.schedule", "interleaved-1f1b"});
+    interleaved.push_back({"parallel.virtual_stages", "2"});
+    const auto ei = llama(8, interleaved);
+    const StepPlan iplan = build_step_plan(ei, std::make_shared<hardware::Topology>(ei.cluster));
+    REQUIRE(iplan.shape.virtual_stages == 2);
+    for (int p = 0; p < 2; ++p) {
+        INFO("interleaved, pipeline rank " << p);
+        std::int64_t largest = 0;
+        for (int c = 0; c < 2; ++c)
+            largest = std::max(largest, iplan.stage(virtual_stage(c, p, iplan.shape)).parameters);
+        const std::int64_t held = peak_gathered_bytes(iplan, p);
+        CHECK(held >= (2 + g) * largest);
+        CHECK(held <= (2 + g) * iplan.ranks[static_cast<std::size_t>(p)].parameters);
+    }
+
+    // Gathered per pass (FSDP2 without a pipeline, DeepSpeed's ZeRO-3 with one): two units'
+    // bf16 parameters (here two layers: each is larger than the embedding or the head), and in
+    // the backward one layer's bf16 gradients and its reduce-scatter input in the reduce dtype.
+    for (const Settings* s : std::vector<const Settings*>{&fsdp2, &zero3_pp}) {
+        const auto x = llama(4, *s);
+        const StepPlan xp = build_step_plan(x, std::make_shared<hardware::Topology>(x.cluster));
+        const VirtualStagePlan& st = xp.stage(0);
+        const std::int64_t layer = st.layer_parameters / st.layers;
+        REQUIRE(layer > x.model.vocab * std::int64_t{x.model.hidden});
+        CHECK(st.forward_gather_bytes == 2 * 2 * layer);
+        CHECK(st.backward_gather_bytes == 2 * 2 * layer + (2 + g) * layer);
+        CHECK(peak_gathered_bytes(xp, 0) == st.backward_gather_bytes);
+        CHECK(st.step_gathered_bytes == 0);
+    }
+    // Nothing gathered without ZeRO-3.
+    const auto z1 = llama(4, zero1_pp);
+    const StepPlan z1p = build_step_plan(z1, std::make_shared<hardware::Topology>(z1.cluster));
+    CHECK(peak_gathered_bytes(z1p, 0) == 0);
+    CHECK(peak_gathered_bytes(z1p, 1) == 0);
+}
+
 TEST_CASE("Async TP as PyTorch's symmetric memory: a copy before each fused all-gather, a "
           "reduction after each fused reduce-scatter, no SMs taken",
           "[strategies][training][tp_overlap][async_tp]") {
@@ -214,6 +288,21 @@ TEST_CASE("DTensor tensor parallelism: no re-gather, the input gradient reduce-s
         CHECK(after.name.ends_with("wgrad"));
         CHECK(rs_dtensor[k].needed_by == rs_dtensor[k].after + 1);
     }
+    // Memory: autograd keeps the gathered input of qkv and of fc1 (w1 and w3 share it) for the
+    // weight gradients, where Megatron keeps the sequence shard and re-gathers it:
+    // 2 x (T h - T h / t) bf16 elements more per layer; under full recompute the layer keeps
+    // its input only and the difference moves to what its backward recomputes.
+    const std::int64_t T = std::int64_t{m.seq} * cfg.micro_batch;
+    const std::int64_t more =
+        2 * (T * m.hidden - T * m.hidden / cfg.tp) * hardware::bytes_per_element(cfg.dtype);
+    CHECK(dtensor.activation_bytes - megatron.activation_bytes == more);
+    cfg.recompute = strategies::models::Recompute::full;
+    const auto dtensor_full = strategies::models::layer_work(m, cfg, cm);
+    cfg.dtensor_tp = false;
+    const auto megatron_full = strategies::models::layer_work(m, cfg, cm);
+    CHECK(dtensor_full.activation_bytes == megatron_full.activation_bytes);
+    CHECK(dtensor_full.recomputed_activation_bytes - megatron_full.recomputed_activation_bytes ==
+          more);
     // The preset of torchtitan's cluster runs it; a value that is neither is refused by key.
     CHECK(load_platform("grand-teton-h100").framework.dtensor_tp);
     CHECK_FALSE(load_platform("dgx-h100").framework.dtensor_tp);
