@@ -298,6 +298,10 @@ struct Gather {
     /// gradients copied into the reduce-scatter buffer after its last (seconds; 0: none).
     double copy_out = 0;
     double copy_in = 0;
+    /// Issued before the pass started, `lead` seconds before (VirtualStagePlan::gathered_ahead):
+    /// not issued by the previous layer's pre-hook.
+    bool ahead = false;
+    double lead = 0;
 };
 
 /// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
@@ -335,15 +339,16 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     const double inv_gemm_eff = 1.0 / fw.gemm_efficiency;
     const double inv_memory_eff = 1.0 / fw.memory_efficiency;
     if (gather.seconds > 0) {
-        // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it;
-        // this layer's pre-hook issues the next one now.
-        const double start = std::max(c.prefetch, c.gather);
+        // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it, or
+        // before the pass (gather.ahead); this layer's pre-hook issues the next one now.
+        const double start = gather.ahead ? -gather.lead : std::max(c.prefetch, c.gather);
         c.gather = start + gather.seconds;
         c.prefetch = c.host;
         cost.param_gather += gather.seconds;
         // It ran beside the compute of the previous layer (a layer like this one: its kernels'
-        // mix of tensor-core and memory-bound time sets the share they lose), which it slowed.
-        const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - start);
+        // mix of tensor-core and memory-bound time sets the share they lose), which it slowed;
+        // what ran before this pass is charged to none.
+        const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - std::max(0.0, start));
         if (overlapped > 0) {
             double all = 0, memory = 0;
             for (const Unit& u : units)
@@ -601,7 +606,10 @@ void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, c
     for (int i = 0; i < std::min(count, kSimulated); ++i) {
         before = c;
         before_cost = cost;
-        run_units(w, units, env, c, cost, gather);
+        if (i > 0 && gather.ahead)
+            run_units(w, units, env, c, cost, Gather{}); // the first layer's gather was all
+        else
+            run_units(w, units, env, c, cost, gather);
     }
     if (count > kSimulated) {
         const double k = count - kSimulated;
@@ -746,19 +754,39 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         const bool fetches = ho.batch_on_every_stage || st.embedding || st.head;
         c.host = ctx.e.model.is_transformer() && fetches ? ho.microbatch_overhead.seconds() : 0.0;
         PassSeconds f;
+        // Gathered ahead (st.gathered_ahead): the chunk's one bucket, all its parameters,
+        // waited for by its first module's pre-hook; nothing gathered after it.
+        const bool ahead = gathers && st.gathered_ahead;
+        Gather chunk_gather;
+        if (ahead) {
+            std::int64_t params = st.embedding ? ctx.embedding.parameters : 0;
+            for (auto [wp, n] : groups)
+                params += n * wp->parameters;
+            if (st.head)
+                params += head_params;
+            chunk_gather = ctx.gather_time(params);
+            chunk_gather.ahead = true;
+            chunk_gather.lead = st.gather_lead.seconds();
+        }
+        bool first_unit = true;
+        auto gather_of = [&](std::int64_t params) {
+            const bool first = first_unit;
+            first_unit = false;
+            if (ahead)
+                return first ? chunk_gather : Gather{};
+            return gathers ? ctx.gather_time(params) : Gather{};
+        };
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
-                      gathers ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
+                      gather_of(ctx.embedding.parameters));
         for (auto [wp, n] : groups) {
             if (n > 0) {
                 const LayerWork& w = *wp;
-                run_layers(w, forward_units(w), n, ctx.env, c, f,
-                           gathers ? ctx.gather_time(w.parameters) : Gather{});
+                run_layers(w, forward_units(w), n, ctx.env, c, f, gather_of(w.parameters));
             }
         }
         if (st.head)
-            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
-                      gathers ? ctx.gather_time(head_params) : Gather{});
+            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f, gather_of(head_params));
         return finish(c, f);
     };
     // FSDP2 under a pipeline keeps each chunk's parameters gathered for the whole step:
@@ -1428,6 +1456,46 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                     rp.full = full;
                     cost_stage(ctx, st, rp);
                 }
+            }
+        }
+    }
+
+    // Megatron-Core's distributed optimizer with overlap_param_gather (megatron/core/optimizer/
+    // distrib_optimizer.py at core_v0.8.0, _finish_param_sync_helper): one bucket's all-gather in
+    // flight at a time, in forward order across the rank's model chunks, the next one issued
+    // when a forward pre-hook waits for the one before. A model chunk after the first is one
+    // bucket (megatron/training/training.py, get_model: disable_bucketing=(model_chunk_idx > 0);
+    // NeMo 24.07's megatron_gpt_model.py likewise), so the previous chunk's first forward issues
+    // this chunk's whole gather, and the passes the rank's order runs between the two first
+    // forwards hide it (their durations: a lower bound of the lead; idle time only adds to it).
+    // The first chunk's buckets chain from the step's start (zero_grad issues the first) through
+    // its own first forward, as cost_stage times them.
+    if (par.overlap_param_gather && par.dp_cp() > 1 && !ctx.zero3 && !e.training.forward_only &&
+        plan.shape.virtual_stages > 1) {
+        for (int p = 0; p < par.pp; ++p) {
+            const auto& order = plan.orders[static_cast<std::size_t>(p)];
+            auto first_forward_at = [&](int chunk) {
+                for (std::size_t i = 0; i < order.size(); ++i)
+                    if (order[i].kind == PassKind::forward && order[i].micro_batch == 0 &&
+                        order[i].chunk == chunk)
+                        return i;
+                return order.size();
+            };
+            for (int c = 1; c < plan.shape.virtual_stages; ++c) {
+                const std::size_t from = first_forward_at(c - 1);
+                const std::size_t to = first_forward_at(c);
+                if (from >= to || to == order.size())
+                    continue;
+                sim::Time lead;
+                for (std::size_t i = from + 1; i < to; ++i)
+                    lead += pass_cost(plan.stage(virtual_stage(order[i].chunk, p, plan.shape)),
+                                      order[i])
+                                .time;
+                VirtualStagePlan& st =
+                    plan.stages[static_cast<std::size_t>(virtual_stage(c, p, plan.shape))];
+                st.gathered_ahead = true;
+                st.gather_lead = lead;
+                cost_stage(ctx, st, st.recompute);
             }
         }
     }

@@ -87,6 +87,13 @@ struct VirtualStagePlan {
     /// The forward of the step's first micro-batch: `forward` plus the distributed optimizer's
     /// parameter all-gather when overlap_param_gather (else equal to `forward`).
     PassCost first_forward;
+    /// Megatron-Core's distributed optimizer (overlap_param_gather) chains its all-gathers in
+    /// forward order across a rank's model chunks, and a chunk after the first is one bucket:
+    /// the previous chunk's first forward issues this chunk's whole gather. When it did
+    /// (`gathered_ahead`), how long before this chunk's first forward starts, at least
+    /// (`gather_lead`: the passes the rank's order runs in between).
+    bool gathered_ahead = false;
+    sim::Time gather_lead;
     PassCost backward;
     /// The backward split as zero-bubble schedules run it (Qi et al. 2023): the weight-gradient
     /// pass W (the wgrad GEMMs and the embedding's gradient kernels, nothing the previous stage

@@ -16,12 +16,18 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             const auto& st = plan.stage(e.vs);
             const std::string label = pass_label(e.pass, v);
             // Parameter all-gathers run beside the pass from its start (ZeRO-3 per layer, or
-            // the distributed optimizer's overlapped with the first forward).
+            // the distributed optimizer's overlapped with the first forward), or for a chunk
+            // gathered ahead from its lead before it (VirtualStagePlan::gathered_ahead).
             const PassCost& cost = pass_cost(st, e.pass);
-            if (cost.param_gather > sim::Time::zero())
-                r.bars.push_back({rank, TimelineStream::dp, e.start,
-                                  std::min(e.end, e.start + cost.param_gather), "dp-comm",
+            if (cost.param_gather > sim::Time::zero()) {
+                sim::Time from = e.start;
+                if (st.gathered_ahead && e.pass.kind == PassKind::forward &&
+                    e.pass.micro_batch == 0)
+                    from = e.start > st.gather_lead ? e.start - st.gather_lead : sim::Time::zero();
+                r.bars.push_back({rank, TimelineStream::dp, from,
+                                  std::min(e.end, from + cost.param_gather), "dp-comm",
                                   "param all-gather " + label});
+            }
             // Expert-parallel collectives (all-to-alls) run inside the pass, between its
             // kernels: drawn from its start for their summed time.
             if (cost.ep_comm > sim::Time::zero())

@@ -138,6 +138,57 @@ TEST_CASE("overlap_param_gather: the distributed optimizer's gather moves into t
     CHECK(gathers == 1);
 }
 
+TEST_CASE("overlap_param_gather, interleaved: a chunk after the first is gathered during the "
+          "previous chunk's micro-batches",
+          "[strategies][training][zero]") {
+    // Megatron-Core (distrib_optimizer.py at core_v0.8.0; training.py, disable_bucketing for
+    // model chunks after the first): each later chunk is one bucket, issued by the previous
+    // chunk's first forward. 8 layers on pp 2 x v 4: one layer per chunk, tp 4 x dp 2.
+    const auto e = gpt(16, {{"training.global_batch", "32"},
+                            {"parallel.tp", "4"},
+                            {"parallel.pp", "2"},
+                            {"parallel.schedule", "interleaved-1f1b"},
+                            {"parallel.virtual_stages", "4"},
+                            {"parallel.zero", "1"},
+                            {"parallel.overlap_param_gather", "true"}});
+    REQUIRE(e.parallel.dp == 2);
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    for (int p = 0; p < 2; ++p) {
+        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        for (int c = 0; c < 4; ++c) {
+            const VirtualStagePlan& st = plan.stage(virtual_stage(c, p, plan.shape));
+            INFO("rank " << p << " chunk " << c);
+            if (c == 0) {
+                // The first chunk's gather starts with the step: exposed in its first forward.
+                CHECK_FALSE(st.gathered_ahead);
+                CHECK(st.first_forward.dp_wait > sim::Time::zero());
+                continue;
+            }
+            // The lead is the passes between the two chunks' first forwards, in the rank's
+            // order (the rest of the previous chunk's first group at least: pp - 1 forwards).
+            sim::Time lead;
+            bool between = false;
+            for (const PipePass& pass : order) {
+                const bool first = pass.kind == PassKind::forward && pass.micro_batch == 0;
+                if (first && pass.chunk == c)
+                    break;
+                if (between)
+                    lead +=
+                        pass_cost(plan.stage(virtual_stage(pass.chunk, p, plan.shape)), pass).time;
+                between = between || (first && pass.chunk == c - 1);
+            }
+            CHECK(st.gathered_ahead);
+            CHECK(st.gather_lead == lead);
+            CHECK(lead >= plan.stage(virtual_stage(c - 1, p, plan.shape)).forward.time);
+            // One layer's gather over 2 ranks is shorter than that lead here: hidden.
+            CHECK(st.first_forward.param_gather > sim::Time::zero());
+            CHECK(st.first_forward.param_gather < lead);
+            CHECK(st.first_forward.dp_wait == sim::Time::zero());
+            CHECK(st.first_forward.time == st.forward.time);
+        }
+    }
+}
+
 TEST_CASE("Interleaved 1F1B: each chunk's gradient reduce is issued when its last backward ends",
           "[strategies][training][overlap]") {
     // pp 2 x v 2 x dp 2, 4 micro-batches. Megatron-Core's interleaved schedule starts a chunk's
