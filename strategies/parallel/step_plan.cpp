@@ -699,24 +699,53 @@ struct Context {
     /// The flex dispatcher's rail: the expert-parallel group's GPUs of one local rank.
     std::unique_ptr<collectives::Communicator> ep_rail_comm{};
     CollectiveTimes ep_rail_times{nullptr};
+
+    /// What a virtual stage's costs depend on beside this context (cost_stage): its recompute
+    /// plan, how many of its layers are a mixture of experts' dense ones, and whether it holds
+    /// the embedding and the head. The rest of its inputs (layer works, communicators,
+    /// framework, pass environment) are the context's and fixed once the stages are costed, and
+    /// the collective times cached in it are pure functions of the collective, so two stages
+    /// alike in this key get identical costs: a pipeline's middle stages, with equal layer
+    /// counts, are costed once per plan instead of once each.
+    struct StageKey {
+        int layers = 0;
+        RecomputePlan recompute;
+        int dense = 0;
+        bool embedding = false;
+        bool head = false;
+        bool operator==(const StageKey& o) const {
+            return layers == o.layers && recompute.none == o.recompute.none &&
+                   recompute.selective == o.recompute.selective &&
+                   recompute.full == o.recompute.full && dense == o.dense &&
+                   embedding == o.embedding && head == o.head;
+        }
+    };
+    /// The stages costed so far, by key (a handful per plan: searched in order).
+    std::vector<std::pair<StageKey, VirtualStagePlan>> stage_costs{};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
     return ctx.layer[static_cast<std::size_t>(r)];
 }
 
+/// How many of the layers of stage `st` under recompute plan `rp` are a mixture of experts'
+/// first dense layers (the lowest of their stage).
+int dense_layers(const Context& ctx, const VirtualStagePlan& st, const RecomputePlan& rp) {
+    const auto& model = ctx.e.model;
+    return model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
+                                       rp.full + rp.selective + rp.none)
+                          : 0;
+}
+
 /// Costs, activations and gradient buckets of virtual stage `vs` under recompute plan `rp`.
-void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
     const auto dtype = ctx.e.training.dtype;
     const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
     // A mixture of experts' first dense layers are the lowest of their stage.
-    const auto& model = ctx.e.model;
-    int dense = model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
-                                            rp.full + rp.selective + rp.none)
-                               : 0;
+    int dense = dense_layers(ctx, st, rp);
     std::array<std::pair<const LayerWork*, int>, 6> groups{};
     std::size_t g = 0;
     for (auto [r, n] :
@@ -900,6 +929,28 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     }
     st.gathered_bytes =
         ctx.zero3 ? st.parameters * hardware::bytes_per_element(comm_dtype(dtype)) : 0;
+}
+
+/// cost_stage_once, or the costs of a stage costed before with the same key
+/// (Context::StageKey); the stage keeps its place (index, rank, chunk, first layer, transfers).
+void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    const Context::StageKey key{st.layers, rp, dense_layers(ctx, st, rp), st.embedding, st.head};
+    for (const auto& [k, costed] : ctx.stage_costs) {
+        if (k == key) {
+            VirtualStagePlan s = costed;
+            s.index = st.index;
+            s.rank = st.rank;
+            s.chunk = st.chunk;
+            s.first_layer = st.first_layer;
+            s.send_forward = st.send_forward;
+            s.send_backward = st.send_backward;
+            s.send_bytes = st.send_bytes;
+            st = std::move(s);
+            return;
+        }
+    }
+    cost_stage_once(ctx, st, rp);
+    ctx.stage_costs.emplace_back(key, st);
 }
 
 RecomputePlan uniform(Recompute r, int layers) {
