@@ -1253,7 +1253,24 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (static_cast<int>(ep_rail.size()) != cfg.ep_nodes)
             cfg.ep_nodes = 1;
     }
+    plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
+    plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
+                             : par.recompute == RecomputePolicy::full    ? Recompute::full
+                                                                         : Recompute::none;
+    if (e.training.forward_only)
+        plan.uniform_recompute = Recompute::none;
+    const bool automatic_search = plan.automatic_recompute && !e.training.forward_only;
+    const Recompute first_choice =
+        plan.automatic_recompute ? Recompute::none : plan.uniform_recompute;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        // The layer works the stages are costed with: the uniform choice (none first under
+        // automatic recompute, whose search may take the others), and the plain layer for
+        // context parallelism's exposure. The others stay empty: a stage with no layer of a
+        // kind adds nothing from it (cost_stage runs and sums only groups with layers).
+        const bool used =
+            r == first_choice || automatic_search || (r == Recompute::none && par.cp > 1);
+        if (!used)
+            continue;
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
         if (e.model.is_moe() && e.model.first_k_dense_replace > 0) {
@@ -1323,12 +1340,6 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     std::vector<int> first_layer(stage_layers.size(), 0);
     for (std::size_t s = 1; s < stage_layers.size(); ++s)
         first_layer[s] = first_layer[s - 1] + stage_layers[s - 1];
-    plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
-    plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
-                             : par.recompute == RecomputePolicy::full    ? Recompute::full
-                                                                         : Recompute::none;
-    if (e.training.forward_only)
-        plan.uniform_recompute = Recompute::none;
     plan.stages.resize(static_cast<std::size_t>(V));
     for (int vs = 0; vs < V; ++vs) {
         VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
@@ -1340,15 +1351,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         st.layers = stage_layers[ms];
         st.embedding = route_start(vs, plan.shape) && e.model.is_transformer();
         st.head = route_end(vs, plan.shape);
-        cost_stage(ctx, st,
-                   uniform(plan.automatic_recompute ? Recompute::none : plan.uniform_recompute,
-                           st.layers));
+        cost_stage(ctx, st, uniform(first_choice, st.layers));
     }
 
     // Automatic recompute: per rank, the cheapest plan that fits. Selective first (it drops
     // the large attention activations for a few percent of time), then whole layers to full
     // recompute, spread over the rank's chunks, until the peak fits.
-    if (plan.automatic_recompute && !e.training.forward_only) {
+    if (automatic_search) {
         const std::int64_t budget = plan.capacity_bytes - plan.runtime_bytes;
         for (int p = 0; p < par.pp; ++p) {
             std::int64_t params = 0;
