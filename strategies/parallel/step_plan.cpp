@@ -707,24 +707,53 @@ struct Context {
     /// The flex dispatcher's rail: the expert-parallel group's GPUs of one local rank.
     std::unique_ptr<collectives::Communicator> ep_rail_comm{};
     CollectiveTimes ep_rail_times{nullptr};
+
+    /// What a virtual stage's costs depend on beside this context (cost_stage): its recompute
+    /// plan, how many of its layers are a mixture of experts' dense ones, and whether it holds
+    /// the embedding and the head. The rest of its inputs (layer works, communicators,
+    /// framework, pass environment) are the context's and fixed once the stages are costed, and
+    /// the collective times cached in it are pure functions of the collective, so two stages
+    /// alike in this key get identical costs: a pipeline's middle stages, with equal layer
+    /// counts, are costed once per plan instead of once each.
+    struct StageKey {
+        int layers = 0;
+        RecomputePlan recompute;
+        int dense = 0;
+        bool embedding = false;
+        bool head = false;
+        bool operator==(const StageKey& o) const {
+            return layers == o.layers && recompute.none == o.recompute.none &&
+                   recompute.selective == o.recompute.selective &&
+                   recompute.full == o.recompute.full && dense == o.dense &&
+                   embedding == o.embedding && head == o.head;
+        }
+    };
+    /// The stages costed so far, by key (a handful per plan: searched in order).
+    std::vector<std::pair<StageKey, VirtualStagePlan>> stage_costs{};
 };
 
 const LayerWork& layer_of(const Context& ctx, Recompute r) {
     return ctx.layer[static_cast<std::size_t>(r)];
 }
 
+/// How many of the layers of stage `st` under recompute plan `rp` are a mixture of experts'
+/// first dense layers (the lowest of their stage).
+int dense_layers(const Context& ctx, const VirtualStagePlan& st, const RecomputePlan& rp) {
+    const auto& model = ctx.e.model;
+    return model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
+                                       rp.full + rp.selective + rp.none)
+                          : 0;
+}
+
 /// Costs, activations and gradient buckets of virtual stage `vs` under recompute plan `rp`.
-void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
     const auto dtype = ctx.e.training.dtype;
     const FrameworkSpec& ho = ctx.fw;
     // The layers in order of recompute: full-recompute layers first (the lowest ones), then
     // selective, then none; their order does not change the time.
     // A mixture of experts' first dense layers are the lowest of their stage.
-    const auto& model = ctx.e.model;
-    int dense = model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
-                                            rp.full + rp.selective + rp.none)
-                               : 0;
+    int dense = dense_layers(ctx, st, rp);
     std::array<std::pair<const LayerWork*, int>, 6> groups{};
     std::size_t g = 0;
     for (auto [r, n] :
@@ -974,6 +1003,28 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
         st.step_gathered_bytes = st.gathered_bytes;
         st.step_grad_bytes = st.parameters * hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
     }
+}
+
+/// cost_stage_once, or the costs of a stage costed before with the same key
+/// (Context::StageKey); the stage keeps its place (index, rank, chunk, first layer, transfers).
+void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    const Context::StageKey key{st.layers, rp, dense_layers(ctx, st, rp), st.embedding, st.head};
+    for (const auto& [k, costed] : ctx.stage_costs) {
+        if (k == key) {
+            VirtualStagePlan s = costed;
+            s.index = st.index;
+            s.rank = st.rank;
+            s.chunk = st.chunk;
+            s.first_layer = st.first_layer;
+            s.send_forward = st.send_forward;
+            s.send_backward = st.send_backward;
+            s.send_bytes = st.send_bytes;
+            st = std::move(s);
+            return;
+        }
+    }
+    cost_stage_once(ctx, st, rp);
+    ctx.stage_costs.emplace_back(key, st);
 }
 
 RecomputePlan uniform(Recompute r, int layers) {
@@ -1312,7 +1363,24 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         if (static_cast<int>(ep_rail.size()) != cfg.ep_nodes)
             cfg.ep_nodes = 1;
     }
+    plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
+    plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
+                             : par.recompute == RecomputePolicy::full    ? Recompute::full
+                                                                         : Recompute::none;
+    if (e.training.forward_only)
+        plan.uniform_recompute = Recompute::none;
+    const bool automatic_search = plan.automatic_recompute && !e.training.forward_only;
+    const Recompute first_choice =
+        plan.automatic_recompute ? Recompute::none : plan.uniform_recompute;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        // The layer works the stages are costed with: the uniform choice (none first under
+        // automatic recompute, whose search may take the others), and the plain layer for
+        // context parallelism's exposure. The others stay empty: a stage with no layer of a
+        // kind adds nothing from it (cost_stage runs and sums only groups with layers).
+        const bool used =
+            r == first_choice || automatic_search || (r == Recompute::none && par.cp > 1);
+        if (!used)
+            continue;
         cfg.recompute = r;
         ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
         if (e.model.is_moe() && e.model.first_k_dense_replace > 0) {
@@ -1382,12 +1450,6 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     std::vector<int> first_layer(stage_layers.size(), 0);
     for (std::size_t s = 1; s < stage_layers.size(); ++s)
         first_layer[s] = first_layer[s - 1] + stage_layers[s - 1];
-    plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
-    plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
-                             : par.recompute == RecomputePolicy::full    ? Recompute::full
-                                                                         : Recompute::none;
-    if (e.training.forward_only)
-        plan.uniform_recompute = Recompute::none;
     plan.stages.resize(static_cast<std::size_t>(V));
     for (int vs = 0; vs < V; ++vs) {
         VirtualStagePlan& st = plan.stages[static_cast<std::size_t>(vs)];
@@ -1399,15 +1461,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         st.layers = stage_layers[ms];
         st.embedding = route_start(vs, plan.shape) && e.model.is_transformer();
         st.head = route_end(vs, plan.shape);
-        cost_stage(ctx, st,
-                   uniform(plan.automatic_recompute ? Recompute::none : plan.uniform_recompute,
-                           st.layers));
+        cost_stage(ctx, st, uniform(first_choice, st.layers));
     }
 
     // Automatic recompute: per rank, the cheapest plan that fits. Selective first (it drops
     // the large attention activations for a few percent of time), then whole layers to full
     // recompute, spread over the rank's chunks, until the peak fits.
-    if (plan.automatic_recompute && !e.training.forward_only) {
+    if (automatic_search) {
         const std::int64_t budget = plan.capacity_bytes - plan.runtime_bytes;
         for (int p = 0; p < par.pp; ++p) {
             std::int64_t params = 0;
