@@ -721,11 +721,16 @@ struct Context {
         int dense = 0;
         bool embedding = false;
         bool head = false;
+        /// VirtualStagePlan::gathered_ahead and gather_lead: a later chunk's parameter gather
+        /// issued by the previous chunk's first forward changes its first forward's cost.
+        bool gathered_ahead = false;
+        sim::Time gather_lead;
         bool operator==(const StageKey& o) const {
             return layers == o.layers && recompute.none == o.recompute.none &&
                    recompute.selective == o.recompute.selective &&
                    recompute.full == o.recompute.full && dense == o.dense &&
-                   embedding == o.embedding && head == o.head;
+                   embedding == o.embedding && head == o.head &&
+                   gathered_ahead == o.gathered_ahead && gather_lead == o.gather_lead;
         }
     };
     /// The stages costed so far, by key (a handful per plan: searched in order).
@@ -1008,7 +1013,9 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
 /// cost_stage_once, or the costs of a stage costed before with the same key
 /// (Context::StageKey); the stage keeps its place (index, rank, chunk, first layer, transfers).
 void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
-    const Context::StageKey key{st.layers, rp, dense_layers(ctx, st, rp), st.embedding, st.head};
+    const Context::StageKey key{st.layers,     rp,      dense_layers(ctx, st, rp),
+                                st.embedding,  st.head, st.gathered_ahead,
+                                st.gather_lead};
     for (const auto& [k, costed] : ctx.stage_costs) {
         if (k == key) {
             VirtualStagePlan s = costed;
