@@ -159,7 +159,8 @@ def host():
     model = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
     mhz = re.search(r"^cpu MHz\s*:\s*([0-9.]+)$", info, re.M)
     l3 = pathlib.Path("/sys/devices/system/cpu/cpu0/cache/index3/size")
-    parts = [model.group(1).strip() if model else "unknown CPU", f"{os.cpu_count()} cores"]
+    parts = [model.group(1).strip() if model else "unknown CPU",
+             f"{len(os.sched_getaffinity(0))} cores"]
     if mhz:
         parts.append(f"{float(mhz.group(1)):.0f} MHz")
     if l3.exists():

@@ -1273,6 +1273,16 @@ std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
 }
 
 std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank) {
+    // Nothing gathered on this rank (no ZeRO-3): no walk of its order, which every
+    // configuration of a sweep would otherwise pay.
+    bool any = false;
+    for (int c = 0; c < plan.shape.virtual_stages && !any; ++c) {
+        const auto& st = plan.stage(virtual_stage(c, rank, plan.shape));
+        any = st.forward_gather_bytes > 0 || st.backward_gather_bytes > 0 ||
+              st.step_gathered_bytes > 0 || st.step_grad_bytes > 0;
+    }
+    if (!any)
+        return 0;
     const auto& order = plan.orders[static_cast<std::size_t>(rank)];
     // Per chunk: passes that produce weight gradients (backward, or W of a split one), and
     // whether it has run a forward; the held state is added on the first and freed after the
