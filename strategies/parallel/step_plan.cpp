@@ -834,8 +834,7 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             // rank after the first, gather_lead before its first forward (VirtualStagePlan::
             // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
             // per-pass gathers are issued by the pass.
-            if (first && layer.seconds > 0 && st.gather_lead > sim::Time::zero() &&
-                !ctx.zero3) {
+            if (first && layer.seconds > 0 && st.gather_lead > sim::Time::zero() && !ctx.zero3) {
                 layer.ahead = true;
                 layer.lead = st.gather_lead.seconds();
             }
