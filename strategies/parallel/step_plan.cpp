@@ -298,10 +298,15 @@ struct Gather {
     /// gradients copied into the reduce-scatter buffer after its last (seconds; 0: none).
     double copy_out = 0;
     double copy_in = 0;
-    /// Issued before the pass started, `lead` seconds before (VirtualStagePlan::gathered_ahead):
+    /// Issued before the pass started, `lead` seconds before (VirtualStagePlan::gather_lead):
     /// not issued by the previous layer's pre-hook.
     bool ahead = false;
     double lead = 0;
+    /// The chunk's one bucket, all its parameters (VirtualStagePlan::gathered_ahead): the
+    /// layers after the first gather nothing, and the lead is the rank's passes, compute the
+    /// gather slows. Otherwise (zero_grad's first bucket of the first chunk) the lead is time
+    /// the rank waits for its first activation, with no compute beside the gather.
+    bool whole = false;
 };
 
 /// How a tensor-parallel collective runs under tp_comm_overlap: on its own (`none`, also
@@ -346,9 +351,18 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
         c.prefetch = c.host;
         cost.param_gather += gather.seconds;
         // It ran beside the compute of the previous layer (a layer like this one: its kernels'
-        // mix of tensor-core and memory-bound time sets the share they lose), which it slowed;
-        // what ran before this pass is charged to none.
-        const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - std::max(0.0, start));
+        // mix of tensor-core and memory-bound time sets the share they lose), which it slowed.
+        // A chunk's whole gather issued ahead (gather.whole) ran beside the passes of its lead,
+        // compute from -lead to this pass's start (the lead is their summed durations), then
+        // beside nothing (this pass's first kernel waits for it): it overlapped min(seconds,
+        // lead) of compute, charged by the same rule as any overlapped collective (overlap_
+        // slowdown: at most seconds x share) to this pass, as the first pass that needs it. On
+        // one rank the compute stream is serial, so the rank's passes end where they would with
+        // the charge spread over the passes it overlapped; only their outputs leave a little
+        // earlier than they would. The same PassCost serves the analytic and the flow executors.
+        // zero_grad's first bucket (ahead, not whole) ran beside no compute before the pass.
+        const double from = gather.whole ? start : std::max(0.0, start);
+        const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - from);
         if (overlapped > 0) {
             double all = 0, memory = 0;
             for (const Unit& u : units)
@@ -606,10 +620,16 @@ void run_layers(const LayerWork& w, const std::vector<Unit>& units, int count, c
     for (int i = 0; i < std::min(count, kSimulated); ++i) {
         before = c;
         before_cost = cost;
-        if (i > 0 && gather.ahead)
-            run_units(w, units, env, c, cost, Gather{}); // the first layer's gather was all
-        else
+        if (i > 0 && gather.ahead) {
+            // The chunk's whole gather was the first layer's; zero_grad's first bucket was,
+            // the next layers' gathers chain from their pre-hooks.
+            Gather next = gather.whole ? Gather{} : gather;
+            next.ahead = false;
+            next.lead = 0;
+            run_units(w, units, env, c, cost, next);
+        } else {
             run_units(w, units, env, c, cost, gather);
+        }
     }
     if (count > kSimulated) {
         const double k = count - kSimulated;
@@ -800,6 +820,7 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
                 params += head_params;
             chunk_gather = ctx.gather_time(params);
             chunk_gather.ahead = true;
+            chunk_gather.whole = true;
             chunk_gather.lead = st.gather_lead.seconds();
         }
         bool first_unit = true;
@@ -808,7 +829,16 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             first_unit = false;
             if (ahead)
                 return first ? chunk_gather : Gather{};
-            return gathers ? ctx.gather_time(params) : Gather{};
+            Gather layer = gathers ? ctx.gather_time(params) : Gather{};
+            // The first chunk's first bucket, issued by zero_grad at the step's start: on a
+            // rank after the first, gather_lead before its first forward (VirtualStagePlan::
+            // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
+            // per-pass gathers are issued by the pass.
+            if (first && layer.seconds > 0 && st.gather_lead > sim::Time::zero() && !ctx.zero3) {
+                layer.ahead = true;
+                layer.lead = st.gather_lead.seconds();
+            }
+            return layer;
         };
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
@@ -1545,10 +1575,26 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     // NeMo 24.07's megatron_gpt_model.py likewise), so the previous chunk's first forward issues
     // this chunk's whole gather, and the passes the rank's order runs between the two first
     // forwards hide it (their durations: a lower bound of the lead; idle time only adds to it).
-    // The first chunk's buckets chain from the step's start (zero_grad issues the first) through
-    // its own first forward, as cost_stage times them.
-    if (par.overlap_param_gather && par.dp_cp() > 1 && !ctx.zero3 && !e.training.forward_only &&
-        plan.shape.virtual_stages > 1) {
+    // The first chunk's buckets chain from the step's start through its own first forward:
+    // DistributedOptimizer.zero_grad issues the first ("launch all-gather for first accessed
+    // bucket here before forward compute is initiated", distrib_optimizer.py at core_v0.8.0),
+    // and Megatron's train_step calls it before forward_backward_func. A rank after the first
+    // starts its first forward only when the previous ranks' first forwards have run (their
+    // durations: a lower bound of the time it waits, sends only add to it), so that bucket had
+    // that long to run beside no compute (VirtualStagePlan::gather_lead of the first chunk).
+    const bool param_gather_overlapped =
+        par.overlap_param_gather && par.dp_cp() > 1 && !ctx.zero3 && !e.training.forward_only;
+    if (param_gather_overlapped && par.pp > 1) {
+        sim::Time lead;
+        for (int p = 1; p < par.pp; ++p) {
+            lead += plan.stage(virtual_stage(0, p - 1, plan.shape)).first_forward.time;
+            VirtualStagePlan& st =
+                plan.stages[static_cast<std::size_t>(virtual_stage(0, p, plan.shape))];
+            st.gather_lead = lead;
+            cost_stage(ctx, st, st.recompute);
+        }
+    }
+    if (param_gather_overlapped && plan.shape.virtual_stages > 1) {
         for (int p = 0; p < par.pp; ++p) {
             const auto& order = plan.orders[static_cast<std::size_t>(p)];
             auto first_forward_at = [&](int chunk) {

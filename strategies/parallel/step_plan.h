@@ -91,7 +91,10 @@ struct VirtualStagePlan {
     /// forward order across a rank's model chunks, and a chunk after the first is one bucket:
     /// the previous chunk's first forward issues this chunk's whole gather. When it did
     /// (`gathered_ahead`), how long before this chunk's first forward starts, at least
-    /// (`gather_lead`: the passes the rank's order runs in between).
+    /// (`gather_lead`: the passes the rank's order runs in between, whose compute the gather
+    /// slows, charged to this first forward). The first chunk on a rank after the first:
+    /// `gather_lead` is how long before its first forward zero_grad issued its first bucket
+    /// (the previous ranks' first forwards, at least; no compute beside it).
     bool gathered_ahead = false;
     sim::Time gather_lead;
     PassCost backward;

@@ -17,11 +17,12 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             const std::string label = pass_label(e.pass, v);
             // Parameter all-gathers run beside the pass from its start (ZeRO-3 per layer, or
             // the distributed optimizer's overlapped with the first forward), or for a chunk
-            // gathered ahead from its lead before it (VirtualStagePlan::gathered_ahead).
+            // gathered ahead (VirtualStagePlan::gathered_ahead) or the first chunk's first
+            // bucket issued by zero_grad from its lead before it (gather_lead).
             const PassCost& cost = pass_cost(st, e.pass);
             if (cost.param_gather > sim::Time::zero()) {
                 sim::Time from = e.start;
-                if (st.gathered_ahead && e.pass.kind == PassKind::forward &&
+                if (st.gather_lead > sim::Time::zero() && e.pass.kind == PassKind::forward &&
                     e.pass.micro_batch == 0)
                     from = e.start > st.gather_lead ? e.start - st.gather_lead : sim::Time::zero();
                 r.bars.push_back({rank, TimelineStream::dp, from,
