@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace clustersim::strategies::collectives {
@@ -343,6 +345,10 @@ sim::Time tree_lower_bound(const Plan& p, const Collective& c, Protocol pr) {
 
 Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
     : plan_(std::make_unique<Plan>(topology, std::move(gpus))) {
+    static_assert(static_cast<size_t>(Algorithm::collnet_chain) == kConcreteAlgorithms.size());
+    for (size_t a = 0; a < runs_.size(); ++a)
+        for (Op op : kAllOps)
+            runs_[a][static_cast<size_t>(op)] = why_not(static_cast<Algorithm>(a), op).empty();
 }
 
 Communicator Communicator::first(const hardware::Topology& topology, int count) {
@@ -507,11 +513,13 @@ Choice Communicator::choose(const Collective& c) const {
         bool deferred;
         std::optional<sim::Time> t;
     };
-    std::vector<Candidate> candidates;
+    // At most every concrete algorithm with every protocol: a fixed array, no allocation.
+    std::array<Candidate, std::size(kOrder) * hardware::kAllProtocols.size()> candidates{};
+    size_t candidate_count = 0;
     std::optional<sim::Time> fastest;
     for (Algorithm a : kOrder) {
         if (c.algorithm != Algorithm::automatic ? a != c.algorithm
-                                                : (!offered(a) || !why_not(a, c.op).empty()))
+                                                : (!offered(a) || !runs(a, c.op)))
             continue;
         for (Protocol p : hardware::kAllProtocols) {
             if (c.protocol ? p != *c.protocol
@@ -522,16 +530,17 @@ Choice Communicator::choose(const Collective& c) const {
                 k.t = predict(c, a, p);
                 fastest = fastest ? std::min(*fastest, *k.t) : *k.t;
             }
-            candidates.push_back(k);
+            candidates[candidate_count++] = k;
         }
     }
-    for (Candidate& k : candidates) {
+    const auto chosen = std::span(candidates).first(candidate_count);
+    for (Candidate& k : chosen) {
         if (k.deferred && !(fastest && tree_lower_bound(plan, c, k.p) > *fastest))
             k.t = predict(c, k.a, k.p);
     }
     Choice best;
     bool found = false;
-    for (const Candidate& k : candidates) {
+    for (const Candidate& k : chosen) {
         if (k.t && (!found || *k.t < best.time)) {
             best = Choice{k.a, k.p, *k.t};
             found = true;

@@ -8,6 +8,7 @@
 #include "sim/time.h"
 #include "strategies/collectives/collective.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ public:
 
     /// Why `algorithm` cannot run `op` on this communicator; empty when it can.
     std::string why_not(Algorithm algorithm, Op op) const;
+    /// why_not(algorithm, op).empty(), without formatting the reason (precomputed).
+    bool runs(Algorithm algorithm, Op op) const {
+        return runs_[static_cast<size_t>(algorithm)][static_cast<size_t>(op)];
+    }
     /// Throws InputError when `c` cannot run: size not a positive multiple of what the op needs,
     /// dtype other than fp32/fp16/bf16, root out of range, algorithm or protocol that does not
     /// apply.
@@ -67,6 +72,10 @@ private:
     sim::Time predict_across_nodes(const Collective& c, Algorithm algorithm,
                                    Protocol protocol) const;
     std::unique_ptr<detail::Plan> plan_;
+    /// runs(): why_not(a, op).empty() for every algorithm and op, filled at construction so
+    /// that choose(), called per collective of every configuration of a sweep, formats no
+    /// reasons nobody reads.
+    std::array<std::array<bool, kAllOps.size()>, kConcreteAlgorithms.size() + 1> runs_{};
 };
 
 } // namespace clustersim::strategies::collectives
