@@ -1597,16 +1597,15 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     if (param_gather_overlapped && plan.shape.virtual_stages > 1) {
         for (int p = 0; p < par.pp; ++p) {
             const auto& order = plan.orders[static_cast<std::size_t>(p)];
-            auto first_forward_at = [&](int chunk) {
-                for (std::size_t i = 0; i < order.size(); ++i)
-                    if (order[i].kind == PassKind::forward && order[i].micro_batch == 0 &&
-                        order[i].chunk == chunk)
-                        return i;
-                return order.size();
-            };
+            // Where each chunk's first forward stands in the rank's order (order.size(): none).
+            std::vector<std::size_t> first_forward_at(
+                static_cast<std::size_t>(plan.shape.virtual_stages), order.size());
+            for (std::size_t i = 0; i < order.size(); ++i)
+                if (order[i].kind == PassKind::forward && order[i].micro_batch == 0)
+                    first_forward_at[static_cast<std::size_t>(order[i].chunk)] = i;
             for (int c = 1; c < plan.shape.virtual_stages; ++c) {
-                const std::size_t from = first_forward_at(c - 1);
-                const std::size_t to = first_forward_at(c);
+                const std::size_t from = first_forward_at[static_cast<std::size_t>(c - 1)];
+                const std::size_t to = first_forward_at[static_cast<std::size_t>(c)];
                 if (from >= to || to == order.size())
                     continue;
                 sim::Time lead;
