@@ -315,7 +315,18 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     if (r.fp8 && !fp8_training_modelled())
         needs.emplace_back("FP8 as Transformer Engine / torchao run it");
     try {
-        const auto e = strategies::parallel::make_experiment(platform(r.preset), r.gpus, s, r.id);
+        auto e = strategies::parallel::make_experiment(platform(r.preset), r.gpus, s, r.id);
+        // Megatron-Bridge aligns the parameter gathers across pipeline ranks where it overlaps
+        // them with virtual stages (src/megatron/bridge/training/comm_overlap.py at v0.1.0rc3
+        // through v0.3.0, _get_optimizer_overlap_cfgs: align_param_gather = True when dp > 1,
+        // pp > 1 and virtual stages > 1), on Megatron-Core >= 0.9 (FrameworkSpec::
+        // align_param_gather). NeMo 24.07's recipes run Apex's DistributedFusedAdam
+        // (NVIDIA/NeMo-Framework-Launcher 24.07, launcher_scripts/conf/training/*: optim.name
+        // distributed_fused_adam), neither Megatron-Core's chain nor its aligned gathers: they
+        // keep the preset's default, the chain.
+        if (contains(r.framework, "Megatron-Bridge") && r.pp > 1 && r.virtual_stages > 1 &&
+            r.dp > 1)
+            e.framework.align_param_gather = true;
         if (needs.empty()) {
             strategies::parallel::StepOptions o;
             o.oom_advice = false;
@@ -393,8 +404,10 @@ std::vector<std::string> recent_rules() {
         "recipe does: Llama 3.1 405B with the embedding and loss as layers, DeepSeek-V3 with "
         "its layout string), sequence parallelism and TP communication overlap where tp > "
         "1, the distributed optimizer (ZeRO-1) with gradient reduce and parameter gather "
-        "overlapped; recompute as printed (not stated: none); the DeepSeek-V3 row as its "
-        "recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
+        "overlapped (Megatron-Bridge rows with the gathers aligned across pipeline ranks, "
+        "`framework.align_param_gather`, as its recipes set it; NeMo 24.07's Apex optimizer "
+        "on the preset's default); recompute as printed (not stated: none); the DeepSeek-V3 row "
+        "as its recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
         "not overlapped",
         "torchtitan: FSDP2 (ZeRO-3's gathers and reduce-scatters, overlapped, with FSDP2's "
         "copies of the gathered parameters and of the gradients on the compute stream), the local "

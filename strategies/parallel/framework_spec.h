@@ -65,6 +65,26 @@ struct FrameworkSpec {
     /// backward re-gather, the input gradient's reduce-scatter after the weight gradient), as
     /// torchtitan does; false: Megatron's tensor-parallel linear layers.
     bool dtensor_tp = false;
+    /// How Megatron-Core's distributed optimizer issues its overlapped parameter all-gathers
+    /// (ParallelSpec::overlap_param_gather) under the interleaved schedule: Megatron-Core's
+    /// DistributedDataParallelConfig.align_param_gather (core_v0.9.0 on). true: the schedule
+    /// issues each model chunk's whole gather, all its buckets at once (DistributedDataParallel.
+    /// start_param_sync through config.param_sync_func): chunks 0 and 1 at the start of
+    /// forward_backward_pipelining_with_interleaving, chunk c + 1 (c >= 1) at the forward whose
+    /// virtual micro-batch id plus the pipeline rank is chunk c's first micro-batch, so every
+    /// pipeline rank issues it at the same point of the schedule; the forward pre-hooks only
+    /// wait (finish_param_sync with skip_next_bucket_dispatch), and the gathers queue on the
+    /// data-parallel communicator in the order issued (megatron/core/pipeline_parallel/
+    /// schedules.py, distributed/distributed_data_parallel.py, param_and_grad_buffer.py at
+    /// NVIDIA/Megatron-LM core_v0.9.0 through core_v0.16.0). Megatron-LM's own training loop
+    /// sets it whenever the schedule is interleaved (megatron/training/arguments.py:
+    /// --no-align-param-gather, on by default, forced off without virtual stages), and so do
+    /// Megatron-Bridge's recipes (src/megatron/bridge/training/comm_overlap.py,
+    /// _get_optimizer_overlap_cfgs: dp > 1, pp > 1 and virtual stages > 1). false: Megatron-Core
+    /// 0.8's chain, one bucket in flight, each issued by the pre-hook that waits for the one
+    /// before, the first by the optimizer's zero_grad (megatron/core/optimizer/
+    /// distrib_optimizer.py at core_v0.8.0). Other schedules: the chain either way.
+    bool align_param_gather = false;
     /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
     /// workspaces, allocator slack. Counted in every GPU's peak memory.
     std::int64_t runtime_memory = 0;

@@ -35,6 +35,7 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
     m.read_time("microbatch_overhead", f.microbatch_overhead);
     m.read("batch_on_every_stage", f.batch_on_every_stage);
     m.read("pipeline_tp_gather", f.pipeline_tp_gather);
+    m.read("align_param_gather", f.align_param_gather);
     m.read_time("collective_overhead", f.collective_overhead);
     m.read("fp32_grad_reduce", f.fp32_grad_reduce);
     if (m.has("tensor_parallel"))

@@ -302,6 +302,12 @@ struct Gather {
     /// not issued by the previous layer's pre-hook.
     bool ahead = false;
     double lead = 0;
+    /// Of `lead`, the time the rank's compute ran beside it (VirtualStagePlan::gather_beside),
+    /// which the gather slowed; the rest the rank waited with no compute.
+    double beside = 0;
+    /// Issued with the gathers before it (VirtualStagePlan::gathers_queued): it starts when
+    /// the one before it ends, not when the previous layer's pre-hook issues it.
+    bool queued = false;
     /// The chunk's one bucket, all its parameters (VirtualStagePlan::gathered_ahead): the
     /// layers after the first gather nothing, and the lead is the rank's passes, compute the
     /// gather slows. Otherwise (zero_grad's first bucket of the first chunk) the lead is time
@@ -346,7 +352,9 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     if (gather.seconds > 0) {
         // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it, or
         // before the pass (gather.ahead); this layer's pre-hook issues the next one now.
-        const double start = gather.ahead ? -gather.lead : std::max(c.prefetch, c.gather);
+        const double start = gather.ahead    ? -gather.lead
+                             : gather.queued ? c.gather
+                                             : std::max(c.prefetch, c.gather);
         c.gather = start + gather.seconds;
         c.prefetch = c.host;
         cost.param_gather += gather.seconds;
@@ -361,7 +369,11 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
         // the charge spread over the passes it overlapped; only their outputs leave a little
         // earlier than they would. The same PassCost serves the analytic and the flow executors.
         // zero_grad's first bucket (ahead, not whole) ran beside no compute before the pass.
-        const double from = gather.whole ? start : std::max(0.0, start);
+        // Generally: a gather issued ahead overlapped the rank's compute for `beside` of its
+        // lead (the rest the rank waited for its first activation); a negative lead (queued
+        // behind earlier gathers past the pass's start) is its start.
+        const double from =
+            gather.ahead ? -std::min(gather.lead, gather.beside) : std::max(0.0, start);
         const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - from);
         if (overlapped > 0) {
             double all = 0, memory = 0;
@@ -745,12 +757,15 @@ struct Context {
         /// issued by the previous chunk's first forward changes its first forward's cost.
         bool gathered_ahead = false;
         sim::Time gather_lead;
+        sim::Time gather_beside;
+        bool gathers_queued = false;
         bool operator==(const StageKey& o) const {
             return layers == o.layers && recompute.none == o.recompute.none &&
                    recompute.selective == o.recompute.selective &&
                    recompute.full == o.recompute.full && dense == o.dense &&
                    embedding == o.embedding && head == o.head &&
-                   gathered_ahead == o.gathered_ahead && gather_lead == o.gather_lead;
+                   gathered_ahead == o.gathered_ahead && gather_lead == o.gather_lead &&
+                   gather_beside == o.gather_beside && gathers_queued == o.gathers_queued;
         }
     };
     /// The stages costed so far, by key (a handful per plan: searched in order).
@@ -822,6 +837,7 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             chunk_gather.ahead = true;
             chunk_gather.whole = true;
             chunk_gather.lead = st.gather_lead.seconds();
+            chunk_gather.beside = st.gather_beside.seconds();
         }
         bool first_unit = true;
         auto gather_of = [&](std::int64_t params) {
@@ -833,11 +849,17 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             // The first chunk's first bucket, issued by zero_grad at the step's start: on a
             // rank after the first, gather_lead before its first forward (VirtualStagePlan::
             // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
-            // per-pass gathers are issued by the pass.
-            if (first && layer.seconds > 0 && st.gather_lead > sim::Time::zero() && !ctx.zero3) {
+            // per-pass gathers are issued by the pass. Under align_param_gather all the
+            // chunk's buckets were issued at the step's start (gathers_queued): the first
+            // gather_lead before the pass, each of the others when the one before it ended.
+            const bool queued = st.gathers_queued && !ctx.zero3;
+            if (first && layer.seconds > 0 && !ctx.zero3 &&
+                (st.gather_lead > sim::Time::zero() || queued)) {
                 layer.ahead = true;
                 layer.lead = st.gather_lead.seconds();
+                layer.beside = st.gather_beside.seconds();
             }
+            layer.queued = queued && layer.seconds > 0;
             return layer;
         };
         if (st.embedding)
@@ -1043,9 +1065,15 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
 /// cost_stage_once, or the costs of a stage costed before with the same key
 /// (Context::StageKey); the stage keeps its place (index, rank, chunk, first layer, transfers).
 void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
-    const Context::StageKey key{st.layers,     rp,      dense_layers(ctx, st, rp),
-                                st.embedding,  st.head, st.gathered_ahead,
-                                st.gather_lead};
+    const Context::StageKey key{st.layers,
+                                rp,
+                                dense_layers(ctx, st, rp),
+                                st.embedding,
+                                st.head,
+                                st.gathered_ahead,
+                                st.gather_lead,
+                                st.gather_beside,
+                                st.gathers_queued};
     for (const auto& [k, costed] : ctx.stage_costs) {
         if (k == key) {
             VirtualStagePlan s = costed;
@@ -1068,6 +1096,95 @@ RecomputePlan uniform(Recompute r, int layers) {
     RecomputePlan p;
     (r == Recompute::none ? p.none : r == Recompute::selective ? p.selective : p.full) = layers;
     return p;
+}
+
+/// The distributed optimizer's overlapped parameter gathers as Megatron-Core >= 0.9 issues them
+/// under align_param_gather (FrameworkSpec::align_param_gather; megatron/core/pipeline_parallel/
+/// schedules.py, forward_backward_pipelining_with_interleaving, at NVIDIA/Megatron-LM
+/// core_v0.9.0 through core_v0.16.0): config.param_sync_func, DistributedDataParallel.
+/// start_param_sync, issues all of a model chunk's buckets at once; chunks 0 and 1 before the
+/// first forward ("Synchronize params for first two model chunks"), chunk c + 1 for c >= 1 at
+/// the forward whose virtual micro-batch id plus the pipeline rank is chunk c's first
+/// micro-batch (is_first_microbatch_for_model_chunk), p forwards before chunk c's first
+/// forward on rank p. The forward pre-hooks only wait (finish_param_sync with
+/// skip_next_bucket_dispatch, distributed_data_parallel.py), and the gathers run one after
+/// another on the data-parallel communicator in the order issued. Times on rank p's clock of
+/// passes, from the step's start: its first pass starts once the previous ranks' first forwards
+/// have run (their durations, a lower bound of the wait: sends only add to it), each later pass
+/// when the passes before it on the rank have run (their durations: idle time only adds); so
+/// each gather's lead before its chunk's first forward is a lower bound too.
+void align_param_gathers(Context& ctx, StepPlan& plan) {
+    const int pp = ctx.e.parallel.pp;
+    const int v = plan.shape.virtual_stages;
+    sim::Time waited; // rank p's first pass starts at least this late
+    for (int p = 0; p < pp; ++p) {
+        if (p > 0)
+            waited += plan.stage(virtual_stage(0, p - 1, plan.shape)).first_forward.time;
+        auto stage_of = [&plan, p](int c) -> VirtualStagePlan& {
+            return plan.stages[static_cast<std::size_t>(virtual_stage(c, p, plan.shape))];
+        };
+        // Chunk 0: all its buckets issued at the step's start, the first `waited` before its
+        // first forward (the rank idle meanwhile), each later one queued behind the one before.
+        VirtualStagePlan& first = stage_of(0);
+        first.gathers_queued = true;
+        first.gather_lead = waited;
+        first.gather_beside = sim::Time::zero();
+        cost_stage(ctx, first, first.recompute);
+        // The queue's end: chunk 0's gathers back to back from the step's start.
+        sim::Time queue_end = first.first_forward.param_gather;
+
+        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto vs = static_cast<std::size_t>(v);
+        std::vector<std::size_t> forward_at;                 // the k-th forward's position
+        std::vector<std::size_t> first_at(vs, order.size()); // each chunk's first forward's
+        std::vector<std::size_t> first_k(vs, order.size());  // ... and its forward count
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            if (order[i].kind != PassKind::forward)
+                continue;
+            if (order[i].micro_batch == 0) {
+                first_at[static_cast<std::size_t>(order[i].chunk)] = i;
+                first_k[static_cast<std::size_t>(order[i].chunk)] = forward_at.size();
+            }
+            forward_at.push_back(i);
+        }
+        // Start of the pass at each position, extended as chunks are costed: the passes before
+        // chunk c's first forward are final once chunk c - 1 is.
+        std::vector<sim::Time> start_at{waited};
+        auto start = [&](std::size_t i) {
+            while (start_at.size() <= i) {
+                const std::size_t j = start_at.size() - 1;
+                start_at.push_back(
+                    start_at.back() +
+                    pass_cost(plan.stage(virtual_stage(order[j].chunk, p, plan.shape)), order[j])
+                        .time);
+            }
+            return start_at[i];
+        };
+        for (int c = 1; c < v; ++c) {
+            const auto cs = static_cast<std::size_t>(c);
+            if (first_at[cs] == order.size())
+                continue;
+            // Issued: chunk 1 at the step's start; chunk c >= 2 at the forward p before chunk
+            // c - 1's first, or, where the schedule does not reach it, by its own pre-hook
+            // (finish_param_sync: "If current bucket's param AG has not been dispatched,
+            // dispatch it now").
+            sim::Time issued = start(first_at[cs]);
+            if (c == 1) {
+                issued = sim::Time::zero();
+            } else if (first_k[cs - 1] != order.size() &&
+                       first_k[cs - 1] >= static_cast<std::size_t>(p)) {
+                issued = start(forward_at[first_k[cs - 1] - static_cast<std::size_t>(p)]);
+            }
+            const sim::Time begins = std::max(issued, queue_end);
+            const sim::Time needed = start(first_at[cs]);
+            VirtualStagePlan& st = stage_of(c);
+            st.gathered_ahead = true;
+            st.gather_lead = needed - begins;
+            st.gather_beside = std::max(sim::Time::zero(), needed - std::max(begins, waited));
+            cost_stage(ctx, st, st.recompute);
+            queue_end = begins + st.first_forward.param_gather;
+        }
+    }
 }
 
 void plan_ranks(Context& ctx, StepPlan& plan) {
@@ -1584,7 +1701,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     // that long to run beside no compute (VirtualStagePlan::gather_lead of the first chunk).
     const bool param_gather_overlapped =
         par.overlap_param_gather && par.dp_cp() > 1 && !ctx.zero3 && !e.training.forward_only;
-    if (param_gather_overlapped && par.pp > 1) {
+    // Megatron-Core >= 0.9 with align_param_gather (FrameworkSpec::align_param_gather): the
+    // interleaved schedule issues the gathers (align_param_gathers below), not the chain.
+    const bool aligned = param_gather_overlapped && e.framework.align_param_gather &&
+                         par.schedule == PipelineSchedule::interleaved_1f1b &&
+                         plan.shape.virtual_stages > 1;
+    if (param_gather_overlapped && par.pp > 1 && !aligned) {
         sim::Time lead;
         for (int p = 1; p < par.pp; ++p) {
             lead += plan.stage(virtual_stage(0, p - 1, plan.shape)).first_forward.time;
@@ -1594,7 +1716,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
             cost_stage(ctx, st, st.recompute);
         }
     }
-    if (param_gather_overlapped && plan.shape.virtual_stages > 1) {
+    if (param_gather_overlapped && plan.shape.virtual_stages > 1 && !aligned) {
         for (int p = 0; p < par.pp; ++p) {
             const auto& order = plan.orders[static_cast<std::size_t>(p)];
             // Where each chunk's first forward stands in the rank's order (order.size(): none).
@@ -1617,10 +1739,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                     plan.stages[static_cast<std::size_t>(virtual_stage(c, p, plan.shape))];
                 st.gathered_ahead = true;
                 st.gather_lead = lead;
+                st.gather_beside = lead; // the rank's passes, all of it
                 cost_stage(ctx, st, st.recompute);
             }
         }
     }
+    if (aligned)
+        align_param_gathers(ctx, plan);
 
     // Transfers between consecutive virtual stages, from each tensor-parallel rank: its
     // sequence shard of the s/cp x b x h activation under sequence parallelism; the whole

@@ -18,11 +18,13 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             // Parameter all-gathers run beside the pass from its start (ZeRO-3 per layer, or
             // the distributed optimizer's overlapped with the first forward), or for a chunk
             // gathered ahead (VirtualStagePlan::gathered_ahead) or the first chunk's first
-            // bucket issued by zero_grad from its lead before it (gather_lead).
+            // bucket issued by zero_grad from its lead before it (gather_lead; under
+            // align_param_gather the chunk's gathers as the schedule issued them, a negative
+            // lead when queued past the pass's start).
             const PassCost& cost = pass_cost(st, e.pass);
             if (cost.param_gather > sim::Time::zero()) {
                 sim::Time from = e.start;
-                if (st.gather_lead > sim::Time::zero() && e.pass.kind == PassKind::forward &&
+                if (st.gather_lead != sim::Time::zero() && e.pass.kind == PassKind::forward &&
                     e.pass.micro_batch == 0)
                     from = e.start > st.gather_lead ? e.start - st.gather_lead : sim::Time::zero();
                 r.bars.push_back({rank, TimelineStream::dp, from,

@@ -217,6 +217,113 @@ TEST_CASE("overlap_param_gather, interleaved: a chunk after the first is gathere
     }
 }
 
+TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whole gather, at "
+          "the same point of the schedule on every pipeline rank",
+          "[strategies][training][zero]") {
+    // Megatron-Core >= 0.9 with align_param_gather (schedules.py, forward_backward_pipelining_
+    // with_interleaving, at core_v0.9.0): chunks 0 and 1 issued before the first forward, all
+    // their buckets at once; chunk c >= 2 at forward (c - 1) x pp - p of rank p (the forward
+    // whose virtual micro-batch id plus the rank is chunk c - 1's first micro-batch); the
+    // gathers queue on the data-parallel communicator. 8 layers on pp 2 x v 4, tp 4 x dp 2.
+    Settings s{{"training.global_batch", "32"},
+               {"parallel.tp", "4"},
+               {"parallel.pp", "2"},
+               {"parallel.schedule", "interleaved-1f1b"},
+               {"parallel.virtual_stages", "4"},
+               {"parallel.zero", "1"},
+               {"parallel.overlap_param_gather", "true"}};
+    const auto chained = gpt(16, s);
+    auto e = chained;
+    e.framework.align_param_gather = true;
+    REQUIRE(e.parallel.dp == 2);
+    const auto topology = std::make_shared<hardware::Topology>(e.cluster);
+    const StepPlan plan = build_step_plan(e, topology);
+    const StepPlan chain = build_step_plan(chained, topology);
+    constexpr int kPp = 2, kV = 4;
+    sim::Time waited; // rank p's first pass: after the earlier ranks' first forwards
+    for (int p = 0; p < kPp; ++p) {
+        INFO("rank " << p);
+        auto stage = [&](const StepPlan& sp, int c) -> const VirtualStagePlan& {
+            return sp.stage(virtual_stage(c, p, sp.shape));
+        };
+        if (p > 0)
+            waited += plan.stage(virtual_stage(0, p - 1, plan.shape)).first_forward.time;
+        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        // Each pass starts when the passes before it on the rank have run.
+        std::vector<sim::Time> start{waited};
+        std::vector<std::size_t> forwards;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            start.push_back(start.back() + pass_cost(stage(plan, order[i].chunk), order[i]).time);
+            if (order[i].kind == PassKind::forward)
+                forwards.push_back(i);
+        }
+        // Interleaved 1F1B runs the first micro-batches in groups of pp per chunk: chunk c's
+        // first forward is forward c x pp.
+        for (int c = 0; c < kV; ++c) {
+            const PipePass& f = order[forwards[static_cast<std::size_t>(c * kPp)]];
+            REQUIRE(f.chunk == c);
+            REQUIRE(f.micro_batch == 0);
+        }
+        // Chunk 0: its buckets issued at the step's start, the rank's first pass `waited`
+        // later (on the first rank at once: its first bucket exposed).
+        const VirtualStagePlan& c0 = stage(plan, 0);
+        CHECK(c0.gathers_queued);
+        CHECK_FALSE(c0.gathered_ahead);
+        CHECK(c0.gather_lead == waited);
+        CHECK(c0.first_forward.param_gather > sim::Time::zero());
+        if (p == 0) {
+            CHECK(c0.first_forward.dp_wait > sim::Time::zero());
+        } else {
+            // One layer's gather over 2 ranks is shorter than the first rank's first forward:
+            // hidden, beside no compute of this rank (it waited for its activation).
+            CHECK(c0.first_forward.param_gather < waited);
+            CHECK(c0.first_forward.dp_wait == sim::Time::zero());
+            CHECK(c0.first_forward.overlap_slowdown == c0.forward.overlap_slowdown);
+        }
+        sim::Time queue_end = c0.first_forward.param_gather;
+        for (int c = 1; c < kV; ++c) {
+            INFO("chunk " << c);
+            const VirtualStagePlan& st = stage(plan, c);
+            const sim::Time issued =
+                c == 1 ? sim::Time::zero()
+                       : start[forwards[static_cast<std::size_t>((c - 1) * kPp - p)]];
+            const sim::Time begins = std::max(issued, queue_end);
+            const sim::Time needed = start[forwards[static_cast<std::size_t>(c * kPp)]];
+            CHECK(st.gathered_ahead);
+            CHECK(st.gather_lead == needed - begins);
+            CHECK(st.gather_beside == needed - std::max(begins, waited));
+            // Hidden: one layer's gather is shorter than the passes before its first forward.
+            CHECK(st.first_forward.param_gather < st.gather_lead);
+            CHECK(st.first_forward.dp_wait == sim::Time::zero());
+            queue_end = begins + st.first_forward.param_gather;
+            // Megatron-Core 0.8's chain issues it when chunk c - 1's first forward has its
+            // gather, and counts the passes after that forward: the aligned gather, issued at
+            // that forward's start or p forwards before it (chunk 1: with chunk 0's), and
+            // queued behind gathers shorter than those passes, leads by more.
+            CHECK(st.gather_lead > stage(chain, c).gather_lead);
+        }
+    }
+    // Both runs account for every second of the step.
+    const StepResult r = simulate_step(e, {});
+    CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("align_param_gather changes nothing outside the interleaved schedule",
+          "[strategies][training][zero]") {
+    // Megatron-LM forces it off without virtual stages (megatron/training/arguments.py at
+    // core_v0.9.0) and its schedule hook, config.param_sync_func, is the interleaved
+    // schedule's only.
+    const auto chained = gpt(16, {{"training.global_batch", "32"},
+                                  {"parallel.tp", "4"},
+                                  {"parallel.pp", "2"},
+                                  {"parallel.schedule", "1f1b"},
+                                  {"parallel.zero", "1"},
+                                  {"parallel.overlap_param_gather", "true"}});
+    auto aligned = chained;
+    aligned.framework.align_param_gather = true;
+    CHECK(simulate_step(aligned, {}).step_time_s == simulate_step(chained, {}).step_time_s);
+}
+
 TEST_CASE("Interleaved 1F1B: each chunk's gradient reduce is issued when its last backward ends",
           "[strategies][training][overlap]") {
     // pp 2 x v 2 x dp 2, 4 micro-batches. Megatron-Core's interleaved schedule starts a chunk's

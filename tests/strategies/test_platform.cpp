@@ -33,9 +33,13 @@ TEST_CASE("platform: a preset's framework section is read; the hardware is the s
 TEST_CASE("platform: layers override the framework field by field", "[strategies][platform]") {
     const Platform base = load_platform("dgx-a100");
     const Platform p = parse_platform_yaml(
-        "extends: dgx-a100\nnodes: 2\nframework: {fp32_grad_reduce: false}\n", "layer.yaml");
+        "extends: dgx-a100\nnodes: 2\nframework: {fp32_grad_reduce: false, align_param_gather: "
+        "true}\n",
+        "layer.yaml");
     CHECK(p.cluster.nodes == 2);
     CHECK_FALSE(p.framework.fp32_grad_reduce);
+    CHECK_FALSE(base.framework.align_param_gather); // Megatron-Core 0.8's chain by default
+    CHECK(p.framework.align_param_gather);
     CHECK(p.framework.host_overhead == base.framework.host_overhead);
     const Platform sized = with_gpu_count(p, 24);
     CHECK(sized.cluster.nodes == 3);
