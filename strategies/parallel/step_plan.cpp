@@ -812,6 +812,13 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
         tied_here ? ctx.head.parameters - models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
                                               ctx.e.parallel.tp * ctx.e.model.hidden
                   : ctx.head.parameters;
+    // FSDP2's root unit as torchtitan wraps it without a pipeline (the embedding, the final
+    // norm and the output layer, under fully_shard(model); the memory below has the sources):
+    // one all-gather in the root's pre-forward, before the embedding runs, and none in the
+    // backward, the root never being resharded after forward.
+    const bool root_unit = ctx.zero3 && ctx.e.parallel.fsdp2 && ctx.e.parallel.pp == 1;
+    const std::int64_t root_params =
+        (st.embedding ? ctx.embedding.parameters : 0) + (st.head ? head_params : 0);
     // Each micro-batch starts with the host alone (get_batch synchronises host and device).
     // That is the Megatron training loop's machinery (batch broadcast, masks, loss averaging),
     // which the transformer models run under; the MLP is the lecture's plain PyTorch loop of
@@ -864,7 +871,7 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
         };
         if (st.embedding)
             run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
-                      gather_of(ctx.embedding.parameters));
+                      gather_of(root_unit ? root_params : ctx.embedding.parameters));
         for (auto [wp, n] : groups) {
             if (n > 0) {
                 const LayerWork& w = *wp;
@@ -872,7 +879,8 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             }
         }
         if (st.head)
-            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f, gather_of(head_params));
+            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
+                      root_unit && st.embedding ? Gather{} : gather_of(head_params));
         return finish(c, f);
     };
     // FSDP2 under a pipeline keeps each chunk's parameters gathered for the whole step:
@@ -921,9 +929,21 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
     };
     c = Clock{};
     PassSeconds b;
+    // A backward's gather of a unit: none for FSDP2's root (kept gathered since the forward),
+    // whose gradients are still copied into its reduce-scatter input (Gather::copy_in).
+    auto backward_gather = [&](std::int64_t params) {
+        if (!gathers_per_pass)
+            return Gather{};
+        Gather gather = ctx.gather_time(params);
+        if (root_unit) {
+            gather.seconds = 0;
+            gather.load = {};
+            gather.copy_out = 0;
+        }
+        return gather;
+    };
     if (st.head) {
-        run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
-                  gathers_per_pass ? ctx.gather_time(head_params) : Gather{});
+        run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b, backward_gather(head_params));
         add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
@@ -943,7 +963,7 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
     }
     if (st.embedding) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
-                  gathers_per_pass ? ctx.gather_time(ctx.embedding.parameters) : Gather{});
+                  backward_gather(ctx.embedding.parameters));
         add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
@@ -1015,13 +1035,30 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
     const std::int64_t param_elt = hardware::bytes_per_element(comm_dtype(dtype));
     st.gathered_bytes = ctx.zero3 ? st.parameters * param_elt : 0;
 
-    // ZeRO-3's gathered parameters in memory. Gathered per pass (FSDP2 as torchtitan wraps
-    // it: one unit per transformer block, the root holding the embedding and the head): the
-    // unit running and the next one prefetched (FSDP2's implicit forward prefetch and
-    // explicit backward prefetch of one unit, torch/distributed/fsdp/_fully_shard/
-    // _fsdp_state.py; DeepSpeed's prefetch likewise), bounded by the two largest units; the
-    // backward also holds a unit's unsharded gradients (param dtype) and the reduce-scatter's
-    // input (reduce dtype: foreach_reduce's copy-in, _fsdp_collectives.py) until the copy.
+    // ZeRO-3's gathered parameters in memory, gathered per pass: the unit running and the next
+    // one prefetched (FSDP2's implicit forward prefetch and explicit backward prefetch of one
+    // unit, torch/distributed/fsdp/_fully_shard/_fsdp_state.py; DeepSpeed's prefetch
+    // likewise); the backward also holds a unit's unsharded gradients (param dtype) and the
+    // reduce-scatter's input (reduce dtype: foreach_reduce's copy-in, _fsdp_collectives.py)
+    // until the copy. DeepSpeed's ZeRO-3 gathers each module: bounded by the two largest
+    // units (layers, embedding, head).
+    // FSDP2 as torchtitan wraps it (torchtitan/parallelisms/parallelize_llama.py at 9dec370,
+    // apply_fsdp): one unit per transformer block, and fully_shard(model) last, the root unit
+    // holding the rest: the embedding, the final norm and the output layer. The root is never
+    // resharded after forward, whatever reshard_after_forward says: FSDPState._lazy_init sets
+    // its group's post_forward_mesh_info = None ("For the root, do not reshard after forward
+    // since for training, the parameters would be freed and all-gathered immediately";
+    // torch/distributed/_composable/fsdp/_fsdp_state.py at pytorch/pytorch@005da465b9, the
+    // module torchtitan imports at 9dec370, December 2024; later PyTorch keeps the override
+    // only where reshard_after_forward is left to its default). Its forward inputs (token
+    // ids) need no gradient, so its post-backward runs in the root's final callback after the
+    // whole backward (_root_post_backward_final_callback): the root's
+    // parameters stay gathered through the forward and the backward, beside the two blocks,
+    // and the output layer's gradient (with tied embeddings the shared matrix's), produced
+    // first in the backward, is held unsharded (param dtype) until then. The root's own
+    // reduce-scatter, in that callback after its reshard (FSDPParamGroup.post_backward
+    // reshards before foreach_reduce), holds its gradients and their copy-in once the
+    // backward's activations are freed: not counted beside them.
     st.forward_gather_bytes = 0;
     st.backward_gather_bytes = 0;
     st.step_gathered_bytes = 0;
@@ -1037,16 +1074,25 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
                 second = params;
             }
         };
-        if (st.embedding)
-            unit(ctx.embedding.parameters);
+        std::int64_t root = 0;       // FSDP2's root unit, gathered for the whole pass
+        std::int64_t root_grads = 0; // of it, gradients held through the blocks' backward
+        if (root_unit) {
+            root = root_params;
+            root_grads =
+                st.head ? head_params + (tied_here && st.embedding ? ctx.embedding.parameters : 0)
+                        : 0;
+        } else {
+            if (st.embedding)
+                unit(ctx.embedding.parameters);
+            if (st.head)
+                unit(head_params);
+        }
         for (auto [wp, n] : groups)
             for (int k = 0; k < std::min(n, 2); ++k)
                 unit(wp->parameters);
-        if (st.head)
-            unit(head_params);
-        st.forward_gather_bytes = (first + second) * param_elt;
+        st.forward_gather_bytes = (root + first + second) * param_elt;
         st.backward_gather_bytes =
-            st.forward_gather_bytes +
+            st.forward_gather_bytes + root_grads * param_elt +
             first * (param_elt + hardware::bytes_per_element(grad_reduce_dtype(ctx.e)));
     }
     // FSDP2 under a pipeline (gathered_per_step above: reshard_after_forward False, no

@@ -187,11 +187,11 @@ TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and t
         CHECK(held <= (2 + g) * iplan.ranks[static_cast<std::size_t>(p)].parameters);
     }
 
-    // Gathered per pass (FSDP2 without a pipeline, DeepSpeed's ZeRO-3 with one): two units'
-    // bf16 parameters (here two layers: each is larger than the embedding or the head), and in
-    // the backward one layer's bf16 gradients and its reduce-scatter input in the reduce dtype.
-    for (const Settings* s : std::vector<const Settings*>{&fsdp2, &zero3_pp}) {
-        const auto x = llama(4, *s);
+    // Gathered per pass, DeepSpeed's ZeRO-3 (here with a pipeline): two units' bf16
+    // parameters (here two layers: each is larger than the embedding or the head), and in the
+    // backward one layer's bf16 gradients and its reduce-scatter input in the reduce dtype.
+    {
+        const auto x = llama(4, zero3_pp);
         const StepPlan xp = build_step_plan(x, std::make_shared<hardware::Topology>(x.cluster));
         const VirtualStagePlan& st = xp.stage(0);
         const std::int64_t layer = st.layer_parameters / st.layers;
@@ -200,6 +200,42 @@ TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and t
         CHECK(st.backward_gather_bytes == 2 * 2 * layer + (2 + g) * layer);
         CHECK(peak_gathered_bytes(xp, 0) == st.backward_gather_bytes);
         CHECK(st.step_gathered_bytes == 0);
+    }
+    // FSDP2 without a pipeline, as torchtitan wraps it: a unit per layer and the root unit
+    // (embedding, final norm, output layer), which FSDP2 never reshards after forward
+    // (FSDPState._lazy_init): the root's bf16 parameters beside the two layers' all through,
+    // and in the backward the output layer's bf16 gradient, held from the backward's start
+    // until the root's post-backward at its end, beside one layer's gradients and its
+    // reduce-scatter input.
+    {
+        Settings untied = fsdp2; // as Llama 3 is
+        untied.push_back({"model.tied_embeddings", "false"});
+        const auto x = llama(4, untied);
+        const StepPlan xp = build_step_plan(x, std::make_shared<hardware::Topology>(x.cluster));
+        const VirtualStagePlan& st = xp.stage(0);
+        const auto pc = strategies::models::parameter_counts(x.model);
+        REQUIRE(pc.head > 0);
+        const std::int64_t head = pc.head + pc.final_norm;
+        const std::int64_t root = pc.embedding + head;
+        REQUIRE(st.parameters == root + st.layer_parameters);
+        const std::int64_t layer = st.layer_parameters / st.layers;
+        CHECK(st.forward_gather_bytes == 2 * (root + 2 * layer));
+        CHECK(st.backward_gather_bytes == 2 * (root + 2 * layer) + 2 * head + (2 + g) * layer);
+        CHECK(peak_gathered_bytes(xp, 0) == st.backward_gather_bytes);
+        CHECK(st.step_gathered_bytes == 0);
+        // The root is gathered once, in the forward: the backward gathers the 4 layers only,
+        // the forward the root too (the same closed form per layer in both passes).
+        CHECK(st.backward.param_gather > sim::Time::zero());
+        CHECK(st.forward.param_gather > st.backward.param_gather);
+        // DeepSpeed's ZeRO-3 (same model, no pipeline) gathers every unit in both passes.
+        Settings ds = untied;
+        ds[ds.size() - 2] = {"parallel.zero", "3"};
+        const auto y = llama(4, ds);
+        const StepPlan yp = build_step_plan(y, std::make_shared<hardware::Topology>(y.cluster));
+        const VirtualStagePlan& dst = yp.stage(0);
+        CHECK(dst.backward.param_gather.seconds() ==
+              Approx(dst.forward.param_gather.seconds()).epsilon(1e-9));
+        CHECK(dst.backward.param_gather > st.backward.param_gather);
     }
     // Nothing gathered without ZeRO-3.
     const auto z1 = llama(4, zero1_pp);
