@@ -942,9 +942,21 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
         }
         return gather;
     };
+    // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
+    // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
+    // output layer's, the final norm's and the embedding's, are reduce-scattered together in
+    // the root's final callback once the whole backward has run (FSDPState.
+    // _root_post_backward_final_callback calls post_backward on each group still unsharded,
+    // the root first, torch/distributed/_composable/fsdp/_fsdp_state.py at
+    // pytorch/pytorch@005da465b9). That reduce-scatter goes on the one reduce-scatter stream
+    // the groups share (FSDPCommContext.reduce_scatter_stream), behind the blocks' own, and the
+    // callback then makes the compute stream wait for it before backward() returns (the last
+    // backward: current_stream().wait_event(reduce_scatter_state.event)), so the optimizer
+    // step waits: one bucket, last, ready at the backward's end, with nothing left to hide it.
     if (st.head) {
         run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b, backward_gather(head_params));
-        add_grads(head_params, std::max(c.gpu, c.comm));
+        if (!root_unit)
+            add_grads(head_params, std::max(c.gpu, c.comm));
     }
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
         const auto [wp, n] = *it;
@@ -964,13 +976,18 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
     if (st.embedding) {
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
                   backward_gather(ctx.embedding.parameters));
-        add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
+        if (!root_unit)
+            add_grads(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
     if (pending > 0)
         st.buckets.push_back({pending, sim::Time::from_seconds(c.gpu)});
     if (pending_expert > 0)
         st.buckets.push_back({pending_expert, sim::Time::from_seconds(c.gpu), true});
+    // The root unit's one reduce-scatter, after every other bucket, at the pass's end.
+    if (root_unit && root_params > 0)
+        st.buckets.push_back(
+            {static_cast<std::int64_t>(root_params * grad_bytes_per_param), st.backward.time});
 
     // The split backward of the zero-bubble schedules: W is the weight-gradient kernels (names
     // ending in "wgrad"), B the rest of the pass.

@@ -11,6 +11,7 @@
 #include "hardware/compute_model.h"
 #include "hardware/dtype.h"
 #include "hardware/hardware_loader.h"
+#include "strategies/collectives/communicator.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment.h"
@@ -242,6 +243,98 @@ TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and t
     const StepPlan z1p = build_step_plan(z1, std::make_shared<hardware::Topology>(z1.cluster));
     CHECK(peak_gathered_bytes(z1p, 0) == 0);
     CHECK(peak_gathered_bytes(z1p, 1) == 0);
+}
+
+TEST_CASE("FSDP2's root unit: its gradients reduce-scattered together after the whole backward, "
+          "exposed before the optimizer",
+          "[strategies][training][zero][fsdp2]") {
+    // torchtitan's wrapping without a pipeline: the root unit (embedding, final norm, output
+    // layer) has no post-backward hook of its own; FSDP2's final callback reduce-scatters its
+    // gradients after the backward and makes the compute stream wait for it (FSDPState.
+    // _root_post_backward_final_callback). On one DGX H100 node, dp 8, the blocks' own
+    // reduce-scatters run beside the backward (the first block's past its end): what stands
+    // between them and the optimizer is the root's reduce-scatter, in the reduce dtype, alone.
+    const Settings fsdp2{{"training.global_batch", "8"},
+                         {"training.micro_batch", "1"},
+                         {"parallel.dp", "8"},
+                         {"parallel.fsdp", "true"},
+                         {"parallel.overlap_grad_reduce", "true"},
+                         {"model.tied_embeddings", "false"}};
+    const auto e = llama(4, fsdp2);
+    const auto topo = std::make_shared<hardware::Topology>(e.cluster);
+    const StepPlan plan = build_step_plan(e, topo);
+    const VirtualStagePlan& st = plan.stage(0);
+    const auto pc = strategies::models::parameter_counts(e.model);
+    const std::int64_t root = pc.embedding + pc.head + pc.final_norm;
+    const std::int64_t g = e.framework.fp32_grad_reduce ? 4 : 2;
+    // One bucket per block (each over the 25 MiB bucket size), then the root's, last, whole,
+    // ready when the pass ends; every gradient reduced once.
+    REQUIRE(st.buckets.size() == static_cast<std::size_t>(st.layers) + 1);
+    CHECK(st.buckets.back().bytes == root * g);
+    CHECK(st.buckets.back().ready == st.backward.time);
+    std::int64_t reduced = 0;
+    for (const GradBucket& b : st.buckets)
+        reduced += b.bytes;
+    CHECK(reduced == st.parameters * g);
+    const DpCollective& last = plan.ranks.front().dp.back();
+    REQUIRE(last.role == DpRole::grad_reduce_scatter);
+    REQUIRE(last.bucket);
+    CHECK(*last.bucket == st.layers);
+    CHECK(last.collective.bytes == root * g);
+    // Its time, from the communicator's closed form (NCCL's choice on 8 NVSwitch GPUs).
+    const auto comm = strategies::collectives::Communicator::first(*topo, 8);
+    strategies::collectives::Collective rs;
+    rs.op = strategies::collectives::Op::reduce_scatter;
+    rs.dtype = g == 4 ? hardware::Dtype::fp32 : hardware::Dtype::bf16;
+    rs.bytes = root * g;
+    const double root_rs = comm.predict(rs).seconds();
+    CHECK(last.time.seconds() == Approx(root_rs).epsilon(1e-3));
+    REQUIRE(root_rs > 1e-4);
+
+    // Executed, in both fidelities: the root's reduce-scatter starts when the blocks' last
+    // ends and the optimizer when it ends (on the flow network, where it runs alone: within 5%
+    // of the closed form).
+    for (const Fidelity f : {Fidelity::analytic, Fidelity::flow}) {
+        INFO((f == Fidelity::analytic ? "analytic" : "flow"));
+        StepOptions o;
+        o.fidelity = f;
+        o.timeline = true;
+        const StepResult r = simulate_step(e, o);
+        sim::Time backward_end, optimizer_start, root_start, root_end, blocks_end;
+        int dp_bars = 0;
+        for (const TimelineBar& b : r.bars) {
+            if (b.rank != 0)
+                continue;
+            if (b.kind == "backward")
+                backward_end = std::max(backward_end, b.end);
+            if (b.kind == "optimizer")
+                optimizer_start = b.start;
+        }
+        for (const TimelineBar& b : r.bars) {
+            if (b.rank != 0 || b.stream != TimelineStream::dp || b.kind != "dp-comm" ||
+                b.label.starts_with("param"))
+                continue;
+            ++dp_bars;
+            if (b.end > root_end) {
+                blocks_end = std::max(blocks_end, root_end);
+                root_start = b.start;
+                root_end = b.end;
+            } else {
+                blocks_end = std::max(blocks_end, b.end);
+            }
+        }
+        REQUIRE(dp_bars == st.layers + 1);
+        // Behind the first block's reduce-scatter (issued after its backward, so ending past
+        // the pass's end), then alone until the optimizer.
+        REQUIRE(blocks_end > backward_end);
+        CHECK(root_start.seconds() == Approx(blocks_end.seconds()).epsilon(1e-9));
+        CHECK(optimizer_start.seconds() == Approx(root_end.seconds()).epsilon(1e-9));
+        const double exposed = (optimizer_start - blocks_end).seconds();
+        if (f == Fidelity::analytic)
+            CHECK(exposed == Approx(root_rs).epsilon(1e-3));
+        else
+            CHECK(exposed == Approx(root_rs).epsilon(0.05));
+    }
 }
 
 TEST_CASE("Async TP as PyTorch's symmetric memory: a copy before each fused all-gather, a "
