@@ -274,7 +274,7 @@ public:
         const int d = depth();
         if (d == 1)
             return true;
-        if (in_events() && d == 4 && stack_[2].key == "args")
+        if (in_events() && d == 4 && key_is(stack_[2].key, "args"))
             args_ = true;
         if (in_events() && d == 3) {
             ev_ = Event{};
@@ -289,7 +289,7 @@ public:
             finish_event();
         if (d == 4)
             args_ = false;
-        if (d == 3 && top_key(1) == "deviceProperties" && dev_id_ >= 0) {
+        if (d == 3 && key_is(top_key(1), "deviceProperties") && dev_id_ >= 0) {
             p_.devices[dev_id_] = dev_name_;
             dev_id_ = -1;
             dev_name_.clear();
@@ -301,12 +301,12 @@ public:
         if (!push(Frame::array))
             return false;
         const int d = depth();
-        if (d == 2 && stack_[0].key == "traceEvents") {
+        if (d == 2 && key_is(stack_[0].key, "traceEvents")) {
             p_.has_trace_events = true;
             events_ = true;
         }
         if (in_args() && d == 5) {
-            const std::string& k = stack_[3].key;
+            const std::string_view k = stack_[3].key;
             if (k == "Input Dims" || k == "Input dims")
                 list_ = List::dims, dims_.clear();
             else if (k == "Input Strides")
@@ -355,7 +355,8 @@ public:
         return true;
     }
     bool key(string_t& k) override {
-        stack_.back().key = k;
+        // Taken, not copied: the lexer clears its buffer before the next token.
+        stack_.back().key.swap(k);
         return true;
     }
     bool parse_error(std::size_t position, const std::string&,
@@ -382,6 +383,12 @@ private:
     enum class List : std::uint8_t { none, dims, strides, types, concrete };
 
     int depth() const { return static_cast<int>(stack_.size()); }
+    /// A key against a literal: lengths first, so most mismatches cost one comparison (a
+    /// std::string against a `const char*` measured the literal and compared bytes each time:
+    /// a tenth of the import's instructions).
+    static bool key_is(const std::string& key, std::string_view literal) {
+        return std::string_view(key) == literal;
+    }
     const std::string& top_key(int level) const {
         return stack_[static_cast<std::size_t>(level - 1)].key;
     }
@@ -439,19 +446,20 @@ private:
     bool scalar(const Value& v) {
         const int d = depth();
         if (d == 1) {
-            const std::string& k = stack_[0].key;
+            const std::string_view k = stack_[0].key;
             if (k == "schemaVersion")
                 p_.has_schema = true;
             else if (k == "cuda_runtime_version")
                 p_.cuda_runtime = as_int(v).value_or(0);
             return true;
         }
-        if (d == 2 && stack_[0].key == "otherData" && stack_[1].key == "clustersim")
+        if (d == 2 && key_is(stack_[0].key, "otherData") && key_is(stack_[1].key, "clustersim"))
             p_.clustersim = true;
-        if (d == 2 && stack_[0].key == "distributedInfo" && stack_[1].key == "world_size")
+        if (d == 2 && key_is(stack_[0].key, "distributedInfo") &&
+            key_is(stack_[1].key, "world_size"))
             p_.world_size = as_int(v).value_or(0);
-        if (d == 3 && stack_[0].key == "deviceProperties") {
-            const std::string& k = stack_[2].key;
+        if (d == 3 && key_is(stack_[0].key, "deviceProperties")) {
+            const std::string_view k = stack_[2].key;
             if (k == "id")
                 dev_id_ = as_int(v).value_or(-1);
             else if (k == "name" && v.kind == Value::text_value)
@@ -462,7 +470,7 @@ private:
             return true;
         if (d == 3)
             return event_field(stack_[2].key, v);
-        if (d == 4 && stack_[2].key == "args")
+        if (d == 4 && key_is(stack_[2].key, "args"))
             return arg_field(stack_[3].key, v);
         if (in_args() && d == 5 && (list_ == List::types || list_ == List::concrete))
             strings_.push_back(v.kind == Value::text_value ? p_.intern(*v.text) : -1);
@@ -474,7 +482,7 @@ private:
         return true;
     }
 
-    bool event_field(const std::string& k, const Value& v) {
+    bool event_field(std::string_view k, const Value& v) {
         if (k == "ph" && v.kind == Value::text_value && !v.text->empty())
             ev_.ph = (*v.text)[0];
         else if (k == "cat" && v.kind == Value::text_value)
@@ -495,7 +503,7 @@ private:
         return true;
     }
 
-    bool arg_field(const std::string& k, const Value& v) {
+    bool arg_field(std::string_view k, const Value& v) {
         if (k == "External id" || k == "external id")
             ev_.external_id = as_int(v).value_or(-1);
         else if (k == "correlation")

@@ -6,10 +6,11 @@
 /// determined by its inputs. There are no globals: every simulation (and every test) owns its
 /// engine.
 
+#include "sim/callback.h"
+#include "sim/event_queue.h"
 #include "sim/time.h"
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 namespace clustersim::sim {
@@ -22,7 +23,7 @@ struct EventId {
 
 class Engine {
 public:
-    using Callback = std::function<void()>;
+    using Callback = sim::Callback;
 
     Engine() = default;
     Engine(const Engine&) = delete;
@@ -48,36 +49,28 @@ public:
     std::uint64_t events_processed() const { return processed_; }
 
 private:
-    // A heap entry is 16 bytes and carries no callable: the time, and a key that packs the
-    // insertion sequence number (high 40 bits, the tie-break) with the slab slot holding the
-    // callable (low 24 bits). The heap is 4-ary: shallower than a binary heap, and the four
-    // children of a node share a cache line.
-    struct Entry {
-        std::int64_t time;
-        std::uint64_t key;
-    };
+    // A queue entry carries no callable: the time, and a key that packs the insertion sequence
+    // number (high 40 bits, the tie-break) with the slab slot holding the callable (low 24).
+    using Entry = EventQueue::Entry;
     static constexpr int kSlotBits = 24;
     static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-    static bool before(const Entry& a, const Entry& b) {
-        return a.time != b.time ? a.time < b.time : a.key < b.key;
-    }
-    struct Slot {
+    static constexpr std::uint64_t kNoEvent = ~std::uint64_t{0};
+    /// One cache line: the callable and the sequence number of the event waiting in the slot,
+    /// kNoEvent once it has run or been cancelled (a sequence number is below 2^40).
+    struct alignas(64) Slot {
         Callback fn;
-        std::uint64_t seq = 0; ///< sequence number of the event in this slot
-        bool live = false;
+        std::uint64_t seq = kNoEvent;
     };
 
     std::uint32_t acquire_slot();
     void release_slot(std::uint32_t slot);
-    void push(Entry e);
-    Entry pop();
-    bool top_is_live() const;
+    bool is_live(Entry e) const { return slots_[e.key & kSlotMask].seq == (e.key >> kSlotBits); }
 
     Time now_ = Time::zero();
     std::uint64_t next_seq_ = 0;
     std::uint64_t processed_ = 0;
     std::size_t pending_ = 0;
-    std::vector<Entry> heap_;
+    EventQueue queue_;
     std::vector<Slot> slots_;
     std::vector<std::uint32_t> free_slots_;
 };

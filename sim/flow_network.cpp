@@ -339,15 +339,15 @@ double FlowNetwork::load(ResourceId r) const {
 void FlowNetwork::compute_max_min_rates() {
     // Progressive filling: repeatedly take the resource whose fair share (remaining capacity
     // over unfrozen flows) is smallest, freeze its flows at that share, and charge them to every
-    // resource on their paths. A flow's own max_rate acts as a private resource. The heap is
-    // lazy: an entry whose version is out of date is skipped.
+    // resource on their paths. A flow's own max_rate acts as a private resource.
     // The per-resource scratch arrays are sized to all resources once and kept zeroed between
-    // passes; a pass touches (and resets) only the resources its active flows cross, so its cost
+    // passes; a pass touches (and resets) only the resources its flows cross, so its cost
     // follows the flows, not the size of the network (a 100,000-GPU fabric has millions of
-    // resources and a collective's step crosses a few thousand).
+    // resources and a collective's step crosses a few thousand). A resource's flows are its
+    // users_ (the component is closed under sharing, so they all belong to it): the order in
+    // which one batch freezes them does not matter, each charging the same share.
     const std::size_t nr = resources_.size();
     const std::size_t nf = component_.size();
-    auto flow = [&](std::size_t i) -> Flow& { return slab_[component_[i]]; };
     for (std::uint32_t slot : component_) {
         const Flow& f = slab_[slot];
         if (f.path.empty() && !std::isfinite(f.max_rate))
@@ -357,68 +357,54 @@ void FlowNetwork::compute_max_min_rates() {
         count_.resize(nr, 0);
         version_.resize(nr, 0);
         dirty_.resize(nr, 0);
-        slot_.resize(nr, 0);
         remaining_capacity_.resize(nr, 0);
+        key_.resize(nr, 0);
     }
-    frozen_.assign(nf, 0);
+    if (frozen_.size() < slab_.size())
+        frozen_.resize(slab_.size(), 0);
+    using Entry = HeapEntry;
+    heap_.clear();
     touched_.clear();
     for (std::uint32_t slot : component_) {
+        frozen_[slot] = 0;
         for (ResourceId r : slab_[slot].path) {
-            if (count_[r]++ == 0) {
-                slot_[r] = static_cast<std::uint32_t>(touched_.size());
+            if (count_[r] == 0) {
+                count_[r] = static_cast<std::uint32_t>(users_[r].size());
+                remaining_capacity_[r] = resources_[r].capacity;
+                key_[r] = remaining_capacity_[r] / count_[r];
                 touched_.push_back(r);
+                heap_.push_back(Entry{key_[r], r, 0});
             }
         }
     }
-    // Flows by resource, in flow order: offset_ and members_ indexed by a resource's slot.
-    const std::size_t nt = touched_.size();
-    offset_.assign(nt + 1, 0);
-    for (std::size_t j = 0; j < nt; ++j)
-        offset_[j + 1] = offset_[j] + count_[touched_[j]];
-    members_.resize(offset_[nt]);
-    {
-        std::vector<std::uint32_t>& fill = fill_;
-        fill.assign(offset_.begin(), offset_.end() - 1);
-        for (std::uint32_t i = 0; i < nf; ++i) {
-            for (ResourceId r : flow(i).path)
-                members_[fill[slot_[r]]++] = i;
-        }
-    }
-
-    // The heap's storage is kept between passes (a binary heap on heap_, as priority_queue).
-    struct Heap {
-        std::vector<HeapEntry>& c;
-        bool empty() const { return c.empty(); }
-        const HeapEntry& top() const { return c.front(); }
-        void push(HeapEntry e) {
-            c.push_back(e);
-            std::push_heap(c.begin(), c.end(), std::greater<HeapEntry>());
-        }
-        void pop() {
-            std::pop_heap(c.begin(), c.end(), std::greater<HeapEntry>());
-            c.pop_back();
-        }
-    } heap{heap_};
-    heap_.clear();
-    using Entry = HeapEntry;
-    for (ResourceId r : touched_) {
-        remaining_capacity_[r] = resources_[r].capacity;
-        heap.push(Entry{remaining_capacity_[r] / count_[r], r, 0});
-    }
     for (std::uint32_t i = 0; i < nf; ++i) {
-        if (std::isfinite(flow(i).max_rate))
-            heap.push(Entry{flow(i).max_rate, static_cast<std::uint32_t>(nr + i), 0});
+        const double cap = slab_[component_[i]].max_rate;
+        if (std::isfinite(cap))
+            heap_.push_back(Entry{cap, static_cast<std::uint32_t>(nr + i), 0});
     }
+    // The heap's storage is kept between passes (a binary heap on heap_, as priority_queue),
+    // built at once from the first shares.
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<Entry>());
+    auto push = [&](Entry e) {
+        heap_.push_back(e);
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<Entry>());
+    };
 
     // Freezing a resource's flows changes the share of every resource on their paths; those
-    // are collected and re-queued once per batch (not once per flow), which is all the heap
-    // can see anyway: nothing is popped until the batch is done.
+    // are collected once per batch. A share only grows as flows freeze at the smallest share
+    // (k flows at s <= R/n leave (R - ks)/(n - k) >= R/n), so a resource's heap key may stay
+    // as it is, too low, and be brought up to date when it reaches the top, which most never
+    // do before their flows are frozen elsewhere: one heap operation where there was one per
+    // change. Only a share that rounding made smaller than the key is queued again at once;
+    // either way the resource taken is the one with the smallest (share, id) in up-to-date
+    // terms, the order of the eager queue this replaces, so the rates are the same bit for bit.
     std::vector<ResourceId>& changed = changed_;
     changed.clear();
-    auto freeze = [&](std::uint32_t i, double rate) {
-        frozen_[i] = 1;
-        flow(i).rate = rate;
-        for (ResourceId q : flow(i).path) {
+    auto freeze = [&](std::uint32_t slot, double rate) {
+        frozen_[slot] = 1;
+        Flow& f = slab_[slot];
+        f.rate = rate;
+        for (ResourceId q : f.path) {
             remaining_capacity_[q] = std::max(0.0, remaining_capacity_[q] - rate);
             --count_[q];
             if (!dirty_[q]) {
@@ -430,20 +416,25 @@ void FlowNetwork::compute_max_min_rates() {
     auto requeue = [&] {
         for (ResourceId q : changed) {
             dirty_[q] = 0;
-            ++version_[q];
-            if (count_[q] > 0)
-                heap.push(Entry{remaining_capacity_[q] / count_[q], q, version_[q]});
+            if (count_[q] > 0) {
+                const double share = remaining_capacity_[q] / count_[q];
+                if (share < key_[q]) {
+                    key_[q] = share;
+                    push(Entry{share, q, ++version_[q]});
+                }
+            }
         }
         changed.clear();
     };
 
-    while (!heap.empty()) {
-        const Entry e = heap.top();
-        heap.pop();
+    while (!heap_.empty()) {
+        const Entry e = heap_.front();
+        std::pop_heap(heap_.begin(), heap_.end(), std::greater<Entry>());
+        heap_.pop_back();
         if (e.index >= nr) {
-            const std::uint32_t i = e.index - static_cast<std::uint32_t>(nr);
-            if (!frozen_[i]) {
-                freeze(i, e.share);
+            const std::uint32_t slot = component_[e.index - static_cast<std::uint32_t>(nr)];
+            if (!frozen_[slot]) {
+                freeze(slot, e.share);
                 requeue();
             }
             continue;
@@ -451,11 +442,15 @@ void FlowNetwork::compute_max_min_rates() {
         const ResourceId r = e.index;
         if (e.version != version_[r] || count_[r] == 0)
             continue;
-        const std::uint32_t j = slot_[r];
-        for (std::uint32_t k = offset_[j]; k < offset_[j + 1]; ++k) {
-            const std::uint32_t i = members_[k];
-            if (!frozen_[i])
-                freeze(i, e.share);
+        const double share = remaining_capacity_[r] / count_[r];
+        if (share != e.share) { // grown since queued: back in at its place
+            key_[r] = share;
+            push(Entry{share, r, e.version});
+            continue;
+        }
+        for (std::uint32_t slot : users_[r]) {
+            if (!frozen_[slot])
+                freeze(slot, share);
         }
         requeue();
     }

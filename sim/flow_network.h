@@ -157,10 +157,11 @@ private:
     std::uint64_t flows_reshared_ = 0;
 
     // Scratch space of the max-min computation, kept to avoid reallocating on every pass.
-    // count_, version_, dirty_, slot_ and remaining_capacity_ are indexed by resource and zero
-    // between passes; offset_ and members_ by the slot of a resource the pass touches.
-    std::vector<std::uint32_t> count_, version_, slot_, offset_, members_;
+    // count_, version_, dirty_, key_ and remaining_capacity_ are indexed by resource, count_
+    // and version_ zero between passes; frozen_ by flow slot.
+    std::vector<std::uint32_t> count_, version_;
     std::vector<double> remaining_capacity_;
+    std::vector<double> key_; ///< the share a resource's live heap entry carries
     std::vector<char> frozen_;
     std::vector<char> dirty_; ///< resources whose share a batch of freezes changed
     std::vector<ResourceId> touched_;
@@ -173,7 +174,6 @@ private:
         }
     };
     std::vector<HeapEntry> heap_;
-    std::vector<std::uint32_t> fill_;
     std::vector<ResourceId> changed_;
     std::vector<Flow> done_; ///< flows completing in one event
 };
