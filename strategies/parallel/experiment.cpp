@@ -84,7 +84,11 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
     node[parts.back()] = value;
 }
 
-void read_training(config::YamlMap m, TrainingSpec& t) {
+/// Reads a `training:` mapping onto `t`. `Map` is config::YamlMap (the file, with messages) or
+/// config::ScalarMap (a sweep's variants, refusing without messages): one reader for both, so
+/// that the two accept and read the same.
+template <class Map>
+void read_training(Map&& m, TrainingSpec& t) {
     t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
     m.read("micro_batch", t.micro_batch, 1, 1 << 20);
     if (m.has("dtype")) {
@@ -111,7 +115,9 @@ void read_training(config::YamlMap m, TrainingSpec& t) {
     m.finish();
 }
 
-void read_parallel(config::YamlMap m, ParallelSpec& p) {
+/// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
+template <class Map>
+void read_parallel(Map&& m, ParallelSpec& p) {
     m.read("tp", p.tp, 1, 1 << 16);
     m.read("pp", p.pp, 1, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
@@ -361,10 +367,16 @@ void override_key(YAML::Node root, const std::string& key, const std::string& va
     apply_override(std::move(root), key, value);
 }
 void read_training_section(config::YamlMap m, TrainingSpec& t) {
-    read_training(std::move(m), t);
+    read_training(m, t);
 }
 void read_parallel_section(config::YamlMap m, ParallelSpec& p) {
-    read_parallel(std::move(m), p);
+    read_parallel(m, p);
+}
+void read_training_section(config::ScalarMap& m, TrainingSpec& t) {
+    read_training(m, t);
+}
+void read_parallel_section(config::ScalarMap& m, ParallelSpec& p) {
+    read_parallel(m, p);
 }
 
 ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path) {
