@@ -350,3 +350,59 @@ training: {global_batch: 16}
     // With recompute full, the list is refused (it is selective's): the same message both ways.
     CHECK_THROWS_AS(listed.read({{"parallel.recompute", "full"}}), InputError);
 }
+
+TEST_CASE("experiment_error returns what validate_experiment throws", "[explore][variants]") {
+    // A sweep validates with experiment_error (no throw for an invalid configuration); the two
+    // must agree on every configuration: the same message and key where one is refused, the
+    // same completed experiment (dp derived, layers per stage) where it runs.
+    int refused = 0;
+    int valid = 0;
+    for (const char* name : {"gpt3-175B-64xA100", "deepseek-v3-2048xH100", "mixtral-8x7B-64xH100",
+                             "llama3-405B-16384xH100"}) {
+        const std::string file =
+            std::string(CLUSTERSIM_SOURCE_DIR "/configs/experiments/") + name + ".yaml";
+        const sp::ExperimentVariants variants(file);
+        for (const char* tp : {"1", "2", "3", "8"})
+            for (const char* pp : {"1", "3", "4", "16"})
+                for (const char* ep : {"1", "3", "8"})
+                    for (const char* schedule : {"1f1b", "interleaved-1f1b", "dualpipe"}) {
+                        const sp::Settings overrides{{"parallel.tp", tp},
+                                                     {"parallel.pp", pp},
+                                                     {"parallel.ep", ep},
+                                                     {"parallel.schedule", schedule},
+                                                     {"parallel.dp", "0"}};
+                        sp::ExperimentSpec returned, thrown;
+                        try {
+                            returned = variants.read(overrides);
+                            thrown = returned;
+                        } catch (const InputError&) {
+                            continue; // a value the reader refuses: not validation's
+                        }
+                        const auto error = sp::experiment_error(returned);
+                        std::string message;
+                        std::string key;
+                        try {
+                            sp::validate_experiment(thrown);
+                        } catch (const InputError& e) {
+                            message = e.what();
+                            key = e.where() ? e.where()->key : "";
+                        }
+                        INFO(name << " tp " << tp << " pp " << pp << " ep " << ep << " "
+                                  << schedule);
+                        REQUIRE(error.has_value() == !message.empty());
+                        if (error) {
+                            ++refused;
+                            CHECK(std::string(error->what()) == message);
+                            REQUIRE(error->where());
+                            CHECK(error->where()->key == key);
+                        } else {
+                            ++valid;
+                            CHECK(returned.parallel.dp == thrown.parallel.dp);
+                            CHECK(returned.stage_layers == thrown.stage_layers);
+                        }
+                    }
+    }
+    // Both outcomes were met, many times.
+    CHECK(refused > 50);
+    CHECK(valid > 10);
+}
