@@ -369,11 +369,11 @@ TEST_CASE("experiment_error returns what validate_experiment throws", "[explore]
                         const sp::Settings overrides{{"parallel.tp", tp},
                                                      {"parallel.pp", pp},
                                                      {"parallel.ep", ep},
-                                                     {"parallel.schedule", schedule},
-                                                     {"parallel.dp", "0"}};
+                                                     {"parallel.schedule", schedule}};
                         sp::ExperimentSpec returned, thrown;
                         try {
                             returned = variants.read(overrides);
+                            returned.parallel.dp = 0; // derived, as a sweep does
                             thrown = returned;
                         } catch (const InputError&) {
                             continue; // a value the reader refuses: not validation's
