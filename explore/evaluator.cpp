@@ -79,12 +79,17 @@ Settings Evaluator::with_gpus(const Settings& overrides) const {
     return s;
 }
 
-ExperimentSpec Evaluator::experiment(const Settings& overrides) const {
+ExperimentSpec Evaluator::unvalidated(const Settings& overrides) const {
     ExperimentSpec e = variants_.read(with_gpus(overrides));
     if (options_.derive_dp)
         e.parallel.dp = 0;
     if (options_.max_memory > 0)
         e.cluster.node.gpu.hbm_bytes = options_.max_memory;
+    return e;
+}
+
+ExperimentSpec Evaluator::experiment(const Settings& overrides) const {
+    ExperimentSpec e = unvalidated(overrides);
     sp::validate_experiment(e);
     return e;
 }
@@ -132,7 +137,8 @@ std::int64_t step_scratch_bytes(const ExperimentSpec& e) {
 
 std::int64_t Evaluator::scratch(const Settings& overrides) const {
     try {
-        return step_scratch_bytes(experiment(overrides));
+        ExperimentSpec e = unvalidated(overrides);
+        return sp::experiment_error(e) ? 0 : step_scratch_bytes(e);
     } catch (const InputError&) {
         return 0;
     }
@@ -141,7 +147,12 @@ std::int64_t Evaluator::scratch(const Settings& overrides) const {
 Outcome Evaluator::evaluate(const Settings& overrides) const {
     Outcome o;
     try {
-        const ExperimentSpec e = experiment(overrides);
+        ExperimentSpec e = unvalidated(overrides);
+        // An invalid configuration is common in a sweep: its reason returned, not thrown.
+        if (const auto error = sp::experiment_error(e)) {
+            o.reason = strip_path(error->what(), variants_.path());
+            return o;
+        }
         sp::StepOptions so;
         so.fidelity = options_.fidelity;
         so.oom_advice = false; // a sweep reports OOM; searching a fix would cost 5 more steps

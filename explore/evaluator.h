@@ -74,6 +74,8 @@ public:
 
 private:
     Settings with_gpus(const Settings& overrides) const;
+    /// experiment() before validate_experiment.
+    ExperimentSpec unvalidated(const Settings& overrides) const;
     const strategies::parallel::StepSimulator& simulator(const Settings& overrides,
                                                          const ExperimentSpec& e) const;
 

@@ -11,9 +11,13 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <shared_mutex>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace clustersim::strategies::collectives {
@@ -343,8 +347,16 @@ sim::Time tree_lower_bound(const Plan& p, const Collective& c, Protocol pr) {
 
 } // namespace
 
+struct Communicator::Memo {
+    /// (op, dtype, root, bytes): what an automatic choice depends on beside the communicator.
+    using Key = std::tuple<int, int, int, std::int64_t>;
+    std::shared_mutex mutex;
+    std::map<Key, Choice> choices;
+};
+
 Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
-    : plan_(std::make_unique<Plan>(topology, std::move(gpus))) {
+    : plan_(std::make_unique<Plan>(topology, std::move(gpus)))
+    , memo_(std::make_unique<Memo>()) {
     static_assert(static_cast<size_t>(Algorithm::collnet_chain) == kConcreteAlgorithms.size());
     for (size_t a = 0; a < runs_.size(); ++a)
         for (Op op : kAllOps)
@@ -479,6 +491,25 @@ void Communicator::validate(const Collective& c) const {
 }
 
 Choice Communicator::choose(const Collective& c) const {
+    if (c.algorithm != Algorithm::automatic || c.protocol)
+        return choose_now(c);
+    const Memo::Key key{static_cast<int>(c.op), static_cast<int>(c.dtype), c.root, c.bytes};
+    {
+        std::shared_lock<std::shared_mutex> lock(memo_->mutex);
+        const auto it = memo_->choices.find(key);
+        if (it != memo_->choices.end())
+            return it->second;
+    }
+    // Computed outside the lock (a pure function of the key): two threads that miss at once
+    // both compute it, and store the same value.
+    const Choice choice = choose_now(c);
+    std::unique_lock<std::shared_mutex> lock(memo_->mutex);
+    if (memo_->choices.size() < kMemoEntries)
+        memo_->choices.emplace(key, choice);
+    return choice;
+}
+
+Choice Communicator::choose_now(const Collective& c) const {
     static constexpr Algorithm kOrder[] = {Algorithm::ring,           Algorithm::tree,
                                            Algorithm::nvls,           Algorithm::nvls_tree,
                                            Algorithm::collnet_direct, Algorithm::collnet_chain,

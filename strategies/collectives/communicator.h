@@ -9,6 +9,7 @@
 #include "strategies/collectives/collective.h"
 
 #include <array>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,8 +58,12 @@ public:
     void validate(const Collective& c) const;
     /// The algorithm and protocol `c` runs with (the cheapest predicted ones where `c` leaves
     /// them open, among the algorithms NCCL offers for the op) and the predicted time.
-    /// Does not validate.
+    /// Does not validate. The automatic choice (algorithm and protocol open) is remembered per
+    /// (op, bytes, dtype, root), for the first kMemoEntries of them: a sweep's configurations
+    /// share their communicators (CommunicatorCache) and ask for the same collectives again.
+    /// Thread-safe.
     Choice choose(const Collective& c) const;
+    static constexpr std::size_t kMemoEntries = 4096;
     /// choose(c).time.
     sim::Time predict(const Collective& c) const { return choose(c).time; }
     /// The closed form of one algorithm and protocol (which must apply).
@@ -68,6 +73,9 @@ public:
     const detail::Plan& plan() const { return *plan_; }
 
 private:
+    struct Memo; ///< the remembered automatic choices, behind a lock
+    /// choose() without the memo.
+    Choice choose_now(const Collective& c) const;
     /// predict() on a communicator that spans nodes.
     sim::Time predict_across_nodes(const Collective& c, Algorithm algorithm,
                                    Protocol protocol) const;
@@ -76,6 +84,7 @@ private:
     /// that choose(), called per collective of every configuration of a sweep, formats no
     /// reasons nobody reads.
     std::array<std::array<bool, kAllOps.size()>, kConcreteAlgorithms.size() + 1> runs_{};
+    std::unique_ptr<Memo> memo_;
 };
 
 } // namespace clustersim::strategies::collectives

@@ -84,7 +84,11 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
     node[parts.back()] = value;
 }
 
-void read_training(config::YamlMap m, TrainingSpec& t) {
+/// Reads a `training:` mapping onto `t`. `Map` is config::YamlMap (the file, with messages) or
+/// config::ScalarMap (a sweep's variants, refusing without messages): one reader for both, so
+/// that the two accept and read the same.
+template <class Map>
+void read_training(Map&& m, TrainingSpec& t) {
     t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
     m.read("micro_batch", t.micro_batch, 1, 1 << 20);
     if (m.has("dtype")) {
@@ -111,7 +115,9 @@ void read_training(config::YamlMap m, TrainingSpec& t) {
     m.finish();
 }
 
-void read_parallel(config::YamlMap m, ParallelSpec& p) {
+/// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
+template <class Map>
+void read_parallel(Map&& m, ParallelSpec& p) {
     m.read("tp", p.tp, 1, 1 << 16);
     m.read("pp", p.pp, 1, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
@@ -361,10 +367,16 @@ void override_key(YAML::Node root, const std::string& key, const std::string& va
     apply_override(std::move(root), key, value);
 }
 void read_training_section(config::YamlMap m, TrainingSpec& t) {
-    read_training(std::move(m), t);
+    read_training(m, t);
 }
 void read_parallel_section(config::YamlMap m, ParallelSpec& p) {
-    read_parallel(std::move(m), p);
+    read_parallel(m, p);
+}
+void read_training_section(config::ScalarMap& m, TrainingSpec& t) {
+    read_training(m, t);
+}
+void read_parallel_section(config::ScalarMap& m, ParallelSpec& p) {
+    read_parallel(m, p);
 }
 
 ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path) {
@@ -441,72 +453,83 @@ namespace {
 /// tensor parallelism without sequence parallelism in training
 /// (megatron/core/transformer/moe/moe_layer.py).
 template <typename Fail>
-void validate_expert_parallel(const ExperimentSpec& e, Fail fail) {
+std::optional<InputError> validate_expert_parallel(const ExperimentSpec& e, Fail fail) {
     const ParallelSpec& p = e.parallel;
     const models::ModelSpec& m = e.model;
     if (!m.is_moe()) {
         // etp has nothing to split in a dense model and is ignored, as in Megatron-Core.
         if (p.ep > 1)
-            fail("ep " + std::to_string(p.ep) + " needs a model with experts, but '" + m.name +
-                     "' is dense (num_experts 0); set ep: 1, or choose a mixture of experts",
-                 "parallel.ep");
-        return;
+            return fail("ep " + std::to_string(p.ep) + " needs a model with experts, but '" +
+                            m.name +
+                            "' is dense (num_experts 0); set ep: 1, or choose a mixture of experts",
+                        "parallel.ep");
+        return std::nullopt;
     }
     if (!p.expert_layout())
-        return;
+        return std::nullopt;
     if (m.num_experts % p.ep != 0) {
         std::string fits;
         for (int k = 1; k <= m.num_experts; ++k) {
             if (m.num_experts % k == 0)
                 fits += (fits.empty() ? "" : ", ") + std::to_string(k);
         }
-        fail("ep " + std::to_string(p.ep) + " does not divide the model's " +
-                 std::to_string(m.num_experts) + " experts; choose ep from " + fits,
-             "parallel.ep");
+        return fail("ep " + std::to_string(p.ep) + " does not divide the model's " +
+                        std::to_string(m.num_experts) + " experts; choose ep from " + fits,
+                    "parallel.ep");
     }
     const int etp = p.expert_tp();
     if (m.moe_ffn_hidden_size % etp != 0)
-        fail("etp " + std::to_string(etp) + " does not divide the experts' moe_ffn_hidden_size " +
-                 std::to_string(m.moe_ffn_hidden_size) + "; choose etp dividing it",
-             p.etp > 0 ? "parallel.etp" : "parallel.tp");
+        return fail("etp " + std::to_string(etp) +
+                        " does not divide the experts' moe_ffn_hidden_size " +
+                        std::to_string(m.moe_ffn_hidden_size) + "; choose etp dividing it",
+                    p.etp > 0 ? "parallel.etp" : "parallel.tp");
     const std::int64_t dense = std::int64_t{p.tp} * p.cp * p.dp;
     const std::int64_t expert = std::int64_t{etp} * p.ep;
     if (dense % expert != 0)
-        fail("etp " + std::to_string(etp) + " x ep " + std::to_string(p.ep) + " = " +
-                 std::to_string(expert) + " does not divide tp " + std::to_string(p.tp) +
-                 (p.cp > 1 ? " x cp " + std::to_string(p.cp) : std::string()) + " x dp " +
-                 std::to_string(p.dp) + " = " + std::to_string(dense) +
-                 " GPUs per pipeline stage, so the expert-data-parallel size (tp x cp x dp) / "
-                 "(etp x ep) is not whole (Megatron-Core's rule); choose ep dividing " +
-                 std::to_string(dense / etp),
-             "parallel.ep");
+        return fail(
+            "etp " + std::to_string(etp) + " x ep " + std::to_string(p.ep) + " = " +
+                std::to_string(expert) + " does not divide tp " + std::to_string(p.tp) +
+                (p.cp > 1 ? " x cp " + std::to_string(p.cp) : std::string()) + " x dp " +
+                std::to_string(p.dp) + " = " + std::to_string(dense) +
+                " GPUs per pipeline stage, so the expert-data-parallel size (tp x cp x dp) / "
+                "(etp x ep) is not whole (Megatron-Core's rule); choose ep dividing " +
+                std::to_string(dense / etp),
+            "parallel.ep");
     if (p.tp > 1 && !p.sequence_parallel && !e.training.forward_only)
-        fail("expert parallelism (ep " + std::to_string(p.ep) + ", etp " + std::to_string(etp) +
-                 ") with tp " + std::to_string(p.tp) +
-                 " needs sequence_parallel: true (Megatron-Core's MoE layer refuses tensor "
-                 "parallelism without it in training); set it, or tp: 1",
-             "parallel.sequence_parallel");
+        return fail("expert parallelism (ep " + std::to_string(p.ep) + ", etp " +
+                        std::to_string(etp) + ") with tp " + std::to_string(p.tp) +
+                        " needs sequence_parallel: true (Megatron-Core's MoE layer refuses tensor "
+                        "parallelism without it in training); set it, or tp: 1",
+                    "parallel.sequence_parallel");
     if (p.zero >= 3)
-        fail("ZeRO-3 with expert parallelism is not modelled (Megatron-Core shards experts "
-             "with its distributed optimizer, zero: 1 or 2); set zero: 1",
-             "parallel.zero");
+        return fail("ZeRO-3 with expert parallelism is not modelled (Megatron-Core shards experts "
+                    "with its distributed optimizer, zero: 1 or 2); set zero: 1",
+                    "parallel.zero");
+    return std::nullopt;
 }
 
 } // namespace
 
 void validate_experiment(ExperimentSpec& e) {
+    if (auto error = experiment_error(e))
+        throw std::move(*error);
+}
+
+std::optional<InputError> experiment_error(ExperimentSpec& e) {
     // Each error carries the key that the fix would change (load_experiment points at its line).
-    auto fail = [&](const std::string& what, const char* key) {
-        throw InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
+    // Returned, not thrown: a sweep meets many invalid configurations, and unwinding a throw
+    // through this function cost more than its checks (~76,000 instructions a configuration).
+    auto fail = [&](const std::string& what, const char* key) -> std::optional<InputError> {
+        return InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
     };
     ParallelSpec& p = e.parallel;
     if (p.selective_op && (e.model.is_moe() || e.model.is_mla()))
-        fail("selective_recompute: op is torchtitan's policy for dense layers with standard "
-             "attention; model '" +
-                 e.model.name + "' has " +
-                 (e.model.is_moe() ? "experts" : "multi-head latent attention") +
-                 ": use selective_recompute: attention",
-             "parallel.selective_recompute");
+        return fail("selective_recompute: op is torchtitan's policy for dense layers with standard "
+                    "attention; model '" +
+                        e.model.name + "' has " +
+                        (e.model.is_moe() ? "experts" : "multi-head latent attention") +
+                        ": use selective_recompute: attention",
+                    "parallel.selective_recompute");
     // Megatron-Core refuses mla_up_proj without latent attention and moe_act without grouped
     // experts (transformer_config.py); the modules a model does not have are refused alike
     // rather than silently recomputing nothing.
@@ -515,38 +538,40 @@ void validate_experiment(ExperimentSpec& e) {
     };
     if (p.recompute == RecomputePolicy::selective) {
         if (module(models::RecomputeModule::mla_up_proj) && !e.model.is_mla())
-            fail("recompute_modules: mla_up_proj recomputes latent attention's up projections; "
-                 "model '" +
-                     e.model.name + "' has no multi-head latent attention: leave it out",
-                 "parallel.recompute_modules");
+            return fail(
+                "recompute_modules: mla_up_proj recomputes latent attention's up projections; "
+                "model '" +
+                    e.model.name + "' has no multi-head latent attention: leave it out",
+                "parallel.recompute_modules");
         for (auto m : {models::RecomputeModule::moe_act, models::RecomputeModule::moe,
                        models::RecomputeModule::shared_experts}) {
             if (module(m) && !e.model.is_moe())
-                fail("recompute_modules: " + std::string(models::to_string(m)) +
-                         " recomputes a mixture of experts; model '" + e.model.name +
-                         "' has none: leave it out",
-                     "parallel.recompute_modules");
+                return fail("recompute_modules: " + std::string(models::to_string(m)) +
+                                " recomputes a mixture of experts; model '" + e.model.name +
+                                "' has none: leave it out",
+                            "parallel.recompute_modules");
         }
         if (module(models::RecomputeModule::mlp) && e.model.is_moe() &&
             e.model.first_k_dense_replace == 0)
-            fail("recompute_modules: mlp recomputes a dense layer's MLP; every layer of model '" +
-                     e.model.name + "' has experts: use moe (or moe_act, shared_experts)",
-                 "parallel.recompute_modules");
+            return fail(
+                "recompute_modules: mlp recomputes a dense layer's MLP; every layer of model '" +
+                    e.model.name + "' has experts: use moe (or moe_act, shared_experts)",
+                "parallel.recompute_modules");
         if (module(models::RecomputeModule::shared_experts) &&
             e.model.moe_shared_expert_intermediate_size == 0)
-            fail("recompute_modules: shared_experts, but model '" + e.model.name +
-                     "' has no shared experts: leave it out",
-                 "parallel.recompute_modules");
+            return fail("recompute_modules: shared_experts, but model '" + e.model.name +
+                            "' has no shared experts: leave it out",
+                        "parallel.recompute_modules");
     }
     if (p.flex_dispatcher && !e.model.is_moe())
-        fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" + e.model.name +
-                 "' has none: leave the key out",
-             "parallel.moe_token_dispatcher");
+        return fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" +
+                        e.model.name + "' has none: leave the key out",
+                    "parallel.moe_token_dispatcher");
     if (p.cp > 1) {
         try {
             models::check_context_parallel(e.model, p.cp, p.tp, p.sequence_parallel);
         } catch (const InputError& err) {
-            fail(err.what(), "parallel.cp");
+            return fail(err.what(), "parallel.cp");
         }
     }
     // The context-parallel size multiplies tp x pp wherever the GPU count is split (it is 1,
@@ -556,28 +581,29 @@ void validate_experiment(ExperimentSpec& e) {
     const std::string tp_pp_name = p.cp > 1 ? "tp x pp x cp" : "tp x pp";
     if (p.dp == 0) {
         if (e.gpus % tp_pp != 0)
-            fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " = " +
-                     std::to_string(tp_pp) + " does not divide the " + std::to_string(e.gpus) +
-                     " GPUs; choose " + (p.cp > 1 ? "tp, pp and cp" : "tp and pp") +
-                     " whose product divides the GPU count",
-                 p.cp > 1   ? "parallel.cp"
-                 : p.pp > 1 ? "parallel.pp"
-                            : "parallel.tp");
+            return fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text +
+                            " = " + std::to_string(tp_pp) + " does not divide the " +
+                            std::to_string(e.gpus) + " GPUs; choose " +
+                            (p.cp > 1 ? "tp, pp and cp" : "tp and pp") +
+                            " whose product divides the GPU count",
+                        p.cp > 1   ? "parallel.cp"
+                        : p.pp > 1 ? "parallel.pp"
+                                   : "parallel.tp");
         p.dp = e.gpus / tp_pp;
     }
     // torchtitan's ParallelDims._validate: dp_replicate x dp_shard = the data-parallel ranks.
     if (p.dp % p.dp_replicate != 0)
-        fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
-                 " does not divide the data-parallel size " + std::to_string(p.dp) +
-                 "; choose a replicate degree dividing " + std::to_string(p.dp),
-             "parallel.data_parallel_replicate_degree");
+        return fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
+                        " does not divide the data-parallel size " + std::to_string(p.dp) +
+                        "; choose a replicate degree dividing " + std::to_string(p.dp),
+                    "parallel.data_parallel_replicate_degree");
     if (p.dp_shard > 0 && static_cast<std::int64_t>(p.dp_shard) * p.dp_replicate != p.dp)
-        fail("data_parallel_shard_degree " + std::to_string(p.dp_shard) +
-                 " x data_parallel_replicate_degree " + std::to_string(p.dp_replicate) + " = " +
-                 std::to_string(std::int64_t{p.dp_shard} * p.dp_replicate) +
-                 ", not the data-parallel size " + std::to_string(p.dp) + "; use -1 or " +
-                 std::to_string(p.dp / p.dp_replicate),
-             "parallel.data_parallel_shard_degree");
+        return fail("data_parallel_shard_degree " + std::to_string(p.dp_shard) +
+                        " x data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
+                        " = " + std::to_string(std::int64_t{p.dp_shard} * p.dp_replicate) +
+                        ", not the data-parallel size " + std::to_string(p.dp) + "; use -1 or " +
+                        std::to_string(p.dp / p.dp_replicate),
+                    "parallel.data_parallel_shard_degree");
     // Replicas of unsharded weights (shard degree 1) are plain data parallelism (torchtitan's
     // DDP): nothing differs from one data-parallel group.
     if (p.dp_replicate > 1 && p.zero != 3 && p.dp_shard_size() == 1) {
@@ -585,74 +611,79 @@ void validate_experiment(ExperimentSpec& e) {
         p.dp_shard = 0;
     }
     if (p.dp_replicate > 1 && p.zero != 3)
-        fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
-                 " with a shard degree of " + std::to_string(p.dp_shard_size()) +
-                 " is hybrid sharding (FSDP2): it needs zero: 3; set zero: 3, or "
-                 "data_parallel_replicate_degree: 1",
-             "parallel.data_parallel_replicate_degree");
+        return fail("data_parallel_replicate_degree " + std::to_string(p.dp_replicate) +
+                        " with a shard degree of " + std::to_string(p.dp_shard_size()) +
+                        " is hybrid sharding (FSDP2): it needs zero: 3; set zero: 3, or "
+                        "data_parallel_replicate_degree: 1",
+                    "parallel.data_parallel_replicate_degree");
     if (static_cast<std::int64_t>(tp_pp) * p.dp != e.gpus)
-        fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text + " x dp " +
-                 std::to_string(p.dp) + " = " + std::to_string(std::int64_t{tp_pp} * p.dp) +
-                 " GPUs, but the experiment has " + std::to_string(e.gpus) +
-                 "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
-                 (e.gpus % tp_pp == 0
-                      ? " or dp: " + std::to_string(e.gpus / tp_pp)
-                      : " (no dp fits " + std::to_string(e.gpus) + " GPUs: " + tp_pp_name + " = " +
-                            std::to_string(tp_pp) + " does not divide it)"),
-             "parallel.dp");
+        return fail("tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp) + cp_text +
+                        " x dp " + std::to_string(p.dp) + " = " +
+                        std::to_string(std::int64_t{tp_pp} * p.dp) +
+                        " GPUs, but the experiment has " + std::to_string(e.gpus) +
+                        "; set gpus: " + std::to_string(std::int64_t{tp_pp} * p.dp) +
+                        (e.gpus % tp_pp == 0
+                             ? " or dp: " + std::to_string(e.gpus / tp_pp)
+                             : " (no dp fits " + std::to_string(e.gpus) + " GPUs: " + tp_pp_name +
+                                   " = " + std::to_string(tp_pp) + " does not divide it)"),
+                    "parallel.dp");
     const models::ModelSpec& m = e.model;
     if (m.is_transformer()) {
         if (m.heads % p.tp != 0)
-            fail("the model's " + std::to_string(m.heads) +
-                     " attention heads are not divisible by tp " + std::to_string(p.tp) +
-                     "; choose tp dividing " + std::to_string(m.heads),
-                 "parallel.tp");
+            return fail("the model's " + std::to_string(m.heads) +
+                            " attention heads are not divisible by tp " + std::to_string(p.tp) +
+                            "; choose tp dividing " + std::to_string(m.heads),
+                        "parallel.tp");
         if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-            fail("the model's " + std::to_string(m.kv_heads) +
-                     " key/value heads do not split over tp " + std::to_string(p.tp),
-                 "parallel.tp");
+            return fail("the model's " + std::to_string(m.kv_heads) +
+                            " key/value heads do not split over tp " + std::to_string(p.tp),
+                        "parallel.tp");
         if (m.ffn % p.tp != 0)
-            fail("the model's ffn " + std::to_string(m.ffn) + " is not divisible by tp " +
-                     std::to_string(p.tp),
-                 "parallel.tp");
+            return fail("the model's ffn " + std::to_string(m.ffn) + " is not divisible by tp " +
+                            std::to_string(p.tp),
+                        "parallel.tp");
     } else if (m.hidden % p.tp != 0) {
-        fail("the MLP's dim " + std::to_string(m.hidden) + " is not divisible by tp " +
-                 std::to_string(p.tp),
-             "parallel.tp");
+        return fail("the MLP's dim " + std::to_string(m.hidden) + " is not divisible by tp " +
+                        std::to_string(p.tp),
+                    "parallel.tp");
     }
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
-        fail("virtual_stages " + std::to_string(p.virtual_stages) +
-                 " needs schedule: interleaved-1f1b" +
-                 (p.schedule == PipelineSchedule::zb_v || p.schedule == PipelineSchedule::dualpipe
-                      ? std::string(" (") + std::string(to_string(p.schedule)) +
-                            " always runs two chunks per GPU; remove virtual_stages)"
-                      : std::string()),
-             "parallel.virtual_stages");
+        return fail(
+            "virtual_stages " + std::to_string(p.virtual_stages) +
+                " needs schedule: interleaved-1f1b" +
+                (p.schedule == PipelineSchedule::zb_v || p.schedule == PipelineSchedule::dualpipe
+                     ? std::string(" (") + std::string(to_string(p.schedule)) +
+                           " always runs two chunks per GPU; remove virtual_stages)"
+                     : std::string()),
+            "parallel.virtual_stages");
     if (p.schedule == PipelineSchedule::interleaved_1f1b && p.virtual_stages < 2)
-        fail("schedule interleaved-1f1b needs virtual_stages >= 2", "parallel.virtual_stages");
+        return fail("schedule interleaved-1f1b needs virtual_stages >= 2",
+                    "parallel.virtual_stages");
     // DualPipe.step's assertions (github.com/deepseek-ai/DualPipe, dualpipe/dualpipe.py): an
     // even number of pipeline ranks, and micro-batches even and at least twice the ranks.
     if (p.schedule == PipelineSchedule::dualpipe && p.pp % 2 != 0)
-        fail("schedule dualpipe needs an even pp (it runs the pipeline from both ends, half the "
-             "micro-batches each way), got pp " +
-                 std::to_string(p.pp) + "; use pp " + std::to_string(p.pp + 1) +
-                 (p.pp > 1 ? " or " + std::to_string(p.pp - 1) : std::string()) +
-                 ", or schedule zb-v",
-             "parallel.pp");
+        return fail(
+            "schedule dualpipe needs an even pp (it runs the pipeline from both ends, half the "
+            "micro-batches each way), got pp " +
+                std::to_string(p.pp) + "; use pp " + std::to_string(p.pp + 1) +
+                (p.pp > 1 ? " or " + std::to_string(p.pp - 1) : std::string()) +
+                ", or schedule zb-v",
+            "parallel.pp");
     const int stages = p.pp * chunks_per_rank(p.schedule, p.virtual_stages) /
                        (p.schedule == PipelineSchedule::dualpipe ? 2 : 1);
     if (!p.split.given() && m.layers % stages != 0)
-        fail("the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
-                 std::to_string(p.pp) +
-                 (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
-                                             " = " + std::to_string(stages)
-                  : p.schedule == PipelineSchedule::zb_v
-                      ? " x 2 chunks of zb-v = " + std::to_string(stages)
-                      : std::string()) +
-                 "; choose a divisor of " + std::to_string(m.layers) +
-                 ", or split unevenly (decoder_first/last_pipeline_num_layers, "
-                 "account_for_embedding/loss_in_pipeline_split, pipeline_model_parallel_layout)",
-             "parallel.pp");
+        return fail(
+            "the model's " + std::to_string(m.layers) + " layers are not divisible by pp " +
+                std::to_string(p.pp) +
+                (p.virtual_stages > 1 ? " x virtual_stages " + std::to_string(p.virtual_stages) +
+                                            " = " + std::to_string(stages)
+                 : p.schedule == PipelineSchedule::zb_v
+                     ? " x 2 chunks of zb-v = " + std::to_string(stages)
+                     : std::string()) +
+                "; choose a divisor of " + std::to_string(m.layers) +
+                ", or split unevenly (decoder_first/last_pipeline_num_layers, "
+                "account_for_embedding/loss_in_pipeline_split, pipeline_model_parallel_layout)",
+            "parallel.pp");
     {
         const Placement placement = placement_of(p.schedule);
         // Megatron-Core's first/last-stage counts name its looped pipeline's first and last
@@ -662,11 +693,12 @@ void validate_experiment(ExperimentSpec& e) {
              {std::pair{p.split.first_stage_layers, "parallel.decoder_first_pipeline_num_layers"},
               std::pair{p.split.last_stage_layers, "parallel.decoder_last_pipeline_num_layers"}})
             if (given >= 0 && placement != Placement::looped)
-                fail(std::string(key).substr(9) + " splits Megatron-Core's looped pipeline; " +
-                         std::string(to_string(p.schedule)) +
-                         " places each rank's chunks in a V or both directions: give the split "
-                         "as pipeline_model_parallel_layout instead",
-                     key);
+                return fail(
+                    std::string(key).substr(9) + " splits Megatron-Core's looped pipeline; " +
+                        std::string(to_string(p.schedule)) +
+                        " places each rank's chunks in a V or both directions: give the split "
+                        "as pipeline_model_parallel_layout instead",
+                    key);
         const int P = p.pp;
         StageGrid grid{P, stages, [placement, P](int chunk, int rank) {
                            if (placement == Placement::looped)
@@ -675,48 +707,61 @@ void validate_experiment(ExperimentSpec& e) {
                                return rank;
                            return chunk == 0 ? rank : 2 * P - 1 - rank;
                        }};
-        e.stage_layers =
-            assign_layers(m.layers, p.split, grid,
-                          [&](const std::string& what, const char* key) { fail(what, key); });
+        // assign_layers reports through a callback that must not return: thrown there (an
+        // uneven split's error, rare in a sweep) and returned here.
+        try {
+            e.stage_layers = assign_layers(
+                m.layers, p.split, grid,
+                [&](const std::string& what, const char* key) { throw *fail(what, key); });
+        } catch (const InputError& err) {
+            return err;
+        }
     }
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
     if (e.training.global_batch % per_step != 0)
-        fail("global_batch " + std::to_string(e.training.global_batch) +
-                 " is not divisible by micro_batch " + std::to_string(e.training.micro_batch) +
-                 " x dp " + std::to_string(p.dp) + " = " + std::to_string(per_step) +
-                 "; use a multiple of " + std::to_string(per_step),
-             "training.global_batch");
+        return fail("global_batch " + std::to_string(e.training.global_batch) +
+                        " is not divisible by micro_batch " +
+                        std::to_string(e.training.micro_batch) + " x dp " + std::to_string(p.dp) +
+                        " = " + std::to_string(per_step) + "; use a multiple of " +
+                        std::to_string(per_step),
+                    "training.global_batch");
     const int mb = e.micro_batches();
     if (p.schedule == PipelineSchedule::interleaved_1f1b && mb % p.pp != 0)
-        fail("interleaved-1f1b needs the micro-batches per pipeline (global_batch / (micro_batch x "
-             "dp) = " +
-                 std::to_string(mb) + ") to be a multiple of pp " + std::to_string(p.pp) +
-                 " (Megatron's rule); use global_batch " +
-                 std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b",
-             "training.global_batch");
+        return fail(
+            "interleaved-1f1b needs the micro-batches per pipeline (global_batch / (micro_batch x "
+            "dp) = " +
+                std::to_string(mb) + ") to be a multiple of pp " + std::to_string(p.pp) +
+                " (Megatron's rule); use global_batch " +
+                std::to_string((mb / p.pp + 1) * p.pp * per_step) + " or schedule 1f1b",
+            "training.global_batch");
     if (e.training.dtype == hardware::Dtype::fp8 && !e.cluster.node.gpu.supports(e.training.dtype))
-        fail("the GPU " + e.cluster.node.gpu.name +
-                 " has no fp8 peak in its hardware file (no FP8 tensor cores: those came with "
-                 "Hopper, H100/H200); set training.dtype: bf16, or choose an H100/H200 cluster",
-             "training.dtype");
+        return fail(
+            "the GPU " + e.cluster.node.gpu.name +
+                " has no fp8 peak in its hardware file (no FP8 tensor cores: those came with "
+                "Hopper, H100/H200); set training.dtype: bf16, or choose an H100/H200 cluster",
+            "training.dtype");
     if (p.schedule == PipelineSchedule::dualpipe && (mb % 2 != 0 || mb < 2 * p.pp)) {
         const int want = std::max(2 * p.pp, mb + mb % 2);
-        fail("schedule dualpipe needs an even number of micro-batches per pipeline, at least 2 x "
-             "pp = " +
-                 std::to_string(2 * p.pp) +
-                 " (DualPipe's rule), got global_batch / (micro_batch "
-                 "x dp) = " +
-                 std::to_string(mb) + "; use global_batch " +
-                 std::to_string(std::int64_t{want} * per_step),
-             "training.global_batch");
+        return fail(
+            "schedule dualpipe needs an even number of micro-batches per pipeline, at least 2 x "
+            "pp = " +
+                std::to_string(2 * p.pp) +
+                " (DualPipe's rule), got global_batch / (micro_batch "
+                "x dp) = " +
+                std::to_string(mb) + "; use global_batch " +
+                std::to_string(std::int64_t{want} * per_step),
+            "training.global_batch");
     }
     if (!e.cluster.node.gpu.supports(e.training.dtype))
-        fail("the GPU " + e.cluster.node.gpu.name + " has no " +
-                 std::string(hardware::to_string(e.training.dtype)) + " peak in its hardware file",
-             "training.dtype");
-    validate_expert_parallel(e, fail);
+        return fail("the GPU " + e.cluster.node.gpu.name + " has no " +
+                        std::string(hardware::to_string(e.training.dtype)) +
+                        " peak in its hardware file",
+                    "training.dtype");
+    if (auto error = validate_expert_parallel(e, fail))
+        return error;
     // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
     // nothing to split (Megatron turns it off): both are allowed, and change nothing.
+    return std::nullopt;
 }
 
 } // namespace clustersim::strategies::parallel

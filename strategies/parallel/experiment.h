@@ -26,6 +26,7 @@
 /// cp (--context-parallel-size) and cp_comm_type (--cp-comm-type p2p | all_gather) split each
 /// sequence over cp GPUs (strategies/models/context_parallel.h); dp = gpus / (tp x pp x cp).
 
+#include "base/error.h"
 #include "hardware/specs.h"
 #include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
@@ -36,6 +37,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -221,5 +223,9 @@ std::pair<std::string, std::string> parse_override(const std::string& text);
 /// micro-batches; the dtype supported by the GPU. Throws InputError saying which numbers disagree
 /// and what would fix it. Derives dp when it is 0.
 void validate_experiment(ExperimentSpec& e);
+/// validate_experiment without the throw: the InputError it would throw, or nullopt when `e`
+/// can run (completed as validate_experiment completes it). For sweeps, whose invalid
+/// configurations are many and for which a throw cost more than the checks.
+std::optional<InputError> experiment_error(ExperimentSpec& e);
 
 } // namespace clustersim::strategies::parallel

@@ -4,6 +4,7 @@
 /// one experiment file without reading it again each time (experiment_variants.h). Not for
 /// general use: load_experiment is the way to read an experiment.
 
+#include "config/scalar_map.h"
 #include "config/yaml_map.h"
 #include "strategies/parallel/experiment.h"
 
@@ -23,5 +24,9 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
 void read_training_section(config::YamlMap m, TrainingSpec& t);
 /// Reads a `parallel:` mapping onto `p`; keys that are absent keep their values.
 void read_parallel_section(config::YamlMap m, ParallelSpec& p);
+/// The same readers over a ScalarMap: the same values where they succeed, and
+/// ScalarMap::Refused wherever the YamlMap readers would throw an InputError.
+void read_training_section(config::ScalarMap& m, TrainingSpec& t);
+void read_parallel_section(config::ScalarMap& m, ParallelSpec& p);
 
 } // namespace clustersim::strategies::parallel::detail

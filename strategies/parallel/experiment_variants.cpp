@@ -49,6 +49,31 @@ struct ExperimentVariants::Heavy {
     ExperimentSpec base; ///< read with the heavy overrides; training and parallel as in the file
 };
 
+struct ExperimentVariants::Sections {
+    /// How the file gives a section: a mapping of scalars (read from `section`), nothing or
+    /// null (an override creates it), or something only YamlMap reads (a scalar, a list, a
+    /// key given twice, a mapping as a value): then every variant is read from the YAML.
+    enum class State : std::uint8_t { scalars, absent, yaml_only };
+    struct Section {
+        State state = State::absent;
+        config::ScalarSection scalars;
+    };
+    Section training;
+    Section parallel;
+
+    static Section of(const YAML::Node& doc, const char* name) {
+        Section s;
+        const YAML::Node node = doc[name];
+        if (!node.IsDefined() || node.IsNull())
+            return s;
+        auto scalars = config::ScalarSection::of(node);
+        s.state = scalars ? State::scalars : State::yaml_only;
+        if (scalars)
+            s.scalars = std::move(*scalars);
+        return s;
+    }
+};
+
 ExperimentVariants::ExperimentVariants(const std::string& path, Settings fixed)
     : path_(path)
     , fixed_(std::move(fixed)) {
@@ -56,6 +81,13 @@ ExperimentVariants::ExperimentVariants(const std::string& path, Settings fixed)
     if (!doc.IsMap())
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     doc_ = std::make_unique<YAML::Node>(doc);
+    {
+        auto sections = std::make_unique<Sections>();
+        const YAML::Node& d = *doc_;
+        sections->training = Sections::of(d, "training");
+        sections->parallel = Sections::of(d, "parallel");
+        sections_ = std::move(sections);
+    }
     (void)read({}); // an experiment (with its fixed settings) that cannot be read fails here
     keys_ = probe_keys();
 }
@@ -91,16 +123,81 @@ ExperimentVariants::heavy(const Settings& overrides) const {
     return heavy_cache_.emplace(overrides, std::move(h)).first->second;
 }
 
-ExperimentSpec ExperimentVariants::read(const Settings& overrides) const {
-    Settings heavy_overrides, light;
+std::vector<const ExperimentVariants::Setting*>
+ExperimentVariants::light_settings(const Settings& overrides, Settings* heavy_out) const {
+    std::vector<const Setting*> light;
+    light.reserve(fixed_.size() + overrides.size());
     for (const Settings* list : {&fixed_, &overrides}) {
-        for (const auto& kv : *list)
-            (is_heavy_key(kv.first) ? heavy_overrides : light).push_back(kv);
+        for (const auto& kv : *list) {
+            if (!is_heavy_key(kv.first))
+                light.push_back(&kv);
+            else if (heavy_out)
+                heavy_out->push_back(kv);
+        }
     }
+    return light;
+}
+
+ExperimentSpec ExperimentVariants::read(const Settings& overrides) const {
+    Settings heavy_overrides;
+    const auto light = light_settings(overrides, &heavy_overrides);
     const auto h = heavy(heavy_overrides);
     ExperimentSpec e = h->base;
-    if (light.empty())
-        return e;
+    if (!light.empty() && !read_light_quickly(light, e))
+        read_light_from_yaml(light, e);
+    return e;
+}
+
+ExperimentSpec ExperimentVariants::read_from_yaml(const Settings& overrides) const {
+    Settings heavy_overrides;
+    const auto light = light_settings(overrides, &heavy_overrides);
+    const auto h = heavy(heavy_overrides);
+    ExperimentSpec e = h->base;
+    if (!light.empty())
+        read_light_from_yaml(light, e);
+    return e;
+}
+
+bool ExperimentVariants::read_light_quickly(const std::vector<const Setting*>& light,
+                                            ExperimentSpec& e) const {
+    using State = Sections::State;
+    const Sections& s = *sections_;
+    if (s.training.state == State::yaml_only || s.parallel.state == State::yaml_only)
+        return false;
+    config::ScalarMap training(s.training.scalars);
+    config::ScalarMap parallel(s.parallel.scalars);
+    bool training_set = false;
+    bool parallel_set = false;
+    for (const Setting* kv : light) {
+        // "training." and "parallel." are both 9 characters; a key below a section's key
+        // (parallel.tp.x) or an empty one is the YAML path's (override_key's) to refuse.
+        constexpr std::size_t kPrefix = 9;
+        const std::string_view key = std::string_view(kv->first).substr(kPrefix);
+        if (key.empty() || key.find('.') != std::string_view::npos)
+            return false;
+        const bool is_training = kv->first[0] == 't';
+        (is_training ? training : parallel).set(key, kv->second);
+        (is_training ? training_set : parallel_set) = true;
+    }
+    // No training section and no override creating one: YamlMap's "missing key" message.
+    if (s.training.state == State::absent && !training_set)
+        return false;
+    TrainingSpec t;
+    ParallelSpec p;
+    try {
+        detail::read_training_section(training, t);
+        if (s.parallel.state == State::scalars || parallel_set)
+            detail::read_parallel_section(parallel, p);
+    } catch (const config::ScalarMap::Refused&) {
+        return false;
+    }
+    e.training = t;
+    e.parallel = p;
+    return true;
+}
+
+void ExperimentVariants::read_light_from_yaml(const std::vector<const Setting*>& light,
+                                              ExperimentSpec& e) const {
     // The two small sections, re-read with the overrides as the loader reads them.
     YAML::Node d(YAML::NodeType::Map);
     {
@@ -111,8 +208,8 @@ ExperimentSpec ExperimentVariants::read(const Settings& overrides) const {
                 d[section] = YAML::Clone(src[section]);
         }
     }
-    for (const auto& [key, value] : light)
-        detail::override_key(d, key, value);
+    for (const Setting* kv : light)
+        detail::override_key(d, kv->first, kv->second);
     e.training = TrainingSpec{};
     config::YamlMap root(d, path_);
     if (!root.has("training"))
@@ -121,7 +218,6 @@ ExperimentSpec ExperimentVariants::read(const Settings& overrides) const {
     e.parallel = ParallelSpec{};
     if (root.has("parallel"))
         detail::read_parallel_section(root.map("parallel"), e.parallel);
-    return e;
 }
 
 std::vector<std::string> ExperimentVariants::probe_keys() const {

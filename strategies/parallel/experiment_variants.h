@@ -10,8 +10,10 @@
 /// `read(overrides)` gives exactly what `load_experiment(path, overrides)` gives before
 /// validation, but the file is parsed once, and the hardware and the model (which load presets
 /// from disk) are read once per distinct value of the keys that change them; the training and
-/// parallel sections, which are small, are re-read per variant. A variant costs a few tens of
-/// microseconds instead of a file load.
+/// parallel sections, which are small, are re-read per variant from their keys and scalar
+/// values taken once from the file (config::ScalarMap, by the loader's own readers), and from
+/// their YAML only where that read refuses (for the message, with file, line and key) or where
+/// the file has what only the YAML reader reads. A variant costs a few microseconds.
 ///
 /// Keys: `keys()` lists what can be varied, derived from the experiment schema itself (the
 /// loaders' own lists of the keys they accept, so it never falls behind them): the top-level
@@ -56,14 +58,29 @@ public:
     const std::vector<std::string>& keys() const { return keys_; }
     bool is_key(const std::string& key) const;
 
+    /// `read` by the YAML path alone (the training and parallel sections cloned from the
+    /// document and re-read with YamlMap): what `read` must equal, for tests.
+    ExperimentSpec read_from_yaml(const Settings& overrides) const;
+
 private:
-    struct Heavy; ///< a cluster and a model, read once per value of their keys
+    struct Heavy;    ///< a cluster and a model, read once per value of their keys
+    struct Sections; ///< the training and parallel sections as config::ScalarSections
+    using Setting = std::pair<std::string, std::string>;
+    /// The light settings (training.*, parallel.*) of fixed_ and then `overrides`, in order.
+    std::vector<const Setting*> light_settings(const Settings& overrides,
+                                               Settings* heavy_out) const;
+    /// Reads the training and parallel sections with `light` applied onto `e` from the
+    /// sections' scalar values; false (e untouched) where the YAML path must read them.
+    bool read_light_quickly(const std::vector<const Setting*>& light, ExperimentSpec& e) const;
+    /// The same from the document's YAML, with YamlMap's messages.
+    void read_light_from_yaml(const std::vector<const Setting*>& light, ExperimentSpec& e) const;
     std::shared_ptr<const Heavy> heavy(const Settings& heavy_overrides) const;
     std::vector<std::string> probe_keys() const;
 
     std::string path_;
     Settings fixed_;
     std::unique_ptr<YAML::Node> doc_; ///< the parsed file (never modified)
+    std::unique_ptr<const Sections> sections_;
     std::vector<std::string> keys_;
     mutable std::mutex mutex_;
     mutable std::map<Settings, std::shared_ptr<const Heavy>> heavy_cache_;

@@ -688,6 +688,16 @@ PassCost finish(Clock& c, const PassSeconds& cost) {
 
 /// Everything that depends on the experiment but not on a stage's recompute choice.
 struct Context {
+    /// Every member from its initialiser, the layer works as LayerWork's default constructor
+    /// leaves them (their op lists' slots uninitialised): an aggregate initialisation of this
+    /// struct cleared all its ~97 KiB first (a memset per configuration).
+    Context(const ExperimentSpec& experiment, const FrameworkSpec& framework, bool zero3_)
+        : e(experiment)
+        , cm(experiment.cluster)
+        , tp_times(nullptr)
+        , fw(framework)
+        , zero3(zero3_) {}
+
     const ExperimentSpec& e;
     const hardware::ComputeModel cm;
     std::array<LayerWork, 3> layer; ///< by Recompute: none, selective, full
@@ -729,7 +739,7 @@ struct Context {
         return g;
     }
     /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
-    std::array<LayerWork, 3> dense_layer{};
+    std::array<LayerWork, 3> dense_layer;
     /// Experts laid out apart: the expert-parallel and expert tensor-parallel groups of the
     /// first GPU (the others are alike).
     std::unique_ptr<collectives::Communicator> ep_comm{};
@@ -1543,18 +1553,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
     plan.runtime_bytes = e.framework.runtime_memory;
 
-    Context ctx{e,
-                hardware::ComputeModel(e.cluster),
-                {},
-                {},
-                {},
-                nullptr,
-                CollectiveTimes(nullptr),
-                e.framework,
-                nullptr,
-                CollectiveTimes(nullptr),
-                PassEnv{},
-                par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only};
+    Context ctx(e, e.framework, par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only);
     models::LayerConfig cfg;
     cfg.tp = par.tp;
     cfg.sequence_parallel = par.sequence_parallel && par.tp > 1;

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "hardware/topology.h"
+#include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 
@@ -173,4 +174,235 @@ TEST_CASE("CommunicatorCache builds one communicator per GPU list", "[explore][c
         CHECK(seen[0] == seen[1]);
         CHECK(cache.size() == before + 1);
     }
+}
+
+namespace {
+
+/// The training and parallel sections of two reads equal, field by field.
+void check_same_sections(const sp::ExperimentSpec& a, const sp::ExperimentSpec& b) {
+    const auto& t = a.training;
+    const auto& u = b.training;
+    CHECK(t.global_batch == u.global_batch);
+    CHECK(t.micro_batch == u.micro_batch);
+    CHECK(t.dtype == u.dtype);
+    CHECK(t.optimizer == u.optimizer);
+    CHECK(t.forward_only == u.forward_only);
+    CHECK(t.fusions.apply_rope_fusion == u.fusions.apply_rope_fusion);
+    CHECK(t.fusions.bias_activation_fusion == u.fusions.bias_activation_fusion);
+    CHECK(t.fusions.masked_softmax_fusion == u.fusions.masked_softmax_fusion);
+    CHECK(t.fusions.norm_fusion == u.fusions.norm_fusion);
+    CHECK(t.compile == u.compile);
+    CHECK(t.fp8_recipe == u.fp8_recipe);
+    const auto& p = a.parallel;
+    const auto& q = b.parallel;
+    CHECK(p.tp == q.tp);
+    CHECK(p.pp == q.pp);
+    CHECK(p.dp == q.dp);
+    CHECK(p.cp == q.cp);
+    CHECK(p.cp_comm_type == q.cp_comm_type);
+    CHECK(p.schedule == q.schedule);
+    CHECK(std::string(p.schedule_key) == q.schedule_key);
+    CHECK(p.virtual_stages == q.virtual_stages);
+    CHECK(p.split.first_stage_layers == q.split.first_stage_layers);
+    CHECK(p.split.last_stage_layers == q.split.last_stage_layers);
+    CHECK(p.split.account_for_embedding == q.split.account_for_embedding);
+    CHECK(p.split.account_for_loss == q.split.account_for_loss);
+    CHECK(p.split.layout == q.split.layout);
+    CHECK(p.sequence_parallel == q.sequence_parallel);
+    CHECK(p.recompute == q.recompute);
+    CHECK(p.selective_op == q.selective_op);
+    CHECK(p.recompute_modules == q.recompute_modules);
+    CHECK(p.zero == q.zero);
+    CHECK(p.fsdp2 == q.fsdp2);
+    CHECK(p.dp_shard == q.dp_shard);
+    CHECK(p.dp_replicate == q.dp_replicate);
+    CHECK(p.dp_overlap == q.dp_overlap);
+    CHECK(p.overlap_param_gather == q.overlap_param_gather);
+    CHECK(p.tp_comm_overlap == q.tp_comm_overlap);
+    CHECK(p.async_tp == q.async_tp);
+    CHECK(p.dp_bucket == q.dp_bucket);
+    CHECK(p.pp_overlap == q.pp_overlap);
+    CHECK(p.ep == q.ep);
+    CHECK(p.etp == q.etp);
+    CHECK(p.flex_dispatcher == q.flex_dispatcher);
+}
+
+} // namespace
+
+TEST_CASE("ExperimentVariants::read equals its YAML path: values, and messages where it refuses",
+          "[explore][variants]") {
+    // read() takes the sections' scalar values once and re-reads them per variant; where that
+    // refuses, it reads the YAML for the message. Both must agree on every kind of setting: good
+    // values of each type, bad ones (type, range, unknown key, cross-key rules), nulls, empty
+    // strings, keys below a key, and a section the file does not have.
+    const std::string file = CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml";
+    const std::vector<sp::Settings> cases{
+        {{"parallel.tp", "4"}, {"parallel.pp", "16"}},
+        {{"parallel.tp", "many"}},
+        {{"parallel.tp", "0"}},
+        {{"parallel.tp", ""}},
+        {{"parallel.nonsense", "1"}},
+        {{"parallel.tp.x", "1"}},
+        {{"parallel.", "1"}},
+        {{"training.micro_batch", "2"}, {"parallel.recompute", "selective"}},
+        {{"training.micro_batch", "2x"}},
+        {{"training.dtype", "fp8"}, {"training.fp8_recipe", "tensorwise"}},
+        {{"training.fp8_recipe", "tensorwise"}}, // needs fp8: a cross-key rule
+        {{"training.dtype", "int4"}},
+        {{"parallel.schedule", "zb-v"}, {"parallel.virtual_stages", "1"}},
+        {{"parallel.pipeline_schedule", "1f1b"}}, // both names given: refused
+        {{"parallel.sequence_parallel", "yes"}, {"parallel.tp_comm_overlap", "on"}},
+        {{"parallel.sequence_parallel", "false"}, {"parallel.tp_comm_overlap", "true"}},
+        {{"parallel.zero", "1"}, {"parallel.overlap_param_gather", "true"}},
+        {{"parallel.dp_bucket", "40MiB"}},
+        {{"parallel.dp_bucket", "-1MiB"}},
+        {{"parallel.recompute", "selective"}, {"parallel.recompute_modules", "[core_attn, mlp]"}},
+        {{"parallel.recompute_modules", "mlp"}},
+        {{"parallel.fsdp", "true"}, {"parallel.data_parallel_shard_degree", "-1"}},
+        {{"parallel.data_parallel_shard_degree", "0"}},
+        {{"parallel.pipeline_model_parallel_layout", ""}},
+        {{"parallel.ep", "8"}, {"parallel.moe_token_dispatcher", "flex"}},
+        {{"parallel.tp", "2"}, {"parallel.tp", "8"}}, // the last one wins
+        {{"training.global_batch", "3072"}, {"gpus", "128"}},
+    };
+    for (const auto& overrides : cases) {
+        for (const sp::Settings& fixed : {sp::Settings{}, sp::Settings{{"parallel.zero", "1"}}}) {
+            const sp::ExperimentVariants variants(file, fixed);
+            std::string quick_error, yaml_error;
+            sp::ExperimentSpec quick, yaml;
+            try {
+                quick = variants.read(overrides);
+            } catch (const InputError& e) {
+                quick_error = e.what();
+            }
+            try {
+                yaml = variants.read_from_yaml(overrides);
+            } catch (const InputError& e) {
+                yaml_error = e.what();
+            }
+            INFO("first override: " << overrides.front().first << "=" << overrides.front().second
+                                    << ", fixed " << fixed.size());
+            CHECK(quick_error == yaml_error);
+            if (quick_error.empty())
+                check_same_sections(quick, yaml);
+        }
+    }
+    // The messages name the file, line and key, as the YAML reader does.
+    const sp::ExperimentVariants variants(file);
+    try {
+        (void)variants.read({{"parallel.tp", "many"}});
+        FAIL("parallel.tp=many was read");
+    } catch (const InputError& e) {
+        CHECK_THAT(std::string(e.what()),
+                   Catch::StartsWith(file + ":") &&
+                       Catch::Contains("key 'parallel.tp': expected an integer, got 'many'"));
+    }
+}
+
+TEST_CASE("ExperimentVariants reads a file without a parallel section, or with a list in it",
+          "[explore][variants]") {
+    // Sections the quick path does not take (a list as a value) and one the file lacks.
+    const test::TempDir dir("variants");
+    const std::string with_list = dir.write("list.yaml", R"(hardware: dgx-a100
+nodes: 1
+model: llama3-8B
+training: {global_batch: 16}
+parallel:
+  recompute: selective
+  recompute_modules: [core_attn, mlp]
+)")
+                                      .string();
+    const std::string without = dir.write("none.yaml", R"(hardware: dgx-a100
+nodes: 1
+model: llama3-8B
+training: {global_batch: 16}
+)")
+                                    .string();
+    for (const std::string& file : {with_list, without}) {
+        const sp::ExperimentVariants variants(file);
+        for (const sp::Settings& overrides :
+             {sp::Settings{{"parallel.tp", "2"}}, sp::Settings{{"training.micro_batch", "2"}},
+              sp::Settings{{"parallel.recompute", "full"}}}) {
+            std::string quick_error, yaml_error;
+            sp::ExperimentSpec quick, yaml;
+            try {
+                quick = variants.read(overrides);
+            } catch (const InputError& e) {
+                quick_error = e.what();
+            }
+            try {
+                yaml = variants.read_from_yaml(overrides);
+            } catch (const InputError& e) {
+                yaml_error = e.what();
+            }
+            INFO(file << ": " << overrides.front().first);
+            CHECK(quick_error == yaml_error);
+            if (quick_error.empty())
+                check_same_sections(quick, yaml);
+        }
+        CHECK(variants.read({{"parallel.tp", "2"}}).parallel.tp == 2);
+    }
+    // The list is read: mlp and core_attn recomputed.
+    const sp::ExperimentVariants listed(with_list);
+    CHECK(listed.read({{"parallel.tp", "2"}}).parallel.recompute_modules ==
+          (strategies::models::recompute_bit(strategies::models::RecomputeModule::core_attn) |
+           strategies::models::recompute_bit(strategies::models::RecomputeModule::mlp)));
+    // With recompute full, the list is refused (it is selective's): the same message both ways.
+    CHECK_THROWS_AS(listed.read({{"parallel.recompute", "full"}}), InputError);
+}
+
+TEST_CASE("experiment_error returns what validate_experiment throws", "[explore][variants]") {
+    // A sweep validates with experiment_error (no throw for an invalid configuration); the two
+    // must agree on every configuration: the same message and key where one is refused, the
+    // same completed experiment (dp derived, layers per stage) where it runs.
+    int refused = 0;
+    int valid = 0;
+    for (const char* name : {"gpt3-175B-64xA100", "deepseek-v3-2048xH100", "mixtral-8x7B-64xH100",
+                             "llama3-405B-16384xH100"}) {
+        const std::string file =
+            std::string(CLUSTERSIM_SOURCE_DIR "/configs/experiments/") + name + ".yaml";
+        const sp::ExperimentVariants variants(file);
+        for (const char* tp : {"1", "2", "3", "8"})
+            for (const char* pp : {"1", "3", "4", "16"})
+                for (const char* ep : {"1", "3", "8"})
+                    for (const char* schedule : {"1f1b", "interleaved-1f1b", "dualpipe"}) {
+                        const sp::Settings overrides{{"parallel.tp", tp},
+                                                     {"parallel.pp", pp},
+                                                     {"parallel.ep", ep},
+                                                     {"parallel.schedule", schedule}};
+                        sp::ExperimentSpec returned, thrown;
+                        try {
+                            returned = variants.read(overrides);
+                            returned.parallel.dp = 0; // derived, as a sweep does
+                            thrown = returned;
+                        } catch (const InputError&) {
+                            continue; // a value the reader refuses: not validation's
+                        }
+                        const auto error = sp::experiment_error(returned);
+                        std::string message;
+                        std::string key;
+                        try {
+                            sp::validate_experiment(thrown);
+                        } catch (const InputError& e) {
+                            message = e.what();
+                            key = e.where() ? e.where()->key : "";
+                        }
+                        INFO(name << " tp " << tp << " pp " << pp << " ep " << ep << " "
+                                  << schedule);
+                        REQUIRE(error.has_value() == !message.empty());
+                        if (error) {
+                            ++refused;
+                            CHECK(std::string(error->what()) == message);
+                            REQUIRE(error->where());
+                            CHECK(error->where()->key == key);
+                        } else {
+                            ++valid;
+                            CHECK(returned.parallel.dp == thrown.parallel.dp);
+                            CHECK(returned.stage_layers == thrown.stage_layers);
+                        }
+                    }
+    }
+    // Both outcomes were met, many times.
+    CHECK(refused > 50);
+    CHECK(valid > 10);
 }
