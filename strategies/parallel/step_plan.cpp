@@ -305,9 +305,6 @@ struct Gather {
     /// Of `lead`, the time the rank's compute ran beside it (VirtualStagePlan::gather_beside),
     /// which the gather slowed; the rest the rank waited with no compute.
     double beside = 0;
-    /// Issued with the gathers before it (VirtualStagePlan::gathers_queued): it starts when
-    /// the one before it ends, not when the previous layer's pre-hook issues it.
-    bool queued = false;
     /// The chunk's one bucket, all its parameters (VirtualStagePlan::gathered_ahead): the
     /// layers after the first gather nothing, and the lead is the rank's passes, compute the
     /// gather slows. Otherwise (zero_grad's first bucket of the first chunk) the lead is time
@@ -352,9 +349,7 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
     if (gather.seconds > 0) {
         // Issued by the previous layer's pre-hook (c.prefetch), after the gathers before it, or
         // before the pass (gather.ahead); this layer's pre-hook issues the next one now.
-        const double start = gather.ahead    ? -gather.lead
-                             : gather.queued ? c.gather
-                                             : std::max(c.prefetch, c.gather);
+        const double start = gather.ahead ? -gather.lead : std::max(c.prefetch, c.gather);
         c.gather = start + gather.seconds;
         c.prefetch = c.host;
         cost.param_gather += gather.seconds;
@@ -768,14 +763,13 @@ struct Context {
         bool gathered_ahead = false;
         sim::Time gather_lead;
         sim::Time gather_beside;
-        bool gathers_queued = false;
         bool operator==(const StageKey& o) const {
             return layers == o.layers && recompute.none == o.recompute.none &&
                    recompute.selective == o.recompute.selective &&
                    recompute.full == o.recompute.full && dense == o.dense &&
                    embedding == o.embedding && head == o.head &&
                    gathered_ahead == o.gathered_ahead && gather_lead == o.gather_lead &&
-                   gather_beside == o.gather_beside && gathers_queued == o.gathers_queued;
+                   gather_beside == o.gather_beside;
         }
     };
     /// The stages costed so far, by key (a handful per plan: searched in order).
@@ -866,17 +860,12 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
             // The first chunk's first bucket, issued by zero_grad at the step's start: on a
             // rank after the first, gather_lead before its first forward (VirtualStagePlan::
             // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
-            // per-pass gathers are issued by the pass. Under align_param_gather all the
-            // chunk's buckets were issued at the step's start (gathers_queued): the first
-            // gather_lead before the pass, each of the others when the one before it ended.
-            const bool queued = st.gathers_queued && !ctx.zero3;
-            if (first && layer.seconds > 0 && !ctx.zero3 &&
-                (st.gather_lead > sim::Time::zero() || queued)) {
+            // per-pass gathers are issued by the pass.
+            if (first && layer.seconds > 0 && !ctx.zero3 && st.gather_lead > sim::Time::zero()) {
                 layer.ahead = true;
                 layer.lead = st.gather_lead.seconds();
                 layer.beside = st.gather_beside.seconds();
             }
-            layer.queued = queued && layer.seconds > 0;
             return layer;
         };
         if (st.embedding)
@@ -1145,8 +1134,7 @@ void cost_stage(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
                                 st.head,
                                 st.gathered_ahead,
                                 st.gather_lead,
-                                st.gather_beside,
-                                st.gathers_queued};
+                                st.gather_beside};
     for (const auto& [k, costed] : ctx.stage_costs) {
         if (k == key) {
             VirtualStagePlan s = costed;
@@ -1196,14 +1184,18 @@ void align_param_gathers(Context& ctx, StepPlan& plan) {
         auto stage_of = [&plan, p](int c) -> VirtualStagePlan& {
             return plan.stages[static_cast<std::size_t>(virtual_stage(c, p, plan.shape))];
         };
-        // Chunk 0: all its buckets issued at the step's start, the first `waited` before its
-        // first forward (the rank idle meanwhile), each later one queued behind the one before.
+        // Chunk 0: all its buckets issued at the step's start, `waited` before its first
+        // forward (the rank idle meanwhile), and its first module waits for all of them: the
+        // buffer holds the parameters in reverse order (ParamAndGradBuffer, "params[::-1]",
+        // for the gradients' sake), start_param_sync issues the bucket groups in that order on
+        // one communicator, so the first layer's bucket ends last. The whole chunk, gathered
+        // ahead, as the later chunks are.
         VirtualStagePlan& first = stage_of(0);
-        first.gathers_queued = true;
+        first.gathered_ahead = true;
         first.gather_lead = waited;
         first.gather_beside = sim::Time::zero();
         cost_stage(ctx, first, first.recompute);
-        // The queue's end: chunk 0's gathers back to back from the step's start.
+        // The queue's end: chunk 0's gather from the step's start.
         sim::Time queue_end = first.first_forward.param_gather;
 
         const auto& order = plan.orders[static_cast<std::size_t>(p)];

@@ -95,18 +95,15 @@ struct VirtualStagePlan {
     /// slows, charged to this first forward). The first chunk on a rank after the first:
     /// `gather_lead` is how long before its first forward zero_grad issued its first bucket
     /// (the previous ranks' first forwards, at least; no compute beside it).
-    /// With FrameworkSpec::align_param_gather the schedule issues each chunk's gather: a chunk
-    /// after the first is gathered ahead, `gather_lead` from when its gather started (issued,
-    /// or queued behind the gathers issued before it) to its first forward, at least, and may
-    /// be negative (it started after the pass would have); the first chunk's buckets are all
-    /// issued at the step's start (`gathers_queued`: each starts when the one before ends),
-    /// `gather_lead` before its first forward.
+    /// With FrameworkSpec::align_param_gather the schedule issues each chunk's whole gather, so
+    /// every chunk is gathered ahead: `gather_lead` from when its gather started (issued, or
+    /// queued behind the gathers issued before it) to its first forward, at least, and may be
+    /// negative (it started after the pass would have); the first chunk's at the step's start.
     bool gathered_ahead = false;
     sim::Time gather_lead;
     /// Of `gather_lead`, the time the rank's own passes ran beside the gather (the rest the
     /// rank waited for its first activation): the compute it slowed.
     sim::Time gather_beside;
-    bool gathers_queued = false;
     PassCost backward;
     /// The backward split as zero-bubble schedules run it (Qi et al. 2023): the weight-gradient
     /// pass W (the wgrad GEMMs and the embedding's gradient kernels, nothing the previous stage

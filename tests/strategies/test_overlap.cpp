@@ -224,8 +224,10 @@ TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whol
     // with_interleaving, at core_v0.9.0): chunks 0 and 1 issued before the first forward, all
     // their buckets at once; chunk c >= 2 at forward (c - 1) x pp - p of rank p (the forward
     // whose virtual micro-batch id plus the rank is chunk c - 1's first micro-batch); the
-    // gathers queue on the data-parallel communicator. 8 layers on pp 2 x v 4, tp 4 x dp 2.
-    Settings s{{"training.global_batch", "32"},
+    // gathers queue on the data-parallel communicator. 16 layers on pp 2 x v 4, tp 4 x dp 2:
+    // two per chunk, so a chunk's first layer and its whole gather differ.
+    Settings s{{"model.layers", "16"},
+               {"training.global_batch", "32"},
                {"parallel.tp", "4"},
                {"parallel.pp", "2"},
                {"parallel.schedule", "interleaved-1f1b"},
@@ -265,16 +267,27 @@ TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whol
             REQUIRE(f.micro_batch == 0);
         }
         // Chunk 0: its buckets issued at the step's start, the rank's first pass `waited`
-        // later (on the first rank at once: its first bucket exposed).
+        // later, and the first layer's bucket, issued last (the buffer holds the parameters in
+        // reverse), ends with the whole chunk's gather.
         const VirtualStagePlan& c0 = stage(plan, 0);
-        CHECK(c0.gathers_queued);
-        CHECK_FALSE(c0.gathered_ahead);
+        const VirtualStagePlan& c0_chained = stage(chain, 0);
+        CHECK(c0.gathered_ahead);
         CHECK(c0.gather_lead == waited);
-        CHECK(c0.first_forward.param_gather > sim::Time::zero());
+        CHECK(c0.gather_beside == sim::Time::zero());
+        // Both gather the chunk's two layers, the chain in two collectives, the second beside
+        // the first layer's compute, which slows it; the aligned one in one collective (one
+        // latency, nothing beside it): no longer than the chain's, more than one layer's.
+        CHECK(c0.first_forward.param_gather <= c0_chained.first_forward.param_gather);
+        CHECK(c0.first_forward.param_gather.seconds() >
+              c0_chained.first_forward.param_gather.seconds() / 2);
         if (p == 0) {
-            CHECK(c0.first_forward.dp_wait > sim::Time::zero());
+            // The first rank starts at once and waits for the whole gather, where the chain
+            // waits for its first layer's and gathers the second behind the first's compute.
+            CHECK(c0.first_forward.dp_wait > c0_chained.first_forward.dp_wait);
+            CHECK(c0.first_forward.dp_wait <= c0.first_forward.param_gather);
+            CHECK(c0.first_forward.time > c0_chained.first_forward.time);
         } else {
-            // One layer's gather over 2 ranks is shorter than the first rank's first forward:
+            // Two layers' gather over 2 ranks is shorter than the first rank's first forward:
             // hidden, beside no compute of this rank (it waited for its activation).
             CHECK(c0.first_forward.param_gather < waited);
             CHECK(c0.first_forward.dp_wait == sim::Time::zero());
@@ -292,7 +305,7 @@ TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whol
             CHECK(st.gathered_ahead);
             CHECK(st.gather_lead == needed - begins);
             CHECK(st.gather_beside == needed - std::max(begins, waited));
-            // Hidden: one layer's gather is shorter than the passes before its first forward.
+            // Hidden: two layers' gather is shorter than the passes before its first forward.
             CHECK(st.first_forward.param_gather < st.gather_lead);
             CHECK(st.first_forward.dp_wait == sim::Time::zero());
             queue_end = begins + st.first_forward.param_gather;
