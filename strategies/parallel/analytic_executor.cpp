@@ -113,23 +113,14 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
     const PassDurations d = durations_of(plan);
     const int V = stage_count(plan.shape);
-    const std::size_t m = static_cast<std::size_t>(plan.shape.micro_batches);
     // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
     std::vector<std::vector<sim::Time>> extra(static_cast<std::size_t>(P));
 
-    auto execute = [&](const ScheduleTiming& timing) {
-        std::vector<sim::Time> fwd_end(m * static_cast<std::size_t>(V)), bwd_end(fwd_end.size());
-        for (const auto& rank : timing.ranks) {
-            for (const PassTime& t : rank) {
-                const std::size_t key =
-                    static_cast<std::size_t>(t.pass.micro_batch) * V + t.virtual_stage;
-                if (t.pass.kind == PassKind::forward)
-                    fwd_end[key] = t.end;
-                else if (is_input_backward(t.pass.kind))
-                    bwd_end[key] = t.end;
-            }
-        }
-
+    // `state` keeps, by micro-batch x virtual stage, when each forward and input-gradient
+    // backward ended: when each pass's input was sent.
+    auto execute = [&](const ScheduleTiming& timing, const TimingState& state) {
+        const std::vector<sim::Time>& fwd_end = state.fwd_end;
+        const std::vector<sim::Time>& bwd_end = state.bwd_end;
         std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
         for (int p = 0; p < P; ++p) {
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
@@ -230,7 +221,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     // more (one correction, not iterated to a fixed point): only the passes that can move.
     if (extras_of(plan, timing, extra))
         retime_with_extras(timing, state, plan.orders, plan.shape, extra);
-    std::vector<ExecutedRank> out = execute(timing);
+    std::vector<ExecutedRank> out = execute(timing, state);
     return out;
 }
 
