@@ -11,7 +11,8 @@
 //   whole command (reading the experiment, building the cluster of thousands of GPUs,
 //   simulating, writing the CSV): BM_Sweep_Turing530B_Command/jobs:2; jobs:1 beside it gives
 //   the speed-up of --jobs 2 on a long sweep (issue 16: 1.8x or better), and with each run
-//   alone, its peak memory (issue 16: --jobs 2 within about 10% of --jobs 1).
+//   alone, its peak memory (issue 16: --jobs 2 within about 10% of --jobs 1). BM_TwoThreads
+//   gives the machine's own ceiling for that speed-up, to read it against.
 // - 48 layouts of GPT-3 175B on 16,384 GPUs in under 5 s, the whole command on one thread
 //   (issue 16): BM_Sweep_Layouts_16384_Command/jobs:1.
 #include "app/cli.h"
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <sstream>
 #include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace clustersim;
@@ -190,3 +192,47 @@ BENCHMARK(BM_Sweep_Layouts_16384_Command)
     ->Unit(benchmark::kSecond)
     ->UseRealTime()
     ->Iterations(1);
+
+// The machine's ceiling for `--jobs 2`: the same independent work on one thread and on two
+// (each doing a whole share), so that the speed-up is 2 x time(1) / time(2). Two kinds of work:
+// an integer loop (registers only) and a loop that writes and then reads 32 MiB (as a long
+// pipeline's pass records are written by the schedule timing and read by the executor). On a
+// virtual machine two "cores" may be two hardware threads of one core, or share its memory
+// bandwidth with other guests: the sweep's speed-up cannot pass these.
+namespace {
+void integer_share() {
+    std::uint64_t x = 1;
+    for (std::uint64_t i = 0; i < 400'000'000; ++i)
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL; // Knuth's MMIX LCG
+    benchmark::DoNotOptimize(x);
+}
+void memory_share() {
+    std::vector<std::uint64_t> a(std::size_t{32} << 17); // 32 MiB
+    std::uint64_t sum = 0;
+    for (std::uint64_t rep = 0; rep < 64; ++rep) {
+        for (std::size_t i = 0; i < a.size(); ++i)
+            a[i] = i * rep;
+        for (const std::uint64_t v : a)
+            sum += v;
+    }
+    benchmark::DoNotOptimize(sum);
+}
+} // namespace
+
+static void BM_TwoThreads(benchmark::State& state) {
+    const auto threads = static_cast<std::size_t>(state.range(0));
+    void (*share)() = state.range(1) == 0 ? integer_share : memory_share;
+    for (auto _ : state) {
+        std::vector<std::thread> pool;
+        for (std::size_t t = 0; t < threads; ++t)
+            pool.emplace_back(share);
+        for (auto& t : pool)
+            t.join();
+    }
+}
+BENCHMARK(BM_TwoThreads)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->ArgNames({"threads", "memory"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
