@@ -321,6 +321,62 @@ TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whol
     CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
 }
 
+TEST_CASE("align_param_gather: gathers longer than their leads are waited for, and never queue "
+          "past the forward that needs them",
+          "[strategies][training][zero]") {
+    // Gathers longer than the passes: 16 layers of hidden 12288 (1.8 G parameters each, a
+    // chunk's two 7.2 GB in bf16) over dp 2, passes of 64 tokens. Each chunk's gather queues
+    // behind the one before it on the data-parallel communicator; it can never begin after its
+    // chunk's first forward would start (a negative lead): that forward comes after chunk
+    // c - 1's first forward in the rank's order, which waits until chunk c - 1's gather, the
+    // queue's end, has ended. What a gather has beyond its lead the forward waits for.
+    const auto e = [] {
+        auto x = gpt(4, {{"model.layers", "16"},
+                         {"model.hidden", "12288"},
+                         {"model.heads", "96"},
+                         {"model.seq", "64"},
+                         {"training.global_batch", "8"},
+                         {"parallel.pp", "2"},
+                         {"parallel.schedule", "interleaved-1f1b"},
+                         {"parallel.virtual_stages", "4"},
+                         {"parallel.zero", "1"},
+                         {"parallel.overlap_param_gather", "true"}});
+        x.framework.align_param_gather = true;
+        return x;
+    }();
+    REQUIRE(e.parallel.dp == 2);
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    int exposed = 0;
+    for (int p = 0; p < 2; ++p) {
+        for (int c = 0; c < 4; ++c) {
+            INFO("rank " << p << ", chunk " << c);
+            const VirtualStagePlan& st = plan.stage(virtual_stage(c, p, plan.shape));
+            REQUIRE(st.gathered_ahead);
+            CHECK(st.gather_lead >= sim::Time::zero());
+            CHECK(st.gather_beside >= sim::Time::zero());
+            CHECK(st.gather_beside <= st.gather_lead);
+            const sim::Time beyond = st.first_forward.param_gather - st.gather_lead;
+            if (beyond > sim::Time::zero()) {
+                // The first forward is longer for it: it waits for the part beyond its lead,
+                // less what the gather's slowing of the compute beside it (charged to this
+                // pass, run_units) already put before its first kernel.
+                ++exposed;
+                const sim::Time slow =
+                    st.first_forward.overlap_slowdown - st.forward.overlap_slowdown;
+                CHECK(st.first_forward.dp_wait <= beyond);
+                CHECK(st.first_forward.dp_wait + slow > sim::Time::zero());
+                CHECK(st.first_forward.time > st.forward.time);
+            } else {
+                CHECK(st.first_forward.dp_wait == sim::Time::zero());
+            }
+        }
+    }
+    CHECK(exposed >= 4); // the case this test is for: most chunks' gathers exposed
+    const StepResult r = simulate_step(e, {});
+    CHECK(r.breakdown.dp_comm_exposed_s > 0);
+    CHECK(sum(r.breakdown) == Approx(r.step_time_s).epsilon(1e-9));
+}
+
 TEST_CASE("align_param_gather changes nothing outside the interleaved schedule",
           "[strategies][training][zero]") {
     // Megatron-LM forces it off without virtual stages (megatron/training/arguments.py at
