@@ -19,8 +19,9 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             // the distributed optimizer's overlapped with the first forward), or for a chunk
             // gathered ahead (VirtualStagePlan::gathered_ahead) or the first chunk's first
             // bucket issued by zero_grad from its lead before it (gather_lead; under
-            // align_param_gather the chunk's gathers as the schedule issued them, a negative
-            // lead when queued past the pass's start).
+            // align_param_gather the chunk's gather as the schedule issued it, behind the ones
+            // before it: never past the pass's start, which follows the previous chunk's first
+            // forward, which waited for the gather before this one).
             const PassCost& cost = pass_cost(st, e.pass);
             if (cost.param_gather > sim::Time::zero()) {
                 sim::Time from = e.start;
