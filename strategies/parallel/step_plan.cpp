@@ -957,6 +957,13 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
         if (!root_unit)
             add_grads(head_params, std::max(c.gpu, c.comm));
     }
+    // torchtitan does not reshard the last transformer block after its forward without a
+    // pipeline (apply_fsdp: reshard_after_forward = int(layer_id) < len(model.layers) - 1,
+    // "the last transformer block's parameters will be all-gathered again at the start of
+    // backward anyway", torchtitan/parallelisms/parallelize_llama.py at 9dec370): the
+    // backward's first block gathers nothing; its gradients are still copied in for the
+    // reduce-scatter. DeepSpeed's ZeRO-3 re-gathers it.
+    bool last_block_kept = root_unit;
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
         const auto [wp, n] = *it;
         if (n == 0)
@@ -964,8 +971,20 @@ void cost_stage_once(Context& ctx, VirtualStagePlan& st, const RecomputePlan& rp
         const LayerWork& w = *wp;
         const double start = std::max(c.gpu, c.comm);
         const Clock at_start = c;
-        run_layers(w, backward_units(w), n, ctx.env, c, b,
-                   gathers_per_pass ? ctx.gather_time(w.parameters) : Gather{});
+        const Gather gather = gathers_per_pass ? ctx.gather_time(w.parameters) : Gather{};
+        if (last_block_kept && gathers_per_pass) {
+            Gather kept = gather;
+            kept.seconds = 0;
+            kept.load = {};
+            kept.copy_out = 0;
+            c.prefetch = c.host; // its pre-hook prefetches the next block's gather
+            run_layers(w, backward_units(w), 1, ctx.env, c, b, kept);
+            if (n > 1)
+                run_layers(w, backward_units(w), n - 1, ctx.env, c, b, gather);
+        } else {
+            run_layers(w, backward_units(w), n, ctx.env, c, b, gather);
+        }
+        last_block_kept = false;
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         (void)at_start;

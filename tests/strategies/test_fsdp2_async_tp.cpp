@@ -224,10 +224,23 @@ TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and t
         CHECK(st.backward_gather_bytes == 2 * (root + 2 * layer) + 2 * head + (2 + g) * layer);
         CHECK(peak_gathered_bytes(xp, 0) == st.backward_gather_bytes);
         CHECK(st.step_gathered_bytes == 0);
-        // The root is gathered once, in the forward: the backward gathers the 4 layers only,
-        // the forward the root too (the same closed form per layer in both passes).
+        // The root is gathered once, in the forward, and the last block stays gathered from
+        // its forward into the backward (torchtitan's apply_fsdp: reshard_after_forward false
+        // for it): the backward gathers 3 of the 4 layers, the forward all 4 and the root.
+        // With a fifth layer the backward gathers one layer more, a third of what it gathered
+        // (the same closed form per layer).
         CHECK(st.backward.param_gather > sim::Time::zero());
         CHECK(st.forward.param_gather > st.backward.param_gather);
+        {
+            const auto x5 = llama(5, untied);
+            const StepPlan p5 =
+                build_step_plan(x5, std::make_shared<hardware::Topology>(x5.cluster));
+            const double one_layer =
+                p5.stage(0).backward.param_gather.seconds() - st.backward.param_gather.seconds();
+            CHECK(one_layer == Approx(st.backward.param_gather.seconds() / 3).epsilon(1e-6));
+            CHECK(p5.stage(0).forward.param_gather.seconds() - st.forward.param_gather.seconds() ==
+                  Approx(one_layer).epsilon(1e-6));
+        }
         // DeepSpeed's ZeRO-3 (same model, no pipeline) gathers every unit in both passes.
         Settings ds = untied;
         ds[ds.size() - 2] = {"parallel.zero", "3"};
