@@ -446,6 +446,14 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
 
 namespace {
 
+/// What a check of experiment_error gives when it refuses: [[nodiscard]], so that a check that
+/// calls fail(...) and forgets to return it breaks the build (-Werror) instead of letting the
+/// configuration through; it becomes the returned error.
+struct [[nodiscard]] Refusal {
+    InputError error;
+    operator std::optional<InputError>() && { return std::move(error); }
+};
+
 /// Expert parallelism's rules: Megatron-LM's argument checks (megatron/training/arguments.py:
 /// num_experts set and divisible by expert_model_parallel_size), Megatron-Core's group sizes
 /// (megatron/core/parallel_state.py, initialize_model_parallel: the world divisible by
@@ -519,8 +527,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     // Each error carries the key that the fix would change (load_experiment points at its line).
     // Returned, not thrown: a sweep meets many invalid configurations, and unwinding a throw
     // through this function cost more than its checks (~76,000 instructions a configuration).
-    auto fail = [&](const std::string& what, const char* key) -> std::optional<InputError> {
-        return InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key});
+    auto fail = [&](const std::string& what, const char* key) {
+        return Refusal{InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key})};
     };
     ParallelSpec& p = e.parallel;
     if (p.selective_op && (e.model.is_moe() || e.model.is_mla()))
@@ -712,7 +720,7 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
         try {
             e.stage_layers = assign_layers(
                 m.layers, p.split, grid,
-                [&](const std::string& what, const char* key) { throw *fail(what, key); });
+                [&](const std::string& what, const char* key) { throw fail(what, key).error; });
         } catch (const InputError& err) {
             return err;
         }
