@@ -4,7 +4,7 @@
 /// sweep does with an experiment's training and parallel sections for each configuration.
 ///
 ///     // once: the file's section (nullopt: it has something only YamlMap reads, such as a
-///     // key given twice or a mapping as a value)
+///     // key given twice; a mapping or list as a value is kept, and refused when read)
 ///     std::optional<ScalarSection> base = ScalarSection::of(doc["parallel"]);
 ///     // per configuration: the overrides set on a view of it, read with YamlMap's getters
 ///     ScalarMap m(*base);

@@ -50,9 +50,11 @@ struct ExperimentVariants::Heavy {
 };
 
 struct ExperimentVariants::Sections {
-    /// How the file gives a section: a mapping of scalars (read from `section`), nothing or
-    /// null (an override creates it), or something only YamlMap reads (a scalar, a list, a
-    /// key given twice, a mapping as a value): then every variant is read from the YAML.
+    /// How the file gives a section: a mapping (read from `section`), nothing or null (an
+    /// override creates it), or something only YamlMap reads (a scalar, a list, a key given
+    /// twice): then every variant is read from the YAML. A mapping or list as a value (say
+    /// recompute_modules) stays in `section`; a variant whose reader reaches it is refused
+    /// there and read from the YAML (correct, at the YAML read's cost).
     enum class State : std::uint8_t { scalars, absent, yaml_only };
     struct Section {
         State state = State::absent;

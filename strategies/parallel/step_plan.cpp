@@ -355,18 +355,18 @@ void run_units(const LayerWork& w, const std::vector<Unit>& units, const PassEnv
         cost.param_gather += gather.seconds;
         // It ran beside the compute of the previous layer (a layer like this one: its kernels'
         // mix of tensor-core and memory-bound time sets the share they lose), which it slowed.
-        // A chunk's whole gather issued ahead (gather.whole) ran beside the passes of its lead,
-        // compute from -lead to this pass's start (the lead is their summed durations), then
-        // beside nothing (this pass's first kernel waits for it): it overlapped min(seconds,
-        // lead) of compute, charged by the same rule as any overlapped collective (overlap_
-        // slowdown: at most seconds x share) to this pass, as the first pass that needs it. On
-        // one rank the compute stream is serial, so the rank's passes end where they would with
-        // the charge spread over the passes it overlapped; only their outputs leave a little
-        // earlier than they would. The same PassCost serves the analytic and the flow executors.
-        // zero_grad's first bucket (ahead, not whole) ran beside no compute before the pass.
-        // Generally: a gather issued ahead overlapped the rank's compute for `beside` of its
-        // lead (the rest the rank waited for its first activation); a negative lead (queued
-        // behind earlier gathers past the pass's start) is its start.
+        // A gather issued ahead (gather.ahead: a chunk's whole gather, or zero_grad's first
+        // bucket) ran from -lead; of that lead, the last `beside` had the rank's own passes
+        // beside it (the rest the rank waited for its first activation, or, for the first
+        // chunk under align_param_gather, for nothing at all: beside 0), then beside nothing
+        // (this pass's first kernel waits for it). What it overlapped of that compute is
+        // charged by the same rule as any overlapped collective (overlap_slowdown: at most
+        // seconds x share) to this pass, as the first pass that needs it. On one rank the
+        // compute stream is serial, so the rank's passes end where they would with the charge
+        // spread over the passes it overlapped; only their outputs leave a little earlier than
+        // they would. The same PassCost serves the analytic and the flow executors. A negative
+        // lead (not produced by the plans: see VirtualStagePlan::gathered_ahead) would be its
+        // start.
         const double from =
             gather.ahead ? -std::min(gather.lead, gather.beside) : std::max(0.0, start);
         const double overlapped = std::max(0.0, std::min(c.gather, c.gpu) - from);
@@ -758,8 +758,8 @@ struct Context {
         int dense = 0;
         bool embedding = false;
         bool head = false;
-        /// VirtualStagePlan::gathered_ahead and gather_lead: a later chunk's parameter gather
-        /// issued by the previous chunk's first forward changes its first forward's cost.
+        /// VirtualStagePlan::gathered_ahead, gather_lead and gather_beside: a chunk's parameter
+        /// gather issued ahead changes its first forward's cost.
         bool gathered_ahead = false;
         sim::Time gather_lead;
         sim::Time gather_beside;

@@ -97,8 +97,9 @@ struct VirtualStagePlan {
     /// (the previous ranks' first forwards, at least; no compute beside it).
     /// With FrameworkSpec::align_param_gather the schedule issues each chunk's whole gather, so
     /// every chunk is gathered ahead: `gather_lead` from when its gather started (issued, or
-    /// queued behind the gathers issued before it) to its first forward, at least, and may be
-    /// negative (it started after the pass would have); the first chunk's at the step's start.
+    /// queued behind the gathers issued before it) to its first forward, at least; never
+    /// negative (the queue's end is the previous chunk's gather, which that chunk's first
+    /// forward, earlier in the rank's order, waited for); the first chunk's at the step's start.
     bool gathered_ahead = false;
     sim::Time gather_lead;
     /// Of `gather_lead`, the time the rank's own passes ran beside the gather (the rest the
