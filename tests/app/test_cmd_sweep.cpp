@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
 
@@ -316,6 +317,10 @@ TEST_CASE("sweep: bad input exits 2, names the flag or key, writes no CSV", "[ap
         {{"--vary", "parallel.tp=1,2", "--jobs", "-1"}, {"--jobs"}},
         {{"--vary", "parallel.tp=1,2", "--gpus", "-8"}, {"--gpus"}},
         {{"--vary", "parallel.tp=1,2", "--set", "parallel.ppp=2"}, {"parallel.ppp"}},
+        {{"--vary", "hardware.framework.align_param_gathr=true,false"},
+         {"--vary hardware.framework.align_param_gathr=true", "unknown key", "align_param_gather"}},
+        {{"--vary", "hardware.framework.align_param_gather=true,maybe"},
+         {"--vary hardware.framework.align_param_gather=maybe", "true or false"}},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args{"sweep", kGpt3, "--out", csv};
@@ -342,6 +347,40 @@ TEST_CASE("sweep: bad input exits 2, names the flag or key, writes no CSV", "[ap
     CHECK(run({"sweep", kGpt3, "--out", csv, "--vary", "parallel.tp=1,2", "--gpus", "7"}).code ==
           2);
     CHECK(slurp(csv) == "keep me\n");
+}
+
+TEST_CASE("sweep: a key of the hardware file varies like any other", "[app][sweep]") {
+    // Megatron-Core's aligned parameter gathers against its chained ones (a framework knob of
+    // the hardware file) on GPT-3 with the distributed optimizer's overlapped gathers, dp 2:
+    // a row each, the key a column, the step times as `run --set` gives them.
+    TempDir dir("sweep-hardware-key");
+    const std::string csv = dir.file("s.csv");
+    const std::vector<std::string> fixed{
+        "--set", "parallel.pp=4",   "--set", "parallel.dp=2",
+        "--set", "parallel.zero=1", "--set", "parallel.overlap_param_gather=true"};
+    std::vector<std::string> args{
+        "sweep", kGpt3, "--out", csv, "--vary", "hardware.framework.align_param_gather=false,true"};
+    args.insert(args.end(), fixed.begin(), fixed.end());
+    const Run r = run(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const Csv c = parse_csv(slurp(csv));
+    REQUIRE(c.rows.size() == 2);
+    CHECK(c.rows[0].at("hardware.framework.align_param_gather") == "false");
+    CHECK(c.rows[1].at("hardware.framework.align_param_gather") == "true");
+    std::vector<double> step;
+    for (const char* aligned : {"false", "true"}) {
+        std::vector<std::string> a{
+            "run",  kGpt3,   "--format",
+            "json", "--set", std::string("hardware.framework.align_param_gather=") + aligned};
+        a.insert(a.end(), fixed.begin(), fixed.end());
+        const Run one = run(a);
+        REQUIRE(one.code == 0);
+        step.push_back(nlohmann::json::parse(one.out).at("step_time_s").get<double>());
+    }
+    CHECK(step[0] != step[1]); // the knob changes the step here
+    for (std::size_t i = 0; i < 2; ++i)
+        CHECK(std::stod(c.rows[i].at("step_time_s")) == Approx(step[i]).epsilon(1e-6));
 }
 
 TEST_CASE("sweep: resume reads only complete lines", "[app][sweep]") {
