@@ -132,17 +132,17 @@ def rows(build):
     yield ("the same sweep, `--jobs 2` against `--jobs 1` (`bench_sweep`)", ">= 1.8x",
            f"{ms(one, 'real_time') / ms(b, 'real_time'):.2f}x "
            f"({fmt_time(ms(one, 'real_time'))} -> {fmt_time(ms(b, 'real_time'))} wall, medians of 3)")
+    yield ("the same sweep's peak memory, `--jobs 2` against `--jobs 1` (`bench_sweep`)",
+           "within ~10%", f"{mib(b)} vs {mib(one)} "
+           f"({100 * (b['peak_rss_MiB'] / one['peak_rss_MiB'] - 1):+.0f}%)")
     c = run(build, "bench_sweep", "BM_TwoThreads")
     ceiling = {m: 2 * c[f"BM_TwoThreads/threads:1/memory:{m}/iterations:3/real_time"]["real_time"]
                / c[f"BM_TwoThreads/threads:2/memory:{m}/iterations:3/real_time"]["real_time"]
                for m in (0, 1)}
-    yield ("this machine's ceiling for that speed-up: the same work on two threads against one "
+    yield ("this machine's ceiling for the `--jobs 2` speed-up: the same work on two threads against one "
            "(`bench_sweep`, BM_TwoThreads)", "-",
            f"{ceiling[0]:.2f}x for an integer loop, {ceiling[1]:.2f}x for one that writes and "
            "reads 32 MiB")
-    yield ("the same sweep's peak memory, `--jobs 2` against `--jobs 1` (`bench_sweep`)",
-           "within ~10%", f"{mib(b)} vs {mib(one)} "
-           f"({100 * (b['peak_rss_MiB'] / one['peak_rss_MiB'] - 1):+.0f}%)")
     b = next(iter(run(build, "bench_sweep", "BM_Sweep_Layouts_16384_Command").values()))
     yield ("sweep of 48 layouts (tp x pp x cp, two micro-batch sizes each) of GPT-3 175B on "
            "16,384 GPUs, whole command, one thread (`bench_sweep`)", "50 layouts < 5 s",
