@@ -116,45 +116,17 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
     std::vector<std::vector<sim::Time>> extra(static_cast<std::size_t>(P));
 
-    // `state` keeps, by micro-batch x virtual stage, when each forward and input-gradient
-    // backward ended: when each pass's input was sent.
+    // The ranks' data-parallel streams, optimizer and end, from the timing; then the pass
+    // records: every rank's for the timeline, else only those of the ranks that end last (the
+    // step's breakdown reads the critical rank's alone, and a long pipeline has millions of
+    // passes). `state` keeps, by micro-batch x virtual stage, when each forward and
+    // input-gradient backward ended: when each pass's input was sent.
     auto execute = [&](const ScheduleTiming& timing, const TimingState& state) {
-        const std::vector<sim::Time>& fwd_end = state.fwd_end;
-        const std::vector<sim::Time>& bwd_end = state.bwd_end;
         std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
-        for (int p = 0; p < P; ++p) {
-            ExecutedRank& r = out[static_cast<std::size_t>(p)];
+        auto slowdown_of = [&](int p, std::size_t i) {
             const auto& extras = extra[static_cast<std::size_t>(p)];
-            r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
-            for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
-                ExecutedPass e{t.pass,       t.virtual_stage, t.start,          t.end,
-                               std::nullopt, t.released,      sim::Time::zero()};
-                if (r.passes.size() < extras.size())
-                    e.overlap_slowdown = extras[r.passes.size()];
-                const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
-                if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
-                    const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
-                    e.input =
-                        InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
-                } else if (is_input_backward(t.pass.kind) &&
-                           !route_end(t.virtual_stage, plan.shape)) {
-                    const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
-                    e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
-                }
-                if (timeline && e.input && e.input->end > e.input->start) {
-                    // Record the transfer on the sender's timeline.
-                    const int sender =
-                        rank_of_stage(t.pass.kind == PassKind::forward ? t.virtual_stage - 1
-                                                                       : t.virtual_stage + 1,
-                                      plan.shape);
-                    out[static_cast<std::size_t>(sender)].sends.push_back(
-                        {e.input->start, e.input->end,
-                         pass_label(t.pass, plan.shape.virtual_stages)});
-                }
-                r.passes.push_back(e);
-            }
-            r.last_pass_end = r.passes.empty() ? sim::Time::zero() : r.passes.back().released;
-        }
+            return i < extras.size() ? extras[i] : sim::Time::zero();
+        };
 
         // Data-parallel streams, in issue order; the embedding all-reduce shared by the first
         // and last rank waits for both.
@@ -162,20 +134,23 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         for (int p = 0; p < P; ++p) {
             const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
+            const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+            r.last_pass_end = passes.empty() ? sim::Time::zero() : passes.back().released;
             const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
                                                        plan.shape.virtual_stages);
             sim::Time t;
             for (const DpCollective& c : rp.dp) {
                 if (c.after_optimizer() || !c.chunk)
                     continue;
-                const ExecutedPass& b =
-                    r.passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
-                const auto& st = plan.stage(b.vs);
+                const auto at =
+                    static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)]);
+                const PassTime& b = passes[at];
+                const auto& st = plan.stage(b.virtual_stage);
                 // A pass slowed by the collectives beside it produces its gradients as much later.
                 const sim::Time ready =
                     b.start +
                     stretched(bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket)),
-                              b.end - b.start - b.overlap_slowdown, b.end - b.start);
+                              b.end - b.start - slowdown_of(p, at), b.end - b.start);
                 const sim::Time start = std::max(ready, t);
                 t = start + c.time;
                 r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
@@ -189,6 +164,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             }
             before_shared[static_cast<std::size_t>(p)] = std::max(t, r.last_pass_end);
         }
+        sim::Time last_end;
         for (int p = 0; p < P; ++p) {
             const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
@@ -211,6 +187,46 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
                 r.dp.push_back({start, t, timeline ? collective_label(c) : std::string()});
             }
             r.end = t;
+            last_end = std::max(last_end, r.end);
+        }
+
+        const std::vector<sim::Time>& fwd_end = state.fwd_end;
+        const std::vector<sim::Time>& bwd_end = state.bwd_end;
+        for (int p = 0; p < P; ++p) {
+            ExecutedRank& r = out[static_cast<std::size_t>(p)];
+            if (!timeline && r.end != last_end)
+                continue;
+            r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
+            for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
+                ExecutedPass e{t.pass,
+                               t.virtual_stage,
+                               t.start,
+                               t.end,
+                               std::nullopt,
+                               t.released,
+                               slowdown_of(p, r.passes.size())};
+                const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
+                if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
+                    const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
+                    e.input =
+                        InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
+                } else if (is_input_backward(t.pass.kind) &&
+                           !route_end(t.virtual_stage, plan.shape)) {
+                    const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
+                    e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
+                }
+                if (timeline && e.input && e.input->end > e.input->start) {
+                    // Record the transfer on the sender's timeline.
+                    const int sender =
+                        rank_of_stage(t.pass.kind == PassKind::forward ? t.virtual_stage - 1
+                                                                       : t.virtual_stage + 1,
+                                      plan.shape);
+                    out[static_cast<std::size_t>(sender)].sends.push_back(
+                        {e.input->start, e.input->end,
+                         pass_label(t.pass, plan.shape.virtual_stages)});
+                }
+                r.passes.push_back(e);
+            }
         }
         return out;
     };

@@ -13,8 +13,10 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-/// Runs `plan`. `timeline`: also record the transfers and collectives as labelled intervals
-/// (only the timeline uses them; a sweep skips them).
+/// Runs `plan`. `timeline`: also record the transfers and collectives as labelled intervals,
+/// and every rank's passes (only the timeline uses them); without it, a sweep's case, only the
+/// ranks that end last get their passes (the step's breakdown reads the critical rank's); the
+/// others' are empty, their streams and ends filled all the same.
 std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline);
 
 /// What the gradient reductions overlapped with the backward cost the passes they run beside

@@ -45,6 +45,8 @@ struct ExecutedPass {
 
 /// What each rank did, in either fidelity.
 struct ExecutedRank {
+    /// Empty for a rank that does not end last when the analytic executor runs without a
+    /// timeline (run_analytic).
     std::vector<ExecutedPass> passes;
     std::vector<Interval> sends; ///< its pipeline transfers (for the timeline)
     std::vector<Interval> dp;
