@@ -56,7 +56,7 @@ bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
         if (!overlapped_dp)
             continue;
         extras.assign(passes.size(), sim::Time::zero());
-        const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+        const auto last_b = last_backward_of_chunk(plan.orders()[static_cast<std::size_t>(p)],
                                                    plan.shape.virtual_stages);
         sim::Time t;
         for (const DpCollective& c : rp.dp) {
@@ -105,7 +105,7 @@ bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
 
 std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
     std::vector<std::vector<sim::Time>> extra;
-    extras_of(plan, time_schedule(plan.orders, plan.shape, durations_of(plan)), extra);
+    extras_of(plan, time_schedule(plan.orders(), plan.shape, durations_of(plan)), extra);
     return extra;
 }
 
@@ -136,7 +136,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
             const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
             r.last_pass_end = passes.empty() ? sim::Time::zero() : passes.back().released;
-            const auto last_b = last_backward_of_chunk(plan.orders[static_cast<std::size_t>(p)],
+            const auto last_b = last_backward_of_chunk(plan.orders()[static_cast<std::size_t>(p)],
                                                        plan.shape.virtual_stages);
             sim::Time t;
             for (const DpCollective& c : rp.dp) {
@@ -232,11 +232,11 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     };
 
     TimingState state;
-    ScheduleTiming timing = time_schedule(plan.orders, plan.shape, d, state);
+    ScheduleTiming timing = time_schedule(plan.orders(), plan.shape, d, state);
     // The passes lengthened by the gradient reductions beside them, and the schedule timed once
     // more (one correction, not iterated to a fixed point): only the passes that can move.
     if (extras_of(plan, timing, extra))
-        retime_with_extras(timing, state, plan.orders, plan.shape, extra);
+        retime_with_extras(timing, state, plan.orders(), plan.shape, extra);
     std::vector<ExecutedRank> out = execute(timing, state);
     return out;
 }

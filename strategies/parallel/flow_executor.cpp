@@ -113,7 +113,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
         return i < x.size() ? x[i] : sim::Time::zero();
     };
     for (int p = 0; p < P; ++p) {
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         const auto last_b = last_backward_of_chunk(order, v);
         bucket_ready[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(v));
         for (std::size_t i = 0; i < order.size(); ++i) {
@@ -207,7 +207,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     // Dependencies of the passes that ran (DualPipe's micro-batches visit half the stages).
     std::vector<bool> ran(m * V, false);
     for (int p = 0; p < P; ++p) {
-        for (const PipePass& pass : plan.orders[static_cast<std::size_t>(p)]) {
+        for (const PipePass& pass : plan.orders()[static_cast<std::size_t>(p)]) {
             if (pass.kind == PassKind::forward)
                 ran[static_cast<std::size_t>(pass.micro_batch) * V +
                     virtual_stage(pass.chunk, p, plan.shape)] = true;
@@ -215,7 +215,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     }
     // DualPipe's pairs: the first pass waits for the second's input too.
     for (int p = 0; p < P; ++p) {
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         for (std::size_t i = 0; i + 1 < order.size(); ++i) {
             if (!order[i].joint)
                 continue;
@@ -330,7 +330,7 @@ FlowRun run_flow(const StepPlan& plan, bool symmetry) {
     auto e = [&](sim::TaskId id) { return exec.end_time(id); };
     for (int p = 0; p < P; ++p) {
         ExecutedRank& r = out.ranks[static_cast<std::size_t>(p)];
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         for (std::size_t i = 0; i < order.size(); ++i) {
             const PipePass& pass = order[i];
             const int vs = virtual_stage(pass.chunk, p, plan.shape);

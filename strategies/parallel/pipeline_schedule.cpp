@@ -4,6 +4,7 @@
 #include "strategies/parallel/schedule_timing.h"
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -354,6 +355,57 @@ std::vector<std::vector<PipePass>> pipeline_order(PipelineSchedule schedule,
         // Turing-530B on pp 105 with 3,360 micro-batches).
         orders.back().shrink_to_fit();
     }
+    return orders;
+}
+
+std::shared_ptr<const PassOrders> shared_pipeline_order(PipelineSchedule schedule,
+                                                        const PipelineShape& shape) {
+    // What the orders depend on, all of it.
+    struct Key {
+        PipelineSchedule schedule;
+        int ranks, micro_batches, virtual_stages;
+        bool forward_only;
+        Placement placement;
+        bool operator==(const Key&) const = default;
+    };
+    struct Entry {
+        Key key;
+        std::shared_ptr<const PassOrders> orders;
+        std::size_t passes;
+    };
+    // At most 1 M passes held (16 MiB), the oldest dropped first: a sweep meets its shapes in
+    // runs (the grid's last axes vary fastest), so a few recent ones serve almost every plan.
+    constexpr std::size_t kMaxPasses = std::size_t{1} << 20;
+    static std::mutex mutex;
+    static std::vector<Entry> memo; // oldest first
+    const Key key{schedule,           shape.ranks,    shape.micro_batches, shape.virtual_stages,
+                  shape.forward_only, shape.placement};
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (const Entry& e : memo)
+            if (e.key == key)
+                return e.orders;
+    }
+    // Built outside the lock (a pure function of the key): two threads that miss at once both
+    // build it, and the memo keeps one.
+    auto orders = std::make_shared<const PassOrders>(pipeline_order(schedule, shape));
+    std::size_t passes = 0;
+    for (const auto& o : *orders)
+        passes += o.size();
+    if (passes > kMaxPasses / 4)
+        return orders; // too large to keep beside others
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Entry& e : memo)
+        if (e.key == key)
+            return e.orders;
+    std::size_t held = passes;
+    for (const Entry& e : memo)
+        held += e.passes;
+    auto oldest = memo.begin();
+    while (held > kMaxPasses && oldest != memo.end())
+        held -= (oldest++)->passes;
+    memo.erase(memo.begin(), oldest);
+    memo.push_back({key, orders, passes});
     return orders;
 }
 

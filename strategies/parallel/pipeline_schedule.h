@@ -13,6 +13,7 @@
 /// assignment of layer groups). Without interleaving v = 1 and the chunk is the rank's stage.
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -87,6 +88,16 @@ int chunks_per_rank(PipelineSchedule s, int virtual_stages);
 /// m % P == 0 and v >= 2, as Megatron requires).
 std::vector<std::vector<PipePass>> pipeline_order(PipelineSchedule schedule,
                                                   const PipelineShape& shape);
+
+/// Every rank's order, as pipeline_order gives it.
+using PassOrders = std::vector<std::vector<PipePass>>;
+
+/// pipeline_order, built once per (schedule, shape) and shared: a sweep's configurations share
+/// a few shapes (recompute, ZeRO, sequence parallelism and the like leave the orders as they
+/// are), and a long pipeline's orders are megabytes. The memo keeps the most recently built
+/// orders up to a bound on their passes; thread-safe.
+std::shared_ptr<const PassOrders> shared_pipeline_order(PipelineSchedule schedule,
+                                                        const PipelineShape& shape);
 
 /// The model's virtual stage of chunk `chunk` on rank `rank`: chunk * P + rank.
 inline int virtual_stage(int chunk, int rank, int ranks) {

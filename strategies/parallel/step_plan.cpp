@@ -1217,7 +1217,7 @@ void align_param_gathers(Context& ctx, StepPlan& plan) {
         // The queue's end: chunk 0's gather from the step's start.
         sim::Time queue_end = first.first_forward.param_gather;
 
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         const auto vs = static_cast<std::size_t>(v);
         std::vector<std::size_t> forward_at;                 // the k-th forward's position
         std::vector<std::size_t> first_at(vs, order.size()); // each chunk's first forward's
@@ -1404,7 +1404,7 @@ void plan_ranks(Context& ctx, StepPlan& plan) {
                 // the chunk's last backward: chunk v-1's first, chunk 0's last); in chunk
                 // order, chunk 0's reduce would hold back all the others.
                 const auto last_b = detail::last_backward_of_chunk(
-                    plan.orders[static_cast<std::size_t>(r.rank)], plan.shape.virtual_stages);
+                    plan.orders()[static_cast<std::size_t>(r.rank)], plan.shape.virtual_stages);
                 std::vector<int> chunks(static_cast<std::size_t>(plan.shape.virtual_stages));
                 for (int c = 0; c < plan.shape.virtual_stages; ++c)
                     chunks[static_cast<std::size_t>(c)] = c;
@@ -1478,7 +1478,7 @@ sim::Time p2p_time(const StepPlan& plan, int from, int to, std::int64_t bytes) {
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
     std::int64_t live = 0;
     std::int64_t peak = 0;
-    for (const PipePass& pass : plan.orders[static_cast<std::size_t>(rank)]) {
+    for (const PipePass& pass : plan.orders()[static_cast<std::size_t>(rank)]) {
         const auto& st = plan.stage(virtual_stage(pass.chunk, rank, plan.shape));
         switch (pass.kind) {
         case PassKind::forward:
@@ -1514,7 +1514,7 @@ std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank) {
     }
     if (!any)
         return 0;
-    const auto& order = plan.orders[static_cast<std::size_t>(rank)];
+    const auto& order = plan.orders()[static_cast<std::size_t>(rank)];
     // Per chunk: passes that produce weight gradients (backward, or W of a split one), and
     // whether it has run a forward; the held state is added on the first and freed after the
     // last weight-gradient pass.
@@ -1560,7 +1560,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     plan.shape =
         PipelineShape{par.pp, e.micro_batches(), chunks_per_rank(par.schedule, par.virtual_stages),
                       e.training.forward_only, placement_of(par.schedule)};
-    plan.orders = pipeline_order(par.schedule, plan.shape);
+    plan.pass_orders = shared_pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
     plan.runtime_bytes = e.framework.runtime_memory;
 
@@ -1791,7 +1791,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     }
     if (param_gather_overlapped && plan.shape.virtual_stages > 1 && !aligned) {
         for (int p = 0; p < par.pp; ++p) {
-            const auto& order = plan.orders[static_cast<std::size_t>(p)];
+            const auto& order = plan.orders()[static_cast<std::size_t>(p)];
             // Where each chunk's first forward stands in the rank's order (order.size(): none).
             std::vector<std::size_t> first_forward_at(
                 static_cast<std::size_t>(plan.shape.virtual_stages), order.size());

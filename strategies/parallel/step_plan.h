@@ -206,7 +206,10 @@ struct StepPlan {
     /// plan builds its own.
     collectives::CommunicatorCache* communicators = nullptr;
     PipelineShape shape;
-    std::vector<std::vector<PipePass>> orders;
+    /// Each rank's pass order (pipeline_order), shared with the other plans of the same
+    /// schedule and shape (shared_pipeline_order).
+    std::shared_ptr<const PassOrders> pass_orders;
+    const PassOrders& orders() const { return *pass_orders; }
     std::vector<VirtualStagePlan> stages; ///< by virtual stage index
     std::vector<RankPlan> ranks;
     std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL and library workspaces per GPU

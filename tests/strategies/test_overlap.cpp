@@ -155,7 +155,7 @@ TEST_CASE("overlap_param_gather, interleaved: a chunk after the first is gathere
     REQUIRE(e.parallel.dp == 2);
     const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
     for (int p = 0; p < 2; ++p) {
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         for (int c = 0; c < 4; ++c) {
             const VirtualStagePlan& st = plan.stage(virtual_stage(c, p, plan.shape));
             INFO("rank " << p << " chunk " << c);
@@ -250,7 +250,7 @@ TEST_CASE("align_param_gather: the interleaved schedule issues each chunk's whol
         };
         if (p > 0)
             waited += plan.stage(virtual_stage(0, p - 1, plan.shape)).first_forward.time;
-        const auto& order = plan.orders[static_cast<std::size_t>(p)];
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
         // Each pass starts when the passes before it on the rank have run.
         std::vector<sim::Time> start{waited};
         std::vector<std::size_t> forwards;

@@ -309,3 +309,41 @@ TEST_CASE("schedules: retiming keeps the passes that start before the first pass
     for (std::size_t p = 0; p < orders.size(); ++p)
         CHECK(none[p] == orders[p].size());
 }
+
+TEST_CASE("shared pipeline orders: pipeline_order's, one copy per schedule and shape",
+          "[strategies][pipeline]") {
+    auto same = [](const PassOrders& a, const PassOrders& b) {
+        if (a.size() != b.size())
+            return false;
+        for (std::size_t p = 0; p < a.size(); ++p) {
+            if (a[p].size() != b[p].size())
+                return false;
+            for (std::size_t i = 0; i < a[p].size(); ++i)
+                if (a[p][i].kind != b[p][i].kind || a[p][i].micro_batch != b[p][i].micro_batch ||
+                    a[p][i].chunk != b[p][i].chunk || a[p][i].joint != b[p][i].joint)
+                    return false;
+        }
+        return true;
+    };
+    const PipelineShape interleaved{4, 8, 2, false,
+                                    placement_of(PipelineSchedule::interleaved_1f1b)};
+    const auto a = shared_pipeline_order(PipelineSchedule::interleaved_1f1b, interleaved);
+    CHECK(same(*a, pipeline_order(PipelineSchedule::interleaved_1f1b, interleaved)));
+    // The same key: the same orders, not a copy.
+    CHECK(shared_pipeline_order(PipelineSchedule::interleaved_1f1b, interleaved) == a);
+    // Anything of the key changed: other orders.
+    const PipelineShape one_f_one_b{4, 8, 1, false, placement_of(PipelineSchedule::one_f_one_b)};
+    const auto b = shared_pipeline_order(PipelineSchedule::one_f_one_b, one_f_one_b);
+    CHECK(b != a);
+    CHECK(same(*b, pipeline_order(PipelineSchedule::one_f_one_b, one_f_one_b)));
+    const auto g = shared_pipeline_order(PipelineSchedule::gpipe, one_f_one_b);
+    CHECK(g != b);
+    CHECK(same(*g, pipeline_order(PipelineSchedule::gpipe, one_f_one_b)));
+    PipelineShape forward_only = one_f_one_b;
+    forward_only.forward_only = true;
+    CHECK(same(*shared_pipeline_order(PipelineSchedule::one_f_one_b, forward_only),
+               pipeline_order(PipelineSchedule::one_f_one_b, forward_only)));
+    // A shape the schedule refuses is refused as pipeline_order refuses it.
+    CHECK_THROWS_AS(shared_pipeline_order(PipelineSchedule::interleaved_1f1b, one_f_one_b),
+                    InputError);
+}
