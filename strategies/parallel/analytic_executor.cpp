@@ -56,16 +56,18 @@ bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
         if (!overlapped_dp)
             continue;
         extras.assign(passes.size(), sim::Time::zero());
-        const auto last_b = last_backward_of_chunk(plan.orders()[static_cast<std::size_t>(p)],
-                                                   plan.shape.virtual_stages);
+        const auto& order = plan.orders()[static_cast<std::size_t>(p)];
+        const auto last_b = last_backward_of_chunk(order, plan.shape.virtual_stages);
         sim::Time t;
         for (const DpCollective& c : rp.dp) {
             if (c.after_optimizer() || !c.chunk)
                 continue;
-            const PassTime& b =
-                passes[static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)])];
-            const sim::Time ready = b.start + bucket_ready(plan.stage(b.virtual_stage), b.pass.kind,
-                                                           static_cast<std::size_t>(*c.bucket));
+            const auto at = static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)]);
+            const PassTime& b = passes[at];
+            const PipePass& pass = order[at];
+            const sim::Time ready =
+                b.start + bucket_ready(plan.stage(virtual_stage(pass.chunk, p, plan.shape)),
+                                       pass.kind, static_cast<std::size_t>(*c.bucket));
             const sim::Time begin = std::max(ready, t);
             t = begin + c.time;
             const double share = c.load.sm_share;
@@ -112,7 +114,6 @@ std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
 std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
     const PassDurations d = durations_of(plan);
-    const int V = stage_count(plan.shape);
     // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
     std::vector<std::vector<sim::Time>> extra(static_cast<std::size_t>(P));
 
@@ -136,8 +137,8 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
             const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
             r.last_pass_end = passes.empty() ? sim::Time::zero() : passes.back().released;
-            const auto last_b = last_backward_of_chunk(plan.orders()[static_cast<std::size_t>(p)],
-                                                       plan.shape.virtual_stages);
+            const auto& order = plan.orders()[static_cast<std::size_t>(p)];
+            const auto last_b = last_backward_of_chunk(order, plan.shape.virtual_stages);
             sim::Time t;
             for (const DpCollective& c : rp.dp) {
                 if (c.after_optimizer() || !c.chunk)
@@ -145,11 +146,12 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
                 const auto at =
                     static_cast<std::size_t>(last_b[static_cast<std::size_t>(*c.chunk)]);
                 const PassTime& b = passes[at];
-                const auto& st = plan.stage(b.virtual_stage);
+                const PipePass& pass = order[at];
+                const auto& st = plan.stage(virtual_stage(pass.chunk, p, plan.shape));
                 // A pass slowed by the collectives beside it produces its gradients as much later.
                 const sim::Time ready =
                     b.start +
-                    stretched(bucket_ready(st, b.pass.kind, static_cast<std::size_t>(*c.bucket)),
+                    stretched(bucket_ready(st, pass.kind, static_cast<std::size_t>(*c.bucket)),
                               b.end - b.start - slowdown_of(p, at), b.end - b.start);
                 const sim::Time start = std::max(ready, t);
                 t = start + c.time;
@@ -196,34 +198,29 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
             if (!timeline && r.end != last_end)
                 continue;
-            r.passes.reserve(timing.ranks[static_cast<std::size_t>(p)].size());
-            for (const PassTime& t : timing.ranks[static_cast<std::size_t>(p)]) {
-                ExecutedPass e{t.pass,
-                               t.virtual_stage,
-                               t.start,
-                               t.end,
-                               std::nullopt,
-                               t.released,
-                               slowdown_of(p, r.passes.size())};
-                const std::size_t j = static_cast<std::size_t>(t.pass.micro_batch);
-                if (t.pass.kind == PassKind::forward && !route_start(t.virtual_stage, plan.shape)) {
-                    const sim::Time sent = fwd_end[j * V + t.virtual_stage - 1];
-                    e.input =
-                        InputTransfer{sent, sent + plan.stage(t.virtual_stage - 1).send_forward};
-                } else if (is_input_backward(t.pass.kind) &&
-                           !route_end(t.virtual_stage, plan.shape)) {
-                    const sim::Time sent = bwd_end[j * V + t.virtual_stage + 1];
-                    e.input = InputTransfer{sent, sent + plan.stage(t.virtual_stage).send_backward};
+            const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+            const auto& order = plan.orders()[static_cast<std::size_t>(p)];
+            r.passes.reserve(passes.size());
+            for (std::size_t i = 0; i < passes.size(); ++i) {
+                const PassTime& t = passes[i];
+                const PipePass& pass = order[i];
+                const int vs = virtual_stage(pass.chunk, p, plan.shape);
+                ExecutedPass e{pass,         vs,         t.start,          t.end,
+                               std::nullopt, t.released, slowdown_of(p, i)};
+                if (pass.kind == PassKind::forward && !route_start(vs, plan.shape)) {
+                    const sim::Time sent = fwd_end[state.end_index(pass.micro_batch, vs - 1)];
+                    e.input = InputTransfer{sent, sent + plan.stage(vs - 1).send_forward};
+                } else if (is_input_backward(pass.kind) && !route_end(vs, plan.shape)) {
+                    const sim::Time sent = bwd_end[state.end_index(pass.micro_batch, vs + 1)];
+                    e.input = InputTransfer{sent, sent + plan.stage(vs).send_backward};
                 }
                 if (timeline && e.input && e.input->end > e.input->start) {
                     // Record the transfer on the sender's timeline.
                     const int sender =
-                        rank_of_stage(t.pass.kind == PassKind::forward ? t.virtual_stage - 1
-                                                                       : t.virtual_stage + 1,
-                                      plan.shape);
+                        rank_of_stage(pass.kind == PassKind::forward ? vs - 1 : vs + 1, plan.shape);
                     out[static_cast<std::size_t>(sender)].sends.push_back(
                         {e.input->start, e.input->end,
-                         pass_label(t.pass, plan.shape.virtual_stages)});
+                         pass_label(pass, plan.shape.virtual_stages)});
                 }
                 r.passes.push_back(e);
             }

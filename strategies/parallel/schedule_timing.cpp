@@ -46,8 +46,7 @@ template <class Extra>
 void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
            ScheduleTiming& t, TimingState& s, std::vector<sim::Time>& free_at, Extra&& extra) {
     const int P = shape.ranks;
-    const int V = stage_count(shape);
-    auto at = [V](int j, int vs) { return static_cast<std::size_t>(j) * V + vs; };
+    auto at = [&s](int j, int vs) { return s.end_index(j, vs); };
     auto& fwd_end = s.fwd_end;
     auto& bwd_end = s.bwd_end;
     std::size_t remaining = 0;
@@ -136,7 +135,7 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
                 }
                 free_at[p] = released;
                 t.busy[p] += dur;
-                done.push_back(PassTime{pass, vs, start, end, released});
+                done.push_back(PassTime{start, end, released});
                 t.makespan = std::max(t.makespan, released);
                 --remaining;
                 progressed = true;
@@ -162,6 +161,7 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     const std::size_t ends = static_cast<std::size_t>(shape.micro_batches) *
                              static_cast<std::size_t>(stage_count(shape));
     stage_durations(orders, shape, d, state);
+    state.micro_batches = shape.micro_batches;
     state.fwd_end.assign(ends, kNotYet);
     state.bwd_end.assign(ends, kNotYet);
     ScheduleTiming t;
@@ -204,7 +204,6 @@ void retime_with_extras(ScheduleTiming& timing, TimingState& state,
                         const std::vector<std::vector<PipePass>>& orders,
                         const PipelineShape& shape, const PassExtras& extra) {
     const int P = shape.ranks;
-    const std::size_t V = static_cast<std::size_t>(stage_count(shape));
     const std::vector<std::size_t> from = first_movable(timing, extra);
     // The passes that keep their times stay, with their ends as inputs and their rank's last
     // release as when it goes on; the others are dropped, with their ends and busy time, and
@@ -214,13 +213,15 @@ void retime_with_extras(ScheduleTiming& timing, TimingState& state,
     for (int p = 0; p < P; ++p) {
         auto& passes = timing.ranks[static_cast<std::size_t>(p)];
         const std::size_t keep = from[static_cast<std::size_t>(p)];
+        const auto& order = orders[static_cast<std::size_t>(p)];
         for (std::size_t i = keep; i < passes.size(); ++i) {
             const PassTime& x = passes[i];
-            const std::size_t key = static_cast<std::size_t>(x.pass.micro_batch) * V +
-                                    static_cast<std::size_t>(x.virtual_stage);
-            if (x.pass.kind == PassKind::forward)
+            const PipePass& pass = order[i];
+            const std::size_t key =
+                state.end_index(pass.micro_batch, virtual_stage(pass.chunk, p, shape));
+            if (pass.kind == PassKind::forward)
                 state.fwd_end[key] = kNotYet;
-            else if (is_input_backward(x.pass.kind))
+            else if (is_input_backward(pass.kind))
                 state.bwd_end[key] = kNotYet;
             timing.busy[static_cast<std::size_t>(p)] -= x.end - x.start;
         }

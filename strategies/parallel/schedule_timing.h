@@ -38,10 +38,10 @@ struct PassDurations {
     bool blocking_sends = false;
 };
 
-/// Start and end of one pass, from the start of the step.
+/// Start and end of one pass, from the start of the step. Which pass it is, is its place in its
+/// rank's order (the pass, and virtual_stage(pass.chunk, rank, shape) its stage): a long
+/// pipeline has millions of passes, and timing them is bound by the bytes written per pass.
 struct PassTime {
-    PipePass pass;
-    int virtual_stage;
     sim::Time start;
     sim::Time end;
     sim::Time released; ///< when its rank could go on: its end, or the end of a blocking send
@@ -60,11 +60,19 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
 
 /// What a timing keeps to be timed again (retime_with_extras): the durations it was timed with,
 /// by virtual stage, and when each micro-batch's forward and input-gradient backward ended on
-/// each virtual stage (by micro-batch x stage_count + virtual stage; negative: not timed).
+/// each virtual stage (at `end_index`; negative: not timed).
 struct TimingState {
     std::vector<sim::Time> f, f0, b, bi, w, xfer_f, xfer_b;
     bool blocking_sends = false;
     std::vector<sim::Time> fwd_end, bwd_end;
+    int micro_batches = 0;
+    /// Where micro-batch `j`'s end on virtual stage `vs` is: by stage, then micro-batch, so
+    /// that a rank, which runs its stages' micro-batches in order, reads and writes them in
+    /// order (by micro-batch first, each access of a long pipeline's timing was a cache line).
+    std::size_t end_index(int j, int vs) const {
+        return static_cast<std::size_t>(vs) * static_cast<std::size_t>(micro_batches) +
+               static_cast<std::size_t>(j);
+    }
 };
 
 /// The same, keeping in `state` what retime_with_extras needs.
