@@ -136,8 +136,11 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
             const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
-            r.last_pass_end = passes.empty() ? sim::Time::zero() : passes.back().released;
             const auto& order = plan.orders()[static_cast<std::size_t>(p)];
+            if (!passes.empty())
+                r.last_pass_end = release_of(state, order.back(),
+                                             virtual_stage(order.back().chunk, p, plan.shape),
+                                             passes.back().end, plan.shape);
             const auto last_b = last_backward_of_chunk(order, plan.shape.virtual_stages);
             sim::Time t;
             for (const DpCollective& c : rp.dp) {
@@ -205,8 +208,13 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
                 const PassTime& t = passes[i];
                 const PipePass& pass = order[i];
                 const int vs = virtual_stage(pass.chunk, p, plan.shape);
-                ExecutedPass e{pass,         vs,         t.start,          t.end,
-                               std::nullopt, t.released, slowdown_of(p, i)};
+                ExecutedPass e{pass,
+                               vs,
+                               t.start,
+                               t.end,
+                               std::nullopt,
+                               release_of(state, pass, vs, t.end, plan.shape),
+                               slowdown_of(p, i)};
                 if (pass.kind == PassKind::forward && !route_start(vs, plan.shape)) {
                     const sim::Time sent = fwd_end[state.end_index(pass.micro_batch, vs - 1)];
                     e.input = InputTransfer{sent, sent + plan.stage(vs - 1).send_forward};

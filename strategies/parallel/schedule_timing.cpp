@@ -126,16 +126,10 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
                     fwd_end[at(pass.micro_batch, vs)] = end;
                 else if (is_input_backward(pass.kind))
                     bwd_end[at(pass.micro_batch, vs)] = end;
-                sim::Time released = end;
-                if (s.blocking_sends) {
-                    if (pass.kind == PassKind::forward && !route_end(vs, shape))
-                        released += s.xfer_f[vs];
-                    else if (is_input_backward(pass.kind) && !route_start(vs, shape))
-                        released += s.xfer_b[vs - 1];
-                }
+                const sim::Time released = release_of(s, pass, vs, end, shape);
                 free_at[p] = released;
                 t.busy[p] += dur;
-                done.push_back(PassTime{start, end, released});
+                done.push_back(PassTime{start, end});
                 t.makespan = std::max(t.makespan, released);
                 --remaining;
                 progressed = true;
@@ -228,8 +222,11 @@ void retime_with_extras(ScheduleTiming& timing, TimingState& state,
         passes.resize(keep);
         if (keep > 0) {
             // A rank's releases never decrease: its last kept pass's is its latest.
-            free_at[static_cast<std::size_t>(p)] = passes.back().released;
-            timing.makespan = std::max(timing.makespan, passes.back().released);
+            const PipePass& last = order[keep - 1];
+            const sim::Time released = release_of(state, last, virtual_stage(last.chunk, p, shape),
+                                                  passes.back().end, shape);
+            free_at[static_cast<std::size_t>(p)] = released;
+            timing.makespan = std::max(timing.makespan, released);
         }
     }
     sweep(orders, shape, timing, state, free_at, [&extra](int p, std::size_t i) {

@@ -39,12 +39,12 @@ struct PassDurations {
 };
 
 /// Start and end of one pass, from the start of the step. Which pass it is, is its place in its
-/// rank's order (the pass, and virtual_stage(pass.chunk, rank, shape) its stage): a long
-/// pipeline has millions of passes, and timing them is bound by the bytes written per pass.
+/// rank's order (the pass, and virtual_stage(pass.chunk, rank, shape) its stage), and when its
+/// rank could go on is release_of's: a long pipeline has millions of passes, and timing them is
+/// bound by the bytes written per pass.
 struct PassTime {
     sim::Time start;
     sim::Time end;
-    sim::Time released; ///< when its rank could go on: its end, or the end of a blocking send
 };
 
 struct ScheduleTiming {
@@ -74,6 +74,19 @@ struct TimingState {
                static_cast<std::size_t>(j);
     }
 };
+
+/// When the rank of `pass`, on virtual stage `vs` and ending at `end` in a timing that kept
+/// `state`, could go on: its end, or with blocking sends the end of the send of its output.
+inline sim::Time release_of(const TimingState& state, const PipePass& pass, int vs, sim::Time end,
+                            const PipelineShape& shape) {
+    if (state.blocking_sends) {
+        if (pass.kind == PassKind::forward && !route_end(vs, shape))
+            return end + state.xfer_f[static_cast<std::size_t>(vs)];
+        if (is_input_backward(pass.kind) && !route_start(vs, shape))
+            return end + state.xfer_b[static_cast<std::size_t>(vs - 1)];
+    }
+    return end;
+}
 
 /// The same, keeping in `state` what retime_with_extras needs.
 ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
