@@ -56,69 +56,85 @@ std::vector<double> sliding_middle_windows(const hardware::Topology& topo,
     return out;
 }
 
-/// Per-edge loads of a set of flows, with the edges touched kept for a cheap maximum.
+/// Per-edge loads of a set of flows, with the edges touched kept for a cheap maximum; K loads
+/// per edge (EdgeLoads: one; ProtocolEdgeLoads: one per protocol, for a set of flows whose
+/// wire bytes differ by protocol only, whose edges are then walked once for all of them).
 /// The per-edge array is borrowed from a per-thread pool and handed back zeroed (only the
 /// touched edges are reset), so a pattern's cost is what its flows cross, not the size of the
 /// cluster: a ring's plan costs one pattern per hop, and a fresh array of every edge per
 /// pattern made a 16,384-GPU communicator quadratic (memset 56% of a GPT-3 step's time).
-class EdgeLoads {
+template <std::size_t K>
+class EdgeLoadsOf {
 public:
-    explicit EdgeLoads(const hardware::Topology& topo)
+    using Load = std::array<double, K>;
+
+    explicit EdgeLoadsOf(const hardware::Topology& topo)
         : topo_(topo)
         , load_(borrow(topo.edge_count())) {}
-    EdgeLoads(const EdgeLoads&) = delete;
-    EdgeLoads& operator=(const EdgeLoads&) = delete;
-    ~EdgeLoads() {
+    EdgeLoadsOf(const EdgeLoadsOf&) = delete;
+    EdgeLoadsOf& operator=(const EdgeLoadsOf&) = delete;
+    ~EdgeLoadsOf() {
         clear();
         pool().push_back(std::move(load_));
     }
-    void add(const RouteInfo& r, double wire_bytes) {
+    void add(const RouteInfo& r, const Load& wire_bytes) {
         for (sim::ResourceId e : r.edges) {
-            if (load_[e] == 0)
+            Load& l = load_[e];
+            if (l == Load{})
                 touched_.push_back(e);
-            load_[e] += wire_bytes;
+            for (std::size_t k = 0; k < K; ++k)
+                l[k] += wire_bytes[k];
         }
     }
-    /// The largest cost among the edges of `r` (max_cost over a part of the touched edges).
-    double max_cost_on(const RouteInfo& r) const {
-        double worst = 0;
-        for (sim::ResourceId e : r.edges)
-            worst = std::max(worst, load_[e] / topo_.edge(e).bandwidth);
+    void add(const RouteInfo& r, double wire_bytes) requires(K == 1) { add(r, Load{wire_bytes}); }
+    /// Per load, the largest cost among the edges of `r` (max_cost over a part of the touched
+    /// edges).
+    Load max_costs_on(const RouteInfo& r) const {
+        Load worst{};
+        for (sim::ResourceId e : r.edges) {
+            const double bandwidth = topo_.edge(e).bandwidth;
+            for (std::size_t k = 0; k < K; ++k)
+                worst[k] = std::max(worst[k], load_[e][k] / bandwidth);
+        }
         return worst;
     }
-    double max_cost() const {
+    double max_cost_on(const RouteInfo& r) const requires(K == 1) { return max_costs_on(r)[0]; }
+    double max_cost() const requires(K == 1) {
         double worst = 0;
         for (sim::ResourceId e : touched_)
-            worst = std::max(worst, load_[e] / topo_.edge(e).bandwidth);
+            worst = std::max(worst, load_[e][0] / topo_.edge(e).bandwidth);
         return worst;
     }
     void clear() {
         for (sim::ResourceId e : touched_)
-            load_[e] = 0;
+            load_[e] = Load{};
         touched_.clear();
     }
 
 private:
-    static std::vector<std::vector<double>>& pool() {
-        thread_local std::vector<std::vector<double>> buffers; // zeroed; one per nested use
+    static std::vector<std::vector<Load>>& pool() {
+        thread_local std::vector<std::vector<Load>> buffers; // zeroed; one per nested use
         return buffers;
     }
-    static std::vector<double> borrow(std::size_t edges) {
+    static std::vector<Load> borrow(std::size_t edges) {
         auto& buffers = pool();
-        std::vector<double> b;
+        std::vector<Load> b;
         if (!buffers.empty()) {
             b = std::move(buffers.back());
             buffers.pop_back();
         }
         if (b.size() < edges)
-            b.resize(edges, 0.0);
+            b.resize(edges, Load{});
         return b;
     }
 
     const hardware::Topology& topo_;
-    std::vector<double> load_;
+    std::vector<Load> load_;
     std::vector<sim::ResourceId> touched_;
 };
+
+using EdgeLoads = EdgeLoadsOf<1>;
+using ProtocolEdgeLoads = EdgeLoadsOf<hardware::kProtocolCount>;
 
 LinkLevel level_of(const hardware::Topology& topo, const hardware::Route& r) {
     LinkLevel level = LinkLevel::nvlink;
@@ -696,11 +712,6 @@ void Plan::load_pipeline(TreeData& t, bool all_windows) const {
     }
     // Each stage's flows with their routes and wire bytes looked up once per protocol,
     // not once per window (a window is every stage range: 2D^2 of them).
-    EdgeLoads loads(topo);
-    // In one node every window is computed here (a tree of n - 1 hops). Across nodes the
-    // tree has 2 x NIC ports parts, 8 times the hops: the windows that start at stage 0
-    // or end at the last one are computed here, those a pipeline of few chunks needs
-    // in between on first use (pipeline_rounds).
     for (Protocol p : hardware::kAllProtocols) {
         auto& sl = t.stage_loads[idx(p)];
         sl.resize(size_t(S));
@@ -708,38 +719,63 @@ void Plan::load_pipeline(TreeData& t, bool all_windows) const {
             for (const RouteInfo* r : stage_routes[size_t(o)])
                 sl[size_t(o)].push_back({r, 1.0 / efficiency(r->level, p)});
         }
-        // Loads only grow as a window widens, so the costliest edge is the previous one or
-        // an edge the new stage loaded: the same maximum, without rescanning every edge.
-        auto widen = [&](int o, double worst) {
-            for (const TreeData::Loaded& f : sl[size_t(o)])
-                loads.add(*f.route, f.wire);
-            for (const TreeData::Loaded& f : sl[size_t(o)])
-                worst = std::max(worst, loads.max_cost_on(*f.route));
-            return worst;
-        };
-        if (all_windows) {
-            auto& w = t.window[idx(p)];
-            w.assign(size_t(S * S), 0.0);
-            for (int lo = 0; lo < S; ++lo) {
-                loads.clear();
-                double worst = 0;
-                for (int hi = lo; hi < S; ++hi)
-                    w[size_t(lo * S + hi)] = worst = widen(hi, worst);
-            }
-            continue;
+    }
+    // The windows of every protocol in one walk of the routes' edges: the protocols load the
+    // same routes, with wire bytes that differ (each protocol's sums and maxima are taken in
+    // the same order as alone: the same numbers). In one node every window is computed here
+    // (a tree of n - 1 hops). Across nodes the tree has 2 x NIC ports parts, 8 times the hops:
+    // the windows that start at stage 0 or end at the last one are computed here, those a
+    // pipeline of few chunks needs in between on first use (pipeline_rounds).
+    using Costs = ProtocolEdgeLoads::Load;
+    ProtocolEdgeLoads loads(topo);
+    // Loads only grow as a window widens, so the costliest edge is the previous one or an edge
+    // the new stage loaded: the same maximum, without rescanning every edge.
+    auto widen = [&](int o, Costs worst) {
+        const auto& routes = stage_routes[size_t(o)];
+        for (std::size_t i = 0; i < routes.size(); ++i) {
+            Costs wire;
+            for (Protocol p : hardware::kAllProtocols)
+                wire[idx(p)] = t.stage_loads[idx(p)][size_t(o)][i].wire;
+            loads.add(*routes[i], wire);
         }
-        auto& pre = t.prefix[idx(p)];
-        auto& suf = t.suffix[idx(p)];
-        pre.assign(size_t(S), 0.0);
-        suf.assign(size_t(S), 0.0);
-        loads.clear();
-        double worst = 0;
-        for (int hi = 0; hi < S; ++hi)
-            pre[size_t(hi)] = worst = widen(hi, worst);
-        loads.clear();
-        worst = 0;
-        for (int lo = S - 1; lo >= 0; --lo)
-            suf[size_t(lo)] = worst = widen(lo, worst);
+        for (const RouteInfo* r : routes) {
+            const Costs on = loads.max_costs_on(*r);
+            for (std::size_t k = 0; k < on.size(); ++k)
+                worst[k] = std::max(worst[k], on[k]);
+        }
+        return worst;
+    };
+    if (all_windows) {
+        for (Protocol p : hardware::kAllProtocols)
+            t.window[idx(p)].assign(size_t(S * S), 0.0);
+        for (int lo = 0; lo < S; ++lo) {
+            loads.clear();
+            Costs worst{};
+            for (int hi = lo; hi < S; ++hi) {
+                worst = widen(hi, worst);
+                for (Protocol p : hardware::kAllProtocols)
+                    t.window[idx(p)][size_t(lo * S + hi)] = worst[idx(p)];
+            }
+        }
+        return;
+    }
+    for (Protocol p : hardware::kAllProtocols) {
+        t.prefix[idx(p)].assign(size_t(S), 0.0);
+        t.suffix[idx(p)].assign(size_t(S), 0.0);
+    }
+    loads.clear();
+    Costs worst{};
+    for (int hi = 0; hi < S; ++hi) {
+        worst = widen(hi, worst);
+        for (Protocol p : hardware::kAllProtocols)
+            t.prefix[idx(p)][size_t(hi)] = worst[idx(p)];
+    }
+    loads.clear();
+    worst = Costs{};
+    for (int lo = S - 1; lo >= 0; --lo) {
+        worst = widen(lo, worst);
+        for (Protocol p : hardware::kAllProtocols)
+            t.suffix[idx(p)][size_t(lo)] = worst[idx(p)];
     }
 }
 
