@@ -12,20 +12,15 @@ constexpr sim::Time kNotYet = sim::Time::ps(-1);
 
 /// The durations by (kind, virtual stage) into `s` (they depend on nothing else: evaluated once
 /// per timing).
-void stage_durations(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
-                     const PassDurations& d, TimingState& s) {
+void stage_durations(const PipelineShape& shape, const PassDurations& d, TimingState& s) {
     const int V = stage_count(shape);
-    bool split = false;
-    for (const auto& o : orders)
-        for (const PipePass& pass : o)
-            split = split || (pass.kind != PassKind::forward && pass.kind != PassKind::backward);
     for (auto* v : {&s.f, &s.f0, &s.b, &s.bi, &s.w, &s.xfer_f, &s.xfer_b})
         v->assign(static_cast<std::size_t>(V), sim::Time::zero());
     for (int vs = 0; vs < V; ++vs) {
         s.f[vs] = d.pass(PassKind::forward, vs);
         s.f0[vs] = d.first_forward ? d.first_forward(vs) : s.f[vs];
         s.b[vs] = shape.forward_only ? sim::Time::zero() : d.pass(PassKind::backward, vs);
-        if (split && !shape.forward_only) {
+        if (!shape.forward_only) {
             s.bi[vs] = d.pass(PassKind::backward_input, vs);
             s.w[vs] = d.pass(PassKind::weight, vs);
         }
@@ -53,9 +48,16 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
     for (int p = 0; p < P; ++p)
         remaining += orders[p].size() - t.ranks[p].size();
 
+    // The sweeps go up the ranks and down again: forwards flow up the pipeline and backwards
+    // down, so each direction's wave runs through every rank in one sweep (sweeping up alone,
+    // a backward waited a whole sweep per rank, and as many tries found a rank blocked as ran
+    // a pass). The order the passes are timed in changes no time: each pass starts when its
+    // inputs and its rank's previous pass are done.
+    bool up = true;
     while (remaining > 0) {
         bool progressed = false;
-        for (int p = 0; p < P; ++p) {
+        for (int k = 0; k < P; ++k) {
+            const int p = up ? k : P - 1 - k;
             const auto& order = orders[p];
             auto& done = t.ranks[p];
             while (done.size() < order.size()) {
@@ -137,6 +139,7 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
         }
         if (!progressed)
             throw std::logic_error("pipeline schedule deadlocks: no rank can run its next pass");
+        up = !up;
     }
 }
 
@@ -154,7 +157,7 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     const int P = shape.ranks;
     const std::size_t ends = static_cast<std::size_t>(shape.micro_batches) *
                              static_cast<std::size_t>(stage_count(shape));
-    stage_durations(orders, shape, d, state);
+    stage_durations(shape, d, state);
     state.micro_batches = shape.micro_batches;
     state.fwd_end.assign(ends, kNotYet);
     state.bwd_end.assign(ends, kNotYet);

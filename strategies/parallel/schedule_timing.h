@@ -21,7 +21,8 @@ namespace clustersim::strategies::parallel {
 /// Durations the timing needs.
 struct PassDurations {
     /// Duration of a pass on virtual stage `vs` (compute, recompute and exposed TP comm); asked
-    /// for backward_input and weight only when the orders split the backward.
+    /// for every kind, once per stage, whether the orders split the backward or not (finding
+    /// out would read every pass of the orders).
     std::function<sim::Time(PassKind kind, int vs)> pass;
     /// Duration of micro-batch 0's forward on `vs` when it differs from the others' (the
     /// distributed optimizer's parameter gather overlapped with it); empty: as `pass`.
