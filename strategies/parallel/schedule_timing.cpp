@@ -33,6 +33,54 @@ void stage_durations(const PipelineShape& shape, const PassDurations& d, TimingS
     s.blocking_sends = d.blocking_sends;
 }
 
+/// What the sweep needs of a chunk on a rank, looked up once per timing instead of once per
+/// pass: its virtual stage, where its passes' ends are kept (plus the micro-batch), those of
+/// the stages before and after it on its route, the transfers from them, its durations and
+/// what a blocking send of its output adds to when its rank goes on (release_of's).
+struct ChunkOnRank {
+    int vs = 0;
+    bool starts = false; ///< route_start: its forwards take no input
+    bool ends = false;   ///< route_end: its backwards take no gradient
+    std::size_t own = 0, before = 0, after = 0;
+    sim::Time in_f, in_b;
+    sim::Time f, f0, b, bi, w;
+    sim::Time send_f, send_b;
+};
+
+std::vector<ChunkOnRank> chunks_on_ranks(const PipelineShape& shape, const TimingState& s) {
+    const int P = shape.ranks;
+    const int v = shape.virtual_stages;
+    std::vector<ChunkOnRank> out(static_cast<std::size_t>(P) * static_cast<std::size_t>(v));
+    for (int p = 0; p < P; ++p)
+        for (int c = 0; c < v; ++c) {
+            ChunkOnRank& x = out[static_cast<std::size_t>(p) * v + c];
+            const int vs = virtual_stage(c, p, shape);
+            const auto at = static_cast<std::size_t>(vs);
+            x.vs = vs;
+            x.starts = route_start(vs, shape);
+            x.ends = route_end(vs, shape);
+            x.own = s.end_index(0, vs);
+            if (!x.starts) {
+                x.before = s.end_index(0, vs - 1);
+                x.in_f = s.xfer_f[at - 1];
+            }
+            if (!x.ends) {
+                x.after = s.end_index(0, vs + 1);
+                x.in_b = s.xfer_b[at];
+            }
+            x.f = s.f[at];
+            x.f0 = s.f0[at];
+            x.b = s.b[at];
+            x.bi = s.bi[at];
+            x.w = s.w[at];
+            x.send_f =
+                release_of(s, PipePass{PassKind::forward, 0, c}, vs, sim::Time::zero(), shape);
+            x.send_b =
+                release_of(s, PipePass{PassKind::backward, 0, c}, vs, sim::Time::zero(), shape);
+        }
+    return out;
+}
+
 /// Times the passes of `orders` after those `t` holds (a prefix of each rank's order), each
 /// pass's duration plus `extra(rank, index)`, `s` holding the ends of the passes timed so far:
 /// sweeps the ranks, running every pass whose inputs are known; a sweep that runs nothing means
@@ -41,9 +89,10 @@ template <class Extra>
 void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
            ScheduleTiming& t, TimingState& s, std::vector<sim::Time>& free_at, Extra&& extra) {
     const int P = shape.ranks;
-    auto at = [&s](int j, int vs) { return s.end_index(j, vs); };
-    auto& fwd_end = s.fwd_end;
-    auto& bwd_end = s.bwd_end;
+    const int v = shape.virtual_stages;
+    const std::vector<ChunkOnRank> chunks = chunks_on_ranks(shape, s);
+    sim::Time* const fwd_end = s.fwd_end.data();
+    sim::Time* const bwd_end = s.bwd_end.data();
     std::size_t remaining = 0;
     for (int p = 0; p < P; ++p)
         remaining += orders[p].size() - t.ranks[p].size();
@@ -54,93 +103,107 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
     // a pass). The order the passes are timed in changes no time: each pass starts when its
     // inputs and its rank's previous pass are done.
     bool up = true;
+    sim::Time makespan = t.makespan;
     while (remaining > 0) {
         bool progressed = false;
         for (int k = 0; k < P; ++k) {
             const int p = up ? k : P - 1 - k;
             const auto& order = orders[p];
             auto& done = t.ranks[p];
+            const ChunkOnRank* const rank_chunks = chunks.data() + static_cast<std::size_t>(p) * v;
+            // The rank's running state in locals (stores to the ends could alias them).
+            sim::Time free = free_at[p];
+            sim::Time busy = t.busy[p];
+            const std::size_t before = done.size();
             while (done.size() < order.size()) {
                 const std::size_t index = done.size();
                 const PipePass& pass = order[index];
-                const int vs = virtual_stage(pass.chunk, p, shape);
+                const ChunkOnRank& c = rank_chunks[pass.chunk];
+                const auto j = static_cast<std::size_t>(pass.micro_batch);
                 sim::Time ready;
                 if (pass.kind == PassKind::weight) {
                     // After its own B, which the rank ran earlier in its order.
-                    const sim::Time own = bwd_end[at(pass.micro_batch, vs)];
+                    const sim::Time own = bwd_end[c.own + j];
                     if (own == kNotYet)
                         break;
                     ready = own;
                 } else if (pass.kind == PassKind::forward) {
-                    if (!route_start(vs, shape)) {
-                        const sim::Time prev = fwd_end[at(pass.micro_batch, vs - 1)];
+                    if (!c.starts) {
+                        const sim::Time prev = fwd_end[c.before + j];
                         if (prev == kNotYet)
                             break;
-                        ready = prev + s.xfer_f[vs - 1];
+                        ready = prev + c.in_f;
                     }
                 } else {
-                    const sim::Time own = fwd_end[at(pass.micro_batch, vs)];
+                    const sim::Time own = fwd_end[c.own + j];
                     if (own == kNotYet)
                         break;
                     ready = own;
-                    if (!route_end(vs, shape)) {
-                        const sim::Time later = bwd_end[at(pass.micro_batch, vs + 1)];
+                    if (!c.ends) {
+                        const sim::Time later = bwd_end[c.after + j];
                         if (later == kNotYet)
                             break;
-                        ready = std::max(ready, later + s.xfer_b[vs]);
+                        ready = std::max(ready, later + c.in_b);
                     }
                 }
                 if (pass.joint && index + 1 < order.size()) {
                     // Waits for the next pass's input from another stage as well.
-                    const PipePass& after = order[index + 1];
-                    const int vs2 = virtual_stage(after.chunk, p, shape);
-                    if (after.kind == PassKind::forward && !route_start(vs2, shape)) {
-                        const sim::Time in = fwd_end[at(after.micro_batch, vs2 - 1)];
+                    const PipePass& next = order[index + 1];
+                    const ChunkOnRank& c2 = rank_chunks[next.chunk];
+                    const auto j2 = static_cast<std::size_t>(next.micro_batch);
+                    if (next.kind == PassKind::forward && !c2.starts) {
+                        const sim::Time in = fwd_end[c2.before + j2];
                         if (in == kNotYet)
                             break;
-                        ready = std::max(ready, in + s.xfer_f[vs2 - 1]);
-                    } else if (is_input_backward(after.kind) && !route_end(vs2, shape)) {
-                        const sim::Time in = bwd_end[at(after.micro_batch, vs2 + 1)];
+                        ready = std::max(ready, in + c2.in_f);
+                    } else if (is_input_backward(next.kind) && !c2.ends) {
+                        const sim::Time in = bwd_end[c2.after + j2];
                         if (in == kNotYet)
                             break;
-                        ready = std::max(ready, in + s.xfer_b[vs2]);
+                        ready = std::max(ready, in + c2.in_b);
                     }
                 }
-                const sim::Time start = std::max(ready, free_at[p]);
+                const sim::Time start = std::max(ready, free);
                 sim::Time dur;
+                sim::Time send;
                 switch (pass.kind) {
                 case PassKind::forward:
-                    dur = pass.micro_batch == 0 ? s.f0[vs] : s.f[vs];
+                    dur = j == 0 ? c.f0 : c.f;
+                    send = c.send_f;
                     break;
                 case PassKind::backward:
-                    dur = s.b[vs];
+                    dur = c.b;
+                    send = c.send_b;
                     break;
                 case PassKind::backward_input:
-                    dur = s.bi[vs];
+                    dur = c.bi;
+                    send = c.send_b;
                     break;
                 case PassKind::weight:
-                    dur = s.w[vs];
+                    dur = c.w;
                     break;
                 }
                 dur += extra(p, index);
                 const sim::Time end = start + dur;
                 if (pass.kind == PassKind::forward)
-                    fwd_end[at(pass.micro_batch, vs)] = end;
+                    fwd_end[c.own + j] = end;
                 else if (is_input_backward(pass.kind))
-                    bwd_end[at(pass.micro_batch, vs)] = end;
-                const sim::Time released = release_of(s, pass, vs, end, shape);
-                free_at[p] = released;
-                t.busy[p] += dur;
+                    bwd_end[c.own + j] = end;
+                free = end + send; // release_of(s, pass, c.vs, end, shape)
+                busy += dur;
                 done.push_back(PassTime{start, end});
-                t.makespan = std::max(t.makespan, released);
-                --remaining;
-                progressed = true;
+                makespan = std::max(makespan, free);
             }
+            free_at[p] = free;
+            t.busy[p] = busy;
+            remaining -= done.size() - before;
+            progressed = progressed || done.size() > before;
         }
         if (!progressed)
             throw std::logic_error("pipeline schedule deadlocks: no rank can run its next pass");
         up = !up;
     }
+    t.makespan = makespan;
 }
 
 } // namespace
