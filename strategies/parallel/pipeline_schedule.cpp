@@ -4,6 +4,7 @@
 #include "strategies/parallel/schedule_timing.h"
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -291,6 +292,9 @@ std::vector<std::vector<PipePass>> pipeline_order(PipelineSchedule schedule,
                                                   const PipelineShape& shape) {
     if (shape.ranks < 1 || shape.micro_batches < 1 || shape.virtual_stages < 1)
         throw InputError("a pipeline needs at least one rank, micro-batch and stage");
+    if (shape.virtual_stages > std::numeric_limits<std::uint16_t>::max()) // PipePass::chunk
+        throw InputError("parallel.virtual_stages = " + std::to_string(shape.virtual_stages) +
+                         " is more than 65535 chunks per rank");
     if (schedule != PipelineSchedule::interleaved_1f1b &&
         shape.virtual_stages != chunks_per_rank(schedule, 1))
         throw InputError("parallel.virtual_stages = " + std::to_string(shape.virtual_stages) +
@@ -373,9 +377,9 @@ std::shared_ptr<const PassOrders> shared_pipeline_order(PipelineSchedule schedul
         std::shared_ptr<const PassOrders> orders;
         std::size_t passes;
     };
-    // At most 1 M passes held (16 MiB), the oldest dropped first: a sweep meets its shapes in
+    // At most 2 M passes held (16 MiB), the oldest dropped first: a sweep meets its shapes in
     // runs (the grid's last axes vary fastest), so a few recent ones serve almost every plan.
-    constexpr std::size_t kMaxPasses = std::size_t{1} << 20;
+    constexpr std::size_t kMaxPasses = std::size_t{2} << 20;
     static std::mutex mutex;
     static std::vector<Entry> memo; // oldest first
     const Key key{schedule,           shape.ranks,    shape.micro_batches, shape.virtual_stages,

@@ -58,16 +58,25 @@ inline bool is_input_backward(PassKind k) {
 /// pipeline and P..2P-1 the reverse direction's, each a whole model).
 enum class Placement : std::uint8_t { looped, v_shape, bidirectional };
 
-/// One pass of one micro-batch through one model chunk of a rank.
+/// One pass of one micro-batch through one model chunk of a rank. Eight bytes: a long
+/// pipeline's orders hold millions of passes, read once per timing.
 struct PipePass {
-    PassKind kind;
-    std::int32_t micro_batch;
-    std::int32_t chunk; ///< 0..v-1 on this rank
+    PassKind kind = PassKind::forward;
     /// Starts only once the next pass's input has arrived too: the first of DualPipe's
     /// forward-backward pairs, whose receives are posted and waited for together
     /// (dualpipe.py's _forward_backward_chunk, one batch_isend_irecv for both).
     bool joint = false;
+    std::uint16_t chunk = 0; ///< 0..v-1 on this rank (v is at most 1,024: experiment.cpp)
+    std::int32_t micro_batch = 0;
+
+    PipePass() = default;
+    constexpr PipePass(PassKind k, int j, int c, bool joint_pair = false)
+        : kind(k)
+        , joint(joint_pair)
+        , chunk(static_cast<std::uint16_t>(c))
+        , micro_batch(j) {}
 };
+static_assert(sizeof(PipePass) == 8);
 
 struct PipelineShape {
     int ranks = 1;          ///< P, pipeline-parallel size

@@ -160,6 +160,9 @@ TEST_CASE("schedules: invalid shapes are refused with what would fix them",
     CHECK_THROWS_WITH(pipeline_order(PipelineSchedule::one_f_one_b, {4, 8, 2, false}),
                       Catch::Contains("interleaved-1f1b"));
     CHECK_THROWS_AS(pipeline_order(PipelineSchedule::gpipe, {0, 8, 1, false}), InputError);
+    // A pass holds its chunk in 16 bits.
+    CHECK_THROWS_WITH(pipeline_order(PipelineSchedule::interleaved_1f1b, {2, 2, 65536, false}),
+                      Catch::Contains("65535"));
 }
 
 namespace {
