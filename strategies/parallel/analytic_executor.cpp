@@ -40,7 +40,10 @@ PassDurations durations_of(const StepPlan& plan) {
 bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
                std::vector<std::vector<sim::Time>>& extra) {
     const int P = plan.shape.ranks;
-    extra.assign(static_cast<std::size_t>(P), {});
+    // Each rank's vector emptied, its memory kept (run_analytic reuses it from step to step).
+    extra.resize(static_cast<std::size_t>(P));
+    for (auto& e : extra)
+        e.clear();
     // The gradient reductions overlapped with the backward (the collectives of a chunk's
     // buckets, issued as run_analytic issues them) slow the passes they run beside: each one by
     // overlap_slowdown of the compute it overlaps, shared among those passes by their overlap.
@@ -48,7 +51,7 @@ bool extras_of(const StepPlan& plan, const ScheduleTiming& timing,
     bool any = false;
     for (int p = 0; p < P; ++p) {
         const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
-        const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+        const auto passes = timing.rank(static_cast<std::size_t>(p));
         auto& extras = extra[static_cast<std::size_t>(p)];
         bool overlapped_dp = false;
         for (const DpCollective& c : rp.dp)
@@ -114,15 +117,27 @@ std::vector<std::vector<sim::Time>> dp_overlap_slowdown(const StepPlan& plan) {
 std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
     const int P = plan.shape.ranks;
     const PassDurations d = durations_of(plan);
-    // Per rank and pass (in its order): what the data-parallel collectives beside it cost it.
-    std::vector<std::vector<sim::Time>> extra(static_cast<std::size_t>(P));
+    // What a timing holds: by pass of every rank, by micro-batch and stage, and per rank and
+    // pass what the data-parallel collectives beside it cost it (extra). Kept from step to step
+    // on each thread: a sweep's configurations then reuse the same pages, where each one
+    // allocated its own megabytes (page faults, and the allocator's shared arena, cost a sweep
+    // on two threads more than on one).
+    struct Scratch {
+        TimingState state;
+        ScheduleTiming timing;
+        std::vector<std::vector<sim::Time>> extra;
+    };
+    thread_local Scratch scratch;
+    TimingState& state = scratch.state;
+    ScheduleTiming& timing = scratch.timing;
+    std::vector<std::vector<sim::Time>>& extra = scratch.extra; // sized by extras_of
 
     // The ranks' data-parallel streams, optimizer and end, from the timing; then the pass
     // records: every rank's for the timeline, else only those of the ranks that end last (the
     // step's breakdown reads the critical rank's alone, and a long pipeline has millions of
     // passes). `state` keeps, by micro-batch x virtual stage, when each forward and
     // input-gradient backward ended: when each pass's input was sent.
-    auto execute = [&](const ScheduleTiming& timing, const TimingState& state) {
+    auto execute = [&] {
         std::vector<ExecutedRank> out(static_cast<std::size_t>(P));
         auto slowdown_of = [&](int p, std::size_t i) {
             const auto& extras = extra[static_cast<std::size_t>(p)];
@@ -135,7 +150,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         for (int p = 0; p < P; ++p) {
             const RankPlan& rp = plan.ranks[static_cast<std::size_t>(p)];
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
-            const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+            const auto passes = timing.rank(static_cast<std::size_t>(p));
             const auto& order = plan.orders()[static_cast<std::size_t>(p)];
             if (!passes.empty())
                 r.last_pass_end = release_of(state, order.back(),
@@ -201,7 +216,7 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
             ExecutedRank& r = out[static_cast<std::size_t>(p)];
             if (!timeline && r.end != last_end)
                 continue;
-            const auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+            const auto passes = timing.rank(static_cast<std::size_t>(p));
             const auto& order = plan.orders()[static_cast<std::size_t>(p)];
             r.passes.reserve(passes.size());
             for (std::size_t i = 0; i < passes.size(); ++i) {
@@ -236,13 +251,12 @@ std::vector<ExecutedRank> run_analytic(const StepPlan& plan, bool timeline) {
         return out;
     };
 
-    TimingState state;
-    ScheduleTiming timing = time_schedule(plan.orders(), plan.shape, d, state);
+    time_schedule(plan.orders(), plan.shape, d, state, timing);
     // The passes lengthened by the gradient reductions beside them, and the schedule timed once
     // more (one correction, not iterated to a fixed point): only the passes that can move.
     if (extras_of(plan, timing, extra))
         retime_with_extras(timing, state, plan.orders(), plan.shape, extra);
-    std::vector<ExecutedRank> out = execute(timing, state);
+    std::vector<ExecutedRank> out = execute();
     return out;
 }
 

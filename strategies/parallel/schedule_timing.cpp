@@ -95,7 +95,7 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
     sim::Time* const bwd_end = s.bwd_end.data();
     std::size_t remaining = 0;
     for (int p = 0; p < P; ++p)
-        remaining += orders[p].size() - t.ranks[p].size();
+        remaining += orders[p].size() - t.timed[p];
 
     // The sweeps go up the ranks and down again: forwards flow up the pipeline and backwards
     // down, so each direction's wave runs through every rank in one sweep (sweeping up alone,
@@ -109,14 +109,14 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
         for (int k = 0; k < P; ++k) {
             const int p = up ? k : P - 1 - k;
             const auto& order = orders[p];
-            auto& done = t.ranks[p];
+            PassTime* const done = t.passes.data() + t.first[p];
             const ChunkOnRank* const rank_chunks = chunks.data() + static_cast<std::size_t>(p) * v;
             // The rank's running state in locals (stores to the ends could alias them).
             sim::Time free = free_at[p];
             sim::Time busy = t.busy[p];
-            const std::size_t before = done.size();
-            while (done.size() < order.size()) {
-                const std::size_t index = done.size();
+            const std::size_t before = t.timed[p];
+            std::size_t index = before;
+            for (; index < order.size(); ++index) {
                 const PipePass& pass = order[index];
                 const ChunkOnRank& c = rank_chunks[pass.chunk];
                 const auto j = static_cast<std::size_t>(pass.micro_batch);
@@ -191,13 +191,14 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
                     bwd_end[c.own + j] = end;
                 free = end + send; // release_of(s, pass, c.vs, end, shape)
                 busy += dur;
-                done.push_back(PassTime{start, end});
+                done[index] = PassTime{start, end};
                 makespan = std::max(makespan, free);
             }
             free_at[p] = free;
             t.busy[p] = busy;
-            remaining -= done.size() - before;
-            progressed = progressed || done.size() > before;
+            t.timed[p] = index;
+            remaining -= index - before;
+            progressed = progressed || index > before;
         }
         if (!progressed)
             throw std::logic_error("pipeline schedule deadlocks: no rank can run its next pass");
@@ -217,6 +218,13 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
 ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                              const PipelineShape& shape, const PassDurations& d,
                              TimingState& state) {
+    ScheduleTiming t;
+    time_schedule(orders, shape, d, state, t);
+    return t;
+}
+
+void time_schedule(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
+                   const PassDurations& d, TimingState& state, ScheduleTiming& t) {
     const int P = shape.ranks;
     const std::size_t ends = static_cast<std::size_t>(shape.micro_batches) *
                              static_cast<std::size_t>(stage_count(shape));
@@ -224,24 +232,28 @@ ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
     state.micro_batches = shape.micro_batches;
     state.fwd_end.assign(ends, kNotYet);
     state.bwd_end.assign(ends, kNotYet);
-    ScheduleTiming t;
-    t.ranks.resize(P);
+    t.first.assign(static_cast<std::size_t>(P) + 1, 0);
     for (int p = 0; p < P; ++p)
-        t.ranks[p].reserve(orders[p].size()); // each pass timed once: no room to spare
-    t.busy.assign(P, sim::Time::zero());
+        t.first[static_cast<std::size_t>(p) + 1] =
+            t.first[static_cast<std::size_t>(p)] + orders[static_cast<std::size_t>(p)].size();
+    // Each pass timed once: room for the orders, kept from an earlier timing if it had more.
+    if (t.passes.size() < t.first.back())
+        t.passes.resize(t.first.back());
+    t.timed.assign(static_cast<std::size_t>(P), 0);
+    t.makespan = sim::Time::zero();
+    t.busy.assign(static_cast<std::size_t>(P), sim::Time::zero());
     std::vector<sim::Time> free_at(static_cast<std::size_t>(P));
     if (d.extra)
         sweep(orders, shape, t, state, free_at, d.extra);
     else
         sweep(orders, shape, t, state, free_at, [](int, std::size_t) { return sim::Time::zero(); });
-    return t;
 }
 
 std::vector<std::size_t> first_movable(const ScheduleTiming& timing, const PassExtras& extra) {
     // The earliest start of a pass given time.
     sim::Time first = sim::Time::max();
-    for (std::size_t p = 0; p < extra.size() && p < timing.ranks.size(); ++p) {
-        const auto& passes = timing.ranks[p];
+    for (std::size_t p = 0; p < extra.size() && p < timing.ranks(); ++p) {
+        const auto passes = timing.rank(p);
         const std::size_t n = std::min(extra[p].size(), passes.size());
         for (std::size_t i = 0; i < n; ++i)
             if (extra[p][i] != sim::Time::zero()) {
@@ -249,9 +261,9 @@ std::vector<std::size_t> first_movable(const ScheduleTiming& timing, const PassE
                 break; // a rank's passes start in order
             }
     }
-    std::vector<std::size_t> from(timing.ranks.size());
+    std::vector<std::size_t> from(timing.ranks());
     for (std::size_t p = 0; p < from.size(); ++p) {
-        const auto& passes = timing.ranks[p];
+        const auto passes = timing.rank(p);
         from[p] = static_cast<std::size_t>(
             std::partition_point(passes.begin(), passes.end(),
                                  [&](const PassTime& x) { return x.start < first; }) -
@@ -271,7 +283,7 @@ void retime_with_extras(ScheduleTiming& timing, TimingState& state,
     std::vector<sim::Time> free_at(static_cast<std::size_t>(P));
     timing.makespan = sim::Time::zero();
     for (int p = 0; p < P; ++p) {
-        auto& passes = timing.ranks[static_cast<std::size_t>(p)];
+        const auto passes = timing.rank(static_cast<std::size_t>(p));
         const std::size_t keep = from[static_cast<std::size_t>(p)];
         const auto& order = orders[static_cast<std::size_t>(p)];
         for (std::size_t i = keep; i < passes.size(); ++i) {
@@ -285,12 +297,12 @@ void retime_with_extras(ScheduleTiming& timing, TimingState& state,
                 state.bwd_end[key] = kNotYet;
             timing.busy[static_cast<std::size_t>(p)] -= x.end - x.start;
         }
-        passes.resize(keep);
+        timing.timed[static_cast<std::size_t>(p)] = keep;
         if (keep > 0) {
             // A rank's releases never decrease: its last kept pass's is its latest.
             const PipePass& last = order[keep - 1];
             const sim::Time released = release_of(state, last, virtual_stage(last.chunk, p, shape),
-                                                  passes.back().end, shape);
+                                                  passes[keep - 1].end, shape);
             free_at[static_cast<std::size_t>(p)] = released;
             timing.makespan = std::max(timing.makespan, released);
         }

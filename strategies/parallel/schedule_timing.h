@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace clustersim::strategies::parallel {
@@ -48,11 +49,25 @@ struct PassTime {
     sim::Time end;
 };
 
+/// The passes' times of every rank, in one array: a rank's after the previous rank's, each
+/// rank's in its order (one allocation per timing, reused by a timing into it, where a vector
+/// per rank was as many allocations of a pipeline's ranks per configuration of a sweep).
 struct ScheduleTiming {
-    std::vector<std::vector<PassTime>> ranks; ///< per rank, in execution order
-    sim::Time makespan;                       ///< end of the last pass
+    /// Rank p's passes are passes[first[p] ...], timed[p] of them; its order's room ends at
+    /// first[p + 1]. Past the last rank's room the array may hold stale times (its size only
+    /// grows when a timing is reused).
+    std::vector<PassTime> passes;
+    std::vector<std::size_t> first;
+    std::vector<std::size_t> timed;
+    sim::Time makespan; ///< end of the last pass
     /// Per rank: the time its compute stream was busy with passes.
     std::vector<sim::Time> busy;
+
+    std::size_t ranks() const { return timed.size(); }
+    /// Rank p's timed passes, in its order.
+    std::span<const PassTime> rank(std::size_t p) const {
+        return {passes.data() + first[p], timed[p]};
+    }
 };
 
 /// Times `orders` (from pipeline_order) with the given durations. `shape` gives P, m, v.
@@ -93,6 +108,11 @@ inline sim::Time release_of(const TimingState& state, const PipePass& pass, int 
 ScheduleTiming time_schedule(const std::vector<std::vector<PipePass>>& orders,
                              const PipelineShape& shape, const PassDurations& durations,
                              TimingState& state);
+
+/// The same, into `timing` and `state`, reusing the memory they hold (a sweep times thousands
+/// of configurations: the same pages serve them all).
+void time_schedule(const std::vector<std::vector<PipePass>>& orders, const PipelineShape& shape,
+                   const PassDurations& durations, TimingState& state, ScheduleTiming& timing);
 
 /// Time added to passes: per rank, by position in its order (a rank's vector may be shorter
 /// than its order, or empty: nothing added to the passes past its end).

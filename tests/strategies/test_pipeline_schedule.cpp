@@ -206,12 +206,12 @@ void check_retime_matches(const std::vector<std::vector<PipePass>>& orders,
     // The ends it keeps for a further timing as well.
     CHECK(state.fwd_end == full_state.fwd_end);
     CHECK(state.bwd_end == full_state.bwd_end);
-    REQUIRE(retimed.ranks.size() == full.ranks.size());
-    for (std::size_t p = 0; p < full.ranks.size(); ++p) {
-        REQUIRE(retimed.ranks[p].size() == full.ranks[p].size());
-        for (std::size_t i = 0; i < full.ranks[p].size(); ++i) {
-            const PassTime& a = retimed.ranks[p][i];
-            const PassTime& b = full.ranks[p][i];
+    REQUIRE(retimed.ranks() == full.ranks());
+    for (std::size_t p = 0; p < full.ranks(); ++p) {
+        REQUIRE(retimed.rank(p).size() == full.rank(p).size());
+        for (std::size_t i = 0; i < full.rank(p).size(); ++i) {
+            const PassTime& a = retimed.rank(p)[i];
+            const PassTime& b = full.rank(p)[i];
             INFO("rank " << p << " pass " << i);
             CHECK(a.start == b.start);
             CHECK(a.end == b.end);
@@ -279,7 +279,7 @@ TEST_CASE("schedules: retiming keeps the passes that start before the first pass
     for (std::size_t p = 0; p < orders.size(); ++p) {
         last[p].assign(orders[p].size(), sim::Time::zero());
         last[p].back() = sim::Time::from_seconds(0.3);
-        first = std::min(first, timing.ranks[p].back().start);
+        first = std::min(first, timing.rank(p).back().start);
     }
     const auto from = first_movable(timing, last);
     REQUIRE(from.size() == orders.size());
@@ -288,9 +288,9 @@ TEST_CASE("schedules: retiming keeps the passes that start before the first pass
         INFO("rank " << p);
         // A prefix: every kept pass starts before the first lengthened one, the next does not.
         for (std::size_t i = 0; i < from[p]; ++i)
-            CHECK(timing.ranks[p][i].start < first);
+            CHECK(timing.rank(p)[i].start < first);
         REQUIRE(from[p] < orders[p].size()); // the lengthened last pass is never kept
-        CHECK(timing.ranks[p][from[p]].start >= first);
+        CHECK(timing.rank(p)[from[p]].start >= first);
         kept += from[p];
         total += orders[p].size();
     }

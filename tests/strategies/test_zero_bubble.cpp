@@ -86,10 +86,10 @@ TEST_CASE("zero bubble: every micro-batch runs F, then B, then W (or one whole b
                 const auto t = equal_stages(s, shape, 1.0, 2.0, 1.0, 0.1);
                 std::map<std::tuple<int, int, int>, std::pair<sim::Time, sim::Time>> when;
                 for (int p = 0; p < P; ++p)
-                    for (std::size_t i = 0; i < t.ranks[std::size_t(p)].size(); ++i) {
+                    for (std::size_t i = 0; i < t.rank(std::size_t(p)).size(); ++i) {
                         // A timing's passes are its orders', in order.
                         const PipePass& pass = orders[std::size_t(p)][i];
-                        const PassTime& x = t.ranks[std::size_t(p)][i];
+                        const PassTime& x = t.rank(std::size_t(p))[i];
                         when[{int(is_input_backward(pass.kind) ? PassKind::backward : pass.kind),
                               pass.micro_batch, virtual_stage(pass.chunk, p, shape)}] = {x.start,
                                                                                          x.end};
