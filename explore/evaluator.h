@@ -45,10 +45,11 @@ struct Outcome {
     StepResult result;
 };
 
-/// The scratch simulating `e` holds while it runs, estimated from its passes: the step keeps a
-/// record of every pass of every pipeline stage (its order, its timing and its execution),
-/// about 150 bytes a pass (scripts/measure-sweep-memory.sh: 105.6 MB of heap for the 705,600
-/// passes of Turing-530B on pp 105 with 3,360 micro-batches).
+/// The scratch simulating `e` holds while it runs, estimated from its passes: the step keeps
+/// every pass of every pipeline stage in its order and its timing (and the critical rank's in
+/// its execution), about 48 bytes a pass (scripts/measure-sweep-memory.sh: 33.5 MB of heap for
+/// the 705,600 passes of Turing-530B on pp 105 with 3,360 micro-batches; 150 bytes when a
+/// pass's time and record were larger).
 std::int64_t step_scratch_bytes(const ExperimentSpec& e);
 
 /// Tunes the C library's allocator, once per process, to keep freed memory rather than give it
