@@ -8,9 +8,10 @@
 #include "strategies/collectives/communicator.h"
 
 #include <atomic>
-#include <map>
+#include <boost/container_hash/hash.hpp>
 #include <memory>
 #include <shared_mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace clustersim::strategies::collectives {
@@ -42,7 +43,10 @@ private:
     };
     const hardware::Topology& topology_;
     mutable std::shared_mutex mutex_; ///< guards the map only, never a build
-    std::map<std::vector<int>, std::unique_ptr<Entry>> built_;
+    /// Hashed: a sweep looks up every rank's groups per configuration, and an ordered map
+    /// compared whole GPU lists, sharing long prefixes, at every level of its tree.
+    std::unordered_map<std::vector<int>, std::unique_ptr<Entry>, boost::hash<std::vector<int>>>
+        built_;
 };
 
 } // namespace clustersim::strategies::collectives

@@ -1476,10 +1476,20 @@ sim::Time p2p_time(const StepPlan& plan, int from, int to, std::int64_t bytes) {
 } // namespace
 
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
+    // The rank's chunks' bytes looked up once, not once per pass (a long pipeline's rank runs
+    // thousands of passes of its few chunks).
+    struct ChunkBytes {
+        std::int64_t activation_bytes, transient_bytes, weight_activation_bytes;
+    };
+    std::vector<ChunkBytes> chunks;
+    for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+        const auto& st = plan.stage(virtual_stage(c, rank, plan.shape));
+        chunks.push_back({st.activation_bytes, st.transient_bytes, st.weight_activation_bytes});
+    }
     std::int64_t live = 0;
     std::int64_t peak = 0;
     for (const PipePass& pass : plan.orders()[static_cast<std::size_t>(rank)]) {
-        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, plan.shape));
+        const ChunkBytes& st = chunks[pass.chunk];
         switch (pass.kind) {
         case PassKind::forward:
             live += st.activation_bytes;
