@@ -98,7 +98,6 @@ public:
         }
         return worst;
     }
-    double max_cost_on(const RouteInfo& r) const requires(K == 1) { return max_costs_on(r)[0]; }
     double max_cost() const requires(K == 1) {
         double worst = 0;
         for (sim::ResourceId e : touched_)

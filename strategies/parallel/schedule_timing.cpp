@@ -34,11 +34,10 @@ void stage_durations(const PipelineShape& shape, const PassDurations& d, TimingS
 }
 
 /// What the sweep needs of a chunk on a rank, looked up once per timing instead of once per
-/// pass: its virtual stage, where its passes' ends are kept (plus the micro-batch), those of
-/// the stages before and after it on its route, the transfers from them, its durations and
-/// what a blocking send of its output adds to when its rank goes on (release_of's).
+/// pass: where its passes' ends are kept (plus the micro-batch), those of the stages before and
+/// after it on its route, the transfers from them, its durations and what a blocking send of
+/// its output adds to when its rank goes on (release_of's).
 struct ChunkOnRank {
-    int vs = 0;
     bool starts = false; ///< route_start: its forwards take no input
     bool ends = false;   ///< route_end: its backwards take no gradient
     std::size_t own = 0, before = 0, after = 0;
@@ -56,7 +55,6 @@ std::vector<ChunkOnRank> chunks_on_ranks(const PipelineShape& shape, const Timin
             ChunkOnRank& x = out[static_cast<std::size_t>(p) * v + c];
             const int vs = virtual_stage(c, p, shape);
             const auto at = static_cast<std::size_t>(vs);
-            x.vs = vs;
             x.starts = route_start(vs, shape);
             x.ends = route_end(vs, shape);
             x.own = s.end_index(0, vs);
@@ -189,7 +187,7 @@ void sweep(const std::vector<std::vector<PipePass>>& orders, const PipelineShape
                     fwd_end[c.own + j] = end;
                 else if (is_input_backward(pass.kind))
                     bwd_end[c.own + j] = end;
-                free = end + send; // release_of(s, pass, c.vs, end, shape)
+                free = end + send; // what release_of gives
                 busy += dur;
                 done[index] = PassTime{start, end};
                 makespan = std::max(makespan, free);
