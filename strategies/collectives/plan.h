@@ -223,9 +223,10 @@ public:
     /// Equal parts of the buffer the tree splits it into (tree().parts()), without the tree.
     int tree_parts() const;
     /// A sample of the tree for a cheap lower bound on its cost (the automatic choice skips
-    /// planning a tree that cannot win): the same stages (2D), holding every hop between nodes
-    /// (an eighth of the hops on 8-GPU nodes) and the chains in a few nodes, one of each role
-    /// the two trees of nodes give a node (root, parent, first and second children). Every
+    /// planning a tree that cannot win): the same stages (2D), holding the hops of one rail (the
+    /// first NIC port's part of each tree): every hop between nodes on it (a 64th of the hops
+    /// on 8-GPU nodes with 8 NIC ports) and the chains in a few nodes, one of each role the two
+    /// trees of nodes give a node (root, parent, first and second children). Every
     /// window of the sample costs at most what the tree's window costs: its hops are a subset
     /// of the tree's on the same stages. Regular communicators on 2 or more nodes only;
     /// thread-safe.

@@ -248,7 +248,9 @@ TEST_CASE("across many nodes: the tree's sample never costs more than the tree, 
                 sampled += sample.stages[o].size();
                 hops += tree.stages[o].size();
             }
-            CHECK(sampled < hops / 2);
+            // One rail's hops between nodes and the chains of a few nodes: under an eighth of
+            // the tree (a 64th of its hops between nodes on 8 NIC ports, a 32nd on 4).
+            CHECK(sampled * 8 < hops);
             const auto S = static_cast<std::int64_t>(tree.stages.size());
             for (Protocol p : hardware::kAllProtocols) {
                 for (std::int64_t K :
