@@ -11,8 +11,9 @@
 //   whole command (reading the experiment, building the cluster of thousands of GPUs,
 //   simulating, writing the CSV): BM_Sweep_Turing530B_Command/jobs:2; jobs:1 beside it gives
 //   the speed-up of --jobs 2 on a long sweep (issue 16: 1.8x or better), and with each run
-//   alone, its peak memory (issue 16: --jobs 2 within about 10% of --jobs 1). BM_TwoThreads
-//   gives the machine's own ceiling for that speed-up, to read it against.
+//   alone, its peak memory (issue 16: --jobs 2 within about 10% of --jobs 1). The ceiling
+//   to read that speed-up against is the jobs:1 run in two processes side by side against one
+//   alone (scripts/gen-perf-table.py runs them so); BM_TwoThreads gives it for simpler work.
 // - 48 layouts of GPT-3 175B on 16,384 GPUs in under 5 s, the whole command on one thread
 //   (issue 16): BM_Sweep_Layouts_16384_Command/jobs:1.
 #include "app/cli.h"
