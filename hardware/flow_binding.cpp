@@ -12,6 +12,7 @@ void bind_topology(sim::FlowNetwork& net, const Topology& topology) {
         return topology.vertex_name(topology.edge_source(r)) + "->" +
                topology.vertex_name(topology.edge_target(r));
     });
+    net.reserve_resources(topology.edge_count());
     for (EdgeIndex e = 0; e < topology.edge_count(); ++e)
         net.add_resource(topology.edge(e).bandwidth, std::string{});
 }

@@ -16,12 +16,17 @@ ResourceId FlowNetwork::add_resource(double capacity, std::string name) {
     if (!(capacity > 0) || !std::isfinite(capacity))
         throw std::invalid_argument("resource '" + (name.empty() && namer_ ? namer_(id) : name) +
                                     "' needs a positive finite capacity");
-    resources_.push_back(Resource{capacity, std::move(name)});
+    resources_.push_back(Resource{capacity});
+    if (!name.empty()) {
+        names_.resize(resources_.size());
+        names_.back() = std::move(name);
+    }
     return id;
 }
 
 std::string FlowNetwork::name(ResourceId r) const {
-    const std::string& stored = resources_.at(r).name;
+    (void)resources_.at(r); // an unknown resource throws std::out_of_range, as before
+    const std::string stored = r < names_.size() ? names_[r] : std::string{};
     return stored.empty() && namer_ ? namer_(r) : stored;
 }
 

@@ -289,3 +289,30 @@ TEST_CASE("FlowNetwork: a reshare recomputes only the flows connected to what ch
     CHECK(net.reshares() == 201);
     CHECK(net.flows_reshared() == 101);
 }
+
+TEST_CASE("FlowNetwork: a resource is named as given or else by the namer when asked",
+          "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    net.reserve_resources(4);
+    const auto unnamed = net.add_resource(1e9, "");
+    const auto named = net.add_resource(1e9, "nvlink0");
+    const auto after = net.add_resource(1e9, "");
+    CHECK(net.resource_count() == 3);
+    CHECK(net.name(unnamed).empty()); // no namer yet
+    CHECK(net.name(named) == "nvlink0");
+    int asked = 0;
+    net.set_namer([&asked](sim::ResourceId r) {
+        ++asked;
+        return "edge" + std::to_string(r);
+    });
+    CHECK(net.name(unnamed) == "edge0");
+    CHECK(net.name(named) == "nvlink0");
+    CHECK(net.name(after) == "edge2");
+    CHECK(asked == 2);
+    CHECK_THROWS_AS(net.name(3), std::out_of_range);
+    // A refused capacity names the resource in its error, by the namer where it has no name.
+    CHECK_THROWS_WITH(net.add_resource(0, ""), Catch::Contains("'edge3'"));
+    CHECK_THROWS_WITH(net.add_resource(-1, "pcie"), Catch::Contains("'pcie'"));
+    CHECK(net.resource_count() == 3);
+}
