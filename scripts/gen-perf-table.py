@@ -22,12 +22,7 @@ END = "<!-- perf-table:end -->"
 
 
 def run(build, program, name_filter):
-    exe = pathlib.Path(build) / "bench" / program
-    env = dict(os.environ, CLUSTERSIM_CONFIG_DIR=str(ROOT / "configs"))
-    out = subprocess.run(
-        [str(exe), f"--benchmark_filter={name_filter}", "--benchmark_format=json"],
-        check=True, capture_output=True, text=True, env=env).stdout
-    return {b["name"]: b for b in json.loads(out)["benchmarks"]}
+    return finish(start(build, program, name_filter))
 
 
 def median_run(build, program, name_filter, clock="cpu_time", runs=3):
@@ -39,18 +34,19 @@ def median_run(build, program, name_filter, clock="cpu_time", runs=3):
 
 
 def start(build, program, name_filter):
-    """run(), started in the background: finish() waits for it and reads its results."""
+    """Starts the benchmarks `name_filter` selects in a process of their own; finish() waits for
+    it and reads their results by name (run() does both)."""
     exe = pathlib.Path(build) / "bench" / program
     env = dict(os.environ, CLUSTERSIM_CONFIG_DIR=str(ROOT / "configs"))
     return subprocess.Popen(
         [str(exe), f"--benchmark_filter={name_filter}", "--benchmark_format=json"],
-        stdout=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def finish(proc):
-    out, _ = proc.communicate()
+    out, err = proc.communicate()
     if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args)
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
     return {b["name"]: b for b in json.loads(out)["benchmarks"]}
 
 

@@ -26,8 +26,9 @@ ResourceId FlowNetwork::add_resource(double capacity, std::string name) {
 
 std::string FlowNetwork::name(ResourceId r) const {
     (void)resources_.at(r); // an unknown resource throws std::out_of_range, as before
-    const std::string stored = r < names_.size() ? names_[r] : std::string{};
-    return stored.empty() && namer_ ? namer_(r) : stored;
+    if (r < names_.size() && !names_[r].empty())
+        return names_[r];
+    return namer_ ? namer_(r) : std::string{};
 }
 
 FlowId FlowNetwork::start(FlowSpec spec) {
