@@ -5,6 +5,8 @@
 // - a 1 GiB all-reduce on 100,000 GPUs in flow fidelity < 5 s;
 // - cost growth from 4,096 to 65,536 GPUs with an exponent of at most 1.2 in both fidelities;
 // - the bisection of `hardware show` on 65,536 GPUs well under 1 s (BM_Bisection).
+// BM_Topology times the cluster's graph alone, the part of each whole job that grows with the
+// GPUs whatever the work.
 // Flow fidelity runs with symmetry (one representative of each class of identical flows, exact;
 // `flow_full` = 1 simulates every flow, as `--fidelity flow-full`). Registered here: the
 // analytic steps on 16,384 and 100,096 GPUs, the flow step on 16,384 (and flow-full on 4,096 for
@@ -118,6 +120,28 @@ static void BM_Bisection(benchmark::State& state) {
     state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
 BENCHMARK(BM_Bisection)->Arg(65536)->ArgNames({"gpus"})->Unit(benchmark::kMillisecond);
+
+// Building the cluster's graph alone (Topology: its vertices, edges, compressed rows and the
+// fabric's index) of 16,384 and 100,096 GPUs of DGX A100 nodes: the part of every whole-job
+// benchmark above that grows with the cluster whatever the work.
+static void BM_Topology(benchmark::State& state) {
+    const int gpus = static_cast<int>(state.range(0));
+    const auto spec = hardware::with_gpu_count(hardware::load_hardware("dgx-a100"), gpus);
+    std::size_t edges = 0;
+    for (auto _ : state) {
+        const hardware::Topology topo(spec);
+        edges = topo.edge_count();
+        benchmark::DoNotOptimize(edges);
+    }
+    state.counters["edges"] = static_cast<double>(edges);
+    state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+BENCHMARK(BM_Topology)
+    ->Arg(16384)
+    ->Arg(100096)
+    ->ArgNames({"gpus"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 // A 1 GiB all-reduce (NCCL's choice of algorithm) over DGX H100s, flow fidelity: the cluster,
 // the communicator and the simulation.

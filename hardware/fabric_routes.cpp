@@ -19,24 +19,18 @@ std::size_t ecmp_choice(std::uint64_t from, std::uint64_t to, std::uint64_t hop,
     return static_cast<std::size_t>(mix(mix(from * 1000003ULL + to) + hop) % count);
 }
 
-FabricIndex::FabricIndex(const Topology::Graph& g, const std::vector<std::int64_t>& weight) {
-    const std::size_t nv = boost::num_vertices(g);
-    // The two facts read per edge, copied out of the vertex properties (which hold names) once.
-    std::vector<int> node_of(nv);
-    std::vector<char> nic(nv);
-    for (std::size_t v = 0; v < nv; ++v) {
-        node_of[v] = g[v].node;
-        nic[v] = g[v].kind == VertexKind::nic ? 1 : 0;
-    }
-    auto node = [&](std::size_t v) { return node_of[v]; };
-    auto is_nic = [&](std::size_t v) { return nic[v] != 0; };
+FabricIndex::FabricIndex(const Topology& t, const std::vector<std::int64_t>& weight) {
+    const std::size_t nv = t.vertex_count();
+    const std::size_t ne = t.edge_count();
+    auto node = [&](std::size_t v) { return t.vertex(v).node; };
+    auto is_nic = [&](std::size_t v) { return t.vertex(v).kind == VertexKind::nic; };
 
     // Closed nodes: a link between a node and anything outside it ends at one of its NICs, on
     // the node's side, and leads to the network (node -1), never straight into another node.
     closed_nodes_ = true;
-    for (auto [it, end] = boost::edges(g); it != end && closed_nodes_; ++it) {
-        const std::size_t u = boost::source(*it, g);
-        const std::size_t v = boost::target(*it, g);
+    for (EdgeIndex e = 0; e < ne && closed_nodes_; ++e) {
+        const std::size_t u = t.edge_source(e);
+        const std::size_t v = t.edge_target(e);
         if (node(u) == node(v))
             continue;
         if (node(u) >= 0 && node(v) >= 0)
@@ -62,20 +56,20 @@ FabricIndex::FabricIndex(const Topology::Graph& g, const std::vector<std::int64_
         int ins = 0;
         std::size_t up_to = 0;
         std::size_t down_from = 0;
-        for (auto [it, end] = boost::out_edges(v, g); it != end; ++it) {
-            const std::size_t w = boost::target(*it, g);
+        for (const EdgeIndex e : t.out_edges(v)) {
+            const std::size_t w = t.edge_target(e);
             if (node(w) < 0) {
                 ++outs;
                 up_to = w;
-                nic_up_[v] = g[*it].index;
+                nic_up_[v] = e;
             }
         }
-        for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
-            const std::size_t w = boost::source(*it, g);
+        for (const EdgeIndex e : t.in_edges(v)) {
+            const std::size_t w = t.edge_source(e);
             if (node(w) < 0) {
                 ++ins;
                 down_from = w;
-                nic_down_[v] = g[*it].index;
+                nic_down_[v] = e;
             }
         }
         if (outs != 1 || ins != 1 || up_to != down_from)
@@ -108,12 +102,11 @@ FabricIndex::FabricIndex(const Topology::Graph& g, const std::vector<std::int64_
             seen = w;
         return seen == w;
     };
-    for (auto [it, end] = boost::edges(g); it != end; ++it) {
-        const std::size_t u = boost::source(*it, g);
-        const std::size_t v = boost::target(*it, g);
+    for (EdgeIndex e = 0; e < ne; ++e) {
+        const std::size_t u = t.edge_source(e);
+        const std::size_t v = t.edge_target(e);
         if (node(u) >= 0 || node(v) >= 0)
             continue;
-        const EdgeIndex e = g[*it].index;
         if (leaf_of_[u] != kNone && spine_of_[v] != kNone) {
             const std::size_t l = leaf_of_[u];
             char& twice = has_up[l * spines_ + spine_of_[v]];
@@ -153,8 +146,7 @@ std::optional<Route> FabricIndex::nic_route(const Topology& t, Topology::VertexI
     const std::uint32_t lb = nic_leaf_[to];
     if (la == kNone || lb == kNone || from == to)
         return std::nullopt;
-    const Topology::Graph& g = t.graph();
-    if (g[from].node == g[to].node)
+    if (t.vertex(from).node == t.vertex(to).node)
         return std::nullopt; // within a node a route may also run over PCIe: search
     Route r;
     auto hop = [&](EdgeIndex e) {

@@ -32,8 +32,9 @@ std::size_t ecmp_choice(std::uint64_t from, std::uint64_t to, std::uint64_t hop,
 
 class FabricIndex {
 public:
-    /// Reads the structure of `graph` whose edge routing costs are `weight` (by edge index).
-    FabricIndex(const Topology::Graph& graph, const std::vector<std::int64_t>& weight);
+    /// Reads the structure of the graph of `topology` (its vertices and edges; the rest need
+    /// not be built yet) whose edge routing costs are `weight` (by edge index).
+    FabricIndex(const Topology& topology, const std::vector<std::int64_t>& weight);
 
     /// Every way into a node passes one of its NICs, and no link joins two nodes.
     bool closed_nodes() const { return closed_nodes_; }

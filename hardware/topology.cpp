@@ -60,13 +60,13 @@ std::string_view to_string(LinkKind k) {
 
 namespace {
 
-/// The vertices and edges as they are added, before they are laid out as the compressed sparse
-/// row graph (which takes all its edges at once).
+/// Adds vertices and edges to a Topology's arrays (by index, in the order added); the
+/// compressed rows are laid out once all are in (Topology::index_edges).
 struct GraphBuilder {
     using VertexId = Topology::VertexId;
-    std::vector<VertexInfo> vertices;
-    std::vector<std::pair<VertexId, VertexId>> ends;
-    std::vector<EdgeInfo> edges;
+    std::vector<VertexInfo>& vertices;
+    std::vector<EdgeInfo>& edges;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>& ends;
     std::vector<std::int64_t>& weight;
 
     VertexId add_vertex(VertexKind kind, int node, int index, int place = 0) {
@@ -75,9 +75,8 @@ struct GraphBuilder {
     }
     void add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency,
                   std::int64_t cost) {
-        const auto index = static_cast<EdgeIndex>(edges.size());
-        ends.emplace_back(from, to);
-        edges.push_back(EdgeInfo{kind, bw, latency, index});
+        ends.emplace_back(static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to));
+        edges.push_back(EdgeInfo{kind, bw, latency});
         weight.push_back(cost);
     }
     void add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
@@ -88,15 +87,15 @@ struct GraphBuilder {
         add_edge(a, b, kind, link.bandwidth, link.latency + extra_into_b, cost);
         add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a, cost);
     }
-    /// Room for `nodes` nodes like the one built so far and for `network_vertices` and
-    /// `network_edges` beside them: the exact sizes, so that no vector doubles on the way (the
-    /// doublings past the nodes' room were 18% of the page faults of a whole GPT-3 step on
-    /// 16,384 GPUs, 9,841 against 8,069).
-    void reserve(std::size_t nodes, std::size_t network_vertices, std::size_t network_edges) {
-        vertices.reserve(vertices.size() * nodes + network_vertices);
-        ends.reserve(ends.size() * nodes + network_edges);
-        edges.reserve(edges.size() * nodes + network_edges);
-        weight.reserve(weight.size() * nodes + network_edges);
+    /// Room for exactly `size`, so that no vector doubles on the way (doublings were 18% of
+    /// the page faults of a whole GPT-3 step on 16,384 GPUs).
+    void reserve(const GraphSize& size) {
+        const auto nv = static_cast<std::size_t>(size.vertices);
+        const auto ne = static_cast<std::size_t>(size.edges);
+        vertices.reserve(nv);
+        edges.reserve(ne);
+        ends.reserve(ne);
+        weight.reserve(ne);
     }
 };
 
@@ -107,13 +106,19 @@ namespace {
 /// Refuses, before building anything, a cluster whose graph would not fit in this machine's
 /// memory: an estimate (hardware/graph_size.h, measured) and an input error (exit 2) instead of
 /// bad_alloc halfway through.
-void refuse_if_too_large(const ClusterSpec& spec) {
+GraphSize refuse_if_too_large(const ClusterSpec& spec) {
     const GraphSize size = graph_size(spec);
+    // Vertex ids and edge indices are stored in 32 bits; memory runs out long before, but the
+    // bound is said, not assumed.
+    if (size.vertices >= 4294967295.0 || size.edges >= 4294967295.0)
+        throw InputError(fmt::format("a cluster of {} GPUs has {:.3g} vertices and {:.3g} edges; "
+                                     "at most 2^32 - 1 of each can be held",
+                                     spec.gpu_count(), size.vertices, size.edges));
     const double need = graph_bytes(size);
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page <= 0)
-        return;
+        return size;
     const double have = static_cast<double>(pages) * static_cast<double>(page);
     if (need > 0.8 * have)
         throw InputError(fmt::format(
@@ -123,6 +128,7 @@ void refuse_if_too_large(const ClusterSpec& spec) {
             "predicts the same step)",
             spec.gpu_count(), need / (1 << 30), size.vertices, size.edges, need / size.vertices,
             have / (1 << 30)));
+    return size;
 }
 
 } // namespace
@@ -138,9 +144,9 @@ Topology::Topology(ClusterSpec spec)
         throw InputError("hardware '" + spec_.name +
                          "' needs NICs and a network (switch_radix, link) to span " +
                          std::to_string(nodes) + " nodes");
-    refuse_if_too_large(spec_);
+    GraphBuilder g{vertices_, edges_, ends_, weight_};
+    g.reserve(refuse_if_too_large(spec_));
     const LinkSpec hbm{n.gpu.hbm_bandwidth, sim::Time::zero()};
-    GraphBuilder g{{}, {}, {}, weight_};
     const int pcie_switches = n.gpus / n.gpus_per_pcie_switch;
     // Rail-optimised two-level fat tree (built after the nodes): rail r's leaves hold NIC r of
     // `down` nodes each; every leaf has `down` uplinks, one to each spine, so the tree is
@@ -150,17 +156,10 @@ Topology::Topology(ClusterSpec spec)
     const int down = std::max(1, net.switch_radix / 2);
     const int leaves_per_rail = (nodes + down - 1) / down;
     const int spines = nodes > 1 && (ports > 1 || leaves_per_rail > 1) ? down : 0;
-    const auto leaves = nodes > 1 ? std::size_t(ports) * std::size_t(leaves_per_rail) : 0;
-    const std::size_t network_vertices = std::size_t(spines) + leaves;
-    const std::size_t network_edges =
-        nodes > 1 ? 2 * (std::size_t(ports) * std::size_t(nodes) + leaves * std::size_t(spines))
-                  : 0;
-
     for (int node = 0; node < nodes; ++node) {
         if (node == 1) {
             node_vertices_ = g.vertices.size();
             node_edges_ = static_cast<EdgeIndex>(g.edges.size());
-            g.reserve(static_cast<std::size_t>(nodes), network_vertices, network_edges);
         }
         const VertexId host = g.add_vertex(VertexKind::host, node, 0);
         std::vector<VertexId> pcie;
@@ -224,21 +223,32 @@ Topology::Topology(ClusterSpec spec)
         }
     }
 
-    // Laid out once as compressed sparse rows (out-edges by source, and the in-edges Boost
-    // indexes beside them), then each edge index mapped to its place there.
-    graph_ = Graph(boost::edges_are_unsorted_multi_pass, g.ends.begin(), g.ends.end(),
-                   g.edges.begin(), g.vertices.size());
-    for (std::size_t v = 0; v < g.vertices.size(); ++v)
-        graph_[static_cast<VertexId>(v)] = g.vertices[v];
-    edges_.resize(g.edges.size());
-    for (auto [it, end] = boost::edges(graph_); it != end; ++it)
-        edges_[graph_[*it].index] = *it;
-    fabric_ = std::make_shared<const detail::FabricIndex>(graph_, weight_);
+    index_edges();
+    fabric_ = std::make_shared<const detail::FabricIndex>(*this, weight_);
     if (nodes == 1) {
         node_vertices_ = g.vertices.size();
         node_edges_ = static_cast<EdgeIndex>(g.edges.size());
     }
     node_routes_ = std::make_shared<NodeRoutes>(node_vertices_ * node_vertices_);
+}
+
+void Topology::index_edges() {
+    // A counting sort of the edge indices by source and by target: each row then lists its
+    // edges by ascending index.
+    auto lay_out = [&](std::vector<std::uint32_t>& first, std::vector<EdgeIndex>& list,
+                       auto end_of) {
+        first.assign(vertices_.size() + 1, 0);
+        for (const auto& ends : ends_)
+            ++first[end_of(ends) + 1];
+        for (std::size_t v = 0; v < vertices_.size(); ++v)
+            first[v + 1] += first[v];
+        list.resize(ends_.size());
+        std::vector<std::uint32_t> next(first.begin(), first.end() - 1);
+        for (EdgeIndex e = 0; e < ends_.size(); ++e)
+            list[next[end_of(ends_[e])]++] = e;
+    };
+    lay_out(out_first_, out_, [](const auto& ends) { return ends.first; });
+    lay_out(in_first_, in_, [](const auto& ends) { return ends.second; });
 }
 
 Topology::VertexId Topology::gpu_nic(int gpu) const {
@@ -300,10 +310,10 @@ Route Topology::route(VertexId from, VertexId to) const {
     const detail::FabricIndex& index = fabric_index();
     if (auto fabric = index.nic_route(*this, from, to))
         return std::move(*fabric); // between NICs of two nodes on a Clos fabric: closed form
-    const int node = graph_[from].node;
+    const int node = vertices_[from].node;
     const bool one_node =
-        index.closed_nodes() && node >= 0 && node == graph_[to].node &&
-        !(graph_[from].kind == VertexKind::nic && graph_[to].kind == VertexKind::nic);
+        index.closed_nodes() && node >= 0 && node == vertices_[to].node &&
+        !(vertices_[from].kind == VertexKind::nic && vertices_[to].kind == VertexKind::nic);
     bool tied = false;
     if (!one_node)
         return search(from, to, tied);
@@ -366,15 +376,15 @@ Route Topology::search(VertexId from, VertexId to, bool& tied) const {
                 s.dist[v] = std::numeric_limits<std::int64_t>::max();
         }
     } reset{scratch};
-    const int node_from = graph_[from].node;
-    const int node_to = graph_[to].node;
+    const int node_from = vertices_[from].node;
+    const int node_to = vertices_[to].node;
     // Within one node, unless both ends are NICs, a closed node keeps the route inside: leaving
     // it and coming back would pass a NIC that is not an end (fabric_routes.h).
     const bool one_node =
         index.closed_nodes() && node_from >= 0 && node_from == node_to &&
-        !(graph_[from].kind == VertexKind::nic && graph_[to].kind == VertexKind::nic);
+        !(vertices_[from].kind == VertexKind::nic && vertices_[to].kind == VertexKind::nic);
     auto in_scope = [&](VertexId v) {
-        const int n = graph_[v].node;
+        const int n = vertices_[v].node;
         return n == node_from || n == node_to || (n < 0 && !one_node);
     };
     using Item = std::pair<std::int64_t, VertexId>;
@@ -388,11 +398,11 @@ Route Topology::search(VertexId from, VertexId to, bool& tied) const {
             continue;
         if (v == from)
             break;
-        if (v != to && is_endpoint_only(graph_[v].kind))
+        if (v != to && is_endpoint_only(vertices_[v].kind))
             continue;
-        for (auto [it, end] = boost::in_edges(v, graph_); it != end; ++it) {
-            const VertexId u = boost::source(*it, graph_);
-            const std::int64_t nd = d + weight_[graph_[*it].index];
+        for (const EdgeIndex e : in_edges(v)) {
+            const VertexId u = ends_[e].first;
+            const std::int64_t nd = d + weight_[e];
             if (nd < dist[u] && in_scope(u)) {
                 reach(u, nd);
                 heap.emplace(nd, u);
@@ -407,11 +417,10 @@ Route Topology::search(VertexId from, VertexId to, bool& tied) const {
     VertexId v = from;
     for (std::uint64_t hop = 0; v != to; ++hop) {
         std::vector<EdgeIndex> next;
-        for (auto [it, end] = boost::out_edges(v, graph_); it != end; ++it) {
-            const VertexId w = boost::target(*it, graph_);
-            const EdgeIndex e = graph_[*it].index;
+        for (const EdgeIndex e : out_edges(v)) {
+            const VertexId w = ends_[e].second;
             if (dist[w] != kInf && dist[v] == weight_[e] + dist[w] &&
-                (w == to || !is_endpoint_only(graph_[w].kind)))
+                (w == to || !is_endpoint_only(vertices_[w].kind)))
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
@@ -448,7 +457,7 @@ Route Topology::memory_route(int gpu) const {
 }
 
 std::string Topology::vertex_name(VertexId v) const {
-    const VertexInfo& i = graph_[v];
+    const VertexInfo& i = vertices_[v];
     switch (i.kind) {
     case VertexKind::gpu_sm:
         return fmt::format("gpu{}.sm", i.index);

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// The cluster as a directed bandwidth/latency graph (a Boost.Graph compressed sparse row
-/// graph: the vertices' and edges' arrays built once, no container per vertex, so a cluster of
-/// 100,000 GPUs costs a few allocations, not millions).
+/// The cluster as a directed bandwidth/latency graph, in compressed sparse rows: per edge its
+/// link, ends and routing cost, by edge index; per vertex the indices of its out- and in-edges,
+/// one array each. A cluster of 100,000 GPUs costs a few allocations, not millions.
 ///
 /// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or none), PCIe switches,
 /// the host, NICs; per network InfiniBand leaf and spine switches. Every physical link is two
@@ -10,15 +10,22 @@
 /// separate resources in the flow network. Routing is shortest path by serialisation cost
 /// (sum of 1/bandwidth, so NVLink beats PCIe), GPUs are never transit vertices, and ties are
 /// broken by a deterministic hash of (source, destination, hop): ECMP that every run repeats.
+///
+/// Why not Boost.Graph's compressed_sparse_row_graph (used here before): its bidirectional form
+/// takes edges only unsorted, through a copy of them all, keeps 8-byte vertex columns and its
+/// edge properties in row order, so a second table mapped each edge index to its place. The
+/// first touch of that memory (page faults) was most of the cost of building a large cluster:
+/// 16,384 GPUs of DGX A100 took 36-48 ms and a peak RSS of 36 MiB, these arrays 15-18 ms and
+/// 19.5 MiB (bench/bench_scale.cpp, BM_Topology, run alone; 2-core EPYC VM).
 
 #include "hardware/specs.h"
 #include "sim/time.h"
 
-#include <boost/graph/compressed_sparse_row_graph.hpp>
-
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace clustersim::hardware {
@@ -53,9 +60,10 @@ struct EdgeInfo {
     LinkKind kind{};
     double bandwidth = 0; ///< bytes/s in this direction
     sim::Time latency = sim::Time::zero();
-    std::uint32_t index = 0; ///< dense edge index; also the flow-network resource id
 };
 
+/// A directed edge's dense index: its place in the order the graph was built, and its resource
+/// id in the flow network.
 using EdgeIndex = std::uint32_t;
 
 /// A path through the graph.
@@ -67,16 +75,12 @@ struct Route {
 
 class Topology {
 public:
-    using Graph =
-        boost::compressed_sparse_row_graph<boost::bidirectionalS, VertexInfo, EdgeInfo,
-                                           boost::no_property, std::size_t, std::uint32_t>;
-    using VertexId = Graph::vertex_descriptor;
+    using VertexId = std::size_t;
 
     /// Builds the graph of `spec` (all of its nodes and their network).
     explicit Topology(ClusterSpec spec);
 
     const ClusterSpec& spec() const { return spec_; }
-    const Graph& graph() const { return graph_; }
 
     int gpu_count() const { return spec_.gpu_count(); }
     int node_count() const { return spec_.nodes; }
@@ -89,15 +93,23 @@ public:
     /// The node's NVSwitch vertex; throws for a PCIe node.
     VertexId nvswitch(int node) const;
 
-    std::size_t vertex_count() const { return boost::num_vertices(graph_); }
+    std::size_t vertex_count() const { return vertices_.size(); }
     std::size_t edge_count() const { return edges_.size(); }
-    const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
+    const VertexInfo& vertex(VertexId v) const { return vertices_[v]; }
     /// The vertex's name, as "gpu3.hbm", "node0.nic1", "rail2.leaf0" or "spine5" (made when
     /// asked: the graph stores none).
     std::string vertex_name(VertexId v) const;
-    const EdgeInfo& edge(EdgeIndex e) const { return graph_[edges_.at(e)]; }
-    VertexId edge_source(EdgeIndex e) const { return boost::source(edges_.at(e), graph_); }
-    VertexId edge_target(EdgeIndex e) const { return boost::target(edges_.at(e), graph_); }
+    const EdgeInfo& edge(EdgeIndex e) const { return edges_.at(e); }
+    VertexId edge_source(EdgeIndex e) const { return ends_.at(e).first; }
+    VertexId edge_target(EdgeIndex e) const { return ends_.at(e).second; }
+    /// The edges leaving `v`, by ascending index.
+    std::span<const EdgeIndex> out_edges(VertexId v) const {
+        return {out_.data() + out_first_[v], out_.data() + out_first_[v + 1]};
+    }
+    /// The edges entering `v`, by ascending index.
+    std::span<const EdgeIndex> in_edges(VertexId v) const {
+        return {in_.data() + in_first_[v], in_.data() + in_first_[v + 1]};
+    }
 
     /// Shortest route between two vertices; throws std::invalid_argument if unreachable.
     Route route(VertexId from, VertexId to) const;
@@ -114,9 +126,15 @@ public:
 
 private:
     ClusterSpec spec_;
-    Graph graph_;
-    std::vector<Graph::edge_descriptor> edges_; ///< by edge index (EdgeInfo::index)
-    std::vector<std::int64_t> weight_; ///< routing cost per edge (integer, so sums are exact)
+    std::vector<VertexInfo> vertices_;
+    // By edge index: the link, its ends, its routing cost (integer, so that sums are exact).
+    std::vector<EdgeInfo> edges_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ends_; ///< (source, target)
+    std::vector<std::int64_t> weight_;
+    // Compressed rows: v's out-edges are out_[out_first_[v] .. out_first_[v + 1]), its in-edges
+    // likewise in in_.
+    std::vector<std::uint32_t> out_first_, in_first_;
+    std::vector<EdgeIndex> out_, in_;
     std::vector<VertexId> gpu_sm_, gpu_hbm_, nvswitch_, nic_;
 
     // What routing knows of the graph's structure (hardware/fabric_routes.h), read off the built
@@ -133,6 +151,7 @@ private:
     EdgeIndex node_edges_ = 0;
     std::shared_ptr<NodeRoutes> node_routes_;
     Route search(VertexId from, VertexId to, bool& tied) const;
+    void index_edges();
 };
 
 /// Writes the graph in Graphviz DOT (the layout of Boost.Graph's write_graphviz).

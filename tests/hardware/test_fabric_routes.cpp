@@ -31,7 +31,6 @@ bool endpoint_only(VertexKind k) {
 /// The reference: a full Dijkstra from `to` over reversed edges, then the ECMP walk.
 std::vector<EdgeIndex> plain_route(const Topology& t, const std::vector<std::int64_t>& w,
                                    std::size_t from, std::size_t to) {
-    const auto& g = t.graph();
     constexpr std::int64_t inf = std::numeric_limits<std::int64_t>::max();
     std::vector<std::int64_t> dist(t.vertex_count(), inf);
     using Item = std::pair<std::int64_t, std::size_t>;
@@ -41,12 +40,12 @@ std::vector<EdgeIndex> plain_route(const Topology& t, const std::vector<std::int
     while (!heap.empty()) {
         auto [d, v] = heap.top();
         heap.pop();
-        if (d != dist[v] || (v != to && endpoint_only(g[v].kind)))
+        if (d != dist[v] || (v != to && endpoint_only(t.vertex(v).kind)))
             continue;
-        for (auto [it, end] = boost::in_edges(v, g); it != end; ++it) {
-            const std::size_t u = boost::source(*it, g);
-            if (d + w[g[*it].index] < dist[u]) {
-                dist[u] = d + w[g[*it].index];
+        for (const EdgeIndex e : t.in_edges(v)) {
+            const std::size_t u = t.edge_source(e);
+            if (d + w[e] < dist[u]) {
+                dist[u] = d + w[e];
                 heap.emplace(dist[u], u);
             }
         }
@@ -55,11 +54,10 @@ std::vector<EdgeIndex> plain_route(const Topology& t, const std::vector<std::int
     std::size_t v = from;
     for (std::uint64_t hop = 0; v != to; ++hop) {
         std::vector<EdgeIndex> next;
-        for (auto [it, end] = boost::out_edges(v, g); it != end; ++it) {
-            const std::size_t x = boost::target(*it, g);
-            const EdgeIndex e = g[*it].index;
+        for (const EdgeIndex e : t.out_edges(v)) {
+            const std::size_t x = t.edge_target(e);
             if (dist[x] != inf && dist[v] == w[e] + dist[x] &&
-                (x == to || !endpoint_only(g[x].kind)))
+                (x == to || !endpoint_only(t.vertex(x).kind)))
                 next.push_back(e);
         }
         std::sort(next.begin(), next.end());
@@ -98,7 +96,7 @@ TEST_CASE("fabric routes: the closed form and the confined search equal a plain 
         const Topology t(s);
         INFO(c.preset << " x " << c.gpus << ", radix " << c.radix);
         const auto w = weights(t);
-        const detail::FabricIndex index(t.graph(), w);
+        const detail::FabricIndex index(t, w);
         CHECK(index.closed_nodes());
         CHECK(index.clos() == (t.node_count() > 1));
         for (int a = 0; a < t.gpu_count(); ++a) {

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <vector>
 
 using namespace clustersim;
 using namespace clustersim::hardware;
@@ -49,6 +50,30 @@ TEST_CASE("topology: every GPU reaches every GPU; routes are connected paths",
                 check_no_endpoint_transit(t, r, a, b);
             }
         }
+    }
+}
+
+TEST_CASE("topology: each vertex's out- and in-edges are exactly the edges from and to it, by "
+          "ascending index",
+          "[hardware][topology]") {
+    for (auto [preset, gpus] : {std::pair{"dgx-h100", 48}, std::pair{"pcie-4gpu", 12}}) {
+        INFO(preset << " x " << gpus);
+        const Topology t(with_gpu_count(load_hardware(preset), gpus));
+        std::vector<std::vector<EdgeIndex>> out(t.vertex_count()), in(t.vertex_count());
+        for (EdgeIndex e = 0; e < t.edge_count(); ++e) {
+            out[t.edge_source(e)].push_back(e);
+            in[t.edge_target(e)].push_back(e);
+        }
+        std::size_t listed = 0;
+        for (std::size_t v = 0; v < t.vertex_count(); ++v) {
+            const auto o = t.out_edges(v);
+            const auto i = t.in_edges(v);
+            REQUIRE(std::vector<EdgeIndex>(o.begin(), o.end()) == out[v]);
+            REQUIRE(std::vector<EdgeIndex>(i.begin(), i.end()) == in[v]);
+            listed += o.size();
+        }
+        CHECK(listed == t.edge_count());
+        CHECK(t.edge_count() > 0);
     }
 }
 
