@@ -6,8 +6,8 @@
 namespace clustersim::hardware {
 
 namespace {
-constexpr double kBytesPerVertex = 140;
-constexpr double kBytesPerEdge = 150;
+constexpr double kBytesPerVertex = 125;
+constexpr double kBytesPerEdge = 120;
 } // namespace
 
 // Mirrors Topology's constructor (hardware/topology.cpp), counting instead of adding.

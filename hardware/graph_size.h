@@ -19,8 +19,9 @@ GraphSize graph_size(const ClusterSpec& spec);
 /// Peak heap bytes of the graph: its building, the built graph, its routing and the bisection's
 /// maximum flow (`hardware show`, the most memory any command spends on the graph alone).
 /// Measured by scripts/measure-graph-memory.sh (massif at 2,048-65,536 GPUs of DGX A100 and AWS
-/// p4d nodes): 134 bytes per vertex and 141 per directed edge, linear within 0.1%; rounded up
-/// here to 140 and 150.
+/// p4d nodes): 119 bytes per vertex and 114 per directed edge, linear within 0.1% (the graph in
+/// its own compressed rows; Boost's CSR graph had cost 134 and 141); rounded up here to 125 and
+/// 120.
 double graph_bytes(const GraphSize& size);
 
 } // namespace clustersim::hardware
