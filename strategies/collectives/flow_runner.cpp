@@ -44,7 +44,7 @@ struct FlowCollectives::Run {
 
 std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
     if (route != nullptr)
-        return *route;
+        return {route->begin(), route->end()};
     if (has_edge)
         return {edge};
     return {};

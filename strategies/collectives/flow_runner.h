@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -90,7 +91,7 @@ private:
     /// A flow to start: a network transfer on a route, or a rank's memory work (on its HBM edge,
     /// or on no resource: arithmetic only).
     struct Pending {
-        const std::vector<sim::ResourceId>* route = nullptr; ///< null: `edge` (or none)
+        const std::span<const sim::ResourceId>* route = nullptr; ///< null: `edge` (or none)
         sim::ResourceId edge = 0;
         bool has_edge = false;
         double bytes = 0;

@@ -230,6 +230,7 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
     }
     for (const auto& members : node_ranks)
         regular = regular && members.size() == node_ranks.front().size();
+    route_rows_.resize(static_cast<std::size_t>(n) + node_ranks.size());
     intra_level = spec.node.fabric == hardware::IntraNodeFabric::nvswitch ? LinkLevel::nvlink
                                                                           : LinkLevel::pcie;
     nvls_capable = spec.node.nvls && spec.node.fabric == hardware::IntraNodeFabric::nvswitch &&
@@ -446,14 +447,28 @@ const DirectData& Plan::direct() const {
     return *direct_;
 }
 
+std::size_t Plan::route_row(int endpoint) const {
+    return is_switch(endpoint) ? static_cast<std::size_t>(n) + std::size_t(switch_node(endpoint))
+                               : static_cast<std::size_t>(endpoint);
+}
+
+const RouteInfo* Plan::known_route(std::size_t row, int dst) const {
+    const auto& known = route_rows_.at(row);
+    for (const KnownRoute& k : known)
+        if (k.dst == dst)
+            return k.route;
+    if (known.size() < kRowRoutes)
+        return nullptr;
+    const auto it = more_routes_.find((std::uint64_t(row) << 32) | std::uint32_t(dst));
+    return it != more_routes_.end() ? it->second : nullptr;
+}
+
 const RouteInfo& Plan::route(int src, int dst) const {
-    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                              static_cast<std::uint32_t>(dst);
+    const std::size_t row = route_row(src);
     {
         std::shared_lock<std::shared_mutex> lock(route_mutex_); // readers side by side
-        auto it = routes_.find(key);
-        if (it != routes_.end())
-            return it->second;
+        if (const RouteInfo* known = known_route(row, dst))
+            return *known;
     }
     hardware::Route r; // found outside the lock; a route found twice is the same route
     if (!is_switch(src) && !is_switch(dst)) {
@@ -465,9 +480,20 @@ const RouteInfo& Plan::route(int src, int dst) const {
         r = topo.route(topo.nvswitch(node_topology[size_t(switch_node(src))]),
                        topo.gpu_hbm(gpus[size_t(dst)]));
     }
-    RouteInfo info{{r.edges.begin(), r.edges.end()}, level_of(topo, r), r.bottleneck};
     std::unique_lock<std::shared_mutex> lock(route_mutex_);
-    return routes_.emplace(key, std::move(info)).first->second; // the first stays
+    if (const RouteInfo* known = known_route(row, dst))
+        return *known; // the first stays
+    auto* edges = static_cast<sim::ResourceId*>(
+        route_edges_.allocate(r.edges.size() * sizeof(sim::ResourceId), alignof(sim::ResourceId)));
+    std::copy(r.edges.begin(), r.edges.end(), edges);
+    const RouteInfo* made =
+        &routes_.emplace_back(RouteInfo{{edges, r.edges.size()}, level_of(topo, r), r.bottleneck});
+    auto& known = route_rows_[row];
+    if (known.size() < kRowRoutes)
+        known.push_back(KnownRoute{dst, made});
+    else
+        more_routes_.emplace((std::uint64_t(row) << 32) | std::uint32_t(dst), made);
+    return *made;
 }
 
 double Plan::efficiency(LinkLevel level, Protocol p) const {
