@@ -269,7 +269,7 @@ private:
     std::size_t route_row(int endpoint) const;
     /// The route from the source of `row` to `dst` if found before, else null (under the lock).
     const RouteInfo* known_route(std::size_t row, int dst) const;
-    mutable std::shared_mutex route_mutex_; ///< guards the three below, never a search
+    mutable std::shared_mutex route_mutex_; ///< guards the four below, never a search
     mutable std::vector<std::vector<KnownRoute>> route_rows_;
     mutable std::unordered_map<std::uint64_t, const RouteInfo*> more_routes_;
     mutable std::deque<RouteInfo> routes_;
