@@ -154,7 +154,7 @@ TEST_CASE("chrome trace: rounding to the nanosecond, no exponents, no overlap", 
     CHECK(u.dump().find("\"ts\":1234000.0") != std::string::npos);
 }
 
-TEST_CASE("chrome trace: same calls, same bytes; names are sanitised", "[app][trace]") {
+TEST_CASE("chrome trace: same calls, same bytes, names sanitised", "[app][trace]") {
     CHECK(two_stage_trace().dump() == two_stage_trace().dump());
     ChromeTrace t;
     t.set_process(1, "GPU \xFF", 0); // invalid UTF-8 becomes U+FFFD, the JSON stays valid

@@ -64,8 +64,8 @@ TEST_CASE("steps accuracy: dgx-a100 preset, every row, mean |error| at most 8% (
     CHECK(s.mean_abs <= 0.08);
 }
 
-TEST_CASE("steps accuracy: dgx-a100 preset, no row worse than 25% (issue 4; not reached: the "
-          "tensor-parallel-8 rows are under-predicted by up to 27%)",
+// Issue 4's target, not reached: the tensor-parallel-8 rows are under-predicted by up to 27%.
+TEST_CASE("steps accuracy: dgx-a100 preset, no row worse than 25% (issue 4 target)",
           "[calibrate][accuracy][!shouldfail]") {
     const ErrorStats& s = preset_on_all_rows();
     INFO("max |error| " << 100 * s.max_abs << "%");
@@ -81,7 +81,8 @@ TEST_CASE("steps accuracy: the preset (the seeded fifth's fit) on the other four
     CHECK(s.mean_abs <= 0.08);
 }
 
-TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5; not reached: 6.9%)",
+// Issue 5's target, not reached: 6.9% when it was set.
+TEST_CASE("steps accuracy: held-out mean |error| at most 6% (issue 5 target)",
           "[calibrate][accuracy][!shouldfail]") {
     const ErrorStats& s = preset_held_out();
     INFO("held-out mean |error| " << 100 * s.mean_abs << "%");

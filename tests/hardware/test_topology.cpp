@@ -30,7 +30,7 @@ void check_no_endpoint_transit(const Topology& t, const Route& r, int a, int b) 
 }
 } // namespace
 
-TEST_CASE("topology: every GPU reaches every GPU; routes are connected paths",
+TEST_CASE("topology: every GPU reaches every GPU, routes are connected paths",
           "[hardware][topology]") {
     for (auto [preset, gpus] : {std::pair{"dgx-a100", 8}, std::pair{"dgx-h100", 24},
                                 std::pair{"pcie-4gpu", 8}, std::pair{"hgx-h200", 16}}) {

@@ -27,7 +27,7 @@ TEST_CASE("Engine: events run in (time, insertion) order", "[sim][engine]") {
     CHECK(engine.pending() == 0);
 }
 
-TEST_CASE("Engine: cancelled events never run; cancelling twice is harmless", "[sim][engine]") {
+TEST_CASE("Engine: cancelled events never run, cancelling twice is harmless", "[sim][engine]") {
     Engine engine;
     int ran = 0;
     auto a = engine.at(Time::us(1), [&] { ran += 1; });

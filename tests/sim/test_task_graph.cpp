@@ -25,7 +25,7 @@ TEST_CASE("TaskGraph: a stream runs its tasks in order, one at a time", "[sim][t
     CHECK(ex.end_time(b) == Time::us(5));
 }
 
-TEST_CASE("TaskGraph: two streams overlap; dependencies cross streams", "[sim][tasks]") {
+TEST_CASE("TaskGraph: two streams overlap, dependencies cross streams", "[sim][tasks]") {
     // compute: F1 (4us) then B1 (4us); comm: AR (3us) waits for F1. AR overlaps B1.
     Engine engine;
     TaskGraph g;

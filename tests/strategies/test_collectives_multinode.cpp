@@ -468,7 +468,7 @@ TEST_CASE("PXN: a send to another node relays through the local GPU with the pee
     CHECK((flows[1].src == 1 && flows[1].dst == 3 && flows[1].bytes == 2.0));
 }
 
-TEST_CASE("PXN: all-to-all across an oversubscribed fabric stays on the rails; a balanced "
+TEST_CASE("PXN: all-to-all across an oversubscribed fabric stays on the rails, a balanced "
           "one costs the NICs the same either way",
           "[collectives][multinode][pxn][closed-form]") {
     const double k = 4; // 4:1: each leaf's uplinks carry a quarter of the NIC rate
@@ -532,7 +532,7 @@ TEST_CASE("PXN: a scatter's root spreads its sends to other nodes over the node'
           s(Communicator::first(off, 16).predict(c, Algorithm::direct, Protocol::simple)));
 }
 
-TEST_CASE("hardware file: collectives.pxn turns PXN off; a value that is no boolean is refused "
+TEST_CASE("hardware file: collectives.pxn turns PXN off, a value that is no boolean is refused "
           "at its line",
           "[collectives][pxn][errors]") {
     const std::string base = "extends: dgx-h100\ncollectives:\n";

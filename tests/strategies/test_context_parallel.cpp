@@ -103,7 +103,7 @@ TEST_CASE("context parallelism: per-GPU attention FLOPs are the causal total ove
     }
 }
 
-TEST_CASE("context parallelism: a layer runs s/cp tokens; its attention the ring's steps",
+TEST_CASE("context parallelism: a layer runs s/cp tokens, its attention the ring's steps",
           "[strategies][context_parallel]") {
     const ModelSpec m = load_model("llama3-8B");
     for (auto [tp, sp] : {std::pair{1, false}, std::pair{8, true}}) {

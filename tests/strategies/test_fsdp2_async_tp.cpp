@@ -138,7 +138,7 @@ TEST_CASE("FSDP2 under a pipeline: parameters gathered on a chunk's first forwar
 }
 
 TEST_CASE("ZeRO-3 memory: FSDP2 under a pipeline holds its chunks gathered and their unsharded "
-          "gradients in the reduce dtype; gathered per pass, the two largest units",
+          "gradients in the reduce dtype, gathered per pass the two largest units",
           "[strategies][training][zero][fsdp2][pp][memory]") {
     Settings fsdp2_pp{{"training.global_batch", "8"},
                       {"training.micro_batch", "1"},

@@ -154,7 +154,7 @@ TEST_CASE("HSDP: each gradient reduce-scatter on the shard group, its shard all-
     }
 }
 
-TEST_CASE("HSDP: shard = dp is FSDP exactly; replicate = dp with shard 1 is DDP",
+TEST_CASE("HSDP: shard = dp is FSDP exactly, replicate = dp with shard 1 is DDP",
           "[strategies][training][zero][hsdp]") {
     const StepResult fsdp = simulate_step(gpt(16, {}));
     const StepResult full =

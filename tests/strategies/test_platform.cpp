@@ -16,7 +16,7 @@ using namespace clustersim::strategies::parallel;
 
 using clustersim::test::input_error_of;
 
-TEST_CASE("platform: a preset's framework section is read; the hardware is the same as "
+TEST_CASE("platform: a preset's framework section is read, the hardware is the same as "
           "load_hardware's",
           "[strategies][platform]") {
     const Platform p = load_platform("dgx-a100");
