@@ -118,8 +118,7 @@ TEST_CASE("published: 2020 README rows run one micro-batch per model-parallel gr
 
 // Measured when the bounds were set: mean |error| 8.8%, max 18.6%, pipeline-free rows within
 // 5.5%.
-TEST_CASE("published: Narayanan Table 1 accuracy does not regress",
-          "[app][published][accuracy]") {
+TEST_CASE("published: Narayanan Table 1 accuracy does not regress", "[app][published][accuracy]") {
     const auto& runs = narayanan();
     INFO("mean |error| " << 100 * mean_abs(runs) << "%, max " << 100 * max_abs(runs) << "%");
     CHECK(mean_abs(runs) <= 0.09);
