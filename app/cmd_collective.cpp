@@ -15,6 +15,8 @@
 
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <string_view>
 
 namespace clustersim::app {
 namespace {
@@ -137,7 +139,7 @@ std::string show_values(const cl::Communicator& comm, cl::Collective c, bool byt
 
 std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                    const strategies::parallel::Uncertainty& u, const cl::Collective& base,
-                   cl::Fidelity fidelity, const std::vector<Row>& rows) {
+                   std::string_view fidelity, const std::vector<Row>& rows) {
     const int n = comm.size();
     const auto& spec = comm.topology().spec();
     const std::string redop = cl::reduces(base.op) ? "sum" : "none";
@@ -161,7 +163,7 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                  {"count", cl::nccl_count(base.op, r.bytes, base.dtype, n)},
                  {"dtype", hardware::to_string(base.dtype)},
                  {"root", root},
-                 {"fidelity", cl::to_string(fidelity)},
+                 {"fidelity", std::string(fidelity)},
                  {"time_us", r.time.microseconds()},
                  {"algbw_gbps", algbw(r)},
                  {"busbw_gbps", busbw(r)},
@@ -183,7 +185,7 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                              cl::to_string(base.op), cl::to_string(r.choice.algorithm),
                              hardware::to_string(r.choice.protocol), n, r.bytes,
                              cl::nccl_count(base.op, r.bytes, base.dtype, n),
-                             hardware::to_string(base.dtype), redop, root, cl::to_string(fidelity),
+                             hardware::to_string(base.dtype), redop, root, fidelity,
                              r.time.microseconds(), algbw(r), busbw(r));
             s += calibrated
                      ? fmt::format(",{:.3f},{:.3f}\n", band(r)->low_s * 1e6, band(r)->high_s * 1e6)
@@ -194,7 +196,7 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
     s += fmt::format("# clustersim collective: {} on {} x {} ({}, {} node{}), {} fidelity, "
                      "--algo {}\n#\n",
                      cl::to_string(base.op), n, spec.node.gpu.name, spec.name, comm.node_count(),
-                     comm.node_count() == 1 ? "" : "s", cl::to_string(fidelity), o.algo);
+                     comm.node_count() == 1 ? "" : "s", fidelity, o.algo);
     s += fmt::format("#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {}\n", "size",
                      "count", "type", "redop", "root", "time", "algbw", "busbw",
                      calibrated ? fmt::format("{:<13}  time p10-p90 (us)", "algorithm")
@@ -242,9 +244,16 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
             throw InputError("--protocol: expected auto, ll, ll128 or simple, got '" + o.protocol +
                              "'");
     }
-    const auto fidelity = cl::parse_fidelity(o.fidelity);
+    // As `run` takes it: flow folds identical flows into representatives (exact), flow-full
+    // simulates every one.
+    const bool flow_full = o.fidelity == "flow-full";
+    const auto fidelity =
+        flow_full ? std::optional(cl::Fidelity::flow) : cl::parse_fidelity(o.fidelity);
     if (!fidelity)
-        throw InputError("--fidelity: expected analytic or flow, got '" + o.fidelity + "'");
+        throw InputError("--fidelity: expected analytic, flow or flow-full, got '" + o.fidelity +
+                         "'");
+    cl::FlowOptions flow_options;
+    flow_options.symmetry = !flow_full;
     const auto dtype = hardware::parse_dtype(o.dtype);
     if (!dtype || (*dtype != hardware::Dtype::fp32 && *dtype != hardware::Dtype::fp16 &&
                    *dtype != hardware::Dtype::bf16))
@@ -302,10 +311,11 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
     for (std::int64_t bytes : sizes) {
         cl::Collective c = base;
         c.bytes = bytes;
-        const cl::Outcome out = cl::simulate(comm, c, *fidelity);
+        const cl::Outcome out = cl::simulate(comm, c, *fidelity, flow_options);
         rows.push_back({bytes, out.choice, out.time});
     }
-    io.out << render(o, comm, platform.provenance.uncertainty, base, *fidelity, rows);
+    io.out << render(o, comm, platform.provenance.uncertainty, base,
+                     flow_full ? "flow-full" : cl::to_string(*fidelity), rows);
 }
 
 } // namespace
@@ -330,7 +340,9 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--algo", o->algo, "auto, ring, tree, direct, nvls, hierarchical")
         ->capture_default_str();
     cmd->add_option("--protocol", o->protocol, "auto, ll, ll128, simple")->capture_default_str();
-    cmd->add_option("--fidelity", o->fidelity, "analytic (closed forms) or flow (flow network)")
+    cmd->add_option("--fidelity", o->fidelity,
+                    "analytic (closed forms), flow (network contention; identical flows by "
+                    "symmetry, exact) or flow-full (every flow simulated)")
         ->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "fp32, fp16, bf16")->capture_default_str();
     cmd->add_option("--root,-r", o->root, "Root rank of broadcast, reduce, gather, scatter")

@@ -10,11 +10,13 @@ that benchmark's. The table replaces the lines between the README's perf-table m
 here, never the README by hand.
 """
 import json
+import math
 import os
 import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN = "<!-- perf-table:begin (scripts/gen-perf-table.py) -->"
@@ -48,6 +50,74 @@ def finish(proc):
     if proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
     return {b["name"]: b for b in json.loads(out)["benchmarks"]}
+
+
+def command(build, args, runs=3):
+    """`clustersim ARGS` as a user types it (from the repository's root), `runs` times, each in a
+    process of its own: the median run's user CPU seconds, its peak RSS in MiB and its standard
+    output. CPU time, not wall: on a shared host the wall time follows the neighbours."""
+    exe = pathlib.Path(build) / "app" / "clustersim"
+    results = []
+    for _ in range(runs):
+        with tempfile.TemporaryFile(mode="w+") as out:
+            proc = subprocess.Popen([str(exe)] + args, stdout=out, stderr=subprocess.PIPE,
+                                    cwd=ROOT, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                raise subprocess.CalledProcessError(proc.returncode, proc.args, None,
+                                                    proc.stderr.read())
+            out.seek(0)
+            results.append((usage.ru_utime, usage.ru_maxrss / 1024, out.read()))
+    return sorted(results, key=lambda r: r[0])[runs // 2]
+
+
+def shell(args):
+    """A command line as the README prints it."""
+    return "`clustersim " + " ".join(args) + "`"
+
+
+def gpt3_1024(dp, fidelity="analytic"):
+    """bench_scale's GPT-3 175B: the 1,024-GPU experiment (tp 8, pp 16) with dp raised, 64
+    micro-batches per replica, as a command."""
+    return ["run", "configs/experiments/gpt3-175B-1024xA100.yaml", "--set",
+            f"gpus={128 * dp}", "--set", f"parallel.dp={dp}", "--set",
+            f"training.global_batch={64 * dp}", "--fidelity", fidelity]
+
+
+def gpt3_flow(gpus, fidelity="flow"):
+    """GPT-3 175B as Narayanan et al. lay it out on 64 A100s (tp 8, pp 8, v 3), replicated to
+    `gpus` (dp = gpus / 64, 64 micro-batches per replica)."""
+    return ["run", "configs/experiments/gpt3-175B-64xA100.yaml", "--set", f"gpus={gpus}",
+            "--set", f"parallel.dp={gpus // 64}", "--set", f"training.global_batch={gpus}",
+            "--fidelity", fidelity, "--format", "json"]
+
+
+def command_rows(build):
+    """The rows that time a command a user runs, whole process (issue 38)."""
+    small, large = 16384, 131072
+    t_small, _, _ = command(build, gpt3_flow(small))
+    t_large, rss_large, _ = command(build, gpt3_flow(large))
+    k = math.log(t_large / t_small) / math.log(large / small)
+    yield (f"GPT-3 175B step (tp 8, pp 8, v 3, dp = GPUs / 64), flow: growth exponent k in "
+           f"t ~ GPUs^k from {small:,} to {large:,} GPUs, whole process, user CPU: "
+           f"{shell(gpt3_flow(large))}", "k <= 1.1; 131,072 GPUs < 3 s, < 400 MiB",
+           f"k = {k:.2f} ({fmt_time(t_small * 1e3)} -> {fmt_time(t_large * 1e3)}), "
+           f"{rss_large:.0f} MiB")
+    gpus = 4096
+    t_sym, _, sym = command(build, gpt3_flow(gpus), runs=1)
+    t_full, _, full = command(build, gpt3_flow(gpus, "flow-full"), runs=1)
+    step_sym = json.loads(sym)["step_time_s"]
+    step_full = json.loads(full)["step_time_s"]
+    yield (f"the same on {gpus:,} GPUs, `--fidelity flow` against `--fidelity flow-full`",
+           "the same step time",
+           f"{fmt_time(t_sym * 1e3)} vs {fmt_time(t_full * 1e3)}; step {step_sym!r} s vs "
+           f"{step_full!r} s ({'identical' if step_sym == step_full else 'DIFFERENT'})")
+    args = ["collective", "-H", "dgx-h100", "--gpus", "100000", "--op", "all_reduce", "--bytes",
+            "1GiB", "--fidelity", "flow"]
+    t, rss, _ = command(build, args)
+    yield (f"1 GiB all-reduce on 100,000 GPUs (DGX H100), flow with symmetry, whole process, "
+           f"user CPU: {shell(args)}", "< 3 s, < 500 MiB", f"{fmt_time(t * 1e3)}, {rss:.0f} MiB")
 
 
 def ms(b, clock="cpu_time"):
@@ -101,8 +171,8 @@ def rows(build):
     for dp, target in ((128, "< 50 ms"), (782, "< 0.5 s")):
         b = median_run(build, "bench_scale", f"BM_Gpt3Step/dp:{dp}/flow:0/")
         yield (f"GPT-3 175B step on {128 * dp:,} GPUs (tp 8, pp 16, dp {dp}, 64 micro-batches "
-               "per replica), analytic, whole job (`bench_scale`)", target,
-               f"{fmt_time(ms(b))}, {mib(b)}")
+               f"per replica), analytic, whole job (`bench_scale`; {shell(gpt3_1024(dp))})",
+               target, f"{fmt_time(ms(b))}, {mib(b)}")
     for flow, target in ((0, "k <= 1.2"), (1, "k <= 1.2; 16,384 GPUs < 2 s")):
         b = next(iter(run(build, "bench_scale", f"BM_GrowthExponent/flow:{flow}/").values()))
         yield (f"GPT-3 175B step, {'flow' if flow else 'analytic'}: growth exponent k in "
@@ -119,15 +189,19 @@ def rows(build):
     for dp, target in ((128, "< 2 s"), (782, "< 30 s, < 2 GiB")):
         b = median_run(build, "bench_scale", f"BM_Gpt3Step/dp:{dp}/flow:1/")
         yield (f"GPT-3 175B step on {128 * dp:,} GPUs, flow with symmetry, whole job "
-               "(`bench_scale`)", target, f"{fmt_time(ms(b))}, {mib(b)}")
+               f"(`bench_scale`; {shell(gpt3_1024(dp, 'flow'))})", target,
+               f"{fmt_time(ms(b))}, {mib(b)}")
     b = next(iter(run(build, "bench_scale", "BM_Bisection/gpus:65536").values()))
     yield ("bisection bandwidth of `hardware show` on 65,536 GPUs (DGX A100; a maximum flow over "
            f"{b['vertices']:,.0f} vertices), the graph built (`bench_scale`)", "well under 1 s",
            f"{fmt_time(ms(b))}, {mib(b)}")
     for gpus in (1024, 4096, 16384, 100000):
         b = median_run(build, "bench_scale", f"BM_FlowAllReduce/gpus:{gpus}/")
+        args = ["collective", "-H", "dgx-h100", "--gpus", str(gpus), "--op", "all_reduce",
+                "--bytes", "1GiB", "--fidelity", "flow"]
         yield (f"1 GiB all-reduce on {gpus:,} GPUs (DGX H100), flow fidelity with symmetry, "
-               "whole job (`bench_scale`)", "< 5 s" if gpus == 100000 else "< 5 s on 100,000 GPUs",
+               f"whole job (`bench_scale`; {shell(args)})",
+               "< 5 s" if gpus == 100000 else "< 5 s on 100,000 GPUs",
                f"{fmt_time(ms(b))}, {mib(b)} ({b['flows']:,.0f} flows simulated, "
                f"{b['represented']:,.0f} left to representatives)")
 
@@ -190,6 +264,7 @@ def rows(build):
            ">= 5,000 configurations/s per core",
            f"{b['items_per_second']:,.0f}/s on one core ({b['configs']:.0f} configurations, "
            f"{b['valid']:.0f} valid)")
+    yield from command_rows(build)
     if (pathlib.Path(build) / "bench" / "bench_kineto").exists():
         b = median_run(build, "bench_kineto", "BM_ImportKinetoTrace/200/")
         yield (f"import of a {b['MB']:.0f} MB PyTorch profiler trace, "

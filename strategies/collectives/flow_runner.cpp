@@ -5,6 +5,8 @@
 #include "strategies/collectives/plan.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -40,6 +42,21 @@ struct FlowCollectives::Run {
         double efficiency = 1;
     };
     std::vector<RouteMemo> route_memo;
+    /// Symmetry: which flows of a batch may be left to a representative depends only on the
+    /// batch's routes and edges (and the claims), and most batches repeat the one two before
+    /// (a ring's rounds; rounds of transfers and of memory work alternating within a node).
+    /// Each of the last two batches keeps its routes and, per flow, whether the flow is alone
+    /// on resources of its own and its bottleneck, so that a batch seen before is folded
+    /// without reading its routes' edges (a scan of every flow's edges in resource-sized tables
+    /// cost more, per flow, as the cluster grew, and most flows are then folded).
+    struct FoldMemo {
+        std::vector<Pending> keys;      ///< the batch (route, edge) it describes
+        std::vector<double> bottleneck; ///< per flow: its least capacity; NaN: not alone
+        std::uint64_t claims = 0;
+        std::uint64_t used = 0; ///< when it last served, for replacement
+    };
+    std::array<FoldMemo, 2> fold_memo;
+    std::uint64_t batches = 0;
 };
 
 std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
@@ -226,6 +243,72 @@ void FlowCollectives::on_flow_done(Run* run, bool then_local) {
     }
 }
 
+const std::vector<double>& FlowCollectives::fold(Run* run) {
+    // The last two batches' answers, when this batch crosses the same routes and edges in the
+    // same order and no communicator has claimed resources since.
+    ++run->batches;
+    const auto same = [](const Pending& a, const Pending& b) {
+        return a.route == b.route && a.has_edge == b.has_edge && (!a.has_edge || a.edge == b.edge);
+    };
+    for (Run::FoldMemo& m : run->fold_memo) {
+        if (m.claims == claimed_.size() && m.keys.size() == batch_.size() &&
+            std::equal(batch_.begin(), batch_.end(), m.keys.begin(), same)) {
+            m.used = run->batches;
+            return m.bottleneck;
+        }
+    }
+    Run::FoldMemo& m =
+        run->fold_memo[0].used <= run->fold_memo[1].used ? run->fold_memo[0] : run->fold_memo[1];
+    m.used = run->batches;
+    m.claims = claimed_.size();
+    m.keys.assign(batch_.begin(), batch_.end());
+    m.bottleneck.assign(batch_.size(), std::numeric_limits<double>::quiet_NaN());
+    // A flow is alone when every resource it crosses is its communicator's alone and no other
+    // flow of the batch crosses it; its bottleneck is then the least capacity on its way.
+    if (use_.size() < net_.resource_count())
+        use_.resize(net_.resource_count(), 0);
+    for (const Pending& p : batch_) {
+        if (p.route != nullptr)
+            for (sim::ResourceId e : *p.route)
+                ++use_[e];
+        else if (p.has_edge)
+            ++use_[p.edge];
+    }
+    auto own = [&](sim::ResourceId e) {
+        return owner_[e] == run->plan && !shared_[e] && use_[e] == 1;
+    };
+    for (std::size_t i = 0; i < batch_.size(); ++i) {
+        const Pending& p = batch_[i];
+        bool alone = true;
+        double least = std::numeric_limits<double>::infinity();
+        // Ownership first: a flow that crosses a shared resource (most hops between nodes)
+        // needs no bottleneck.
+        if (p.route != nullptr) {
+            for (sim::ResourceId e : *p.route) {
+                if (!own(e)) {
+                    alone = false;
+                    break;
+                }
+            }
+            for (std::size_t k = 0; alone && k < p.route->size(); ++k)
+                least = std::min(least, net_.capacity((*p.route)[k]));
+        } else if (p.has_edge) {
+            alone = own(p.edge);
+            least = net_.capacity(p.edge);
+        }
+        if (alone)
+            m.bottleneck[i] = least;
+    }
+    for (const Pending& p : batch_) {
+        if (p.route != nullptr)
+            for (sim::ResourceId e : *p.route)
+                use_[e] = 0;
+        else if (p.has_edge)
+            use_[p.edge] = 0;
+    }
+    return m.bottleneck;
+}
+
 void FlowCollectives::start_batch(Run* run, bool then_local) {
     // Lumps (and their lists' storage) are reused from batch to batch.
     for (std::size_t i = 0; i < run->nlumps; ++i)
@@ -238,45 +321,19 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
     }
     run->then_local = then_local;
     // Symmetry holds for a flow whose every resource is its communicator's alone, crossed by no
-    // other flow of the batch, while no other collective runs on the communicator.
+    // other flow of the batch, while no other collective runs on the communicator. Which flows
+    // those are is decided first (fold), so that the flows left to representatives cost no
+    // look at their routes.
     const bool lump = options_.symmetry && running_per_plan_[run->plan] == 1;
-    if (lump) {
-        if (use_.size() < net_.resource_count())
-            use_.resize(net_.resource_count(), 0);
-        for (const Pending& p : batch_) {
-            if (p.route != nullptr)
-                for (sim::ResourceId e : *p.route)
-                    ++use_[e];
-            else if (p.has_edge)
-                ++use_[p.edge];
-        }
-    }
-    auto own = [&](sim::ResourceId e) {
-        return owner_[e] == run->plan && !shared_[e] && use_[e] == 1;
-    };
-    for (const Pending& p : batch_) {
-        bool alone = lump;
-        double rate = p.max_rate;
+    static const std::vector<double> kNone;
+    const std::vector<double>& bottleneck = lump ? fold(run) : kNone;
+    for (std::size_t i = 0; i < batch_.size(); ++i) {
+        const Pending& p = batch_[i];
+        const bool alone = lump && !std::isnan(bottleneck[i]);
+        // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
+        // flows are those of the same size, bottleneck and latency.
+        const double rate = alone ? std::min(p.max_rate, bottleneck[i]) : p.max_rate;
         if (alone) {
-            // Ownership first: a flow that crosses a shared resource (most hops between nodes)
-            // needs no bottleneck.
-            if (p.route != nullptr) {
-                for (sim::ResourceId e : *p.route) {
-                    if (!own(e)) {
-                        alone = false;
-                        break;
-                    }
-                }
-                for (std::size_t i = 0; alone && i < p.route->size(); ++i)
-                    rate = std::min(rate, net_.capacity((*p.route)[i]));
-            } else if (p.has_edge) {
-                alone = own(p.edge);
-                rate = std::min(rate, net_.capacity(p.edge));
-            }
-        }
-        if (alone) {
-            // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
-            // flows are those of the same size, bottleneck and latency.
             const auto end = run->lumps.begin() + static_cast<std::ptrdiff_t>(run->nlumps);
             auto it = std::find_if(run->lumps.begin(), end, [&](const Run::Lump& l) {
                 return l.bytes == p.bytes && l.rate == rate && l.latency == p.latency;
@@ -316,15 +373,6 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
                 on_flow_done(run, then_local);
             };
             net_.start(std::move(spec));
-        }
-    }
-    if (lump) {
-        for (const Pending& p : batch_) {
-            if (p.route != nullptr)
-                for (sim::ResourceId e : *p.route)
-                    use_[e] = 0;
-            else if (p.has_edge)
-                use_[p.edge] = 0;
         }
     }
 }

@@ -107,6 +107,9 @@ private:
     /// Starts batch_ (flows that run together); `then_local`: when all are done, the round's
     /// memory work follows, else the next round.
     void start_batch(Run* run, bool then_local);
+    /// Symmetry: per flow of batch_, its bottleneck if it is alone on resources of its own
+    /// (and may be left to an identical representative), NaN if not.
+    const std::vector<double>& fold(Run* run);
     void on_flow_done(Run* run, bool then_local);
     /// Starts, as copies of their representatives, the flows left out of `run`'s round.
     void materialize(Run* run);

@@ -79,6 +79,40 @@ TEST_CASE("cli collective: CSV, flow fidelity and dtypes", "[app][collective]") 
               .out == csv.out);
 }
 
+TEST_CASE("cli collective: --fidelity flow folds identical flows, flow-full simulates them all",
+          "[app][collective][symmetry]") {
+    // 4 DGX H100 nodes: the rings' hops inside each node and every rank's memory work are
+    // identical flows that symmetry leaves to representatives; the times are the same to the
+    // picosecond, so every printed column but the fidelity's name is the same.
+    auto csv = [](const std::string& fidelity, const std::string& op) {
+        return run({"collective", "--hardware", "dgx-h100", "--gpus", "32", "--op", op,
+                    "--min-bytes", "1MiB", "--max-bytes", "256MiB", "--factor", "16", "--format",
+                    "csv", "--fidelity", fidelity});
+    };
+    for (const std::string op : {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}) {
+        INFO(op);
+        const Run sym = csv("flow", op);
+        const Run full = csv("flow-full", op);
+        REQUIRE(sym.code == 0);
+        REQUIRE(full.code == 0);
+        const auto a = lines(sym.out);
+        const auto b = lines(full.out);
+        REQUIRE(a.size() == 4);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t i = 1; i < a.size(); ++i) {
+            CHECK_THAT(a[i], Catch::Contains(",flow,"));
+            CHECK_THAT(b[i], Catch::Contains(",flow-full,"));
+            std::string folded = a[i];
+            folded.replace(folded.find(",flow,"), 6, ",flow-full,");
+            CHECK(folded == b[i]);
+        }
+    }
+    const Run table = run({"collective", "--hardware", "dgx-h100", "--gpus", "16", "--op",
+                           "all_reduce", "--bytes", "64MiB", "--fidelity", "flow-full"});
+    REQUIRE(table.code == 0);
+    CHECK_THAT(table.out, Catch::Contains("(dgx-h100, 2 nodes), flow-full fidelity"));
+}
+
 TEST_CASE("cli collective: sizes are rounded as nccl-tests rounds them", "[app][collective]") {
     const Run r = run({"collective", "--hardware", "dgx-a100", "--op", "all_gather", "--bytes",
                        "1000", "--format", "csv"});
