@@ -15,9 +15,9 @@ if [ "${1:-}" = "--check" ]; then
 fi
 dir=${1:-build/test}
 status=0
-for kind in experiments hardware; do
-  doc=docs/$kind.md
-  [ "$kind" = hardware ] && doc=docs/hardware-files.md
+for pair in experiments:docs/experiments.md hardware:docs/hardware-files.md; do
+  kind=${pair%%:*}
+  doc=${pair#*:}
   tmp=$(mktemp)
   "$dir/app/clustersim" init --docs "$kind" --out "$tmp"
   if [ "$check" = 1 ]; then

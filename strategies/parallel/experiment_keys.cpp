@@ -305,7 +305,7 @@ const std::vector<Key<ParallelSpec>>& parallel_keys() {
           .mirrors = "--pipeline-model-parallel-layout",
           .meaning = "the split as a string: E embedding, t layer, L loss, | between stages",
           .lands = "ParallelSpec::split.layout",
-          .example = "\"Et|(tt|)*30L\"",
+          .example = "Et|(tt|)*30L",
           .group = "split",
           .commented = true},
          +[](P& p) -> std::string& { return p.split.layout; }},

@@ -108,7 +108,7 @@ TEST_CASE("config keys: run, sweep, calibrate --set, init and the docs take ever
                     set.emplace_back("model.kind", std::string(k->when));
                 set.emplace_back(key, std::string(k->example));
                 const std::string err = error_of([&] { sp::load_experiment(path, set); });
-                CHECK(err.find("unknown") == std::string::npos);
+                CHECK(err.find("unknown key") == std::string::npos);
                 CHECK(err.find("valid keys") == std::string::npos);
                 // `calibrate import --set`: a step setting of the model, training or parallel.
                 if (!s.path.empty()) {
