@@ -206,3 +206,30 @@ TEST_CASE("config keys: init's template runs, and the docs in docs/ are the tabl
     CHECK(test::run({"init", "--docs", "experiments"}).out == app::experiments_markdown());
     CHECK(test::run({"init", "--docs", "hardware"}).out == app::hardware_markdown());
 }
+
+TEST_CASE("config keys: the training and parallel tables' defaults are the loader's",
+          "[app][config-keys]") {
+    // A key set to the default its table states changes nothing in the result. Defaults that
+    // are not values ("gpus / (tp x pp x cp)", "tp") are refused as values and skipped.
+    const test::TempDir dir("config-keys-defaults");
+    const std::string path = (dir.path / "e.yaml").string();
+    test::spit(path, kBase);
+    const test::Run base = test::run({"run", path, "--format", "json"});
+    REQUIRE(base.code == 0);
+    int compared = 0;
+    for (std::string_view section : {"training", "parallel"}) {
+        for (const config::KeyInfo* k : sp::experiment_section(section)->keys) {
+            if (std::string(kBase).find("  " + std::string(k->name) + ":") != std::string::npos)
+                continue; // the base gives it
+            const std::string set =
+                std::string(section) + "." + std::string(k->name) + "=" + std::string(k->fallback);
+            const test::Run r = test::run({"run", path, "--set", set, "--format", "json"});
+            INFO(set << "\n" << r.err);
+            if (r.code != 0)
+                continue;
+            CHECK(r.out == base.out);
+            ++compared;
+        }
+    }
+    CHECK(compared > 25);
+}
