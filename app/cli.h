@@ -43,7 +43,4 @@ void register_validate(CLI::App& app, Io io, int& exit_code);
 void register_list(CLI::App& app, Io io, int& exit_code);
 void register_init(CLI::App& app, Io io, int& exit_code);
 
-/// The experiment file `clustersim init` writes.
-extern const char* const kExperimentTemplate;
-
 } // namespace clustersim::app

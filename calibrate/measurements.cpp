@@ -3,6 +3,8 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "config/key_table.h"
+#include "strategies/parallel/experiment_keys.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -113,67 +115,29 @@ double P2pMeasurement::bandwidth() const {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-enum class SettingType { integer, boolean, choice, dtype, size };
+// A step's settings are the experiment file's keys: its tables (strategies/parallel/
+// experiment_keys.h) say which keys each section has and what each takes, so a step
+// measurement can say everything an experiment can.
+namespace sp = strategies::parallel;
 
-struct SettingSpec {
-    std::string_view section;
-    std::string_view key;
-    SettingType type;
-    std::int64_t min = 1;
-    std::int64_t max = std::int64_t{1} << 40;
-    std::vector<std::string_view> choices = {};
-};
-
-// The experiment file's keys (strategies/parallel/experiment.h; `clustersim init` writes them
-// all). A key added there is added here, so a step measurement can say everything an
-// experiment can.
-const std::vector<SettingSpec>& setting_specs() {
-    static const std::vector<SettingSpec> specs{
-        {"model", "kind", SettingType::choice, 0, 0, {"transformer", "mlp"}},
-        {"model", "layers", SettingType::integer},
-        {"model", "hidden", SettingType::integer},
-        {"model", "dim", SettingType::integer}, // the MLP's width (kind: mlp)
-        {"model", "heads", SettingType::integer},
-        {"model", "ffn", SettingType::integer},
-        {"model", "seq", SettingType::integer},
-        {"model", "vocab", SettingType::integer},
-        {"model", "attention", SettingType::choice, 0, 0, {"unfused", "flash"}},
-        {"training", "global_batch", SettingType::integer},
-        {"training", "micro_batch", SettingType::integer},
-        {"training", "dtype", SettingType::dtype},
-        {"training", "optimizer", SettingType::choice, 0, 0, {"adam", "adamw", "sgd"}},
-        {"parallel", "tp", SettingType::integer},
-        {"parallel", "pp", SettingType::integer},
-        {"parallel", "dp", SettingType::integer},
-        {"parallel", "schedule", SettingType::choice, 0, 0, {"gpipe", "1f1b", "interleaved-1f1b"}},
-        {"parallel", "virtual_stages", SettingType::integer},
-        {"parallel", "sequence_parallel", SettingType::boolean},
-        {"parallel", "recompute", SettingType::choice, 0, 0, {"none", "selective", "full", "auto"}},
-        {"parallel", "zero", SettingType::integer, 0, 3},
-        {"parallel", "dp_overlap", SettingType::boolean},
-        {"parallel", "overlap_grad_reduce", SettingType::boolean},
-        {"parallel", "overlap_param_gather", SettingType::boolean},
-        {"parallel", "tp_comm_overlap", SettingType::boolean},
-        {"parallel", "dp_bucket", SettingType::size},
-    };
-    return specs;
+const config::KeySection& section_keys(std::string_view section) {
+    static const config::KeySection none;
+    const config::KeySection* keys = sp::experiment_section(section);
+    return keys != nullptr && !section.empty() ? *keys : none;
 }
 
 std::string valid_keys(std::string_view section) {
     std::vector<std::string> keys;
-    for (const auto& s : setting_specs()) {
-        if (s.section == section)
-            keys.emplace_back(s.key);
+    for (const config::KeyInfo* k : section_keys(section).keys) {
+        keys.emplace_back(k->name);
+        for (std::string_view other : k->other_names)
+            keys.emplace_back(other);
     }
     return base::join(keys, ", ");
 }
 
-const SettingSpec* find_spec(std::string_view section, std::string_view key) {
-    for (const auto& s : setting_specs()) {
-        if (s.section == section && s.key == key)
-            return &s;
-    }
-    return nullptr;
+const config::KeyInfo* find_spec(std::string_view section, std::string_view key) {
+    return config::find_key(section_keys(section), key);
 }
 
 std::string describe(const SettingValue& v) {
@@ -190,52 +154,49 @@ std::string describe(const SettingValue& v) {
         v);
 }
 
-std::string join_choices(const std::vector<std::string_view>& choices) {
-    return base::join(std::vector<std::string>(choices.begin(), choices.end()), ", ");
-}
 } // namespace
 
 void check_setting(std::string_view section, const std::string& key, const SettingValue& value,
                    const std::string& where) {
-    const SettingSpec* spec = find_spec(section, key);
+    const config::KeyInfo* spec = find_spec(section, key);
     if (spec == nullptr)
         throw InputError(fmt::format("{}: unknown {} key '{}' (valid: {})", where, section, key,
                                      valid_keys(section)));
     const std::string got = describe(value);
+    const auto* text = std::get_if<std::string>(&value);
     switch (spec->type) {
-    case SettingType::integer: {
+    case config::KeyType::integer: {
         const auto* v = std::get_if<std::int64_t>(&value);
         if (v == nullptr || *v < spec->min || *v > spec->max)
             throw InputError(fmt::format("{}: expected an integer from {} to {}, got {}", where,
                                          spec->min, spec->max, got));
         return;
     }
-    case SettingType::boolean:
+    case config::KeyType::number: {
+        const auto* i = std::get_if<std::int64_t>(&value);
+        const auto* d = std::get_if<double>(&value);
+        const double v = i != nullptr ? static_cast<double>(*i) : d != nullptr ? *d : 0;
+        if ((i == nullptr && d == nullptr) || !(v >= spec->number_min))
+            throw InputError(
+                fmt::format("{}: expected a number >= {}, got {}", where, spec->number_min, got));
+        return;
+    }
+    case config::KeyType::boolean:
         if (!std::holds_alternative<bool>(value))
             throw InputError(fmt::format("{}: expected true or false, got {}", where, got));
         return;
-    case SettingType::choice: {
-        const auto* v = std::get_if<std::string>(&value);
-        if (v == nullptr ||
-            std::find(spec->choices.begin(), spec->choices.end(), *v) == spec->choices.end())
+    case config::KeyType::choice:
+        if (text == nullptr ||
+            std::find(spec->choices.begin(), spec->choices.end(), *text) == spec->choices.end())
             throw InputError(fmt::format("{}: expected one of {}, got {}", where,
-                                         join_choices(spec->choices), got));
+                                         base::join(spec->choices, ", "), got));
         return;
-    }
-    case SettingType::dtype: {
-        const auto* v = std::get_if<std::string>(&value);
-        if (v == nullptr || !hardware::parse_dtype(*v))
-            throw InputError(fmt::format(
-                "{}: expected a dtype (fp64, fp32, tf32, fp16, bf16, fp8), got {}", where, got));
-        return;
-    }
-    case SettingType::size: {
-        const auto* v = std::get_if<std::string>(&value);
+    case config::KeyType::bytes: {
         const auto* i = std::get_if<std::int64_t>(&value);
         bool ok = i != nullptr && *i > 0;
-        if (v != nullptr) {
+        if (text != nullptr) {
             try {
-                ok = base::parse_bytes(*v) > 0;
+                ok = base::parse_bytes(*text) > 0;
             } catch (const InputError&) {
                 ok = false;
             }
@@ -245,7 +206,19 @@ void check_setting(std::string_view section, const std::string& key, const Setti
                 fmt::format("{}: expected a positive size like '25MiB', got {}", where, got));
         return;
     }
+    case config::KeyType::text:
+    case config::KeyType::list:
+        // The experiment's loader reads the text (a list as its items separated by commas).
+        if (text == nullptr)
+            throw InputError(fmt::format("{}: expected a string, got {}", where, got));
+        return;
+    case config::KeyType::time:
+    case config::KeyType::bandwidth:
+    case config::KeyType::flop_rate:
+    case config::KeyType::section:
+        break;
     }
+    throw InputError(fmt::format("{}: {} takes no single value", where, key));
 }
 
 void apply_setting(StepMeasurement& step, std::string_view assignment, const std::string& where) {
@@ -266,12 +239,12 @@ void apply_setting(StepMeasurement& step, std::string_view assignment, const std
         throw InputError(fmt::format("{}: unknown section '{}' in '{}' (valid: model, training, "
                                      "parallel)",
                                      where, section, assignment));
-    const SettingSpec* spec = find_spec(section, key);
+    const config::KeyInfo* spec = find_spec(section, key);
     if (spec == nullptr)
         throw InputError(fmt::format("{}: unknown {} key '{}' (valid: {})", where, section, key,
                                      valid_keys(section)));
     SettingValue value = text;
-    if (spec->type == SettingType::integer) {
+    if (spec->type == config::KeyType::integer) {
         std::int64_t v = 0;
         std::size_t used = 0;
         try {
@@ -283,7 +256,19 @@ void apply_setting(StepMeasurement& step, std::string_view assignment, const std
             throw InputError(
                 fmt::format("{}: {}.{}: expected an integer, got '{}'", where, section, key, text));
         value = v;
-    } else if (spec->type == SettingType::boolean) {
+    } else if (spec->type == config::KeyType::number) {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+            v = std::stod(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != text.size())
+            throw InputError(
+                fmt::format("{}: {}.{}: expected a number, got '{}'", where, section, key, text));
+        value = v;
+    } else if (spec->type == config::KeyType::boolean) {
         if (text != "true" && text != "false")
             throw InputError(fmt::format("{}: {}.{}: expected true or false, got '{}'", where,
                                          section, key, text));

@@ -3,6 +3,7 @@
 #include "hardware/collective_tuning_loader.h"
 
 #include "config/yaml_map.h"
+#include "hardware/hardware_keys.h"
 
 #include <string>
 
@@ -21,14 +22,13 @@ void read_efficiency(YamlMap& m, std::string_view key, double& out) {
 }
 
 void apply_level(YamlMap m, LevelTuning& level) {
-    m.read_time("step_latency", level.step_latency);
+    config::read_keys(m, level_keys(), level);
     read_efficiency(m, "efficiency", level.efficiency);
     m.finish();
 }
 
 void apply_protocol(YamlMap m, ProtocolTuning& p) {
-    m.read_time("base_latency", p.base_latency);
-    m.read_bytes("chunk", p.chunk_bytes);
+    config::read_keys(m, protocol_keys(), p);
     for (std::size_t i = 0; i < kLinkLevelCount; ++i) {
         const auto name = to_string(static_cast<LinkLevel>(i));
         if (m.has(name))
@@ -40,12 +40,10 @@ void apply_protocol(YamlMap m, ProtocolTuning& p) {
 } // namespace
 
 void apply_collectives(YamlMap m, CollectiveTuning& t) {
-    m.read_time("launch_latency", t.launch_latency);
-    m.read_number("memory_passes", t.memory_passes, 0);
-    m.read("pxn", t.pxn);
+    config::read_keys(m, collectives_keys(), t);
     if (m.has("nvls")) {
         YamlMap n = m.map("nvls");
-        n.read_time("latency", t.nvls.latency);
+        config::read_keys(n, nvls_keys(), t.nvls);
         read_efficiency(n, "efficiency", t.nvls.efficiency);
         n.finish();
     }
@@ -55,8 +53,7 @@ void apply_collectives(YamlMap m, CollectiveTuning& t) {
             if (!n.has(key))
                 return;
             YamlMap c = n.map(key);
-            c.read_bandwidth("two_nodes", cap.two_nodes);
-            c.read_bandwidth("more_nodes", cap.more_nodes);
+            config::read_keys(c, channel_cap_keys(), cap);
             c.finish();
         };
         read_cap("channel_bandwidth", t.tree.channel);
@@ -84,13 +81,10 @@ void apply_collectives(YamlMap m, CollectiveTuning& t) {
         YamlMap n = m.map("nvls_tree");
         if (n.has("channel_bandwidth")) {
             YamlMap c = n.map("channel_bandwidth");
-            c.read_bandwidth("two_nodes", t.nvls_tree_channel.two_nodes);
-            c.read_bandwidth("more_nodes", t.nvls_tree_channel.more_nodes);
+            config::read_keys(c, channel_cap_keys(), t.nvls_tree_channel);
             c.finish();
         }
-        n.read("channels", t.nvls_tree_pipeline.channels, 1, 1024);
-        n.read_bytes("chunk", t.nvls_tree_pipeline.chunk_bytes);
-        n.read_bytes("chunk_at_4_nodes", t.nvls_tree_pipeline.chunk_bytes_4_nodes);
+        config::read_keys(n, nvls_tree_keys(), t.nvls_tree_pipeline);
         n.finish();
     }
     for (Protocol p : kAllProtocols) {

@@ -4,6 +4,7 @@
 #include "config/preset.h"
 #include "config/yaml_map.h"
 #include "hardware/collective_tuning_loader.h"
+#include "hardware/hardware_keys.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,18 +18,12 @@ namespace fs = std::filesystem;
 namespace {
 
 void apply_link(YamlMap m, LinkSpec& link) {
-    m.read_bandwidth("bandwidth", link.bandwidth);
-    m.read_time("latency", link.latency);
+    config::read_keys(m, link_keys(), link);
     m.finish();
 }
 
 void apply_gpu(YamlMap m, GpuSpec& gpu) {
-    m.read("name", gpu.name);
-    m.read("sm_count", gpu.sm_count, 1, 100000);
-    m.read_number("clock_mhz", gpu.clock_mhz, 1);
-    m.read_number("power_limit_w", gpu.power_limit_w, 1);
-    m.read_number("power_cap_w", gpu.power_cap_w, 1);
-    m.read_number("sustained_clock_mhz", gpu.sustained_clock_mhz, 1);
+    config::read_keys(m, gpu_keys(), gpu);
     if (m.has("power_cap_w") && gpu.power_limit_w <= 0)
         m.fail("power_cap_w", "needs the board's power_limit_w (its datasheet TDP) to scale from");
     if (gpu.power_cap_w > gpu.power_limit_w && m.has("power_cap_w"))
@@ -46,34 +41,24 @@ void apply_gpu(YamlMap m, GpuSpec& gpu) {
     }
     if (m.has("hbm")) {
         YamlMap h = m.map("hbm");
-        h.read_bytes("capacity", gpu.hbm_bytes);
-        h.read_bandwidth("bandwidth", gpu.hbm_bandwidth);
+        config::read_keys(h, hbm_keys(), gpu);
         h.finish();
     }
-    m.read_bytes("l2", gpu.l2_bytes);
     m.finish();
 }
 
 void apply_node(YamlMap m, NodeSpec& node) {
-    m.read("gpus", node.gpus, 1, 1024);
-    if (m.has("fabric"))
-        node.fabric = m.choice("fabric", {"nvswitch", "pcie"}) == "pcie"
-                          ? IntraNodeFabric::pcie
-                          : IntraNodeFabric::nvswitch;
+    config::read_keys(m, node_keys(), node);
     if (m.has("nvlink"))
         apply_link(m.map("nvlink"), node.nvlink);
     if (m.has("nvswitch")) {
         YamlMap s = m.map("nvswitch");
-        s.read_time("latency", node.nvswitch_latency);
-        s.read("nvls", node.nvls);
+        config::read_keys(s, nvswitch_keys(), node);
         s.finish();
     }
     if (m.has("pcie")) {
         YamlMap p = m.map("pcie");
-        p.read_bandwidth("bandwidth", node.pcie.bandwidth);
-        p.read_time("latency", node.pcie.latency);
-        p.read("gpus_per_switch", node.gpus_per_pcie_switch, 1, 1024);
-        p.read("nics_per_switch", node.nics_per_pcie_switch, 1, 1024);
+        config::read_keys(p, pcie_keys(), node);
         p.finish();
     }
     if (m.has("host_link"))
@@ -109,28 +94,11 @@ void apply_node(YamlMap m, NodeSpec& node) {
     m.finish();
 }
 
-Transport parse_transport(YamlMap& m, std::string_view key) {
-    const std::string t = m.choice(key, {"infiniband", "roce", "efa", "tcp"});
-    if (t == "roce")
-        return Transport::roce;
-    if (t == "efa")
-        return Transport::efa;
-    if (t == "tcp")
-        return Transport::tcp;
-    return Transport::infiniband;
-}
-
 void apply_network(YamlMap m, NetworkSpec& net) {
-    m.read("switch_radix", net.switch_radix, 2, 1 << 16);
+    // The transport's setter sets its defaults, before the keys that override them.
+    config::read_keys(m, network_keys(), net);
     if (m.has("link"))
         apply_link(m.map("link"), net.link);
-    m.read_time("switch_latency", net.switch_latency);
-    if (m.has("transport")) {
-        net.transport = parse_transport(m, "transport");
-        const TransportDefaults d = transport_defaults(net.transport);
-        net.transport_efficiency = d.efficiency;
-        net.transport_latency = d.latency;
-    }
     if (m.has("transport_efficiency")) {
         const double v = m.number("transport_efficiency", 0);
         if (!(v > 0 && v <= 1.5))
@@ -139,7 +107,6 @@ void apply_network(YamlMap m, NetworkSpec& net) {
                        m.str("transport_efficiency"));
         net.transport_efficiency = v;
     }
-    m.read_time("transport_latency", net.transport_latency);
     if (m.has("oversubscription")) {
         const double v = m.number("oversubscription");
         if (!(v >= 1) || v > 1024)
@@ -149,7 +116,6 @@ void apply_network(YamlMap m, NetworkSpec& net) {
                        " (2 means 2:1; a fabric cannot carry more up than its nodes send)");
         net.oversubscription = v;
     }
-    m.read("in_network_reduction", net.in_network_reduction);
     m.finish();
 }
 
@@ -186,7 +152,7 @@ GemmTile parse_tile(const YamlMap& m, std::string_view key, const YAML::Node& no
 }
 
 void apply_compute(YamlMap m, ComputeSpec& c) {
-    m.read_time("launch_overhead", c.launch_overhead);
+    config::read_keys(m, compute_keys(), c);
     if (m.has("gemm")) {
         YamlMap g = m.map("gemm");
         if (g.has("tiles")) {
@@ -202,14 +168,13 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
         }
         if (g.has("full_rate_tile"))
             c.gemm_full_rate_tile = parse_tile(g, "full_rate_tile", g.raw("full_rate_tile"));
-        g.read("ctas_per_sm", c.gemm_ctas_per_sm, 1, 64);
+        config::read_keys(g, gemm_keys(), c);
         if (g.has("efficiency")) {
             YamlMap e = g.map("efficiency");
             for (Dtype d : kAllDtypes)
                 read_fraction(e, to_string(d), c.gemm_efficiency[static_cast<std::size_t>(d)]);
             e.finish();
         }
-        g.read_number("half_efficiency_flops", c.gemm_half_efficiency_flops, 0);
         if (g.has("roofline_sharpness")) {
             c.roofline_sharpness = g.number("roofline_sharpness", 0);
             if (c.roofline_sharpness < 1)
@@ -226,7 +191,7 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
     if (m.has("memory")) {
         YamlMap mem = m.map("memory");
         read_fraction(mem, "efficiency", c.memory_efficiency);
-        mem.read_bytes("half_efficiency_bytes", c.memory_half_efficiency_bytes, false);
+        config::read_keys(mem, memory_keys(), c);
         mem.finish();
     }
     m.finish();
@@ -240,7 +205,7 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
 /// any other unknown key; their content is checked where it is read, by load_platform.
 void read_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
     read_hardware_layer(root, spec, extended);
-    for (const char* upper : {"framework", "calibration", "uncertainty"})
+    for (std::string_view upper : platform_section_names())
         (void)root.has(upper);
     root.finish();
 }
@@ -256,8 +221,7 @@ void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
         spec.description.clear();
     else
         spec.name = fs::path(root.file()).stem().string();
-    root.read("name", spec.name);
-    root.read("description", spec.description);
+    config::read_keys(root, hardware_root_keys(), spec);
     if (root.has("gpu"))
         apply_gpu(root.map("gpu"), spec.node.gpu);
     if (root.has("node"))
@@ -268,7 +232,6 @@ void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
         apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
         apply_compute(root.map("compute"), spec.compute);
-    root.read("nodes", spec.nodes, 1, 1 << 20);
 }
 
 const config::PresetKind& hardware_presets() {

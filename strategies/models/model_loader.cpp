@@ -3,18 +3,16 @@
 #include "base/error.h"
 #include "config/preset.h"
 #include "config/yaml_map.h"
+#include "strategies/models/model_keys.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <initializer_list>
 
 namespace clustersim::strategies::models {
 namespace fs = std::filesystem;
 using config::YamlMap;
 
 namespace {
-
-constexpr std::int64_t kMaxDim = 1 << 24;
 
 /// A model being layered, with whether the defaulted sizes were given explicitly: when an
 /// override changes `hidden` or `heads`, an inherited default (4h, heads) follows it.
@@ -25,69 +23,17 @@ struct Layered {
     bool moe_ffn_given = false;
 };
 
-void read_dim(YamlMap& m, std::string_view key, int& out) {
-    if (m.has(key))
-        out = static_cast<int>(m.integer(key, 1, kMaxDim));
-}
-
-template <typename E>
-void read_enum(YamlMap& m, std::string_view key, E& out, std::initializer_list<E> values) {
-    if (!m.has(key))
+/// The keys a loader reads by hand (model_keys() has no target for them): the range and
+/// message of a probability and of a capacity factor.
+void read_by_hand(YamlMap& m, const config::KeyInfo& k, ModelSpec& s) {
+    if (!m.has(k.name))
         return;
-    std::vector<std::string> names;
-    for (E v : values)
-        names.emplace_back(to_string(v));
-    const std::string text = m.choice(key, names);
-    for (E v : values) {
-        if (to_string(v) == text)
-            out = v;
-    }
-}
-
-void apply_transformer(YamlMap& m, Layered& l) {
-    ModelSpec& s = l.spec;
-    read_dim(m, "layers", s.layers);
-    read_dim(m, "hidden", s.hidden);
-    read_dim(m, "heads", s.heads);
-    if (m.has("kv_heads")) {
-        read_dim(m, "kv_heads", s.kv_heads);
-        l.kv_heads_given = true;
-    }
-    if (m.has("ffn")) {
-        read_dim(m, "ffn", s.ffn);
-        l.ffn_given = true;
-    }
-    read_dim(m, "seq", s.seq);
-    read_dim(m, "vocab", s.vocab);
-    read_dim(m, "vocab_divisible_by", s.vocab_divisible_by);
-    read_enum(m, "attention", s.attention, {AttentionKind::unfused, AttentionKind::flash});
-    read_enum(m, "activation", s.activation, {Activation::gelu, Activation::swiglu});
-    read_enum(m, "norm", s.norm, {Norm::layernorm, Norm::rmsnorm});
-    read_enum(m, "position_embedding", s.position_embedding,
-              {PositionEmbedding::learned, PositionEmbedding::rope});
-    m.read("tied_embeddings", s.tied_embeddings);
-    m.read("bias", s.bias);
-    if (m.has("dropout")) {
+    if (k.name == "dropout") {
         const double p = m.number("dropout", 0);
         if (!(p < 1))
             m.fail("dropout", "expected a probability in [0, 1), got " + m.str("dropout"));
         s.dropout = p;
-    }
-    m.read("q_lora_rank", s.q_lora_rank, 0, kMaxDim);
-    m.read("kv_lora_rank", s.kv_lora_rank, 0, kMaxDim);
-    m.read("qk_head_dim", s.qk_head_dim, 0, kMaxDim);
-    m.read("qk_pos_emb_head_dim", s.qk_pos_emb_head_dim, 0, kMaxDim);
-    m.read("v_head_dim", s.v_head_dim, 0, kMaxDim);
-    m.read("num_experts", s.num_experts, 0, 1 << 16);
-    m.read("moe_router_topk", s.moe_router_topk, 1, 1 << 16);
-    if (m.has("moe_ffn_hidden_size")) {
-        read_dim(m, "moe_ffn_hidden_size", s.moe_ffn_hidden_size);
-        l.moe_ffn_given = true;
-    }
-    m.read("moe_shared_expert_intermediate_size", s.moe_shared_expert_intermediate_size, 0,
-           kMaxDim);
-    m.read("first_k_dense_replace", s.first_k_dense_replace, 0, kMaxDim);
-    if (m.has("moe_expert_capacity_factor")) {
+    } else if (k.name == "moe_expert_capacity_factor") {
         const double c = m.number("moe_expert_capacity_factor", 0);
         if (!(c > 0))
             m.fail("moe_expert_capacity_factor",
@@ -95,16 +41,39 @@ void apply_transformer(YamlMap& m, Layered& l) {
                        m.str("moe_expert_capacity_factor") + "; leave it out for dropless routing");
         s.moe_expert_capacity_factor = c;
     }
-    if (m.has("moe_load_imbalance"))
-        s.moe_load_imbalance = m.number("moe_load_imbalance", 1);
-    m.read("moe_router_num_groups", s.moe_router_num_groups, 0, 1 << 16);
-    m.read("moe_router_group_topk", s.moe_router_group_topk, 0, 1 << 16);
+}
+
+/// Reads the keys of model_keys() that apply to the model's kind (read first), in the table's
+/// order; defaults that follow other keys (kv_heads = heads, ffn = 4h) follow them here.
+void read_keys(YamlMap& m, Layered& l) {
+    ModelSpec& s = l.spec;
+    for (const auto& k : model_keys()) {
+        if (!applies(k.info, s))
+            continue;
+        config::read_key(m, k, s);
+        read_by_hand(m, k.info, s);
+    }
+    if (!s.is_transformer())
+        return;
+    l.kv_heads_given = l.kv_heads_given || m.has("kv_heads");
+    l.ffn_given = l.ffn_given || m.has("ffn");
+    l.moe_ffn_given = l.moe_ffn_given || m.has("moe_ffn_hidden_size");
     if (!l.kv_heads_given)
         s.kv_heads = s.heads;
     if (!l.ffn_given)
         s.ffn = 4 * s.hidden;
     if (!l.moe_ffn_given)
         s.moe_ffn_hidden_size = s.ffn;
+}
+
+/// The keys of a group of model_keys() but its switch (the key that turns the group on).
+std::vector<std::string> group_keys(std::string_view group, std::string_view switch_key) {
+    std::vector<std::string> out;
+    for (const auto& k : model_keys()) {
+        if (k.info.group == group && k.info.name != switch_key)
+            out.emplace_back(k.info.name);
+    }
+    return out;
 }
 
 /// Checks the finished layer; errors point at the key in this file when it names it.
@@ -136,11 +105,10 @@ void validate(YamlMap& m, const ModelSpec& s) {
             "kv_heads=" + std::to_string(s.kv_heads) + " must divide heads=" +
                 std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
     if (s.kv_lora_rank == 0) {
-        for (const char* key : {"q_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"})
+        for (const std::string& key : group_keys("mla", "kv_lora_rank"))
             require(!m.node()[key].IsDefined() || m.node()[key].Scalar() == "0", key,
-                    std::string(key) +
-                        " applies to multi-head latent attention; set kv_lora_rank (the "
-                        "key/value latent) or remove it");
+                    key + " applies to multi-head latent attention; set kv_lora_rank (the "
+                          "key/value latent) or remove it");
     } else {
         auto positive = [&](int v, const char* key) {
             require(v > 0, key,
@@ -159,14 +127,10 @@ void validate(YamlMap& m, const ModelSpec& s) {
                 "and values from the latent; remove kv_heads");
     }
     if (s.num_experts == 0) {
-        for (const char* key :
-             {"moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
-              "first_k_dense_replace", "moe_expert_capacity_factor", "moe_load_imbalance",
-              "moe_router_num_groups", "moe_router_group_topk"})
+        for (const std::string& key : group_keys("moe", "num_experts"))
             require(!m.node()[key].IsDefined(), key,
-                    std::string(key) +
-                        " applies to a mixture of experts; set num_experts (the routed experts "
-                        "per layer) or remove it");
+                    key + " applies to a mixture of experts; set num_experts (the routed experts "
+                          "per layer) or remove it");
         return;
     }
     require(s.moe_router_topk <= s.num_experts, "moe_router_topk",
@@ -214,15 +178,7 @@ void read_layer(YamlMap& root, Layered& l, bool extended) {
         l.spec.description.clear();
     else
         l.spec.name = fs::path(root.file()).stem().string();
-    root.read("name", l.spec.name);
-    root.read("description", l.spec.description);
-    read_enum(root, "kind", l.spec.kind, {ModelKind::mlp, ModelKind::transformer});
-    if (l.spec.is_transformer()) {
-        apply_transformer(root, l);
-    } else {
-        read_dim(root, "layers", l.spec.layers);
-        read_dim(root, "dim", l.spec.hidden);
-    }
+    read_keys(root, l);
     root.finish();
     validate(root, l.spec);
 }

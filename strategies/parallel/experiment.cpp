@@ -4,6 +4,7 @@
 #include "base/text.h"
 #include "config/yaml_map.h"
 #include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
 
 #include <cctype>
@@ -89,26 +90,7 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
 /// that the two accept and read the same.
 template <class Map>
 void read_training(Map&& m, TrainingSpec& t) {
-    t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
-    m.read("micro_batch", t.micro_batch, 1, 1 << 20);
-    if (m.has("dtype")) {
-        const std::string d = m.choice("dtype", {"fp32", "tf32", "fp16", "bf16", "fp8"});
-        t.dtype = *hardware::parse_dtype(d);
-    }
-    if (m.has("optimizer")) {
-        const std::string o = m.choice("optimizer", {"adam", "adamw", "sgd"});
-        t.optimizer = *models::parse_optimizer(o);
-    }
-    m.read("forward_only", t.forward_only);
-    m.read("apply_rope_fusion", t.fusions.apply_rope_fusion);
-    m.read("bias_activation_fusion", t.fusions.bias_activation_fusion);
-    m.read("masked_softmax_fusion", t.fusions.masked_softmax_fusion);
-    m.read("norm_fusion", t.fusions.norm_fusion);
-    m.read("compile", t.compile);
-    if (m.has("fp8_recipe"))
-        t.fp8_recipe = m.choice("fp8_recipe", {"delayed", "tensorwise"}) == "tensorwise"
-                           ? models::Fp8Recipe::tensorwise
-                           : models::Fp8Recipe::delayed;
+    config::read_keys(m, training_keys(), t);
     if (t.fp8_recipe == models::Fp8Recipe::tensorwise && t.dtype != hardware::Dtype::fp8)
         m.fail("fp8_recipe", "tensorwise scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
                              "fp8_recipe out)");
@@ -118,52 +100,9 @@ void read_training(Map&& m, TrainingSpec& t) {
 /// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
 template <class Map>
 void read_parallel(Map&& m, ParallelSpec& p) {
-    m.read("tp", p.tp, 1, 1 << 16);
-    m.read("pp", p.pp, 1, 1 << 16);
-    m.read("dp", p.dp, 1, 1 << 24);
-    m.read("cp", p.cp, 1, 1 << 16);
-    if (m.has("cp_comm_type")) {
-        const std::string c = m.choice("cp_comm_type", {"p2p", "all_gather"});
-        p.cp_comm_type = *models::parse_cp_comm_type(c);
-    }
-    // `pipeline_schedule` is the same key under the name torchtitan gives it
-    // (parallelism.pipeline_parallel_schedule); "interleaved" is interleaved-1f1b.
-    if (m.has("schedule") && m.has("pipeline_schedule"))
-        m.fail("pipeline_schedule", "give schedule or its other name pipeline_schedule, not both");
-    for (const char* key : {"schedule", "pipeline_schedule"}) {
-        if (!m.has(key))
-            continue;
-        const std::string s = m.choice(
-            key, {"gpipe", "1f1b", "interleaved-1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe"});
-        p.schedule = s == "gpipe"      ? PipelineSchedule::gpipe
-                     : s == "1f1b"     ? PipelineSchedule::one_f_one_b
-                     : s == "zb-h1"    ? PipelineSchedule::zb_h1
-                     : s == "zb-v"     ? PipelineSchedule::zb_v
-                     : s == "dualpipe" ? PipelineSchedule::dualpipe
-                                       : PipelineSchedule::interleaved_1f1b;
-        if (std::string_view(key) == "pipeline_schedule")
-            p.schedule_key = "parallel.pipeline_schedule";
-    }
-    m.read("virtual_stages", p.virtual_stages, 1, 1 << 10);
-    // Uneven pipeline splits, Megatron-Core's arguments (megatron/training/arguments.py:
-    // --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
-    // --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split,
-    // --pipeline-model-parallel-layout); layer_assignment.h says how each splits.
-    m.read("decoder_first_pipeline_num_layers", p.split.first_stage_layers, 0, 1 << 20);
-    m.read("decoder_last_pipeline_num_layers", p.split.last_stage_layers, 0, 1 << 20);
-    m.read("account_for_embedding_in_pipeline_split", p.split.account_for_embedding);
-    m.read("account_for_loss_in_pipeline_split", p.split.account_for_loss);
-    m.read("pipeline_model_parallel_layout", p.split.layout);
-    m.read("sequence_parallel", p.sequence_parallel);
-    if (m.has("recompute")) {
-        const std::string r = m.choice("recompute", {"none", "selective", "full", "auto"});
-        p.recompute = r == "none"        ? RecomputePolicy::none
-                      : r == "selective" ? RecomputePolicy::selective
-                      : r == "full"      ? RecomputePolicy::full
-                                         : RecomputePolicy::automatic;
-    }
-    if (m.has("selective_recompute"))
-        p.selective_op = m.choice("selective_recompute", {"attention", "op"}) == "op";
+    config::read_keys(m, parallel_keys(), p);
+    if (m.has("pipeline_schedule"))
+        p.schedule_key = "parallel.pipeline_schedule";
     if (m.has("recompute_modules")) {
         // A list of Megatron-Core's modules, or their names in one string separated by commas
         // ("[mla_up_proj, mlp]" on the command line); [] recomputes nothing.
@@ -212,7 +151,6 @@ void read_parallel(Map&& m, ParallelSpec& p) {
                    "is Megatron's selective recompute; selective_recompute: op is torchtitan's: "
                    "give one of them");
     }
-    m.read("zero", p.zero, 0, 3);
     // torchtitan's names (torchtitan/config/job_config.py, Parallelism): FSDP2 shards every
     // parameter over the data-parallel shard group, gathers each layer's before it runs and
     // prefetches the next layer's: ZeRO-3 here. data_parallel_shard_degree -1 is "the
@@ -221,9 +159,7 @@ void read_parallel(Map&& m, ParallelSpec& p) {
     // mesh (dp_replicate, dp_shard_cp)); replicate = dp with shard 1 is plain DDP.
     bool fsdp = false;
     m.read("fsdp", fsdp);
-    int shard = 0;
-    m.read("data_parallel_shard_degree", shard, -1, 1 << 24);
-    m.read("data_parallel_replicate_degree", p.dp_replicate, 1, 1 << 24);
+    int shard = p.dp_shard;
     if (shard == 0 && m.has("data_parallel_shard_degree"))
         m.fail("data_parallel_shard_degree", "expected -1 (all data-parallel ranks) or a count");
     // Without a shard degree, torchtitan's default is -1: with a replicate degree, the rest.
@@ -236,12 +172,6 @@ void read_parallel(Map&& m, ParallelSpec& p) {
         p.fsdp2 = true;
     }
     p.dp_shard = shard > 0 ? shard : 0;
-    if (m.has("dp_overlap") && m.has("overlap_grad_reduce"))
-        m.fail("overlap_grad_reduce",
-               "give overlap_grad_reduce or its old name dp_overlap, not both");
-    m.read("dp_overlap", p.dp_overlap);
-    m.read("overlap_grad_reduce", p.dp_overlap);
-    m.read("overlap_param_gather", p.overlap_param_gather);
     // torchtitan's async TP (enable_async_tensor_parallel: the all-gathers and reduce-scatters
     // of sequence parallelism decomposed and overlapped with the matmuls that need or produce
     // them) overlaps the same collectives as Transformer Engine's, by PyTorch's symmetric
@@ -250,8 +180,6 @@ void read_parallel(Map&& m, ParallelSpec& p) {
         m.fail("enable_async_tensor_parallel",
                "give tp_comm_overlap (Transformer Engine's) or enable_async_tensor_parallel "
                "(PyTorch's async TP), not both");
-    m.read("tp_comm_overlap", p.tp_comm_overlap);
-    m.read("enable_async_tensor_parallel", p.async_tp);
     if (m.has("enable_async_tensor_parallel"))
         p.tp_comm_overlap = p.async_tp;
     // Megatron's argument checks (megatron/training/arguments.py): the TP overlap needs
@@ -274,12 +202,6 @@ void read_parallel(Map&& m, ParallelSpec& p) {
         m.fail("overlap_param_gather",
                "needs overlap_grad_reduce: true (Megatron's rule); set it, or "
                "overlap_param_gather: false");
-    m.read_bytes("dp_bucket", p.dp_bucket);
-    m.read("pp_overlap", p.pp_overlap);
-    m.read("ep", p.ep, 1, 1 << 16);
-    m.read("etp", p.etp, 1, 1 << 16);
-    if (m.has("moe_token_dispatcher"))
-        p.flex_dispatcher = m.choice("moe_token_dispatcher", {"alltoall", "flex"}) == "flex";
     m.finish();
 }
 

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "config/yaml_map.h"
+#include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
 
 #include <algorithm>
@@ -10,30 +11,6 @@
 namespace clustersim::strategies::parallel {
 
 namespace {
-
-constexpr const char* kProbe = "__clustersim_probe__";
-
-/// The keys listed by YamlMap::finish() in its error ("... (valid keys here: a, b, c)").
-std::vector<std::string> listed_keys(const std::string& message) {
-    static const std::string marker = "(valid keys here: ";
-    const auto start = message.find(marker);
-    if (start == std::string::npos)
-        return {};
-    const auto from = start + marker.size();
-    const auto end = message.find(')', from);
-    std::vector<std::string> keys;
-    std::string list = message.substr(from, end == std::string::npos ? end : end - from);
-    for (std::size_t pos = 0; pos <= list.size();) {
-        const auto comma = list.find(", ", pos);
-        const std::string k = list.substr(pos, comma == std::string::npos ? comma : comma - pos);
-        if (!k.empty())
-            keys.push_back(k);
-        if (comma == std::string::npos)
-            break;
-        pos = comma + 2;
-    }
-    return keys;
-}
 
 bool starts_with(const std::string& s, const char* prefix) {
     return s.rfind(prefix, 0) == 0;
@@ -91,7 +68,7 @@ ExperimentVariants::ExperimentVariants(const std::string& path, Settings fixed)
         sections_ = std::move(sections);
     }
     (void)read({}); // an experiment (with its fixed settings) that cannot be read fails here
-    keys_ = probe_keys();
+    keys_ = experiment_key_paths();
 }
 
 ExperimentVariants::~ExperimentVariants() = default;
@@ -220,53 +197,6 @@ void ExperimentVariants::read_light_from_yaml(const std::vector<const Setting*>&
     e.parallel = ParallelSpec{};
     if (root.has("parallel"))
         detail::read_parallel_section(root.map("parallel"), e.parallel);
-}
-
-std::vector<std::string> ExperimentVariants::probe_keys() const {
-    // Each loader refuses an unknown key by listing the keys it reads: ask each with a key it
-    // cannot know, and take its list. The schema stays in the loaders, in one place.
-    auto probe = [&](const auto& read_it) -> std::vector<std::string> {
-        try {
-            read_it();
-        } catch (const InputError& e) {
-            return listed_keys(e.what());
-        }
-        return {};
-    };
-    YAML::Node root_doc, model_doc, training, parallel;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const YAML::Node& src = *doc_;
-        root_doc = YAML::Clone(src);
-        model_doc = YAML::Clone(src);
-        training = src["training"] ? YAML::Clone(src["training"]) : YAML::Node(YAML::NodeType::Map);
-        parallel = src["parallel"] ? YAML::Clone(src["parallel"]) : YAML::Node(YAML::NodeType::Map);
-    }
-    root_doc[kProbe] = "0";
-    detail::override_key(model_doc, std::string("model.") + kProbe, "0");
-    training[kProbe] = "0";
-    parallel[kProbe] = "0";
-
-    std::set<std::string> keys;
-    for (const auto& k : probe([&] { detail::read_experiment_document(root_doc, path_); })) {
-        if (k == "hardware" || k == "gpus" || k == "nodes" || k == "model")
-            keys.insert(k);
-    }
-    for (const auto& k : probe([&] { detail::read_experiment_document(model_doc, path_); })) {
-        if (k != "extends" && k != "name" && k != "description")
-            keys.insert("model." + k);
-    }
-    TrainingSpec t;
-    for (const auto& k : probe([&] {
-             detail::read_training_section(config::YamlMap(training, path_, "training"), t);
-         }))
-        keys.insert("training." + k);
-    ParallelSpec p;
-    for (const auto& k : probe([&] {
-             detail::read_parallel_section(config::YamlMap(parallel, path_, "parallel"), p);
-         }))
-        keys.insert("parallel." + k);
-    return {keys.begin(), keys.end()};
 }
 
 } // namespace clustersim::strategies::parallel

@@ -15,10 +15,10 @@
 /// their YAML only where that read refuses (for the message, with file, line and key) or where
 /// the file has what only the YAML reader reads. A variant costs a few microseconds.
 ///
-/// Keys: `keys()` lists what can be varied, derived from the experiment schema itself (the
-/// loaders' own lists of the keys they accept, so it never falls behind them): the top-level
-/// hardware, gpus, nodes and model, and every key of training, parallel and the model
-/// (`model.layers`, ...).
+/// Keys: `keys()` lists what can be varied: every key of the experiment's tables
+/// (experiment_keys.h, experiment_key_paths()), the ones the loaders read by, so it never falls
+/// behind them: the top-level keys that take a value, and every key of training, parallel and
+/// the model (`model.layers`, ...).
 
 #include "strategies/parallel/experiment.h"
 
@@ -75,7 +75,6 @@ private:
     /// The same from the document's YAML, with YamlMap's messages.
     void read_light_from_yaml(const std::vector<const Setting*>& light, ExperimentSpec& e) const;
     std::shared_ptr<const Heavy> heavy(const Settings& heavy_overrides) const;
-    std::vector<std::string> probe_keys() const;
 
     std::string path_;
     Settings fixed_;

@@ -7,6 +7,7 @@
 #include "config/preset.h"
 #include "config/yaml_map.h"
 #include "hardware/hardware_loader.h"
+#include "strategies/parallel/platform_keys.h"
 #include "strategies/parallel/provenance_loader.h"
 
 #include <filesystem>
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void apply_framework(YamlMap m, FrameworkSpec& f) {
-    m.read_time("host_overhead", f.host_overhead);
+    config::read_keys(m, framework_keys(), f);
     if (m.has("gemm_efficiency")) {
         f.gemm_efficiency = m.number("gemm_efficiency", 0.01);
         if (f.gemm_efficiency > 1.0)
@@ -31,16 +32,6 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
         if (f.memory_efficiency > 1.0)
             m.fail("memory_efficiency", "expected a fraction in (0, 1]");
     }
-    m.read_time("p2p_overhead", f.p2p_overhead);
-    m.read_time("microbatch_overhead", f.microbatch_overhead);
-    m.read("batch_on_every_stage", f.batch_on_every_stage);
-    m.read("pipeline_tp_gather", f.pipeline_tp_gather);
-    m.read("align_param_gather", f.align_param_gather);
-    m.read_time("collective_overhead", f.collective_overhead);
-    m.read("fp32_grad_reduce", f.fp32_grad_reduce);
-    if (m.has("tensor_parallel"))
-        f.dtensor_tp = m.choice("tensor_parallel", {"megatron", "dtensor"}) == "dtensor";
-    m.read_bytes("runtime_memory", f.runtime_memory, false);
     m.finish();
 }
 

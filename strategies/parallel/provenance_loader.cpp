@@ -2,6 +2,8 @@
 // the other loader files only.
 #include "strategies/parallel/provenance_loader.h"
 
+#include "strategies/parallel/platform_keys.h"
+
 #include <algorithm>
 
 namespace clustersim::strategies::parallel {
@@ -28,11 +30,7 @@ double read_percent(YamlMap& m, std::string_view key) {
 
 void apply_band(YamlMap m, ResidualBand& band) {
     ResidualBand b;
-    b.points = static_cast<int>(m.integer("points", 1, 1 << 30));
-    // Residuals are measured / predicted - 1: above -1 (a measured time is positive).
-    b.p10 = m.number("p10", -0.999999);
-    b.p50 = m.number("p50", -0.999999);
-    b.p90 = m.number("p90", -0.999999);
+    config::read_keys(m, band_keys(), b);
     if (!(b.p10 <= b.p50 && b.p50 <= b.p90))
         m.fail("p90", "expected p10 <= p50 <= p90");
     m.finish();
@@ -50,16 +48,11 @@ void apply_calibration(const YamlMap& parent, const YAML::Node& node,
     for (const auto& item : node) {
         YamlMap m(item, parent.file(), "calibration[" + std::to_string(i++) + "]");
         CalibrationRecord r;
-        r.key = m.str("key");
+        config::read_keys(m, calibration_record_keys(), r);
         if (r.key.empty())
             m.fail("key", "expected the dotted key the record describes");
-        r.value = m.str("value");
-        if (m.has("method"))
-            r.method = m.str("method");
         if (m.has("files"))
             r.files = read_strings(m, "files");
-        if (m.has("points"))
-            r.points = static_cast<int>(m.integer("points", 0, 1 << 30));
         r.mean_abs_error = read_percent(m, "mean_abs_error_pct");
         r.max_abs_error = read_percent(m, "max_abs_error_pct");
         m.finish();
@@ -73,8 +66,7 @@ void apply_calibration(const YamlMap& parent, const YAML::Node& node,
 }
 
 void apply_uncertainty(YamlMap m, Uncertainty& out) {
-    if (m.has("basis"))
-        out.basis = m.choice("basis", {"held-out", "in-sample"});
+    config::read_keys(m, uncertainty_keys(), out);
     if (m.has("collectives"))
         apply_band(m.map("collectives"), out.collectives);
     if (m.has("gemms"))

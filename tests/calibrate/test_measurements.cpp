@@ -206,6 +206,21 @@ TEST_CASE("measurements: step settings use the experiment file's keys",
     CHECK(s.overrides() ==
           std::vector<std::string>{"model=gpt3-175B", "model.vocab=50257", "training.dtype=fp16",
                                    "parallel.recompute=full", "parallel.sequence_parallel=true"});
+    SECTION("every key run takes, from the same tables (they once drifted apart)") {
+        apply_setting(s, "parallel.cp=2", "--set");
+        apply_setting(s, "parallel.schedule=zb-h1", "--set");
+        apply_setting(s, "model.activation=swiglu", "--set");
+        apply_setting(s, "model.moe_router_group_topk=4", "--set");
+        apply_setting(s, "model.dropout=0.0", "--set");
+        CHECK(std::get<std::int64_t>(s.parallel.at("cp")) == 2);
+        CHECK(std::get<std::string>(s.parallel.at("schedule")) == "zb-h1");
+        CHECK(std::get<std::string>(s.model.at("activation")) == "swiglu");
+        CHECK(std::get<double>(s.model.at("dropout")) == 0.0);
+        CHECK_THROWS_WITH(apply_setting(s, "parallel.cp=0", "--set"),
+                          Catch::Contains("expected an integer from 1 to 65536, got 0"));
+        CHECK_THROWS_WITH(apply_setting(s, "model.dropout=x", "--set"),
+                          Catch::Contains("model.dropout: expected a number, got 'x'"));
+    }
     SECTION("unknown key") {
         CHECK_THROWS_WITH(apply_setting(s, "model.vocabulary=5", "--set"),
                           Catch::Contains("unknown model key 'vocabulary'") &&

@@ -1,0 +1,27 @@
+#pragma once
+/// \file
+/// What the key tables (config/key_table.h) are written out as: the experiment template that
+/// `clustersim init` writes, and docs/experiments.md and docs/hardware-files.md
+/// (`clustersim init --docs experiments|hardware`; scripts/gen-config-docs.sh writes and, in
+/// CI, checks them). Nothing here names a key: a key added to a table appears in all three.
+
+#include "config/key_table.h"
+
+#include <string>
+#include <vector>
+
+namespace clustersim::app {
+
+/// A commented experiment file with every key, its values, mirror and default; the keys'
+/// examples are those of a small but real run, so that `clustersim run` on it works as written.
+std::string experiment_template();
+
+/// The reference of a file's keys as Markdown: `title`, `intro`, then per section a table.
+std::string keys_markdown(std::string_view title, std::string_view intro,
+                          const std::vector<config::KeySection>& sections);
+
+/// docs/experiments.md and docs/hardware-files.md.
+std::string experiments_markdown();
+std::string hardware_markdown();
+
+} // namespace clustersim::app

@@ -1,0 +1,757 @@
+#include "hardware/hardware_keys.h"
+
+namespace clustersim::hardware {
+
+using config::field;
+using config::Key;
+using config::KeyType;
+
+namespace {
+/// The `<name>` entries stand for a key per value of an enum; their choices list the names.
+std::vector<std::string> dtype_names() {
+    std::vector<std::string> out;
+    for (Dtype d : kAllDtypes)
+        out.emplace_back(to_string(d));
+    return out;
+}
+std::vector<std::string> level_names() {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < kLinkLevelCount; ++i)
+        out.emplace_back(to_string(static_cast<LinkLevel>(i)));
+    return out;
+}
+std::vector<std::string> protocol_names() {
+    std::vector<std::string> out;
+    for (Protocol p : kAllProtocols) {
+        std::string key(to_string(p));
+        for (char& c : key)
+            c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        out.push_back(key);
+    }
+    return out;
+}
+} // namespace
+
+const std::vector<Key<ClusterSpec>>& hardware_root_keys() {
+    using C = ClusterSpec;
+    static const std::vector<Key<C>> keys{
+        {{.name = "extends",
+          .type = KeyType::text,
+          .fallback = "none",
+          .meaning = "a hardware preset or file this one changes keys of",
+          .lands = "the layers below this one"}},
+        {{.name = "name",
+          .type = KeyType::text,
+          .fallback = "the file's name",
+          .meaning = "the cluster's name in reports",
+          .lands = "ClusterSpec::name"},
+         field<&C::name>},
+        {{.name = "description",
+          .type = KeyType::text,
+          .fallback = "none",
+          .meaning = "free text, with the source of the numbers",
+          .lands = "ClusterSpec::description"},
+         field<&C::description>},
+        {{.name = "gpu",
+          .type = KeyType::section,
+          .meaning = "the GPU",
+          .lands = "ClusterSpec::node.gpu"}},
+        {{.name = "node",
+          .type = KeyType::section,
+          .meaning = "one node: its GPUs, NVLink, PCIe and NICs",
+          .lands = "ClusterSpec::node"}},
+        {{.name = "network",
+          .type = KeyType::section,
+          .meaning = "the fabric between nodes",
+          .lands = "ClusterSpec::network"}},
+        {{.name = "collectives",
+          .type = KeyType::section,
+          .meaning = "how fast the collective kernels run (NCCL's tuning model)",
+          .lands = "ClusterSpec::collectives"}},
+        {{.name = "compute",
+          .type = KeyType::section,
+          .meaning = "the kernel cost model of the GPU",
+          .lands = "ClusterSpec::compute"}},
+        {{.name = "nodes",
+          .fallback = "1",
+          .min = 1,
+          .max = 1 << 20,
+          .meaning = "nodes of the cluster (an experiment's gpus or nodes resizes it)",
+          .lands = "ClusterSpec::nodes"},
+         field<&C::nodes>},
+        {{.name = "framework",
+          .type = KeyType::section,
+          .meaning = "the training stack's costs, calibrated from measured steps",
+          .lands = "Platform::framework",
+          .group = "platform"}},
+        {{.name = "calibration",
+          .type = KeyType::list,
+          .meaning = "where calibrated values came from (written by calibrate fit)",
+          .lands = "Platform::provenance.calibration",
+          .group = "platform"}},
+        {{.name = "uncertainty",
+          .type = KeyType::section,
+          .meaning = "validation residuals of the calibrated model (written by calibrate fit)",
+          .lands = "Platform::provenance.uncertainty",
+          .group = "platform"}},
+    };
+    return keys;
+}
+
+std::vector<std::string_view> platform_section_names() {
+    std::vector<std::string_view> out;
+    for (const auto& k : hardware_root_keys()) {
+        if (k.info.group == "platform")
+            out.push_back(k.info.name);
+    }
+    return out;
+}
+
+const std::vector<Key<GpuSpec>>& gpu_keys() {
+    using G = GpuSpec;
+    static const std::vector<Key<G>> keys{
+        {{.name = "name",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "the GPU's name",
+          .lands = "GpuSpec::name"},
+         field<&G::name>},
+        {{.name = "sm_count",
+          .fallback = "required",
+          .min = 1,
+          .max = 100000,
+          .meaning = "streaming multiprocessors",
+          .lands = "GpuSpec::sm_count"},
+         field<&G::sm_count>},
+        {{.name = "clock_mhz",
+          .type = KeyType::number,
+          .fallback = "required",
+          .number_min = 1,
+          .meaning = "the boost clock, MHz",
+          .lands = "GpuSpec::clock_mhz"},
+         field<&G::clock_mhz>},
+        {{.name = "power_limit_w",
+          .type = KeyType::number,
+          .fallback = "none",
+          .number_min = 1,
+          .meaning = "the board's power limit (its datasheet TDP), watts",
+          .lands = "GpuSpec::power_limit_w"},
+         field<&G::power_limit_w>},
+        {{.name = "power_cap_w",
+          .type = KeyType::number,
+          .fallback = "none",
+          .number_min = 1,
+          .mirrors = "nvidia-smi --power-limit",
+          .meaning = "a lower limit set by the operator, watts (needs power_limit_w)",
+          .lands = "GpuSpec::power_cap_w"},
+         field<&G::power_cap_w>},
+        {{.name = "sustained_clock_mhz",
+          .type = KeyType::number,
+          .fallback = "the boost clock",
+          .number_min = 1,
+          .meaning = "the SM clock a dense load sustains at power_limit_w once settled, MHz "
+                     "(measured: calibrate/sustained.h)",
+          .lands = "GpuSpec::sustained_clock_mhz"},
+         field<&G::sustained_clock_mhz>},
+        {{.name = "peak_flops",
+          .type = KeyType::section,
+          .fallback = "required (one dtype at least)",
+          .meaning = "dense peak per dtype",
+          .lands = "GpuSpec::peak_flops"}},
+        {{.name = "hbm",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "the GPU's memory",
+          .lands = "GpuSpec::hbm_bytes, hbm_bandwidth"}},
+        {{.name = "l2",
+          .type = KeyType::bytes,
+          .fallback = "required",
+          .min = 1,
+          .meaning = "L2 cache size",
+          .lands = "GpuSpec::l2_bytes"},
+         field<&G::l2_bytes>},
+    };
+    return keys;
+}
+
+const std::vector<Key<GpuSpec>>& peak_flops_keys() {
+    static const std::vector<Key<GpuSpec>> keys{
+        {{.name = "<dtype>",
+          .type = KeyType::flop_rate,
+          .fallback = "0 (unsupported)",
+          .choices = dtype_names(),
+          .meaning = "dense peak FLOP/s of this dtype (tensor cores where they apply), one "
+                     "key per dtype: fp64, fp32, tf32, fp16, bf16, fp8",
+          .lands = "GpuSpec::peak_flops[dtype]"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<GpuSpec>>& hbm_keys() {
+    using G = GpuSpec;
+    static const std::vector<Key<G>> keys{
+        {{.name = "capacity",
+          .type = KeyType::bytes,
+          .fallback = "required",
+          .min = 1,
+          .meaning = "memory per GPU",
+          .lands = "GpuSpec::hbm_bytes"},
+         field<&G::hbm_bytes>},
+        {{.name = "bandwidth",
+          .type = KeyType::bandwidth,
+          .fallback = "required",
+          .meaning = "memory bandwidth",
+          .lands = "GpuSpec::hbm_bandwidth"},
+         field<&G::hbm_bandwidth>},
+    };
+    return keys;
+}
+
+const std::vector<Key<NodeSpec>>& node_keys() {
+    using N = NodeSpec;
+    static const std::vector<Key<N>> keys{
+        {{.name = "gpus",
+          .fallback = "required",
+          .min = 1,
+          .max = 1024,
+          .meaning = "GPUs per node",
+          .lands = "NodeSpec::gpus"},
+         field<&N::gpus>},
+        {{.name = "fabric",
+          .type = KeyType::choice,
+          .fallback = "nvswitch",
+          .choices = {"nvswitch", "pcie"},
+          .meaning = "how the node's GPUs talk: NVLink to NVSwitch chips, or PCIe switches and "
+                     "the host",
+          .lands = "NodeSpec::fabric"},
+         +[](N& n, std::string_view f) {
+             n.fabric = f == "pcie" ? IntraNodeFabric::pcie : IntraNodeFabric::nvswitch;
+         }},
+        {{.name = "nvlink",
+          .type = KeyType::section,
+          .fallback = "required with fabric nvswitch",
+          .meaning = "one GPU's NVLink to the NVSwitch fabric, per direction (all its links)",
+          .lands = "NodeSpec::nvlink"}},
+        {{.name = "nvswitch",
+          .type = KeyType::section,
+          .meaning = "the NVSwitch chips",
+          .lands = "NodeSpec::nvswitch_latency, nvls"}},
+        {{.name = "pcie",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "the PCIe switches",
+          .lands = "NodeSpec::pcie, gpus_per_pcie_switch, nics_per_pcie_switch"}},
+        {{.name = "host_link",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "a PCIe switch to the host (CPU root complex), per direction",
+          .lands = "NodeSpec::host_link"}},
+        {{.name = "nics",
+          .fallback = "0",
+          .min = 0,
+          .max = 1 << 16,
+          .meaning = "NICs for the compute fabric: a divisor or a multiple of gpus, at most "
+                     "what the PCIe switches hold",
+          .lands = "NodeSpec::nics"}},
+        {{.name = "nic",
+          .type = KeyType::section,
+          .fallback = "required with nics",
+          .meaning = "one NIC, per direction",
+          .lands = "NodeSpec::nic"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<LinkSpec>>& link_keys() {
+    using L = LinkSpec;
+    static const std::vector<Key<L>> keys{
+        {{.name = "bandwidth",
+          .type = KeyType::bandwidth,
+          .fallback = "0",
+          .meaning = "bandwidth per direction",
+          .lands = "LinkSpec::bandwidth"},
+         field<&L::bandwidth>},
+        {{.name = "latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "the time before the first byte arrives",
+          .lands = "LinkSpec::latency"},
+         field<&L::latency>},
+    };
+    return keys;
+}
+
+const std::vector<Key<NodeSpec>>& nvswitch_keys() {
+    using N = NodeSpec;
+    static const std::vector<Key<N>> keys{
+        {{.name = "latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "crossing the NVSwitch chips",
+          .lands = "NodeSpec::nvswitch_latency"},
+         field<&N::nvswitch_latency>},
+        {{.name = "nvls",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "NCCL_NVLS_ENABLE",
+          .meaning = "the switches reduce (NVLink SHARP; H100 and later)",
+          .lands = "NodeSpec::nvls"},
+         field<&N::nvls>},
+    };
+    return keys;
+}
+
+const std::vector<Key<NodeSpec>>& pcie_keys() {
+    using N = NodeSpec;
+    static const std::vector<Key<N>> keys{
+        {{.name = "bandwidth",
+          .type = KeyType::bandwidth,
+          .fallback = "required",
+          .meaning = "each GPU's and NIC's PCIe link to its switch, per direction",
+          .lands = "NodeSpec::pcie.bandwidth"},
+         +[](N& n) -> double& { return n.pcie.bandwidth; }},
+        {{.name = "latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "its latency",
+          .lands = "NodeSpec::pcie.latency"},
+         +[](N& n) -> sim::Time& { return n.pcie.latency; }},
+        {{.name = "gpus_per_switch",
+          .fallback = "1",
+          .min = 1,
+          .max = 1024,
+          .meaning = "GPUs behind each PCIe switch (a divisor of node.gpus)",
+          .lands = "NodeSpec::gpus_per_pcie_switch"},
+         field<&N::gpus_per_pcie_switch>},
+        {{.name = "nics_per_switch",
+          .fallback = "as many as its GPUs",
+          .min = 1,
+          .max = 1024,
+          .meaning = "NIC slots of each PCIe switch",
+          .lands = "NodeSpec::nics_per_pcie_switch"},
+         field<&N::nics_per_pcie_switch>},
+    };
+    return keys;
+}
+
+const std::vector<Key<NetworkSpec>>& network_keys() {
+    using W = NetworkSpec;
+    static const std::vector<Key<W>> keys{
+        {{.name = "switch_radix",
+          .fallback = "required on several nodes",
+          .min = 2,
+          .max = 1 << 16,
+          .meaning = "ports per switch of the rail-optimised fat tree (half down, half up)",
+          .lands = "NetworkSpec::switch_radix"},
+         field<&W::switch_radix>},
+        {{.name = "link",
+          .type = KeyType::section,
+          .fallback = "required on several nodes",
+          .meaning = "a switch-to-switch cable, per direction",
+          .lands = "NetworkSpec::link"}},
+        {{.name = "switch_latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "crossing one switch",
+          .lands = "NetworkSpec::switch_latency"},
+         field<&W::switch_latency>},
+        {{.name = "transport",
+          .type = KeyType::choice,
+          .fallback = "infiniband",
+          .choices = {"infiniband", "roce", "efa", "tcp"},
+          .meaning = "what the NICs speak; sets transport_efficiency and transport_latency "
+                     "to its defaults (hardware/specs.cpp gives their sources)",
+          .lands = "NetworkSpec::transport"},
+         +[](W& n, std::string_view t) {
+             n.transport = t == "roce"  ? Transport::roce
+                           : t == "efa" ? Transport::efa
+                           : t == "tcp" ? Transport::tcp
+                                        : Transport::infiniband;
+             const TransportDefaults d = transport_defaults(n.transport);
+             n.transport_efficiency = d.efficiency;
+             n.transport_latency = d.latency;
+         }},
+        {{.name = "transport_efficiency",
+          .type = KeyType::number,
+          .fallback = "the transport's",
+          .meaning = "payload rate relative to InfiniBand's, in (0, 1.5]",
+          .lands = "NetworkSpec::transport_efficiency"}},
+        {{.name = "transport_latency",
+          .type = KeyType::time,
+          .fallback = "the transport's",
+          .meaning = "added to each network step",
+          .lands = "NetworkSpec::transport_latency"},
+         field<&W::transport_latency>},
+        {{.name = "oversubscription",
+          .type = KeyType::number,
+          .fallback = "1 (non-blocking)",
+          .meaning = "a leaf's downlink to uplink bandwidth, 1 to 1024 (2 means 2:1)",
+          .lands = "NetworkSpec::oversubscription"}},
+        {{.name = "in_network_reduction",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .meaning = "the switches reduce (NVIDIA SHARP): CollNet algorithms can run",
+          .lands = "NetworkSpec::in_network_reduction"},
+         field<&W::in_network_reduction>},
+    };
+    return keys;
+}
+
+const std::vector<Key<ComputeSpec>>& compute_keys() {
+    using C = ComputeSpec;
+    static const std::vector<Key<C>> keys{
+        {{.name = "launch_overhead",
+          .type = KeyType::time,
+          .fallback = "required",
+          .meaning = "the fixed cost of every kernel (launch, and the gap between kernels)",
+          .lands = "ComputeSpec::launch_overhead"},
+         field<&C::launch_overhead>},
+        {{.name = "gemm",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "GEMMs: tiles, waves and efficiency",
+          .lands = "ComputeSpec::gemm_*"}},
+        {{.name = "fused_attention",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "fused attention kernels (FlashAttention)",
+          .lands = "ComputeSpec::fused_attention_efficiency"}},
+        {{.name = "memory",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "memory-bound kernels",
+          .lands = "ComputeSpec::memory_*"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ComputeSpec>>& gemm_keys() {
+    using C = ComputeSpec;
+    static const std::vector<Key<C>> keys{
+        {{.name = "tiles",
+          .type = KeyType::list,
+          .fallback = "required",
+          .meaning = "the CTA output tiles M x N the GEMM library chooses among (the fastest "
+                     "is taken, as cuBLAS's heuristics do), 1 to 8 like [256x128, 128x128]",
+          .lands = "ComputeSpec::gemm_tiles"}},
+        {{.name = "full_rate_tile",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "the smallest tile whose operand loads keep the tensor cores busy, like "
+                     "128x128; smaller tiles run at their operand intensity's ratio to it",
+          .lands = "ComputeSpec::gemm_full_rate_tile"}},
+        {{.name = "ctas_per_sm",
+          .fallback = "required",
+          .min = 1,
+          .max = 64,
+          .meaning = "CTAs resident per SM: how many tiles make a wave",
+          .lands = "ComputeSpec::gemm_ctas_per_sm"},
+         field<&C::gemm_ctas_per_sm>},
+        {{.name = "efficiency",
+          .type = KeyType::section,
+          .fallback = "required for each dtype the GPU has",
+          .meaning = "the sustained fraction of the dense peak large GEMMs reach",
+          .lands = "ComputeSpec::gemm_efficiency"}},
+        {{.name = "half_efficiency_flops",
+          .type = KeyType::number,
+          .fallback = "required",
+          .number_min = 0,
+          .meaning = "the work in FLOPs at which a GEMM reaches half its efficiency: eff(W) = "
+                     "eff_max x W / (W + half)",
+          .lands = "ComputeSpec::gemm_half_efficiency_flops"},
+         field<&C::gemm_half_efficiency_flops>},
+        {{.name = "roofline_sharpness",
+          .type = KeyType::number,
+          .fallback = "required",
+          .number_min = 1,
+          .meaning = "p of the smooth roofline (t_compute^p + t_memory^p)^(1/p): 1 adds the two "
+                     "times, large values take the larger",
+          .lands = "ComputeSpec::roofline_sharpness"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ComputeSpec>>& gemm_efficiency_keys() {
+    static const std::vector<Key<ComputeSpec>> keys{
+        {{.name = "<dtype>",
+          .type = KeyType::number,
+          .fallback = "0 (none)",
+          .choices = dtype_names(),
+          .meaning = "a fraction in (0, 1], one key per dtype: fp64, fp32, tf32, fp16, bf16, fp8",
+          .lands = "ComputeSpec::gemm_efficiency[dtype]"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ComputeSpec>>& fused_attention_keys() {
+    static const std::vector<Key<ComputeSpec>> keys{
+        {{.name = "efficiency",
+          .type = KeyType::number,
+          .fallback = "required",
+          .meaning = "the sustained fraction of the dense peak, in (0, 1]: its softmax and "
+                     "rescaling keep the tensor cores from GEMM rates",
+          .lands = "ComputeSpec::fused_attention_efficiency"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ComputeSpec>>& memory_keys() {
+    using C = ComputeSpec;
+    static const std::vector<Key<C>> keys{
+        {{.name = "efficiency",
+          .type = KeyType::number,
+          .fallback = "required",
+          .meaning = "the sustained fraction of HBM bandwidth large memory-bound kernels reach, "
+                     "in (0, 1]",
+          .lands = "ComputeSpec::memory_efficiency"}},
+        {{.name = "half_efficiency_bytes",
+          .type = KeyType::bytes,
+          .fallback = "required",
+          .min = 0,
+          .meaning = "the bytes moved at which a memory-bound kernel reaches half its bandwidth",
+          .lands = "ComputeSpec::memory_half_efficiency_bytes"},
+         field<&C::memory_half_efficiency_bytes>},
+    };
+    return keys;
+}
+
+const std::vector<Key<CollectiveTuning>>& collectives_keys() {
+    using T = CollectiveTuning;
+    static const std::vector<Key<T>> keys{
+        {{.name = "launch_latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "the fixed cost of one collective call (launch, host/device sync)",
+          .lands = "CollectiveTuning::launch_latency"},
+         field<&T::launch_latency>},
+        {{.name = "memory_passes",
+          .type = KeyType::number,
+          .fallback = "0",
+          .number_min = 0,
+          .meaning = "HBM bytes per user-buffer byte the kernel moves in series with its "
+                     "transfers",
+          .lands = "CollectiveTuning::memory_passes"},
+         field<&T::memory_passes>},
+        {{.name = "pxn",
+          .type = KeyType::boolean,
+          .fallback = "true",
+          .mirrors = "NCCL_PXN_DISABLE: false",
+          .meaning = "sends to another node relay over NVLink to the GPU on the peer's rail",
+          .lands = "CollectiveTuning::pxn"},
+         field<&T::pxn>},
+        {{.name = "nvls",
+          .type = KeyType::section,
+          .meaning = "NVLink SHARP's in-switch reduction",
+          .lands = "CollectiveTuning::nvls"}},
+        {{.name = "tree",
+          .type = KeyType::section,
+          .meaning = "NCCL's double binary tree across nodes",
+          .lands = "CollectiveTuning::tree"}},
+        {{.name = "nvls_tree",
+          .type = KeyType::section,
+          .meaning = "NCCL's NVLSTree across nodes",
+          .lands = "CollectiveTuning::nvls_tree_channel, nvls_tree_pipeline"}},
+        {{.name = "<protocol>",
+          .type = KeyType::section,
+          .choices = protocol_names(),
+          .meaning = "one section per NCCL protocol: ll, ll128, simple",
+          .lands = "CollectiveTuning::protocols"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<NvlsTuning>>& nvls_keys() {
+    using V = NvlsTuning;
+    static const std::vector<Key<V>> keys{
+        {{.name = "latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "per call, on top of Simple's latencies",
+          .lands = "NvlsTuning::latency"},
+         field<&V::latency>},
+        {{.name = "efficiency",
+          .type = KeyType::number,
+          .fallback = "0 (not given)",
+          .meaning = "payload bandwidth over the NVLink bandwidth of a GPU's switch ports, in "
+                     "(0, 1]",
+          .lands = "NvlsTuning::efficiency"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<TreeTuning>>& tree_keys() {
+    static const std::vector<Key<TreeTuning>> keys{
+        {{.name = "channel_bandwidth",
+          .type = KeyType::section,
+          .mirrors = "perChMaxTreeBws",
+          .meaning = "Simple: the most one channel carries, bus bandwidth",
+          .lands = "TreeTuning::channel"}},
+        {{.name = "ll128_channel_bandwidth",
+          .type = KeyType::section,
+          .mirrors = "perChMaxTreeLL128Bws",
+          .meaning = "LL128: the same",
+          .lands = "TreeTuning::ll128_channel"}},
+        {{.name = "step_latency",
+          .type = KeyType::section,
+          .meaning = "the Tree row of NCCL's hardware latencies, per protocol and link level",
+          .lands = "TreeTuning::step_latency"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ChannelCap>>& channel_cap_keys() {
+    using Cap = ChannelCap;
+    static const std::vector<Key<Cap>> keys{
+        {{.name = "two_nodes",
+          .type = KeyType::bandwidth,
+          .fallback = "0 (no cap)",
+          .meaning = "per channel, communicators on 2 nodes",
+          .lands = "ChannelCap::two_nodes"},
+         field<&Cap::two_nodes>},
+        {{.name = "more_nodes",
+          .type = KeyType::bandwidth,
+          .fallback = "0 (no cap)",
+          .meaning = "per channel, on 3 or more nodes",
+          .lands = "ChannelCap::more_nodes"},
+         field<&Cap::more_nodes>},
+    };
+    return keys;
+}
+
+const std::vector<Key<TreeTuning>>& tree_step_latency_keys() {
+    static const std::vector<Key<TreeTuning>> keys{
+        {{.name = "<level>",
+          .type = KeyType::time,
+          .fallback = "the protocol section's",
+          .choices = level_names(),
+          .meaning = "one key per link level: nvlink, pcie, network",
+          .lands = "TreeTuning::step_latency[protocol][level]"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<NvlsTreePipeline>>& nvls_tree_keys() {
+    using P = NvlsTreePipeline;
+    static const std::vector<Key<P>> keys{
+        {{.name = "channel_bandwidth",
+          .type = KeyType::section,
+          .mirrors = "perChMaxNVLSTreeBws",
+          .meaning = "the most one channel carries, as tree's",
+          .lands = "CollectiveTuning::nvls_tree_channel"}},
+        {{.name = "channels",
+          .fallback = "0 (no pipeline fill)",
+          .min = 1,
+          .max = 1024,
+          .mirrors = "NVLS_NCHANNELS_SM90",
+          .meaning = "the CTAs NVLSTree runs",
+          .lands = "NvlsTreePipeline::channels"},
+         field<&P::channels>},
+        {{.name = "chunk",
+          .type = KeyType::bytes,
+          .fallback = "0",
+          .min = 1,
+          .mirrors = "NCCL_NVLS_CHUNKSIZE",
+          .meaning = "one chunk per head per step",
+          .lands = "NvlsTreePipeline::chunk_bytes"},
+         field<&P::chunk_bytes>},
+        {{.name = "chunk_at_4_nodes",
+          .type = KeyType::bytes,
+          .fallback = "0",
+          .min = 1,
+          .mirrors = "treeMaxChunkSize",
+          .meaning = "the chunk from 4 nodes on",
+          .lands = "NvlsTreePipeline::chunk_bytes_4_nodes"},
+         field<&P::chunk_bytes_4_nodes>},
+    };
+    return keys;
+}
+
+const std::vector<Key<ProtocolTuning>>& protocol_keys() {
+    using P = ProtocolTuning;
+    static const std::vector<Key<P>> keys{
+        {{.name = "base_latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "per call, on top of the launch latency",
+          .lands = "ProtocolTuning::base_latency"},
+         field<&P::base_latency>},
+        {{.name = "chunk",
+          .type = KeyType::bytes,
+          .fallback = "0",
+          .min = 1,
+          .meaning = "the payload of one pipeline chunk (chain and tree algorithms)",
+          .lands = "ProtocolTuning::chunk_bytes"},
+         field<&P::chunk_bytes>},
+        {{.name = "<level>",
+          .type = KeyType::section,
+          .choices = level_names(),
+          .meaning = "one section per link level: nvlink, pcie, network",
+          .lands = "ProtocolTuning::levels"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<LevelTuning>>& level_keys() {
+    using L = LevelTuning;
+    static const std::vector<Key<L>> keys{
+        {{.name = "step_latency",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "per pipeline step crossing this level",
+          .lands = "LevelTuning::step_latency"},
+         field<&L::step_latency>},
+        {{.name = "efficiency",
+          .type = KeyType::number,
+          .fallback = "0 (not given)",
+          .meaning = "payload bandwidth over link bandwidth, in (0, 1]",
+          .lands = "LevelTuning::efficiency"}},
+    };
+    return keys;
+}
+
+std::vector<config::KeySection> hardware_key_sections() {
+    using config::section_of;
+    return {
+        section_of("", "A hardware file: one node's GPU, its links and the fabric between nodes.",
+                   hardware_root_keys(),
+                   {{"platform", "Read by the platform loader (strategies/parallel/platform.h)"}}),
+        section_of("gpu", "The GPU.", gpu_keys()),
+        section_of("gpu.peak_flops", "Dense peak rates.", peak_flops_keys()),
+        section_of("gpu.hbm", "The GPU's memory.", hbm_keys()),
+        section_of("node", "One node.", node_keys()),
+        section_of("node.nvlink", "A GPU's NVLink (a link).", link_keys()),
+        section_of("node.nvswitch", "The NVSwitch chips.", nvswitch_keys()),
+        section_of("node.pcie", "The PCIe switches.", pcie_keys()),
+        section_of("node.host_link", "A PCIe switch to the host (a link).", link_keys()),
+        section_of("node.nic", "A NIC (a link).", link_keys()),
+        section_of("network",
+                   "The fabric between nodes: a rail-optimised two-level fat tree "
+                   "(NIC i of every node on a leaf of rail i).",
+                   network_keys()),
+        section_of("network.link", "A switch-to-switch cable (a link).", link_keys()),
+        section_of("collectives",
+                   "How fast the collective kernels run: NCCL's latency + bytes / bandwidth per "
+                   "algorithm and protocol (hardware/collective_tuning.h).",
+                   collectives_keys()),
+        section_of("collectives.nvls", "NVLink SHARP.", nvls_keys()),
+        section_of("collectives.tree", "The double binary tree across nodes.", tree_keys()),
+        section_of("collectives.tree.channel_bandwidth",
+                   "A channel's cap (also ll128_channel_bandwidth, and nvls_tree's).",
+                   channel_cap_keys()),
+        section_of("collectives.tree.step_latency.<protocol>",
+                   "Tree step latencies of one protocol (ll, ll128, simple).",
+                   tree_step_latency_keys()),
+        section_of("collectives.nvls_tree", "NVLSTree's chunks and channels.", nvls_tree_keys()),
+        section_of("collectives.<protocol>", "One NCCL protocol (ll, ll128, simple).",
+                   protocol_keys()),
+        section_of("collectives.<protocol>.<level>",
+                   "One protocol on one link level (nvlink, pcie, network).", level_keys()),
+        section_of("compute", "The kernel cost model (hardware/compute_model.h).", compute_keys()),
+        section_of("compute.gemm", "GEMMs.", gemm_keys()),
+        section_of("compute.gemm.efficiency", "GEMM efficiency per dtype.", gemm_efficiency_keys()),
+        section_of("compute.fused_attention", "Fused attention.", fused_attention_keys()),
+        section_of("compute.memory", "Memory-bound kernels.", memory_keys()),
+    };
+}
+
+} // namespace clustersim::hardware

@@ -1,0 +1,234 @@
+#include "strategies/parallel/platform_keys.h"
+
+#include "hardware/hardware_keys.h"
+
+namespace clustersim::strategies::parallel {
+
+using config::field;
+using config::Key;
+using config::KeyType;
+
+const std::vector<Key<FrameworkSpec>>& framework_keys() {
+    using F = FrameworkSpec;
+    static const std::vector<Key<F>> keys{
+        {{.name = "host_overhead",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "host time to issue one kernel (Python, dispatch, the launch call): small "
+                     "models are host-bound",
+          .lands = "FrameworkSpec::host_overhead"},
+         field<&F::host_overhead>},
+        {{.name = "gemm_efficiency",
+          .type = KeyType::number,
+          .fallback = "1",
+          .meaning = "the fraction of the microbenchmark rate GEMMs reach inside training, in "
+                     "[0.01, 1]",
+          .lands = "FrameworkSpec::gemm_efficiency"}},
+        {{.name = "memory_efficiency",
+          .type = KeyType::number,
+          .fallback = "1",
+          .meaning = "the same for memory-bound kernels, in [0.01, 1]",
+          .lands = "FrameworkSpec::memory_efficiency"}},
+        {{.name = "p2p_overhead",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "a pipeline send/receive's cost beyond its transfer (the call, handshake "
+                     "and synchronisation)",
+          .lands = "FrameworkSpec::p2p_overhead"},
+         field<&F::p2p_overhead>},
+        {{.name = "microbatch_overhead",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "host time per micro-batch and stage outside the layers, the GPU idle "
+                     "(get_batch, the loss; transformers only)",
+          .lands = "FrameworkSpec::microbatch_overhead"},
+         field<&F::microbatch_overhead>},
+        {{.name = "batch_on_every_stage",
+          .type = KeyType::boolean,
+          .fallback = "true",
+          .meaning = "every stage and chunk pays microbatch_overhead (Megatron-LM before "
+                     "October 2023); false: the chunks with the embedding or the loss",
+          .lands = "FrameworkSpec::batch_on_every_stage"},
+         field<&F::batch_on_every_stage>},
+        {{.name = "pipeline_tp_gather",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "--scatter-gather-tensors-in-pipeline",
+          .meaning = "pipeline tensors sent as 1/tp each and all-gathered by the receiver, "
+                     "exposed (Megatron-LM 2021; analytic fidelity)",
+          .lands = "FrameworkSpec::pipeline_tp_gather"},
+         field<&F::pipeline_tp_gather>},
+        {{.name = "align_param_gather",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "DistributedDataParallelConfig.align_param_gather",
+          .meaning = "the interleaved schedule issues each chunk's whole overlapped parameter "
+                     "gather at once; false: one bucket in flight (Megatron-Core 0.8)",
+          .lands = "FrameworkSpec::align_param_gather"},
+         field<&F::align_param_gather>},
+        {{.name = "collective_overhead",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "extra host time to issue a tensor-parallel collective",
+          .lands = "FrameworkSpec::collective_overhead"},
+         field<&F::collective_overhead>},
+        {{.name = "fp32_grad_reduce",
+          .type = KeyType::boolean,
+          .fallback = "true",
+          .mirrors = "--accumulate-allreduce-grads-in-fp32",
+          .meaning = "data-parallel gradients reduced in 32-bit; false: in the 16-bit dtype",
+          .lands = "FrameworkSpec::fp32_grad_reduce"},
+         field<&F::fp32_grad_reduce>},
+        {{.name = "tensor_parallel",
+          .type = KeyType::choice,
+          .fallback = "megatron",
+          .choices = {"megatron", "dtensor"},
+          .meaning = "tensor parallelism as Megatron's linear layers, or PyTorch's DTensor "
+                     "(torchtitan)",
+          .lands = "FrameworkSpec::dtensor_tp"},
+         +[](F& f, std::string_view t) { f.dtensor_tp = t == "dtensor"; }},
+        {{.name = "runtime_memory",
+          .type = KeyType::bytes,
+          .fallback = "0",
+          .min = 0,
+          .meaning = "GPU memory the stack takes before the model (CUDA context, NCCL buffers, "
+                     "workspaces)",
+          .lands = "FrameworkSpec::runtime_memory"},
+         field<&F::runtime_memory>},
+    };
+    return keys;
+}
+
+const std::vector<Key<CalibrationRecord>>& calibration_record_keys() {
+    using R = CalibrationRecord;
+    static const std::vector<Key<R>> keys{
+        {{.name = "key",
+          .type = KeyType::text,
+          .required = true,
+          .meaning = "the dotted key the record describes",
+          .lands = "CalibrationRecord::key"},
+         field<&R::key>},
+        {{.name = "value",
+          .type = KeyType::text,
+          .required = true,
+          .meaning = "its value as written",
+          .lands = "CalibrationRecord::value"},
+         field<&R::value>},
+        {{.name = "method",
+          .type = KeyType::text,
+          .fallback = "none",
+          .meaning = "the fit's method",
+          .lands = "CalibrationRecord::method"},
+         field<&R::method>},
+        {{.name = "files",
+          .type = KeyType::list,
+          .fallback = "none",
+          .meaning = "the measurement files",
+          .lands = "CalibrationRecord::files"}},
+        {{.name = "points",
+          .fallback = "0",
+          .min = 0,
+          .max = 1 << 30,
+          .meaning = "measured points the fit used",
+          .lands = "CalibrationRecord::points"},
+         field<&R::points>},
+        {{.name = "mean_abs_error_pct",
+          .type = KeyType::number,
+          .fallback = "0",
+          .number_min = 0,
+          .meaning = "mean |predicted / measured - 1| after the fit, percent",
+          .lands = "CalibrationRecord::mean_abs_error"}},
+        {{.name = "max_abs_error_pct",
+          .type = KeyType::number,
+          .fallback = "0",
+          .number_min = 0,
+          .meaning = "the largest, percent",
+          .lands = "CalibrationRecord::max_abs_error"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<Uncertainty>>& uncertainty_keys() {
+    using U = Uncertainty;
+    static const std::vector<Key<U>> keys{
+        {{.name = "basis",
+          .type = KeyType::choice,
+          .fallback = "none",
+          .choices = {"held-out", "in-sample"},
+          .meaning = "what the residuals were measured on",
+          .lands = "Uncertainty::basis"},
+         +[](U& u, std::string_view b) { u.basis = std::string(b); }},
+        {{.name = "collectives",
+          .type = KeyType::section,
+          .meaning = "residuals of collectives",
+          .lands = "Uncertainty::collectives"}},
+        {{.name = "gemms",
+          .type = KeyType::section,
+          .meaning = "residuals of GEMMs",
+          .lands = "Uncertainty::gemms"}},
+        {{.name = "steps",
+          .type = KeyType::section,
+          .meaning = "residuals of training steps",
+          .lands = "Uncertainty::steps"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ResidualBand>>& band_keys() {
+    using B = ResidualBand;
+    // Residuals are measured / predicted - 1: above -1 (a measured time is positive).
+    static const std::vector<Key<B>> keys{
+        {{.name = "points",
+          .required = true,
+          .min = 1,
+          .max = 1 << 30,
+          .meaning = "residuals the band is over",
+          .lands = "ResidualBand::points"},
+         field<&B::points>},
+        {{.name = "p10",
+          .type = KeyType::number,
+          .required = true,
+          .number_min = -0.999999,
+          .meaning = "10th percentile of measured / predicted - 1",
+          .lands = "ResidualBand::p10"},
+         field<&B::p10>},
+        {{.name = "p50",
+          .type = KeyType::number,
+          .required = true,
+          .number_min = -0.999999,
+          .meaning = "the median",
+          .lands = "ResidualBand::p50"},
+         field<&B::p50>},
+        {{.name = "p90",
+          .type = KeyType::number,
+          .required = true,
+          .number_min = -0.999999,
+          .meaning = "90th percentile (p10 <= p50 <= p90)",
+          .lands = "ResidualBand::p90"},
+         field<&B::p90>},
+    };
+    return keys;
+}
+
+const std::vector<config::KeySection>& hardware_sections() {
+    static const std::vector<config::KeySection> sections = [] {
+        std::vector<config::KeySection> s = hardware::hardware_key_sections();
+        s.push_back(
+            config::section_of("framework",
+                               "The training stack's costs and settings (framework_spec.h), "
+                               "calibrated from measured steps.",
+                               framework_keys()));
+        s.push_back(config::section_of("calibration[]",
+                                       "Each record of the list: where a calibrated value came "
+                                       "from (calibrate fit writes them).",
+                                       calibration_record_keys()));
+        s.push_back(config::section_of(
+            "uncertainty", "Validation residuals of the calibrated model.", uncertainty_keys()));
+        s.push_back(config::section_of(
+            "uncertainty.<kind>", "One kind's band (collectives, gemms, steps).", band_keys()));
+        return s;
+    }();
+    return sections;
+}
+
+} // namespace clustersim::strategies::parallel
