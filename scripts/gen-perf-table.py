@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Runs the benchmarks of bench/ and writes the README's performance table from their output.
+"""Runs the benchmarks of bench/ and writes the performance table from their output.
 
     scripts/gen-perf-table.py BUILD_DIR [--print]
 
 BUILD_DIR is a Release build with the benchmarks (scripts/bench.sh makes build/bench). Each row
 runs its benchmark in a process of its own (--benchmark_filter), so the peak RSS it reports is
-that benchmark's. The table replaces the lines between the README's perf-table markers; with
---print it is printed instead. Every figure in the table comes from this script: edit the rows
-here, never the README by hand.
+that benchmark's. The table replaces the lines between the perf-table markers of
+docs/performance.md, and the rows HEADLINES names (with the table's head) the lines between the
+perf-headlines markers of README.md; with --print the table is printed instead. Every figure in
+either comes from this script: edit the rows here, never the pages by hand
+(scripts/check-doc-outputs.py fails when the README's rows are not the page's).
 """
 import json
 import math
@@ -21,6 +23,17 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN = "<!-- perf-table:begin (scripts/gen-perf-table.py) -->"
 END = "<!-- perf-table:end -->"
+HEADLINES_BEGIN = "<!-- perf-headlines:begin (scripts/gen-perf-table.py) -->"
+HEADLINES_END = "<!-- perf-headlines:end -->"
+# The rows the README shows, by the start of their first cell, in the table's order: the
+# kernel's speed, a collective at scale, a step at scale in each fidelity, the sweep's rate.
+HEADLINES = (
+    "event queue, hold",
+    "1 GiB all-reduce on 100,000 GPUs",
+    "GPT-3 175B step on 100,096 GPUs (tp 8, pp 16, dp 782, 64 micro-batches per replica), analytic",
+    "GPT-3 175B step on 100,096 GPUs, flow with symmetry",
+    "sweep, GPT-3 175B on 64 A100s, analytic",
+)
 
 
 def run(build, program, name_filter):
@@ -288,20 +301,44 @@ def host():
     return ", ".join(parts)
 
 
+def replace_between(path, begin, end, body):
+    """Replaces the lines between `begin` and `end` in `path` with `body`."""
+    text = path.read_text()
+    try:
+        start, stop = text.index(begin), text.index(end)
+    except ValueError:
+        sys.exit(f"gen-perf-table: {path} has no {begin} ... {end} markers")
+    path.write_text(text[:start] + begin + "\n" + body + "\n" + text[stop:])
+
+
+def headline_rows(table_rows):
+    """The rows HEADLINES names, in the table's order; a name that matches no row is an error
+    (a renamed row must be renamed here too), never a silently shorter list."""
+    picked = []
+    for name in HEADLINES:
+        found = [r for r in table_rows if r[0].startswith(name)]
+        if len(found) != 1:
+            sys.exit(f"gen-perf-table: HEADLINES entry {name!r} matches {len(found)} rows")
+        picked.append(found[0])
+    return sorted(picked, key=table_rows.index)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    lines = [f"Measured on: {host()}.", "",
-             "| benchmark (`bench/`) | target | measured |", "|---|---|---|"]
-    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows(sys.argv[1])]
+    head = ["| benchmark (`bench/`) | target | measured |", "|---|---|---|"]
+    table_rows = list(rows(sys.argv[1]))
+    lines = [f"Measured on: {host()}.", ""] + head
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in table_rows]
     table = "\n".join(lines)
     if "--print" in sys.argv:
         print(table)
         return
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    start, end = text.index(BEGIN), text.index(END)
-    readme.write_text(text[:start] + BEGIN + "\n" + table + "\n" + text[end:])
+    replace_between(ROOT / "docs" / "performance.md", BEGIN, END, table)
+    # The README's rows, marked as the page's output for scripts/check-doc-outputs.py.
+    picked = [f"| {a} | {b} | {c} |" for a, b, c in headline_rows(table_rows)]
+    replace_between(ROOT / "README.md", HEADLINES_BEGIN, HEADLINES_END,
+                    "<!-- output: docs/performance.md -->\n" + "\n".join(head + picked))
 
 
 if __name__ == "__main__":

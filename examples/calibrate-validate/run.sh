@@ -1,35 +1,41 @@
 # Calibrate, then validate on data the fit never saw (issue 5's two accuracy checks, on the
 # measurements of one A100 node in data/reference/a100-node; see its README for the conditions).
+# The README's fourth walkthrough shows these commands and excerpts of what they print.
 # golden: slow (two fits, about a minute)
 # Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
 : "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 : "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
 set -e
-data="$EXAMPLE_DIR/../../data/reference/a100-node"
-a100="NVIDIA A100-SXM4-80GB"
+# The commands as the README writes them, run from the repository's root: `clustersim` is the
+# binary under test, data/ the repository's (linked here when this runs elsewhere).
+clustersim() { "$CLUSTERSIM" "$@"; }
+[ -e data ] || ln -s "$EXAMPLE_DIR/../../data" data
 
 # 1. Collectives: fit the dgx-a100 preset's NCCL parameters on the 2- and 8-GPU all-reduce
 #    tables, then validate the fitted file on the 4-GPU table (1 MiB and above, limit 5%).
-$CLUSTERSIM calibrate import "$data/nccl-all-reduce-2gpu.csv" "$data/nccl-all-reduce-8gpu.csv" \
-  --device "$a100" --out nccl-2-8.json
-$CLUSTERSIM calibrate import "$data/nccl-all-reduce-4gpu.csv" --device "$a100" --out nccl-4.json
+clustersim calibrate import data/reference/a100-node/nccl-all-reduce-{2,8}gpu.csv \
+  --device "NVIDIA A100-SXM4-80GB" --out nccl-2-8.json
+clustersim calibrate import data/reference/a100-node/nccl-all-reduce-4gpu.csv \
+  --device "NVIDIA A100-SXM4-80GB" --out nccl-4.json
 # --validate: the uncertainty band the fitted file keeps is measured on held-out points.
-$CLUSTERSIM calibrate fit nccl-2-8.json --hardware dgx-a100 --validate nccl-4.json --out a100-nccl.yaml
-$CLUSTERSIM validate --hardware ./a100-nccl.yaml --measurements nccl-4.json \
-  --min-bytes 1MiB --max-error 5 --summary
+clustersim calibrate fit nccl-2-8.json --hardware dgx-a100 --validate nccl-4.json --out a100-nccl.yaml
+clustersim validate --hardware ./a100-nccl.yaml --measurements nccl-4.json --min-bytes 1MiB \
+  --max-error 5 --summary
 echo
 
 # 2. Training steps: the 1,440 Megatron iterations, with the conditions the CSV's header states;
 #    a fifth chosen by a fixed seed fits the framework factors, the other four fifths validate.
-$CLUSTERSIM calibrate import "$data/megatron-steps-single-node.csv" --device "$a100" \
-  --set model.vocab=50257 --set training.dtype=fp16 --set parallel.recompute=full \
-  --set parallel.schedule=1f1b --set parallel.dp_overlap=false --out steps.json
-$CLUSTERSIM calibrate split steps.json --fraction 0.2 --seed 1 --out steps-fit.json --rest steps-held-out.json
-$CLUSTERSIM calibrate fit steps-fit.json --hardware dgx-a100 --validate steps-held-out.json \
+clustersim calibrate import data/reference/a100-node/megatron-steps-single-node.csv \
+  --device "NVIDIA A100-SXM4-80GB" --set model.vocab=50257 --set training.dtype=fp16 \
+  --set parallel.recompute=full --set parallel.schedule=1f1b --set parallel.dp_overlap=false \
+  --out steps.json
+clustersim calibrate split steps.json --fraction 0.2 --seed 1 --out steps-fit.json \
+  --rest steps-held-out.json
+clustersim calibrate fit steps-fit.json --hardware dgx-a100 --validate steps-held-out.json \
   --out a100-steps.yaml
-$CLUSTERSIM validate --hardware ./a100-steps.yaml --measurements steps-held-out.json \
+clustersim validate --hardware ./a100-steps.yaml --measurements steps-held-out.json \
   --max-error 6 --summary || echo "(validate exit code $?: above the limit)"
 echo
 
 # 3. A prediction with the fitted file carries its band (p10-p90 of the held-out residuals).
-$CLUSTERSIM collective --hardware ./a100-nccl.yaml --gpus 4 --op all_reduce --bytes 64MiB
+clustersim collective --hardware ./a100-nccl.yaml --gpus 4 --op all_reduce --bytes 64MiB
