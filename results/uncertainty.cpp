@@ -1,10 +1,10 @@
-#include "app/uncertainty.h"
+#include "results/uncertainty.h"
 
 #include "base/units.h"
 
 #include <fmt/format.h>
 
-namespace clustersim::app {
+namespace clustersim::results {
 namespace {
 
 const strategies::parallel::ResidualBand& band_of(const strategies::parallel::Uncertainty& u,
@@ -63,4 +63,4 @@ nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncert
     return {{"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};
 }
 
-} // namespace clustersim::app
+} // namespace clustersim::results

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace clustersim::app {
+namespace clustersim::results {
 
 enum class PredictionKind { collective, gemm, step };
 
@@ -43,4 +43,4 @@ std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
 nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
                                  PredictionKind kind, double predicted_s);
 
-} // namespace clustersim::app
+} // namespace clustersim::results
