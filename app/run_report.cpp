@@ -112,6 +112,8 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     fmt::print(out, "{:<12}{}\n", "uncertainty",
                results::band_text(e.provenance.uncertainty, e.cluster.name,
                                   results::PredictionKind::step, r.step_time_s));
+    if (const std::string parts = results::calibrated_text(e.provenance); !parts.empty())
+        fmt::print(out, "{:<12}{}\n", "calibrated", parts);
     // An MLP's samples are rows, not token sequences.
     fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
                r.tokens_per_s);

@@ -93,6 +93,10 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
         j["parallel"]["tensor_parallel"] = e.framework.dtensor_tp ? "dtensor" : "megatron";
     j["step_time_s"] = r.step_time_s;
     j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
+    // Which parts of the model the hardware file calibrated (only for a calibrated file: a step
+    // without a band may still run on fitted collectives).
+    if (!e.provenance.calibration.empty())
+        j["calibrated"] = calibrated_json(e.provenance);
     j["tokens_per_s"] = r.tokens_per_s;
     j["mfu"] = r.mfu;
     j["bubble_fraction"] = r.bubble_fraction;
