@@ -2,10 +2,11 @@
 // (or as CSV / JSON), in analytic or flow fidelity; --show-values runs the schedule on numbers.
 #include "app/cli.h"
 #include "app/cluster_options.h"
-#include "app/uncertainty.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "hardware/topology.h"
+#include "results/collective_table.h"
+#include "results/uncertainty.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/collectives/values.h"
 
@@ -15,13 +16,13 @@
 
 #include <memory>
 #include <numeric>
-#include <optional>
 #include <string_view>
 
 namespace clustersim::app {
 namespace {
 
 namespace cl = strategies::collectives;
+using Row = results::CollectiveRow;
 
 struct CollectiveOptions {
     ClusterOptions cluster;
@@ -38,42 +39,6 @@ struct CollectiveOptions {
     int root = 0;
     bool show_values = false;
 };
-
-struct Row {
-    std::int64_t bytes = 0;
-    cl::Choice choice;
-    sim::Time time;
-};
-
-std::int64_t size_flag(const std::string& flag, const std::string& text) {
-    std::int64_t v = 0;
-    try {
-        v = base::parse_bytes(text);
-    } catch (const InputError& e) {
-        throw InputError(flag + ": " + e.what());
-    }
-    if (v <= 0)
-        throw InputError(flag + ": expected a positive size, got '" + text + "'");
-    return v;
-}
-
-/// The requested size rounded as nccl-tests does; refuses sizes that round to nothing.
-std::int64_t rounded(const std::string& flag, std::int64_t bytes, cl::Op op, hardware::Dtype d,
-                     int n) {
-    const std::int64_t r = cl::round_bytes(op, bytes, d, n);
-    if (r <= 0) {
-        const std::int64_t unit =
-            cl::round_bytes(op, std::int64_t(1) << 40, d, n) > 0
-                ? hardware::bytes_per_element(d) * (cl::splits_per_rank(op) ? n : 1)
-                : 0;
-        throw InputError(fmt::format("{}: {} B is less than one {} element{} ({} B needed for {} "
-                                     "on {} GPUs)",
-                                     flag, bytes, hardware::to_string(d),
-                                     cl::splits_per_rank(op) ? " per GPU" : "", unit,
-                                     cl::to_string(op), n));
-    }
-    return r;
-}
 
 std::string time_column(double us) {
     // nccl-tests: %7.0f from 10 ms, %7.1f from 100 us, else %7.2f.
@@ -137,43 +102,28 @@ std::string show_values(const cl::Communicator& comm, cl::Collective c, bool byt
     return s;
 }
 
-std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
-                   const strategies::parallel::Uncertainty& u, const cl::Collective& base,
-                   std::string_view fidelity, const std::vector<Row>& rows) {
+std::string render(const CollectiveOptions& o, const results::CollectiveSweep& sweep,
+                   const std::vector<Row>& rows) {
+    if (o.format == "json")
+        return results::collective_json(sweep, rows).dump(2) + "\n";
+    const cl::Communicator& comm = sweep.communicator();
+    const cl::Collective& base = sweep.collective();
+    const std::string_view fidelity = sweep.fidelity_name();
+    const strategies::parallel::Uncertainty& u = sweep.platform().provenance.uncertainty;
     const int n = comm.size();
     const auto& spec = comm.topology().spec();
     const std::string redop = cl::reduces(base.op) ? "sum" : "none";
     const int root = cl::has_root(base.op) ? base.root : -1;
-    auto algbw = [](const Row& r) { return static_cast<double>(r.bytes) / r.time.seconds() / 1e9; };
-    auto busbw = [&](const Row& r) { return algbw(r) * cl::bus_factor(base.op, n); };
+    auto algbw = [](const Row& r) { return results::algbw_gbps(r); };
+    auto busbw = [&](const Row& r) { return results::busbw_gbps(r, base.op, n); };
     auto algo = [](const Row& r) {
         return std::string(cl::to_string(r.choice.algorithm)) + "/" +
                std::string(hardware::to_string(r.choice.protocol));
     };
     std::string s;
-    if (o.format == "json") {
-        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-        for (const Row& r : rows) {
-            arr.push_back(
-                {{"op", cl::to_string(base.op)},
-                 {"algo", cl::to_string(r.choice.algorithm)},
-                 {"protocol", hardware::to_string(r.choice.protocol)},
-                 {"gpus", n},
-                 {"bytes", r.bytes},
-                 {"count", cl::nccl_count(base.op, r.bytes, base.dtype, n)},
-                 {"dtype", hardware::to_string(base.dtype)},
-                 {"root", root},
-                 {"fidelity", std::string(fidelity)},
-                 {"time_us", r.time.microseconds()},
-                 {"algbw_gbps", algbw(r)},
-                 {"busbw_gbps", busbw(r)},
-                 {"time_band", band_json(u, PredictionKind::collective, r.time.seconds())}});
-        }
-        return arr.dump(2) + "\n";
-    }
-    // A calibrated hardware file gives each time its p10-p90 band (app/uncertainty.h).
+    // A calibrated hardware file gives each time its p10-p90 band (results/uncertainty.h).
     auto band = [&](const Row& r) {
-        return time_band(u, PredictionKind::collective, r.time.seconds());
+        return results::time_band(u, results::PredictionKind::collective, r.time.seconds());
     };
     const bool calibrated = u.collectives.present();
     if (o.format == "csv") {
@@ -228,94 +178,35 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
 }
 
 void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) {
-    cl::Collective base;
-    const auto op = cl::parse_op(o.op);
-    if (!op)
-        throw InputError("--op: unknown collective '" + o.op + "' (ops: " + cl::op_names() + ")");
-    base.op = *op;
-    const auto algo = cl::parse_algorithm(o.algo);
-    if (!algo)
-        throw InputError("--algo: expected auto, ring, tree, direct, nvls or hierarchical, got '" +
-                         o.algo + "'");
-    base.algorithm = *algo;
-    if (o.protocol != "auto") {
-        base.protocol = hardware::parse_protocol(o.protocol);
-        if (!base.protocol)
-            throw InputError("--protocol: expected auto, ll, ll128 or simple, got '" + o.protocol +
-                             "'");
-    }
-    // As `run` takes it: flow folds identical flows into representatives (exact), flow-full
-    // simulates every one.
-    const bool flow_full = o.fidelity == "flow-full";
-    const auto fidelity =
-        flow_full ? std::optional(cl::Fidelity::flow) : cl::parse_fidelity(o.fidelity);
-    if (!fidelity)
-        throw InputError("--fidelity: expected analytic, flow or flow-full, got '" + o.fidelity +
-                         "'");
-    cl::FlowOptions flow_options;
-    flow_options.symmetry = !flow_full;
-    const auto dtype = hardware::parse_dtype(o.dtype);
-    if (!dtype || (*dtype != hardware::Dtype::fp32 && *dtype != hardware::Dtype::fp16 &&
-                   *dtype != hardware::Dtype::bf16))
-        throw InputError("--dtype: expected fp32, fp16 or bf16, got '" + o.dtype + "'");
-    base.dtype = *dtype;
     if (o.format != "table" && o.format != "csv" && o.format != "json")
         throw InputError("--format: expected table, csv or json, got '" + o.format + "'");
-    if (o.factor < 2)
-        throw InputError("--factor: expected an integer >= 2 (nccl-tests' -f), got " +
-                         std::to_string(o.factor));
-    base.root = o.root;
-
-    // The platform, not the hardware alone: its provenance gives each time its band.
-    const strategies::parallel::Platform platform = o.cluster.load_platform();
-    const hardware::Topology topo(platform.cluster);
-    const int n = o.cluster.gpus > 0 ? o.cluster.gpus : topo.gpu_count();
-    if (n > topo.gpu_count())
-        throw InputError(fmt::format("--gpus {}: the cluster has {} GPUs", n, topo.gpu_count()));
-    const auto comm = cl::Communicator::first(topo, n);
-    if (cl::has_root(base.op) && (o.root < 0 || o.root >= n))
-        throw InputError(fmt::format("--root {}: ranks are 0 to {}", o.root, n - 1));
-    if (!cl::has_root(base.op) && o.root != 0)
-        throw InputError("--root: " + std::string(cl::to_string(base.op)) + " has no root");
-    if (const std::string why = comm.why_not(base.algorithm, base.op); !why.empty())
-        throw InputError(why);
+    results::CollectiveRequest request;
+    request.hardware = o.cluster.hardware;
+    request.gpus = o.cluster.gpus;
+    request.op = o.op;
+    if (bytes_given)
+        request.bytes = o.bytes;
+    request.min_bytes = o.min_bytes;
+    request.max_bytes = o.max_bytes;
+    request.factor = o.factor;
+    request.algo = o.algo;
+    request.protocol = o.protocol;
+    request.fidelity = o.fidelity;
+    request.dtype = o.dtype;
+    request.root = o.root;
+    const results::CollectiveSweep sweep(request);
 
     if (o.show_values) {
         if (range_given)
             throw InputError("--show-values runs one size: give --bytes (or nothing), not a range");
-        cl::Collective c = base;
+        cl::Collective c = sweep.collective();
         if (bytes_given)
-            c.bytes = rounded("--bytes", size_flag("--bytes", o.bytes), base.op, base.dtype, n);
-        io.out << show_values(comm, c, bytes_given);
+            c.bytes = sweep.sizes().front();
+        io.out << show_values(sweep.communicator(), c, bytes_given);
         return;
     }
-
-    std::vector<std::int64_t> sizes;
-    if (bytes_given) {
-        sizes.push_back(rounded("--bytes", size_flag("--bytes", o.bytes), base.op, base.dtype, n));
-    } else {
-        const std::int64_t lo = size_flag("--min-bytes", o.min_bytes);
-        const std::int64_t hi = size_flag("--max-bytes", o.max_bytes);
-        if (lo > hi)
-            throw InputError(fmt::format("--min-bytes {} is larger than --max-bytes {}",
-                                         o.min_bytes, o.max_bytes));
-        rounded("--min-bytes", lo, base.op, base.dtype, n);
-        for (std::int64_t s = lo; s <= hi; s *= o.factor) {
-            sizes.push_back(cl::round_bytes(base.op, s, base.dtype, n));
-            if (s > hi / o.factor)
-                break;
-        }
-    }
     // Everything is computed before anything is printed: an error leaves no partial table.
-    std::vector<Row> rows;
-    for (std::int64_t bytes : sizes) {
-        cl::Collective c = base;
-        c.bytes = bytes;
-        const cl::Outcome out = cl::simulate(comm, c, *fidelity, flow_options);
-        rows.push_back({bytes, out.choice, out.time});
-    }
-    io.out << render(o, comm, platform.provenance.uncertainty, base,
-                     flow_full ? "flow-full" : cl::to_string(*fidelity), rows);
+    io.out << render(o, sweep, sweep.rows());
 }
 
 } // namespace

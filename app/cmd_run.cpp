@@ -5,6 +5,7 @@
 #include "app/run_report.h"
 #include "app/trace_compare.h"
 #include "base/error.h"
+#include "results/step_json.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 
@@ -113,7 +114,7 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         if (!o->memory.empty())
             write_file_atomically(o->memory, memory);
         if (o->format == "json") {
-            io.out << step_json(e, r).dump(2) << "\n";
+            io.out << results::step_json(e, r).dump(2) << "\n";
             return;
         }
         print_step_table(io.out, e, r);

@@ -5,7 +5,6 @@
 #include "app/mpi_sweep.h"
 #include "app/output.h"
 #include "app/sweep.h"
-#include "app/uncertainty.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
@@ -16,7 +15,9 @@
 #include "explore/progress.h"
 #include "explore/resume.h"
 #include "explore/sweep_row.h"
+#include "explore/sweep_setup.h"
 #include "explore/thread_pool.h"
+#include "results/uncertainty.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -87,9 +88,6 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
 
     // Everything that can be wrong is found before any file is written; every rank finds the
     // same (the checks are deterministic), and only rank 0 prints.
-    if (o.vary.empty())
-        throw InputError(
-            "--vary: give at least one KEY=V1,V2,... (e.g. --vary parallel.tp=1,2,4,8)");
     if (o.jobs < 0)
         throw InputError("--jobs: expected a positive number of threads, got " +
                          std::to_string(o.jobs));
@@ -98,87 +96,23 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     if (o.resume && o.out.empty())
         throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
     refuse_output_over_input(o.out, "--out", {o.experiment});
-    std::vector<Axis> axes;
-    for (const auto& text : o.vary) {
-        Axis a = explore::parse_axis("--vary", text);
-        for (const Axis& b : axes) {
-            if (b.key == a.key)
-                throw InputError("--vary " + a.key +
-                                 ": given twice; put all its values in one list");
-        }
-        axes.push_back(std::move(a));
-    }
-    Settings fixed;
+    explore::SweepRequest request;
+    request.experiment = o.experiment;
+    for (const auto& text : o.vary)
+        request.axes.push_back(explore::parse_axis("--vary", text));
     for (const auto& s : o.sets)
-        fixed.push_back(sp::parse_override(s));
-    const std::int64_t max_memory = explore::parse_max_memory(o.max_memory);
-
-    const sp::ExperimentVariants variants(o.experiment, fixed);
-    auto varied = [&](const char* key) {
-        return std::any_of(axes.begin(), axes.end(), [&](const Axis& a) { return a.key == key; });
-    };
-    for (const Axis& a : axes) {
-        // A key of the hardware file (hardware.framework.align_param_gather, say) is not listed:
-        // that schema is the hardware loader's, nested; each value is read below, and a key
-        // the loader does not know is refused there with the keys it takes.
-        if (!variants.is_key(a.key) && !a.key.starts_with("hardware."))
-            throw InputError("--vary " + a.key +
-                             ": unknown key; valid keys: " + base::join(variants.keys(), ", ") +
-                             ", and hardware.<key of the hardware file>");
-        if (o.gpus > 0 && (a.key == "gpus" || a.key == "nodes"))
-            throw InputError("--vary " + a.key + ": the GPU count is fixed by --gpus " +
-                             std::to_string(o.gpus) + "; give one or the other");
-    }
-    const bool dp_given = varied("parallel.dp") ||
-                          std::any_of(fixed.begin(), fixed.end(),
-                                      [](const auto& kv) { return kv.first == "parallel.dp"; });
-    explore::EvalOptions eo;
-    eo.gpus = o.gpus;
-    eo.max_memory = max_memory;
-    eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
-    // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
-    eo.derive_dp =
-        !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("parallel.cp") ||
-                      varied("gpus") || varied("nodes") || o.gpus > 0);
-    const explore::Evaluator evaluator(variants, eo);
-
-    // Values of the wrong type are errors of the command line, not invalid configurations.
-    for (const Axis& a : axes) {
-        for (const auto& v : a.values) {
-            Settings s;
-            if (o.gpus > 0)
-                s.emplace_back("gpus", std::to_string(o.gpus));
-            s.emplace_back(a.key, v);
-            try {
-                (void)variants.read(s);
-            } catch (const InputError& e) {
-                throw InputError("--vary " + a.key + "=" + v + ": " +
-                                 explore::strip_path(e.what(), o.experiment));
-            }
-        }
-    }
-
-    const explore::Grid grid(axes);
+        request.fixed.push_back(sp::parse_override(s));
+    request.gpus = o.gpus;
+    request.max_memory = explore::parse_max_memory(o.max_memory);
+    request.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    // The axes, their values and the configurations checked (explore/sweep_setup.h).
+    const explore::SweepSetup setup(request);
+    const auto& axes = setup.grid().axes();
+    const auto& fixed = request.fixed;
+    const std::int64_t max_memory = request.max_memory;
+    const explore::Evaluator& evaluator = setup.evaluator();
+    const explore::Grid& grid = setup.grid();
     const std::int64_t configs = grid.size();
-    // A sweep in which nothing can run (a GPU count no split uses, say) is a mistake.
-    {
-        std::string first_reason;
-        bool any = false;
-        for (std::int64_t i = 0; i < configs && !any; ++i) {
-            try {
-                (void)evaluator.experiment(grid.settings(i));
-                any = true;
-            } catch (const InputError& e) {
-                if (first_reason.empty())
-                    first_reason = explore::strip_path(e.what(), o.experiment);
-            }
-        }
-        if (!any)
-            throw InputError(fmt::format(
-                "none of the {} configurations can run{}: the first "
-                "fails with: {}",
-                configs, o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", first_reason));
-    }
 
     const auto columns = explore::csv_columns(axes);
     explore::Identity id;
@@ -226,10 +160,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     }
     const std::vector<std::int64_t> mine = explore::rank_share(todo, rank, ranks);
     const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
-    auto work = [&](std::int64_t index) {
-        return explore::csv_row(index, grid.values(index),
-                                evaluator.evaluate(grid.settings(index)));
-    };
+    auto work = [&](std::int64_t index) { return setup.row(index); };
 
     if (rank != 0) {
         // A worker rank: simulate its share, ship rows to rank 0 as they are done.
@@ -262,7 +193,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
         }(),
         o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
         jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
-    if (eo.derive_dp)
+    if (setup.derives_dp())
         fmt::print(io.out, "{:<10}derived as gpus / (tp x pp x cp) in every configuration\n", "dp");
     if (resumed)
         fmt::print(io.out, "{:<10}{} rows already in {}, {} to go\n", "resume",
@@ -310,15 +241,15 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                    "out of memory)\n",
                    best.size());
         sweep::print_top(io.out, columns, axes, best);
-        // How far to trust the times: the hardware file's band for steps (app/uncertainty.h),
+        // How far to trust the times: the hardware file's band for steps (results/uncertainty.h),
         // shown for the best configuration.
         if (!best.empty() && best.front().valid) {
             const auto& f = best.front().fields;
             const std::size_t at = explore::result_column(f.size(), "step_time_s");
             const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
             fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
-                       band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step,
-                                 std::stod(f.at(at))));
+                       results::band_text(e.provenance.uncertainty, e.cluster.name,
+                                          results::PredictionKind::step, std::stod(f.at(at))));
         }
     }
 }

@@ -4,9 +4,10 @@
 
 #include "app/chrome_trace.h"
 #include "app/svg_plot.h"
-#include "app/uncertainty.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "results/step_json.h"
+#include "results/uncertainty.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -15,6 +16,11 @@
 
 namespace clustersim::app {
 
+using results::fidelity_name;
+using results::oom_fix_text;
+using results::recompute_plan_text;
+using results::simulated_note;
+using results::symmetry_note;
 using strategies::parallel::ExperimentSpec;
 using strategies::parallel::StepResult;
 using strategies::parallel::TimelineStream;
@@ -31,64 +37,7 @@ std::string gb(std::int64_t bytes) {
     return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
 }
 
-const char* fidelity_name(strategies::parallel::Fidelity f) {
-    return f == strategies::parallel::Fidelity::flow ? "flow" : "analytic";
-}
-
-const char* fidelity_name(const StepResult& r) {
-    if (r.fidelity != strategies::parallel::Fidelity::flow)
-        return "analytic";
-    return r.flow_symmetry ? "flow" : "flow-full";
-}
-
-/// Flow fidelity: whose communication was simulated, and what symmetry left out.
-std::string symmetry_note(const StepResult& r) {
-    if (!r.flow_symmetry)
-        return fmt::format("off (flow-full): every flow simulated, {} flows on {} GPUs", r.flows,
-                           r.flow_gpus.size());
-    return fmt::format("the communication of {} GPUs simulated ({} flows); {} more GPUs' flows "
-                       "({}) left to identical representatives, exact (--fidelity flow-full "
-                       "simulates them)",
-                       r.flow_gpus.size(), r.flows, r.represented_gpus.size(), r.represented_flows);
-}
-
 } // namespace
-
-std::string describe_recompute(const strategies::parallel::RecomputePlan& r) {
-    std::vector<std::string> parts;
-    auto add = [&](int n, const char* what) {
-        if (n > 0)
-            parts.push_back(std::to_string(n) + " " + what);
-    };
-    add(r.full, "full");
-    add(r.selective, "selective");
-    add(r.none, "none");
-    return parts.empty() ? "no layers" : base::join(parts, " + ");
-}
-
-std::string recompute_plan_text(const StepResult& r) {
-    std::vector<std::string> stages;
-    for (const auto& m : r.memory)
-        stages.push_back("stage " + std::to_string(m.stage) + ": " +
-                         describe_recompute(m.recompute));
-    return (r.automatic_recompute ? "auto: " : "") + base::join(stages, ", ");
-}
-
-std::string oom_fix_text(const std::optional<strategies::parallel::OomSuggestion>& fix) {
-    if (!fix)
-        return "";
-    if (fix->recompute)
-        return "fits with recompute: " + std::string(to_string(*fix->recompute));
-    if (fix->zero)
-        return "fits with zero: " + std::to_string(*fix->zero);
-    return "no recompute or ZeRO setting fits; use more GPUs for tensor or pipeline parallelism";
-}
-
-std::string simulated_note(const StepResult& r) {
-    return "one GPU per pipeline rank (tensor-parallel rank 0 of data-parallel replica 0): " +
-           std::to_string(r.simulated_gpus.size()) + " of " + std::to_string(r.gpus) +
-           " GPUs; tensor-parallel peers and data-parallel replicas do the same work";
-}
 
 std::string describe_parallel(const ExperimentSpec& e) {
     const auto& p = e.parallel;
@@ -160,9 +109,11 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
         fmt::print(out, "{:<12}{}\n", "symmetry", symmetry_note(r));
     fmt::print(out, "\n");
     fmt::print(out, "{:<12}{}\n", "step time", seconds(r.step_time_s));
-    fmt::print(
-        out, "{:<12}{}\n", "uncertainty",
-        band_text(e.provenance.uncertainty, e.cluster.name, PredictionKind::step, r.step_time_s));
+    fmt::print(out, "{:<12}{}\n", "uncertainty",
+               results::band_text(e.provenance.uncertainty, e.cluster.name,
+                                  results::PredictionKind::step, r.step_time_s));
+    if (const std::string parts = results::calibrated_text(e.provenance); !parts.empty())
+        fmt::print(out, "{:<12}{}\n", "calibrated", parts);
     // An MLP's samples are rows, not token sequences.
     fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
                r.tokens_per_s);
@@ -222,83 +173,6 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
                    "oom", r.oom->stage, gb(r.oom->excess_bytes), oom_fix_text(r.oom_fix));
     else
         fmt::print(out, "{:<12}no\n", "oom");
-}
-
-nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
-    nlohmann::ordered_json j;
-    j["experiment"] = e.name;
-    j["fidelity"] = fidelity_name(r.fidelity);
-    j["gpus"] = r.gpus;
-    j["parallel"] = {{"tp", r.tp},
-                     {"pp", r.pp},
-                     {"dp", r.dp},
-                     {"cp", e.parallel.cp},
-                     {"schedule", r.schedule},
-                     {"virtual_stages", r.virtual_stages},
-                     {"micro_batches", r.micro_batches}};
-    // An uneven split: the transformer layers of each model stage, in layer order.
-    if (!strategies::parallel::uniform_split(e.stage_layers))
-        j["parallel"]["stage_layers"] = e.stage_layers;
-    // How tensor parallelism runs (framework.tensor_parallel), where there is any.
-    if (r.tp > 1)
-        j["parallel"]["tensor_parallel"] = e.framework.dtensor_tp ? "dtensor" : "megatron";
-    j["step_time_s"] = r.step_time_s;
-    j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
-    j["tokens_per_s"] = r.tokens_per_s;
-    j["mfu"] = r.mfu;
-    j["bubble_fraction"] = r.bubble_fraction;
-    j["ideal_bubble_fraction"] = r.ideal_bubble_fraction;
-    const auto& b = r.breakdown;
-    j["breakdown"] = {{"stage", r.critical_rank},
-                      {"compute_s", b.compute_s},
-                      {"recompute_s", b.recompute_s},
-                      {"host_s", b.host_s},
-                      {"tp_comm_exposed_s", b.tp_comm_exposed_s},
-                      {"pp_bubble_s", b.pp_bubble_s},
-                      {"pp_comm_exposed_s", b.pp_comm_exposed_s},
-                      {"dp_comm_exposed_s", b.dp_comm_exposed_s},
-                      {"optimizer_s", b.optimizer_s}};
-    if (e.parallel.expert_layout() && e.model.is_moe()) {
-        j["parallel"]["ep"] = r.ep;
-        j["parallel"]["etp"] = r.etp;
-        j["parallel"]["expert_dp"] = r.expert_dp;
-        j["breakdown"]["ep_comm_exposed_s"] = b.ep_comm_exposed_s;
-    }
-    // Of compute_s and recompute_s; listed where communication ran beside the kernels.
-    if (b.overlap_slowdown_s > 0)
-        j["breakdown"]["overlap_slowdown_s"] = b.overlap_slowdown_s;
-    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-    for (const auto& m : r.memory) {
-        stages.push_back({{"stage", m.stage},
-                          {"peak_bytes", m.peak_bytes},
-                          {"weights_bytes", m.weights_bytes},
-                          {"grads_bytes", m.grads_bytes},
-                          {"optimizer_bytes", m.optimizer_bytes},
-                          {"activations_bytes", m.activations_bytes},
-                          {"gathered_bytes", m.gathered_bytes},
-                          {"runtime_bytes", m.runtime_bytes},
-                          {"recompute", describe_recompute(m.recompute)}});
-    }
-    j["memory"] = {{"peak_bytes_max", r.peak_bytes_max},
-                   {"capacity_bytes", r.capacity_bytes},
-                   {"per_stage", stages}};
-    j["oom"] = r.oom.has_value();
-    if (r.oom)
-        j["oom_detail"] = {{"stage", r.oom->stage},
-                           {"excess_bytes", r.oom->excess_bytes},
-                           {"fix", oom_fix_text(r.oom_fix)}};
-    j["recompute_plan"] = recompute_plan_text(r);
-    j["simulated_gpus"] = r.simulated_gpus;
-    j["simulated"] = simulated_note(r);
-    if (r.fidelity == strategies::parallel::Fidelity::flow)
-        j["flow"] = {{"fidelity", fidelity_name(r)},
-                     {"symmetry", r.flow_symmetry},
-                     {"simulated_gpus", r.flow_gpus},
-                     {"represented_gpus", r.represented_gpus},
-                     {"flows", r.flows},
-                     {"represented_flows", r.represented_flows},
-                     {"note", symmetry_note(r)}};
-    return j;
 }
 
 std::string step_trace(const ExperimentSpec& e, const StepResult& r) {

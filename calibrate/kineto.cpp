@@ -857,11 +857,16 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
                          ": the trace has no CPU ops (recorded without "
                          "ProfilerActivity.CPU), so its kernels have no shapes; " +
                          how);
-    if (with_shapes == 0)
-        throw InputError(name +
-                         ": the trace has no input shapes (recorded without "
-                         "record_shapes=True); " +
-                         how);
+    // Without record_shapes=True (most production traces) the kernels are still classed, by
+    // the names of their ops and kernels, and the step, its kernels' times and its idle gaps
+    // are what the trace measured; only the per-shape points (GEMM and attention FLOPs,
+    // elementwise bytes) need shapes.
+    const bool shapes = with_shapes > 0;
+    if (!shapes)
+        r.warnings.push_back(name +
+                             ": no input shapes (recorded without record_shapes=True): kernels "
+                             "classed by the names of their ops and kernels, without the "
+                             "per-shape points (GEMM and attention FLOPs, bytes moved)");
 
     // The GPU.
     Environment env = detail::initial_environment(options);
@@ -1010,14 +1015,17 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
                         : (chain.empty() ? e.ts : p.events[static_cast<std::size_t>(chain[0])].ts);
         tk.step = out.steps.empty() ? -1 : step_at(cpu_time);
 
-        // The op: the innermost ATen op with recorded inputs.
-        int op = -1;
+        // The op: the innermost ATen op with recorded inputs (without shapes: the innermost
+        // ATen op, which names the class but gives no shapes).
+        int op = -1, named_op = -1;
         for (int j : chain) {
             const Event& c = p.events[static_cast<std::size_t>(j)];
             if (c.cat == Cat::cpu_op && c.dims >= 0) {
                 op = j;
                 break;
             }
+            if (!shapes && named_op < 0 && c.cat == Cat::cpu_op)
+                named_op = j;
         }
         // SDPA's own op has the [B, H, S, D] shapes; the flash / efficient kernels' ops below
         // it ("aten::_flash_attention_forward") have others.
@@ -1025,10 +1033,11 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
         for (int j : chain) {
             const Event& c = p.events[static_cast<std::size_t>(j)];
             const std::string& n = a.name(c);
-            if (sdpa < 0 && c.cat == Cat::cpu_op && c.dims >= 0 &&
-                contains(n, "scaled_dot_product"))
+            // Without shapes the ops are known by name alone (dims < 0 in every op).
+            const bool usable = c.dims >= 0 || !shapes;
+            if (sdpa < 0 && c.cat == Cat::cpu_op && usable && contains(n, "scaled_dot_product"))
                 sdpa = j;
-            if (attention_op < 0 && c.cat == Cat::cpu_op && c.dims >= 0 &&
+            if (attention_op < 0 && c.cat == Cat::cpu_op && usable &&
                 (contains(n, "flash_attention") || contains(n, "efficient_attention")))
                 attention_op = j;
             if (contains(n, "Backward") || starts_with(n, "autograd::engine")) {
@@ -1058,6 +1067,8 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
         k.layer = layer;
         const Event* shape_op = nullptr;
         const std::string kl = lower(kname);
+        // The op that names the kernel's class: with shapes the shaped op, else the innermost.
+        const int by = op >= 0 ? op : named_op;
         if (e.cat == Cat::memcpy || e.cat == Cat::memset) {
             k.kernel_class = KernelClass::copy;
             if (e.bytes > 0)
@@ -1098,21 +1109,25 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
             else if (!chain.empty())
                 k.op = a.name(p.events[static_cast<std::size_t>(chain[0])]);
         } else if (sdpa >= 0 || contains(kl, "flash") || contains(kl, "fmha") ||
-                   (op >= 0 &&
-                    (a.name(p.events[static_cast<std::size_t>(op)]) == "aten::bmm" ||
-                     a.name(p.events[static_cast<std::size_t>(op)]) == "aten::baddbmm"))) {
+                   (by >= 0 &&
+                    (a.name(p.events[static_cast<std::size_t>(by)]) == "aten::bmm" ||
+                     a.name(p.events[static_cast<std::size_t>(by)]) == "aten::baddbmm"))) {
             k.kernel_class = KernelClass::attention;
-            const int s = sdpa >= 0 ? sdpa : op;
-            if (s >= 0)
+            const int s = sdpa >= 0 ? sdpa : by;
+            if (s >= 0 && p.events[static_cast<std::size_t>(s)].dims >= 0)
                 shape_op = &p.events[static_cast<std::size_t>(s)];
-        } else if (op >= 0) {
-            const std::string& n = a.name(p.events[static_cast<std::size_t>(op)]);
+            else if (s >= 0)
+                k.op = a.name(p.events[static_cast<std::size_t>(s)]);
+        } else if (by >= 0) {
+            const std::string& n = a.name(p.events[static_cast<std::size_t>(by)]);
             static const std::set<std::string> gemms{
                 "aten::mm",     "aten::addmm",      "aten::_addmm_activation",
                 "aten::matmul", "aten::linear",     "aten::addmv",
                 "aten::mv",     "aten::_scaled_mm", "aten::dot"};
             k.kernel_class = gemms.count(n) ? KernelClass::gemm : KernelClass::elementwise;
-            shape_op = &p.events[static_cast<std::size_t>(op)];
+            k.op = n;
+            if (op >= 0)
+                shape_op = &p.events[static_cast<std::size_t>(op)];
         } else if (!chain.empty()) {
             k.kernel_class = KernelClass::elementwise;
             k.op = a.name(p.events[static_cast<std::size_t>(chain[0])]);

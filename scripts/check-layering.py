@@ -30,7 +30,11 @@ LAYERS = {
     "explore": ["sim", "base", "config", "hardware", "strategies"],  # the sweep engine
     "calibrate": ["sim", "base", "config", "hardware", "strategies"],  # formats, import, fit
     "calibrate/cuda": ["sim", "base", "config", "hardware", "strategies", "calibrate"],
+    # a result as the record users read by program (JSON, rows): shared by app/ and python/
+    "results": ["sim", "base", "config", "hardware", "strategies", "explore"],
     "app": ["*"],
+    # the Python module: a thin binding of the library calls app/ makes, never of app/ itself
+    "python": ["sim", "base", "config", "hardware", "strategies", "explore", "results"],
     "bench": ["*"],
     "tests": ["*"],
 }
@@ -38,7 +42,8 @@ LAYERS = {
 # Layers that may neither print nor exit: they report through return values and exceptions,
 # and only app/ decides what is printed and with which exit code.
 QUIET_LAYERS = [
-    "sim", "base", "config", "hardware", "strategies", "explore", "calibrate", "calibrate/cuda"
+    "sim", "base", "config", "hardware", "strategies", "explore", "calibrate", "calibrate/cuda",
+    "results", "python"
 ]
 
 # What "prints or exits" looks like (matched in code with comments and string literals blanked;

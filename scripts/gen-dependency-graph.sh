@@ -6,7 +6,8 @@
 #   scripts/gen-dependency-graph.sh --check   fail, with a diff, when docs/dependencies.dot is
 #                                             not what the CMake files say now (CI runs this)
 #
-# The picture is the same on every machine: the configure has CUDA and MPI off, and no tests,
+# The picture is the same on every machine: the configure has CUDA and MPI off, the Python
+# module on (scripts/install-deps.sh installs pybind11), and no tests,
 # benchmarks or fuzzers, so what a machine happens to have installed does not change it. That
 # leaves out the optional targets: clustersim_calibrate_cuda (the .cu kernels) and
 # clustersim_nccl, which clustersim_calibrate_runners links privately when CUDA is found. Only
@@ -31,7 +32,8 @@ set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)
 set(GRAPHVIZ_GENERATE_DEPENDERS FALSE)
 EOF
 if ! cmake -S . -B "$work" -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_WITH_MPI=OFF \
-      -DCLUSTERSIM_BUILD_TESTS=OFF -DCLUSTERSIM_BUILD_BENCH=OFF -DCLUSTERSIM_BUILD_FUZZ=OFF \
+      -DCLUSTERSIM_WITH_PYTHON=ON -DCLUSTERSIM_BUILD_TESTS=OFF -DCLUSTERSIM_BUILD_BENCH=OFF \
+      -DCLUSTERSIM_BUILD_FUZZ=OFF \
       --graphviz="$work/cmake.dot" >"$work/configure.log" 2>&1; then
   cat "$work/configure.log" >&2
   echo "gen-dependency-graph: the configure failed (scripts/install-deps.sh installs what it needs)" >&2

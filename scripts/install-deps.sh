@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev clang-format   # libFuzzer target and the format check
   libopenmpi-dev openmpi-bin              # distributed sweeps (clustersim sweep --mpi)
   python3                                 # scripts/check-layering.py
+  python3-dev pybind11-dev                # the clustersim Python module (python/)
+  python3-pytest python3-pandas           # its tests (tests/python), DataFrames included
   graphviz                                # docs/dependencies.svg (scripts/gen-dependency-graph.sh)
 )
 

@@ -96,3 +96,31 @@ TEST_CASE("cli run --compare: table, Perfetto file with both timelines, bad inpu
     // --compare-trace alone.
     CHECK(run({"run", kExperiment, "--compare-trace", out}).code == 2);
 }
+
+TEST_CASE("compare: a trace without shapes compares by kernel class, the same rows",
+          "[app][compare][kineto]") {
+    // Recorded without record_shapes=True: the kernels are classed by name, so every measured
+    // row is the one of the trace with shapes, and compare (or run --compare) takes it.
+    TempDir dir("compare-no-shapes");
+    std::string text = slurp(kTrace);
+    for (auto at = text.find("\"Input Dims\""); at != std::string::npos;
+         at = text.find("\"Input Dims\""))
+        text.replace(at, 12, "\"Input Xims\"");
+    const std::string no_shapes = dir.file("no-shapes.json");
+    spit(no_shapes, text);
+    const auto e = strategies::parallel::load_experiment(kExperiment);
+    const auto r = strategies::parallel::simulate_step(e, {});
+    const app::StepComparison with = app::compare_step(app::read_trace_file(kTrace), e, r);
+    const app::StepComparison without = app::compare_step(app::read_trace_file(no_shapes), e, r);
+    REQUIRE(without.classes.size() == with.classes.size());
+    for (std::size_t i = 0; i < with.classes.size(); ++i) {
+        CHECK(without.classes[i].name == with.classes[i].name);
+        CHECK(without.classes[i].measured_s == with.classes[i].measured_s);
+    }
+    REQUIRE(without.layers.size() == with.layers.size());
+    for (std::size_t i = 0; i < with.layers.size(); ++i)
+        CHECK(without.layers[i].measured_s == with.layers[i].measured_s);
+    const Run cli = run({"compare", no_shapes, kExperiment});
+    CHECK(cli.code == 0);
+    CHECK_THAT(cli.out, Catch::Contains("gemm"));
+}

@@ -7,7 +7,7 @@ set -euo pipefail
 check=$1
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
-mkdir -p "$tree"/{sim,hardware,strategies/models,calibrate/cuda,explore,app}
+mkdir -p "$tree"/{sim,hardware,strategies/models,calibrate/cuda,explore,app,results,python}
 
 cat > "$tree/sim/time.h" <<'SRC'
 #pragma once
@@ -61,6 +61,16 @@ cat > "$tree/app/main.cpp" <<'SRC'
 #include <iostream>
 int main() { std::cout << "fine in app/\n"; }
 SRC
+# The Python module binds the libraries, not the command; results/ is below app/.
+cat > "$tree/python/bindings.cpp" <<'SRC'
+#include "results/json.h"
+#include "app/cli.h"
+SRC
+cat > "$tree/results/json.h" <<'SRC'
+#pragma once
+#include "strategies/y.h"
+#include "app/cli.h"
+SRC
 
 status=0
 out=$("$check" "$tree" 2>&1) || status=$?
@@ -79,7 +89,9 @@ expect "calibrate/quit.cpp:4: 'calibrate' may not print or exit: calls std::exit
 expect "calibrate/fit.cpp:1: 'calibrate' may not include 'calibrate/cuda/runners.h'"
 expect "calibrate/fit.cpp:2: 'calibrate' may not include 'explore/grid.h'"
 expect "explore/grid.h:2: 'explore' may not include 'calibrate/fit.h'"
-[ "$(grep -c ': .* may not ' <<<"$out")" -eq 6 ] || fail "expected exactly 6 violations"
+expect "python/bindings.cpp:2: 'python' may not include 'app/cli.h'"
+expect "results/json.h:3: 'results' may not include 'app/cli.h'"
+[ "$(grep -c ': .* may not ' <<<"$out")" -eq 8 ] || fail "expected exactly 8 violations"
 for clean in hardware/ok.h strategies/y.h calibrate/cuda/runners.h app/main.cpp; do
     if grep -q "^$clean:" <<<"$out"; then fail "$clean is allowed but was reported"; fi
 done
@@ -89,5 +101,6 @@ done
 rm "$tree/hardware/x.h" "$tree/strategies/models/z.cpp" "$tree/calibrate/quit.cpp" \
     "$tree/calibrate/fit.cpp" "$tree/explore/grid.h"
 sed -i '/explore/d' "$tree/app/main.cpp"
+sed -i '/app\/cli.h/d' "$tree/python/bindings.cpp" "$tree/results/json.h"
 out=$("$check" "$tree" 2>&1) || fail "expected the cleaned tree to pass, got: $out"
 echo "check_planted: ok"

@@ -9,6 +9,10 @@
 ///
 /// Used by `run` and `collective`; `sweep` should call `time_band` per row (kind step) and
 /// print `band_text` or write `band_json`.
+///
+/// A band needs measured points of its kind: a file fitted on collectives alone has no band for
+/// a step. `calibrated_parts` says which parts of the model its `calibration:` records set, so
+/// that such a step says what is calibrated instead of only "uncalibrated".
 
 #include "strategies/parallel/provenance.h"
 
@@ -16,8 +20,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
-namespace clustersim::app {
+namespace clustersim::results {
 
 enum class PredictionKind { collective, gemm, step };
 
@@ -43,4 +48,25 @@ std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
 nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
                                  PredictionKind kind, double predicted_s);
 
-} // namespace clustersim::app
+/// One part of the model a hardware file's `calibration:` records may set.
+struct CalibratedPart {
+    const char* name; ///< "collectives", "GEMMs", ... (as the table words it)
+    const char* key;  ///< "collectives", "gemms", ... (as the JSON names it)
+    int values = 0;   ///< calibrated values in that part; 0: from the datasheet
+};
+
+/// Every part, in a fixed order (collectives, GEMMs, memory-bound kernels, kernel launch,
+/// framework overheads), with the number of the file's calibrated values in each: a record's
+/// part is the section of its key (collectives.*, compute.gemm.*, compute.memory.*,
+/// compute.launch_overhead, framework.*).
+std::vector<CalibratedPart> calibrated_parts(const strategies::parallel::Provenance& provenance);
+
+/// "collectives (8 values); from the datasheet: GEMMs, memory-bound kernels, kernel launch,
+/// framework overheads"; "" when the file has no calibration records.
+std::string calibrated_text(const strategies::parallel::Provenance& provenance);
+
+/// {"collectives": 8, "gemms": 0, ...}: calibrated values per part; null when the file has no
+/// calibration records.
+nlohmann::ordered_json calibrated_json(const strategies::parallel::Provenance& provenance);
+
+} // namespace clustersim::results

@@ -1,10 +1,10 @@
-#include "app/uncertainty.h"
+#include "results/uncertainty.h"
 
 #include "base/units.h"
 
 #include <fmt/format.h>
 
-namespace clustersim::app {
+namespace clustersim::results {
 namespace {
 
 const strategies::parallel::ResidualBand& band_of(const strategies::parallel::Uncertainty& u,
@@ -63,4 +63,50 @@ nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncert
     return {{"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};
 }
 
-} // namespace clustersim::app
+std::vector<CalibratedPart> calibrated_parts(const strategies::parallel::Provenance& provenance) {
+    // Key prefixes as calibrate/fit.cpp writes them; a key of no part here is not counted.
+    static const struct {
+        const char* name;
+        const char* key;
+        const char* prefix;
+    } kParts[] = {{"collectives", "collectives", "collectives."},
+                  {"GEMMs", "gemms", "compute.gemm."},
+                  {"memory-bound kernels", "memory_kernels", "compute.memory."},
+                  {"kernel launch", "launch", "compute.launch_overhead"},
+                  {"framework overheads", "framework", "framework."}};
+    std::vector<CalibratedPart> parts;
+    for (const auto& p : kParts) {
+        CalibratedPart part{p.name, p.key, 0};
+        for (const auto& r : provenance.calibration)
+            part.values += r.key.starts_with(p.prefix) ? 1 : 0;
+        parts.push_back(part);
+    }
+    return parts;
+}
+
+std::string calibrated_text(const strategies::parallel::Provenance& provenance) {
+    if (provenance.calibration.empty())
+        return "";
+    std::string calibrated, datasheet;
+    for (const auto& p : calibrated_parts(provenance)) {
+        if (p.values > 0)
+            calibrated += fmt::format("{}{} ({} value{})", calibrated.empty() ? "" : ", ", p.name,
+                                      p.values, p.values == 1 ? "" : "s");
+        else
+            datasheet += fmt::format("{}{}", datasheet.empty() ? "" : ", ", p.name);
+    }
+    if (calibrated.empty())
+        calibrated = "none of the model's parts";
+    return datasheet.empty() ? calibrated : calibrated + "; from the datasheet: " + datasheet;
+}
+
+nlohmann::ordered_json calibrated_json(const strategies::parallel::Provenance& provenance) {
+    if (provenance.calibration.empty())
+        return nullptr;
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto& p : calibrated_parts(provenance))
+        j[p.key] = p.values;
+    return j;
+}
+
+} // namespace clustersim::results
