@@ -32,6 +32,8 @@ struct CollectiveOptions {
     std::string protocol = "auto";
     std::string fidelity = "analytic";
     std::string dtype = "fp32";
+    std::string redop = "sum";
+    int iters = 20, warmup_iters = 5; ///< nccl-tests' -n and -w: accepted, nothing to repeat
     std::string format = "table";
     int root = 0;
     bool show_values = false;
@@ -140,7 +142,9 @@ std::string render(const CollectiveOptions& o, const cl::Communicator& comm,
                    cl::Fidelity fidelity, const std::vector<Row>& rows) {
     const int n = comm.size();
     const auto& spec = comm.topology().spec();
-    const std::string redop = cl::reduces(base.op) ? "sum" : "none";
+    // The reduction does not change the time (NCCL's kernels reduce at the same rate); the
+    // column says which one was asked for, as nccl-tests' does.
+    const std::string redop = cl::reduces(base.op) ? o.redop : "none";
     const int root = cl::has_root(base.op) ? base.root : -1;
     auto algbw = [](const Row& r) { return static_cast<double>(r.bytes) / r.time.seconds() / 1e9; };
     auto busbw = [&](const Row& r) { return algbw(r) * cl::bus_factor(base.op, n); };
@@ -245,10 +249,24 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
     const auto fidelity = cl::parse_fidelity(o.fidelity);
     if (!fidelity)
         throw InputError("--fidelity: expected analytic or flow, got '" + o.fidelity + "'");
-    const auto dtype = hardware::parse_dtype(o.dtype);
+    // nccl-tests' -d names (float, half, bfloat16) beside ours.
+    const std::string dtype_name = o.dtype == "float"      ? "fp32"
+                                   : o.dtype == "half"     ? "fp16"
+                                   : o.dtype == "bfloat16" ? "bf16"
+                                                           : o.dtype;
+    const auto dtype = hardware::parse_dtype(dtype_name);
     if (!dtype || (*dtype != hardware::Dtype::fp32 && *dtype != hardware::Dtype::fp16 &&
                    *dtype != hardware::Dtype::bf16))
-        throw InputError("--dtype: expected fp32, fp16 or bf16, got '" + o.dtype + "'");
+        throw InputError("--dtype (-d): expected fp32, fp16 or bf16 (nccl-tests' float, half, "
+                         "bfloat16), got '" +
+                         o.dtype + "'");
+    if (o.redop != "sum" && o.redop != "prod" && o.redop != "min" && o.redop != "max" &&
+        o.redop != "avg")
+        throw InputError("--redop (-o): expected sum, prod, min, max or avg (nccl-tests' -o), "
+                         "got '" +
+                         o.redop + "'");
+    if (o.iters < 1 || o.warmup_iters < 0)
+        throw InputError("--iters (-n) must be at least 1 and --warmup-iters (-w) at least 0");
     base.dtype = *dtype;
     if (o.format != "table" && o.format != "csv" && o.format != "json")
         throw InputError("--format: expected table, csv or json, got '" + o.format + "'");
@@ -319,20 +337,36 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
                     "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, "
                     "gather, scatter, send_recv")
         ->required();
-    auto* bytes = cmd->add_option("--bytes,-b", o->bytes, "One size, e.g. 100MiB");
-    auto* lo = cmd->add_option("--min-bytes", o->min_bytes, "Smallest size of the sweep")
+    // nccl-tests' flags with nccl-tests' meanings: -b the smallest size, -e the largest, -f the
+    // factor between sizes, -g the GPUs, -o the reduction, -d the type, -n and -w iterations.
+    auto* bytes = cmd->add_option("--bytes", o->bytes, "One size, e.g. 100MiB");
+    auto* lo = cmd->add_option("--min-bytes,-b", o->min_bytes,
+                               "Smallest size of the sweep (nccl-tests' -b)")
                    ->capture_default_str();
-    auto* hi = cmd->add_option("--max-bytes,-e", o->max_bytes, "Largest size of the sweep")
+    auto* hi = cmd->add_option("--max-bytes,-e", o->max_bytes,
+                               "Largest size of the sweep (nccl-tests' -e)")
                    ->capture_default_str();
-    auto* f = cmd->add_option("--factor,-f", o->factor, "Size multiplication factor")
-                  ->capture_default_str();
+    auto* f =
+        cmd->add_option("--factor,-f", o->factor, "Size multiplication factor (nccl-tests' -f)")
+            ->capture_default_str();
     bytes->excludes(lo)->excludes(hi)->excludes(f);
+    cmd->add_option("--redop,-o", o->redop,
+                    "Reduction: sum, prod, min, max, avg (nccl-tests' -o; the time is the same)")
+        ->capture_default_str();
+    cmd->add_option("--iters,-n", o->iters,
+                    "Iterations (nccl-tests' -n; accepted: a prediction is the same every time)")
+        ->capture_default_str();
+    cmd->add_option("--warmup-iters,-w", o->warmup_iters,
+                    "Warm-up iterations (nccl-tests' -w; accepted, as -n)")
+        ->capture_default_str();
     cmd->add_option("--algo", o->algo, "auto, ring, tree, direct, nvls, hierarchical")
         ->capture_default_str();
     cmd->add_option("--protocol", o->protocol, "auto, ll, ll128, simple")->capture_default_str();
     cmd->add_option("--fidelity", o->fidelity, "analytic (closed forms) or flow (flow network)")
         ->capture_default_str();
-    cmd->add_option("--dtype", o->dtype, "fp32, fp16, bf16")->capture_default_str();
+    cmd->add_option("--dtype,-d", o->dtype,
+                    "fp32, fp16, bf16 (or nccl-tests' -d names float, half, bfloat16)")
+        ->capture_default_str();
     cmd->add_option("--root,-r", o->root, "Root rank of broadcast, reduce, gather, scatter")
         ->capture_default_str();
     cmd->add_option("--format", o->format, "table (nccl-tests), csv or json")

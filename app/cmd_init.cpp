@@ -81,6 +81,10 @@ parallel:
   dp: 1                          # data parallel; default gpus / (tp x pp x cp)
   cp: 1                          # context parallel [--context-parallel-size]; default 1
   cp_comm_type: p2p              # p2p | all_gather [--cp-comm-type]; default p2p
+                                 # the sizes also read under Megatron-LM's names (one name
+                                 # a key):  tensor_model_parallel_size: 8,
+                                 #  pipeline_model_parallel_size: 1,  context_parallel_size: 1,
+                                 #  expert_model_parallel_size: 1,  expert_tensor_parallel_size: 8
   schedule: 1f1b                 # gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-v | dualpipe;
                                  # default 1f1b; torchtitan's name for it,
                                  #  pipeline_schedule: 1f1b, is read too

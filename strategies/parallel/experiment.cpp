@@ -116,12 +116,24 @@ void read_training(Map&& m, TrainingSpec& t) {
 }
 
 /// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
+/// A size read under its key or under the name of Megatron-LM's argument it mirrors
+/// (megatron/training/arguments.py: --tensor-model-parallel-size is tensor_model_parallel_size),
+/// as torchtitan's names are read beside ours; giving both is refused.
+template <class Map>
+void read_size(Map& m, const char* key, const char* megatron, int& v, int most) {
+    if (m.has(key) && m.has(megatron))
+        m.fail(megatron,
+               std::string("give ") + key + " or its Megatron-LM name " + megatron + ", not both");
+    m.read(key, v, 1, most);
+    m.read(megatron, v, 1, most);
+}
+
 template <class Map>
 void read_parallel(Map&& m, ParallelSpec& p) {
-    m.read("tp", p.tp, 1, 1 << 16);
-    m.read("pp", p.pp, 1, 1 << 16);
+    read_size(m, "tp", "tensor_model_parallel_size", p.tp, 1 << 16);
+    read_size(m, "pp", "pipeline_model_parallel_size", p.pp, 1 << 16);
     m.read("dp", p.dp, 1, 1 << 24);
-    m.read("cp", p.cp, 1, 1 << 16);
+    read_size(m, "cp", "context_parallel_size", p.cp, 1 << 16);
     if (m.has("cp_comm_type")) {
         const std::string c = m.choice("cp_comm_type", {"p2p", "all_gather"});
         p.cp_comm_type = *models::parse_cp_comm_type(c);
@@ -276,8 +288,8 @@ void read_parallel(Map&& m, ParallelSpec& p) {
                "overlap_param_gather: false");
     m.read_bytes("dp_bucket", p.dp_bucket);
     m.read("pp_overlap", p.pp_overlap);
-    m.read("ep", p.ep, 1, 1 << 16);
-    m.read("etp", p.etp, 1, 1 << 16);
+    read_size(m, "ep", "expert_model_parallel_size", p.ep, 1 << 16);
+    read_size(m, "etp", "expert_tensor_parallel_size", p.etp, 1 << 16);
     if (m.has("moe_token_dispatcher"))
         p.flex_dispatcher = m.choice("moe_token_dispatcher", {"alltoall", "flex"}) == "flex";
     m.finish();
