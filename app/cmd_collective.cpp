@@ -35,6 +35,8 @@ struct CollectiveOptions {
     std::string protocol = "auto";
     std::string fidelity = "analytic";
     std::string dtype = "fp32";
+    std::string redop = "sum";
+    int iters = 20, warmup_iters = 5; ///< nccl-tests' -n and -w: accepted, nothing to repeat
     std::string format = "table";
     int root = 0;
     bool show_values = false;
@@ -112,7 +114,9 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
     const strategies::parallel::Uncertainty& u = sweep.platform().provenance.uncertainty;
     const int n = comm.size();
     const auto& spec = comm.topology().spec();
-    const std::string redop = cl::reduces(base.op) ? "sum" : "none";
+    // The reduction does not change the time (NCCL's kernels reduce at the same rate); the
+    // column says which one was asked for, as nccl-tests' does.
+    const std::string redop = cl::reduces(base.op) ? o.redop : "none";
     const int root = cl::has_root(base.op) ? base.root : -1;
     auto algbw = [](const Row& r) { return results::algbw_gbps(r); };
     auto busbw = [&](const Row& r) { return results::busbw_gbps(r, base.op, n); };
@@ -178,6 +182,13 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
 }
 
 void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) {
+    if (o.redop != "sum" && o.redop != "prod" && o.redop != "min" && o.redop != "max" &&
+        o.redop != "avg")
+        throw InputError("--redop (-o): expected sum, prod, min, max or avg (nccl-tests' -o), "
+                         "got '" +
+                         o.redop + "'");
+    if (o.iters < 1 || o.warmup_iters < 0)
+        throw InputError("--iters (-n) must be at least 1 and --warmup-iters (-w) at least 0");
     if (o.format != "table" && o.format != "csv" && o.format != "json")
         throw InputError("--format: expected table, csv or json, got '" + o.format + "'");
     results::CollectiveRequest request;
@@ -220,14 +231,28 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
                     "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, "
                     "gather, scatter, send_recv")
         ->required();
-    auto* bytes = cmd->add_option("--bytes,-b", o->bytes, "One size, e.g. 100MiB");
-    auto* lo = cmd->add_option("--min-bytes", o->min_bytes, "Smallest size of the sweep")
+    // nccl-tests' flags with nccl-tests' meanings: -b the smallest size, -e the largest, -f the
+    // factor between sizes, -g the GPUs, -o the reduction, -d the type, -n and -w iterations.
+    auto* bytes = cmd->add_option("--bytes", o->bytes, "One size, e.g. 100MiB");
+    auto* lo = cmd->add_option("--min-bytes,-b", o->min_bytes,
+                               "Smallest size of the sweep (nccl-tests' -b)")
                    ->capture_default_str();
-    auto* hi = cmd->add_option("--max-bytes,-e", o->max_bytes, "Largest size of the sweep")
+    auto* hi = cmd->add_option("--max-bytes,-e", o->max_bytes,
+                               "Largest size of the sweep (nccl-tests' -e)")
                    ->capture_default_str();
-    auto* f = cmd->add_option("--factor,-f", o->factor, "Size multiplication factor")
-                  ->capture_default_str();
+    auto* f =
+        cmd->add_option("--factor,-f", o->factor, "Size multiplication factor (nccl-tests' -f)")
+            ->capture_default_str();
     bytes->excludes(lo)->excludes(hi)->excludes(f);
+    cmd->add_option("--redop,-o", o->redop,
+                    "Reduction: sum, prod, min, max, avg (nccl-tests' -o; the time is the same)")
+        ->capture_default_str();
+    cmd->add_option("--iters,-n", o->iters,
+                    "Iterations (nccl-tests' -n; accepted: a prediction is the same every time)")
+        ->capture_default_str();
+    cmd->add_option("--warmup-iters,-w", o->warmup_iters,
+                    "Warm-up iterations (nccl-tests' -w; accepted, as -n)")
+        ->capture_default_str();
     cmd->add_option("--algo", o->algo, "auto, ring, tree, direct, nvls, hierarchical")
         ->capture_default_str();
     cmd->add_option("--protocol", o->protocol, "auto, ll, ll128, simple")->capture_default_str();
@@ -235,7 +260,9 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
                     "analytic (closed forms), flow (network contention; identical flows by "
                     "symmetry, exact) or flow-full (every flow simulated)")
         ->capture_default_str();
-    cmd->add_option("--dtype", o->dtype, "fp32, fp16, bf16")->capture_default_str();
+    cmd->add_option("--dtype,-d", o->dtype,
+                    "fp32, fp16, bf16 (or nccl-tests' -d names float, half, bfloat16)")
+        ->capture_default_str();
     cmd->add_option("--root,-r", o->root, "Root rank of broadcast, reduce, gather, scatter")
         ->capture_default_str();
     cmd->add_option("--format", o->format, "table (nccl-tests), csv or json")

@@ -1,17 +1,16 @@
-// clustersim scale EXPERIMENT.yaml --gpus 8,16,...,4096: per GPU count, the best configuration
-// of the parallel knobs (a sweep of tp, pp, micro-batch, recompute and virtual stages), its step
-// time and throughput, the scaling efficiency against the smallest count, and the time and cost
-// to train a number of tokens; --plot draws throughput and efficiency against GPUs.
+// clustersim scale EXPERIMENT.yaml --gpus 8,16,...,4096: a planner. Per GPU count the best
+// configuration of the knobs that decide a run (explore/scale_plan.h searches them), its step
+// time, throughput, where the step goes and the memory left, the scaling efficiency against the
+// smallest count, and the time and cost to train a number of tokens, each with its error band;
+// with --target-days or --budget, the cheapest count and layout that meets them. --out writes
+// the same as CSV (with a JSON sidecar) or JSON, --plot draws throughput and efficiency.
 #include "app/cli.h"
 #include "app/output.h"
-#include "app/run_report.h"
+#include "app/scale_render.h"
 #include "app/svg_plot.h"
 #include "base/error.h"
-#include "base/text.h"
-#include "base/units.h"
-#include "explore/evaluator.h"
 #include "explore/grid.h"
-#include "explore/scale_search.h"
+#include "explore/scale_plan.h"
 #include "explore/thread_pool.h"
 #include "strategies/models/model_spec.h"
 
@@ -34,14 +33,23 @@ struct ScaleOptions {
     std::string gpus;
     std::vector<std::string> sets;
     double price = 0;
+    bool price_given = false;
     std::string tokens;
     std::string plot;
     std::string max_memory;
     int jobs = 0;
     std::string fidelity = "analytic";
+    double target_days = 0;
+    double budget = 0;
+    double goodput = 1;
+    std::string global_batch;
+    std::string tokens_per_step;
+    std::string out;
+    std::string format = "table";
+    bool wide = false;
 };
 
-/// "300B", "3.5T", "2e12", "1000000": tokens (K, M, B or G, T: powers of 1000).
+/// "300B", "3.5T", "2e12", "1000000", "4M": a count (K, M, B or G, T: powers of 1000).
 double parse_count(const std::string& flag, const std::string& text) {
     double scale = 1;
     std::string digits = text;
@@ -75,44 +83,18 @@ double parse_count(const std::string& flag, const std::string& text) {
         used = 0;
     }
     if (digits.empty() || used != digits.size() || !(v > 0) || !std::isfinite(v))
-        throw InputError(flag + ": expected a positive count like 300B or 3.5T, got '" + text +
+        throw InputError(flag + ": expected a positive count like 300B, 4M or 3.5T, got '" + text +
                          "'");
     return v * scale;
 }
 
-/// A count's search (explore/scale_search.h) with what the table adds.
-struct Point : explore::ScalePoint {
-    std::string layout;
-    double train_s = 0;
-};
-
-std::string duration(double s) {
-    if (s >= 2 * 86400)
-        return fmt::format("{:.1f} days", s / 86400);
-    if (s >= 2 * 3600)
-        return fmt::format("{:.1f} h", s / 3600);
-    return base::format_time(sim::Time::from_seconds(s));
-}
-
-std::string money(double x) {
-    const auto whole = static_cast<long long>(std::llround(x));
-    std::string digits = std::to_string(whole);
-    std::string s;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0)
-            s += ',';
-        s += digits[i];
-    }
-    return "$" + s;
-}
-
-std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& points) {
+std::string scale_svg(const sp::ExperimentSpec& base, const explore::ScalePlan& plan) {
     LineChart c;
     c.title = fmt::format("{} on {} clusters: best configuration per GPU count", base.model.name,
                           base.cluster.node.gpu.name);
-    c.subtitle = fmt::format("global batch {} x {} tokens; tp, pp, micro-batch, recompute and "
-                             "virtual stages searched at each count",
-                             base.training.global_batch, base.model.seq);
+    c.subtitle = fmt::format("{} tokens per sequence; tp, pp, cp, ep, ZeRO, micro-batch, "
+                             "recompute and virtual stages searched at each count",
+                             base.model.seq);
     c.footnote = "efficiency: tokens/s per GPU against the smallest count; dashed: linear scaling "
                  "from the smallest count";
     c.x.label = "GPUs";
@@ -125,7 +107,7 @@ std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& 
     y2.format = TickFormat::percent;
     y2.min = 0.0;
     double top = 1.0;
-    for (const Point& p : points)
+    for (const auto& p : plan.points)
         top = std::max(top, p.efficiency);
     y2.max = top > 1.0 ? std::ceil(top * 10) / 10 : 1.0;
     c.y2 = y2;
@@ -141,16 +123,16 @@ std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& 
     eff.name = "efficiency";
     eff.right_axis = true;
     eff.group = "efficiency";
-    const Point* first = nullptr;
-    for (const Point& p : points) {
-        if (!p.found)
+    const explore::ScalePoint* first = nullptr;
+    for (const auto& p : plan.points) {
+        if (p.verdict != explore::ScaleVerdict::found)
             continue;
         if (first == nullptr)
             first = &p;
         thr.x.push_back(p.gpus);
-        thr.y.push_back(p.best.result.tokens_per_s);
+        thr.y.push_back(p.result.tokens_per_s);
         ideal.x.push_back(p.gpus);
-        ideal.y.push_back(first->best.result.tokens_per_s * p.gpus / first->gpus);
+        ideal.y.push_back(first->result.tokens_per_s * p.gpus / first->gpus);
         eff.x.push_back(p.gpus);
         eff.y.push_back(p.efficiency);
     }
@@ -158,117 +140,109 @@ std::string scale_svg(const sp::ExperimentSpec& base, const std::vector<Point>& 
     return render_svg(c);
 }
 
-void run_scale(const ScaleOptions& o, Io io) {
-    const auto counts = explore::parse_int_list("--gpus", o.gpus);
-    // nan compares false with everything: test for the finite, non-negative prices.
-    if (!(std::isfinite(o.price) && o.price >= 0))
-        throw InputError(fmt::format(
-            "--price-per-gpu-hour: expected a finite price >= 0 (dollars), got {}", o.price));
+/// The request of the options, with the price and where it came from.
+explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSpec& base,
+                                   ScaleContext& context) {
+    explore::ScaleRequest r;
+    for (std::int64_t n : explore::parse_int_list("--gpus", o.gpus)) {
+        if (n > (1 << 24))
+            throw InputError("--gpus: " + std::to_string(n) +
+                             " GPUs is more than clustersim builds (16,777,216)");
+        r.gpus.push_back(static_cast<int>(n));
+    }
+    if (o.price_given) {
+        // nan compares false with everything: test for the finite, non-negative prices.
+        if (!(std::isfinite(o.price) && o.price >= 0))
+            throw InputError(fmt::format(
+                "--price-per-gpu-hour: expected a finite price >= 0 (dollars), got {}", o.price));
+        r.price_per_gpu_hour = o.price;
+        context.price_source = "--price-per-gpu-hour";
+    }
+    if (!(std::isfinite(o.target_days) && o.target_days >= 0))
+        throw InputError(fmt::format("--target-days: expected a positive number of days, got {}",
+                                     o.target_days));
+    if (!(std::isfinite(o.budget) && o.budget >= 0))
+        throw InputError(
+            fmt::format("--budget: expected a positive amount (dollars), got {}", o.budget));
+    if (!(std::isfinite(o.goodput) && o.goodput > 0 && o.goodput <= 1))
+        throw InputError(fmt::format("--goodput: expected the share of wall-clock time that "
+                                     "trains, in (0, 1] (e.g. 0.9), got {}",
+                                     o.goodput));
+    if (o.budget > 0 && r.price_per_gpu_hour <= 0)
+        throw InputError("--budget: needs a price: give --price-per-gpu-hour (the hardware '" +
+                         base.cluster.name + "' states no list price)");
     if (o.jobs < 0)
         throw InputError("--jobs: expected a positive number of threads");
+    r.target_s = o.target_days * 86400;
+    r.budget = o.budget;
+    r.goodput = o.goodput;
+    const double parameters =
+        static_cast<double>(strategies::models::parameter_counts(base.model).total);
+    r.tokens = o.tokens.empty() ? 20 * parameters : parse_count("--tokens", o.tokens);
+    if (!o.global_batch.empty() && !o.tokens_per_step.empty())
+        throw InputError("--global-batch and --tokens-per-step both set the global batch: give "
+                         "one");
+    if (!o.global_batch.empty())
+        r.search.global_batches = explore::parse_int_list("--global-batch", o.global_batch);
+    if (!o.tokens_per_step.empty())
+        r.search.tokens_per_step = parse_count("--tokens-per-step", o.tokens_per_step);
+    for (const auto& s : o.sets)
+        r.search.fixed_keys.push_back(sp::parse_override(s).first);
+    r.evaluation.max_memory = explore::parse_max_memory(o.max_memory);
+    r.evaluation.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    r.jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
+    return r;
+}
+
+void run_scale(const ScaleOptions& o, Io io) {
+    if (o.format != "table" && o.format != "json" && o.format != "csv")
+        throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
+    const OutKind out_kind = output_kind(o.out);
+    refuse_output_over_input(o.out, "--out", {o.experiment});
+    refuse_output_over_input(o.plot, "--plot", {o.experiment});
     Settings fixed;
     for (const auto& s : o.sets)
         fixed.push_back(sp::parse_override(s));
-    const std::int64_t max_memory = explore::parse_max_memory(o.max_memory);
     const sp::ExperimentVariants variants(o.experiment, fixed);
     const sp::ExperimentSpec base = variants.read({});
-    const double parameters =
-        static_cast<double>(strategies::models::parameter_counts(base.model).total);
-    const double tokens = o.tokens.empty() ? 20 * parameters : parse_count("--tokens", o.tokens);
-    const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
+    ScaleContext context;
+    context.experiment = o.experiment;
+    context.fidelity = o.fidelity;
+    context.tokens_given = !o.tokens.empty();
+    context.wide = o.wide;
+    const explore::ScaleRequest request = make_request(o, base, context);
+    context.request = &request;
+    const explore::ScalePlan plan = explore::plan_scale(variants, request);
 
-    explore::ScaleRequest request;
-    request.gpus = counts;
-    request.max_memory = max_memory;
-    request.jobs = jobs;
-    request.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
-    std::vector<Point> points;
-    const Point* first = nullptr;
-    for (explore::ScalePoint& found : explore::search_scale(variants, request)) {
-        Point p;
-        static_cast<explore::ScalePoint&>(p) = std::move(found);
-        if (p.found) {
-            p.layout = describe_parallel(p.experiment);
-            p.train_s = tokens / p.best.result.tokens_per_s;
-        }
-        points.push_back(std::move(p));
+    // Everything is rendered before anything is written: an error leaves no partial file.
+    std::string file;
+    if (out_kind == OutKind::csv)
+        file = scale_csv(base, plan, context);
+    else if (out_kind == OutKind::json)
+        file = scale_json(base, plan, context).dump(2) + "\n";
+    const std::string svg = o.plot.empty() ? std::string() : scale_svg(base, plan);
+    if (o.format == "json")
+        io.out << scale_json(base, plan, context).dump(2) << "\n";
+    else if (o.format == "csv")
+        io.out << scale_csv(base, plan, context);
+    else
+        print_scale_table(io.out, base, plan, context);
+    if (out_kind == OutKind::csv) {
+        // The metadata beside the table, so that the CSV itself is one header and rows.
+        nlohmann::ordered_json meta = scale_json(base, plan, context);
+        meta.erase("points");
+        write_file_atomically(o.out + ".json", meta.dump(2) + "\n");
     }
-    for (const Point& p : points) {
-        if (p.found && first == nullptr)
-            first = &p;
-    }
-
-    // The GPU counts come from --gpus; what the experiment fixes is the node they are made of.
-    fmt::print(io.out,
-               "{:<10}{}: {} ({:.1f}B parameters) on {} nodes ({} x {} each), {} fidelity\n",
-               "scale", o.experiment, base.model.name, parameters / 1e9, base.cluster.name,
-               base.cluster.node.gpus, base.cluster.node.gpu.name, o.fidelity);
-    fmt::print(
-        io.out,
-        "{:<10}per GPU count the best of tp (divisors of {}), pp (divisors of {}), "
-        "micro-batch 1/2/4/8, recompute none/selective/full{}; dp = gpus / (tp x pp); "
-        "global batch {}\n",
-        "search", base.cluster.node.gpus,
-        base.parallel.split.account_for_embedding || base.parallel.split.account_for_loss
-            ? fmt::format("{} layers + the embedding/loss counted as layers", base.model.layers)
-            : fmt::format("{} layers", base.model.layers),
-        base.parallel.schedule == sp::PipelineSchedule::interleaved_1f1b
-            ? ", 1F1B or 2/3/4/6/8 virtual stages"
-            : "",
-        base.training.global_batch);
-    fmt::print(io.out, "{:<10}{:.3g} tokens to train{}{}\n", "tokens", tokens,
-               o.tokens.empty() ? " (20 per parameter, Chinchilla)" : "",
-               o.price > 0 ? fmt::format(" at ${:.2f} per GPU-hour", o.price) : "");
-    if (first != nullptr)
-        fmt::print(io.out, "{:<10}efficiency = tokens/s per GPU against {} GPUs\n", "baseline",
-                   first->gpus);
-    fmt::print(io.out, "\n");
-
-    std::vector<std::vector<std::string>> table;
-    table.push_back({"GPUs", "tried", "fit", "best configuration", "step time", "tokens/s",
-                     "per GPU", "MFU", "efficiency", "time to train"});
-    if (o.price > 0)
-        table.back().push_back("cost");
-    for (const Point& p : points) {
-        std::vector<std::string> line{std::to_string(p.gpus), std::to_string(p.tried),
-                                      std::to_string(p.fit)};
-        if (!p.found) {
-            line.push_back(p.valid > 0 ? "none fits in memory" : "none valid");
-            while (line.size() < table.front().size())
-                line.push_back("-");
-        } else {
-            const auto& r = p.best.result;
-            line.push_back(p.layout);
-            line.push_back(base::format_time(sim::Time::from_seconds(r.step_time_s)));
-            line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
-            line.push_back(fmt::format("{:.0f}", r.tokens_per_s / p.gpus));
-            line.push_back(base::percent(r.mfu));
-            line.push_back(base::percent(p.efficiency));
-            line.push_back(duration(p.train_s));
-            if (o.price > 0)
-                line.push_back(money(p.train_s / 3600 * p.gpus * o.price));
-        }
-        table.push_back(std::move(line));
-    }
-    std::vector<std::size_t> width(table.front().size(), 0);
-    for (const auto& line : table) {
-        for (std::size_t c = 0; c < line.size(); ++c)
-            width[c] = std::max(width[c], line[c].size());
-    }
-    for (const auto& line : table) {
-        std::string s;
-        for (std::size_t c = 0; c < line.size(); ++c) {
-            const bool left = c == 3; // the configuration reads left to right
-            s += (c == 0 ? "" : "  ") + (left ? fmt::format("{:<{}}", line[c], width[c])
-                                              : fmt::format("{:>{}}", line[c], width[c]));
-        }
-        while (!s.empty() && s.back() == ' ')
-            s.pop_back();
-        io.out << s << "\n";
-    }
-    if (!o.plot.empty()) {
-        write_file_atomically(o.plot, scale_svg(base, points));
-        fmt::print(io.out, "\n{:<10}{}\n", "plot", o.plot);
+    if (!o.out.empty())
+        write_file_atomically(o.out, file);
+    if (!svg.empty())
+        write_file_atomically(o.plot, svg);
+    if (o.format == "table") {
+        if (!o.out.empty())
+            fmt::print(io.out, "{:<10}{}{}\n", "written", o.out,
+                       out_kind == OutKind::csv ? " (and its metadata, " + o.out + ".json)" : "");
+        if (!o.plot.empty())
+            fmt::print(io.out, "{:<10}{}\n", "plot", o.plot);
     }
 }
 
@@ -277,21 +251,50 @@ void run_scale(const ScaleOptions& o, Io io) {
 void register_scale(CLI::App& app, Io io, int& /*exit_code*/) {
     auto o = std::make_shared<ScaleOptions>();
     auto* cmd = app.add_subcommand(
-        "scale", "Best configuration, throughput, efficiency and cost per GPU count");
+        "scale", "Plan a run: the best configuration, throughput, time and cost per GPU count");
     cmd->add_option("experiment", o->experiment, "Experiment file (YAML)")->required();
-    cmd->add_option("--gpus", o->gpus, "GPU counts, e.g. 8,16,...,4096 (... continues the steps)")
+    cmd->add_option("--gpus", o->gpus,
+                    std::string("GPU counts, e.g. 8,16,...,4096; ") + explore::kValueListRule)
         ->required();
-    cmd->add_option("--set", o->sets, "Fix a key in every configuration (repeatable)");
-    cmd->add_option("--price-per-gpu-hour", o->price, "Price of one GPU for one hour (dollars)");
+    cmd->add_option("--set", o->sets,
+                    "Fix a key in every configuration (repeatable); a searched key it names is "
+                    "no longer searched");
     cmd->add_option("--tokens", o->tokens,
                     "Tokens to train, e.g. 300B (default: 20 per parameter, Chinchilla)");
-    cmd->add_option("--plot", o->plot, "Write throughput and efficiency against GPUs (SVG)");
+    cmd->add_option("--global-batch", o->global_batch,
+                    "Global batches (sequences) to search, e.g. 512,1024,...,4096 (default: the "
+                    "experiment's)");
+    cmd->add_option("--tokens-per-step", o->tokens_per_step,
+                    "Tokens per step, e.g. 4M: each layout's global batch is the nearest whole "
+                    "number of micro-batch x dp sequences");
+    cmd->add_option("--target-days", o->target_days,
+                    "Pick the cheapest GPU count and layout that trains the tokens in this many "
+                    "days");
+    cmd->add_option("--budget", o->budget,
+                    "Pick the fastest within this cost (dollars; needs a price)");
+    auto* price = cmd->add_option("--price-per-gpu-hour", o->price,
+                                  "Price of one GPU for one hour (dollars)");
+    cmd->add_option("--goodput", o->goodput,
+                    "Share of wall-clock time that trains (default 1: no failures, no "
+                    "restarts; Llama 3 405B reported over 0.9)")
+        ->capture_default_str();
     cmd->add_option("--max-memory", o->max_memory, "Memory per GPU (default: the GPU's HBM)");
+    cmd->add_option("--out", o->out,
+                    "Write the plan: F.csv (one row per GPU count, metadata in F.csv.json) or "
+                    "F.json");
+    cmd->add_option("--format", o->format, "table, json or csv (on standard output)")
+        ->capture_default_str();
+    cmd->add_flag("--wide", o->wide,
+                  "Every column (the counts searched, the global batch, memory)");
+    cmd->add_option("--plot", o->plot, "Write throughput and efficiency against GPUs (SVG)");
     cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
     cmd->add_option("--fidelity", o->fidelity, "analytic or flow")
         ->check(CLI::IsMember({"analytic", "flow"}))
         ->capture_default_str();
-    cmd->callback([o, io] { run_scale(*o, io); });
+    cmd->callback([o, io, price] {
+        o->price_given = price->count() > 0;
+        run_scale(*o, io);
+    });
 }
 
 } // namespace clustersim::app

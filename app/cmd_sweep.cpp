@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -51,6 +52,75 @@ struct SweepOptions {
     std::string fidelity = "analytic";
     bool mpi = false;
 };
+
+/// The type of each column of the sweep's CSV, for readers that want them stated (pandas
+/// infers the same from the values).
+const char* column_type(const std::string& name, std::size_t index, std::size_t axes) {
+    if (index == 0)
+        return "int";
+    if (index <= axes)
+        return "string"; // the values as given to --vary
+    static const std::set<std::string> ints{"gpus",
+                                            "tp",
+                                            "pp",
+                                            "dp",
+                                            "cp",
+                                            "ep",
+                                            "micro_batch",
+                                            "micro_batches",
+                                            "virtual_stages",
+                                            "peak_bytes",
+                                            "capacity_bytes",
+                                            "oom_stage",
+                                            "oom_excess_bytes"};
+    if (ints.count(name))
+        return "int";
+    if (name == "oom")
+        return "bool";
+    if (name == "schedule" || name == "recompute" || name == "invalid_reason")
+        return "string";
+    return "float";
+}
+
+/// F.csv.json: what the CSV's rows are (the sweep's identity, for --resume, and its columns).
+std::string sweep_sidecar(const std::string& identity, const explore::Identity& id,
+                          const std::vector<std::string>& columns) {
+    nlohmann::ordered_json j;
+    j["tool"] = "clustersim sweep";
+    std::vector<std::string> lines;
+    std::istringstream in(identity);
+    for (std::string l; std::getline(in, l);)
+        lines.push_back(l);
+    j["sweep_id"] = lines.back().substr(lines.back().find(": ") + 2);
+    j["experiment"] = id.experiment;
+    j["identity"] = lines;
+    nlohmann::ordered_json cols = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < columns.size(); ++i)
+        cols.push_back(
+            {{"name", columns[i]}, {"type", column_type(columns[i], i, id.axes.size())}});
+    j["columns"] = cols;
+    j["empty_cells"] = "a row with invalid_reason set did not run: its results are empty; "
+                       "oom_stage and oom_excess_bytes are empty unless oom is true";
+    return j.dump(2) + "\n";
+}
+
+/// The identity stored in a sweep's F.csv.json, as sweep_identity writes it.
+std::string read_sidecar_identity(const std::string& sidecar) {
+    std::ifstream in(sidecar, std::ios::binary);
+    if (!in)
+        throw InputError(sidecar + ": --resume needs the metadata a sweep writes beside its CSV, "
+                                   "and it is missing; write to another --out, or delete the CSV "
+                                   "to start over");
+    try {
+        const auto j = nlohmann::json::parse(in);
+        std::string text;
+        for (const auto& l : j.at("identity"))
+            text += l.get<std::string>() + "\n";
+        return text;
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(sidecar + ": --resume: not the metadata of a sweep (" + e.what() + ")");
+    }
+}
 
 /// Counts and the best rows, kept as rows come (a sweep of 10^6 rows need not stay in memory).
 class Tally {
@@ -96,10 +166,18 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     if (o.resume && o.out.empty())
         throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
     refuse_output_over_input(o.out, "--out", {o.experiment});
+    refuse_output_over_input(o.out.empty() ? o.out : o.out + ".json", "--out", {o.experiment});
     explore::SweepRequest request;
     request.experiment = o.experiment;
-    for (const auto& text : o.vary)
-        request.axes.push_back(explore::parse_axis("--vary", text));
+    for (const auto& text : o.vary) {
+        explore::Axis a = explore::parse_axis("--vary", text);
+        for (const explore::Axis& b : request.axes) {
+            if (b.key == a.key)
+                throw InputError("--vary " + a.key +
+                                 ": given twice; put all its values in one list");
+        }
+        request.axes.push_back(std::move(a));
+    }
     for (const auto& s : o.sets)
         request.fixed.push_back(sp::parse_override(s));
     request.gpus = o.gpus;
@@ -123,7 +201,9 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
     id.gpus = o.gpus;
     id.max_memory = max_memory;
     id.fidelity = o.fidelity;
-    const std::string header = explore::csv_header(id, columns);
+    const std::string header = explore::csv_header(columns);
+    const std::string identity = explore::sweep_identity(id);
+    const std::string sidecar = o.out.empty() ? std::string() : o.out + ".json";
 
     // Rank 0 reads what a resumed sweep has already written and opens the CSV; it tells the
     // other ranks which configurations are left (or the error, so that all stop together).
@@ -138,8 +218,12 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
             // refused here, before it can touch the first one's rows.
             if (!o.out.empty())
                 writer = std::make_unique<explore::LineWriter>(o.out);
-            if (resumed)
+            if (resumed) {
+                explore::check_identity(sidecar, identity, read_sidecar_identity(sidecar));
                 existing = explore::read_existing(o.out, header, configs);
+            }
+            if (writer && !resumed)
+                write_file_atomically(sidecar, sweep_sidecar(identity, id, columns));
             if (writer)
                 writer->start(!resumed, header, existing.keep_bytes);
             plan = explore::encode_plan(existing.done);
@@ -262,7 +346,9 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
         "sweep", "Simulate every combination of experiment keys; CSV of all, table of the best");
     cmd->add_option("experiment", o->experiment, "Experiment file (YAML)")->required();
     cmd->add_option("--vary", o->vary,
-                    "KEY=V1,V2,... : values of one key (repeatable; e.g. parallel.tp=1,2,4,8)")
+                    std::string("KEY=V1,V2,... : values of one key (repeatable; e.g. "
+                                "parallel.tp=1,2,...,8); ") +
+                        explore::kValueListRule)
         ->required();
     cmd->add_option("--set", o->sets,
                     "Fix a key in every configuration, e.g. --set parallel.zero=1");
@@ -273,7 +359,10 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
     cmd->add_option("--max-memory", o->max_memory,
                     "Memory per GPU for the out-of-memory verdict (default: the GPU's HBM)");
     cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
-    auto* out = cmd->add_option("--out", o->out, "Write every configuration as a CSV row");
+    auto* out =
+        cmd->add_option("--out", o->out,
+                        "Write every configuration as a CSV row (a plain pandas.read_csv reads "
+                        "it; what the rows are in F.csv.json beside it)");
     cmd->add_option("--top", o->top, "Print the best K configurations")->capture_default_str();
     cmd->add_flag("--resume", o->resume,
                   "Continue the sweep in --out: skip the configurations already written");

@@ -166,6 +166,7 @@ Outcome Evaluator::evaluate(const Settings& overrides) const {
         o.micro_batch = e.training.micro_batch;
         o.micro_batches = e.micro_batches();
         o.virtual_stages = e.parallel.virtual_stages;
+        o.zero = e.parallel.zero;
         o.schedule = e.parallel.schedule;
         o.recompute = e.parallel.recompute;
     } catch (const InputError& err) {

@@ -39,7 +39,7 @@ struct Outcome {
     bool valid = false;
     std::string reason; ///< when invalid: validation's message, without the file name
     int gpus = 0, tp = 0, pp = 0, dp = 0, cp = 0, micro_batch = 0, micro_batches = 0,
-        virtual_stages = 0;
+        virtual_stages = 0, zero = 0;
     strategies::parallel::PipelineSchedule schedule{};
     strategies::parallel::RecomputePolicy recompute{};
     StepResult result;

@@ -25,13 +25,14 @@ Axis parse_axis(const std::string& flag, const std::string& text) {
         std::string v = list.substr(pos, comma == std::string::npos ? comma : comma - pos);
         if (v.empty())
             throw InputError(flag + " " + a.key + ": empty value in '" + list + "'");
-        if (std::find(a.values.begin(), a.values.end(), v) != a.values.end())
+        if (v != "..." && std::find(a.values.begin(), a.values.end(), v) != a.values.end())
             throw InputError(flag + " " + a.key + ": value '" + v + "' given twice");
         a.values.push_back(std::move(v));
         if (comma == std::string::npos)
             break;
         pos = comma + 1;
     }
+    a.values = expand_value_list(flag + " " + a.key, a.values);
     return a;
 }
 
@@ -49,7 +50,15 @@ std::int64_t parse_max_memory(const std::string& text) {
     return bytes;
 }
 
-std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text) {
+const char* const kValueListRule =
+    "'...' continues the numbers before it up to the number after it: after two numbers it "
+    "multiplies by their ratio (8,16,...,4096 doubles), after three or more the last three fix "
+    "the step (2048,2560,3072,...,4096 adds 512; 1,4,16,...,1024 multiplies by 4), and the last "
+    "number must lie on the progression";
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
     std::vector<std::string> items;
     for (std::size_t pos = 0;;) {
         const auto comma = text.find(',', pos);
@@ -58,6 +67,44 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
             break;
         pos = comma + 1;
     }
+    return items;
+}
+
+/// The progression "..." continues: `ratio` > 1 multiplies, else `step` adds.
+struct Progression {
+    std::int64_t ratio = 0, step = 0;
+};
+
+Progression progression(const std::string& flag, const std::string& text,
+                        const std::vector<std::int64_t>& before) {
+    const auto refuse = [&](const std::string& why) {
+        return InputError(flag + ": " + why + " in '" + text + "'; " + kValueListRule);
+    };
+    const std::size_t k = before.size();
+    if (k < 2)
+        throw refuse("'...' needs at least two numbers before it");
+    const std::int64_t a = before[k - 2], b = before[k - 1];
+    if (k == 2) {
+        if (b % a != 0)
+            throw refuse(std::to_string(b) + " is not a whole multiple of " + std::to_string(a) +
+                         " (for steps of " + std::to_string(b - a) + " give a third number, " +
+                         std::to_string(a) + "," + std::to_string(b) + "," +
+                         std::to_string(b + (b - a)) + ",...)");
+        return {b / a, 0};
+    }
+    const std::int64_t z = before[k - 3];
+    if (b - a == a - z)
+        return {0, b - a};
+    if (a % z == 0 && b % a == 0 && b / a == a / z)
+        return {b / a, 0};
+    throw refuse(std::to_string(z) + "," + std::to_string(a) + "," + std::to_string(b) +
+                 " neither add nor multiply by the same step");
+}
+
+} // namespace
+
+std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text) {
+    const std::vector<std::string> items = split_commas(text);
     auto number = [&](const std::string& s) {
         std::int64_t v = 0;
         std::size_t used = 0;
@@ -71,6 +118,9 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
                              s + "' in '" + text + "'");
         return v;
     };
+    // A bound on what "..." may produce: a list longer than this is a typo, not a study
+    // (a sweep's own --max-configurations bound comes after).
+    constexpr std::size_t kMostValues = 1 << 20;
     std::vector<std::int64_t> out;
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (items[i] != "...") {
@@ -80,20 +130,45 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
             out.push_back(v);
             continue;
         }
-        if (out.size() < 2 || i + 1 >= items.size() || items[i + 1] == "...")
-            throw InputError(flag +
-                             ": '...' needs two numbers before it and one after, as in "
-                             "8,16,...,4096; got '" +
-                             text + "'");
-        const std::int64_t a = out[out.size() - 2], b = out.back();
+        if (i + 1 >= items.size() || items[i + 1] == "...")
+            throw InputError(flag + ": '...' needs a number after it, in '" + text + "'; " +
+                             kValueListRule);
+        const Progression p = progression(flag, text, out);
         const std::int64_t last = number(items[i + 1]);
-        const bool geometric = b % a == 0 && b / a > 1;
-        for (std::int64_t v = geometric ? b * (b / a) : b + (b - a); v < last;
-             v = geometric ? v * (b / a) : v + (b - a))
-            out.push_back(v);
+        std::int64_t v = out.back();
+        while (v < last) {
+            // Overflow-safe: stop once the next value would pass `last`.
+            if (p.ratio > 1 ? v > last / p.ratio : v > last - p.step)
+                break;
+            v = p.ratio > 1 ? v * p.ratio : v + p.step;
+            if (v < last)
+                out.push_back(v);
+            if (out.size() > kMostValues)
+                throw InputError(flag + ": '" + text + "' gives more than " +
+                                 std::to_string(kMostValues) + " values");
+        }
+        if (v != last)
+            throw InputError(flag + ": " + std::to_string(last) + " is not on the progression " +
+                             std::to_string(out[out.size() - 2]) + ", " +
+                             std::to_string(out.back()) + ", ... in '" + text +
+                             "' (end on a value of it, or list the numbers); " + kValueListRule);
+        // The loop pushed the values below `last`; the number after "..." is the next item.
     }
     if (out.empty())
         throw InputError(flag + ": the list is empty");
+    return out;
+}
+
+std::vector<std::string> expand_value_list(const std::string& flag,
+                                           const std::vector<std::string>& values) {
+    if (std::find(values.begin(), values.end(), "...") == values.end())
+        return values;
+    std::string text;
+    for (const std::string& v : values)
+        text += (text.empty() ? "" : ",") + v;
+    std::vector<std::string> out;
+    for (std::int64_t v : parse_int_list(flag, text))
+        out.push_back(std::to_string(v));
     return out;
 }
 

@@ -26,10 +26,24 @@ struct Axis {
 /// '=', an empty key, an empty list or an empty value.
 Axis parse_axis(const std::string& flag, const std::string& text);
 
-/// "1,2,4,...,64" -> 1 2 4 8 16 32 64: a list of positive integers where "..." continues the
-/// progression of the two numbers before it (geometric when the second is a whole multiple of
-/// the first, else arithmetic) up to the number after it. Throws InputError naming `flag`.
+/// The rule every command states for "..." in a list of numbers (kValueListRule is its text,
+/// for the help of every flag that takes such a list): "..." continues the numbers before it up
+/// to the number after it, which must lie on the progression.
+/// - two numbers before it multiply: 8,16,...,4096 is 8 16 32 ... 4096 (the ratio 16/8 = 2,
+///   a whole number);
+/// - three or more: the last three fix the step, equal differences adding
+///   (2048,2560,3072,...,4096 steps by 512) and equal ratios multiplying (1,4,16,...,1024).
+/// Anything else (one number before it, two not a whole ratio apart, three neither, an end off
+/// the progression) is refused with the rule.
+extern const char* const kValueListRule;
+
+/// "1,2,...,64" -> 1 2 4 8 16 32 64: a list of increasing positive integers with "..." as
+/// kValueListRule says. Throws InputError naming `flag` (and stating the rule for "...").
 std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::string& text);
+/// `values` with every "..." expanded as parse_int_list does, for lists of values that may be
+/// numbers or words (a sweep's `--vary` axis): returned unchanged when there is no "...".
+std::vector<std::string> expand_value_list(const std::string& flag,
+                                           const std::vector<std::string>& values);
 /// `--max-memory`: a positive size such as 40GiB; 0 when `text` is empty (the GPU's HBM).
 std::int64_t parse_max_memory(const std::string& text);
 

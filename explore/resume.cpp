@@ -35,16 +35,15 @@ std::uint64_t file_hash(const std::string& path) {
     return h;
 }
 
-std::string csv_header(const Identity& id, const std::vector<std::string>& columns) {
-    std::string h = "# clustersim sweep (CSV; rows in configuration order; --resume continues "
-                    "this file)\n";
-    h += fmt::format("# experiment: {} (fnv1a64 {:016x})\n", id.experiment, id.experiment_hash);
+std::string sweep_identity(const Identity& id) {
+    std::string h = "clustersim sweep (rows in configuration order; --resume continues it)\n";
+    h += fmt::format("experiment: {} (fnv1a64 {:016x})\n", id.experiment, id.experiment_hash);
     for (const auto& [k, v] : id.fixed)
-        h += "# set: " + k + "=" + v + "\n";
+        h += "set: " + k + "=" + v + "\n";
     for (const Axis& a : id.axes) {
-        h += "# vary: " + a.key + "=" + base::join(a.values, ",") + "\n";
+        h += "vary: " + a.key + "=" + base::join(a.values, ",") + "\n";
     }
-    h += fmt::format("# options: gpus={} max_memory={} fidelity={}\n",
+    h += fmt::format("options: gpus={} max_memory={} fidelity={}\n",
                      id.gpus > 0 ? std::to_string(id.gpus) : std::string("experiment"),
                      id.max_memory > 0 ? std::to_string(id.max_memory) : std::string("hbm"),
                      id.fidelity);
@@ -53,8 +52,30 @@ std::string csv_header(const Identity& id, const std::vector<std::string>& colum
         hash ^= static_cast<unsigned char>(c);
         hash *= 1099511628211ull;
     }
-    h += fmt::format("# sweep-id: {:016x}\n", hash);
-    return h + base::join(columns, ",") + "\n";
+    return h + fmt::format("sweep-id: {:016x}\n", hash);
+}
+
+std::string csv_header(const std::vector<std::string>& columns) {
+    return base::join(columns, ",") + "\n";
+}
+
+void check_identity(const std::string& where, const std::string& expected,
+                    const std::string& found) {
+    if (found == expected)
+        return;
+    std::istringstream a(expected), b(found);
+    std::string la, lb;
+    int line = 0;
+    while (std::getline(a, la)) {
+        ++line;
+        if (!std::getline(b, lb) || la != lb)
+            break;
+    }
+    throw InputError(fmt::format(
+        "{}: --resume: this CSV is from a different sweep (line {} of its identity: expected "
+        "'{}', found '{}'); resume only with the same experiment file, --vary, --set, --gpus, "
+        "--max-memory and --fidelity, or write to another --out",
+        where, line, la, lb));
 }
 
 Existing read_existing(const std::string& path, const std::string& header, std::int64_t configs) {

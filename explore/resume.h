@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// What lets a killed sweep continue where it stopped (`--resume`): an identity header at the
-/// top of the CSV (the experiment file's hash, the fixed settings, the axes and the options
-/// that change results, then a hash of all that), reading back the complete rows of a file
+/// What lets a killed sweep continue where it stopped (`--resume`): an identity kept beside the
+/// CSV (the experiment file's hash, the fixed settings, the axes and the options that change
+/// results, then a hash of all that), reading back the complete rows of a file
 /// with that header, and a writer that appends each row in a single write(2). Because rows
 /// are written whole and in configuration order, a file is always a prefix of the finished
 /// one plus at most one partial last line, which is dropped on resume.
@@ -31,9 +31,19 @@ struct Identity {
 /// FNV-1a 64 of a file's bytes (InputError when it cannot be read).
 std::uint64_t file_hash(const std::string& path);
 
-/// The comment lines that start the CSV (each "# ...\n"), ending with "# sweep-id: HEX", then
-/// the column line. A file is from the same sweep when it starts with exactly this text.
-std::string csv_header(const Identity& id, const std::vector<std::string>& columns);
+/// What makes a file the rows of this sweep: lines "KEY: VALUE\n" (the experiment and its hash,
+/// each fixed setting, each axis, the options), ending with "sweep-id: HEX" (a hash of the
+/// lines before it). The CSV holds only its column line and rows, so that a plain
+/// `pandas.read_csv(path)` reads it; this text goes beside it (the sweep's F.csv.json).
+std::string sweep_identity(const Identity& id);
+
+/// The CSV's first line, its columns, with the newline.
+std::string csv_header(const std::vector<std::string>& columns);
+
+/// Refuses to resume when `found` (the identity stored beside the CSV at `where`) is not
+/// `expected`: says which line differs.
+void check_identity(const std::string& where, const std::string& expected,
+                    const std::string& found);
 
 /// Rows already in a sweep's CSV, for --resume.
 struct Existing {

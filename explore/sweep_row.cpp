@@ -72,14 +72,13 @@ std::vector<std::string> split_csv(const std::string& line) {
     return config::split_csv_line(line, config::CsvFieldText::exact);
 }
 
-namespace {
-
-/// Doubles with nine significant digits: exact enough to compare, the same bytes every time.
-std::string num(double v) {
-    return fmt::format("{:.9g}", v);
+std::string csv_number(double v) {
+    // Nine significant digits: exact enough to compare, the same bytes every time.
+    std::string s = fmt::format("{:.9g}", v);
+    if (s.find_first_of(".eEn") == std::string::npos) // "n": nan and inf stay as they are
+        s += ".0";
+    return s;
 }
-
-} // namespace
 
 std::string csv_row(std::int64_t index, const std::vector<std::string>& values, const Outcome& o) {
     std::string s = std::to_string(index);
@@ -99,7 +98,7 @@ std::string csv_row(std::int64_t index, const std::vector<std::string>& values, 
     for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction, b.compute_s,
                      b.recompute_s, b.host_s, b.tp_comm_exposed_s, b.pp_bubble_s,
                      b.pp_comm_exposed_s, b.dp_comm_exposed_s, b.ep_comm_exposed_s, b.optimizer_s})
-        s += "," + num(v);
+        s += "," + csv_number(v);
     s += fmt::format(",{},{},{},{},{},", r.peak_bytes_max, r.capacity_bytes,
                      r.oom ? "true" : "false", r.oom ? std::to_string(r.oom->stage) : "",
                      r.oom ? std::to_string(r.oom->excess_bytes) : "");

@@ -22,6 +22,10 @@ const std::vector<std::string>& result_columns();
 std::vector<std::string> csv_columns(const std::vector<Axis>& axes);
 /// One row (without the newline).
 std::string csv_row(std::int64_t index, const std::vector<std::string>& values, const Outcome& o);
+/// A real number as the CSVs write it: nine significant digits, and always with a decimal point
+/// or an exponent ("0.0", not "0"), so that a reader that infers types (pandas) types a column
+/// of seconds as floats whatever its values.
+std::string csv_number(double v);
 /// A field quoted as RFC 4180 wants when it holds a comma, a quote or a newline.
 std::string csv_field(const std::string& text);
 /// Splits one line of the sweep CSV into its fields, byte for byte as csv_field wrote them

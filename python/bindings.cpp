@@ -11,12 +11,13 @@
 #include "config/preset.h"
 #include "explore/evaluator.h"
 #include "explore/grid.h"
-#include "explore/scale_search.h"
+#include "explore/scale_plan.h"
 #include "explore/sweep_row.h"
 #include "explore/sweep_setup.h"
 #include "explore/thread_pool.h"
 #include "results/collective_table.h"
 #include "results/step_json.h"
+#include "strategies/models/model_spec.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/experiment_variants.h"
 #include "strategies/parallel/training_step.h"
@@ -25,6 +26,7 @@
 #include <pybind11/stl.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -149,53 +151,87 @@ py::tuple sweep(const std::string& experiment,
     return py::make_tuple(columns, out);
 }
 
-/// scale's search (explore/scale_search.h) as (columns, rows): one row per GPU count, the
-/// counts of layouts tried, runnable and fitting, the best layout's sweep columns (None where
-/// none fits) and its scaling efficiency.
+/// scale's planner (explore/scale_plan.h) as (columns, rows): one row per GPU count, the
+/// counts of layouts tried, runnable, simulated and fitting, whether one was found and why not,
+/// the best layout's sweep columns, ZeRO stage and global batch (None where none fits), its scaling efficiency and
+/// the time to train `tokens` (0: 20 tokens per parameter, as `scale` takes it).
 py::tuple scale(const std::string& experiment, const std::vector<std::int64_t>& gpus,
                 const Pairs& fixed, const std::string& max_memory, const std::string& fidelity,
-                int jobs) {
+                int jobs, double tokens) {
     if (gpus.empty())
         throw InputError("gpus: give at least one GPU count");
-    for (std::int64_t n : gpus) {
-        if (n < 1)
-            throw InputError("gpus: expected GPU counts of at least 1, got " + std::to_string(n));
-    }
     if (jobs < 0)
         throw InputError("jobs: expected a positive number of threads, got " +
                          std::to_string(jobs));
+    if (!(std::isfinite(tokens) && tokens >= 0))
+        throw InputError("tokens: expected a number of tokens >= 0");
     explore::ScaleRequest request;
-    request.gpus = gpus;
-    request.max_memory = explore::parse_max_memory(max_memory);
-    request.fidelity = sweep_fidelity(fidelity);
+    for (std::int64_t n : gpus) {
+        if (n < 1 || n > (1 << 24))
+            throw InputError("gpus: expected GPU counts from 1 to 16,777,216, got " +
+                             std::to_string(n));
+        request.gpus.push_back(static_cast<int>(n));
+    }
+    for (const auto& kv : fixed)
+        request.search.fixed_keys.push_back(kv.first);
+    request.evaluation.max_memory = explore::parse_max_memory(max_memory);
+    request.evaluation.fidelity = sweep_fidelity(fidelity);
     request.jobs = jobs > 0 ? jobs : explore::default_jobs();
-    std::vector<explore::ScalePoint> points;
+    explore::ScalePlan plan;
     {
         py::gil_scoped_release unlocked;
         const sp::ExperimentVariants variants(experiment, fixed);
-        points = explore::search_scale(variants, request);
+        const sp::ExperimentSpec base = variants.read({});
+        request.tokens =
+            tokens > 0 ? tokens
+                       : 20 * static_cast<double>(
+                                  strategies::models::parameter_counts(base.model).total);
+        plan = explore::plan_scale(variants, request);
     }
     // The sweep's result columns of the winner, less "invalid_reason" (a winner is valid).
     const std::vector<std::string>& result = explore::result_columns();
-    std::vector<std::string> columns{"gpus", "tried", "valid", "fit", "found"};
+    std::vector<std::string> columns{"gpus", "tried", "valid", "fit", "found", "reason"};
     for (std::size_t c = 1; c + 1 < result.size(); ++c)
         columns.push_back(result[c]);
-    columns.push_back("efficiency");
+    for (const char* c : {"zero", "global_batch", "efficiency", "train_s"})
+        columns.push_back(c);
     py::list rows;
-    for (const auto& p : points) {
+    for (const auto& p : plan.points) {
+        const bool found = p.verdict == explore::ScaleVerdict::found;
         py::list row;
         row.append(p.gpus);
         row.append(p.tried);
         row.append(p.valid);
         row.append(p.fit);
-        row.append(p.found);
-        // csv_row(index 0, no varied values): "0," then the result columns.
-        const std::vector<std::string> fields =
-            p.found ? explore::split_csv(explore::csv_row(0, {}, p.best))
-                    : std::vector<std::string>{};
+        row.append(found);
+        row.append(found ? py::object(py::none()) : py::object(py::str(p.reason)));
+        // The winner as a sweep row: csv_row(index 0, no varied values) is "0," then the
+        // result columns.
+        std::vector<std::string> fields;
+        if (found) {
+            const explore::ScaleLayout& l = p.layout;
+            explore::Outcome o;
+            o.valid = true;
+            o.gpus = p.gpus;
+            o.tp = l.tp;
+            o.pp = l.pp;
+            o.dp = l.dp;
+            o.cp = l.cp;
+            o.micro_batch = l.micro_batch;
+            o.micro_batches = static_cast<int>(l.global_batch / (l.micro_batch * l.dp));
+            o.virtual_stages = l.virtual_stages;
+            o.zero = l.zero;
+            o.schedule = l.schedule;
+            o.recompute = l.recompute;
+            o.result = p.result;
+            fields = explore::split_csv(explore::csv_row(0, {}, o));
+        }
         for (std::size_t c = 1; c + 1 < result.size(); ++c)
-            row.append(p.found ? typed(result[c], fields[1 + c]) : py::none());
-        row.append(p.found ? py::object(py::float_(p.efficiency)) : py::none());
+            row.append(found ? typed(result[c], fields[1 + c]) : py::none());
+        row.append(found ? py::object(py::int_(p.layout.zero)) : py::none());
+        row.append(found ? py::object(py::int_(p.layout.global_batch)) : py::none());
+        row.append(found ? py::object(py::float_(p.efficiency)) : py::none());
+        row.append(found ? py::object(py::float_(p.train_s)) : py::none());
         rows.append(row);
     }
     return py::make_tuple(columns, rows);
@@ -277,7 +313,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("sweep", &cp::sweep, py::arg("experiment"), py::arg("vary"), py::arg("fixed"),
           py::arg("gpus"), py::arg("max_memory"), py::arg("fidelity"), py::arg("jobs"));
     m.def("scale", &cp::scale, py::arg("experiment"), py::arg("gpus"), py::arg("fixed"),
-          py::arg("max_memory"), py::arg("fidelity"), py::arg("jobs"));
+          py::arg("max_memory"), py::arg("fidelity"), py::arg("jobs"), py::arg("tokens"));
     m.def("parse_int_list", &clustersim::explore::parse_int_list, py::arg("flag"), py::arg("text"));
     m.def("presets", &cp::presets);
     m.def("config_dir", &clustersim::config::config_dir);

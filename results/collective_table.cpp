@@ -75,10 +75,17 @@ CollectiveSweep::CollectiveSweep(const CollectiveRequest& request)
                          "'");
     fidelity_ = *fidelity;
     flow_options_.symmetry = !flow_full;
-    const auto dtype = hardware::parse_dtype(o.dtype);
+    // nccl-tests' -d names (float, half, bfloat16) beside ours.
+    const std::string dtype_name = o.dtype == "float"      ? "fp32"
+                                   : o.dtype == "half"     ? "fp16"
+                                   : o.dtype == "bfloat16" ? "bf16"
+                                                           : o.dtype;
+    const auto dtype = hardware::parse_dtype(dtype_name);
     if (!dtype || (*dtype != hardware::Dtype::fp32 && *dtype != hardware::Dtype::fp16 &&
                    *dtype != hardware::Dtype::bf16))
-        throw InputError("--dtype: expected fp32, fp16 or bf16, got '" + o.dtype + "'");
+        throw InputError("--dtype (-d): expected fp32, fp16 or bf16 (nccl-tests' float, half, "
+                         "bfloat16), got '" +
+                         o.dtype + "'");
     base_.dtype = *dtype;
     if (o.factor < 2)
         throw InputError("--factor: expected an integer >= 2 (nccl-tests' -f), got " +

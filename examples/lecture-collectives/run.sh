@@ -4,6 +4,13 @@
 # Run from anywhere: EXAMPLE_DIR defaults to this folder, CLUSTERSIM to the build tree's binary.
 : "${EXAMPLE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 : "${CLUSTERSIM:=$EXAMPLE_DIR/../../build/app/clustersim}"
+# What it writes goes into a folder of its own: OUT_DIR, by default out/examples/lecture-collectives under
+# the current directory (.gitignore covers out/; the golden test gives it a scratch folder).
+: "${OUT_DIR:=$PWD/out/examples/lecture-collectives}"
+# Paths given relative to where it is run still work after the cd.
+EXAMPLE_DIR=$(cd "$EXAMPLE_DIR" && pwd)
+case $CLUSTERSIM in /*) ;; */*) CLUSTERSIM=$PWD/$CLUSTERSIM ;; esac
+mkdir -p "$OUT_DIR" && cd "$OUT_DIR"
 set -e
 # all_reduce of 400 MiB per rank, and reduce_scatter of a 4 x 400 MiB input per rank.
 $CLUSTERSIM collective --hardware dgx-h100 --gpus 4 --op all_reduce --bytes 400MiB

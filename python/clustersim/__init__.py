@@ -147,18 +147,21 @@ def sweep(experiment, vary, *, gpus=0, max_memory="", fidelity="analytic", jobs=
     return _table(columns, rows, records)
 
 
-def scale(experiment, gpus, *, max_memory="", fidelity="analytic", jobs=0, records=False,
-          **overrides):
-    """Per GPU count the fastest layout that fits, as `clustersim scale` searches it.
+def scale(experiment, gpus, *, tokens=0, max_memory="", fidelity="analytic", jobs=0,
+          records=False, **overrides):
+    """Per GPU count the fastest layout that fits, as `clustersim scale` plans it.
 
     gpus: a list of counts or the command's text ("64,128,...,1024"). One row per count:
-    gpus, tried, valid, fit, found, the best layout's columns as in sweep() (tp, pp, dp,
-    micro_batch, schedule, recompute, step_time_s, tokens_per_s, mfu, ...; None where nothing
-    fits) and efficiency (tokens/s per GPU against the first count that found a layout).
+    gpus, tried, valid, fit, found, reason (why no layout can use the count, where none
+    can), the best layout's columns as in sweep() (tp, pp, dp, micro_batch, schedule,
+    recompute, step_time_s, tokens_per_s, mfu, ...; None where nothing fits), zero,
+    global_batch, efficiency (tokens/s per GPU against the first count that found a layout)
+    and train_s (the time to train `tokens`; 0: 20 tokens per parameter, as `scale` takes it).
+    A key given as an override is not searched.
     """
     counts = _core.parse_int_list("gpus", gpus) if isinstance(gpus, str) else [int(g) for g in gpus]
     columns, rows = _core.scale(os.fspath(experiment), counts, _settings(overrides),
-                                str(max_memory), fidelity, int(jobs))
+                                str(max_memory), fidelity, int(jobs), float(tokens))
     return _table(columns, rows, records)
 
 

@@ -132,7 +132,7 @@ TEST_CASE("cli edges: a second sweep on a CSV being written is refused", "[app][
         run({"sweep", kExperiment, "--vary", "training.micro_batch=64,128", "--out", csv});
     INFO(r.err);
     CHECK(r.code == 0);
-    CHECK_THAT(slurp(csv), Catch::Contains("sweep-id"));
+    CHECK_THAT(slurp(csv + ".json"), Catch::Contains("sweep-id"));
 }
 
 TEST_CASE("cli edges: flags with values that cannot mean anything", "[app][errors]") {

@@ -179,3 +179,36 @@ TEST_CASE("cli collective: more GPUs than a NIC-less machine holds", "[app][coll
     CHECK(r.out.empty());
     CHECK_THAT(r.err, Catch::Contains("no NICs"));
 }
+
+TEST_CASE("cli collective: nccl-tests' flags with nccl-tests' meanings", "[app][collective]") {
+    // all_reduce_perf -b 1M -e 4M -f 2 -g 8 -o max -d bfloat16 -n 5 -w 1: three sizes.
+    const Run s =
+        run({"collective", "-H", "dgx-a100", "--op", "all_reduce", "-g",       "8",   "-b",
+             "1M",         "-e", "4M",       "-f",   "2",          "-o",       "max", "-d",
+             "bfloat16",   "-n", "5",        "-w",   "1",          "--format", "csv"});
+    INFO(s.err);
+    REQUIRE(s.code == 0);
+    const Run l = run({"collective", "--hardware", "dgx-a100", "--op", "all_reduce", "--gpus", "8",
+                       "--min-bytes", "1M", "--max-bytes", "4M", "--factor", "2", "--dtype", "bf16",
+                       "--format", "csv"});
+    REQUIRE(l.code == 0);
+    const auto a = lines(s.out), b = lines(l.out);
+    REQUIRE(a.size() == 4); // the header and 1, 2, 4 MiB
+    REQUIRE(b.size() == a.size());
+    for (std::size_t i = 1; i < a.size(); ++i) {
+        // The same row but for the reduction nccl-tests' -o names (the time does not change).
+        std::string expect = b[i];
+        expect.replace(expect.find(",bf16,sum,"), 10, ",bf16,max,");
+        CHECK(a[i] == expect);
+    }
+    CHECK_THAT(a[1], Catch::Contains("all_reduce"));
+    CHECK_THAT(a[1], Catch::Contains(",1048576,"));
+    CHECK_THAT(a[3], Catch::Contains(",4194304,"));
+    // Types nccl-tests has and a prediction does not: refused, naming the flag.
+    const Run bad = run({"collective", "-H", "dgx-a100", "--op", "all_reduce", "-d", "int8"});
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("-d"));
+    const Run op = run({"collective", "-H", "dgx-a100", "--op", "all_reduce", "-o", "mulsum"});
+    CHECK(op.code == 2);
+    CHECK_THAT(op.err, Catch::Contains("-o"));
+}

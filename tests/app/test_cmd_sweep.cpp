@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -231,10 +232,11 @@ TEST_CASE("sweep: --resume after an interruption gives the uninterrupted file", 
     const std::string full = dir.file("full.csv");
     REQUIRE(run(tp_pp_args(full)).code == 0);
     const std::string expected = slurp(full);
-    const std::size_t header_end = expected.find("\nconfig,") + 1;
-    const std::size_t rows_start = expected.find('\n', header_end) + 1;
-    // Cut points: inside the comment lines' last line, right after the column line, at a line
-    // boundary in the middle of the rows, in the middle of a line, one byte short of the end.
+    // The CSV is its column line and rows; what the rows are is beside it.
+    REQUIRE(expected.rfind("config,", 0) == 0);
+    const std::size_t rows_start = expected.find('\n') + 1;
+    // Cut points: right after the column line, at a line boundary in the middle of the rows,
+    // in the middle of a line, one byte short of the end.
     const std::size_t mid_line =
         expected.find('\n', rows_start + (expected.size() - rows_start) / 2);
     std::vector<std::size_t> cuts{rows_start,   mid_line + 1,        mid_line - 7,
@@ -243,6 +245,7 @@ TEST_CASE("sweep: --resume after an interruption gives the uninterrupted file", 
         INFO("cut at byte " << cut << " of " << expected.size());
         const std::string part = dir.file("part.csv");
         spit(part, expected.substr(0, cut));
+        spit(part + ".json", slurp(full + ".json"));
         auto args = tp_pp_args(part);
         args.push_back("--resume");
         args.push_back("--jobs");
@@ -259,6 +262,40 @@ TEST_CASE("sweep: --resume after an interruption gives the uninterrupted file", 
     args.push_back("--resume");
     REQUIRE(run(args).code == 0);
     CHECK(slurp(fresh) == expected);
+}
+
+TEST_CASE("sweep: the CSV is a header and rows; its metadata is beside it", "[app][sweep]") {
+    TempDir dir("sweep-plain");
+    const std::string csv = dir.file("s.csv");
+    REQUIRE(run(tp_pp_args(csv)).code == 0);
+    // What pandas.read_csv(path) needs: the first line names the columns, every row has as
+    // many fields, booleans are true/false.
+    const auto ls = lines(slurp(csv));
+    REQUIRE(ls.size() > 2);
+    const auto head = explore::split_csv(ls[0]);
+    CHECK(head[0] == "config");
+    const auto oom = std::find(head.begin(), head.end(), "oom") - head.begin();
+    for (std::size_t i = 1; i < ls.size(); ++i) {
+        const auto f = explore::split_csv(ls[i]);
+        REQUIRE(f.size() == head.size());
+        const std::string& b = f[static_cast<std::size_t>(oom)];
+        CHECK((b.empty() || b == "true" || b == "false"));
+    }
+    const auto meta = nlohmann::json::parse(slurp(csv + ".json"));
+    CHECK(meta["tool"] == "clustersim sweep");
+    REQUIRE(meta["columns"].size() == head.size());
+    for (std::size_t i = 0; i < head.size(); ++i)
+        CHECK(meta["columns"][i]["name"] == head[i]);
+    CHECK(meta["identity"].back().get<std::string>().rfind("sweep-id: ", 0) == 0);
+    // Without its metadata a CSV cannot be resumed: refused, the file left alone.
+    const std::string before = slurp(csv);
+    fs::remove(csv + ".json");
+    auto args = tp_pp_args(csv);
+    args.push_back("--resume");
+    const Run r = run(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(csv + ".json"));
+    CHECK(slurp(csv) == before);
 }
 
 TEST_CASE("sweep: --resume refuses the CSV of another sweep and leaves it alone", "[app][sweep]") {
@@ -387,7 +424,7 @@ TEST_CASE("sweep: resume reads only complete lines", "[app][sweep]") {
     using namespace explore;
     TempDir dir("sweep-existing");
     const std::string path = dir.file("x.csv");
-    const std::string header = "# h\nconfig,a,b\n";
+    const std::string header = "config,a,b\n";
     spit(path, header + "0,1,2\n1,3,4\n2,5");
     const Existing e = read_existing(path, header, 10);
     CHECK(e.done == std::set<std::int64_t>{0, 1});
@@ -407,10 +444,36 @@ TEST_CASE("sweep: integer lists continue with '...'", "[app][sweep]") {
           std::vector<std::int64_t>{8, 16, 32, 64, 128});
     CHECK(parse_int_list("--gpus", "1,2,4,...,64") ==
           std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64});
-    // Geometric when the second is a multiple of the first, else arithmetic; the last number
-    // ends the list even off the progression.
-    CHECK(parse_int_list("--m", "2,5,...,11") == std::vector<std::int64_t>{2, 5, 8, 11});
-    CHECK(parse_int_list("--m", "4,8,...,20") == std::vector<std::int64_t>{4, 8, 16, 20});
+    // Three numbers fix the step; two multiply by their ratio; the end lies on the progression.
+    CHECK(parse_int_list("--m", "2048,2560,3072,...,4096") ==
+          std::vector<std::int64_t>{2048, 2560, 3072, 3584, 4096});
+    CHECK(parse_int_list("--m", "1,4,16,...,1024") ==
+          std::vector<std::int64_t>{1, 4, 16, 64, 256, 1024});
+    CHECK(parse_int_list("--m", "2,5,8,...,14") == std::vector<std::int64_t>{2, 5, 8, 11, 14});
+    CHECK(parse_int_list("--m", "1,2,...,8,12,16,...,24") ==
+          std::vector<std::int64_t>{1, 2, 4, 8, 12, 16, 20, 24});
+    CHECK(parse_int_list("--m", "4,8,...,32") == std::vector<std::int64_t>{4, 8, 16, 32});
+    // What the rule cannot read is refused with the rule, never guessed.
+    CHECK_THROWS_WITH(parse_int_list("--m", "4,8,...,24"),
+                      Catch::Contains("24 is not on the progression") &&
+                          Catch::Contains("after two numbers it multiplies"));
+    CHECK_THROWS_WITH(parse_int_list("--m", "2048,2560,...,4096"),
+                      Catch::Contains("2560 is not a whole multiple of 2048") &&
+                          Catch::Contains("2048,2560,3072,..."));
+    CHECK_THROWS_WITH(parse_int_list("--m", "1,2,5,...,20"),
+                      Catch::Contains("neither add nor multiply"));
+    CHECK_THROWS_WITH(parse_int_list("--m", "1,2,..."), Catch::Contains("a number after it"));
+    CHECK_THROWS_WITH(parse_int_list("--m", "1,2,...,1000000000000"),
+                      Catch::Contains("is not on the progression"));
+    CHECK_THROWS_WITH(parse_int_list("--m", "1,2,3,...,100000000"), Catch::Contains("more than"));
+    // Sweep axes read the same rule; words pass through untouched.
+    CHECK(explore::parse_axis("--vary", "parallel.tp=1,2,...,8").values ==
+          std::vector<std::string>{"1", "2", "4", "8"});
+    CHECK(explore::parse_axis("--vary", "parallel.recompute=none,full").values ==
+          std::vector<std::string>{"none", "full"});
+    CHECK_THROWS_WITH(explore::parse_axis("--vary", "training.global_batch=512,768,...,2048"),
+                      Catch::Contains("--vary training.global_batch") &&
+                          Catch::Contains("not a whole multiple"));
     CHECK(parse_int_list("--m", "3") == std::vector<std::int64_t>{3});
     CHECK_THROWS_WITH(parse_int_list("--gpus", "8,...,64"), Catch::Contains("--gpus"));
     CHECK_THROWS_WITH(parse_int_list("--gpus", "8,4"), Catch::Contains("increase"));

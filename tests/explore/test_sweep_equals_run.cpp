@@ -78,7 +78,7 @@ std::vector<Row> read_rows(const std::string& text) {
 /// A JSON number as the CSV writes it.
 std::string as_csv(const nlohmann::json& v) {
     if (v.is_number_float())
-        return fmt::format("{:.9g}", v.get<double>());
+        return explore::csv_number(v.get<double>());
     if (v.is_boolean())
         return v.get<bool>() ? "true" : "false";
     if (v.is_string())
@@ -139,7 +139,7 @@ Counts check_sweep_equals_run(const std::string& experiment, const std::vector<s
               row.at("ep"));
         CHECK((j.at("breakdown").contains("ep_comm_exposed_s")
                    ? as_csv(j.at("breakdown").at("ep_comm_exposed_s"))
-                   : "0") == row.at("ep_comm_exposed_s"));
+                   : "0.0") == row.at("ep_comm_exposed_s"));
         for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "bubble_fraction"})
             CHECK(as_csv(j.at(k)) == row.at(k));
         for (const char* k :

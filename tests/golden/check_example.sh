@@ -10,7 +10,7 @@ export CLUSTERSIM=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 actual="$work/actual.txt"
-(cd "$work" && EXAMPLE_DIR="$dir" bash "$dir/run.sh") >"$actual" 2>&1
+(cd "$work" && OUT_DIR="$work" EXAMPLE_DIR="$dir" bash "$dir/run.sh") >"$actual" 2>&1
 written=()
 for f in "$work"/*; do
   name=$(basename "$f")

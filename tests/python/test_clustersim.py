@@ -212,7 +212,9 @@ def test_scale_winner_is_a_run_and_the_best_of_its_sweep():
     for r in rows:
         assert r["fit"] <= r["valid"] <= r["tried"]
         settings = {"gpus": r["gpus"], "parallel.tp": r["tp"], "parallel.pp": r["pp"],
-                    "parallel.dp": r["dp"], "training.micro_batch": r["micro_batch"],
+                    "parallel.dp": r["dp"], "parallel.cp": r["cp"], "parallel.ep": r["ep"],
+                    "parallel.zero": r["zero"], "training.global_batch": r["global_batch"],
+                    "training.micro_batch": r["micro_batch"],
                     "parallel.recompute": r["recompute"], "parallel.schedule": r["schedule"],
                     "parallel.virtual_stages": r["virtual_stages"]}
         one = clustersim.run(MLP, **settings)
@@ -222,10 +224,13 @@ def test_scale_winner_is_a_run_and_the_best_of_its_sweep():
     assert again == rows
 
 
-def test_scale_refuses_a_count_no_layout_uses():
-    # 5 GPUs: only tp 1 x pp 1 divides them, and dp 5 does not divide the batch of 64.
-    with pytest.raises(clustersim.InputError, match="--gpus 5: no configuration can use 5 GPUs"):
-        clustersim.scale(GPT3, [5], jobs=1)
+def test_scale_gives_a_count_no_layout_uses_a_row_saying_why():
+    # 5 GPUs: only tp 1 x pp 1 divides them, and dp 5 does not divide the batch of 64; the
+    # other count is still planned.
+    rows = clustersim.scale(GPT3, [5, 64], records=True, jobs=1)
+    assert not rows[0]["found"] and "5" in rows[0]["reason"]
+    assert rows[0]["step_time_s"] is None
+    assert rows[1]["found"] and rows[1]["reason"] is None
 
 
 # --- presets ------------------------------------------------------------------------------
