@@ -33,6 +33,7 @@ struct BubbleOptions {
     std::string micro_batches;
     std::vector<std::string> sets;
     int virtual_stages = 0;
+    bool virtual_stages_given = false; ///< given, 0 is refused as -1 is (one rule)
     std::string plot;
     std::string schedules = "gpipe,1f1b,interleaved-1f1b";
     int jobs = 0;
@@ -175,7 +176,8 @@ std::string bubble_svg(const sp::ExperimentSpec& base, const std::vector<Schedul
 
 void run_bubble(const BubbleOptions& o, Io io) {
     const auto ms = explore::parse_int_list("--micro-batches", o.micro_batches);
-    if (o.virtual_stages < 0 || o.virtual_stages == 1)
+    if ((o.virtual_stages_given && o.virtual_stages < 2) || o.virtual_stages < 0 ||
+        o.virtual_stages == 1)
         throw InputError("--virtual-stages: interleaving needs at least 2, got " +
                          std::to_string(o.virtual_stages));
     if (o.jobs < 0)
@@ -311,8 +313,10 @@ void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
                     "Micro-batch counts, e.g. 1,2,4,...,64 (... continues the steps)")
         ->required();
     cmd->add_option("--set", o->sets, "Override a key (repeatable)");
-    cmd->add_option("--virtual-stages", o->virtual_stages,
-                    "Virtual stages of the interleaved schedule (default: the experiment's, or 2)");
+    auto* virtual_stages =
+        cmd->add_option("--virtual-stages", o->virtual_stages,
+                        "Virtual stages of the interleaved schedule (default: the experiment's, "
+                        "or 2)");
     cmd->add_option("--schedules", o->schedules,
                     "Schedules to compare: gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipe")
         ->capture_default_str();
@@ -321,7 +325,10 @@ void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--fidelity", o->fidelity, "analytic or flow")
         ->check(CLI::IsMember({"analytic", "flow"}))
         ->capture_default_str();
-    cmd->callback([o, io] { run_bubble(*o, io); });
+    cmd->callback([o, io, virtual_stages] {
+        o->virtual_stages_given = virtual_stages->count() > 0;
+        run_bubble(*o, io);
+    });
 }
 
 } // namespace clustersim::app

@@ -2,9 +2,11 @@
 // start from. A test loads it and checks it names every key the loaders accept.
 #include "app/cli.h"
 #include "app/output.h"
+#include "base/error.h"
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 namespace clustersim::app {
@@ -131,12 +133,20 @@ void register_init(CLI::App& app, Io io, int& /*exit_code*/) {
     auto* cmd = app.add_subcommand(
         "init", "Write a commented experiment file with every key, its unit and default");
     auto path = std::make_shared<std::string>();
+    auto force = std::make_shared<bool>(false);
     cmd->add_option("--out,-o", *path, "Write the template to this file (default: print it)");
-    cmd->callback([io, path] {
-        if (path->empty())
+    cmd->add_flag("--force", *force, "Replace the --out file when it exists");
+    cmd->callback([io, path, force] {
+        if (path->empty()) {
             io.out << kExperimentTemplate;
-        else
-            write_file_atomically(*path, kExperimentTemplate);
+            return;
+        }
+        // The file is likely the user's experiment, edited since the last init.
+        std::error_code ec;
+        if (!*force && std::filesystem::is_regular_file(*path, ec))
+            throw InputError("--out " + *path +
+                             ": the file exists; pass --force to replace it with the template");
+        write_file_atomically(*path, kExperimentTemplate);
     });
 }
 

@@ -3,8 +3,12 @@
 #include "base/error.h"
 #include "base/units.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -88,21 +92,51 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
         const std::int64_t a = out[out.size() - 2], b = out.back();
         const std::int64_t last = number(items[i + 1]);
         const bool geometric = b % a == 0 && b / a > 1;
-        for (std::int64_t v = geometric ? b * (b / a) : b + (b - a); v < last;
-             v = geometric ? v * (b / a) : v + (b - a))
+        const std::int64_t step = geometric ? b / a : b - a;
+        // Counted before any is made (a geometric run has at most 63 terms; an arithmetic one
+        // is (last - b) / step), so a huge list is refused at once and nothing overflows.
+        const std::int64_t more = geometric ? 63 : (last - b) / step;
+        if (static_cast<std::int64_t>(out.size()) + more > kMaxListValues && !geometric)
+            throw InputError(fmt::format("{}: '{}' holds about {} values, more than the {} a "
+                                         "list may hold; take a larger step",
+                                         flag, text, static_cast<std::int64_t>(out.size()) + more,
+                                         kMaxListValues));
+        for (std::int64_t v = b;;) {
+            if (geometric ? v > (last - 1) / step : v >= last - step)
+                break; // the next term would reach `last` (or overflow)
+            v = geometric ? v * step : v + step;
             out.push_back(v);
+        }
     }
     if (out.empty())
         throw InputError(flag + ": the list is empty");
+    if (static_cast<std::int64_t>(out.size()) > kMaxListValues)
+        throw InputError(fmt::format("{}: {} values, more than the {} a list may hold", flag,
+                                     out.size(), kMaxListValues));
     return out;
+}
+
+void check_configuration_count(std::int64_t count, std::int64_t max, const std::string& shape,
+                               const std::string& flag) {
+    if (count <= max)
+        return;
+    throw InputError(fmt::format("{} configurations ({}) are more than {} {}: narrow the values, "
+                                 "or raise the limit with {} N if you mean it",
+                                 count, shape, flag, max, flag));
 }
 
 Grid::Grid(std::vector<Axis> axes)
     : axes_(std::move(axes)) {
+    std::vector<std::string> sizes;
     for (const Axis& a : axes_) {
         if (a.values.empty())
             throw std::invalid_argument("Grid: axis without values");
-        size_ *= static_cast<std::int64_t>(a.values.size());
+        sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+        const auto n = static_cast<std::int64_t>(a.values.size());
+        if (size_ > std::numeric_limits<std::int64_t>::max() / n)
+            throw InputError(fmt::format("the grid ({}) has more than 2^63 configurations",
+                                         fmt::join(sizes, " x ")));
+        size_ *= n;
     }
 }
 
