@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "hardware/topology.h"
 #include "strategies/collectives/flow_runner.h"
+#include "strategies/collectives/size_limit.h"
 #include "strategies/collectives/values.h"
 
 #include <CLI/CLI.hpp>
@@ -302,6 +303,12 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
     for (std::int64_t bytes : sizes) {
         cl::Collective c = base;
         c.bytes = bytes;
+        if (!cl::within_limits(comm, c))
+            throw InputError(fmt::format(
+                "{}: {} B of {} on {} GPUs is past what the simulator can time (at most {:.1f} "
+                "days, and bytes x GPUs below 2^62); the largest size it takes here is {} B",
+                bytes_given ? "--bytes" : "--max-bytes", bytes, cl::to_string(base.op), n,
+                cl::kLongestPrediction.seconds() / 86400, cl::largest_bytes(comm, c)));
         const cl::Outcome out = cl::simulate(comm, c, *fidelity);
         rows.push_back({bytes, out.choice, out.time});
     }
