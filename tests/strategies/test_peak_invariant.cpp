@@ -63,14 +63,14 @@ TEST_CASE("peak invariant: no step predicts an MFU above 100%", "[strategies][ho
             const std::string path = entry.path().string();
             if (entry.path().extension() != ".yaml")
                 continue;
-            for (const Overrides& o : std::vector<Overrides>{
-                     {},
-                     {{"model.hidden", "65536"}},
-                     {{"model.hidden", "1048576"}},
-                     {{"model.seq", "131072"}},
-                     {{"training.micro_batch", "64"}},
-                     {{"parallel.recompute", "full"}},
-                     {{"model.moe_load_imbalance", "1000"}}})
+            for (const Overrides& o :
+                 std::vector<Overrides>{{},
+                                        {{"model.hidden", "65536"}},
+                                        {{"model.hidden", "1048576"}},
+                                        {{"model.seq", "131072"}},
+                                        {{"training.micro_batch", "64"}},
+                                        {{"parallel.recompute", "full"}},
+                                        {{"model.moe_load_imbalance", "1000"}}})
                 ran += check_peak(path, o) ? 1 : 0;
         }
         CHECK(ran >= 10);
