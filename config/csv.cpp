@@ -172,7 +172,15 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
 }
 
 CsvTable CsvTable::read(const std::string& path, Header header) {
-    return parse(read_bounded(path, kMaxDataFileBytes, "a CSV table"), path, header);
+    if (!std::ifstream(path))
+        throw InputError(path + ": cannot open the file", at(path));
+    try {
+        return parse(read_bounded(path, kMaxDataFileBytes, "a CSV table"), path, header);
+    } catch (const InputError& e) {
+        if (e.where())
+            throw;
+        throw InputError(e.what(), at(path));
+    }
 }
 
 std::optional<std::size_t> CsvTable::find_column(std::string_view column) const {

