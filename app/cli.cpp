@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "config/input_record.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -53,6 +54,8 @@ int run_cli(int argc, const char* const* argv, Io io) {
     }
 
     try {
+        // The files this command reads, so that none of its outputs replaces one.
+        const config::InputRecord inputs;
         app.parse(argc, argv);
         return exit_code;
     } catch (const CLI::CallForHelp&) {

@@ -5,9 +5,11 @@
 #include "app/cli.h"
 #include "app/config_docs.h"
 #include "app/output.h"
+#include "base/error.h"
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 namespace clustersim::app {
@@ -16,20 +18,28 @@ void register_init(CLI::App& app, Io io, int& /*exit_code*/) {
     auto* cmd = app.add_subcommand(
         "init", "Write a commented experiment file with every key, its unit and default");
     auto path = std::make_shared<std::string>();
+    auto force = std::make_shared<bool>(false);
     cmd->add_option("--out,-o", *path, "Write the template to this file (default: print it)");
     auto docs = std::make_shared<std::string>();
     // Hidden: what scripts/gen-config-docs.sh writes to docs/ and CI compares.
     cmd->add_option("--docs", *docs, "Print docs/experiments.md or docs/hardware-files.md")
         ->check(CLI::IsMember({"experiments", "hardware"}))
         ->group("");
-    cmd->callback([io, path, docs] {
+    cmd->add_flag("--force", *force, "Replace the --out file when it exists");
+    cmd->callback([io, path, docs, force] {
         const std::string text = docs->empty()            ? experiment_template()
                                  : *docs == "experiments" ? experiments_markdown()
                                                           : hardware_markdown();
-        if (path->empty())
+        if (path->empty()) {
             io.out << text;
-        else
-            write_file_atomically(*path, text);
+            return;
+        }
+        // The file is likely the user's experiment, edited since the last init.
+        std::error_code ec;
+        if (!*force && std::filesystem::is_regular_file(*path, ec))
+            throw InputError("--out " + *path +
+                             ": the file exists; pass --force to replace it with the template");
+        write_file_atomically(*path, text);
     });
 }
 

@@ -74,6 +74,10 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
                 throw InputError(option->get_name() + ": expected a file name, got ''");
             refuse_output_over_input(*path, option->get_name(), {o->experiment, o->compare});
         }
+        std::vector<std::pair<std::string, std::string>> named;
+        for (const auto& [option, path] : outputs)
+            named.emplace_back(option->get_name(), *path);
+        refuse_same_outputs(named);
         std::vector<std::pair<std::string, std::string>> overrides;
         for (const auto& s : o->sets)
             overrides.push_back(strategies::parallel::parse_override(s));

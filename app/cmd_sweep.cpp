@@ -51,6 +51,7 @@ struct SweepOptions {
     bool resume = false;
     std::string fidelity = "analytic";
     bool mpi = false;
+    std::int64_t max_configurations = explore::kDefaultMaxConfigurations;
 };
 
 /// The type of each column of the sweep's CSV, for readers that want them stated (pandas
@@ -152,7 +153,9 @@ private:
     std::vector<RowSummary> best_;
 };
 
-void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
+/// `lockstep` stays true while every rank runs the same checks (an InputError then is every
+/// rank's, and rank 0 can say it before any rank exits); it turns false when the ranks part.
+void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockstep) {
     const int rank = session ? session->rank() : 0;
     const int ranks = session ? session->size() : 1;
 
@@ -163,21 +166,18 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
                          std::to_string(o.jobs));
     if (o.top < 0)
         throw InputError("--top: expected a number of rows >= 0, got " + std::to_string(o.top));
+    if (o.max_configurations < 1)
+        throw InputError(fmt::format("--max-configurations: expected a positive count, got {}",
+                                     o.max_configurations));
     if (o.resume && o.out.empty())
         throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
     refuse_output_over_input(o.out, "--out", {o.experiment});
     refuse_output_over_input(o.out.empty() ? o.out : o.out + ".json", "--out", {o.experiment});
     explore::SweepRequest request;
     request.experiment = o.experiment;
-    for (const auto& text : o.vary) {
-        explore::Axis a = explore::parse_axis("--vary", text);
-        for (const explore::Axis& b : request.axes) {
-            if (b.key == a.key)
-                throw InputError("--vary " + a.key +
-                                 ": given twice; put all its values in one list");
-        }
-        request.axes.push_back(std::move(a));
-    }
+    for (const auto& text : o.vary)
+        request.axes.push_back(explore::parse_axis("--vary", text));
+    request.max_configurations = o.max_configurations;
     for (const auto& s : o.sets)
         request.fixed.push_back(sp::parse_override(s));
     request.gpus = o.gpus;
@@ -243,6 +243,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session) {
             todo.push_back(i);
     }
     const std::vector<std::int64_t> mine = explore::rank_share(todo, rank, ranks);
+    lockstep = false;
     const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
     auto work = [&](std::int64_t index) { return setup.row(index); };
 
@@ -369,6 +370,9 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
     cmd->add_option("--fidelity", o->fidelity, "analytic (closed forms) or flow (network)")
         ->check(CLI::IsMember({"analytic", "flow"}))
         ->capture_default_str();
+    cmd->add_option("--max-configurations", o->max_configurations,
+                    "Refuse a grid of more configurations than this")
+        ->capture_default_str();
     cmd->add_flag("--mpi", o->mpi,
                   "Split the configurations among MPI ranks (run under mpirun); rank 0 writes");
     cmd->callback([o, io, out, gpus, &exit_code] {
@@ -376,6 +380,7 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
         if (o->mpi)
             session = std::make_unique<mpi::Session>();
         const int rank = session ? session->rank() : 0;
+        bool lockstep = true;
         try {
             // 0 is the default ("the experiment's"), but given, it is a mistake.
             if (gpus->count() > 0 && o->gpus < 1)
@@ -384,8 +389,20 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
             // `--out ''` (a shell variable that was not set) is a mistake, not "no CSV".
             if (out->count() > 0 && o->out.empty())
                 throw InputError("--out: expected a file name, got ''");
-            run_sweep(*o, io, session.get());
-        } catch (const InputError&) {
+            run_sweep(*o, io, session.get(), lockstep);
+        } catch (const InputError& e) {
+            if (session && lockstep) {
+                // Every rank has this error. Rank 0 says it before any rank exits: mpirun
+                // stops the job when the first rank exits with an error, and a rank 0 not yet
+                // done printing was killed silently (2 runs in 5).
+                if (rank == 0) {
+                    fmt::print(io.err, "clustersim: error: {}\n", e.what());
+                    io.err.flush();
+                }
+                session->barrier();
+                exit_code = kUsage;
+                return;
+            }
             if (rank == 0)
                 throw;
             exit_code = kUsage; // every rank found the same error; rank 0 says it

@@ -80,6 +80,10 @@ bool Session::receive(std::string& text, int& source, explore::MessageTag& tag, 
     return true;
 }
 
+void Session::barrier() const {
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 void Session::abort(int code) const {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::abort();
@@ -107,6 +111,9 @@ void Session::send_to_root(const std::string&, explore::MessageTag) const {
 
 bool Session::receive(std::string&, int&, explore::MessageTag&, bool) const {
     return false;
+}
+
+void Session::barrier() const {
 }
 
 void Session::abort(int code) const {

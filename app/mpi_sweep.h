@@ -34,6 +34,8 @@ public:
     void send_to_root(const std::string& text, explore::MessageTag tag) const override;
     bool receive(std::string& text, int& source, explore::MessageTag& tag,
                  bool wait) const override;
+    /// Waits until every rank has called it.
+    void barrier() const;
     /// Stops every rank (after an error on one of them).
     [[noreturn]] void abort(int code) const;
 

@@ -1,6 +1,9 @@
 #include "app/output.h"
 
 #include "base/error.h"
+#include "config/input_record.h"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cerrno>
@@ -18,9 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The temporary file being written, so that SIGINT or SIGTERM does not leave it behind. A
-// signal handler may only touch lock-free atomics and call async-signal-safe functions
-// (unlink, signal, raise), hence a fixed buffer and a flag instead of a std::string.
+// The temporary file being written, so that SIGINT, SIGTERM or SIGXFSZ does not leave it
+// behind. A signal handler may only touch lock-free atomics and call async-signal-safe
+// functions (unlink, signal, raise), hence a fixed buffer and a flag instead of a std::string.
 char pending_temp[4096];
 std::atomic<bool> temp_pending{false};
 
@@ -34,7 +37,8 @@ extern "C" void remove_temp_and_reraise(int sig) {
 void install_cleanup_handlers() {
     static std::once_flag once;
     std::call_once(once, [] {
-        for (int sig : {SIGINT, SIGTERM}) {
+        // SIGXFSZ: a write past `ulimit -f` kills the process; the temporary goes first.
+        for (int sig : {SIGINT, SIGTERM, SIGXFSZ}) {
             // Only where nobody else handles the signal (an MPI runtime may).
             struct sigaction old {};
             if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
@@ -79,6 +83,9 @@ void write_through(const std::string& path, std::string_view content) {
 void write_file_atomically(const std::string& path, std::string_view content) {
     if (path.empty())
         throw InputError("an output path is empty: give a file name");
+    // Whatever named it (an experiment's hardware, an extends: chain), a file this command
+    // read is never replaced by one it writes.
+    config::refuse_if_read(path);
     fs::path target(path);
     std::error_code ec;
     // A symbolic link stays a link: the file it points to is the one replaced.
@@ -132,16 +139,6 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     temp_pending.store(false);
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec)) {
-        const bool same = fs::equivalent(a, b, ec);
-        return !ec && same;
-    }
-    return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
-           fs::weakly_canonical(fs::absolute(b, ec), ec);
-}
-
 void refuse_output_over_input(const std::string& output, const std::string& option,
                               const std::vector<std::string>& inputs) {
     if (output.empty())
@@ -150,6 +147,19 @@ void refuse_output_over_input(const std::string& output, const std::string& opti
         if (!input.empty() && same_file(output, input))
             throw InputError(option + " " + output + ": is an input of this command (" + input +
                              "); writing it would destroy it: give another file");
+    }
+}
+
+void refuse_same_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            const auto& [option_a, a] = outputs[j];
+            const auto& [option_b, b] = outputs[i];
+            if (!a.empty() && !b.empty() && same_file(a, b))
+                throw InputError(fmt::format("{} {} and {} {}: one file for two outputs; the "
+                                             "second would replace the first: give two names",
+                                             option_a, a, option_b, b));
+        }
     }
 }
 

@@ -2,14 +2,19 @@
 /// \file
 /// Writing output files: whole or not at all.
 
+#include "config/input_record.h"
+
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace clustersim::app {
 
 /// Writes `content` to `path` through a temporary file in the same directory, fsync'ed, and a
-/// rename, so a reader never sees a half-written file; SIGINT and SIGTERM remove the temporary.
+/// rename, so a reader never sees a half-written file; SIGINT, SIGTERM and SIGXFSZ (a file
+/// past `ulimit -f`) remove the temporary. A file this command has read is refused
+/// (config::refuse_if_read), however it was named.
 /// A symbolic link stays a link (its target is replaced); a device or FIFO (`/dev/null`, a
 /// pipe) is written through, never replaced. Throws InputError when the path cannot be written.
 void write_file_atomically(const std::string& path, std::string_view content);
@@ -20,8 +25,10 @@ void write_file_atomically(const std::string& path, std::string_view content);
 void refuse_output_over_input(const std::string& output, const std::string& option,
                               const std::vector<std::string>& inputs);
 
-/// Whether two paths name one file: the same inode where both exist, else the same normalised
-/// absolute path.
-bool same_file(const std::string& a, const std::string& b);
+/// Throws InputError when two outputs of one command (option, path) name one file
+/// (`--trace X --timeline X`). Empty paths are ignored.
+void refuse_same_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+using config::same_file;
 
 } // namespace clustersim::app

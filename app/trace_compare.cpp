@@ -3,6 +3,7 @@
 #include "app/chrome_trace.h"
 #include "base/error.h"
 #include "calibrate/validation.h"
+#include "config/bounded_read.h"
 #include "hardware/compute_model.h"
 #include "strategies/models/layer_work.h"
 
@@ -74,16 +75,15 @@ std::string ms(double s) {
 } // namespace
 
 calibrate::KinetoTrace read_trace_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw InputError(path + ": cannot read the trace");
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::string data = text.str();
+    std::string data = config::read_bounded(path, config::kMaxTraceFileBytes, "a profiler trace");
+    std::vector<std::string> warnings;
     if (calibrate::is_gzip(data))
-        data = calibrate::gunzip(data, path);
+        data = calibrate::gunzip(data, path, config::kMaxTraceFileBytes, &warnings);
     calibrate::ImportOptions options;
-    return calibrate::read_kineto_trace(data, path, options);
+    calibrate::KinetoTrace trace = calibrate::read_kineto_trace(data, path, options);
+    auto& w = trace.imported.warnings;
+    w.insert(w.begin(), warnings.begin(), warnings.end());
+    return trace;
 }
 
 StepComparison compare_step(const calibrate::KinetoTrace& trace,

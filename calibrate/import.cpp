@@ -3,6 +3,8 @@
 #include "base/error.h"
 #include "calibrate/import_util.h"
 #include "calibrate/kineto.h"
+#include "calibrate/line_scan.h"
+#include "config/bounded_read.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +13,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -92,12 +93,38 @@ std::optional<CollectiveOp> op_from_file_name(const std::string& path) {
 }
 
 std::optional<int> gpus_from_file_name(const std::string& path) {
+    // Reads `(?:^|[^0-9a-z])(\d{1,6})[-_x ]?gpus?(?:[^a-z]|$)` over the lowercase name, each
+    // match after the previous one's end (as std::sregex_iterator did), by LineScan: a name
+    // is the user's text, and std::regex recursed per character on long ones.
     const std::string name = lower(std::filesystem::path(path).filename().string());
-    static const std::regex re(R"((?:^|[^0-9a-z])(\d{1,6})[-_x ]?gpus?(?:[^a-z]|$))");
+    const auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
     std::set<int> found;
-    for (auto it = std::sregex_iterator(name.begin(), name.end(), re); it != std::sregex_iterator();
-         ++it)
-        found.insert(std::stoi((*it)[1].str()));
+    std::size_t from = 0;
+    for (std::size_t at = 0; at < name.size(); ++at) {
+        std::size_t digits_at = at;
+        if (at > 0 || !is_digit(name[0])) {
+            if (at < from || is_digit(name[at]) || is_lower(name[at]))
+                continue;
+            digits_at = at + 1;
+        }
+        LineScan s(name, digits_at);
+        const auto digits = s.digits();
+        if (digits.empty() || digits.size() > 6)
+            continue;
+        if (!s.literal("gpu")) {
+            if (s.at_end() || std::string_view("-_x ").find(s.rest()[0]) == std::string_view::npos)
+                continue;
+            s.one(s.rest()[0]);
+            if (!s.literal("gpu"))
+                continue;
+        }
+        s.one('s');
+        if (!s.at_end() && is_lower(s.rest()[0]))
+            continue;
+        found.insert(std::stoi(std::string(digits)));
+        from = s.at_end() ? name.size() : s.pos() + 1;
+        at = from - 1;
+    }
     if (found.size() != 1 || *found.begin() < 1)
         return std::nullopt;
     return *found.begin();
@@ -154,15 +181,18 @@ void warn_unknown_device(const ImportResult& result, const std::string& name,
 } // namespace detail
 
 namespace {
+/// An import's input, bounded: a profiler trace (gzip or JSON, told by its head) up to
+/// kMaxTraceFileBytes, anything else up to kMaxDataFileBytes.
 std::string read_text(const std::string& path) {
-    if (std::filesystem::is_directory(path))
-        throw InputError(path + ": is a directory, expected a measurement file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw InputError(path + ": cannot read the file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    config::BoundedFile file(path, "a file to import (an nccl-tests log, a CSV table, "
+                                   "measurement JSON or a profiler trace)");
+    if (file.read_up_to(config::kMaxDataFileBytes))
+        return file.take();
+    if (!looks_like_trace(file.text()))
+        file.refuse(config::kMaxDataFileBytes);
+    if (!file.read_up_to(config::kMaxTraceFileBytes))
+        file.refuse(config::kMaxTraceFileBytes);
+    return file.take();
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -172,8 +202,13 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 ImportResult import_text(std::string_view text, const std::string& name,
                          const ImportOptions& options) {
-    if (is_gzip(text))
-        return import_text(gunzip(text, name), name, options);
+    if (is_gzip(text)) {
+        std::vector<std::string> warnings;
+        ImportResult r =
+            import_text(gunzip(text, name, config::kMaxTraceFileBytes, &warnings), name, options);
+        r.warnings.insert(r.warnings.begin(), warnings.begin(), warnings.end());
+        return r;
+    }
     if (looks_like_trace(text))
         return import_kineto(text, name, options);
     if (ends_with(name, ".csv"))

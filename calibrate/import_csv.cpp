@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "calibrate/import_util.h"
+#include "calibrate/line_scan.h"
 #include "config/csv.h"
 
 #include <fmt/format.h>
@@ -17,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
 
 namespace clustersim::calibrate {
 namespace {
@@ -88,7 +88,7 @@ const std::vector<StepColumn>& step_columns() {
         {{"vocab", "vocab_size"}, "model", "vocab"},
         {{"tensor_parallelism", "tp", "tensor_model_parallel_size"}, "parallel", "tp"},
         {{"pipeline_parallelism", "pp", "pipeline_model_parallel_size"}, "parallel", "pp"},
-        {{"data_parallelism", "dp"}, "parallel", "dp"},
+        {{"data_parallelism", "dp", "data_parallel_size"}, "parallel", "dp"},
         {{"iteration_time(ms)", "step_time(ms)", "time(ms)", "time_ms", "step_time_ms",
           "iteration_time_ms", "elapsed_time_per_iteration(ms)"},
          "",
@@ -97,6 +97,15 @@ const std::vector<StepColumn>& step_columns() {
         {{"iteration_time(s)", "step_time(s)", "time(s)", "step_time_s", "time_s"}, "", "time", 1},
     };
     return columns;
+}
+
+/// The step column a normalized name is, or nullptr.
+const StepColumn* step_column(const std::string& n) {
+    for (const auto& c : step_columns()) {
+        if (std::find(c.names.begin(), c.names.end(), n) != c.names.end())
+            return &c;
+    }
+    return nullptr;
 }
 
 bool is_size_column(const std::string& n) {
@@ -132,7 +141,7 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
             const std::string known = base::join(names, ", ");
             throw InputError(fmt::format("{}:{}: unknown column '{}' in a table of training "
                                          "steps (known: {})",
-                                         name, t.header_line, t.columns[i], known));
+                                         name, t.header_line, base::excerpt(t.columns[i]), known));
         }
         for (std::size_t j = 0; j < i; ++j) {
             if (map[j]->key == found->key && map[j]->section == found->section)
@@ -147,6 +156,9 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
     };
     if (!has("time"))
         throw InputError(fmt::format("{}:{}: no step time column", name, t.header_line));
+    if (options.gpus && *options.gpus > kMaxMeasurementGpus)
+        throw InputError(fmt::format("--gpus {}: more than the {} GPUs a measurement may name",
+                                     *options.gpus, kMaxMeasurementGpus));
 
     ImportResult result;
     result.measurements.environment = detail::initial_environment(options);
@@ -178,6 +190,11 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
                 throw InputError(fmt::format("{}: {}: expected a positive integer, got '{}'", where,
                                              t.columns[i], f));
             if (c.key == "gpus") {
+                // The measurement reader's bound: what imports, `validate` reads.
+                if (*v > kMaxMeasurementGpus)
+                    throw InputError(fmt::format("{}: {}: {} GPUs, more than the {} a measurement "
+                                                 "may name",
+                                                 where, t.columns[i], f, kMaxMeasurementGpus));
                 s.gpus = static_cast<int>(*v);
                 continue;
             }
@@ -215,10 +232,16 @@ ImportResult import_steps(const CsvTable& t, const std::string& name,
             for (const char* k : {"tp", "pp", "dp"}) {
                 auto it = s.parallel.find(k);
                 if (it != s.parallel.end() && std::holds_alternative<std::int64_t>(it->second)) {
-                    n *= std::get<std::int64_t>(it->second);
+                    // Each size is positive; capped so that the product cannot overflow.
+                    n = std::min<std::int64_t>(n * std::get<std::int64_t>(it->second),
+                                               std::int64_t{kMaxMeasurementGpus} + 1);
                     ++sizes;
                 }
             }
+            if (!options.gpus && sizes == 3 && n > kMaxMeasurementGpus)
+                throw InputError(fmt::format("{}: tp x pp x dp is more than the {} GPUs a "
+                                             "measurement may name",
+                                             where, kMaxMeasurementGpus));
             if (options.gpus)
                 s.gpus = *options.gpus;
             else if (sizes == 3)
@@ -265,11 +288,60 @@ struct SweepGroup {
     int wrong = -1;
 };
 
+// The column names of a sweep, read by LineScan (see line_scan.h for why not std::regex; a
+// 100 kB `..._busbw` header crashed std::regex_match).
+
+/// `^time\s*(?:\((\S+)\)|_(ns|us|ms|s))$`: the unit of a time column ("us" of "time(us)").
+std::optional<std::string_view> time_column_unit(std::string_view n) {
+    detail::LineScan s(n);
+    if (!s.literal("time"))
+        return std::nullopt;
+    const auto after_time = s;
+    s.spaces();
+    if (s.one('(')) {
+        const auto unit = s.word(); // \S+ takes the closing parenthesis too
+        if (unit.size() >= 2 && unit.back() == ')' && s.at_end())
+            return unit.substr(0, unit.size() - 1);
+        return std::nullopt;
+    }
+    s = after_time;
+    if (!s.one('_'))
+        return std::nullopt;
+    const auto unit = s.rest();
+    if (unit == "ns" || unit == "us" || unit == "ms" || unit == "s")
+        return unit;
+    return std::nullopt;
+}
+
+/// `^(algbw|busbw)\s*(?:\(gb/s\)|_gbps)$`: which rate.
+std::optional<std::string_view> rate_column(std::string_view n) {
+    detail::LineScan s(n);
+    const std::string_view rate = n.substr(0, 5);
+    if (!s.literal("algbw") && !s.literal("busbw"))
+        return std::nullopt;
+    const auto after_rate = s;
+    s.spaces();
+    if (s.literal("(gb/s)") && s.at_end())
+        return rate;
+    s = after_rate;
+    if (s.literal("_gbps") && s.at_end())
+        return rate;
+    return std::nullopt;
+}
+
+/// `^(.+)_busbw$`: the device of a per-device busbw column ('.' is no line break).
+std::optional<std::string_view> device_busbw_column(std::string_view n) {
+    constexpr std::string_view suffix = "_busbw";
+    if (n.size() <= suffix.size() || n.substr(n.size() - suffix.size()) != suffix)
+        return std::nullopt;
+    const auto device = n.substr(0, n.size() - suffix.size());
+    if (device.find_first_of("\n\r") != std::string_view::npos)
+        return std::nullopt;
+    return device;
+}
+
 ImportResult import_sweep(const CsvTable& t, const std::string& name,
                           const ImportOptions& options) {
-    static const std::regex time_re(R"(^time\s*(?:\((\S+)\)|_(ns|us|ms|s))$)");
-    static const std::regex bw_re(R"(^(algbw|busbw)\s*(?:\(gb/s\)|_gbps)$)");
-    static const std::regex device_bw_re(R"(^(.+)_busbw$)");
     const std::string where = fmt::format("{}:{}", name, t.header_line);
     int size = -1;
     int type = -1;
@@ -284,37 +356,43 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     for (std::size_t i = 0; i < t.normalized.size(); ++i) {
         const std::string& n = t.normalized[i];
         const int col = static_cast<int>(i);
-        std::smatch m;
         if (is_size_column(n) && size < 0) {
             size = col;
         } else if ((n == "type" || n == "dtype") && type < 0) {
             type = col;
         } else if (n == "count" || n == "count(elements)" || n == "redop" || n == "root") {
             continue;
-        } else if (std::regex_match(n, m, time_re)) {
-            const std::string unit = m[1].matched ? m[1].str() : m[2].str();
-            const auto s = detail::seconds_per_unit(unit);
+        } else if (const auto unit = time_column_unit(n)) {
+            const auto s = detail::seconds_per_unit(*unit);
             if (!s)
                 throw InputError(fmt::format("{}: column '{}': unknown time unit '{}' (ns, us, "
                                              "ms or s)",
-                                             where, t.columns[i], unit));
+                                             where, base::excerpt(t.columns[i]),
+                                             base::excerpt(*unit)));
             put(&SweepGroup::time, col);
             groups.back().seconds_per_unit = *s;
         } else if (n == "time") {
             throw InputError(fmt::format("{}: column '{}' has no unit: write time(ns), time(us) "
                                          "or time(ms)",
                                          where, t.columns[i]));
-        } else if (std::regex_match(n, m, bw_re)) {
-            put(m[1] == "algbw" ? &SweepGroup::algbw : &SweepGroup::busbw, col);
+        } else if (const auto rate = rate_column(n)) {
+            put(*rate == "algbw" ? &SweepGroup::algbw : &SweepGroup::busbw, col);
         } else if (n == "#wrong" || n == "wrong") {
             put(&SweepGroup::wrong, col);
-        } else if (std::regex_match(n, m, device_bw_re)) {
-            device_columns.emplace_back(m[1].str(), col);
+        } else if (const auto device = device_busbw_column(n)) {
+            device_columns.emplace_back(std::string(*device), col);
+        } else if (step_column(n) != nullptr && size < 0) {
+            throw InputError(fmt::format("{}: this looks like a table of training steps (column "
+                                         "'{}') but has no step time column (iteration_time(ms), "
+                                         "time(ms), elapsed_time_per_iteration(ms) or "
+                                         "iteration_time(s)); a table of collectives would have "
+                                         "a size(B) column first",
+                                         where, base::excerpt(t.columns[i])));
         } else {
             throw InputError(fmt::format("{}: unknown column '{}' (known: size(B), count, type, "
                                          "time(ns|us|ms), algbw(GB/s), busbw(GB/s), #wrong, or "
                                          "DEVICE_busbw)",
-                                         where, t.columns[i]));
+                                         where, base::excerpt(t.columns[i])));
         }
     }
     if (size < 0)

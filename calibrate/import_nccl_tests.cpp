@@ -11,18 +11,195 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "calibrate/import_util.h"
+#include "calibrate/line_scan.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace clustersim::calibrate {
 namespace {
 
 using detail::Line;
+using detail::LineScan;
+
+// The patterns of the log, each read by a LineScan (see line_scan.h for why not std::regex).
+// Each comment gives the regular expression it reads; `find_*` search the line (leftmost
+// match), `read_*` match at its start.
+
+/// `[N,M]<stdout>:` (mpirun --tag-output) or `\s*N: ` (srun --label) at the start: its length.
+std::size_t launcher_tag_length(std::string_view text) {
+    LineScan s(text);
+    if (s.one('[') && !s.digits().empty() && s.one(',') && !s.digits().empty() &&
+        s.literal("]<std") && (s.literal("out") || s.literal("err")) && s.literal(">:"))
+        return s.pos();
+    LineScan l(text);
+    l.spaces();
+    if (!l.digits().empty() && l.literal(": "))
+        return l.pos();
+    return 0;
+}
+
+/// `PREFIX(DIGITS)`, the leftmost PREFIX followed by a digit: the digits.
+std::optional<std::string_view> find_number_after(std::string_view text, std::string_view prefix) {
+    for (std::size_t at = text.find(prefix); at != std::string_view::npos;
+         at = text.find(prefix, at + 1)) {
+        LineScan s(text, at + prefix.size());
+        if (const auto d = s.digits(); !d.empty())
+            return d;
+    }
+    return std::nullopt;
+}
+
+/// `NCCL version (\d+\.\d+\.\d+)`
+std::optional<std::string_view> find_nccl_version(std::string_view text) {
+    constexpr std::string_view prefix = "NCCL version ";
+    for (std::size_t at = text.find(prefix); at != std::string_view::npos;
+         at = text.find(prefix, at + 1)) {
+        LineScan s(text, at + prefix.size());
+        const std::size_t start = s.pos();
+        if (!s.digits().empty() && s.one('.') && !s.digits().empty() && s.one('.') &&
+            !s.digits().empty())
+            return text.substr(start, s.pos() - start);
+    }
+    return std::nullopt;
+}
+
+/// `^Avg bus bandwidth\s*:\s*(\S+)`
+std::optional<std::string_view> read_footer(std::string_view body) {
+    LineScan s(body);
+    if (!s.literal("Avg bus bandwidth"))
+        return std::nullopt;
+    s.spaces();
+    if (!s.one(':'))
+        return std::nullopt;
+    s.spaces();
+    const auto w = s.word();
+    return w.empty() ? std::nullopt : std::optional(w);
+}
+
+/// `(?:^|[^A-Za-z_])([A-Za-z_]+)_perf(?:_mpi)?\b`: the test's name ("all_reduce").
+std::optional<std::string_view> find_perf(std::string_view body) {
+    const auto boundary = [&](std::size_t i) {
+        return i >= body.size() || !detail::is_word_char(body[i]);
+    };
+    std::size_t i = 0;
+    while (i < body.size()) {
+        if (!detail::is_letter_or_underscore(body[i])) {
+            ++i;
+            continue;
+        }
+        // A run of [A-Za-z_]: the longest name in it followed by _perf and a word boundary.
+        const std::size_t start = i;
+        while (i < body.size() && detail::is_letter_or_underscore(body[i]))
+            ++i;
+        const std::string_view run = body.substr(start, i - start);
+        for (std::size_t p = run.rfind("_perf"); p != std::string_view::npos && p > 0;
+             p = run.rfind("_perf", p - 1)) {
+            const std::size_t after = start + p + 5;
+            if ((body.substr(after, 4) == "_mpi" && boundary(after + 4)) || boundary(after))
+                return run.substr(0, p);
+        }
+    }
+    return std::nullopt;
+}
+
+/// `(?:\s|^)(?:SHORT|LONG)\s*=?\s*(\d+)`: a count given on the command line (`-g 8`).
+std::optional<std::string_view> find_flag(std::string_view body, std::string_view short_flag,
+                                          std::string_view long_flag) {
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        if (i > 0 && !detail::is_space(body[i - 1]))
+            continue;
+        LineScan s(body, i);
+        if (!s.literal(short_flag) && !s.literal(long_flag))
+            continue;
+        s.spaces();
+        s.one('=');
+        s.spaces();
+        if (const auto d = s.digits(); !d.empty())
+            return d;
+    }
+    return std::nullopt;
+}
+
+/// `^KEY:\s*(VALUE)\s*$` where VALUE is read by `value` (digits or letters).
+template <typename Value>
+std::optional<std::string_view> read_header_key(std::string_view body, std::string_view key,
+                                                Value value) {
+    LineScan s(body);
+    if (!s.literal(key))
+        return std::nullopt;
+    s.spaces();
+    const auto v = value(s);
+    s.spaces();
+    if (v.empty() || !s.at_end())
+        return std::nullopt;
+    return v;
+}
+
+/// `NCCL_ALGO=([A-Za-z_]+)(,[A-Za-z]|[:;^])?` where the second group did not match: the one
+/// algorithm NCCL was forced to run (a list or a per-op setting forces no single one).
+std::optional<std::string_view> find_forced_algorithm(std::string_view body) {
+    constexpr std::string_view prefix = "NCCL_ALGO=";
+    for (std::size_t at = body.find(prefix); at != std::string_view::npos;
+         at = body.find(prefix, at + 1)) {
+        LineScan s(body, at + prefix.size());
+        const auto name = s.letters();
+        if (name.empty())
+            continue;
+        const auto next = s.rest();
+        const bool more = !next.empty() && (next[0] == ':' || next[0] == ';' || next[0] == '^' ||
+                                            (next[0] == ',' && next.size() > 1 && next[1] != '_' &&
+                                             detail::is_letter_or_underscore(next[1])));
+        if (more)
+            return std::nullopt;
+        return name;
+    }
+    return std::nullopt;
+}
+
+/// `^nThread\s+(\d+)\s+nGpus\s+(\d+)`
+std::optional<std::pair<std::string_view, std::string_view>> read_nthread(std::string_view body) {
+    LineScan s(body);
+    if (!s.literal("nThread") || !s.spaces())
+        return std::nullopt;
+    const auto threads = s.digits();
+    if (threads.empty() || !s.spaces() || !s.literal("nGpus") || !s.spaces())
+        return std::nullopt;
+    const auto gpus = s.digits();
+    if (gpus.empty())
+        return std::nullopt;
+    return std::pair(threads, gpus);
+}
+
+/// `^Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+
+/// \[[^\]]*\]\s+(.*\S)`: the host and the device name.
+std::optional<std::pair<std::string_view, std::string_view>> read_rank(std::string_view body) {
+    LineScan s(body);
+    const auto key_number = [&](std::string_view key) {
+        return s.literal(key) && s.spaces() && !s.digits().empty() && s.spaces();
+    };
+    if (!key_number("Rank"))
+        return std::nullopt;
+    if (const LineScan before = s; !key_number("Group"))
+        s = before;
+    if (!key_number("Pid") || !s.literal("on") || !s.spaces())
+        return std::nullopt;
+    const auto host = s.word();
+    if (host.empty() || !s.spaces() || !key_number("device") || !s.one('['))
+        return std::nullopt;
+    s.take_while([](char c) { return c != ']'; });
+    if (!s.one(']') || !s.spaces())
+        return std::nullopt;
+    std::string_view name = s.rest();
+    while (!name.empty() && detail::is_space(name.back()))
+        name.remove_suffix(1);
+    if (name.empty())
+        return std::nullopt;
+    return std::pair(host, name);
+}
 
 /// One column set of a table: out-of-place, then in-place.
 struct Group {
@@ -80,6 +257,13 @@ public:
                  fmt::format("the table that starts at line {} has no '# Avg bus bandwidth' line "
                              "after it: the log looks truncated",
                              table_->header_line));
+        if (tables_ == 0 && text.find("elapsed time per iteration (ms):") != std::string_view::npos)
+            throw InputError(fmt::format(
+                "{}: a Megatron-LM training log (it prints 'elapsed time per iteration (ms)'), "
+                "not an nccl-tests log; clustersim imports training steps as a CSV table, a row "
+                "per run with columns such as gpus, tp, pp, dp, global_batch, micro_batch and "
+                "iteration_time(ms)",
+                name_));
         if (tables_ == 0)
             throw InputError(fmt::format(
                 "{}: no nccl-tests table found (expected a '#  size  count  type ... time  algbw  "
@@ -112,10 +296,7 @@ private:
 
     /// `mpirun --tag-output` prefixes "[1,0]<stdout>:", `srun --label` prefixes "0: ".
     static std::string_view strip_prefix(std::string_view text) {
-        static const std::regex tag(R"(^(\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: ))");
-        std::cmatch m;
-        if (std::regex_search(text.begin(), text.end(), m, tag))
-            text.remove_prefix(static_cast<std::size_t>(m.length(0)));
+        text.remove_prefix(launcher_tag_length(text));
         return text;
     }
 
@@ -152,16 +333,14 @@ private:
     }
 
     void note_versions(std::string_view t) {
-        static const std::regex nccl_version(R"(NCCL version (\d+\.\d+\.\d+))");
-        static const std::regex library(R"(nccl-library=(\d+))");
-        std::cmatch m;
         auto& env = result_.measurements.environment;
-        if (std::regex_search(t.begin(), t.end(), m, nccl_version)) {
-            env.nccl_version = m[1].str();
-        } else if (env.nccl_version.empty() && std::regex_search(t.begin(), t.end(), m, library)) {
+        if (const auto version = find_nccl_version(t)) {
+            env.nccl_version = std::string(*version);
+        } else if (const auto library = find_number_after(t, "nccl-library=");
+                   library && env.nccl_version.empty()) {
             // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch.
             // A code too long to be one is left out, as a line without it.
-            const auto parsed = detail::parse_integer(m[1].str());
+            const auto parsed = detail::parse_integer(*library);
             if (!parsed || *parsed > 99'99'99)
                 return;
             const auto code = static_cast<int>(*parsed);
@@ -181,10 +360,8 @@ private:
             units(number, words);
             return;
         }
-        static const std::regex footer(R"(^Avg bus bandwidth\s*:\s*(\S+))");
-        std::cmatch m;
-        if (std::regex_search(body.begin(), body.end(), m, footer)) {
-            end_table(number, m[1].str());
+        if (const auto average = read_footer(body)) {
+            end_table(number, std::string(*average));
             return;
         }
         if (body.find("Out of bounds values") != std::string_view::npos &&
@@ -197,60 +374,51 @@ private:
     }
 
     void preamble(int number, std::string_view body) {
-        static const std::regex perf(R"((?:^|[^A-Za-z_])([A-Za-z_]+)_perf(?:_mpi)?\b)");
-        static const std::regex gflag(R"((?:\s|^)(?:-g|--ngpus)\s*=?\s*(\d+))");
-        static const std::regex tflag(R"((?:\s|^)(?:-t|--nthreads)\s*=?\s*(\d+))");
-        static const std::regex nthread(R"(^nThread\s+(\d+)\s+nGpus\s+(\d+))");
-        static const std::regex rank(
-            R"(^Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
         // Curated logs (data/reference) state the whole job in header comments: `nranks: 16`,
         // `op: all_reduce`; they hold for every table of the file. NCCL_ALGO=X names the
         // algorithm NCCL was forced to run (auto and a list of several force nothing).
-        static const std::regex nranks(R"(^nranks:\s*(\d+)\s*$)");
-        static const std::regex op_line(R"(^op:\s*([A-Za-z_]+)\s*$)");
-        static const std::regex algo(R"(NCCL_ALGO=([A-Za-z_]+)(,[A-Za-z]|[:;^])?)");
-        std::cmatch m;
-        if (std::regex_search(body.begin(), body.end(), m, nranks)) {
-            file_ranks_ = count_at(number, m[1].str(), "nranks:");
+        if (const auto n =
+                read_header_key(body, "nranks:", [](LineScan& s) { return s.digits(); })) {
+            file_ranks_ = count_at(number, std::string(*n), "nranks:");
             file_ranks_line_ = number;
             return;
         }
-        if (std::regex_search(body.begin(), body.end(), m, op_line)) {
-            file_op_ = strategies::collectives::parse_op(m[1].str());
+        if (const auto op = read_header_key(body, "op:", [](LineScan& s) { return s.letters(); })) {
+            file_op_ = strategies::collectives::parse_op(*op);
             if (!file_op_)
-                fail(number, fmt::format("op: '{}' is not a collective clustersim models ({})",
-                                         m[1].str(), strategies::collectives::op_names()));
+                fail(number, fmt::format("op: '{}' is not a collective clustersim models ({})", *op,
+                                         strategies::collectives::op_names()));
             file_op_line_ = number;
             return;
         }
-        if (std::regex_search(body.begin(), body.end(), m, algo) && !m[2].matched) {
-            const auto a = strategies::collectives::parse_algorithm(m[1].str());
+        if (const auto forced = find_forced_algorithm(body)) {
+            const auto a = strategies::collectives::parse_algorithm(*forced);
             if (a && *a != strategies::collectives::Algorithm::automatic)
                 pre_.algorithm = std::string(strategies::collectives::to_string(*a));
         }
-        if (std::regex_search(body.begin(), body.end(), m, rank)) {
+        if (const auto rank = read_rank(body)) {
             ++pre_.ranks;
-            pre_.hosts.insert(m[1].str());
-            pre_.devices.insert(m[2].str());
+            pre_.hosts.emplace(rank->first);
+            pre_.devices.emplace(rank->second);
             return;
         }
-        if (std::regex_search(body.begin(), body.end(), m, nthread)) {
+        if (const auto nthread = read_nthread(body)) {
+            const std::string threads(nthread->first);
+            const std::string gpus(nthread->second);
             pre_.gpus_per_process =
-                count_at(number, m[2].str(), "nGpus", count_at(number, m[1].str(), "nThread"));
+                count_at(number, gpus, "nGpus", count_at(number, threads, "nThread"));
             pre_.gpus_per_process_from =
-                fmt::format("line {} says nThread {} nGpus {}", number, m[1].str(), m[2].str());
+                fmt::format("line {} says nThread {} nGpus {}", number, threads, gpus);
             return;
         }
-        if (std::regex_search(body.begin(), body.end(), m, perf)) {
-            pre_.perf = m[1].str();
+        if (const auto perf = find_perf(body)) {
+            pre_.perf = std::string(*perf);
             pre_.perf_line = number;
-            std::cmatch g;
-            if (!pre_.gpus_per_process && std::regex_search(body.begin(), body.end(), g, gflag)) {
+            if (const auto g = find_flag(body, "-g", "--ngpus"); g && !pre_.gpus_per_process) {
                 int threads = 1;
-                std::cmatch tm;
-                if (std::regex_search(body.begin(), body.end(), tm, tflag))
-                    threads = count_at(number, tm[1].str(), "-t");
-                pre_.gpus_per_process = count_at(number, g[1].str(), "-g", threads);
+                if (const auto t = find_flag(body, "-t", "--nthreads"))
+                    threads = count_at(number, std::string(*t), "-t");
+                pre_.gpus_per_process = count_at(number, std::string(*g), "-g", threads);
                 pre_.gpus_per_process_from = fmt::format("the command line at line {} runs {} GPUs",
                                                          number, *pre_.gpus_per_process);
             }
@@ -300,7 +468,7 @@ private:
                 fail(number, fmt::format("unknown column '{}' in the nccl-tests header (known: "
                                          "size, count, type, redop, root, time, algbw, busbw, "
                                          "#wrong, error)",
-                                         words[i]));
+                                         base::excerpt(words[i])));
         }
         t.groups.push_back(g);
         if (t.groups.size() > 2)
@@ -349,7 +517,7 @@ private:
                 fail(pre_.perf_line,
                      fmt::format("the log runs {}_perf, which is not a collective clustersim "
                                  "models ({})",
-                                 *pre_.perf, strategies::collectives::op_names()));
+                                 base::excerpt(*pre_.perf), strategies::collectives::op_names()));
         }
         if (file_op_)
             from_log = from_log.value_or(*file_op_);

@@ -40,7 +40,8 @@ bool looks_like_trace(std::string_view text) {
            head.find("\"schemaVersion\"") != std::string_view::npos;
 }
 
-std::string gunzip(std::string_view data, const std::string& name, std::uint64_t max_bytes) {
+std::string gunzip(std::string_view data, const std::string& name, std::uint64_t max_bytes,
+                   std::vector<std::string>* warnings) {
     z_stream z{};
     // 16 + MAX_WBITS: a gzip header and trailer (zlib manual, inflateInit2).
     if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
@@ -68,13 +69,19 @@ std::string gunzip(std::string_view data, const std::string& name, std::uint64_t
         const std::size_t produced = sizeof buffer - z.avail_out;
         if (out.size() + produced > max_bytes) {
             inflateEnd(&z);
-            throw InputError(fmt::format("{}: decompresses to more than {} GiB; trace fewer steps "
+            throw InputError(fmt::format("{}: decompresses to more than {}; trace fewer steps "
                                          "(torch.profiler.schedule(active=...))",
-                                         name, max_bytes >> 30));
+                                         name, config::describe_limit(max_bytes)));
         }
         out.append(buffer, produced);
-        if (rc == Z_STREAM_END)
+        if (rc == Z_STREAM_END) {
+            const std::size_t rest = z.avail_in + (data.size() - in_pos);
+            if (rest > 0 && warnings != nullptr)
+                warnings->push_back(fmt::format("{}: {} bytes after the end of the gzip data were "
+                                                "ignored (a second file appended?)",
+                                                name, rest));
             break;
+        }
         if (produced == 0 && z.avail_in == 0 && in_pos >= data.size()) {
             inflateEnd(&z);
             throw InputError(name + ": the gzip data is truncated (the file was cut short); copy "
@@ -147,6 +154,7 @@ struct Event {
     int strides = -1;  // index into Parsed::dims
     int concrete = -1; // index into Parsed::string_lists
     std::size_t index = 0;
+    bool time_overflows = false; ///< ts or dur a number past what nanoseconds hold
 };
 
 using Dims = std::vector<std::vector<std::int64_t>>;
@@ -164,6 +172,11 @@ struct Parsed {
     std::int64_t world_size = 0;
     std::int64_t cuda_runtime = 0;
     std::size_t skipped_times = 0;
+    /// Of those, times that are numbers too large for nanoseconds in 63 bits (17-digit
+    /// microsecond timestamps): said by name when nothing else is left.
+    std::size_t overflowing_times = 0;
+    /// Tensor dimensions that are numbers but negative or past kMaxDim (read as unknown).
+    std::size_t bad_dims = 0;
 
     int intern(const std::string& s) {
         auto [it, inserted] = name_ids.emplace(s, static_cast<int>(names.size()));
@@ -430,6 +443,10 @@ private:
         }
         return std::nullopt;
     }
+    static bool is_number(const Value& v) {
+        return v.kind == Value::whole || v.kind == Value::real;
+    }
+
     static std::optional<std::int64_t> as_ns(const Value& v) {
         if (v.kind == Value::whole) {
             // Compared without std::abs, which overflows on the most negative value.
@@ -477,7 +494,9 @@ private:
         if (in_args() && d == 6 && (list_ == List::dims || list_ == List::strides) &&
             stack_.back().kind == Frame::array && !dims_.empty()) {
             const auto x = as_int(v);
-            dims_.back().push_back(x && *x >= 0 && *x <= kMaxDim ? *x : -1);
+            const bool ok = x && *x >= 0 && *x <= kMaxDim;
+            p_.bad_dims += !ok && is_number(v) ? 1 : 0;
+            dims_.back().push_back(ok ? *x : -1);
         }
         return true;
     }
@@ -496,9 +515,11 @@ private:
         else if (k == "ts") {
             const auto t = as_ns(v);
             ev_.ts = t.value_or(std::numeric_limits<std::int64_t>::min());
+            ev_.time_overflows = ev_.time_overflows || (!t && is_number(v));
         } else if (k == "dur") {
             const auto t = as_ns(v);
             ev_.dur = t && *t >= 0 ? *t : -2;
+            ev_.time_overflows = ev_.time_overflows || (!t && is_number(v));
         }
         return true;
     }
@@ -534,6 +555,7 @@ private:
             return; // metadata, instants, counters and flows: the args say what flows say
         if (ev_.ts == std::numeric_limits<std::int64_t>::min() || ev_.dur < 0) {
             ++p_.skipped_times;
+            p_.overflowing_times += ev_.time_overflows ? 1 : 0;
             return;
         }
         if (ev_.cat == Cat::other)
@@ -798,6 +820,10 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
     if (p.skipped_times > 0)
         r.warnings.push_back(fmt::format("{}: {} events without a valid ts or dur were skipped",
                                          name, p.skipped_times));
+    if (p.bad_dims > 0)
+        r.warnings.push_back(fmt::format("{}: {} tensor dimensions in Input Dims or Input "
+                                         "Strides are negative or above {}; read as unknown",
+                                         name, p.bad_dims, kMaxDim));
 
     // Events by time; for equal starts the longer (enclosing) first.
     std::vector<int> order(p.events.size());
@@ -847,6 +873,13 @@ KinetoTrace read_kineto_trace(std::string_view text, const std::string& name,
         if (e.cat == Cat::kernel || e.cat == Cat::memcpy || e.cat == Cat::memset)
             ++kernels;
     }
+    if (kernels == 0 && p.overflowing_times > 0)
+        throw InputError(fmt::format(
+            "{}: {} events were skipped because their ts or dur is too large (at most {} "
+            "microseconds, 16 digits; a 17-digit timestamp does not fit in 63 bits of "
+            "nanoseconds), which leaves no GPU kernel; write times in microseconds since the "
+            "trace's start, as torch.profiler does",
+            name, p.overflowing_times, std::numeric_limits<std::int64_t>::max() / 1000 - 1000));
     if (kernels == 0)
         throw InputError(name +
                          ": the trace has no GPU kernels (recorded without "

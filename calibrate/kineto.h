@@ -41,6 +41,7 @@
 
 #include "calibrate/import.h"
 #include "calibrate/measurements.h"
+#include "config/bounded_read.h"
 #include "sim/time.h"
 
 #include <cstdint>
@@ -56,9 +57,12 @@ bool looks_like_trace(std::string_view text);
 /// True when `data` starts with the gzip magic bytes.
 bool is_gzip(std::string_view data);
 /// The decompressed bytes of a gzip file. Throws InputError (naming `name`) when the data is
-/// truncated or corrupt, or inflates to more than `max_bytes`.
+/// truncated or corrupt, or inflates to more than `max_bytes` (by default what an input file
+/// may hold, config::kMaxTraceFileBytes: a 1 MB file can inflate to 1 GB).
+/// Data after the first gzip member is ignored, with a warning in `warnings` when given.
 std::string gunzip(std::string_view data, const std::string& name,
-                   std::uint64_t max_bytes = std::uint64_t{8} << 30);
+                   std::uint64_t max_bytes = config::kMaxTraceFileBytes,
+                   std::vector<std::string>* warnings = nullptr);
 
 /// One GPU kernel (or copy) of a trace.
 struct TracedKernel {

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "config/bounded_read.h"
 #include "config/key_table.h"
 #include "strategies/parallel/experiment_keys.h"
 
@@ -645,7 +646,7 @@ public:
     }
     const json& get(std::string_view key) {
         if (!has(key))
-            fail_here(fmt::format("missing key '{}'", key));
+            fail_here(fmt::format("missing key '{}'", base::excerpt(key)));
         return j_.at(std::string(key));
     }
     std::string str(std::string_view key) {
@@ -709,7 +710,8 @@ public:
     void finish() {
         for (const auto& [key, value] : j_.items()) {
             if (seen_.count(key) == 0)
-                fail_here(fmt::format("unknown key '{}' (valid: {})", key, join_seen()));
+                fail_here(
+                    fmt::format("unknown key '{}' (valid: {})", base::excerpt(key), join_seen()));
         }
     }
 
@@ -734,7 +736,8 @@ Dtype read_dtype(ObjectReader& r, std::string_view key) {
     const std::string s = r.str(key);
     const auto d = hardware::parse_dtype(s);
     if (!d || s != hardware::to_string(*d))
-        r.fail(key, fmt::format("expected one of fp64, fp32, tf32, fp16, bf16, fp8, got '{}'", s));
+        r.fail(key, fmt::format("expected one of fp64, fp32, tf32, fp16, bf16, fp8, got '{}'",
+                                base::excerpt(s)));
     return *d;
 }
 
@@ -743,12 +746,13 @@ std::string read_choice(ObjectReader& r, std::string_view key,
                         const std::array<std::string_view, N>& names, std::string_view what) {
     const std::string s = r.str(key);
     if (std::find(names.begin(), names.end(), s) == names.end())
-        r.fail(key, fmt::format("unknown {} '{}' (valid: {})", what, s, join(names)));
+        r.fail(key,
+               fmt::format("unknown {} '{}' (valid: {})", what, base::excerpt(s), join(names)));
     return s;
 }
 
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50; // 1 PiB: far beyond any buffer
-constexpr int kMaxGpus = 1 << 20;
+constexpr int kMaxGpus = kMaxMeasurementGpus;
 
 CollectiveMeasurement read_collective(ObjectReader& r) {
     CollectiveMeasurement c;
@@ -756,7 +760,7 @@ CollectiveMeasurement read_collective(ObjectReader& r) {
     const std::string op = r.str("op");
     const auto parsed = strategies::collectives::parse_op(op);
     if (!parsed || op != strategies::collectives::to_string(*parsed))
-        r.fail("op", fmt::format("unknown collective '{}' (valid: {})", op,
+        r.fail("op", fmt::format("unknown collective '{}' (valid: {})", base::excerpt(op),
                                  strategies::collectives::op_names()));
     c.op = *parsed;
     if (r.has("algorithm"))
@@ -861,8 +865,9 @@ KernelMeasurement read_kernel(ObjectReader& r) {
         const std::string op = r.str("collective");
         const auto parsed = strategies::collectives::parse_op(op);
         if (!parsed || op != strategies::collectives::to_string(*parsed))
-            r.fail("collective", fmt::format("unknown collective '{}' (valid: {})", op,
-                                             strategies::collectives::op_names()));
+            r.fail("collective",
+                   fmt::format("unknown collective '{}' (valid: {})", base::excerpt(op),
+                               strategies::collectives::op_names()));
         k.collective = op;
         k.gpus = r.small_int("gpus", 1, kMaxGpus);
     }
@@ -960,7 +965,28 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
     check_json_depth(json_text, name);
     json root;
     try {
-        root = json::parse(json_text.begin(), json_text.end());
+        // A key given twice in one object is refused, as the YAML readers refuse it: JSON
+        // parsers keep one of the two silently (nlohmann the last), so one of the user's
+        // values would be ignored without a word.
+        std::vector<std::set<std::string>> keys;
+        std::string duplicate;
+        const json::parser_callback_t refuse_duplicates = [&](int, json::parse_event_t event,
+                                                              json& parsed) {
+            if (event == json::parse_event_t::object_start) {
+                keys.emplace_back();
+            } else if (event == json::parse_event_t::object_end) {
+                keys.pop_back();
+            } else if (event == json::parse_event_t::key && !keys.empty() &&
+                       !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+                duplicate = parsed.get<std::string>();
+            }
+            return true;
+        };
+        root = json::parse(json_text.begin(), json_text.end(), refuse_duplicates);
+        if (!duplicate.empty())
+            throw InputError(fmt::format("{}: key '{}' appears twice in one object; JSON keeps "
+                                         "only one of them: remove the other",
+                                         name, base::excerpt(duplicate)));
     } catch (const json::out_of_range& e) {
         // A number beyond double's range ("1e400"): nlohmann says which, but not where; find
         // the token it quotes to name its line and column.
@@ -991,13 +1017,15 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
         const auto close = what.find("] ");
         if (close != std::string::npos)
             what = what.substr(close + 2);
-        throw InputError(fmt::format("{}: not valid JSON: {}", name, what));
+        // Cut: its "last read: '...'" can quote a 20 MB token.
+        throw InputError(fmt::format("{}: not valid JSON: {}", name, base::excerpt(what, 200)));
     }
     MeasurementFile file;
     ObjectReader top(root, name, "");
     const std::string format = top.str("format");
     if (format != kMeasurementFormat)
-        top.fail("format", fmt::format("expected \"{}\", got \"{}\"", kMeasurementFormat, format));
+        top.fail("format", fmt::format("expected \"{}\", got \"{}\"", kMeasurementFormat,
+                                       base::excerpt(format)));
     const json& version = top.get("version");
     if (!version.is_number_integer())
         top.fail("version", "expected an integer, got " + show(version));
@@ -1039,12 +1067,8 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
 }
 
 MeasurementFile read_measurements(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw InputError(path + ": cannot read the measurement file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_measurements(text.str(), path);
+    return parse_measurements(
+        config::read_bounded(path, config::kMaxDataFileBytes, "a measurement file"), path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1239,7 +1263,7 @@ std::vector<std::string> merge_measurements(MeasurementFile& into, const Measure
         throw InputError(fmt::format(
             "{}: device '{}' differs from '{}' of the files before it: one measurement file "
             "describes one GPU model (import them into separate files)",
-            from_name, b.device, a.device));
+            from_name, base::excerpt(b.device), base::excerpt(a.device)));
     if (!a_known && b_known)
         a.device = b.device;
     a.device_count = std::max(a.device_count, b.device_count);
@@ -1252,7 +1276,8 @@ std::vector<std::string> merge_measurements(MeasurementFile& into, const Measure
         }
         warnings.push_back(fmt::format("{}: {} '{}' differs from '{}' of the files before it; "
                                        "keeping '{}'",
-                                       from_name, what, theirs, mine, mine));
+                                       from_name, what, base::excerpt(theirs), base::excerpt(mine),
+                                       base::excerpt(mine)));
     };
     fill(a.driver_version, b.driver_version, "driver_version");
     fill(a.cuda_version, b.cuda_version, "cuda_version");

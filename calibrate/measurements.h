@@ -33,6 +33,8 @@ namespace clustersim::calibrate {
 inline constexpr std::string_view kMeasurementFormat = "clustersim-measurements";
 /// The version this build writes and the newest it reads.
 inline constexpr int kMeasurementVersion = 1;
+/// The most GPUs a measurement may name (the reader's bound, which the importers apply too).
+inline constexpr int kMaxMeasurementGpus = 1 << 20;
 
 /// Collectives: the one op vocabulary (strategies/collectives/collective.h), whose names
 /// (to_string, parse_op) are those of the measurement file; busbw uses its bus_factor.

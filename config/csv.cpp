@@ -1,5 +1,7 @@
 #include "config/csv.h"
 
+#include "config/bounded_read.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -170,12 +172,15 @@ CsvTable CsvTable::parse(std::string_view text, std::string name, Header header)
 }
 
 CsvTable CsvTable::read(const std::string& path, Header header) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    if (!std::ifstream(path))
         throw InputError(path + ": cannot open the file", at(path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse(text.str(), path, header);
+    try {
+        return parse(read_bounded(path, kMaxDataFileBytes, "a CSV table"), path, header);
+    } catch (const InputError& e) {
+        if (e.where())
+            throw;
+        throw InputError(e.what(), at(path));
+    }
 }
 
 std::optional<std::size_t> CsvTable::find_column(std::string_view column) const {

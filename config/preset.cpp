@@ -3,6 +3,8 @@
 #include "base/error.h"
 #include "base/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -36,15 +38,36 @@ std::string config_dir() {
     return installed.empty() ? CLUSTERSIM_DEFAULT_CONFIG_DIR : installed;
 }
 
-std::vector<std::string> preset_names(const PresetKind& kind) {
+namespace {
+/// The presets in `folder` (none when it does not exist).
+std::vector<std::string> names_in(const fs::path& folder) {
     std::vector<std::string> names;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(fs::path(config_dir()) / kind.folder, ec)) {
-        if (entry.path().extension() == ".yaml")
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+        // Regular files only (symbolic links to them too): opening a FIFO named x.yaml would
+        // wait for a writer forever, and a device or a folder is no preset.
+        std::error_code type_ec;
+        if (entry.path().extension() == ".yaml" && entry.is_regular_file(type_ec))
             names.push_back(entry.path().stem().string());
     }
     std::sort(names.begin(), names.end());
     return names;
+}
+} // namespace
+
+std::vector<std::string> preset_names(const PresetKind& kind) {
+    std::error_code ec;
+    const fs::path folder = fs::path(config_dir()) / kind.folder;
+    if (!fs::is_directory(folder, ec)) {
+        const char* env = std::getenv("CLUSTERSIM_CONFIG_DIR");
+        throw InputError(fmt::format("{}: no such folder, so no {} presets{}", folder.string(),
+                                     kind.noun,
+                                     env && *env ? " (CLUSTERSIM_CONFIG_DIR names a folder that "
+                                                   "should hold hardware/, models/ and "
+                                                   "experiments/)"
+                                                 : ""));
+    }
+    return names_in(folder);
 }
 
 fs::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
@@ -66,10 +89,11 @@ fs::path resolve_preset(const PresetKind& kind, const std::string& name_or_path,
     }
     const fs::path preset = fs::path(config_dir()) / kind.folder / (name_or_path + ".yaml");
     std::error_code ec;
-    if (!fs::exists(preset, ec))
-        throw InputError("unknown " + kind.noun + " preset '" + base::excerpt(name_or_path) +
-                         "' (presets: " + base::join(preset_names(kind), ", ") + "; " + kind.hint +
-                         ")");
+    if (!fs::is_regular_file(preset, ec))
+        throw InputError(
+            "unknown " + kind.noun + " preset '" + base::excerpt(name_or_path) +
+            "' (presets: " + base::join(names_in(fs::path(config_dir()) / kind.folder), ", ") +
+            "; " + kind.hint + ")");
     return preset;
 }
 

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "config/input_record.h"
 
 #include <algorithm>
 #include <array>
@@ -34,6 +35,7 @@ YAML::Node load_yaml_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw InputError(path + ": cannot open the file");
+    note_input(path);
     // Read at most one byte past the limit, in chunks: a device or a huge file is refused
     // after kMaxYamlFileBytes, not read whole first, and a small file costs what it holds (not
     // a zeroed buffer of the limit's size).

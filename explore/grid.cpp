@@ -3,8 +3,12 @@
 #include "base/error.h"
 #include "base/units.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -118,9 +122,6 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
                              s + "' in '" + text + "'");
         return v;
     };
-    // A bound on what "..." may produce: a list longer than this is a typo, not a study
-    // (a sweep's own --max-configurations bound comes after).
-    constexpr std::size_t kMostValues = 1 << 20;
     std::vector<std::int64_t> out;
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (items[i] != "...") {
@@ -136,6 +137,15 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
         const Progression p = progression(flag, text, out);
         const std::int64_t last = number(items[i + 1]);
         std::int64_t v = out.back();
+        // Counted before any is made (a geometric run has at most 63 terms; an arithmetic one
+        // (last - v) / step), so a huge list is refused at once and nothing overflows.
+        if (p.ratio <= 1 && last > v &&
+            static_cast<std::int64_t>(out.size()) + (last - v) / p.step > kMaxListValues)
+            throw InputError(fmt::format("{}: '{}' holds about {} values, more than the {} a "
+                                         "list may hold; take a larger step",
+                                         flag, text,
+                                         static_cast<std::int64_t>(out.size()) + (last - v) / p.step,
+                                         kMaxListValues));
         while (v < last) {
             // Overflow-safe: stop once the next value would pass `last`.
             if (p.ratio > 1 ? v > last / p.ratio : v > last - p.step)
@@ -143,9 +153,6 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
             v = p.ratio > 1 ? v * p.ratio : v + p.step;
             if (v < last)
                 out.push_back(v);
-            if (out.size() > kMostValues)
-                throw InputError(flag + ": '" + text + "' gives more than " +
-                                 std::to_string(kMostValues) + " values");
         }
         if (v != last)
             throw InputError(flag + ": " + std::to_string(last) + " is not on the progression " +
@@ -156,6 +163,9 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
     }
     if (out.empty())
         throw InputError(flag + ": the list is empty");
+    if (static_cast<std::int64_t>(out.size()) > kMaxListValues)
+        throw InputError(fmt::format("{}: {} values, more than the {} a list may hold", flag,
+                                     out.size(), kMaxListValues));
     return out;
 }
 
@@ -172,12 +182,27 @@ std::vector<std::string> expand_value_list(const std::string& flag,
     return out;
 }
 
+void check_configuration_count(std::int64_t count, std::int64_t max, const std::string& shape,
+                               const std::string& flag) {
+    if (count <= max)
+        return;
+    throw InputError(fmt::format("{} configurations ({}) are more than {} {}: narrow the values, "
+                                 "or raise the limit with {} N if you mean it",
+                                 count, shape, flag, max, flag));
+}
+
 Grid::Grid(std::vector<Axis> axes)
     : axes_(std::move(axes)) {
+    std::vector<std::string> sizes;
     for (const Axis& a : axes_) {
         if (a.values.empty())
             throw std::invalid_argument("Grid: axis without values");
-        size_ *= static_cast<std::int64_t>(a.values.size());
+        sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+        const auto n = static_cast<std::int64_t>(a.values.size());
+        if (size_ > std::numeric_limits<std::int64_t>::max() / n)
+            throw InputError(fmt::format("the grid ({}) has more than 2^63 configurations",
+                                         fmt::join(sizes, " x ")));
+        size_ *= n;
     }
 }
 

@@ -47,9 +47,26 @@ std::vector<std::string> expand_value_list(const std::string& flag,
 /// `--max-memory`: a positive size such as 40GiB; 0 when `text` is empty (the GPU's HBM).
 std::int64_t parse_max_memory(const std::string& text);
 
+/// A value list (`parse_int_list`) holds at most this many values: a study plots or tabulates
+/// each one, and 10,000 points are more than a plot can show. Counted before any is made, so
+/// `8,16,...,8000000` is refused at once rather than after minutes and gigabytes.
+inline constexpr std::int64_t kMaxListValues = 10'000;
+
+/// Without `--max-configurations`, a sweep runs at most this many configurations: 10^6 take
+/// minutes on a laptop in analytic fidelity (bench/'s sweep rate) and are a CSV of some
+/// hundreds of MB; beyond that the user says so.
+inline constexpr std::int64_t kDefaultMaxConfigurations = 1'000'000;
+
+/// Refuses `count` configurations of a study above `max` (InputError with the count, how it
+/// arises (`shape`: "1000 parallel.tp x 1000 parallel.pp") and the flag that raises the limit).
+void check_configuration_count(std::int64_t count, std::int64_t max, const std::string& shape,
+                               const std::string& flag);
+
 /// The Cartesian product of the axes; the last axis varies fastest.
 class Grid {
 public:
+    /// Throws InputError when the product overflows 64 bits (it is refused long before,
+    /// check_configuration_count, but must first be counted).
     explicit Grid(std::vector<Axis> axes);
     const std::vector<Axis>& axes() const { return axes_; }
     std::int64_t size() const { return size_; }

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "config/input_record.h"
 #include "explore/sweep_row.h"
 
 #include <fmt/format.h>
@@ -159,6 +160,8 @@ std::string sorted_csv(const std::string& text, const std::string& header) {
 
 LineWriter::LineWriter(const std::string& path)
     : path_(path) {
+    // Before O_CREAT: `--out model.yaml` where the experiment reads that model.
+    config::refuse_if_read(path, "--out");
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
         throw InputError(path + ": cannot write: " + std::strerror(errno));

@@ -28,6 +28,16 @@ SweepSetup::SweepSetup(const SweepRequest& request)
                                  ": given twice; put all its values in one list");
         }
     }
+    {
+        // Counted before anything is read or simulated: 10^12 configurations would run
+        // silently for ever (and their index list alone is terabytes).
+        const Grid counted(axes);
+        std::vector<std::string> sizes;
+        for (const Axis& a : axes)
+            sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+        check_configuration_count(counted.size(), request_.max_configurations,
+                                  base::join(sizes, " x "), "--max-configurations");
+    }
     if (gpus < 0)
         throw InputError(fmt::format("--gpus: expected a GPU count of at least 1, got {}", gpus));
     variants_ = std::make_unique<ExperimentVariants>(request_.experiment, fixed);

@@ -1,6 +1,9 @@
 #include "hardware/compute_model.h"
 
 #include "base/error.h"
+#include "hardware/time_limit.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -138,9 +141,26 @@ double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k
     return smooth_roofline(t_comp, t_mem) + launch_seconds_;
 }
 
+namespace {
+/// A kernel's time, refused past kLongestPrediction (time_limit.h) rather than saturated: a
+/// saturated kernel summed into a step overflowed it, and a GEMM of a 16-million hidden size
+/// printed an MFU above 100%. `what` names the kernel, formatted only when it is refused (this is a
+/// hot path).
+template <typename What>
+sim::Time kernel_time(double seconds, What what) {
+    if (!(seconds <= kLongestPrediction.seconds()))
+        throw InputError(fmt::format("{} would take {:.3g} s, past what the simulator can time "
+                                     "({:.1f} days): the model is too large for this hardware",
+                                     what(), seconds, kLongestPrediction.seconds() / 86400));
+    return sim::Time::from_seconds(seconds);
+}
+} // namespace
+
 sim::Time ComputeModel::gemm(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
                              std::int64_t batch) const {
-    return sim::Time::from_seconds(gemm_seconds(m, n, k, dtype, batch));
+    return kernel_time(gemm_seconds(m, n, k, dtype, batch), [&] {
+        return fmt::format("a GEMM of {} x {} x {} (batch {})", m, n, k, batch);
+    });
 }
 
 namespace {
@@ -190,8 +210,10 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
 sim::Time ComputeModel::fused_attention(std::int64_t batch_heads, std::int64_t seq,
                                         std::int64_t head_dim, Dtype dtype, bool causal,
                                         bool backward) const {
-    return sim::Time::from_seconds(
-        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward));
+    return kernel_time(
+        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward), [&] {
+            return fmt::format("an attention kernel of {} heads x {} tokens", batch_heads, seq);
+        });
 }
 
 double ComputeModel::memory_bound_seconds(std::int64_t bytes) const {
@@ -201,7 +223,8 @@ double ComputeModel::memory_bound_seconds(std::int64_t bytes) const {
 }
 
 sim::Time ComputeModel::memory_bound(std::int64_t bytes) const {
-    return sim::Time::from_seconds(memory_bound_seconds(bytes));
+    return kernel_time(memory_bound_seconds(bytes),
+                       [&] { return fmt::format("a memory-bound kernel of {} bytes", bytes); });
 }
 
 double ComputeModel::sustained_flops(Dtype d) const {

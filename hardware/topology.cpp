@@ -4,6 +4,7 @@
 #include "base/units.h"
 #include "hardware/fabric_routes.h"
 #include "hardware/graph_size.h"
+#include "hardware/memory_limit.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -115,18 +116,20 @@ GraphSize refuse_if_too_large(const ClusterSpec& spec) {
                                      "at most 2^32 - 1 of each can be held",
                                      spec.gpu_count(), size.vertices, size.edges));
     const double need = graph_bytes(size);
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page = ::sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page <= 0)
+    // The machine's memory, or less where `ulimit -v` or a cgroup says so (memory_limit.h).
+    const MemoryLimit limit = memory_limit();
+    if (limit.bytes <= 0)
         return size;
-    const double have = static_cast<double>(pages) * static_cast<double>(page);
+    const double have = limit.bytes;
     if (need > 0.8 * have)
         throw InputError(fmt::format(
             "a cluster of {} GPUs needs about {:.1f} GiB for its graph ({:.3g} vertices and "
-            "{:.3g} edges, about {:.0f} bytes per vertex with its edges); this machine has {:.1f} "
-            "GiB of memory: simulate fewer GPUs (data-parallel replicas repeat: a smaller dp "
-            "predicts the same step)",
+            "{:.3g} edges, about {:.0f} bytes per vertex with its edges); {} {:.1f} GiB of "
+            "memory: simulate fewer GPUs (data-parallel replicas repeat: a smaller dp predicts "
+            "the same step)",
             spec.gpu_count(), need / (1 << 30), size.vertices, size.edges, need / size.vertices,
+            limit.which == "physical memory" ? "this machine has"
+                                             : "this process may use (" + limit.which + ")",
             have / (1 << 30)));
     return size;
 }

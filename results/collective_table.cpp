@@ -148,6 +148,13 @@ std::vector<CollectiveRow> CollectiveSweep::rows() const {
     for (std::int64_t bytes : sizes()) {
         cl::Collective c = base_;
         c.bytes = bytes;
+        if (!cl::within_limits(*comm_, c))
+            throw InputError(fmt::format(
+                "{}: {} B of {} on {} GPUs is past what the simulator can time (at most {:.1f} "
+                "days, and bytes x GPUs below 2^62); the largest size it takes here is {} B",
+                request_.bytes ? "--bytes" : "--max-bytes", bytes, cl::to_string(base_.op),
+                comm_->size(), cl::kLongestPrediction.seconds() / 86400,
+                cl::largest_bytes(*comm_, c)));
         const cl::Outcome out = cl::simulate(*comm_, c, fidelity_, flow_options_);
         rows.push_back({bytes, out.choice, out.time});
     }

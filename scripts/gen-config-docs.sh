@@ -19,7 +19,7 @@ for pair in experiments:docs/experiments.md hardware:docs/hardware-files.md; do
   kind=${pair%%:*}
   doc=${pair#*:}
   tmp=$(mktemp)
-  "$dir/app/clustersim" init --docs "$kind" --out "$tmp"
+  "$dir/app/clustersim" init --docs "$kind" --out "$tmp" --force
   if [ "$check" = 1 ]; then
     if ! diff -u "$doc" "$tmp" >/dev/null 2>&1; then
       echo "gen-config-docs: $doc is out of date; run scripts/gen-config-docs.sh" >&2

@@ -4,6 +4,9 @@
 #include "hardware/flow_binding.h"
 #include "sim/engine.h"
 #include "sim/flow_network.h"
+#include "strategies/collectives/size_limit.h"
+
+#include <fmt/format.h>
 
 namespace clustersim::strategies {
 
@@ -16,6 +19,18 @@ TransferResult simulate_transfer(const hardware::Topology& topology, int from, i
         throw InputError("a transfer needs two different GPUs, got gpu" + std::to_string(from) +
                          " twice");
     TransferResult result{topology.gpu_route(from, to), sim::Time::zero(), 0, 0};
+    // Alone on its path the flow takes latency + bytes / bottleneck; past the longest
+    // prediction its completion would overflow the clock (collectives/size_limit.h).
+    const double longest = collectives::kLongestPrediction.seconds();
+    if (result.route.bottleneck > 0 &&
+        result.route.latency.seconds() + static_cast<double>(bytes) / result.route.bottleneck >
+            longest)
+        throw InputError(fmt::format(
+            "{} B from gpu{} to gpu{} is past what the simulator can time (at most {:.1f} days); "
+            "the largest size it takes on this path is {} B",
+            bytes, from, to, longest / 86400,
+            static_cast<std::int64_t>((longest - result.route.latency.seconds()) *
+                                      result.route.bottleneck)));
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, topology);

@@ -5,6 +5,8 @@
 #include "config/yaml_map.h"
 #include "strategies/models/model_keys.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -137,6 +139,14 @@ void validate(YamlMap& m, const ModelSpec& s) {
             "moe_router_topk=" + std::to_string(s.moe_router_topk) + " exceeds num_experts=" +
                 std::to_string(s.num_experts) + "; a token is routed to at most every expert: " +
                 "choose moe_router_topk between 1 and " + std::to_string(s.num_experts));
+    // The busiest GPU receives at most every token's copy for each of its experts: with one
+    // expert per GPU, num_experts / topk times the mean. More is no load, it is an
+    // impossible one (1e12 printed an MFU of 821%).
+    const double most = static_cast<double>(s.num_experts) / s.moe_router_topk;
+    require(s.moe_load_imbalance <= most, "moe_load_imbalance",
+            fmt::format("moe_load_imbalance={} is more than num_experts / moe_router_topk = {:g}, "
+                        "the most one GPU can receive (every token routed to its experts)",
+                        s.moe_load_imbalance, most));
     if (s.moe_router_num_groups > 0) {
         require(s.num_experts % s.moe_router_num_groups == 0, "moe_router_num_groups",
                 "moe_router_num_groups=" + std::to_string(s.moe_router_num_groups) +

@@ -655,6 +655,19 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
                         " = " + std::to_string(per_step) + "; use a multiple of " +
                         std::to_string(per_step),
                     "training.global_batch");
+    // A schedule holds a pass per micro-batch, chunk and direction on every stage, so the
+    // micro-batches per pipeline are bounded where the schedule still fits in memory: 2^16,
+    // far above the hundreds to thousands a training run uses (2^30 was bad_alloc at once,
+    // 2^40 overflowed the int count).
+    constexpr std::int64_t kMaxMicroBatches = std::int64_t{1} << 16;
+    if (e.training.global_batch / per_step > kMaxMicroBatches)
+        return fail("global_batch " + std::to_string(e.training.global_batch) + " is " +
+                        std::to_string(e.training.global_batch / per_step) +
+                        " micro-batches per pipeline (global_batch / (micro_batch x dp)), more "
+                        "than the " +
+                        std::to_string(kMaxMicroBatches) +
+                        " a schedule holds; use a larger micro_batch or a smaller global_batch",
+                    "training.global_batch");
     const int mb = e.micro_batches();
     if (p.schedule == PipelineSchedule::interleaved_1f1b && mb % p.pp != 0)
         return fail(

@@ -200,6 +200,13 @@ std::vector<int> assign_layers(int layers, const PipelineSplit& split, const Sta
                      "but the model has " +
                      std::to_string(layers) + (left == 0 ? " and no rank holds the rest" : ""),
                  key);
+        if (left > 0 && rest == 0)
+            fail("decoder_first/last_pipeline_num_layers place all " + std::to_string(layers) +
+                     " layers on the first/last pipeline rank, leaving the other " +
+                     std::to_string(left) +
+                     " ranks without a layer (empty stages); leave layers for them, or use a "
+                     "smaller pp",
+                 key);
         if (left > 0 && rest % left != 0)
             fail("with decoder_first/last_pipeline_num_layers the other " + std::to_string(left) +
                      " pipeline ranks must share the remaining " + std::to_string(rest) +

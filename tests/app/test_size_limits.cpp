@@ -8,6 +8,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace clustersim;
@@ -21,7 +25,8 @@ void check_refused(const Run& r, const std::string& gpus) {
     CHECK(r.out.empty());
     CHECK_THAT(r.err, Catch::Contains("a cluster of " + gpus + " GPUs needs about ") &&
                           Catch::Contains("GiB for its graph") &&
-                          Catch::Contains("this machine has"));
+                          (Catch::Contains("this machine has") ||
+                           Catch::Contains("this process may use")));
 }
 } // namespace
 
@@ -47,4 +52,34 @@ TEST_CASE("size limits: run and collective refuse a cluster that cannot fit", "[
                            "all_reduce", "--bytes", "1GiB", "--fidelity", "flow"}),
                       "268435456");
     }
+}
+
+TEST_CASE("size limits: ulimit -v is honoured, not only the machine's memory", "[app][limits]") {
+    // A child process under RLIMIT_AS of what it has mapped plus 512 MiB: a million GPUs' graph
+    // (gigabytes) is refused with the limit named, where physical memory alone accepted it and
+    // the build died of bad_alloc.
+    const TempDir dir("rlimit-as");
+    const std::string err_file = dir.file("err.txt");
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        double mapped = 0;
+        std::ifstream("/proc/self/statm") >> mapped;
+        const auto bytes =
+            static_cast<rlim_t>(mapped * static_cast<double>(::sysconf(_SC_PAGE_SIZE))) +
+            (rlim_t{512} << 20);
+        rlimit as{bytes, bytes};
+        ::setrlimit(RLIMIT_AS, &as);
+        const Run r = run({"collective", "-H", "dgx-a100", "--gpus", "1000000", "--op",
+                           "all_reduce", "--bytes", "1GiB", "--fidelity", "flow"});
+        spit(err_file, r.err);
+        ::_exit(r.code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK_THAT(slurp(err_file),
+               Catch::Contains("a cluster of 1000000 GPUs needs about") &&
+                   Catch::Contains("this process may use (ulimit -v (RLIMIT_AS))"));
 }

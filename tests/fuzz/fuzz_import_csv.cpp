@@ -2,13 +2,17 @@
 // with an InputError naming the line; nothing else may escape.
 #include "base/error.h"
 #include "calibrate/import.h"
+#include "fuzz/stretch.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    // Long lines: 0x7F c stands for 65,536 copies of c (fuzz/stretch.h).
+    const std::string stretched =
+        clustersim::fuzz::stretch(std::string_view(reinterpret_cast<const char*>(data), size));
+    const std::string_view text = stretched;
     using namespace clustersim;
     try {
         // The name says the op and GPU count of a collective table, as a user's would.

@@ -4,13 +4,16 @@
 #include "calibrate/import.h"
 #include "calibrate/kineto.h"
 #include "calibrate/measurements.h"
+#include "fuzz/stretch.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string text(reinterpret_cast<const char*>(data), size);
+    // Long lines: 0x7F c stands for 65,536 copies of c (fuzz/stretch.h).
+    const std::string text =
+        clustersim::fuzz::stretch(std::string_view(reinterpret_cast<const char*>(data), size));
     using namespace clustersim;
     try {
         calibrate::ImportOptions options;

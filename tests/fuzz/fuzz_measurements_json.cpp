@@ -3,6 +3,7 @@
 // however deep or long the JSON.
 #include "base/error.h"
 #include "calibrate/measurements.h"
+#include "fuzz/stretch.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,10 @@
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    // Long lines: 0x7F c stands for 65,536 copies of c (fuzz/stretch.h).
+    const std::string stretched =
+        clustersim::fuzz::stretch(std::string_view(reinterpret_cast<const char*>(data), size));
+    const std::string_view text = stretched;
     using namespace clustersim;
     calibrate::MeasurementFile file;
     try {

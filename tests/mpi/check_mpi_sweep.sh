@@ -38,4 +38,19 @@ if ! cmp -s "$work/one.csv" "$work/mpi.csv"; then
   echo "mpi sweep: same rows but not in configuration order" >&2
   exit 1
 fi
-echo "mpi sweep: 2 ranks wrote the single-process CSV ($rows lines)"
+# An input error found by every rank: exit 2, and rank 0 says it every time (it printed nothing
+# in 2 of 5 runs when another rank's exit stopped the job first). Also the configuration bound.
+for bad in "--vary parallel.tp=0,1" "--vary parallel.tp=1,2,4 --max-configurations 2"; do
+  for try in 1 2 3 4 5; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$mpiexec" "${root_flag[@]}" --oversubscribe -n 2 "$clustersim" sweep "$exp" $bad --mpi \
+      >"$work/bad.txt" 2>&1 || rc=$?
+    if [ "$rc" -ne 2 ] || ! grep -q "clustersim: error: " "$work/bad.txt"; then
+      echo "mpi sweep: '$bad' (try $try) exited $rc without its message:" >&2
+      cat "$work/bad.txt" >&2
+      exit 1
+    fi
+  done
+done
+echo "mpi sweep: 2 ranks wrote the single-process CSV ($rows lines); input errors said by rank 0"
