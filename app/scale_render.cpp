@@ -1,6 +1,6 @@
 #include "app/scale_render.h"
 
-#include "app/uncertainty.h"
+#include "results/uncertainty.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
@@ -401,7 +401,7 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
                              {"inside_range", near.inside_range},
                              {"source", "docs/validation.md, " + near.regime->section}};
     band["calibrated"] =
-        band_json(base.provenance.uncertainty, PredictionKind::step, r.step_time_s);
+        results::band_json(base.provenance.uncertainty, results::PredictionKind::step, r.step_time_s);
     j["error_band"] = band;
     (void)plan;
     return j;

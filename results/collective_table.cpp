@@ -6,6 +6,7 @@
 #include "base/units.h"
 #include "hardware/topology.h"
 #include "results/uncertainty.h"
+#include "strategies/collectives/size_limit.h"
 
 #include <fmt/format.h>
 
