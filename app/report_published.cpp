@@ -1,9 +1,9 @@
 // docs/validation.md, section "Training steps: published Megatron-LM runs": the numbers of
-// calibrate/accuracy_published.h worded as Markdown.
+// validation/accuracy_published.h worded as Markdown.
 #include "app/report_published.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_published.h"
+#include "validation/accuracy_published.h"
 
 #include <fmt/format.h>
 
@@ -12,15 +12,15 @@
 
 namespace clustersim::app {
 
-using calibrate::PublishedRun;
+using validation::PublishedRun;
 
 namespace {
 
 /// The summary sentence of a table: its errors against the target of every row within `target`.
 std::string summary_line(const std::vector<PublishedRun>& runs, double target,
                          const std::string& what) {
-    const calibrate::ErrorStats s = calibrate::run_errors(runs);
-    const int within = calibrate::runs_within(runs, target);
+    const calibrate::ErrorStats s = validation::run_errors(runs);
+    const int within = validation::runs_within(runs, target);
     return fmt::format("Mean |error| {}, max |error| {}, mean error {}; {} of {} rows "
                        "within {:.0f}%. Target ({} within {:.0f}% on every row): {}.\n",
                        base::percent(s.mean_abs), base::percent(s.max_abs),
