@@ -108,7 +108,7 @@ std::string memory_table(const std::vector<RecentRun>& runs) {
 } // namespace
 
 std::string steps_across_nodes_markdown(const std::string& data_dir) {
-    const auto narayanan = calibrate::narayanan2021_runs(data_dir);
+    const auto narayanan = validation::narayanan2021_runs(data_dir);
     const auto recent = validation::recent_runs(data_dir);
     std::string md;
     md += "The training-step model on many nodes against the two dev sets of the multi-node "
