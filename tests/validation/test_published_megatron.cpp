@@ -5,8 +5,8 @@
 // are asserted in tests tagged [!shouldfail] (as tests/calibrate/test_steps_accuracy.cpp does):
 // they fail the day the model reaches them, and the tag must go.
 #include "base/error.h"
-#include "cli_run.h"
 #include "hardware/hardware_loader.h"
+#include "tests/app/cli_run.h"
 #include "validation/accuracy_published.h"
 
 #include "strategies/models/layer_work.h"

@@ -4,7 +4,7 @@
 // dense bf16 rows (a guard rounded up a little; the 10% target is asserted in a
 // [!shouldfail] test that fails the day the model reaches it, when the tag must go).
 #include "base/error.h"
-#include "cli_run.h"
+#include "tests/app/cli_run.h"
 #include "validation/accuracy_recent.h"
 
 #include <catch2/catch.hpp>
