@@ -4,7 +4,7 @@
 #include "hardware/flow_binding.h"
 #include "sim/engine.h"
 #include "sim/flow_network.h"
-#include "strategies/collectives/size_limit.h"
+#include "hardware/time_limit.h"
 
 #include <fmt/format.h>
 
@@ -20,8 +20,8 @@ TransferResult simulate_transfer(const hardware::Topology& topology, int from, i
                          " twice");
     TransferResult result{topology.gpu_route(from, to), sim::Time::zero(), 0, 0};
     // Alone on its path the flow takes latency + bytes / bottleneck; past the longest
-    // prediction its completion would overflow the clock (collectives/size_limit.h).
-    const double longest = collectives::kLongestPrediction.seconds();
+    // prediction its completion would overflow the clock (hardware/time_limit.h).
+    const double longest = hardware::kLongestPrediction.seconds();
     if (result.route.bottleneck > 0 &&
         result.route.latency.seconds() + static_cast<double>(bytes) / result.route.bottleneck >
             longest)
