@@ -1,5 +1,6 @@
 #include "app/cli.h"
 
+#include "app/version.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "config/input_record.h"
@@ -19,7 +20,7 @@ int run_cli(int argc, const char* const* argv, Io io) {
     CLI::App app{"clustersim: a discrete-event simulator of GPU clusters and parallel training",
                  "clustersim"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "clustersim 0.1.0");
+    app.set_version_flag("--version", std::string("clustersim ") + std::string(kVersion));
     int exit_code = kOk;
     register_hardware(app, io, exit_code);
     register_transfer(app, io, exit_code);

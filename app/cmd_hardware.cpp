@@ -2,7 +2,6 @@
 #include "app/cli.h"
 #include "app/cluster_options.h"
 #include "app/output.h"
-#include "app/reports.h"
 #include "base/units.h"
 #include "hardware/topology.h"
 
@@ -16,6 +15,9 @@
 #include <sstream>
 
 namespace clustersim::app {
+namespace {
+
+/// `clustersim hardware show`: GPUs, nodes, links by kind, bisection bandwidth.
 void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
     using namespace hardware;
     const ClusterSpec& s = topo.spec();
@@ -88,6 +90,8 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
                    base::format_bandwidth(topo.bisection_bandwidth()), topo.gpu_count() / 2 - 1,
                    topo.gpu_count() / 2, topo.gpu_count() - 1);
 }
+
+} // namespace
 
 void register_hardware(CLI::App& app, Io io, int& /*exit_code*/) {
     auto* cmd = app.add_subcommand("hardware", "Show a hardware description or its graph");

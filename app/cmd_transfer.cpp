@@ -1,7 +1,6 @@
 // clustersim transfer: one flow between two GPUs, with its path, time and bandwidth.
 #include "app/cli.h"
 #include "app/cluster_options.h"
-#include "app/reports.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "strategies/transfer.h"
@@ -43,6 +42,9 @@ struct TransferOptions {
 
 } // namespace
 
+namespace {
+
+/// `clustersim transfer`: simulates one transfer and prints path, time and bandwidth.
 void print_transfer(std::ostream& out, const hardware::Topology& topo, int from, int to,
                     std::int64_t bytes) {
     const auto r = strategies::simulate_transfer(topo, from, to, bytes);
@@ -64,6 +66,8 @@ void print_transfer(std::ostream& out, const hardware::Topology& topo, int from,
     fmt::print(out, "{:<11}{}\n", "time", base::format_time(r.time));
     fmt::print(out, "{:<11}{}\n", "achieved", base::format_bandwidth(r.achieved_bandwidth));
 }
+
+} // namespace
 
 void register_transfer(CLI::App& app, Io io, int& /*exit_code*/) {
     auto opts = std::make_shared<TransferOptions>();

@@ -1,7 +1,7 @@
 #include "app/collective_accuracy.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_collectives.h"
+#include "validation/accuracy_collectives.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 
 namespace clustersim::app {
 
-using calibrate::AccuracyCurve;
-using calibrate::AccuracyRow;
+using validation::AccuracyCurve;
+using validation::AccuracyRow;
 
 namespace {
 
@@ -50,7 +50,7 @@ std::string points_table(const std::vector<AccuracyRow>& rows, const std::string
 } // namespace
 
 std::string collective_accuracy_markdown(const std::string& data_dir) {
-    const calibrate::CollectiveAccuracy a = calibrate::collective_accuracy(data_dir);
+    const validation::CollectiveAccuracy a = validation::collective_accuracy(data_dir);
     std::string md =
         "Predicted with `clustersim collective` (analytic fidelity, `--algo auto` unless the "
         "measurement names the algorithm) on the presets as committed. The presets' "
@@ -121,7 +121,7 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
 }
 
 std::string multi_node_accuracy_markdown(const std::string& data_dir) {
-    const auto files = calibrate::multi_node_accuracy(data_dir);
+    const auto files = validation::multi_node_accuracy(data_dir);
     std::string md =
         "Multi-node nccl-tests runs (`data/reference/nccl/multi-node`, imported with the "
         "nccl-tests importer of `clustersim calibrate import`), each predicted on the preset of "

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The "collectives" section of docs/validation.md: the numbers of
-/// calibrate::collective_accuracy (calibrate/accuracy_collectives.h), worded as Markdown.
+/// validation::collective_accuracy (validation/accuracy_collectives.h), worded as Markdown.
 
 #include <string>
 
@@ -11,7 +11,7 @@ namespace clustersim::app {
 /// reference file.
 std::string collective_accuracy_markdown(const std::string& data_dir);
 
-/// The Markdown of the "Across nodes" section: calibrate::multi_node_accuracy.
+/// The Markdown of the "Across nodes" section: validation::multi_node_accuracy.
 std::string multi_node_accuracy_markdown(const std::string& data_dir);
 
 } // namespace clustersim::app

@@ -1,16 +1,16 @@
-// docs/validation.md, section "GEMM throughput": the numbers of calibrate/accuracy_gemm.h (the
+// docs/validation.md, section "GEMM throughput": the numbers of validation/accuracy_gemm.h (the
 // kernel cost model against measured cuBLAS matmuls) worded as Markdown.
 #include "app/report_compute.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_gemm.h"
+#include "validation/accuracy_gemm.h"
 
 #include <fmt/format.h>
 
 namespace clustersim::app {
 
 std::string gemm_validation_markdown(const std::string& data_dir) {
-    const calibrate::GemmAccuracy acc = calibrate::gemm_accuracy(data_dir);
+    const validation::GemmAccuracy acc = validation::gemm_accuracy(data_dir);
     std::string table = "| source | GPU (preset) | dtype | m x n x k | measured TFLOP/s | "
                         "predicted | error | tile | waves |\n|---|---|---|---|---:|---:|---:|---|"
                         "---:|\n";

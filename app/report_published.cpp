@@ -1,9 +1,9 @@
 // docs/validation.md, section "Training steps: published Megatron-LM runs": the numbers of
-// calibrate/accuracy_published.h worded as Markdown.
+// validation/accuracy_published.h worded as Markdown.
 #include "app/report_published.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_published.h"
+#include "validation/accuracy_published.h"
 
 #include <fmt/format.h>
 
@@ -12,15 +12,15 @@
 
 namespace clustersim::app {
 
-using calibrate::PublishedRun;
+using validation::PublishedRun;
 
 namespace {
 
 /// The summary sentence of a table: its errors against the target of every row within `target`.
 std::string summary_line(const std::vector<PublishedRun>& runs, double target,
                          const std::string& what) {
-    const calibrate::ErrorStats s = calibrate::run_errors(runs);
-    const int within = calibrate::runs_within(runs, target);
+    const calibrate::ErrorStats s = validation::run_errors(runs);
+    const int within = validation::runs_within(runs, target);
     return fmt::format("Mean |error| {}, max |error| {}, mean error {}; {} of {} rows "
                        "within {:.0f}%. Target ({} within {:.0f}% on every row): {}.\n",
                        base::percent(s.mean_abs), base::percent(s.max_abs),
@@ -63,7 +63,7 @@ std::string published_megatron_markdown(const std::string& data_dir) {
           "committed but for two stated facts of those runs: the software reduced gradients in "
           "fp16, and the 2020 DGX A100 had the 40 GB A100. Error = predicted / measured - 1.\n";
 
-    const auto big = calibrate::narayanan2021_runs(data_dir);
+    const auto big = validation::narayanan2021_runs(data_dir);
     md += "\n### Narayanan et al. 2021, Table 1 (GPT 1.7B-1T, 32-3072 A100s)\n\n";
     md += "`megatron/narayanan2021-table1.csv`: Selene, DGX A100 80GB (`dgx-a100` sized to the "
           "row's GPUs), sequence 2048, vocabulary 51200, ffn 4h, fp16, full activation "
@@ -123,7 +123,7 @@ std::string published_megatron_markdown(const std::string& data_dir) {
             compute, share(compute, t), (pipeline + gap) / pipeline, (compute + gap) / compute);
     }
 
-    const auto small = calibrate::megatron2020_runs(data_dir);
+    const auto small = validation::megatron2020_runs(data_dir);
     md += "\n### Megatron-LM README (2020): tensor-parallel scaling on DGX A100 and DGX-2\n\n";
     md += "`megatron/megatron2020-tensor-parallel-scaling.csv`: GPT-2 models of 1.2B-8.3B, "
           "sequence 1024, vocabulary 51200, ffn 4h, fp16, tensor parallel 1-8 (no pipeline), "

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The section "Training steps: published Megatron-LM runs" of docs/validation.md: the runs of
-/// calibrate/accuracy_published.h (Narayanan et al. SC21 Table 1, the Megatron-LM README of
+/// validation/accuracy_published.h (Narayanan et al. SC21 Table 1, the Megatron-LM README of
 /// 2020) with their rules, errors and step breakdowns, as Markdown.
 
 #include <string>

@@ -1,11 +1,11 @@
 // docs/validation.md, sections "Training steps across nodes" and "Recent large runs": the numbers
-// of calibrate/accuracy_recent.h (and the Narayanan rows of calibrate/accuracy_published.h)
+// of validation/accuracy_recent.h (and the Narayanan rows of validation/accuracy_published.h)
 // worded as Markdown.
 #include "app/report_recent.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_published.h"
-#include "calibrate/accuracy_recent.h"
+#include "validation/accuracy_published.h"
+#include "validation/accuracy_recent.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 
 namespace clustersim::app {
 
-using calibrate::RecentRun;
+using validation::RecentRun;
 
 namespace {
 
@@ -108,8 +108,8 @@ std::string memory_table(const std::vector<RecentRun>& runs) {
 } // namespace
 
 std::string steps_across_nodes_markdown(const std::string& data_dir) {
-    const auto narayanan = calibrate::narayanan2021_runs(data_dir);
-    const auto recent = calibrate::recent_runs(data_dir);
+    const auto narayanan = validation::narayanan2021_runs(data_dir);
+    const auto recent = validation::recent_runs(data_dir);
     std::string md;
     md += "The training-step model on many nodes against the two dev sets of the multi-node "
           "issue, with the committed presets and one rule per source for what it does not state "
@@ -120,9 +120,9 @@ std::string steps_across_nodes_markdown(const std::string& data_dir) {
     md += "| set | rows | mean \\|error\\| | signed mean | max \\|error\\| | target (mean) | |\n";
     md += "|---|---:|---:|---:|---:|---|---|\n";
     md += stats_row("Narayanan et al. 2021, Table 1 (32-3072 A100s; TFLOP/s)",
-                    calibrate::run_errors(narayanan), 0.07, "7%");
+                    validation::run_errors(narayanan), 0.07, "7%");
     md += stats_row("h100-published-runs.yaml, dense bf16 rows (iteration time)",
-                    calibrate::recent_errors(recent, true), 0.10, "10%");
+                    validation::recent_errors(recent, true), 0.10, "10%");
     md += "\nNarayanan's rows are in the section \"Training steps: published Megatron-LM runs\" "
           "(their TFLOP/s error has the opposite sign of an iteration-time error). The dense "
           "bf16 rows of `large-scale/h100-published-runs.yaml` (all four are torchtitan's, on "
@@ -160,13 +160,13 @@ std::string steps_across_nodes_markdown(const std::string& data_dir) {
 }
 
 std::string recent_runs_markdown(const std::string& data_dir) {
-    const auto recent = calibrate::recent_runs(data_dir);
+    const auto recent = validation::recent_runs(data_dir);
     std::string md;
     md += "Every row of `large-scale/h100-published-runs.yaml` (NeMo 24.07, Megatron-Bridge "
           "25.09-26.02 and torchtitan runs on 64-1024 H100s; the file cites each page), each "
           "mapped to an experiment from the row's own fields. Rules for what the sources do not "
           "state, the same for every row:\n\n";
-    for (const auto& rule : calibrate::recent_rules())
+    for (const auto& rule : validation::recent_rules())
         md += "- " + rule + ".\n";
     md += "\nA row that needs what the step model does not have yet says so instead of a "
           "number; support is detected by loading the row's experiment (an unknown key such as "
@@ -186,7 +186,7 @@ std::string recent_runs_markdown(const std::string& data_dir) {
                                   : "not modelled: " + r.not_modelled);
         not_modelled += r.ran() ? 0 : 1;
     }
-    const auto s = calibrate::recent_errors(recent, false);
+    const auto s = validation::recent_errors(recent, false);
     md += fmt::format("\n{} of {} rows predicted ({} not modelled)", s.points, recent.size(),
                       not_modelled);
     if (s.points > 0)

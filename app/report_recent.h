@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Two sections of docs/validation.md from calibrate/accuracy_recent.h (and the Narayanan runs
-/// of calibrate/accuracy_published.h): "Training steps across nodes" (the dev sets with
+/// Two sections of docs/validation.md from validation/accuracy_recent.h (and the Narayanan runs
+/// of validation/accuracy_published.h): "Training steps across nodes" (the dev sets with
 /// their targets and signed errors) and "Recent large runs" (every row of
 /// large-scale/h100-published-runs.yaml, predicted or marked not modelled), as Markdown.
 

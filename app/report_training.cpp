@@ -1,10 +1,10 @@
-// docs/validation.md, section "Training steps": the numbers of calibrate/accuracy_steps.h
+// docs/validation.md, section "Training steps": the numbers of validation/accuracy_steps.h
 // (issue 4's check on every measured step, issue 5's on the four fifths the preset's framework
 // factors were not fitted on, the errors by group) worded as Markdown.
 #include "app/report_training.h"
 
 #include "base/text.h"
-#include "calibrate/accuracy_steps.h"
+#include "validation/accuracy_steps.h"
 
 #include <fmt/format.h>
 
@@ -31,7 +31,7 @@ std::string group_table(const std::vector<PredictedPoint>& points,
     std::string md =
         "| " + heading + " | rows | mean error | mean \\|error\\| | max \\|error\\| |\n";
     md += "|---|---:|---:|---:|---:|\n";
-    for (const auto& g : calibrate::group_errors(points, keys)) {
+    for (const auto& g : validation::group_errors(points, keys)) {
         std::vector<std::string> name;
         for (std::size_t i = 0; i < keys.size(); ++i)
             name.push_back(keys[i] + std::to_string(g.key[i]));
@@ -43,7 +43,7 @@ std::string group_table(const std::vector<PredictedPoint>& points,
 }
 
 /// Mean error of each (TP, hidden, micro-batch) cell, one column per (PP, DP) split.
-std::string cell_split_table(const calibrate::CellSplits& cells) {
+std::string cell_split_table(const validation::CellSplits& cells) {
     std::string md = "| tp h mb |";
     std::string rule = "|---|";
     for (const auto& sp : cells.splits) {
@@ -69,7 +69,7 @@ std::string cell_split_table(const calibrate::CellSplits& cells) {
 } // namespace
 
 std::string training_steps_markdown(const std::string& data_dir) {
-    const calibrate::StepAccuracy acc = calibrate::step_accuracy(data_dir);
+    const validation::StepAccuracy acc = validation::step_accuracy(data_dir);
     const auto& points = acc.points;
     const ErrorStats& every = acc.every;
     const ErrorStats& held = acc.held_out;
@@ -102,7 +102,7 @@ std::string training_steps_markdown(const std::string& data_dir) {
     md += "\n### By micro-batch size\n\n";
     md += group_table(points, {"mb"}, "group");
 
-    const calibrate::CellSplits cells = calibrate::cell_splits(points);
+    const validation::CellSplits cells = validation::cell_splits(points);
     md += "\n### By tensor-parallel size, hidden size and micro-batch size, in every split\n\n";
     md += "Mean error of each (TP, hidden, micro-batch) cell in each pipeline/data-parallel "
           "split (separate runs on 2-8 GPUs, 4-16 of them per entry: 12-24 layers, one to four "

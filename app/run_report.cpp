@@ -4,6 +4,7 @@
 
 #include "app/chrome_trace.h"
 #include "app/svg_plot.h"
+#include "app/version.h"
 #include "base/text.h"
 #include "base/units.h"
 #include "results/step_json.h"
@@ -178,7 +179,7 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
 std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
     ChromeTrace trace;
     trace.set_metadata("experiment", e.name);
-    trace.set_metadata("clustersim", "0.1.0");
+    trace.set_metadata("clustersim", std::string(kVersion));
     trace.set_metadata("parallel", describe_parallel(e));
     trace.set_metadata("simulated", simulated_note(r));
     for (std::size_t p = 0; p < r.simulated_gpus.size(); ++p) {

@@ -1,6 +1,7 @@
 #include "app/trace_compare.h"
 
 #include "app/chrome_trace.h"
+#include "app/version.h"
 #include "base/error.h"
 #include "calibrate/validation.h"
 #include "config/bounded_read.h"
@@ -210,7 +211,7 @@ std::string comparison_trace(const calibrate::KinetoTrace& trace,
                              const strategies::parallel::StepResult& r) {
     ChromeTrace t;
     t.set_metadata("experiment", e.name);
-    t.set_metadata("clustersim", "0.1.0");
+    t.set_metadata("clustersim", std::string(kVersion));
     t.set_metadata("measured", trace.imported.measurements.environment.device);
     // Measured: the first profiled step.
     const int measured_pid = 1, predicted_pid = 2;

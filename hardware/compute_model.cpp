@@ -42,7 +42,8 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
     // efficiencies were fitted on short benchmarks at the boost clock. HBM is on its own clock.
     // fp32 GEMMs run on the CUDA cores, a load that stays below the power limit: an H200's
     // fp32 GEMMs ran 48-51 TFLOP/s at every size in both sessions of
-    // calibrate/data/nvidia-h200 while its 16-bit ones fell 11% from the 3 s run to the 16 s one.
+    // data/measurements/nvidia-h200 while its 16-bit ones fell 11% from the 3 s run to the 16 s
+    // one.
     const double sustained = gpu.sustained_fraction();
     for (Dtype d : kAllDtypes) {
         peak_[index(d)] = gpu.peak(d);

@@ -7,8 +7,8 @@
 /// the time, so its band is [x / (1 + p90), x / (1 + p10)]. Hardware without a band for the kind is
 /// "uncalibrated".
 ///
-/// Used by `run` and `collective`; `sweep` should call `time_band` per row (kind step) and
-/// print `band_text` or write `band_json`.
+/// Used by `run` and `collective` (each prediction), and by `sweep` (the best configuration's
+/// step, under its table).
 ///
 /// A band needs measured points of its kind: a file fitted on collectives alone has no band for
 /// a step. `calibrated_parts` says which parts of the model its `calibration:` records set, so

@@ -18,12 +18,12 @@ echo "max boost an SXM5 reports is 1980 MHz); TDP 700 W (H100 datasheet)."
 awk 'BEGIN { printf "  check: 132 x 4096 x 1.830e9 = %.1f TFLOP/s\n", 132 * 4096 * 1.830e9 / 1e12 }'
 
 echo
-echo "== Steady-state 16-bit GEMMs on an H200 (calibrate/data/nvidia-h200/full.json) against the"
+echo "== Steady-state 16-bit GEMMs on an H200 (data/measurements/nvidia-h200/full.json) against the"
 echo "   model at the boost clock (hgx-h200 with gpu.sustained_clock_mhz 1980)"
-"$cs" validate --hardware hgx-h200 --kind gemms -m calibrate/data/nvidia-h200/full.json \
+"$cs" validate --hardware hgx-h200 --kind gemms -m data/measurements/nvidia-h200/full.json \
   --format csv 2>/dev/null >"$tmp/gemm-sustained.csv" || true
 printf 'extends: hgx-h200\ngpu: {sustained_clock_mhz: 1980}\n' >"$tmp/boost.yaml"
-"$cs" validate --hardware "$tmp/boost.yaml" --kind gemms -m calibrate/data/nvidia-h200/full.json \
+"$cs" validate --hardware "$tmp/boost.yaml" --kind gemms -m data/measurements/nvidia-h200/full.json \
   --format csv 2>/dev/null >"$tmp/gemm-boost.csv" || true
 python3 - "$tmp/gemm-boost.csv" "$tmp/gemm-sustained.csv" <<'EOF'
 import csv, sys

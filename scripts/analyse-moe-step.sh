@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the Megatron-Bridge DeepSeek-V3 row of docs/validation.md "Recent large runs" spends its
 # step (1024 H100s, tp 2 pp 8 v 4 ep 64, FP8, layout Et|(tt|)*30L): the row written as an
-# experiment file as calibrate/accuracy_recent.cpp maps it, run with one mechanism changed at a
+# experiment file as validation/accuracy_recent.cpp maps it, run with one mechanism changed at a
 # time, against the measured iteration time (8192 x 4096 tokens / (1297 tokens/s/GPU x 1024)).
 #   scripts/analyse-moe-step.sh [BUILD_DIR]      (default build/test)
 set -euo pipefail

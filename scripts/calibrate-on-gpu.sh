@@ -3,14 +3,14 @@
 #   1. build clustersim (Release, CUDA runners on),
 #   2. `clustersim calibrate run --quick`: NCCL collectives (with 2+ GPUs), GEMMs, copies,
 #      launch overhead,
-#   3. one PyTorch training step of the lecture MLP (calibrate/pytorch/lecture_mlp_step.py),
+#   3. one PyTorch training step of the lecture MLP (scripts/pytorch/lecture_mlp_step.py),
 #   4. both merged into one measurement file,
 #   5. `clustersim validate` against it, once that subcommand exists,
 #   6. PyTorch profiler traces of GPT-style training steps (scripts/gpu-trace-steps.sh),
 #      imported into traces.json and split by shape into traces-fit.json / traces-holdout.json.
 #
 # Usage: scripts/calibrate-on-gpu.sh [OUT_DIR]
-#   OUT_DIR defaults to calibrate/data/<gpu name>, e.g. calibrate/data/nvidia-h100-80gb-hbm3.
+#   OUT_DIR defaults to data/measurements/<gpu name>, e.g. data/measurements/nvidia-h100-80gb-hbm3.
 # Environment: BUILD_DIR (default build/gpu), JOBS (default: all cores), HARDWARE (the preset
 # to validate against; default from the GPU's name), CUDA_HOME (default /usr/local/cuda),
 # CLUSTERSIM (a clustersim already built with CUDA on: no build, for a GPU machine that lacks
@@ -38,7 +38,7 @@ gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -n 1)"
 gpu_count="$(nvidia-smi -L | wc -l)"
 slug="$(printf '%s' "$gpu_name" | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9' '-' |
     sed -e 's/-\{2,\}/-/g' -e 's/^-//' -e 's/-$//')"
-out_dir="${1:-$root/calibrate/data/$slug}"
+out_dir="${1:-$root/data/measurements/$slug}"
 mkdir -p "$out_dir"
 echo "== $gpu_count x $gpu_name -> $out_dir"
 
@@ -84,7 +84,7 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     for shape in ${MLP_SHAPES:-4:1024:128 4:4096:1024 8:8192:1024}; do
         IFS=: read -r layers dim batch <<<"$shape"
         step_file="$out_dir/lecture-mlp-$layers-$dim-$batch.json"
-        if python3 "$root/calibrate/pytorch/lecture_mlp_step.py" --layers "$layers" \
+        if python3 "$root/scripts/pytorch/lecture_mlp_step.py" --layers "$layers" \
             --dim "$dim" --batch "$batch" --out "$step_file"; then
             inputs+=("$step_file")
         fi

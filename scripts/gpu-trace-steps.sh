@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trace GPT-style training steps in plain PyTorch on this machine's first GPU and import them:
-#   1. calibrate/pytorch/gpt_trace_steps.py records torch.profiler traces (CPU + CUDA,
+#   1. scripts/pytorch/gpt_trace_steps.py records torch.profiler traces (CPU + CUDA,
 #      record_shapes=True) of the configurations of its grid, gzip-compressed, within a time
 #      budget, and a manifest line per trace (the model settings, the step time);
 #   2. `clustersim calibrate import TRACE --set ...` turns each into a measurement file
@@ -23,7 +23,7 @@ trace_dir="$out_dir/traces"
 mkdir -p "$trace_dir"
 rm -f "$trace_dir/manifest.jsonl"
 
-python3 "$root/calibrate/pytorch/gpt_trace_steps.py" --out "$trace_dir" \
+python3 "$root/scripts/pytorch/gpt_trace_steps.py" --out "$trace_dir" \
     --budget-s "${BUDGET_S:-420}" --layers "${LAYERS:-2}" --grid "${grid[@]}"
 
 imported=()

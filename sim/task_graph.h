@@ -7,8 +7,10 @@
 /// an asynchronous action that reports completion (a network transfer, a collective). Overlap
 /// of compute and communication falls out of this rule; nothing else is needed.
 ///
-/// Observers (traces, statistics, memory timelines) subscribe to `on_task_start` and
-/// `on_task_end`; the model code does not know they exist.
+/// Observers may subscribe to `on_task_start` and `on_task_end` (the tests check the stream
+/// and dependency rules through them); the model code does not know they exist. The step's
+/// traces and timelines are not built from them: the executors record what ran
+/// (strategies/parallel/executed_step.h), the same record in both fidelities.
 
 #include "sim/engine.h"
 #include "sim/signal.h"
@@ -40,7 +42,7 @@ struct Task {
     StreamId stream = kNoStream;
     Time duration = Time::zero(); ///< used when `action` is empty
     TaskAction action;
-    std::uint32_t category = 0; ///< opaque to the kernel; observers interpret it
+    std::uint32_t category = 0; ///< opaque to the kernel; no observer reads it today
 };
 
 /// The description of work: streams, tasks and dependencies. Built once, executed once.

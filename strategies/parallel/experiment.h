@@ -103,8 +103,8 @@ struct ParallelSpec {
     /// ZeRO-3 as PyTorch's FSDP2 runs it (torchtitan's `fsdp` / data_parallel_shard_degree):
     /// per-parameter sharding, so each all-gather lands in one flat buffer that is copied out
     /// into the parameters, and each layer's gradients are copied into one reduce-scatter
-    /// buffer (cast to the reduce dtype), both on the compute stream (step_plan.cpp,
-    /// fsdp2_copy_seconds). `zero: 3` alone is DeepSpeed's ZeRO-3 / FSDP1, whose flat
+    /// buffer (cast to the reduce dtype), both on the compute stream (param_gathers.h,
+    /// fsdp2_copies). `zero: 3` alone is DeepSpeed's ZeRO-3 / FSDP1, whose flat
     /// parameters are views of the gathered buffer.
     bool fsdp2 = false;
     /// torchtitan's data_parallel_shard_degree when given as a count (0: not given, or -1: the
@@ -133,7 +133,7 @@ struct ParallelSpec {
     /// fused_matmul_reduce_scatter, which Inductor's micro-pipeline pass substitutes): shards
     /// copied by the copy engines (no SMs taken), a GEMM chunk per rank, the local shard copied
     /// into the symmetric buffer before the first chunk and the reduce-scatter's partial sums
-    /// added by a reduction kernel after the last (step_plan.cpp, TpOverlap).
+    /// added by a reduction kernel after the last (pass_clock.cpp, TpOverlap).
     bool async_tp = false;
     std::int64_t dp_bucket = std::int64_t{25} << 20; ///< bytes per bucket (PyTorch DDP: 25 MiB)
     /// Pipeline sends overlap the sender's next pass (--overlap-p2p-communication); false:

@@ -1,5 +1,99 @@
 #include "strategies/parallel/memory_accounting.h"
 
+#include "strategies/models/fp8.h"
+#include "strategies/parallel/precision.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace clustersim::strategies::parallel {
+
+std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
+    // The rank's chunks' bytes looked up once, not once per pass (a long pipeline's rank runs
+    // thousands of passes of its few chunks).
+    struct ChunkBytes {
+        std::int64_t activation_bytes, transient_bytes, weight_activation_bytes;
+    };
+    std::vector<ChunkBytes> chunks;
+    for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+        const auto& st = plan.stage(virtual_stage(c, rank, plan.shape));
+        chunks.push_back({st.activation_bytes, st.transient_bytes, st.weight_activation_bytes});
+    }
+    std::int64_t live = 0;
+    std::int64_t peak = 0;
+    for (const PipePass& pass : plan.orders()[static_cast<std::size_t>(rank)]) {
+        const ChunkBytes& st = chunks[pass.chunk];
+        switch (pass.kind) {
+        case PassKind::forward:
+            live += st.activation_bytes;
+            peak = std::max(peak, live);
+            break;
+        case PassKind::backward:
+            peak = std::max(peak, live + st.transient_bytes);
+            live -= st.activation_bytes;
+            break;
+        case PassKind::backward_input:
+            // B frees the activations and leaves W its inputs and output gradients.
+            peak = std::max(peak, live + st.transient_bytes);
+            live += st.weight_activation_bytes - st.activation_bytes;
+            peak = std::max(peak, live);
+            break;
+        case PassKind::weight:
+            live -= st.weight_activation_bytes;
+            break;
+        }
+    }
+    return peak;
+}
+
+std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank) {
+    // Nothing gathered on this rank (no ZeRO-3): no walk of its order, which every
+    // configuration of a sweep would otherwise pay.
+    bool any = false;
+    for (int c = 0; c < plan.shape.virtual_stages && !any; ++c) {
+        const auto& st = plan.stage(virtual_stage(c, rank, plan.shape));
+        any = st.forward_gather_bytes > 0 || st.backward_gather_bytes > 0 ||
+              st.step_gathered_bytes > 0 || st.step_grad_bytes > 0;
+    }
+    if (!any)
+        return 0;
+    const auto& order = plan.orders()[static_cast<std::size_t>(rank)];
+    // Per chunk: passes that produce weight gradients (backward, or W of a split one), and
+    // whether it has run a forward; the held state is added on the first and freed after the
+    // last weight-gradient pass.
+    std::vector<int> grad_passes(static_cast<std::size_t>(plan.shape.virtual_stages), 0);
+    for (const PipePass& pass : order)
+        if (pass.kind == PassKind::backward || pass.kind == PassKind::weight)
+            ++grad_passes[static_cast<std::size_t>(pass.chunk)];
+    std::vector<int> seen(grad_passes.size(), 0);
+    std::vector<bool> started(grad_passes.size(), false);
+    std::int64_t held = 0;
+    std::int64_t peak = 0;
+    for (const PipePass& pass : order) {
+        const auto c = static_cast<std::size_t>(pass.chunk);
+        const auto& st = plan.stage(virtual_stage(pass.chunk, rank, plan.shape));
+        if (pass.kind == PassKind::forward) {
+            if (!started[c]) {
+                started[c] = true;
+                held += st.step_gathered_bytes;
+            }
+            peak = std::max(peak, held + st.forward_gather_bytes);
+            continue;
+        }
+        peak = std::max(peak, held + st.backward_gather_bytes);
+        if (pass.kind == PassKind::backward_input)
+            continue;
+        if (seen[c]++ == 0)
+            held += st.step_grad_bytes;
+        peak = std::max(peak, held);
+        if (seen[c] == grad_passes[c])
+            held -= st.step_grad_bytes + st.step_gathered_bytes;
+    }
+    return peak;
+}
+
+} // namespace clustersim::strategies::parallel
+
 namespace clustersim::strategies::parallel::detail {
 
 void account_memory(const StepPlan& plan, StepResult& r) {
@@ -25,6 +119,71 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         r.memory.push_back(m);
     }
     r.automatic_recompute = plan.automatic_recompute;
+}
+
+models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
+                                    std::int64_t experts, int edp, std::int64_t layer_parameters) {
+    const ParallelSpec& par = e.parallel;
+    const auto dtype = weight_dtype(e.training.dtype);
+    models::ModelStateBytes m =
+        models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.shard_cp());
+    if (experts > 0) {
+        const auto x =
+            models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
+        m.weights += x.weights;
+        m.gradients += x.gradients;
+        m.optimizer += x.optimizer;
+    }
+    // Transformer Engine's delayed scaling keeps FP8 copies of the weights across the step;
+    // torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
+    if (e.training.dtype == hardware::Dtype::fp8 &&
+        e.training.fp8_recipe == models::Fp8Recipe::delayed)
+        m.weights += models::kFp8WeightCopyBytes * layer_parameters;
+    return m;
+}
+
+PassGatherBytes per_pass_gather_bytes(const GatheredUnits& units, std::int64_t param_elt,
+                                      std::int64_t grad_elt) {
+    // ZeRO-3's gathered parameters in memory, gathered per pass: the unit running and the next
+    // one prefetched (FSDP2's implicit forward prefetch and explicit backward prefetch of one
+    // unit, torch/distributed/fsdp/_fully_shard/_fsdp_state.py; DeepSpeed's prefetch
+    // likewise); the backward also holds a unit's unsharded gradients (param dtype) and the
+    // reduce-scatter's input (reduce dtype: foreach_reduce's copy-in, _fsdp_collectives.py)
+    // until the copy. DeepSpeed's ZeRO-3 gathers each module: bounded by the two largest
+    // units (layers, embedding, head).
+    // FSDP2 as torchtitan wraps it (torchtitan/parallelisms/parallelize_llama.py at 9dec370,
+    // apply_fsdp): one unit per transformer block, and fully_shard(model) last, the root unit
+    // holding the rest: the embedding, the final norm and the output layer. The root is never
+    // resharded after forward, whatever reshard_after_forward says: FSDPState._lazy_init sets
+    // its group's post_forward_mesh_info = None ("For the root, do not reshard after forward
+    // since for training, the parameters would be freed and all-gathered immediately";
+    // torch/distributed/_composable/fsdp/_fsdp_state.py at pytorch/pytorch@005da465b9, the
+    // module torchtitan imports at 9dec370, December 2024; later PyTorch keeps the override
+    // only where reshard_after_forward is left to its default). Its forward inputs (token
+    // ids) need no gradient, so its post-backward runs in the root's final callback after the
+    // whole backward (_root_post_backward_final_callback): the root's parameters stay
+    // gathered through the forward and the backward, beside the two blocks, and the output
+    // layer's gradient (with tied embeddings the shared matrix's), produced first in the
+    // backward, is held unsharded (param dtype) until then. The root's own reduce-scatter, in
+    // that callback after its reshard (FSDPParamGroup.post_backward reshards before
+    // foreach_reduce), holds its gradients and their copy-in once the backward's activations
+    // are freed: not counted beside them.
+    PassGatherBytes b;
+    b.forward = (units.root + units.first + units.second) * param_elt;
+    b.backward = b.forward + units.root_grads * param_elt + units.first * (param_elt + grad_elt);
+    return b;
+}
+
+StepGatherBytes per_step_gather_bytes(std::int64_t parameters, std::int64_t param_elt,
+                                      std::int64_t grad_elt) {
+    // FSDP2 under a pipeline (fsdp2_gathered_per_step: reshard_after_forward False, no
+    // resharding nor reduce-scatter before the last backward): the chunk's parameters stay
+    // gathered, and after each backward but the last FSDPParamGroup.post_backward
+    // (_fsdp_param_group.py: `if not self.reduce_grads`) keeps the unsharded gradients,
+    // FSDPParam.to_accumulated_grad_if_needed upcasting them to the reduce dtype
+    // (unsharded_accumulated_grad; torchtitan's mixed_precision_reduce, float32) and
+    // accumulate_unsharded_grad_if_needed adding each later backward's into them.
+    return {parameters * param_elt, parameters * grad_elt};
 }
 
 } // namespace clustersim::strategies::parallel::detail

@@ -125,7 +125,8 @@ struct VirtualStagePlan {
     std::vector<GradBucket> buckets; ///< in the order the backward produces them
     /// Parameter bytes one GPU gathers per pass (ZeRO-3; 0 otherwise), per (tp) rank.
     std::int64_t gathered_bytes = 0;
-    /// ZeRO-3's gathered parameters beside the sharded state (peak_gathered_bytes). Gathered per
+    /// ZeRO-3's gathered parameters beside the sharded state (memory_accounting.h,
+    /// peak_gathered_bytes). Gathered per
     /// pass: what a forward holds (the unit it runs and the one prefetched: the two largest of
     /// the chunk's layers, embedding and head) and what a backward holds (the same, and the
     /// largest unit's unsharded gradients and its reduce-scatter input). 0 otherwise.
@@ -264,16 +265,6 @@ inline sim::Time stretched(sim::Time within, sim::Time planned, sim::Time took) 
         return within;
     return sim::Time::from_seconds(within.seconds() * (took.seconds() / planned.seconds()));
 }
-
-/// Peak bytes of activations (kept and transient) on `rank` under the plan's pass orders.
-std::int64_t peak_activation_bytes(const StepPlan& plan, int rank);
-
-/// Peak bytes of ZeRO-3's gathered parameters and unsharded gradients on `rank` (beside the
-/// sharded model state) under the plan's pass orders: per pass (VirtualStagePlan::
-/// forward_gather_bytes, backward_gather_bytes) or held across the step (step_gathered_bytes
-/// from a chunk's first forward, step_grad_bytes from its first weight-gradient pass, both
-/// until its last). 0 without ZeRO-3.
-std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank);
 
 /// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p` and
 /// context-parallel rank `c` (Megatron-Core's order tp-cp-ep-dp-pp: tensor-parallel fastest,

@@ -2,9 +2,11 @@
 /// \file
 /// One training step of an experiment, simulated: step time, where it goes, memory per GPU.
 ///
-///     ExperimentSpec e = load_experiment("configs/experiments/gpt3-175B-64xA100.yaml");
-///     StepResult r = simulate_step(e, Fidelity::analytic);
-///     r.step_time_s, r.breakdown.pp_bubble_s, r.memory[0].peak_bytes, r.oom ...
+///     const ExperimentSpec e = load_experiment("configs/experiments/gpt3-175B-64xA100.yaml");
+///     StepOptions o;
+///     o.fidelity = Fidelity::analytic;
+///     const StepResult r = simulate_step(e, o);
+///     // r.step_time_s, r.breakdown.pp_bubble_s, r.memory[0].peak_bytes, r.oom ...
 ///
 /// Symmetry: data-parallel replicas and tensor-parallel peers do the same work at the same
 /// time, so the simulation runs one representative GPU per pipeline rank (tensor-parallel rank

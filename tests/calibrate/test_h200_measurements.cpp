@@ -1,4 +1,4 @@
-// The calibration loop on real measurements of our own: calibrate/data/nvidia-h200 holds what
+// The calibration loop on real measurements of our own: data/measurements/nvidia-h200 holds what
 // scripts/calibrate-on-gpu.sh measured on one H200 (kernel launches, HBM copies and cuBLASLt
 // GEMMs from `calibrate run --quick` and the full sweep; five PyTorch training steps of the
 // lecture MLP). Fitting the hgx-h200 preset to the quick run's kernels must bring the
@@ -17,7 +17,7 @@ using namespace clustersim::calibrate;
 
 namespace {
 
-const std::string kDir = CLUSTERSIM_SOURCE_DIR "/calibrate/data/nvidia-h200/";
+const std::string kDir = CLUSTERSIM_SOURCE_DIR "/data/measurements/nvidia-h200/";
 
 ErrorStats errors(const strategies::parallel::Platform& cluster, const MeasurementFile& file,
                   PointKind kind) {

@@ -431,7 +431,7 @@ TEST_CASE("measurements: the example in docs/measurements.md is what the writer 
 
 TEST_CASE("measurements: a file another tool wrote reads (indented, other key order)",
           "[calibrate][measurements]") {
-    // What calibrate/pytorch/lecture_mlp_step.py writes (json.dumps, indent=2).
+    // What scripts/pytorch/lecture_mlp_step.py writes (json.dumps, indent=2).
     const std::string text = R"json({
   "format": "clustersim-measurements",
   "version": 1,
@@ -442,7 +442,7 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
     "nccl_version": "2.20.5",
     "date": "2025-01-01T00:00:00Z",
     "host": "h",
-    "tool": "calibrate/pytorch/lecture_mlp_step.py"
+    "tool": "scripts/pytorch/lecture_mlp_step.py"
   },
   "collectives": [],
   "gemms": [],
@@ -469,7 +469,7 @@ TEST_CASE("measurements: a file another tool wrote reads (indented, other key or
         "tp": 1
       },
       "time_ms": 1.23456789,
-      "source": "calibrate/pytorch/lecture_mlp_step.py"
+      "source": "scripts/pytorch/lecture_mlp_step.py"
     }
   ]
 }

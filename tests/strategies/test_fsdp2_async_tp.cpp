@@ -1,10 +1,10 @@
-// torchtitan's PyTorch mechanisms in the step model (strategies/parallel/step_plan.cpp,
-// strategies/models/layer_work.cpp): FSDP2's copies on the compute stream (the gathered buffer
-// split into the parameters, the gradients copied into the reduce-scatter buffer in the reduce
-// dtype), async TP as PyTorch's symmetric memory runs it (the local shard copied into the
-// symmetric buffer before an all-gather's first GEMM chunk, the partial sums of a reduce-scatter
-// added after the last) and DTensor's tensor-parallel backward (no re-gather, the input
-// gradient's reduce-scatter after the weight gradient). FSDP2's copies are checked per layer
+// torchtitan's PyTorch mechanisms in the step model (strategies/parallel/param_gathers.cpp,
+// pass_clock.cpp, strategies/models/layer_work.cpp): FSDP2's copies on the compute stream (the
+// gathered buffer split into the parameters, the gradients copied into the reduce-scatter buffer in
+// the reduce dtype), async TP as PyTorch's symmetric memory runs it (the local shard copied into
+// the symmetric buffer before an all-gather's first GEMM chunk, the partial sums of a
+// reduce-scatter added after the last) and DTensor's tensor-parallel backward (no re-gather, the
+// input gradient's reduce-scatter after the weight gradient). FSDP2's copies are checked per layer
 // against their closed form, async TP's against its bound: the difference between a 4-layer and
 // a 2-layer model, whose other costs (embedding, head, the first gather) cancel.
 #include "base/error.h"
@@ -15,6 +15,7 @@
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/memory_accounting.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"

@@ -2,7 +2,7 @@
 // on FSDP2's 2-D mesh): the model state divided by the shard degree, the per-layer gathers and
 // the gradients' reduce-scatter on the shard group (inside a node), each gradient shard then
 // all-reduced over the replicate group; shard = dp is plain FSDP
-// (strategies/parallel/step_plan.cpp).
+// (strategies/parallel/rank_plan.cpp).
 #include "base/error.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/parallel/experiment.h"

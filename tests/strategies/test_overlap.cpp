@@ -1,5 +1,6 @@
 // Megatron-Core's overlaps and ZeRO-3 in the step model: tp_comm_overlap, overlap_param_gather
-// and the per-layer parameter all-gathers of ZeRO-3 (strategies/parallel/step_plan.cpp).
+// and the per-layer parameter all-gathers of ZeRO-3 (strategies/parallel/pass_clock.cpp and
+// param_gathers.cpp).
 #include "base/error.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/models/model_spec.h"

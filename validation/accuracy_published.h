@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using calibrate::ErrorStats;
 
 /// One published run and the model's prediction of it.
 struct PublishedRun {
@@ -54,4 +56,4 @@ ErrorStats run_errors(const std::vector<PublishedRun>& runs);
 /// How many of `runs` are within `limit` (|error| <= limit).
 int runs_within(const std::vector<PublishedRun>& runs, double limit);
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

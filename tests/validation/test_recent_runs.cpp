@@ -1,11 +1,11 @@
-// The step model against recent published H100 runs (calibrate/accuracy_recent.h,
+// The step model against recent published H100 runs (validation/accuracy_recent.h,
 // data/reference/large-scale/h100-published-runs.yaml): how each row becomes an experiment,
 // which rows say what they need instead of a number, and the level of accuracy reached on the
 // dense bf16 rows (a guard rounded up a little; the 10% target is asserted in a
 // [!shouldfail] test that fails the day the model reaches it, when the tag must go).
 #include "base/error.h"
-#include "calibrate/accuracy_recent.h"
-#include "cli_run.h"
+#include "tests/app/cli_run.h"
+#include "validation/accuracy_recent.h"
 
 #include <catch2/catch.hpp>
 
@@ -15,6 +15,7 @@
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
+using namespace clustersim::validation;
 using namespace clustersim::test;
 
 namespace {

@@ -4,7 +4,7 @@
 // row becomes a step measurement (calibrate's StepMeasurement, the settings a measurement file
 // would hold) and is predicted through step_experiment, as `clustersim validate`
 // does. What a table does not state is set by one rule per table (below), never per row.
-#include "calibrate/accuracy_published.h"
+#include "validation/accuracy_published.h"
 #include "strategies/parallel/platform.h"
 
 #include "base/error.h"
@@ -20,7 +20,9 @@
 #include <cmath>
 #include <map>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using namespace calibrate; // the formats, predictions and statistics this study uses
 
 namespace {
 
@@ -269,4 +271,4 @@ int runs_within(const std::vector<PublishedRun>& runs, double limit) {
         runs.begin(), runs.end(), [limit](const auto& r) { return std::abs(r.error()) <= limit; }));
 }
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using calibrate::ErrorStats;
 
 /// One measured point and its prediction.
 struct AccuracyRow {
@@ -63,4 +65,4 @@ std::vector<MultiNodeAccuracy> multi_node_accuracy(const std::string& data_dir);
 /// malformed file.
 CollectiveAccuracy collective_accuracy(const std::string& data_dir);
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

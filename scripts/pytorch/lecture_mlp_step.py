@@ -57,7 +57,7 @@ def measurement(environment, layers, dim, batch, time_ms):
         "parallel": {"dp": 1, "pp": 1, "tp": 1},
         # Picosecond resolution, as clustersim stores times.
         "time_ms": round(time_ms, 9),
-        "source": "calibrate/pytorch/lecture_mlp_step.py",
+        "source": "scripts/pytorch/lecture_mlp_step.py",
     }
     return {
         "format": FORMAT,
@@ -143,7 +143,7 @@ def time_steps(layers, dim, batch, steps, warmup, device_name):
         "%Y-%m-%dT%H:%M:%SZ"
     )
     environment["host"] = socket.gethostname()
-    environment["tool"] = "calibrate/pytorch/lecture_mlp_step.py"
+    environment["tool"] = "scripts/pytorch/lecture_mlp_step.py"
     return statistics.median(times), environment
 
 

@@ -1,5 +1,5 @@
 // The numbers of docs/validation.md's "GEMM throughput" section.
-#include "calibrate/accuracy_gemm.h"
+#include "validation/accuracy_gemm.h"
 
 #include "base/error.h"
 #include "config/csv.h"
@@ -11,7 +11,9 @@
 #include <charconv>
 #include <map>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using namespace calibrate; // the formats, predictions and statistics this study uses
 
 namespace {
 
@@ -86,4 +88,4 @@ GemmAccuracy gemm_accuracy(const std::string& data_dir) {
     return out;
 }
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using calibrate::ErrorStats;
 
 struct RecentRun {
     std::string id;        ///< the file's row id
@@ -71,4 +73,4 @@ bool fp8_training_modelled();
 /// The rules for what the sources do not state, one sentence each, for the report.
 std::vector<std::string> recent_rules();
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

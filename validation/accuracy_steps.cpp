@@ -1,6 +1,6 @@
 // The numbers of docs/validation.md's "Training steps" section: the steps imported and
 // predicted as `clustersim validate` does, the fit's fifth chosen as `calibrate split` does.
-#include "calibrate/accuracy_steps.h"
+#include "validation/accuracy_steps.h"
 #include "strategies/parallel/platform.h"
 
 #include "calibrate/import.h"
@@ -11,7 +11,9 @@
 #include <cctype>
 #include <cmath>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using namespace calibrate; // the formats, predictions and statistics this study uses
 
 namespace {
 
@@ -125,4 +127,4 @@ CellSplits cell_splits(const std::vector<PredictedPoint>& points) {
     return out;
 }
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

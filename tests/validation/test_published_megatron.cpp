@@ -5,9 +5,9 @@
 // are asserted in tests tagged [!shouldfail] (as tests/calibrate/test_steps_accuracy.cpp does):
 // they fail the day the model reaches them, and the tag must go.
 #include "base/error.h"
-#include "calibrate/accuracy_published.h"
-#include "cli_run.h"
 #include "hardware/hardware_loader.h"
+#include "tests/app/cli_run.h"
+#include "validation/accuracy_published.h"
 
 #include "strategies/models/layer_work.h"
 
@@ -19,6 +19,7 @@
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
+using namespace clustersim::validation;
 using namespace clustersim::test;
 
 namespace {

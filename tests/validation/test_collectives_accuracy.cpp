@@ -1,6 +1,6 @@
 // The collectives against real measurements (data/reference), with the thresholds.
 // The same numbers are the "collectives" section of docs/validation.md.
-#include "calibrate/accuracy_collectives.h"
+#include "validation/accuracy_collectives.h"
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +9,7 @@
 #include <string>
 
 using namespace clustersim::calibrate;
+using namespace clustersim::validation;
 
 namespace {
 const CollectiveAccuracy& accuracy() {

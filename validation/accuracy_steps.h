@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using calibrate::ErrorStats;
+using calibrate::PredictedPoint;
 
 /// The errors of the points whose labels have the same values of some keys.
 struct ErrorGroup {
@@ -61,4 +64,4 @@ std::vector<ErrorGroup> group_errors(const std::vector<PredictedPoint>& points,
 /// The errors of every (TP, hidden, micro-batch) cell in every (PP, DP) split.
 CellSplits cell_splits(const std::vector<PredictedPoint>& points);
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using calibrate::ErrorStats;
 
 /// One measured GEMM and the model's prediction of it.
 struct GemmAccuracyRow {
@@ -38,4 +40,4 @@ struct GemmAccuracy {
 /// when the CSV is missing or malformed or names a GPU no preset describes.
 GemmAccuracy gemm_accuracy(const std::string& data_dir);
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

@@ -1,7 +1,7 @@
 // The collectives section's numbers: the reference curves read with config::CsvTable, the
 // nccl-tests log through calibrate's importer, every point predicted by CollectivePredictor and
 // bus bandwidth by the one rule (strategies/collectives: bus_factor).
-#include "calibrate/accuracy_collectives.h"
+#include "validation/accuracy_collectives.h"
 
 #include "base/error.h"
 #include "base/units.h"
@@ -15,7 +15,9 @@
 #include <map>
 #include <memory>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using namespace calibrate; // the formats, predictions and statistics this study uses
 
 namespace cl = strategies::collectives;
 
@@ -318,4 +320,4 @@ std::vector<MultiNodeAccuracy> multi_node_accuracy(const std::string& data_dir) 
     return out;
 }
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

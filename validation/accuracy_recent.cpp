@@ -2,7 +2,7 @@
 // runs": every row of large-scale/h100-published-runs.yaml mapped to an experiment from its own
 // fields, on one preset per cluster, with one rule per framework for what the source does not
 // state (recent_rules()). Never a parameter per row.
-#include "calibrate/accuracy_recent.h"
+#include "validation/accuracy_recent.h"
 
 #include "base/error.h"
 #include "config/yaml_map.h"
@@ -19,7 +19,9 @@
 #include <cmath>
 #include <map>
 
-namespace clustersim::calibrate {
+namespace clustersim::validation {
+
+using namespace calibrate; // the formats, predictions and statistics this study uses
 
 namespace {
 
@@ -426,4 +428,4 @@ std::vector<std::string> recent_rules() {
     };
 }
 
-} // namespace clustersim::calibrate
+} // namespace clustersim::validation

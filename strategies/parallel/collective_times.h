@@ -1,0 +1,100 @@
+#pragma once
+/// \file
+/// Predicted times of the collectives a step plan issues, per communicator: a cache by
+/// (op, bytes, dtype) in front of the communicator's algorithm choice, and what each takes from
+/// the compute beside it (overlap_interference.h). Internal to the step model; inline, as the
+/// pass clock asks for every collective it issues.
+
+#include "strategies/collectives/communicator.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/parallel/overlap_interference.h"
+#include "strategies/parallel/step_plan.h"
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+namespace clustersim::strategies::parallel::detail {
+
+/// The collective a layer's tensor-parallel (or expert) communication runs as.
+inline collectives::Op to_collective(models::TpOp op) {
+    switch (op) {
+    case models::TpOp::all_reduce:
+        return collectives::Op::all_reduce;
+    case models::TpOp::all_gather:
+        return collectives::Op::all_gather;
+    case models::TpOp::reduce_scatter:
+        return collectives::Op::reduce_scatter;
+    case models::TpOp::all_to_all:
+        return collectives::Op::all_to_all;
+    }
+    return collectives::Op::all_reduce;
+}
+
+/// A communicator over `gpus`: shared from the plan's cache when it has one, else built into
+/// `owned` (which must outlive its use).
+inline const collectives::Communicator*
+communicator(const StepPlan& plan, const std::vector<int>& gpus,
+             std::unique_ptr<collectives::Communicator>& owned) {
+    if (plan.communicators != nullptr)
+        return &plan.communicators->get(gpus);
+    owned = std::make_unique<collectives::Communicator>(*plan.topology, gpus);
+    return owned.get();
+}
+
+/// Predicted times of collectives on one communicator, cached by (op, bytes, dtype).
+class CollectiveTimes {
+public:
+    explicit CollectiveTimes(const collectives::Communicator* comm)
+        : comm_(comm) {}
+    sim::Time time(const collectives::Collective& c) { return entry(c).time; }
+    /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
+    CommLoad load(const collectives::Collective& c) {
+        Entry& e = entry(c);
+        if (!e.has_load) {
+            collectives::Collective rounded = c;
+            rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
+            e.load = nccl_load(*comm_, rounded, e.algorithm, e.time.seconds());
+            e.has_load = true;
+        }
+        return e.load;
+    }
+
+private:
+    /// A collective's time, the algorithm it runs with and (once asked for) its load.
+    struct Entry {
+        sim::Time time;
+        collectives::Algorithm algorithm = collectives::Algorithm::ring;
+        bool has_load = false;
+        CommLoad load;
+    };
+    Entry& entry(const collectives::Collective& c) {
+        if (comm_ == nullptr || comm_->size() < 2) {
+            none_ = Entry{};
+            none_.has_load = true;
+            return none_;
+        }
+        const auto key =
+            std::make_tuple(static_cast<int>(c.op), c.bytes, static_cast<int>(c.dtype));
+        auto it = cache_.find(key);
+        if (it != cache_.end())
+            return it->second;
+        collectives::Collective rounded = c;
+        rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
+        Entry e;
+        if (rounded.bytes > 0) {
+            const collectives::Choice choice = comm_->choose(rounded);
+            e.time = choice.time;
+            e.algorithm = choice.algorithm;
+        } else {
+            e.has_load = true;
+        }
+        return cache_.emplace(key, e).first->second;
+    }
+    const collectives::Communicator* comm_;
+    std::map<std::tuple<int, std::int64_t, int>, Entry> cache_;
+    Entry none_;
+};
+
+} // namespace clustersim::strategies::parallel::detail

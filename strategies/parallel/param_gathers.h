@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// Parameter all-gathers of a sharded model, each framework's rule a named function: ZeRO-3 and
+/// FSDP2's per-layer gathers in every pass (with FSDP2's copies on the compute stream, its root
+/// unit, the last block it keeps gathered, and under a pipeline the chunks it keeps gathered for
+/// the whole step), and Megatron-Core's distributed optimizer overlapping the next step's
+/// gather with the forward (chained bucket by bucket up to core 0.8; issued a chunk at a time
+/// by the interleaved schedule under align_param_gather from core 0.9). The sources are cited
+/// at each rule. Internal to the step model.
+
+#include "strategies/parallel/pass_clock.h"
+#include "strategies/parallel/stage_cost.h"
+#include "strategies/parallel/step_plan.h"
+
+#include <cstdint>
+
+namespace clustersim::strategies::parallel::detail {
+
+/// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
+/// data-parallel shard group, in the dtype they are kept in for compute, with FSDP2's copies
+/// (fsdp2_copies).
+Gather parameter_gather(PlanContext& ctx, std::int64_t params);
+
+/// FSDP2's copies of a unit of `params` parameters gathered as `bytes` on the compute stream
+/// (Gather::copy_out, copy_in).
+void fsdp2_copies(const PlanContext& ctx, std::int64_t params, std::int64_t bytes, Gather& g);
+
+/// FSDP2 as torchtitan wraps it without a pipeline: a root unit (the embedding, the final norm
+/// and the output layer) gathered once in the forward and kept through the backward, its
+/// gradients reduce-scattered after the whole backward.
+bool fsdp2_root_unit(const PlanContext& ctx);
+
+/// torchtitan without a pipeline does not reshard the last transformer block after its
+/// forward: the backward's first block gathers nothing.
+bool fsdp2_last_block_kept(const PlanContext& ctx);
+
+/// FSDP2 under a pipeline: each chunk's parameters gathered on its first forward and kept for
+/// the whole step (no per-pass gathers, no re-gather in the backward).
+bool fsdp2_gathered_per_step(const PlanContext& ctx);
+
+/// Whether a chunk's first forward of the step waits for a parameter gather: the distributed
+/// optimizer's overlapped gather, or FSDP2's gathered once per step under a pipeline.
+bool first_forward_gathers(const PlanContext& ctx);
+
+/// Megatron-Core's distributed optimizer with overlap_param_gather: moves the chunks' gathers
+/// ahead of their first forwards as the framework version issues them, and re-costs those
+/// chunks (their first forward's wait and slowdown).
+void overlap_param_gathers(PlanContext& ctx, StepPlan& plan);
+
+} // namespace clustersim::strategies::parallel::detail

@@ -1,0 +1,436 @@
+#include "strategies/parallel/stage_cost.h"
+
+#include "strategies/parallel/memory_accounting.h"
+#include "strategies/parallel/param_gathers.h"
+#include "strategies/parallel/precision.h"
+
+#include <algorithm>
+
+namespace clustersim::strategies::parallel::detail {
+
+namespace {
+
+using models::LayerWork;
+using models::Pass;
+using models::Recompute;
+
+/// A stage's layers as (layer work, count), in order of recompute: full-recompute layers first
+/// (the lowest ones), then selective, then none, each split into a mixture of experts' dense
+/// layers and the rest; their order does not change the time.
+using LayerGroups = std::array<std::pair<const LayerWork*, int>, 6>;
+
+/// How many of the layers of stage `st` under recompute plan `rp` are a mixture of experts'
+/// first dense layers (the lowest of their stage).
+int dense_layers(const PlanContext& ctx, const VirtualStagePlan& st, const RecomputePlan& rp) {
+    const auto& model = ctx.e.model;
+    return model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
+                                       rp.full + rp.selective + rp.none)
+                          : 0;
+}
+
+LayerGroups layer_groups(const PlanContext& ctx, const VirtualStagePlan& st,
+                         const RecomputePlan& rp) {
+    // A mixture of experts' first dense layers are the lowest of their stage.
+    int dense = dense_layers(ctx, st, rp);
+    LayerGroups groups{};
+    std::size_t g = 0;
+    for (auto [r, n] :
+         {std::pair{Recompute::full, rp.full}, std::pair{Recompute::selective, rp.selective},
+          std::pair{Recompute::none, rp.none}}) {
+        const int d = std::min(dense, n);
+        dense -= d;
+        groups[g++] = {&ctx.dense_layer[static_cast<std::size_t>(r)], d};
+        groups[g++] = {&ctx.layer_of(r), n - d};
+    }
+    return groups;
+}
+
+/// What a stage holds beside its layers, and how its parameters are gathered.
+struct StageUnits {
+    /// The head's parameters this stage holds: all of them, or with tied embeddings on the
+    /// embedding's stage only the final norm (the LM head is the embedding's matrix).
+    bool tied_here = false;
+    std::int64_t head_params = 0;
+    /// FSDP2's root unit (fsdp2_root_unit) and its parameters on this stage.
+    bool root_unit = false;
+    std::int64_t root_params = 0;
+    bool gathered_per_step = false; ///< fsdp2_gathered_per_step
+    bool gathers_per_pass = false;  ///< ZeRO-3's gathers in every pass
+};
+
+StageUnits stage_units(const PlanContext& ctx, const VirtualStagePlan& st) {
+    StageUnits u;
+    u.tied_here = ctx.head.shares_embedding_weights && ctx.e.parallel.pp == 1;
+    u.head_params =
+        u.tied_here ? ctx.head.parameters - models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
+                                                ctx.e.parallel.tp * ctx.e.model.hidden
+                    : ctx.head.parameters;
+    u.root_unit = fsdp2_root_unit(ctx);
+    u.root_params = (st.embedding ? ctx.embedding.parameters : 0) + (st.head ? u.head_params : 0);
+    u.gathered_per_step = fsdp2_gathered_per_step(ctx);
+    u.gathers_per_pass = ctx.zero3 && !u.gathered_per_step;
+    return u;
+}
+
+/// The gathers of one forward: the chunk's one bucket issued ahead (VirtualStagePlan::
+/// gathered_ahead), waited for by its first module's pre-hook and nothing after it; or each
+/// unit's own, the first of them possibly issued ahead by zero_grad.
+class ForwardGathers {
+public:
+    ForwardGathers(PlanContext& ctx, const VirtualStagePlan& st, const LayerGroups& groups,
+                   const StageUnits& units, bool gathers)
+        : ctx_(ctx)
+        , st_(st)
+        , gathers_(gathers)
+        , ahead_(gathers && st.gathered_ahead) {
+        if (!ahead_)
+            return;
+        std::int64_t params = st.embedding ? ctx.embedding.parameters : 0;
+        for (auto [wp, n] : groups)
+            params += n * wp->parameters;
+        if (st.head)
+            params += units.head_params;
+        chunk_ = parameter_gather(ctx, params);
+        chunk_.ahead = true;
+        chunk_.whole = true;
+        chunk_.lead = st.gather_lead.seconds();
+        chunk_.beside = st.gather_beside.seconds();
+    }
+    /// The gather of the next unit, of `params` parameters.
+    Gather next(std::int64_t params) {
+        const bool first = first_unit_;
+        first_unit_ = false;
+        if (ahead_)
+            return first ? chunk_ : Gather{};
+        Gather layer = gathers_ ? parameter_gather(ctx_, params) : Gather{};
+        // The first chunk's first bucket, issued by zero_grad at the step's start: on a rank
+        // after the first, gather_lead before its first forward (VirtualStagePlan::
+        // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
+        // per-pass gathers are issued by the pass.
+        if (first && layer.seconds > 0 && !ctx_.zero3 && st_.gather_lead > sim::Time::zero()) {
+            layer.ahead = true;
+            layer.lead = st_.gather_lead.seconds();
+            layer.beside = st_.gather_beside.seconds();
+        }
+        return layer;
+    }
+
+private:
+    PlanContext& ctx_;
+    const VirtualStagePlan& st_;
+    bool gathers_;
+    bool ahead_;
+    bool first_unit_ = true;
+    Gather chunk_;
+};
+
+/// A forward pass of `st`, with the parameter gathers when `gathers`. Each micro-batch starts
+/// with the host alone (get_batch synchronises host and device). That is the Megatron training
+/// loop's machinery (batch broadcast, masks, loss averaging), which the transformer models run
+/// under; the MLP is the lecture's plain PyTorch loop of matmuls and sends, which has none of
+/// it.
+PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerGroups& groups,
+                      const StageUnits& units, bool gathers) {
+    Clock c;
+    // Megatron-Core fetches the batch on the chunks holding the embedding or the loss only
+    // (FrameworkSpec::batch_on_every_stage).
+    const bool fetches = ctx.fw.batch_on_every_stage || st.embedding || st.head;
+    c.host = ctx.e.model.is_transformer() && fetches ? ctx.fw.microbatch_overhead.seconds() : 0.0;
+    PassSeconds f;
+    ForwardGathers gather(ctx, st, groups, units, gathers);
+    if (st.embedding)
+        run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
+                  gather.next(units.root_unit ? units.root_params : ctx.embedding.parameters));
+    for (auto [wp, n] : groups) {
+        if (n > 0) {
+            const LayerWork& w = *wp;
+            run_layers(w, forward_units(w), n, ctx.env, c, f, gather.next(w.parameters));
+        }
+    }
+    if (st.head)
+        run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
+                  units.root_unit && st.embedding ? Gather{} : gather.next(units.head_params));
+    return finish(c, f);
+}
+
+/// A stage's data-parallel gradient buckets as its backward fills them: the dense gradients
+/// and the routed experts' (experts laid out apart) in buckets of their own.
+class BucketFiller {
+public:
+    BucketFiller(const PlanContext& ctx, std::vector<GradBucket>& buckets)
+        : buckets_(buckets)
+        , grad_bytes_per_param_(
+              static_cast<double>(hardware::bytes_per_element(grad_reduce_dtype(ctx.e))))
+        , limit_(std::max<std::int64_t>(1, ctx.e.parallel.dp_bucket)) {
+        buckets_.clear();
+    }
+    /// The gradients of `params` parameters (`expert_params` of them routed experts') ready
+    /// at `at` seconds into the pass.
+    void add(std::int64_t params, double at, std::int64_t expert_params = 0) {
+        pending_ += static_cast<std::int64_t>((params - expert_params) * grad_bytes_per_param_);
+        if (pending_ >= limit_) {
+            buckets_.push_back({pending_, sim::Time::from_seconds(at)});
+            pending_ = 0;
+        }
+        if (expert_params > 0) {
+            pending_expert_ += static_cast<std::int64_t>(expert_params * grad_bytes_per_param_);
+            if (pending_expert_ >= limit_) {
+                buckets_.push_back({pending_expert_, sim::Time::from_seconds(at), true});
+                pending_expert_ = 0;
+            }
+        }
+    }
+    /// The partial buckets, at the pass's end (`end` seconds).
+    void flush(double end) {
+        if (pending_ > 0)
+            buckets_.push_back({pending_, sim::Time::from_seconds(end)});
+        if (pending_expert_ > 0)
+            buckets_.push_back({pending_expert_, sim::Time::from_seconds(end), true});
+    }
+    double grad_bytes_per_param() const { return grad_bytes_per_param_; }
+
+private:
+    std::vector<GradBucket>& buckets_;
+    double grad_bytes_per_param_;
+    std::int64_t limit_;
+    std::int64_t pending_ = 0;
+    std::int64_t pending_expert_ = 0;
+};
+
+/// A backward's gather of a unit: none for FSDP2's root (kept gathered since the forward),
+/// whose gradients are still copied into its reduce-scatter input (Gather::copy_in); none at
+/// all unless gathered per pass.
+Gather backward_gather(PlanContext& ctx, const StageUnits& units, std::int64_t params) {
+    if (!units.gathers_per_pass)
+        return Gather{};
+    Gather gather = parameter_gather(ctx, params);
+    if (units.root_unit) {
+        gather.seconds = 0;
+        gather.load = {};
+        gather.copy_out = 0;
+    }
+    return gather;
+}
+
+/// The backward of `st`: head first, then the layers from the last down, then the embedding.
+/// Bucket readiness follows the layers' completion within the pass.
+void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& groups,
+                   const StageUnits& units) {
+    BucketFiller buckets(ctx, st.buckets);
+    Clock c;
+    PassSeconds b;
+    // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
+    // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
+    // output layer's, the final norm's and the embedding's, are reduce-scattered together in
+    // the root's final callback once the whole backward has run (FSDPState.
+    // _root_post_backward_final_callback calls post_backward on each group still unsharded,
+    // the root first, torch/distributed/_composable/fsdp/_fsdp_state.py at
+    // pytorch/pytorch@005da465b9). That reduce-scatter goes on the one reduce-scatter stream
+    // the groups share (FSDPCommContext.reduce_scatter_stream), behind the blocks' own, and the
+    // callback then makes the compute stream wait for it before backward() returns (the last
+    // backward: current_stream().wait_event(reduce_scatter_state.event)), so the optimizer
+    // step waits: one bucket, last, ready at the backward's end, with nothing left to hide it.
+    if (st.head) {
+        run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
+                  backward_gather(ctx, units, units.head_params));
+        if (!units.root_unit)
+            buckets.add(units.head_params, std::max(c.gpu, c.comm));
+    }
+    bool last_block_kept = fsdp2_last_block_kept(ctx);
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+        const auto [wp, n] = *it;
+        if (n == 0)
+            continue;
+        const LayerWork& w = *wp;
+        const double start = std::max(c.gpu, c.comm);
+        const Gather gather =
+            units.gathers_per_pass ? parameter_gather(ctx, w.parameters) : Gather{};
+        if (last_block_kept && units.gathers_per_pass) {
+            Gather kept = gather;
+            kept.seconds = 0;
+            kept.load = {};
+            kept.copy_out = 0;
+            c.prefetch = c.host; // its pre-hook prefetches the next block's gather
+            run_layers(w, backward_units(w), 1, ctx.env, c, b, kept);
+            if (n > 1)
+                run_layers(w, backward_units(w), n - 1, ctx.env, c, b, gather);
+        } else {
+            run_layers(w, backward_units(w), n, ctx.env, c, b, gather);
+        }
+        last_block_kept = false;
+        // Layers finish at evenly spaced times across the group (extrapolated steady state).
+        const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
+        for (int i = 1; i <= n; ++i)
+            buckets.add(w.parameters, start + per_layer * i, w.expert_parameters);
+    }
+    if (st.embedding) {
+        run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
+                  backward_gather(ctx, units, ctx.embedding.parameters));
+        if (!units.root_unit)
+            buckets.add(ctx.embedding.parameters, std::max(c.gpu, c.comm));
+    }
+    st.backward = finish(c, b);
+    buckets.flush(c.gpu);
+    // The root unit's one reduce-scatter, after every other bucket, at the pass's end.
+    if (units.root_unit && units.root_params > 0)
+        st.buckets.push_back(
+            {static_cast<std::int64_t>(units.root_params * buckets.grad_bytes_per_param()),
+             st.backward.time});
+}
+
+/// The split backward of the zero-bubble schedules: W is the weight-gradient kernels (names
+/// ending in "wgrad"), B the rest of the pass; and what B leaves for W.
+void split_backward(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& groups) {
+    double w_seconds = 0;
+    std::int64_t w_bytes = 0;
+    const std::int64_t elt = hardware::bytes_per_element(ctx.e.training.dtype);
+    auto add_weight = [&](const LayerWork& w, int n) {
+        for (int i = 0; i < w.backward.ops.count(); ++i) {
+            const models::Op& op = w.backward.ops[static_cast<std::size_t>(i)];
+            if (!op.name.ends_with("wgrad"))
+                continue;
+            // An input that sequence parallelism re-gathers for this GEMM is kept sharded.
+            std::int64_t input_share = 1;
+            for (const models::TpCollective& tc : w.collectives)
+                if (tc.pass == Pass::backward && tc.regather && tc.needed_by == i)
+                    input_share = ctx.e.parallel.tp;
+            w_seconds += n * op.time.seconds() /
+                         (op.kind == models::OpKind::memory_bound ? ctx.fw.memory_efficiency
+                                                                  : ctx.fw.gemm_efficiency);
+            // Kept from B for W: the GEMM's input (M x K) and its output's gradient (K x N).
+            if (op.kind != models::OpKind::memory_bound)
+                w_bytes += n * (op.m * op.k / input_share + op.k * op.n) *
+                           std::max<std::int64_t>(1, op.batch) * elt;
+        }
+    };
+    if (st.head)
+        add_weight(ctx.head, 1);
+    for (auto [wp, n] : groups)
+        add_weight(*wp, n);
+    if (st.embedding)
+        add_weight(ctx.embedding, 1);
+    st.weight = PassCost{};
+    st.weight.compute = std::min(st.backward.compute, sim::Time::from_seconds(w_seconds));
+    st.weight.time = st.weight.compute;
+    st.backward_input = st.backward;
+    st.backward_input.compute -= st.weight.compute;
+    st.backward_input.time -= st.weight.compute;
+    st.weight_activation_bytes = w_bytes;
+}
+
+/// The stage's activations, transient bytes and parameters.
+void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& groups,
+                 const StageUnits& units) {
+    st.activation_bytes = 0;
+    st.transient_bytes = 0;
+    st.parameters = 0;
+    st.expert_parameters = 0;
+    st.layer_parameters = 0;
+    for (auto [wp, n] : groups) {
+        const LayerWork& w = *wp;
+        st.activation_bytes += n * w.activation_bytes;
+        st.parameters += n * w.parameters;
+        st.expert_parameters += n * w.expert_parameters;
+        st.layer_parameters += n * w.parameters;
+        if (n > 0)
+            st.transient_bytes = std::max(st.transient_bytes, w.recomputed_activation_bytes);
+    }
+    if (st.embedding) {
+        st.activation_bytes += ctx.embedding.activation_bytes;
+        st.parameters += ctx.embedding.parameters;
+    }
+    if (st.head) {
+        st.activation_bytes += ctx.head.activation_bytes;
+        st.parameters += units.head_params;
+    }
+}
+
+/// The stage's gathered parameters and unsharded gradients in memory (memory_accounting.h).
+void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& groups,
+                    const StageUnits& units) {
+    const std::int64_t param_elt = hardware::bytes_per_element(comm_dtype(ctx.e.training.dtype));
+    const std::int64_t grad_elt = hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
+    st.gathered_bytes = ctx.zero3 ? st.parameters * param_elt : 0;
+    st.forward_gather_bytes = 0;
+    st.backward_gather_bytes = 0;
+    st.step_gathered_bytes = 0;
+    st.step_grad_bytes = 0;
+    if (ctx.zero3 && !units.gathered_per_step) {
+        GatheredUnits g;
+        if (units.root_unit) {
+            g.root = units.root_params;
+            g.root_grads =
+                st.head ? units.head_params +
+                              (units.tied_here && st.embedding ? ctx.embedding.parameters : 0)
+                        : 0;
+        } else {
+            if (st.embedding)
+                g.add(ctx.embedding.parameters);
+            if (st.head)
+                g.add(units.head_params);
+        }
+        for (auto [wp, n] : groups)
+            for (int k = 0; k < std::min(n, 2); ++k)
+                g.add(wp->parameters);
+        const PassGatherBytes bytes = per_pass_gather_bytes(g, param_elt, grad_elt);
+        st.forward_gather_bytes = bytes.forward;
+        st.backward_gather_bytes = bytes.backward;
+    }
+    if (units.gathered_per_step) {
+        const StepGatherBytes bytes = per_step_gather_bytes(st.parameters, param_elt, grad_elt);
+        st.step_gathered_bytes = bytes.parameters;
+        st.step_grad_bytes = bytes.gradients;
+    }
+}
+
+/// Costs, activations and gradient buckets of virtual stage `st` under recompute plan `rp`.
+void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    st.recompute = rp;
+    const LayerGroups groups = layer_groups(ctx, st, rp);
+    const StageUnits units = stage_units(ctx, st);
+    st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass);
+    st.first_forward = st.forward;
+    if (first_forward_gathers(ctx))
+        st.first_forward = forward_pass(ctx, st, groups, units, true);
+    backward_pass(ctx, st, groups, units);
+    split_backward(ctx, st, groups);
+    count_state(ctx, st, groups, units);
+    count_gathered(ctx, st, groups, units);
+}
+
+} // namespace
+
+void cost_stage(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    const PlanContext::StageKey key{st.layers,
+                                    rp,
+                                    dense_layers(ctx, st, rp),
+                                    st.embedding,
+                                    st.head,
+                                    st.gathered_ahead,
+                                    st.gather_lead,
+                                    st.gather_beside};
+    for (const auto& [k, costed] : ctx.stage_costs) {
+        if (k == key) {
+            VirtualStagePlan s = costed;
+            s.index = st.index;
+            s.rank = st.rank;
+            s.chunk = st.chunk;
+            s.first_layer = st.first_layer;
+            s.send_forward = st.send_forward;
+            s.send_backward = st.send_backward;
+            s.send_bytes = st.send_bytes;
+            st = std::move(s);
+            return;
+        }
+    }
+    cost_stage_once(ctx, st, rp);
+    ctx.stage_costs.emplace_back(key, st);
+}
+
+RecomputePlan uniform(Recompute r, int layers) {
+    RecomputePlan p;
+    (r == Recompute::none ? p.none : r == Recompute::selective ? p.selective : p.full) = layers;
+    return p;
+}
+
+} // namespace clustersim::strategies::parallel::detail
