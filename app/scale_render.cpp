@@ -1,11 +1,11 @@
 #include "app/scale_render.h"
 
-#include "results/uncertainty.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
 #include "explore/sweep_row.h"
 #include "explore/validated_regimes.h"
+#include "results/uncertainty.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -400,8 +400,8 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
                              {"same_gpu", near.same_gpu},
                              {"inside_range", near.inside_range},
                              {"source", "docs/validation.md, " + near.regime->section}};
-    band["calibrated"] =
-        results::band_json(base.provenance.uncertainty, results::PredictionKind::step, r.step_time_s);
+    band["calibrated"] = results::band_json(base.provenance.uncertainty,
+                                            results::PredictionKind::step, r.step_time_s);
     j["error_band"] = band;
     (void)plan;
     return j;

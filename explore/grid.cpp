@@ -141,11 +141,11 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
         // (last - v) / step), so a huge list is refused at once and nothing overflows.
         if (p.ratio <= 1 && last > v &&
             static_cast<std::int64_t>(out.size()) + (last - v) / p.step > kMaxListValues)
-            throw InputError(fmt::format("{}: '{}' holds about {} values, more than the {} a "
-                                         "list may hold; take a larger step",
-                                         flag, text,
-                                         static_cast<std::int64_t>(out.size()) + (last - v) / p.step,
-                                         kMaxListValues));
+            throw InputError(
+                fmt::format("{}: '{}' holds about {} values, more than the {} a "
+                            "list may hold; take a larger step",
+                            flag, text, static_cast<std::int64_t>(out.size()) + (last - v) / p.step,
+                            kMaxListValues));
         while (v < last) {
             // Overflow-safe: stop once the next value would pass `last`.
             if (p.ratio > 1 ? v > last / p.ratio : v > last - p.step)

@@ -153,8 +153,8 @@ py::tuple sweep(const std::string& experiment,
 
 /// scale's planner (explore/scale_plan.h) as (columns, rows): one row per GPU count, the
 /// counts of layouts tried, runnable, simulated and fitting, whether one was found and why not,
-/// the best layout's sweep columns, ZeRO stage and global batch (None where none fits), its scaling efficiency and
-/// the time to train `tokens` (0: 20 tokens per parameter, as `scale` takes it).
+/// the best layout's sweep columns, ZeRO stage and global batch (None where none fits), its scaling
+/// efficiency and the time to train `tokens` (0: 20 tokens per parameter, as `scale` takes it).
 py::tuple scale(const std::string& experiment, const std::vector<std::int64_t>& gpus,
                 const Pairs& fixed, const std::string& max_memory, const std::string& fidelity,
                 int jobs, double tokens) {
@@ -183,9 +183,9 @@ py::tuple scale(const std::string& experiment, const std::vector<std::int64_t>& 
         const sp::ExperimentVariants variants(experiment, fixed);
         const sp::ExperimentSpec base = variants.read({});
         request.tokens =
-            tokens > 0 ? tokens
-                       : 20 * static_cast<double>(
-                                  strategies::models::parameter_counts(base.model).total);
+            tokens > 0
+                ? tokens
+                : 20 * static_cast<double>(strategies::models::parameter_counts(base.model).total);
         plan = explore::plan_scale(variants, request);
     }
     // The sweep's result columns of the winner, less "invalid_reason" (a winner is valid).

@@ -2,9 +2,9 @@
 
 #include "base/error.h"
 #include "hardware/flow_binding.h"
+#include "hardware/time_limit.h"
 #include "sim/engine.h"
 #include "sim/flow_network.h"
-#include "hardware/time_limit.h"
 
 #include <fmt/format.h>
 

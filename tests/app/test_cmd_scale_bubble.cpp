@@ -208,7 +208,7 @@ TEST_CASE("scale: a GPU count nothing can use is a row saying why, and the other
     CHECK_THAT(r.out, Catch::Contains("global batch"));
 }
 
-TEST_CASE("scale: --target-days picks the cheapest count that meets it; CSV and JSON agree",
+TEST_CASE("scale: --target-days picks the cheapest count that meets it, CSV and JSON agree",
           "[app][scale]") {
     TempDir dir("scale-target");
     const std::string csv = dir.file("plan.csv");

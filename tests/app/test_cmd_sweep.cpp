@@ -264,7 +264,7 @@ TEST_CASE("sweep: --resume after an interruption gives the uninterrupted file", 
     CHECK(slurp(fresh) == expected);
 }
 
-TEST_CASE("sweep: the CSV is a header and rows; its metadata is beside it", "[app][sweep]") {
+TEST_CASE("sweep: the CSV is a header and rows, its metadata beside it", "[app][sweep]") {
     TempDir dir("sweep-plain");
     const std::string csv = dir.file("s.csv");
     REQUIRE(run(tp_pp_args(csv)).code == 0);
