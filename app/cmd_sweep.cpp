@@ -56,31 +56,13 @@ struct SweepOptions {
 
 /// The type of each column of the sweep's CSV, for readers that want them stated (pandas
 /// infers the same from the values).
-const char* column_type(const std::string& name, std::size_t index, std::size_t axes) {
+std::string column_type(const std::string& name, std::size_t index, std::size_t axes) {
     if (index == 0)
         return "int";
     if (index <= axes)
         return "string"; // the values as given to --vary
-    static const std::set<std::string> ints{"gpus",
-                                            "tp",
-                                            "pp",
-                                            "dp",
-                                            "cp",
-                                            "ep",
-                                            "micro_batch",
-                                            "micro_batches",
-                                            "virtual_stages",
-                                            "peak_bytes",
-                                            "capacity_bytes",
-                                            "oom_stage",
-                                            "oom_excess_bytes"};
-    if (ints.count(name))
-        return "int";
-    if (name == "oom")
-        return "bool";
-    if (name == "schedule" || name == "recompute" || name == "invalid_reason")
-        return "string";
-    return "float";
+    return std::string(
+        explore::to_string(explore::result_column_type(name).value_or(explore::ColumnType::text)));
 }
 
 /// F.csv.json: what the CSV's rows are (the sweep's identity, for --resume, and its columns).

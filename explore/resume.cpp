@@ -60,18 +60,32 @@ std::string csv_header(const std::vector<std::string>& columns) {
     return base::join(columns, ",") + "\n";
 }
 
+namespace {
+
+/// The first line where `found` departs from `expected`: its number and the two lines.
+struct LineDifference {
+    int line = 0;
+    std::string expected, found;
+};
+
+LineDifference first_difference(const std::string& expected, const std::string& found) {
+    std::istringstream a(expected), b(found);
+    LineDifference d;
+    while (std::getline(a, d.expected)) {
+        ++d.line;
+        if (!std::getline(b, d.found) || d.expected != d.found)
+            break;
+    }
+    return d;
+}
+
+} // namespace
+
 void check_identity(const std::string& where, const std::string& expected,
                     const std::string& found) {
     if (found == expected)
         return;
-    std::istringstream a(expected), b(found);
-    std::string la, lb;
-    int line = 0;
-    while (std::getline(a, la)) {
-        ++line;
-        if (!std::getline(b, lb) || la != lb)
-            break;
-    }
+    const auto [line, la, lb] = first_difference(expected, found);
     throw InputError(fmt::format(
         "{}: --resume: this CSV is from a different sweep (line {} of its identity: expected "
         "'{}', found '{}'); resume only with the same experiment file, --vary, --set, --gpus, "
@@ -86,14 +100,7 @@ Existing read_existing(const std::string& path, const std::string& header, std::
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (text.compare(0, header.size(), header) != 0) {
         // Say which line differs.
-        std::istringstream a(header), b(text);
-        std::string la, lb;
-        int line = 0;
-        while (std::getline(a, la)) {
-            ++line;
-            if (!std::getline(b, lb) || la != lb)
-                break;
-        }
+        const auto [line, la, lb] = first_difference(header, text);
         throw InputError(fmt::format(
             "{}:{}: --resume: this CSV is from a different sweep (expected '{}', found '{}'); "
             "resume only with the same experiment file, --vary, --set, --gpus, --max-memory "

@@ -7,44 +7,91 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 namespace clustersim::explore {
 
 namespace sp = strategies::parallel;
 
+namespace {
+
+/// The result columns with their types, in order: one list for the CSV's header, its sidecar's
+/// types and the Python module's values.
+struct ResultColumn {
+    const char* name;
+    ColumnType type;
+};
+
+const std::vector<ResultColumn>& result_table() {
+    static const std::vector<ResultColumn> table{
+        {"gpus", ColumnType::integer},
+        {"tp", ColumnType::integer},
+        {"pp", ColumnType::integer},
+        {"dp", ColumnType::integer},
+        {"cp", ColumnType::integer},
+        {"ep", ColumnType::integer},
+        {"micro_batch", ColumnType::integer},
+        {"micro_batches", ColumnType::integer},
+        {"virtual_stages", ColumnType::integer},
+        {"schedule", ColumnType::text},
+        {"recompute", ColumnType::text},
+        {"step_time_s", ColumnType::real},
+        {"tokens_per_s", ColumnType::real},
+        {"mfu", ColumnType::real},
+        {"bubble_fraction", ColumnType::real},
+        {"compute_s", ColumnType::real},
+        {"recompute_s", ColumnType::real},
+        {"host_s", ColumnType::real},
+        {"tp_comm_exposed_s", ColumnType::real},
+        {"pp_bubble_s", ColumnType::real},
+        {"pp_comm_exposed_s", ColumnType::real},
+        {"dp_comm_exposed_s", ColumnType::real},
+        {"ep_comm_exposed_s", ColumnType::real},
+        {"optimizer_s", ColumnType::real},
+        {"peak_bytes", ColumnType::integer},
+        {"capacity_bytes", ColumnType::integer},
+        {"oom", ColumnType::boolean},
+        {"oom_stage", ColumnType::integer},
+        {"oom_excess_bytes", ColumnType::integer},
+        {"invalid_reason", ColumnType::text},
+    };
+    return table;
+}
+
+} // namespace
+
 const std::vector<std::string>& result_columns() {
-    static const std::vector<std::string> columns{"gpus",
-                                                  "tp",
-                                                  "pp",
-                                                  "dp",
-                                                  "cp",
-                                                  "ep",
-                                                  "micro_batch",
-                                                  "micro_batches",
-                                                  "virtual_stages",
-                                                  "schedule",
-                                                  "recompute",
-                                                  "step_time_s",
-                                                  "tokens_per_s",
-                                                  "mfu",
-                                                  "bubble_fraction",
-                                                  "compute_s",
-                                                  "recompute_s",
-                                                  "host_s",
-                                                  "tp_comm_exposed_s",
-                                                  "pp_bubble_s",
-                                                  "pp_comm_exposed_s",
-                                                  "dp_comm_exposed_s",
-                                                  "ep_comm_exposed_s",
-                                                  "optimizer_s",
-                                                  "peak_bytes",
-                                                  "capacity_bytes",
-                                                  "oom",
-                                                  "oom_stage",
-                                                  "oom_excess_bytes",
-                                                  "invalid_reason"};
+    static const std::vector<std::string> columns = [] {
+        std::vector<std::string> names;
+        for (const ResultColumn& c : result_table())
+            names.emplace_back(c.name);
+        return names;
+    }();
     return columns;
+}
+
+std::optional<ColumnType> result_column_type(std::string_view name) {
+    for (const ResultColumn& c : result_table()) {
+        if (name == c.name)
+            return c.type;
+    }
+    return std::nullopt;
+}
+
+std::string_view to_string(ColumnType type) {
+    switch (type) {
+    case ColumnType::integer:
+        return "int";
+    case ColumnType::real:
+        return "float";
+    case ColumnType::boolean:
+        return "bool";
+    case ColumnType::text:
+        return "string";
+    }
+    return "string";
 }
 
 std::vector<std::string> csv_columns(const std::vector<Axis>& axes) {

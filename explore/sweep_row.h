@@ -11,13 +11,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clustersim::explore {
 
+/// How a result column's fields read (an empty field: no value, in a row that cannot run).
+enum class ColumnType { integer, real, boolean, text };
 /// The columns after the varied keys, in order.
 const std::vector<std::string>& result_columns();
+/// The type of result column `name`; nullopt for a name that is not one.
+std::optional<ColumnType> result_column_type(std::string_view name);
+/// int, float, bool or string: the names the sweep's sidecar (F.csv.json) gives them.
+std::string_view to_string(ColumnType type);
 /// "config", the varied keys, then result_columns().
 std::vector<std::string> csv_columns(const std::vector<Axis>& axes);
 /// One row (without the newline).

@@ -69,18 +69,22 @@ py::object typed(const std::string& field) {
     return py::str(field);
 }
 
-/// The sweep's columns of seconds, rates and fractions: always floats, so that a 0 written
-/// as "0" does not make an int in a column of floats.
-bool float_column(const std::string& name) {
-    return name.ends_with("_s") || name == "mfu" || name == "bubble_fraction";
-}
-
-/// A field of column `name`, typed.
+/// A field of column `name`, typed: a result column by its declared type (explore/sweep_row.h;
+/// so a 0 in a column of seconds is a float), a varied key's value by what it reads as.
 py::object typed(const std::string& name, const std::string& field) {
-    py::object v = typed(field);
-    if (float_column(name) && py::isinstance<py::int_>(v))
-        return py::float_(v);
-    return v;
+    const auto type = explore::result_column_type(name);
+    if (!type || field.empty())
+        return typed(field);
+    switch (*type) {
+    case explore::ColumnType::integer:
+    case explore::ColumnType::text:
+        return typed(field);
+    case explore::ColumnType::real:
+        return py::float_(std::stod(field));
+    case explore::ColumnType::boolean:
+        return py::bool_(field == "true");
+    }
+    return typed(field);
 }
 
 /// A CSV row of `columns` as a list of typed values.
