@@ -424,11 +424,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
         throw InputError("--jobs: expected a positive number of threads");
     if (o.format != "table" && o.format != "json" && o.format != "csv")
         throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
-    const bool out_csv = o.out.size() > 4 && o.out.compare(o.out.size() - 4, 4, ".csv") == 0;
-    const bool out_json = o.out.size() > 5 && o.out.compare(o.out.size() - 5, 5, ".json") == 0;
-    if (!o.out.empty() && !out_csv && !out_json)
-        throw InputError("--out: expected a file ending in .csv or .json, got '" +
-                         base::excerpt(o.out) + "'");
+    const OutKind out_kind = output_kind(o.out);
     refuse_output_over_input(o.out, "--out", {o.experiment});
     refuse_output_over_input(o.plot, "--plot", {o.experiment});
     Settings fixed;
@@ -455,13 +451,14 @@ void run_bubble(const BubbleOptions& o, Io io) {
                                       o.jobs > 0 ? o.jobs : explore::default_jobs());
     const auto j = bubble_json(o, base, schedules, cells);
     // Everything is rendered before anything is written: an error leaves no partial file.
-    const std::string file = out_csv ? bubble_csv(j) : out_json ? j.dump(2) + "\n" : "";
+    const std::string csv =
+        out_kind == OutKind::csv || o.format == "csv" ? bubble_csv(j) : std::string();
     const std::string svg =
         o.plot.empty() ? std::string() : bubble_svg(base, schedules, cells, o.fixed_batch);
     if (o.format == "json") {
         io.out << j.dump(2) << "\n";
     } else if (o.format == "csv") {
-        io.out << bubble_csv(j);
+        io.out << csv;
     } else {
         fmt::print(io.out, "{:<10}{}: {}, pp {} x tp {} x dp {}, {}, {} fidelity\n", "bubble",
                    o.experiment, base.model.name, base.parallel.pp, base.parallel.tp,
@@ -479,13 +476,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
                    "columns");
         print_bubble_table(io.out, schedules, cells, o.fixed_batch);
     }
-    if (out_csv) {
-        auto meta = j;
-        meta.erase("rows");
-        write_file_atomically(o.out + ".json", meta.dump(2) + "\n");
-    }
-    if (!o.out.empty())
-        write_file_atomically(o.out, file);
+    write_table_output(o.out, out_kind, csv, j, "rows");
     if (!svg.empty())
         write_file_atomically(o.plot, svg);
     if (o.format == "table" && !o.plot.empty())

@@ -130,9 +130,9 @@ std::string scale_svg(const sp::ExperimentSpec& base, const explore::ScalePlan& 
         if (first == nullptr)
             first = &p;
         thr.x.push_back(p.gpus);
-        thr.y.push_back(p.result.tokens_per_s);
+        thr.y.push_back(p.outcome.result.tokens_per_s);
         ideal.x.push_back(p.gpus);
-        ideal.y.push_back(first->result.tokens_per_s * p.gpus / first->gpus);
+        ideal.y.push_back(first->outcome.result.tokens_per_s * p.gpus / first->gpus);
         eff.x.push_back(p.gpus);
         eff.y.push_back(p.efficiency);
     }
@@ -215,26 +215,18 @@ void run_scale(const ScaleOptions& o, Io io) {
     const explore::ScalePlan plan = explore::plan_scale(variants, request);
 
     // Everything is rendered before anything is written: an error leaves no partial file.
-    std::string file;
-    if (out_kind == OutKind::csv)
-        file = scale_csv(base, plan, context);
-    else if (out_kind == OutKind::json)
-        file = scale_json(base, plan, context).dump(2) + "\n";
+    const nlohmann::ordered_json record = scale_json(base, plan, context);
+    const std::string csv = out_kind == OutKind::csv || o.format == "csv"
+                                ? scale_csv(base, plan, context)
+                                : std::string();
     const std::string svg = o.plot.empty() ? std::string() : scale_svg(base, plan);
     if (o.format == "json")
-        io.out << scale_json(base, plan, context).dump(2) << "\n";
+        io.out << record.dump(2) << "\n";
     else if (o.format == "csv")
-        io.out << scale_csv(base, plan, context);
+        io.out << csv;
     else
         print_scale_table(io.out, base, plan, context);
-    if (out_kind == OutKind::csv) {
-        // The metadata beside the table, so that the CSV itself is one header and rows.
-        nlohmann::ordered_json meta = scale_json(base, plan, context);
-        meta.erase("points");
-        write_file_atomically(o.out + ".json", meta.dump(2) + "\n");
-    }
-    if (!o.out.empty())
-        write_file_atomically(o.out, file);
+    write_table_output(o.out, out_kind, csv, record, "points");
     if (!svg.empty())
         write_file_atomically(o.plot, svg);
     if (o.format == "table") {

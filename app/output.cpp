@@ -1,6 +1,7 @@
 #include "app/output.h"
 
 #include "base/error.h"
+#include "base/text.h"
 #include "config/input_record.h"
 
 #include <fmt/format.h>
@@ -160,6 +161,33 @@ void refuse_same_outputs(const std::vector<std::pair<std::string, std::string>>&
                                              "second would replace the first: give two names",
                                              option_a, a, option_b, b));
         }
+    }
+}
+
+OutKind output_kind(const std::string& path) {
+    if (path.empty())
+        return OutKind::none;
+    const auto ends = [&](const char* ext) {
+        const std::string e(ext);
+        return path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+    };
+    if (ends(".csv"))
+        return OutKind::csv;
+    if (ends(".json"))
+        return OutKind::json;
+    throw InputError("--out: expected a file ending in .csv or .json, got '" + base::excerpt(path) +
+                     "'");
+}
+
+void write_table_output(const std::string& path, OutKind kind, const std::string& csv,
+                        const nlohmann::ordered_json& record, const std::string& rows_key) {
+    if (kind == OutKind::json) {
+        write_file_atomically(path, record.dump(2) + "\n");
+    } else if (kind == OutKind::csv) {
+        nlohmann::ordered_json meta = record;
+        meta.erase(rows_key);
+        write_file_atomically(path + ".json", meta.dump(2) + "\n");
+        write_file_atomically(path, csv);
     }
 }
 

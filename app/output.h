@@ -4,6 +4,8 @@
 
 #include "config/input_record.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,5 +32,16 @@ void refuse_output_over_input(const std::string& output, const std::string& opti
 void refuse_same_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 using config::same_file;
+
+/// What a planner's `--out` writes, by its extension.
+enum class OutKind { none, csv, json };
+/// The kind of `--out` by its extension; throws InputError for another.
+OutKind output_kind(const std::string& path);
+
+/// Writes a planner's `--out` (scale, bubble): F.json is `record`; F.csv is `csv`, with `record`
+/// less its `rows_key` (the rows the CSV holds) beside it in F.csv.json, so that the CSV itself
+/// is one header and rows. Nothing for OutKind::none.
+void write_table_output(const std::string& path, OutKind kind, const std::string& csv,
+                        const nlohmann::ordered_json& record, const std::string& rows_key);
 
 } // namespace clustersim::app

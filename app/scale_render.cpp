@@ -218,7 +218,7 @@ void print_main_table(std::ostream& out, const sp::ExperimentSpec& base, const S
             table.push_back(std::move(line));
             continue;
         }
-        const auto& s = p.result;
+        const auto& s = p.outcome.result;
         line.push_back(layout_code(p.layout, global_batch_searched(c)) +
                        (plan.pick && *plan.pick == i ? "  <- pick" : ""));
         line.push_back(base::format_time(sim::Time::from_seconds(s.step_time_s)));
@@ -248,7 +248,7 @@ void print_breakdown(std::ostream& out, const ScalePlan& plan) {
     for (const ScalePoint& p : plan.points) {
         if (p.verdict != ScaleVerdict::found)
             continue;
-        const auto& r = p.result;
+        const auto& r = p.outcome.result;
         const auto& b = r.breakdown;
         const double t = r.step_time_s;
         const double parts[] = {b.compute_s,         b.recompute_s,       b.tp_comm_exposed_s,
@@ -355,7 +355,7 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
     if (p.verdict != ScaleVerdict::found)
         return j;
     const auto& l = p.layout;
-    const auto& r = p.result;
+    const auto& r = p.outcome.result;
     j["layout"] = {{"code", layout_code(l, true)},
                    {"tp", l.tp},
                    {"pp", l.pp},
@@ -408,21 +408,6 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
 }
 
 } // namespace
-
-OutKind output_kind(const std::string& path) {
-    if (path.empty())
-        return OutKind::none;
-    const auto ends = [&](const char* ext) {
-        const std::string e(ext);
-        return path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
-    };
-    if (ends(".csv"))
-        return OutKind::csv;
-    if (ends(".json"))
-        return OutKind::json;
-    throw InputError("--out: expected a file ending in .csv or .json, got '" + base::excerpt(path) +
-                     "'");
-}
 
 std::string layout_code(const explore::ScaleLayout& l, bool global_batch) {
     std::string s = fmt::format("tp{} pp{} dp{}", l.tp, l.pp, l.dp);
@@ -483,7 +468,7 @@ std::string scale_csv(const sp::ExperimentSpec& base, const ScalePlan& plan,
             continue;
         }
         const auto& l = p.layout;
-        const auto& r = p.result;
+        const auto& r = p.outcome.result;
         const auto& b = r.breakdown;
         const auto near = explore::nearest_step_regime(base.cluster.node.gpu.name, p.gpus);
         s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},",

@@ -24,10 +24,6 @@ struct ScaleContext {
     const explore::ScaleRequest* request = nullptr;
 };
 
-enum class OutKind { none, csv, json };
-/// The kind of `--out` by its extension; throws InputError for another.
-OutKind output_kind(const std::string& path);
-
 /// "tp8 pp16 dp4 v6 mb1 z1 full": the knobs of a layout, those at their neutral value left out
 /// (cp 1, ep 1, no virtual stages, ZeRO 0, recompute none); `global_batch` adds "gb1536".
 std::string layout_code(const explore::ScaleLayout& l, bool global_batch);

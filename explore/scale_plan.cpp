@@ -265,7 +265,7 @@ ScalePoint plan_count(const ExperimentVariants& variants, const ExperimentSpec& 
         p.reason.clear();
         p.settings = grid[*best][*g.best];
         p.layout = layout_of(g.outcome);
-        p.result = g.outcome.result;
+        p.outcome = g.outcome;
     } else {
         p.verdict = p.valid > 0 ? ScaleVerdict::none_fits : ScaleVerdict::none_valid;
         if (p.verdict == ScaleVerdict::none_fits)
@@ -303,9 +303,9 @@ ScalePlan plan_scale(const ExperimentVariants& variants, const ScaleRequest& req
             continue;
         if (first == nullptr)
             first = &p;
-        p.efficiency =
-            (p.result.tokens_per_s / p.gpus) / (first->result.tokens_per_s / first->gpus);
-        p.train_s = request.tokens / (p.result.tokens_per_s * request.goodput);
+        p.efficiency = (p.outcome.result.tokens_per_s / p.gpus) /
+                       (first->outcome.result.tokens_per_s / first->gpus);
+        p.train_s = request.tokens / (p.outcome.result.tokens_per_s * request.goodput);
         p.cost = p.train_s / 3600 * p.gpus * request.price_per_gpu_hour;
         p.meets_target = (request.target_s <= 0 || p.train_s <= request.target_s) &&
                          (request.budget <= 0 || p.cost <= request.budget);

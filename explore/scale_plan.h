@@ -84,7 +84,7 @@ struct ScalePoint {
     std::string reason; ///< none_valid: why the first configuration cannot run
     Settings settings;  ///< found: the best configuration's overrides
     ScaleLayout layout;
-    StepResult result;        ///< found: its step
+    Outcome outcome;          ///< found: the winner as the sweep evaluates it (its step in .result)
     double efficiency = 0;    ///< tokens/s per GPU over that of the first count found
     double train_s = 0;       ///< tokens / (tokens/s x goodput)
     double cost = 0;          ///< train_s / 3600 x gpus x price (0 without a price)

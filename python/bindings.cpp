@@ -211,25 +211,9 @@ py::tuple scale(const std::string& experiment, const std::vector<std::int64_t>& 
         row.append(found ? py::object(py::none()) : py::object(py::str(p.reason)));
         // The winner as a sweep row: csv_row(index 0, no varied values) is "0," then the
         // result columns.
-        std::vector<std::string> fields;
-        if (found) {
-            const explore::ScaleLayout& l = p.layout;
-            explore::Outcome o;
-            o.valid = true;
-            o.gpus = p.gpus;
-            o.tp = l.tp;
-            o.pp = l.pp;
-            o.dp = l.dp;
-            o.cp = l.cp;
-            o.micro_batch = l.micro_batch;
-            o.micro_batches = static_cast<int>(l.global_batch / (l.micro_batch * l.dp));
-            o.virtual_stages = l.virtual_stages;
-            o.zero = l.zero;
-            o.schedule = l.schedule;
-            o.recompute = l.recompute;
-            o.result = p.result;
-            fields = explore::split_csv(explore::csv_row(0, {}, o));
-        }
+        const std::vector<std::string> fields =
+            found ? explore::split_csv(explore::csv_row(0, {}, p.outcome))
+                  : std::vector<std::string>{};
         for (std::size_t c = 1; c + 1 < result.size(); ++c)
             row.append(found ? typed(result[c], fields[1 + c]) : py::none());
         row.append(found ? py::object(py::int_(p.layout.zero)) : py::none());

@@ -13,11 +13,11 @@
 #include "config/csv.h"
 #include "config/preset.h"
 #include "fuzz/stretch.h"
+#include "support/gzip.h"
 #include "support/scratch.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +28,7 @@
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
+using clustersim::test::gzip;
 using clustersim::test::input_error_of;
 using clustersim::test::slurp;
 
@@ -56,21 +57,6 @@ std::string rank_lines(const std::function<std::string(int)>& line) {
 
 ImportResult import_log(const std::string& head) {
     return import_text(head + kTable, "all_reduce_perf-8gpu.log", {});
-}
-
-std::string gzip(const std::string& data) {
-    z_stream z{};
-    REQUIRE(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                         Z_DEFAULT_STRATEGY) == Z_OK);
-    std::string out(deflateBound(&z, data.size()), '\0');
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    z.avail_in = static_cast<uInt>(data.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
 }
 
 /// Each file of a corpus folder, expanded as its fuzzer expands it, through `read`: it may

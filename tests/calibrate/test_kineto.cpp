@@ -7,9 +7,9 @@
 #include "calibrate/kineto.h"
 #include "calibrate/measurements.h"
 #include "hardware/compute_model.h"
+#include "support/gzip.h"
 
 #include <catch2/catch.hpp>
-#include <zlib.h>
 
 #include <algorithm>
 #include <fstream>
@@ -18,6 +18,7 @@
 
 using namespace clustersim;
 using namespace clustersim::calibrate;
+using clustersim::test::gzip;
 using sim::Time;
 
 namespace {
@@ -45,21 +46,6 @@ const KernelMeasurement& kernel(const MeasurementFile& f, KernelClass c, std::st
                                  [&](const auto& k) { return k.kernel_class == c && k.op == op; });
     REQUIRE(it != f.kernels.end());
     return *it;
-}
-
-std::string gzip(const std::string& data) {
-    z_stream z{};
-    REQUIRE(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                         Z_DEFAULT_STRATEGY) == Z_OK);
-    std::string out(deflateBound(&z, data.size()), '\0');
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    z.avail_in = static_cast<uInt>(data.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
 }
 
 } // namespace
