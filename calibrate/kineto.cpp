@@ -531,7 +531,7 @@ struct KernelOrigin {
     std::int64_t cpu_time = 0;
     int op = -1;       ///< the innermost ATen op with recorded inputs
     int named_op = -1; ///< without shapes: the innermost ATen op (its name gives the class)
-    int sdpa = -1; ///< the attention op with the [B, H, S, D] shapes
+    int sdpa = -1;     ///< the attention op with the [B, H, S, D] shapes
     int phase = 0;
     int layer = -1;
 };
