@@ -1,6 +1,8 @@
 #include "app/cluster_options.h"
 
+#include "base/error.h"
 #include "base/text.h"
+#include "explore/thread_pool.h"
 #include "hardware/hardware_loader.h"
 
 #include <CLI/CLI.hpp>
@@ -47,6 +49,61 @@ strategies::parallel::Platform ClusterOptions::load_platform() const {
     if (gpus > 0)
         p = strategies::parallel::with_gpu_count(std::move(p), gpus);
     return p;
+}
+
+void ExperimentOptions::add_to(CLI::App& cmd, const std::string& set_help, bool with_jobs) {
+    cmd.add_option("--set", sets, set_help);
+    add_fidelity_option(cmd, fidelity);
+    if (with_jobs)
+        cmd.add_option("--jobs", jobs, "Threads (default: every core)");
+}
+
+strategies::parallel::Settings ExperimentOptions::overrides() const {
+    strategies::parallel::Settings out;
+    for (const auto& s : sets)
+        out.push_back(strategies::parallel::parse_override(s));
+    return out;
+}
+
+strategies::parallel::StepOptions ExperimentOptions::step_options() const {
+    return step_options_of(fidelity);
+}
+
+strategies::parallel::StepOptions step_options_of(const std::string& fidelity) {
+    const auto choice = strategies::collectives::parse_fidelity(fidelity);
+    if (!choice) // CLI::IsMember refused it already; a caller that skipped it is told the same
+        throw InputError("--fidelity: expected analytic, flow or flow-full, got '" + fidelity +
+                         "'");
+    strategies::parallel::StepOptions o;
+    o.fidelity = choice->fidelity;
+    o.flow_symmetry = choice->symmetry;
+    return o;
+}
+
+explore::EvalOptions ExperimentOptions::eval_options() const {
+    const strategies::parallel::StepOptions so = step_options();
+    explore::EvalOptions eo;
+    eo.fidelity = so.fidelity;
+    eo.flow_symmetry = so.flow_symmetry;
+    return eo;
+}
+
+int ExperimentOptions::threads() const {
+    if (jobs < 0)
+        throw InputError("--jobs: expected a positive number of threads, got " +
+                         std::to_string(jobs));
+    return jobs > 0 ? jobs : explore::default_jobs();
+}
+
+CLI::Option* add_fidelity_option(CLI::App& cmd, std::string& fidelity, const std::string& what) {
+    return cmd
+        .add_option("--fidelity", fidelity,
+                    what + "analytic (closed forms), flow (network contention; identical flows "
+                           "by symmetry, exact) or flow-full (every flow simulated)")
+        ->check(
+            CLI::IsMember(std::vector<std::string>(strategies::collectives::kFidelityNames.begin(),
+                                                   strategies::collectives::kFidelityNames.end())))
+        ->capture_default_str();
 }
 
 } // namespace clustersim::app

@@ -3,6 +3,7 @@
 // --schedules given: also ZB-H1, ZB-V and DualPipe), next to the closed forms; --plot draws the
 // whiteboard picture.
 #include "app/cli.h"
+#include "app/cluster_options.h"
 #include "app/output.h"
 #include "app/svg_plot.h"
 #include "base/error.h"
@@ -30,18 +31,15 @@ namespace {
 namespace sp = strategies::parallel;
 using sp::Settings;
 
-struct BubbleOptions {
+struct BubbleOptions : ExperimentOptions {
     std::string experiment;
     std::string micro_batches;
-    std::vector<std::string> sets;
     std::string virtual_stages;
     bool fixed_batch = false;
     std::string plot;
     std::string out;
     std::string format = "table";
     std::string schedules = "gpipe,1f1b,interleaved-1f1b";
-    int jobs = 0;
-    std::string fidelity = "analytic";
 };
 
 struct Schedule {
@@ -420,19 +418,14 @@ void run_bubble(const BubbleOptions& o, Io io) {
             vs.push_back(static_cast<int>(v));
         }
     }
-    if (o.jobs < 0)
-        throw InputError("--jobs: expected a positive number of threads");
+    const int jobs = o.threads();
     if (o.format != "table" && o.format != "json" && o.format != "csv")
         throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
     const OutKind out_kind = output_kind(o.out);
     refuse_output_over_input(o.out, "--out", {o.experiment});
     refuse_output_over_input(o.plot, "--plot", {o.experiment});
-    Settings fixed;
-    for (const auto& s : o.sets)
-        fixed.push_back(sp::parse_override(s));
-    const sp::ExperimentVariants variants(o.experiment, fixed);
-    explore::EvalOptions eo;
-    eo.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    const sp::ExperimentVariants variants(o.experiment, o.overrides());
+    const explore::EvalOptions eo = o.eval_options();
     const explore::Evaluator evaluator(variants, eo);
     // The experiment as given must run: its tp, pp and dp are kept for every point.
     sp::ExperimentSpec base;
@@ -447,8 +440,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
     if (vs.empty())
         vs.push_back(base.parallel.virtual_stages > 1 ? base.parallel.virtual_stages : 2);
     const std::vector<Schedule> schedules = parse_schedules(o.schedules, vs);
-    const auto cells = simulate_cells(evaluator, base, schedules, ms, o.fixed_batch,
-                                      o.jobs > 0 ? o.jobs : explore::default_jobs());
+    const auto cells = simulate_cells(evaluator, base, schedules, ms, o.fixed_batch, jobs);
     const auto j = bubble_json(o, base, schedules, cells);
     // Everything is rendered before anything is written: an error leaves no partial file.
     const std::string csv =
@@ -493,7 +485,7 @@ void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--micro-batches", o->micro_batches,
                     std::string("Micro-batch counts, e.g. 1,2,...,64; ") + explore::kValueListRule)
         ->required();
-    cmd->add_option("--set", o->sets, "Override a key (repeatable)");
+    o->add_to(*cmd, "Override a key (repeatable)");
     cmd->add_option("--virtual-stages", o->virtual_stages,
                     "Virtual stages of the interleaved schedule, one or a list (a curve each, "
                     "e.g. 2,4; default: the experiment's, or 2)");
@@ -508,10 +500,6 @@ void register_bubble(CLI::App& app, Io io, int& /*exit_code*/) {
                     "time too)");
     cmd->add_option("--out", o->out, "Write every point: F.csv (metadata in F.csv.json) or F.json");
     cmd->add_option("--format", o->format, "table, json or csv (on standard output)")
-        ->capture_default_str();
-    cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
-    cmd->add_option("--fidelity", o->fidelity, "analytic or flow")
-        ->check(CLI::IsMember({"analytic", "flow"}))
         ->capture_default_str();
     cmd->callback([o, io] { run_bubble(*o, io); });
 }

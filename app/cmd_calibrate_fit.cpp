@@ -1,5 +1,6 @@
 // clustersim calibrate fit | split: a hardware file fitted to measurements, and a reproducible
 // split of measurements into a fitting and a validation set.
+#include "app/cluster_options.h"
 #include "app/cmd_calibrate.h"
 #include "app/output.h"
 #include "base/error.h"
@@ -111,9 +112,7 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
     cmd->add_option("--huber-delta", o->huber_delta,
                     "Huber threshold of the relative residual (collectives, GEMMs, copies)")
         ->capture_default_str();
-    cmd->add_option("--fidelity", o->fidelity, "Step predictions: analytic or flow")
-        ->check(CLI::IsMember({"analytic", "flow"}))
-        ->capture_default_str();
+    add_fidelity_option(*cmd, o->fidelity, "Step predictions: ");
     cmd->callback([o, io] {
         check_out(o->out, "--out");
         {
@@ -133,8 +132,9 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
         calibrate::FitOptions options;
         options.huber_delta = o->huber_delta;
         options.step_fields = o->step_fields;
-        options.step_fidelity = o->fidelity == "flow" ? strategies::collectives::Fidelity::flow
-                                                      : strategies::collectives::Fidelity::analytic;
+        const strategies::parallel::StepOptions so = step_options_of(o->fidelity);
+        options.step_fidelity = so.fidelity;
+        options.step_flow_symmetry = so.flow_symmetry;
         options.holdout = read_all(o->holdout);
         const auto inputs = read_all(o->files);
         const calibrate::FitResult r = calibrate::fit_hardware(base, inputs, options);

@@ -1,6 +1,7 @@
 // clustersim run EXPERIMENT.yaml: one training step, its breakdown and memory; a Perfetto trace
 // and a Gantt chart of the pipeline on request (app/run_report.h renders them).
 #include "app/cli.h"
+#include "app/cluster_options.h"
 #include "app/output.h"
 #include "app/run_report.h"
 #include "app/trace_compare.h"
@@ -22,10 +23,8 @@ using strategies::parallel::ExperimentSpec;
 using strategies::parallel::StepResult;
 
 namespace {
-struct RunOptions {
+struct RunOptions : ExperimentOptions {
     std::string experiment;
-    std::vector<std::string> sets;
-    std::string fidelity = "analytic";
     std::string trace;
     std::string timeline;
     std::string memory;
@@ -39,12 +38,7 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     auto o = std::make_shared<RunOptions>();
     auto* cmd = app.add_subcommand("run", "Simulate one training step of an experiment");
     cmd->add_option("experiment", o->experiment, "Experiment file (YAML)")->required();
-    cmd->add_option("--set", o->sets, "Override a key, e.g. --set parallel.tp=4 (repeatable)");
-    cmd->add_option("--fidelity", o->fidelity,
-                    "analytic (closed forms), flow (network contention; identical flows by "
-                    "symmetry, exact) or flow-full (every flow simulated)")
-        ->check(CLI::IsMember({"analytic", "flow", "flow-full"}))
-        ->capture_default_str();
+    o->add_to(*cmd, "Override a key, e.g. --set parallel.tp=4 (repeatable)", false);
     auto* trace_opt =
         cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
     auto* timeline_opt =
@@ -78,14 +72,9 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         for (const auto& [option, path] : outputs)
             named.emplace_back(option->get_name(), *path);
         refuse_same_outputs(named);
-        std::vector<std::pair<std::string, std::string>> overrides;
-        for (const auto& s : o->sets)
-            overrides.push_back(strategies::parallel::parse_override(s));
-        const ExperimentSpec e = strategies::parallel::load_experiment(o->experiment, overrides);
-        strategies::parallel::StepOptions options;
-        options.fidelity = o->fidelity == "analytic" ? strategies::parallel::Fidelity::analytic
-                                                     : strategies::parallel::Fidelity::flow;
-        options.flow_symmetry = o->fidelity != "flow-full";
+        const ExperimentSpec e =
+            strategies::parallel::load_experiment(o->experiment, o->overrides());
+        strategies::parallel::StepOptions options = o->step_options();
         options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
                            !o->compare_trace.empty();
         if (!o->compare_trace.empty() && o->compare.empty())

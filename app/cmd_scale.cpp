@@ -5,6 +5,7 @@
 // with --target-days or --budget, the cheapest count and layout that meets them. --out writes
 // the same as CSV (with a JSON sidecar) or JSON, --plot draws throughput and efficiency.
 #include "app/cli.h"
+#include "app/cluster_options.h"
 #include "app/output.h"
 #include "app/scale_render.h"
 #include "app/svg_plot.h"
@@ -28,17 +29,14 @@ namespace {
 namespace sp = strategies::parallel;
 using sp::Settings;
 
-struct ScaleOptions {
+struct ScaleOptions : ExperimentOptions {
     std::string experiment;
     std::string gpus;
-    std::vector<std::string> sets;
     double price = 0;
     bool price_given = false;
     std::string tokens;
     std::string plot;
     std::string max_memory;
-    int jobs = 0;
-    std::string fidelity = "analytic";
     double target_days = 0;
     double budget = 0;
     double goodput = 1;
@@ -171,8 +169,6 @@ explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSp
     if (o.budget > 0 && r.price_per_gpu_hour <= 0)
         throw InputError("--budget: needs a price: give --price-per-gpu-hour (the hardware '" +
                          base.cluster.name + "' states no list price)");
-    if (o.jobs < 0)
-        throw InputError("--jobs: expected a positive number of threads");
     r.target_s = o.target_days * 86400;
     r.budget = o.budget;
     r.goodput = o.goodput;
@@ -186,11 +182,11 @@ explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSp
         r.search.global_batches = explore::parse_int_list("--global-batch", o.global_batch);
     if (!o.tokens_per_step.empty())
         r.search.tokens_per_step = parse_count("--tokens-per-step", o.tokens_per_step);
-    for (const auto& s : o.sets)
-        r.search.fixed_keys.push_back(sp::parse_override(s).first);
+    for (const auto& [key, value] : o.overrides())
+        r.search.fixed_keys.push_back(key);
+    r.evaluation = o.eval_options();
     r.evaluation.max_memory = explore::parse_max_memory(o.max_memory);
-    r.evaluation.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
-    r.jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
+    r.jobs = o.threads();
     return r;
 }
 
@@ -200,10 +196,7 @@ void run_scale(const ScaleOptions& o, Io io) {
     const OutKind out_kind = output_kind(o.out);
     refuse_output_over_input(o.out, "--out", {o.experiment});
     refuse_output_over_input(o.plot, "--plot", {o.experiment});
-    Settings fixed;
-    for (const auto& s : o.sets)
-        fixed.push_back(sp::parse_override(s));
-    const sp::ExperimentVariants variants(o.experiment, fixed);
+    const sp::ExperimentVariants variants(o.experiment, o.overrides());
     const sp::ExperimentSpec base = variants.read({});
     ScaleContext context;
     context.experiment = o.experiment;
@@ -248,8 +241,7 @@ void register_scale(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--gpus", o->gpus,
                     std::string("GPU counts, e.g. 8,16,...,4096; ") + explore::kValueListRule)
         ->required();
-    cmd->add_option("--set", o->sets,
-                    "Fix a key in every configuration (repeatable); a searched key it names is "
+    o->add_to(*cmd, "Fix a key in every configuration (repeatable); a searched key it names is "
                     "no longer searched");
     cmd->add_option("--tokens", o->tokens,
                     "Tokens to train, e.g. 300B (default: 20 per parameter, Chinchilla)");
@@ -279,10 +271,6 @@ void register_scale(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_flag("--wide", o->wide,
                   "Every column (the counts searched, the global batch, memory)");
     cmd->add_option("--plot", o->plot, "Write throughput and efficiency against GPUs (SVG)");
-    cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
-    cmd->add_option("--fidelity", o->fidelity, "analytic or flow")
-        ->check(CLI::IsMember({"analytic", "flow"}))
-        ->capture_default_str();
     cmd->callback([o, io, price] {
         o->price_given = price->count() > 0;
         run_scale(*o, io);

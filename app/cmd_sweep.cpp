@@ -2,6 +2,7 @@
 // the axes, simulated on a pool of threads (and across MPI ranks with --mpi), one CSV row per
 // configuration in configuration order, and the best ones as a table.
 #include "app/cli.h"
+#include "app/cluster_options.h"
 #include "app/mpi_sweep.h"
 #include "app/output.h"
 #include "app/sweep.h"
@@ -39,17 +40,14 @@ using explore::Axis;
 using explore::RowSummary;
 using strategies::parallel::Settings;
 
-struct SweepOptions {
+struct SweepOptions : ExperimentOptions {
     std::string experiment;
     std::vector<std::string> vary;
-    std::vector<std::string> sets;
     int gpus = 0;
     std::string max_memory;
-    int jobs = 0;
     std::string out;
     int top = 10;
     bool resume = false;
-    std::string fidelity = "analytic";
     bool mpi = false;
     std::int64_t max_configurations = explore::kDefaultMaxConfigurations;
 };
@@ -143,9 +141,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
 
     // Everything that can be wrong is found before any file is written; every rank finds the
     // same (the checks are deterministic), and only rank 0 prints.
-    if (o.jobs < 0)
-        throw InputError("--jobs: expected a positive number of threads, got " +
-                         std::to_string(o.jobs));
+    const int jobs = o.threads();
     if (o.top < 0)
         throw InputError("--top: expected a number of rows >= 0, got " + std::to_string(o.top));
     if (o.max_configurations < 1)
@@ -160,11 +156,12 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     for (const auto& text : o.vary)
         request.axes.push_back(explore::parse_axis("--vary", text));
     request.max_configurations = o.max_configurations;
-    for (const auto& s : o.sets)
-        request.fixed.push_back(sp::parse_override(s));
+    request.fixed = o.overrides();
     request.gpus = o.gpus;
     request.max_memory = explore::parse_max_memory(o.max_memory);
-    request.fidelity = o.fidelity == "flow" ? sp::Fidelity::flow : sp::Fidelity::analytic;
+    const explore::EvalOptions eo = o.eval_options();
+    request.fidelity = eo.fidelity;
+    request.flow_symmetry = eo.flow_symmetry;
     // The axes, their values and the configurations checked (explore/sweep_setup.h).
     const explore::SweepSetup setup(request);
     const auto& axes = setup.grid().axes();
@@ -226,7 +223,6 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     }
     const std::vector<std::int64_t> mine = explore::rank_share(todo, rank, ranks);
     lockstep = false;
-    const int jobs = o.jobs > 0 ? o.jobs : explore::default_jobs();
     auto work = [&](std::int64_t index) { return setup.row(index); };
 
     if (rank != 0) {
@@ -333,15 +329,13 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
                                 "parallel.tp=1,2,...,8); ") +
                         explore::kValueListRule)
         ->required();
-    cmd->add_option("--set", o->sets,
-                    "Fix a key in every configuration, e.g. --set parallel.zero=1");
+    o->add_to(*cmd, "Fix a key in every configuration, e.g. --set parallel.zero=1");
     auto* gpus = cmd->add_option(
         "--gpus", o->gpus,
         "GPUs of every configuration (default: the experiment's); dp = gpus / (tp x "
         "pp)");
     cmd->add_option("--max-memory", o->max_memory,
                     "Memory per GPU for the out-of-memory verdict (default: the GPU's HBM)");
-    cmd->add_option("--jobs", o->jobs, "Threads (default: every core)");
     auto* out =
         cmd->add_option("--out", o->out,
                         "Write every configuration as a CSV row (a plain pandas.read_csv reads "
@@ -349,9 +343,6 @@ void register_sweep(CLI::App& app, Io io, int& exit_code) {
     cmd->add_option("--top", o->top, "Print the best K configurations")->capture_default_str();
     cmd->add_flag("--resume", o->resume,
                   "Continue the sweep in --out: skip the configurations already written");
-    cmd->add_option("--fidelity", o->fidelity, "analytic (closed forms) or flow (network)")
-        ->check(CLI::IsMember({"analytic", "flow"}))
-        ->capture_default_str();
     cmd->add_option("--max-configurations", o->max_configurations,
                     "Refuse a grid of more configurations than this")
         ->capture_default_str();

@@ -3,6 +3,7 @@
 // kind's mean is above --max-error, so a person can keep it in their CI; exit code 2 when no
 // point could be predicted at all.
 #include "app/cli.h"
+#include "app/cluster_options.h"
 #include "app/cmd_calibrate.h"
 #include "base/error.h"
 #include "base/text.h"
@@ -181,8 +182,9 @@ void run(const ValidateOptions& o, Io io, int& exit_code) {
     }
     for (const auto& k : o.kinds)
         vo.kinds.push_back(parse_kind(k));
-    vo.fidelity = o.fidelity == "flow" ? strategies::collectives::Fidelity::flow
-                                       : strategies::collectives::Fidelity::analytic;
+    const strategies::parallel::StepOptions so = step_options_of(o.fidelity);
+    vo.fidelity = so.fidelity;
+    vo.flow_symmetry = so.flow_symmetry;
     const strategies::parallel::Platform platform = strategies::parallel::load_platform(o.hardware);
     const hardware::ClusterSpec& hw = platform.cluster;
     // Read and check every file before predicting anything.
@@ -248,9 +250,7 @@ void register_validate(CLI::App& app, Io io, int& exit_code) {
     cmd->add_option("--min-bytes", o->min_bytes, "Skip collectives smaller than this size");
     cmd->add_option("--kind", o->kinds,
                     "Only these kinds: collectives, gemms, copies, p2p, launches, steps");
-    cmd->add_option("--fidelity", o->fidelity, "Step predictions: analytic or flow")
-        ->check(CLI::IsMember({"analytic", "flow"}))
-        ->capture_default_str();
+    add_fidelity_option(*cmd, o->fidelity, "Step predictions: ");
     cmd->add_flag("--summary", o->summary, "Only the summary by kind, not every point");
     cmd->callback([o, io, &exit_code] { run(*o, io, exit_code); });
 }

@@ -788,11 +788,12 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
         p.weights.push_back(1.0);
     }
     const auto fidelity = options.step_fidelity;
-    p.predict = [&points, fidelity](const Platform& s) {
+    const bool symmetry = options.step_flow_symmetry;
+    p.predict = [&points, fidelity, symmetry](const Platform& s) {
         std::vector<double> out;
         out.reserve(points.size());
         for (const auto* st : points)
-            out.push_back(predict_step(s, *st, fidelity));
+            out.push_back(predict_step(s, *st, fidelity, symmetry));
         return out;
     };
     std::vector<Param> params;
@@ -890,6 +891,7 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
     std::vector<double> coll, gemm, step;
     ValidationOptions vo;
     vo.fidelity = options.step_fidelity;
+    vo.flow_symmetry = options.step_flow_symmetry;
     vo.kinds = {PointKind::collective, PointKind::gemm, PointKind::step};
     for (const auto& in : on) {
         const Validation v = validate_measurements(result.fitted, in.file, in.name, vo);

@@ -67,6 +67,8 @@ struct FitOptions {
     /// Framework fields the step fit may tune (keys of framework_fields()); empty: all.
     std::vector<std::string> step_fields;
     strategies::collectives::Fidelity step_fidelity = strategies::collectives::Fidelity::analytic;
+    /// Flow fidelity: identical flows left to one representative; false: every flow.
+    bool step_flow_symmetry = true;
     /// Measurements to compute the uncertainty bands on (held out from the fit). Empty: the
     /// fit's own points (in-sample).
     std::vector<NamedMeasurements> holdout;

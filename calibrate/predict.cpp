@@ -23,10 +23,11 @@ strategies::parallel::ExperimentSpec step_experiment(const strategies::parallel:
 }
 
 double predict_step(const strategies::parallel::Platform& platform, const StepMeasurement& step,
-                    strategies::collectives::Fidelity fidelity) {
+                    strategies::collectives::Fidelity fidelity, bool flow_symmetry) {
     const auto e = step_experiment(platform, step);
     strategies::parallel::StepOptions o;
     o.fidelity = fidelity;
+    o.flow_symmetry = flow_symmetry;
     o.oom_advice = false;
     return strategies::parallel::simulate_step(e, o).step_time_s;
 }

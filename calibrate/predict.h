@@ -2,7 +2,7 @@
 /// \file
 /// Predictions of measured points: what the simulator says a measurement should have been on a
 /// given hardware description. `validate` compares these with the measurements, `fit` tunes
-/// the hardware file to bring them closer, and the validation reports (calibrate/accuracy_*.h)
+/// the hardware file to bring them closer, and the validation reports (validation/accuracy_*.h)
 /// predict through the same functions: one predictor of collectives and one of steps.
 
 #include "calibrate/measurements.h"
@@ -29,7 +29,8 @@ std::string skip_reason(std::string_view what, std::string_view source);
 /// Predicted seconds of a measured training step.
 double predict_step(
     const strategies::parallel::Platform& platform, const StepMeasurement& step,
-    strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic);
+    strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic,
+    bool flow_symmetry = true);
 
 /// Predicts collectives on one hardware description, caching a topology per GPU count.
 class CollectivePredictor {

@@ -409,7 +409,7 @@ Validation validate_measurements(const strategies::parallel::Platform& platform,
             const std::string src = where(s.source, name, PointKind::step, i);
             try {
                 add(PointKind::step, i, point_label(s), s.source, "", s.time,
-                    predict_step(platform, s, options.fidelity));
+                    predict_step(platform, s, options.fidelity, options.flow_symmetry));
             } catch (const InputError& e) {
                 skips.add(PointKind::step, skip_reason(e.what(), s.source), src);
             }

@@ -67,6 +67,8 @@ struct ValidationOptions {
     /// Collectives smaller than this are skipped (counted in the notes).
     std::int64_t min_collective_bytes = 0;
     strategies::collectives::Fidelity fidelity = strategies::collectives::Fidelity::analytic;
+    /// Flow fidelity: identical flows left to one representative; false: every flow.
+    bool flow_symmetry = true;
     /// Kinds to predict; empty: all.
     std::vector<PointKind> kinds;
 };

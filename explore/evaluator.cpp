@@ -155,6 +155,7 @@ Outcome Evaluator::evaluate(const Settings& overrides) const {
         }
         sp::StepOptions so;
         so.fidelity = options_.fidelity;
+        so.flow_symmetry = options_.flow_symmetry;
         so.oom_advice = false; // a sweep reports OOM; searching a fix would cost 5 more steps
         o.result = simulator(overrides, e).simulate(e, so);
         o.valid = true;

@@ -32,6 +32,9 @@ struct EvalOptions {
     std::int64_t max_memory = 0; ///< bytes per GPU; 0: the GPU's HBM
     bool derive_dp = false;      ///< dp = gpus / (tp x pp) in every configuration
     strategies::parallel::Fidelity fidelity = strategies::parallel::Fidelity::analytic;
+    /// Flow fidelity: identical flows left to one representative (StepOptions::flow_symmetry);
+    /// false: every flow simulated (`--fidelity flow-full`).
+    bool flow_symmetry = true;
 };
 
 /// What one configuration gave: a step, or the reason it cannot run.

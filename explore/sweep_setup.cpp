@@ -63,6 +63,7 @@ SweepSetup::SweepSetup(const SweepRequest& request)
     eo.gpus = gpus;
     eo.max_memory = request_.max_memory;
     eo.fidelity = request_.fidelity;
+    eo.flow_symmetry = request_.flow_symmetry;
     // dp follows the GPUs whenever the split or the GPU count changes and dp itself does not.
     eo.derive_dp =
         !dp_given && (varied("parallel.tp") || varied("parallel.pp") || varied("parallel.cp") ||

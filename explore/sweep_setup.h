@@ -24,6 +24,7 @@ struct SweepRequest {
     int gpus = 0;                ///< 0: the experiment's (or a varied `gpus`)
     std::int64_t max_memory = 0; ///< bytes per GPU; 0: the GPU's HBM
     strategies::parallel::Fidelity fidelity = strategies::parallel::Fidelity::analytic;
+    bool flow_symmetry = true; ///< flow fidelity: identical flows by one representative
     /// More configurations than this are refused before anything is read or simulated
     /// (`--max-configurations`).
     std::int64_t max_configurations = kDefaultMaxConfigurations;

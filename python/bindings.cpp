@@ -17,6 +17,7 @@
 #include "explore/thread_pool.h"
 #include "results/collective_table.h"
 #include "results/step_json.h"
+#include "strategies/collectives/collective.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/experiment_variants.h"
@@ -101,13 +102,14 @@ py::list typed_row(const std::string& row, const std::vector<std::string>& colum
 
 std::string run(const std::string& experiment, const Pairs& overrides,
                 const std::string& fidelity) {
-    if (fidelity != "analytic" && fidelity != "flow" && fidelity != "flow-full")
+    const auto choice = strategies::collectives::parse_fidelity(fidelity);
+    if (!choice)
         throw InputError("fidelity: expected analytic, flow or flow-full, got '" + fidelity + "'");
     py::gil_scoped_release unlocked;
     const sp::ExperimentSpec e = sp::load_experiment(experiment, overrides);
     sp::StepOptions options;
-    options.fidelity = fidelity == "analytic" ? sp::Fidelity::analytic : sp::Fidelity::flow;
-    options.flow_symmetry = fidelity != "flow-full";
+    options.fidelity = choice->fidelity;
+    options.flow_symmetry = choice->symmetry;
     return results::step_json(e, sp::simulate_step(e, options)).dump();
 }
 

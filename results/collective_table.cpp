@@ -68,14 +68,12 @@ CollectiveSweep::CollectiveSweep(const CollectiveRequest& request)
     }
     // As `run` takes it: flow folds identical flows into representatives (exact), flow-full
     // simulates every one.
-    const bool flow_full = o.fidelity == "flow-full";
-    const auto fidelity =
-        flow_full ? std::optional(cl::Fidelity::flow) : cl::parse_fidelity(o.fidelity);
+    const auto fidelity = cl::parse_fidelity(o.fidelity);
     if (!fidelity)
         throw InputError("--fidelity: expected analytic, flow or flow-full, got '" + o.fidelity +
                          "'");
-    fidelity_ = *fidelity;
-    flow_options_.symmetry = !flow_full;
+    fidelity_ = fidelity->fidelity;
+    flow_options_.symmetry = fidelity->symmetry;
     // nccl-tests' -d names (float, half, bfloat16) beside ours.
     const std::string dtype_name = o.dtype == "float"      ? "fp32"
                                    : o.dtype == "half"     ? "fp16"
@@ -140,8 +138,7 @@ std::vector<std::int64_t> CollectiveSweep::sizes() const {
 }
 
 std::string_view CollectiveSweep::fidelity_name() const {
-    return fidelity_ == cl::Fidelity::flow && !flow_options_.symmetry ? "flow-full"
-                                                                      : cl::to_string(fidelity_);
+    return cl::to_string(cl::FidelityChoice{fidelity_, flow_options_.symmetry});
 }
 
 std::vector<CollectiveRow> CollectiveSweep::rows() const {

@@ -13,18 +13,9 @@ namespace clustersim::results {
 using strategies::parallel::ExperimentSpec;
 using strategies::parallel::StepResult;
 
-namespace {
-
-const char* fidelity_name(strategies::parallel::Fidelity f) {
-    return f == strategies::parallel::Fidelity::flow ? "flow" : "analytic";
-}
-
-} // namespace
-
-const char* fidelity_name(const StepResult& r) {
-    if (r.fidelity != strategies::parallel::Fidelity::flow)
-        return "analytic";
-    return r.flow_symmetry ? "flow" : "flow-full";
+std::string_view fidelity_name(const StepResult& r) {
+    return strategies::collectives::to_string(
+        strategies::collectives::FidelityChoice{r.fidelity, r.flow_symmetry});
 }
 
 std::string symmetry_note(const StepResult& r) {
@@ -76,7 +67,7 @@ std::string simulated_note(const StepResult& r) {
 nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     nlohmann::ordered_json j;
     j["experiment"] = e.name;
-    j["fidelity"] = fidelity_name(r.fidelity);
+    j["fidelity"] = strategies::collectives::to_string(r.fidelity);
     j["gpus"] = r.gpus;
     j["parallel"] = {{"tp", r.tp},
                      {"pp", r.pp},

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace clustersim::results {
 
@@ -27,7 +28,7 @@ std::string oom_fix_text(const std::optional<strategies::parallel::OomSuggestion
 /// Which GPUs were simulated and why that stands for all: "one GPU per pipeline rank (...)".
 std::string simulated_note(const strategies::parallel::StepResult& r);
 /// "analytic", "flow" or "flow-full": the fidelity the step ran in, as `--fidelity` names it.
-const char* fidelity_name(const strategies::parallel::StepResult& r);
+std::string_view fidelity_name(const strategies::parallel::StepResult& r);
 /// Flow fidelity: whose communication was simulated, and what symmetry left out.
 std::string symmetry_note(const strategies::parallel::StepResult& r);
 

@@ -106,13 +106,20 @@ std::optional<Algorithm> parse_algorithm(std::string_view s) {
     return std::nullopt;
 }
 
-std::optional<Fidelity> parse_fidelity(std::string_view s) {
-    const std::string n = normalise(s);
-    if (n == "analytic")
-        return Fidelity::analytic;
-    if (n == "flow")
-        return Fidelity::flow;
+std::optional<FidelityChoice> parse_fidelity(std::string_view s) {
+    if (s == kFidelityNames[0])
+        return FidelityChoice{Fidelity::analytic, true};
+    if (s == kFidelityNames[1])
+        return FidelityChoice{Fidelity::flow, true};
+    if (s == kFidelityNames[2])
+        return FidelityChoice{Fidelity::flow, false};
     return std::nullopt;
+}
+
+std::string_view to_string(FidelityChoice c) {
+    if (c.fidelity == Fidelity::analytic)
+        return kFidelityNames[0];
+    return c.symmetry ? kFidelityNames[1] : kFidelityNames[2];
 }
 
 std::string op_names() {

@@ -89,7 +89,20 @@ std::optional<Op> parse_op(std::string_view s);
 /// "auto", "ring", "tree", "direct", "nvls", "hierarchical", "nvls_tree", "collnet_direct",
 /// "collnet_chain" (also NCCL's spellings: "nvlstree", "collnetdirect", "collnetchain").
 std::optional<Algorithm> parse_algorithm(std::string_view s);
-std::optional<Fidelity> parse_fidelity(std::string_view s);
+
+/// What `--fidelity` names, in every command and in the Python module: the fidelity and, in flow,
+/// whether identical flows are left to one representative (`flow`: symmetry, exact) or every
+/// flow is simulated (`flow-full`).
+struct FidelityChoice {
+    Fidelity fidelity = Fidelity::analytic;
+    bool symmetry = true;
+};
+/// The names `--fidelity` takes, in the order help and errors list them.
+inline constexpr std::array<std::string_view, 3> kFidelityNames{"analytic", "flow", "flow-full"};
+/// One of kFidelityNames; nullopt when unknown.
+std::optional<FidelityChoice> parse_fidelity(std::string_view s);
+/// The name of a choice (kFidelityNames).
+std::string_view to_string(FidelityChoice c);
 /// Every op name, comma separated (for error messages).
 std::string op_names();
 
