@@ -176,6 +176,15 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
         fmt::print(out, "{:<12}no\n", "oom");
 }
 
+nlohmann::json bar_args(const strategies::parallel::TimelineBar& bar) {
+    nlohmann::json args = nullptr;
+    if (bar.flops > 0)
+        args["flops"] = bar.flops;
+    if (bar.bytes > 0)
+        args["bytes"] = bar.bytes;
+    return args;
+}
+
 std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
     ChromeTrace trace;
     trace.set_metadata("experiment", e.name);
@@ -188,6 +197,10 @@ std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
                           static_cast<int>(p));
         for (auto s : {TraceStream::compute, TraceStream::pp_comm, TraceStream::dp_comm})
             trace.set_thread(pid, trace_tid(s), trace_stream_name(s), static_cast<int>(s));
+        if (e.parallel.tp > 1)
+            trace.set_thread(pid, trace_tid(TraceStream::tp_comm),
+                             trace_stream_name(TraceStream::tp_comm),
+                             static_cast<int>(TraceStream::tp_comm));
         if (e.parallel.expert_layout() && e.model.is_moe())
             trace.set_thread(pid, trace_tid(TraceStream::ep_comm),
                              trace_stream_name(TraceStream::ep_comm),
@@ -199,8 +212,13 @@ std::string step_trace(const ExperimentSpec& e, const StepResult& r) {
                               : bar.stream == TimelineStream::dp    ? TraceStream::dp_comm
                               : bar.stream == TimelineStream::ep    ? TraceStream::ep_comm
                                                                     : TraceStream::tp_comm;
-        trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
+        trace.complete(trace_pid(bar.rank), trace_tid(s), bar.label, bar.kind, bar.start, bar.end,
+                       bar_args(bar));
     }
+    // Pipeline sends: an arrow from the sender's PP stream to the pass that waited for it.
+    for (const auto& t : r.transfers)
+        trace.flow(t.label, "pp-send", trace_pid(t.from_rank), trace_tid(TraceStream::pp_comm),
+                   t.start, trace_pid(t.to_rank), trace_tid(TraceStream::compute), t.needed);
     for (const auto& pt : r.memory_points) {
         const auto& m = r.memory[static_cast<std::size_t>(pt.rank)];
         trace.counter(trace_pid(pt.rank), "memory", pt.time,
@@ -227,6 +245,10 @@ std::string step_timeline_svg(const ExperimentSpec& e, const StepResult& r) {
         chart.lanes.push_back(lane);
     }
     for (const auto& bar : r.bars) {
+        // The chart shows passes: the layers inside them and their TP collectives are the
+        // trace's (too fine for a chart of a whole step).
+        if (bar.kind == "layer" || bar.stream == TimelineStream::tp)
+            continue;
         GanttBar g;
         g.lane = static_cast<std::size_t>(bar.rank);
         g.stream = bar.stream == TimelineStream::compute ? 0

@@ -7,6 +7,8 @@
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 
+#include <nlohmann/json.hpp>
+
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -18,6 +20,9 @@ std::string describe_parallel(const strategies::parallel::ExperimentSpec& e);
 void print_step_table(std::ostream& out, const strategies::parallel::ExperimentSpec& e,
                       const strategies::parallel::StepResult& r);
 /// Chrome trace-event JSON: a process per simulated GPU, a thread per stream, memory counters.
+/// A timeline bar's work as a trace event's args (a layer's FLOPs and bytes, a TP slice's
+/// bytes); null when it has none.
+nlohmann::json bar_args(const strategies::parallel::TimelineBar& bar);
 std::string step_trace(const strategies::parallel::ExperimentSpec& e,
                        const strategies::parallel::StepResult& r);
 /// The pipeline as a Gantt chart (SVG).

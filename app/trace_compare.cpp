@@ -1,6 +1,7 @@
 #include "app/trace_compare.h"
 
 #include "app/chrome_trace.h"
+#include "app/run_report.h"
 #include "app/version.h"
 #include "base/error.h"
 #include "calibrate/validation.h"
@@ -279,6 +280,10 @@ std::string comparison_trace(const calibrate::KinetoTrace& trace,
                       2 + static_cast<int>(p));
         for (auto s : {TraceStream::compute, TraceStream::pp_comm, TraceStream::dp_comm})
             t.set_thread(pid, trace_tid(s), trace_stream_name(s), static_cast<int>(s));
+        if (e.parallel.tp > 1)
+            t.set_thread(pid, trace_tid(TraceStream::tp_comm),
+                         trace_stream_name(TraceStream::tp_comm),
+                         static_cast<int>(TraceStream::tp_comm));
     }
     for (const auto& bar : r.bars) {
         const TraceStream s =
@@ -287,7 +292,8 @@ std::string comparison_trace(const calibrate::KinetoTrace& trace,
             : bar.stream == strategies::parallel::TimelineStream::dp    ? TraceStream::dp_comm
             : bar.stream == strategies::parallel::TimelineStream::ep    ? TraceStream::ep_comm
                                                                         : TraceStream::tp_comm;
-        t.complete(3 + bar.rank, trace_tid(s), bar.label, bar.kind, bar.start, bar.end);
+        t.complete(3 + bar.rank, trace_tid(s), bar.label, bar.kind, bar.start, bar.end,
+                   bar_args(bar));
     }
     return t.dump();
 }

@@ -762,7 +762,7 @@ void fit_steps(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
             try {
                 step_experiment(strategies::parallel::with_gpu_count(result.fitted, s.gpus), s);
             } catch (const InputError& e) {
-                auto& k = skipped[inputs[f].name + ": " + skip_reason(e.what(), s.source)];
+                auto& k = skipped[inputs[f].name + ": " + e.message_for(s.source)];
                 if (k.first++ == 0)
                     k.second = s.source.empty() ? fmt::format("{}:steps[{}]", inputs[f].name, i)
                                                 : s.source;

@@ -197,7 +197,7 @@ KernelValidation validate_kernel_classes(const strategies::parallel::Platform& p
             c.predicted_s = predict_step(fitted, s);
         } catch (const InputError& e) {
             v.notes.push_back(
-                fmt::format("{}: not predicted: {}", c.name, skip_reason(e.what(), s.source)));
+                fmt::format("{}: not predicted: {}", c.name, e.message_for(s.source)));
             continue;
         }
         v.steps.push_back(c);

@@ -32,13 +32,6 @@ double predict_step(const strategies::parallel::Platform& platform, const StepMe
     return strategies::parallel::simulate_step(e, o).step_time_s;
 }
 
-std::string skip_reason(std::string_view what, std::string_view source) {
-    if (!source.empty() && what.size() > source.size() + 2 &&
-        what.substr(0, source.size()) == source && what.substr(source.size(), 2) == ": ")
-        what.remove_prefix(source.size() + 2);
-    return std::string(what);
-}
-
 struct CollectivePredictor::Impl {
     hardware::ClusterSpec cluster;
     std::map<int, std::unique_ptr<hardware::Topology>> topologies;  ///< by node count

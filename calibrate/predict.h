@@ -21,11 +21,6 @@ namespace clustersim::calibrate {
 strategies::parallel::ExperimentSpec step_experiment(const strategies::parallel::Platform& platform,
                                                      const StepMeasurement& step);
 
-/// Why a point was skipped, without the point's own location when the error starts with it
-/// ("file.csv:12: model 'x': missing key 'vocab'" -> "model 'x': missing key 'vocab'"), so
-/// that a thousand rows skipped for one reason are reported as one line with one example.
-std::string skip_reason(std::string_view what, std::string_view source);
-
 /// Predicted seconds of a measured training step.
 double predict_step(
     const strategies::parallel::Platform& platform, const StepMeasurement& step,

@@ -411,7 +411,7 @@ Validation validate_measurements(const strategies::parallel::Platform& platform,
                 add(PointKind::step, i, point_label(s), s.source, "", s.time,
                     predict_step(platform, s, options.fidelity, options.flow_symmetry));
             } catch (const InputError& e) {
-                skips.add(PointKind::step, skip_reason(e.what(), s.source), src);
+                skips.add(PointKind::step, e.message_for(s.source), src);
             }
         }
     }

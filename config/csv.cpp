@@ -193,8 +193,8 @@ std::optional<std::size_t> CsvTable::find_column(std::string_view column) const 
 std::size_t CsvTable::column(std::string_view column) const {
     if (const auto i = find_column(column))
         return *i;
-    throw InputError(fmt::format("{}:{}: no column '{}'", name_, header_line_, column),
-                     location_of(name_, header_line_, column));
+    throw InputError(location_of(name_, header_line_, column),
+                     fmt::format("no column '{}'", column), InputError::KeyShown::no);
 }
 
 std::string CsvTable::where(std::size_t row) const {
@@ -206,7 +206,7 @@ SourceLocation CsvTable::location(std::size_t row, std::string_view column) cons
 }
 
 void CsvTable::fail(std::size_t row, const std::string& message) const {
-    throw InputError(where(row) + ": " + message, location(row));
+    throw InputError(location(row), message);
 }
 
 const std::string& CsvTable::text(std::size_t row, std::string_view column) const {
@@ -217,18 +217,19 @@ double CsvTable::number(std::size_t row, std::string_view column) const {
     const std::string& t = text(row, column);
     if (const auto v = parse_number(t))
         return *v;
-    throw InputError(
-        fmt::format("{}: column '{}': expected a number, got '{}'", where(row), column, t),
-        location(row, column));
+    throw InputError(location(row, column),
+                     fmt::format("column '{}': expected a number, got '{}'", column, t),
+                     InputError::KeyShown::no);
 }
 
 double CsvTable::number_at(std::size_t row, std::size_t index) const {
     const std::string& t = rows_.at(row).fields.at(index);
     if (const auto v = parse_number(t))
         return *v;
-    throw InputError(fmt::format("{}: column {} ('{}'): expected a number, got '{}'", where(row),
-                                 index + 1, columns_.at(index), t),
-                     location(row, columns_.at(index)));
+    throw InputError(location(row, columns_.at(index)),
+                     fmt::format("column {} ('{}'): expected a number, got '{}'", index + 1,
+                                 columns_.at(index), t),
+                     InputError::KeyShown::no);
 }
 
 std::vector<TextLine> split_lines(std::string_view text) {

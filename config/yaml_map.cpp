@@ -69,8 +69,8 @@ YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
     , path_(std::move(path)) {
     if (!node_.IsMap()) {
         const std::string where = path_.empty() ? "the document" : "key '" + path_ + "'";
-        throw InputError(format_mark(*file_, node_.Mark()) + ": " + where +
-                         ": expected a mapping of keys to values");
+        throw InputError(location(*file_, node_.Mark()),
+                         where + ": expected a mapping of keys to values");
     }
     index_keys();
 }
@@ -104,9 +104,10 @@ void YamlMap::index_keys() {
             first.line < second.line || (first.line == second.line && first.column < second.column)
                 ? std::pair{first, second}
                 : std::pair{second, first};
-        throw InputError(format_mark(*file_, later) + ": key '" + key + "' given twice (first at " +
-                             format_mark(*file_, earlier) + "); keep one",
-                         location(*file_, later, key));
+        throw InputError(location(*file_, later, key),
+                         "key '" + key + "' given twice (first at " + format_mark(*file_, earlier) +
+                             "); keep one",
+                         InputError::KeyShown::no);
     }
 }
 
@@ -142,14 +143,13 @@ void YamlMap::fail(std::string_view key, const std::string& what) const {
 }
 
 void YamlMap::fail_at(const YAML::Node& at, std::string_view key, const std::string& what) const {
-    throw InputError(format_mark(*file_, at.Mark()) + ": key '" + key_path(key) + "': " + what,
-                     location(*file_, at.Mark(), key_path(key)));
+    throw InputError(location(*file_, at.Mark(), key_path(key)), what);
 }
 
 void YamlMap::missing(std::string_view key, const std::string& what) const {
-    throw InputError(format_mark(*file_, node_.Mark()) + ": missing key '" + key_path(key) + "' (" +
-                         what + ")",
-                     location(*file_, node_.Mark(), key_path(key)));
+    throw InputError(location(*file_, node_.Mark(), key_path(key)),
+                     "missing key '" + key_path(key) + "' (" + what + ")",
+                     InputError::KeyShown::no);
 }
 
 bool YamlMap::has(std::string_view key) {
@@ -326,9 +326,9 @@ void YamlMap::finish() {
         if (e.asked)
             continue;
         const std::string shown = base::excerpt(key_path(e.key));
-        throw InputError(format_mark(*file_, e.key_node.Mark()) + ": unknown key '" + shown +
-                             "' (valid keys here: " + asked_list() + ")",
-                         location(*file_, e.key_node.Mark(), key_path(e.key)));
+        throw InputError(location(*file_, e.key_node.Mark(), key_path(e.key)),
+                         "unknown key '" + shown + "' (valid keys here: " + asked_list() + ")",
+                         InputError::KeyShown::no);
     }
 }
 

@@ -14,22 +14,6 @@ namespace clustersim::explore {
 
 namespace sp = strategies::parallel;
 
-std::string strip_path(const std::string& message, const std::string& path) {
-    if (path.empty() || message.rfind(path, 0) != 0)
-        return message;
-    std::size_t i = path.size();
-    // ":LINE:COL" after the path, then ": ".
-    while (i < message.size() && message[i] == ':' && i + 1 < message.size() &&
-           std::isdigit(static_cast<unsigned char>(message[i + 1]))) {
-        ++i;
-        while (i < message.size() && std::isdigit(static_cast<unsigned char>(message[i])))
-            ++i;
-    }
-    if (message.compare(i, 2, ": ") == 0)
-        return message.substr(i + 2);
-    return message;
-}
-
 struct Evaluator::Slot {
     std::once_flag once;
     std::unique_ptr<sp::StepSimulator> simulator;
@@ -150,7 +134,7 @@ Outcome Evaluator::evaluate(const Settings& overrides) const {
         ExperimentSpec e = unvalidated(overrides);
         // An invalid configuration is common in a sweep: its reason returned, not thrown.
         if (const auto error = sp::experiment_error(e)) {
-            o.reason = strip_path(error->what(), variants_.path());
+            o.reason = error->message_for(variants_.path());
             return o;
         }
         sp::StepOptions so;
@@ -172,7 +156,7 @@ Outcome Evaluator::evaluate(const Settings& overrides) const {
         o.recompute = e.parallel.recompute;
     } catch (const InputError& err) {
         o.valid = false;
-        o.reason = strip_path(err.what(), variants_.path());
+        o.reason = err.message_for(variants_.path());
     }
     return o;
 }

@@ -94,8 +94,4 @@ private:
 std::vector<Outcome> evaluate_all(const Evaluator& evaluator, const std::vector<Settings>& configs,
                                   int jobs);
 
-/// The message of an InputError about `path`, without the leading "PATH: " or
-/// "PATH:LINE:COL: " (every row of a sweep is about the same file).
-std::string strip_path(const std::string& message, const std::string& path);
-
 } // namespace clustersim::explore

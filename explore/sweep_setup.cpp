@@ -81,7 +81,7 @@ SweepSetup::SweepSetup(const SweepRequest& request)
                 (void)variants_->read(s);
             } catch (const InputError& e) {
                 throw InputError("--vary " + a.key + "=" + v + ": " +
-                                 strip_path(e.what(), request_.experiment));
+                                 e.message_for(request_.experiment));
             }
         }
     }
@@ -96,7 +96,7 @@ SweepSetup::SweepSetup(const SweepRequest& request)
             return;
         } catch (const InputError& e) {
             if (first_reason.empty())
-                first_reason = strip_path(e.what(), request_.experiment);
+                first_reason = e.message_for(request_.experiment);
         }
     }
     throw InputError(fmt::format("none of the {} configurations can run{}: the first "

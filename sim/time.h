@@ -43,6 +43,9 @@ public:
     }
 
     constexpr rep picoseconds() const { return ps_; }
+    /// This duration times `k`, rounded to the nearest picosecond as from_seconds rounds (a
+    /// share of a pass, a stretch by a slowdown); saturates at max().
+    Time scaled(double k) const { return from_seconds(seconds() * k); }
     constexpr double seconds() const { return static_cast<double>(ps_) / 1e12; }
     constexpr double microseconds() const { return static_cast<double>(ps_) / 1e6; }
     constexpr double milliseconds() const { return static_cast<double>(ps_) / 1e9; }

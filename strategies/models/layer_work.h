@@ -100,6 +100,8 @@ struct Fusions {
     bool all() const {
         return apply_rope_fusion && bias_activation_fusion && masked_softmax_fusion && norm_fusion;
     }
+
+    bool operator==(const Fusions&) const = default;
 };
 /// What Megatron-Core's selective recompute recomputes (TransformerConfig.recompute_modules,
 /// --recompute-modules; megatron/core/transformer/transformer_config.py): "core_attn" the core

@@ -85,8 +85,9 @@ void validate(YamlMap& m, const ModelSpec& s) {
             return;
         if (m.node()[std::string(key)].IsDefined())
             m.fail(key, what);
-        throw InputError(config::format_mark(m.file(), m.node().Mark()) + ": model '" + s.name +
-                         "': " + what + (m.path().empty() ? "" : " (in " + m.path() + ")"));
+        throw InputError(config::location(m.file(), m.node().Mark()),
+                         "model '" + s.name + "': " + what +
+                             (m.path().empty() ? "" : " (in " + m.path() + ")"));
     };
     auto present = [&](int v, std::string_view key) {
         require(v > 0, key, "missing key '" + std::string(key) + "'");

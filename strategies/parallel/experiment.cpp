@@ -35,21 +35,10 @@ std::pair<std::string, std::string> parse_override(const std::string& text) {
 
 namespace {
 
-/// An error message without its "FILE[:LINE:COL]: " prefix and "key 'KEY': ", for saying it
-/// about --set instead.
-std::string without_location(std::string message, const std::string& file, const std::string& key) {
-    if (message.starts_with(file)) {
-        std::size_t at = file.size();
-        while (at < message.size() &&
-               (message[at] == ':' || std::isdigit(static_cast<unsigned char>(message[at]))))
-            ++at;
-        if (at < message.size() && message[at] == ' ')
-            message = message.substr(at + 1);
-    }
-    const std::string prefix = "key '" + key + "': ";
-    if (message.starts_with(prefix))
-        message = message.substr(prefix.size());
-    return message;
+/// What an error about `key` of the file `path` says when it is said about `--set` instead:
+/// its reason, without the file's location and key.
+std::string set_reason(const InputError& err, const std::string& path) {
+    return err.located_in(path) ? err.reason() : err.what();
 }
 
 /// Sets `key` (dotted) to `value` in the YAML tree. A preset name where a mapping is needed
@@ -246,7 +235,7 @@ ExperimentSpec load_experiment(const std::string& path,
             for (const auto& [key, value] : overrides) {
                 if (where->key == key)
                     throw InputError("--set " + key + "=" + base::excerpt(value) + ": " +
-                                         without_location(err.what(), path, key),
+                                         set_reason(err, path),
                                      SourceLocation{"--set", 0, 0, key});
             }
         }
@@ -261,7 +250,7 @@ ExperimentSpec load_experiment(const std::string& path,
         if (!where || where->key.empty())
             throw;
         const std::string& key = where->key;
-        const std::string what = without_location(err.what(), path, key);
+        const std::string what = set_reason(err, path);
         for (const auto& [k, value] : overrides) {
             if (k == key)
                 throw InputError("--set " + key + "=" + base::excerpt(value) + ": " + what,
@@ -277,8 +266,7 @@ ExperimentSpec load_experiment(const std::string& path,
             mark = part.Mark();
         if (mark.is_null())
             throw;
-        throw InputError(config::format_mark(path, mark) + ": key '" + key + "': " + what,
-                         config::location(path, mark, key));
+        throw InputError(config::location(path, mark, key), what);
     }
     return e;
 }
@@ -450,7 +438,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     // Returned, not thrown: a sweep meets many invalid configurations, and unwinding a throw
     // through this function cost more than its checks (~76,000 instructions a configuration).
     auto fail = [&](const std::string& what, const char* key) {
-        return Refusal{InputError(e.file + ": " + what, SourceLocation{e.file, 0, 0, key})};
+        return Refusal{
+            InputError(SourceLocation{e.file, 0, 0, key}, what, InputError::KeyShown::no)};
     };
     ParallelSpec& p = e.parallel;
     if (p.selective_op && (e.model.is_moe() || e.model.is_mla()))

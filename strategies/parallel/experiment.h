@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct TrainingSpec {
     models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
     /// The fusions the layers run with.
     models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
+
+    bool operator==(const TrainingSpec&) const = default;
 };
 
 struct ParallelSpec {
@@ -81,7 +84,7 @@ struct ParallelSpec {
     /// interleaved), zb-h1, zb-v, dualpipe.
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     /// The key the schedule was given under, for errors.
-    const char* schedule_key = "parallel.schedule";
+    std::string_view schedule_key = "parallel.schedule";
     int virtual_stages = 1;
     /// How the layers split over the stages when not evenly (layer_assignment.h):
     /// decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers,
@@ -172,6 +175,8 @@ struct ParallelSpec {
     /// data-parallel shard dimension x the context-parallel one); dp_cp() without hybrid
     /// sharding.
     int shard_cp() const { return dp_shard_size() * cp; }
+
+    bool operator==(const ParallelSpec&) const = default;
 };
 
 struct ExperimentSpec {

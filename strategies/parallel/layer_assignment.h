@@ -40,6 +40,7 @@ struct PipelineSplit {
         return first_stage_layers >= 0 || last_stage_layers >= 0 || account_for_embedding ||
                account_for_loss || !layout.empty();
     }
+    bool operator==(const PipelineSplit&) const = default;
 };
 
 /// How model stages sit on ranks, for the split: `model_stages` in all over `ranks`;

@@ -203,6 +203,7 @@ private:
         for (int j = 1; j < parts; ++j)
             t = std::max(t, gemm_start_ + j * g) + step;
         c_.comm = t;
+        cost_.tp_comm += step * (parts - 1);
         done_[k] = std::max(t, c_.gpu) + env_.copy_seconds(tc.bytes + tc.bytes / parts);
     }
 
@@ -218,6 +219,7 @@ private:
             t = std::max(t, gemm_start_ + j * g) + r;
         done_[k] = t;
         c_.comm = t;
+        cost_.tp_comm += r * kPipelinedRsChunks;
     }
 
     /// A collective on the communication stream once issued, the compute before it done and
@@ -249,8 +251,7 @@ private:
             if (flight_.count < flight_.spans.size())
                 flight_.spans[flight_.count++] = CommSpan{start, start + took, load};
         }
-        if (tc.group != models::CommGroup::tp)
-            cost_.ep_comm += took;
+        (tc.group != models::CommGroup::tp ? cost_.ep_comm : cost_.tp_comm) += took;
         // A ring exchange starts now; the GEMM that needs it reads `done` as its start.
         c_.comm = done_[k];
         ring_end_[k] = done_[k];
@@ -440,6 +441,7 @@ PassCost finish(Clock& c, const PassSeconds& cost) {
     out.dp_wait = sim::Time::from_seconds(cost.dp_wait);
     out.param_gather = sim::Time::from_seconds(cost.param_gather);
     out.ep_comm = sim::Time::from_seconds(cost.ep_comm);
+    out.tp_comm = sim::Time::from_seconds(cost.tp_comm);
     out.overlap_slowdown = sim::Time::from_seconds(cost.overlap_slowdown);
     out.time =
         out.compute + out.recompute + out.tp_wait + out.ep_wait + out.host_wait + out.dp_wait;

@@ -45,6 +45,7 @@ struct PassSeconds {
     double dp_wait = 0;
     double param_gather = 0;
     double ep_comm = 0;
+    double tp_comm = 0;
     double overlap_slowdown = 0;
     int kernels = 0;
 
@@ -57,6 +58,7 @@ struct PassSeconds {
         dp_wait += o.dp_wait;
         param_gather += o.param_gather;
         ep_comm += o.ep_comm;
+        tp_comm += o.tp_comm;
         overlap_slowdown += o.overlap_slowdown;
         kernels += o.kernels;
         return *this;
@@ -70,6 +72,7 @@ struct PassSeconds {
         a.dp_wait -= b.dp_wait;
         a.param_gather -= b.param_gather;
         a.ep_comm -= b.ep_comm;
+        a.tp_comm -= b.tp_comm;
         a.overlap_slowdown -= b.overlap_slowdown;
         a.kernels -= b.kernels;
         return a;
@@ -83,6 +86,7 @@ struct PassSeconds {
         a.dp_wait *= k;
         a.param_gather *= k;
         a.ep_comm *= k;
+        a.tp_comm *= k;
         a.overlap_slowdown *= k;
         a.kernels = static_cast<int>(std::lround(a.kernels * k));
         return a;

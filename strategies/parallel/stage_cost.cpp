@@ -72,6 +72,81 @@ StageUnits stage_units(const PlanContext& ctx, const VirtualStagePlan& st) {
     return u;
 }
 
+/// Where the units of a pass run on its clock (UnitSpan), recorded as they run; nothing when
+/// not asked (`out` null).
+class SpanRecorder {
+public:
+    SpanRecorder(PassSpans* out, const Clock& c, const PassSeconds& cost)
+        : out_(out)
+        , c_(c)
+        , cost_(cost) {
+        if (out_ != nullptr)
+            *out_ = PassSpans{};
+    }
+    /// Before a span's units run.
+    void begin() {
+        at_ = c_.gpu;
+        tp_at_ = cost_.tp_comm;
+    }
+    /// After `count` units of `w` ran (a forward, or a backward with its recompute).
+    void end(std::string_view name, int first_layer, int count, const LayerWork& w, bool backward) {
+        if (out_ == nullptr || count <= 0 || out_->count == static_cast<int>(out_->spans.size()))
+            return;
+        UnitSpan& s = out_->spans[static_cast<std::size_t>(out_->count++)];
+        s.name = name;
+        s.first_layer = first_layer;
+        s.count = count;
+        s.begin = at_;
+        s.end = c_.gpu;
+        s.tp = (cost_.tp_comm - tp_at_) / count;
+        auto add = [&s](const models::PassWork& work) {
+            for (const models::Op& op : work.ops) {
+                s.flops += op.flops;
+                s.bytes += op.bytes;
+            }
+        };
+        if (backward) {
+            add(w.recompute);
+            add(w.backward);
+        } else {
+            add(w.forward);
+        }
+        for (const models::TpCollective& tc : w.collectives)
+            if (tc.group == models::CommGroup::tp && (tc.pass == Pass::forward) != backward)
+                s.tp_bytes += tc.bytes;
+    }
+    /// The pass ended at `end` seconds on its clock: the spans as shares of it.
+    void finish(double end) {
+        if (out_ == nullptr || end <= 0)
+            return;
+        for (int i = 0; i < out_->count; ++i) {
+            UnitSpan& s = out_->spans[static_cast<std::size_t>(i)];
+            s.begin /= end;
+            s.end /= end;
+            s.tp /= end;
+        }
+    }
+
+private:
+    PassSpans* out_;
+    const Clock& c_;
+    const PassSeconds& cost_;
+    double at_ = 0;
+    double tp_at_ = 0;
+};
+
+/// The model's index of the first layer of each group (groups run in order from the stage's
+/// first layer).
+std::array<int, 6> group_first_layers(const VirtualStagePlan& st, const LayerGroups& groups) {
+    std::array<int, 6> first{};
+    int at = st.first_layer;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        first[g] = at;
+        at += groups[g].second;
+    }
+    return first;
+}
+
 /// The gathers of one forward: the chunk's one bucket issued ahead (VirtualStagePlan::
 /// gathered_ahead), waited for by its first module's pre-hook and nothing after it; or each
 /// unit's own, the first of them possibly issued ahead by zero_grad.
@@ -130,7 +205,7 @@ private:
 /// under; the MLP is the lecture's plain PyTorch loop of matmuls and sends, which has none of
 /// it.
 PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerGroups& groups,
-                      const StageUnits& units, bool gathers) {
+                      const StageUnits& units, bool gathers, PassSpans* spans_out = nullptr) {
     Clock c;
     // Megatron-Core fetches the batch on the chunks holding the embedding or the loss only
     // (FrameworkSpec::batch_on_every_stage).
@@ -138,19 +213,32 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
     c.host = ctx.e.model.is_transformer() && fetches ? ctx.fw.microbatch_overhead.seconds() : 0.0;
     PassSeconds f;
     ForwardGathers gather(ctx, st, groups, units, gathers);
-    if (st.embedding)
+    SpanRecorder spans(spans_out, c, f);
+    if (st.embedding) {
+        spans.begin();
         run_units(ctx.embedding, forward_units(ctx.embedding), ctx.env, c, f,
                   gather.next(units.root_unit ? units.root_params : ctx.embedding.parameters));
-    for (auto [wp, n] : groups) {
+        spans.end("embedding", 0, 1, ctx.embedding, false);
+    }
+    const std::array<int, 6> first_layers = group_first_layers(st, groups);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        const auto [wp, n] = groups[g];
         if (n > 0) {
             const LayerWork& w = *wp;
+            spans.begin();
             run_layers(w, forward_units(w), n, ctx.env, c, f, gather.next(w.parameters));
+            spans.end("layer", first_layers[g], n, w, false);
         }
     }
-    if (st.head)
+    if (st.head) {
+        spans.begin();
         run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
                   units.root_unit && st.embedding ? Gather{} : gather.next(units.head_params));
-    return finish(c, f);
+        spans.end("head", 0, 1, ctx.head, false);
+    }
+    const PassCost cost = finish(c, f);
+    spans.finish(c.gpu);
+    return cost;
 }
 
 /// A stage's data-parallel gradient buckets as its backward fills them: the dense gradients
@@ -219,6 +307,8 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     BucketFiller buckets(ctx, st.buckets);
     Clock c;
     PassSeconds b;
+    SpanRecorder spans(&st.backward_spans, c, b);
+    const std::array<int, 6> first_layers = group_first_layers(st, groups);
     // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
     // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
     // output layer's, the final norm's and the embedding's, are reduce-scattered together in
@@ -231,17 +321,20 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     // backward: current_stream().wait_event(reduce_scatter_state.event)), so the optimizer
     // step waits: one bucket, last, ready at the backward's end, with nothing left to hide it.
     if (st.head) {
+        spans.begin();
         run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
                   backward_gather(ctx, units, units.head_params));
+        spans.end("head", 0, 1, ctx.head, true);
         if (!units.root_unit)
             buckets.add(units.head_params, std::max(c.gpu, c.comm));
     }
     bool last_block_kept = fsdp2_last_block_kept(ctx);
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
-        const auto [wp, n] = *it;
+    for (std::size_t g = groups.size(); g-- > 0;) {
+        const auto [wp, n] = groups[g];
         if (n == 0)
             continue;
         const LayerWork& w = *wp;
+        spans.begin();
         const double start = std::max(c.gpu, c.comm);
         const Gather gather =
             units.gathers_per_pass ? parameter_gather(ctx, w.parameters) : Gather{};
@@ -258,18 +351,22 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
             run_layers(w, backward_units(w), n, ctx.env, c, b, gather);
         }
         last_block_kept = false;
+        spans.end("layer", first_layers[g], n, w, true);
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         for (int i = 1; i <= n; ++i)
             buckets.add(w.parameters, start + per_layer * i, w.expert_parameters);
     }
     if (st.embedding) {
+        spans.begin();
         run_units(ctx.embedding, backward_units(ctx.embedding), ctx.env, c, b,
                   backward_gather(ctx, units, ctx.embedding.parameters));
+        spans.end("embedding", 0, 1, ctx.embedding, true);
         if (!units.root_unit)
             buckets.add(ctx.embedding.parameters, std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
+    spans.finish(c.gpu);
     buckets.flush(c.gpu);
     // The root unit's one reduce-scatter, after every other bucket, at the pass's end.
     if (units.root_unit && units.root_params > 0)
@@ -388,7 +485,7 @@ void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan
     st.recompute = rp;
     const LayerGroups groups = layer_groups(ctx, st, rp);
     const StageUnits units = stage_units(ctx, st);
-    st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass);
+    st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass, &st.forward_spans);
     st.first_forward = st.forward;
     if (first_forward_gathers(ctx))
         st.first_forward = forward_pass(ctx, st, groups, units, true);

@@ -28,6 +28,7 @@
 #include "strategies/parallel/recompute_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -58,10 +59,36 @@ struct PassCost {
     /// Time the pass's expert-parallel collectives take (all-to-alls and the expert
     /// tensor-parallel gathers, waited for or not): for traces.
     sim::Time ep_comm;
+    /// Time the pass's tensor-parallel collectives take on their stream (waited for or not; a
+    /// pipelined reduce-scatter's chunks, a ring exchange's steps): for traces.
+    sim::Time tp_comm;
     /// Of compute and recompute: what the communication kernels running beside the pass's
     /// kernels cost them (overlap_interference.h: their SMs and HBM traffic).
     sim::Time overlap_slowdown;
     int kernels = 0; ///< kernels issued, collectives included
+};
+
+/// A run of alike units of a pass (the embedding, `count` transformer layers of one kind, the
+/// head) and where it sits in the pass as the pass clock ran it, as shares of the pass's time;
+/// with the work of one unit. For traces: a slice per layer, its FLOPs and bytes as args, and
+/// its tensor-parallel communication on its own lane.
+struct UnitSpan {
+    std::string_view name;     ///< "embedding", "layer" or "head"
+    int first_layer = 0;       ///< the model's index of the span's first layer ("layer")
+    int count = 0;             ///< units in the span, each an equal share of it
+    double begin = 0;          ///< share of the pass's time before the span starts
+    double end = 0;            ///< ... and before it ends
+    double tp = 0;             ///< share of the pass's time one unit's TP collectives take
+    double flops = 0;          ///< one unit's kernels (a backward's: with its recompute)
+    std::int64_t bytes = 0;    ///< one unit's HBM bytes read and written
+    std::int64_t tp_bytes = 0; ///< one unit's tensor-parallel collectives (nccl-tests sizes)
+};
+
+/// The unit spans of one pass, in the order they ran (at most the embedding, six layer groups
+/// and the head: fixed room, so that a stage copies without allocating).
+struct PassSpans {
+    std::array<UnitSpan, 8> spans{};
+    int count = 0;
 };
 
 /// A data-parallel gradient bucket of one virtual stage.
@@ -106,6 +133,9 @@ struct VirtualStagePlan {
     /// rank waited for its first activation): the compute it slowed.
     sim::Time gather_beside;
     PassCost backward;
+    /// Where the units of a forward and of a backward sit (traces).
+    PassSpans forward_spans;
+    PassSpans backward_spans;
     /// The backward split as zero-bubble schedules run it (Qi et al. 2023): the weight-gradient
     /// pass W (the wgrad GEMMs and the embedding's gradient kernels, nothing the previous stage
     /// waits for) and the input-gradient pass B (everything else: recompute, dgrad GEMMs,
@@ -254,8 +284,7 @@ inline sim::Time bucket_ready(const VirtualStagePlan& st, PassKind kind, std::si
     const sim::Time ready = st.buckets[k].ready;
     if (kind != PassKind::weight || st.backward.time <= sim::Time::zero())
         return ready;
-    return sim::Time::from_seconds(st.weight.time.seconds() *
-                                   std::min(1.0, ready.seconds() / st.backward.time.seconds()));
+    return st.weight.time.scaled(std::min(1.0, ready.seconds() / st.backward.time.seconds()));
 }
 
 /// A time `within` a pass planned to take `planned` that took `took`, slowed by the
@@ -263,7 +292,7 @@ inline sim::Time bucket_ready(const VirtualStagePlan& st, PassKind kind, std::si
 inline sim::Time stretched(sim::Time within, sim::Time planned, sim::Time took) {
     if (took == planned || planned <= sim::Time::zero())
         return within;
-    return sim::Time::from_seconds(within.seconds() * (took.seconds() / planned.seconds()));
+    return within.scaled(took.seconds() / planned.seconds());
 }
 
 /// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p` and

@@ -5,6 +5,54 @@
 
 namespace clustersim::strategies::parallel::detail {
 
+namespace {
+
+/// The units of a pass as slices within [from, to] of the compute stream, one per layer with its
+/// work (FLOPs, bytes), and each layer's tensor-parallel collectives on the TP stream from the
+/// layer's start for their summed time (they run between its kernels).
+void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const std::string& label,
+                  int rank, StepResult& r) {
+    const sim::Time width = to - from;
+    for (int i = 0; i < spans.count; ++i) {
+        const UnitSpan& s = spans.spans[static_cast<std::size_t>(i)];
+        const double share = (s.end - s.begin) / s.count;
+        for (int k = 0; k < s.count; ++k) {
+            const sim::Time start = from + width.scaled(s.begin + share * k);
+            const sim::Time end = std::min(to, from + width.scaled(s.begin + share * (k + 1)));
+            if (end <= start)
+                continue;
+            const std::string name =
+                s.name == "layer" ? "L" + std::to_string(s.first_layer + k) : std::string(s.name);
+            TimelineBar bar{rank, TimelineStream::compute, start, end, "layer", name + " " + label};
+            bar.flops = s.flops;
+            bar.bytes = s.bytes;
+            r.bars.push_back(std::move(bar));
+            if (s.tp > 0 && s.tp_bytes > 0) {
+                TimelineBar tp{rank,      TimelineStream::tp,
+                               start,     std::min(end, start + width.scaled(s.tp)),
+                               "tp-comm", "TP " + name + " " + label + " (summed)"};
+                tp.bytes = s.tp_bytes;
+                if (tp.end > tp.start)
+                    r.bars.push_back(std::move(tp));
+            }
+        }
+    }
+}
+
+/// The transfer a pass waited for, from the rank of the stage that sent it (none from the
+/// pass's own rank: no flow arrow within a GPU).
+void record_transfer(const StepPlan& plan, const ExecutedPass& e, int rank,
+                     const std::string& label, StepResult& r) {
+    if (!e.input || e.input->end <= e.input->start)
+        return;
+    const int from =
+        rank_of_stage(e.pass.kind == PassKind::forward ? e.vs - 1 : e.vs + 1, plan.shape);
+    if (from != rank)
+        r.transfers.push_back({from, rank, e.input->start, e.start, label});
+}
+
+} // namespace
+
 void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& ranks, StepResult& r) {
     const int v = plan.shape.virtual_stages;
     for (std::size_t p = 0; p < ranks.size(); ++p) {
@@ -38,8 +86,10 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                 r.bars.push_back({rank, TimelineStream::ep, e.start,
                                   std::min(e.end, e.start + cost.ep_comm), "ep-comm",
                                   "all-to-all " + label + " (summed)"});
+            record_transfer(plan, e, rank, label, r);
             if (e.pass.kind == PassKind::forward) {
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
+                record_units(st.forward_spans, e.start, e.end, label, rank, r);
                 live += st.activation_bytes;
                 r.memory_points.push_back({rank, e.start, live});
             } else if (e.pass.kind == PassKind::weight) {
@@ -50,13 +100,14 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                 // The recompute runs first; it takes its share of the pass as it ran.
                 const sim::Time split =
                     cost.time > sim::Time::zero()
-                        ? e.start + sim::Time::from_seconds((e.end - e.start).seconds() *
-                                                            (cost.recompute / cost.time))
+                        ? e.start + (e.end - e.start).scaled(cost.recompute / cost.time)
                         : e.start;
                 if (split > e.start)
                     r.bars.push_back({rank, TimelineStream::compute, e.start, split, "recompute",
                                       "R" + label.substr(1)});
                 r.bars.push_back({rank, TimelineStream::compute, split, e.end, "backward", label});
+                // The layers inside the backward's bar (the recompute drawn before it as one).
+                record_units(st.backward_spans, split, e.end, label, rank, r);
                 r.memory_points.push_back({rank, e.start, live + st.transient_bytes});
                 live -= st.activation_bytes;
                 if (e.pass.kind == PassKind::backward_input)

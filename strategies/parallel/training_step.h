@@ -65,6 +65,8 @@ struct Breakdown {
     /// Of compute_s and recompute_s: what the communication running beside the kernels cost
     /// them (its SMs and HBM traffic; strategies/parallel/overlap_interference.h).
     double overlap_slowdown_s = 0;
+
+    bool operator==(const Breakdown&) const = default;
 };
 
 struct StageMemory {
@@ -80,6 +82,8 @@ struct StageMemory {
     std::int64_t gathered_bytes = 0;
     std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL, workspaces (hardware file)
     RecomputePlan recompute;        ///< how its layers recompute (all its chunks)
+
+    bool operator==(const StageMemory&) const = default;
 };
 
 /// A setting under which an experiment that does not fit in memory would (oom_advice.h): the
@@ -91,6 +95,8 @@ struct OomSuggestion {
     std::optional<int> zero;
 
     bool fits() const { return recompute || zero; }
+
+    bool operator==(const OomSuggestion&) const = default;
 };
 
 /// Where a step runs out of memory: the pipeline rank furthest over the capacity, and by how much.
@@ -110,8 +116,24 @@ struct TimelineBar {
     TimelineStream stream = TimelineStream::compute;
     sim::Time start = sim::Time::zero();
     sim::Time end = sim::Time::zero();
-    std::string kind;  ///< forward, backward, recompute, optimizer, pp-comm, dp-comm
-    std::string label; ///< "F3", "B3", "F3.1" (micro-batch, chunk), "AR 25 MiB"
+    std::string kind;  ///< forward, backward, recompute, optimizer, layer, tp-comm, pp-comm, ...
+    std::string label; ///< "F3", "B3", "F3.1" (micro-batch, chunk), "L12", "AR 25 MiB"
+    double flops = 0;  ///< a layer's kernels' FLOPs (kind "layer"); 0 otherwise
+    std::int64_t bytes = 0; ///< a layer's HBM bytes, or a TP slice's collective bytes
+
+    bool operator==(const TimelineBar&) const = default;
+};
+
+/// A pipeline transfer from one rank to another, for a trace's flow arrows: it left the
+/// sender's pipeline stream at `start` and the pass that needed it began at `needed`.
+struct TimelineTransfer {
+    int from_rank = 0;
+    int to_rank = 0;
+    sim::Time start = sim::Time::zero();
+    sim::Time needed = sim::Time::zero();
+    std::string label; ///< the receiving pass's ("F3", "B3.1")
+
+    bool operator==(const TimelineTransfer&) const = default;
 };
 
 /// Activations held by a rank from `time` on.
@@ -119,6 +141,8 @@ struct MemoryPoint {
     int rank = 0;
     sim::Time time = sim::Time::zero();
     std::int64_t activations_bytes = 0;
+
+    bool operator==(const MemoryPoint&) const = default;
 };
 
 struct StepResult {
@@ -161,6 +185,10 @@ struct StepResult {
 
     std::vector<TimelineBar> bars; ///< filled when asked for a timeline
     std::vector<MemoryPoint> memory_points;
+    std::vector<TimelineTransfer> transfers; ///< pipeline sends between ranks (with a timeline)
+
+    /// Field by field: a sweep's result and a run's of the same configuration are equal.
+    bool operator==(const StepResult&) const = default;
 };
 
 struct StepOptions {

@@ -47,6 +47,35 @@ TEST_CASE("errors: an InputError may carry its location as data", "[base][error]
     CHECK(std::string(located.what()) == "x.yaml:3:5: key 'a.b': bad");
 }
 
+TEST_CASE("errors: an InputError keeps its reason and location apart", "[base][error]") {
+    const InputError keyed({"x.yaml", 3, 5, "a.b"}, "expected a number");
+    CHECK(std::string(keyed.what()) == "x.yaml:3:5: key 'a.b': expected a number");
+    CHECK(keyed.reason() == "expected a number");
+    CHECK(keyed.keyed_reason() == "key 'a.b': expected a number");
+    REQUIRE(keyed.where().has_value());
+    CHECK(keyed.where()->key == "a.b");
+    // Said about its own file, the location goes; about another, the message stays whole.
+    CHECK(keyed.message_for("x.yaml") == "key 'a.b': expected a number");
+    CHECK(keyed.message_for("y.yaml") == keyed.what());
+
+    // The key as data only (the reason names it in its own words), a line with no column, and
+    // a file with no line.
+    const InputError unnamed({"t.csv", 12, 0, "vocab"}, "column 'vocab': expected a number",
+                             InputError::KeyShown::no);
+    CHECK(std::string(unnamed.what()) == "t.csv:12: column 'vocab': expected a number");
+    CHECK(unnamed.message_for("t.csv") == "column 'vocab': expected a number");
+    const InputError file_only({"e.yaml", 0, 0, "parallel.tp"}, "tp must divide the GPUs",
+                               InputError::KeyShown::no);
+    CHECK(std::string(file_only.what()) == "e.yaml: tp must divide the GPUs");
+    CHECK(file_only.located_in("e.yaml"));
+
+    // A message that carries its own location is kept as written: nothing is parsed out of it.
+    const InputError legacy("x.yaml:3:5: key 'a.b': bad", {"x.yaml", 3, 5, "a.b"});
+    CHECK_FALSE(legacy.located_in("x.yaml"));
+    CHECK(legacy.reason() == legacy.what());
+    CHECK(legacy.message_for("x.yaml") == legacy.what());
+}
+
 TEST_CASE("text: input quoted in errors is short and printable", "[base][text]") {
     CHECK(base::excerpt("fast") == "fast");
     CHECK(base::excerpt("a\nb\tc") == "a?b?c");

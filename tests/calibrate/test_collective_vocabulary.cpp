@@ -7,16 +7,9 @@
 
 #include <set>
 #include <string>
-#include <type_traits>
 
 using namespace clustersim;
 namespace cl = clustersim::strategies::collectives;
-
-TEST_CASE("collective vocabulary: calibrate measures the simulator's ops",
-          "[calibrate][collectives]") {
-    STATIC_REQUIRE(std::is_same_v<calibrate::CollectiveOp, cl::CollectiveOp>);
-    STATIC_REQUIRE(std::is_same_v<cl::Op, cl::CollectiveOp>);
-}
 
 TEST_CASE("collective vocabulary: the bus bandwidth factor is nccl-tests' for every op",
           "[calibrate][collectives]") {
@@ -40,19 +33,6 @@ TEST_CASE("collective vocabulary: the bus bandwidth factor is nccl-tests' for ev
     CHECK(cl::bus_factor(cl::Op::all_gather, 8) == 0.875);
     CHECK(cl::bus_factor(cl::Op::all_reduce, 2) == 1.0);
     CHECK(cl::bus_factor(cl::Op::all_gather, 4) == 0.75);
-}
-
-TEST_CASE("collective vocabulary: a measurement's busbw uses the one rule",
-          "[calibrate][collectives]") {
-    for (const cl::Op op : cl::kAllOps) {
-        calibrate::CollectiveMeasurement c;
-        c.op = op;
-        c.gpus = 8;
-        c.bytes = 1 << 30;
-        c.time = sim::Time::ms(10);
-        INFO(cl::to_string(op));
-        CHECK(c.busbw() == c.algbw() * cl::bus_factor(op, 8));
-    }
 }
 
 TEST_CASE("collective vocabulary: names are the file format and accept nccl-tests' spellings",

@@ -26,7 +26,10 @@
 // Numbers: the CSV writes doubles with nine significant digits ("{:.9g}"), the JSON with the
 // shortest text that reads back as the same double. The JSON's double printed as the CSV
 // prints it must be the CSV's text exactly; integers and words are compared as they are.
+#include "explore/evaluator.h"
 #include "explore/sweep_row.h"
+#include "strategies/parallel/experiment_variants.h"
+#include "strategies/parallel/training_step.h"
 #include "tests/app/cli_run.h"
 
 #include <catch2/catch.hpp>
@@ -184,5 +187,58 @@ TEST_CASE("sweep equals run: the lecture MLP, data parallel with ZeRO",
         const Counts c = check_sweep_equals_run(kMlp, vary, fidelity);
         CHECK(c.valid == 6);
         CHECK(c.invalid == 6);
+    }
+}
+
+TEST_CASE("sweep equals run: the whole result, for MoE, context parallelism and FSDP2",
+          "[explore][sweep_equals_run]") {
+    // The library below both commands: the sweep's evaluator (shared topologies and
+    // communicators, settings re-read per configuration) against a run's load_experiment and
+    // simulate_step, compared as whole StepResults (every field, defaulted operator==).
+    namespace sp = strategies::parallel;
+    const std::string mixtral =
+        CLUSTERSIM_SOURCE_DIR "/configs/experiments/mixtral-8x7B-64xH100.yaml";
+    struct Case {
+        std::string file;
+        sp::Settings settings;
+    };
+    const std::vector<Case> cases{
+        {mixtral, {}},
+        {mixtral, {{"parallel.ep", "4"}, {"parallel.zero", "1"}}},
+        {kGpt3, {{"parallel.pp", "4"}, {"parallel.cp", "2"}, {"model.attention", "flash"}}},
+        {kGpt3,
+         {{"parallel.pp", "1"},
+          {"parallel.dp", "8"},
+          {"parallel.schedule", "1f1b"},
+          {"parallel.virtual_stages", "1"},
+          {"parallel.zero", "3"},
+          {"parallel.fsdp", "true"}}},
+        {kGpt3,
+         {{"parallel.pp", "2"},
+          {"parallel.dp", "4"},
+          {"parallel.zero", "3"},
+          {"parallel.fsdp", "true"}}},
+    };
+    for (const auto fidelity : {sp::Fidelity::analytic, sp::Fidelity::flow}) {
+        for (const Case& c : cases) {
+            std::string shown = c.file.substr(c.file.rfind('/') + 1);
+            for (const auto& [k, v] : c.settings)
+                shown += " " + k + "=" + v;
+            INFO(shown << (fidelity == sp::Fidelity::flow ? " (flow)" : " (analytic)"));
+            const sp::ExperimentVariants variants(c.file);
+            explore::EvalOptions eo;
+            eo.fidelity = fidelity;
+            const explore::Evaluator evaluator(variants, eo);
+            const explore::Outcome swept = evaluator.evaluate(c.settings);
+            INFO(swept.reason);
+            REQUIRE(swept.valid);
+
+            sp::StepOptions so;
+            so.fidelity = fidelity;
+            so.oom_advice = false; // as a sweep runs it
+            const sp::StepResult ran =
+                sp::simulate_step(sp::load_experiment(c.file, c.settings), so);
+            CHECK(swept.result == ran);
+        }
     }
 }
