@@ -6,6 +6,7 @@
 #include "app/report_published.h"
 #include "app/report_recent.h"
 #include "app/report_sections.h"
+#include "app/report_summary.h"
 #include "app/report_training.h"
 #include "base/error.h"
 
@@ -24,7 +25,8 @@ namespace clustersim::app {
 
 std::vector<ReportSection> report_sections() {
     std::vector<ReportSection> sections;
-    // Sections are added here as each area lands (collectives, training steps, calibration).
+    // The summary first: one line per study, from the numbers of the sections below it.
+    sections.push_back({"summary", "Summary", summary_markdown});
     sections.push_back({"collectives", "Collectives", collective_accuracy_markdown});
     sections.push_back({"across-nodes", "Across nodes", multi_node_accuracy_markdown});
     sections.push_back({"gemm", "GEMM throughput", gemm_validation_markdown});
@@ -66,11 +68,12 @@ void register_report(CLI::App& app, Io io, int& /*exit_code*/) {
             "edit by hand; CI regenerates this file and fails when it is out of date. Every "
             "prediction uses the hardware presets as committed: no parameter is set per data "
             "point.\n";
+        ReportData data(opts->data_dir);
         for (const auto& s : report_sections()) {
             if (!opts->only.empty() &&
                 std::find(opts->only.begin(), opts->only.end(), s.name) == opts->only.end())
                 continue;
-            md += "\n## " + s.title + "\n\n" + s.markdown(opts->data_dir);
+            md += "\n## " + s.title + "\n\n" + s.markdown(data);
         }
         if (opts->out.empty())
             io.out << md;

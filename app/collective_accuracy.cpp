@@ -2,6 +2,7 @@
 
 #include "base/text.h"
 #include "validation/accuracy_collectives.h"
+#include "validation/targets.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@ namespace clustersim::app {
 
 using validation::AccuracyCurve;
 using validation::AccuracyRow;
+
+namespace tg = validation::targets;
 
 namespace {
 
@@ -49,8 +52,8 @@ std::string points_table(const std::vector<AccuracyRow>& rows, const std::string
 
 } // namespace
 
-std::string collective_accuracy_markdown(const std::string& data_dir) {
-    const validation::CollectiveAccuracy a = validation::collective_accuracy(data_dir);
+std::string collective_accuracy_markdown(ReportData& data) {
+    const validation::CollectiveAccuracy& a = data.collectives();
     std::string md =
         "Predicted with `clustersim collective` (analytic fidelity, `--algo auto` unless the "
         "measurement names the algorithm) on the presets as committed. The presets' "
@@ -67,9 +70,10 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
     for (std::size_t i = 0; i < a.a100_all_reduce.size(); ++i) {
         const AccuracyCurve& c = a.a100_all_reduce[i];
         const double all = c.errors().mean_abs, big = c.errors(64 * kMiB).mean_abs;
-        md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", 2 << i, base::percent(all),
-                          verdict(all <= 0.08), base::percent(big), verdict(big <= 0.05),
-                          base::percent(c.errors().max_abs));
+        md +=
+            fmt::format("| {} | {} | {} | {} | {} | {} |\n", 2 << i, base::percent(all),
+                        verdict(all <= tg::kAllReduceMean), base::percent(big),
+                        verdict(big <= tg::kAllReduceMeanLarge), base::percent(c.errors().max_abs));
     }
     md += "\nEvery 128th size of the 8-GPU file:\n\n";
     {
@@ -86,7 +90,7 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
 
     md += "\n### The whole nccl-tests log of 8x A100 (8 B to 4 GiB)\n\n"
           "Thresholds: latency floor and bus bandwidth plateau within 10%.\n\n";
-    md += points_table({a.a100_floor, a.a100_plateau}, "as labelled", 0.10);
+    md += points_table({a.a100_floor, a.a100_plateau}, "as labelled", tg::kLogPoint);
     md += fmt::format("\nEvery row (mean |error| {}; the mid-range, where NCCL switches "
                       "protocols, is the least accurate):\n\n",
                       base::percent(a.a100_log.errors().mean_abs));
@@ -100,7 +104,7 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
     for (const auto& c : a.busbw_8gpu) {
         const double worst = c.errors(16 * kMiB).max_abs;
         md += fmt::format("| {} | {} | {} | {} |\n", c.title.substr(0, c.title.find(',')),
-                          base::percent(worst), verdict(worst <= 0.10),
+                          base::percent(worst), verdict(worst <= tg::kBusbwFrom16MiB),
                           base::percent(c.errors().mean_abs));
     }
     for (const auto& c : a.busbw_8gpu)
@@ -108,20 +112,20 @@ std::string collective_accuracy_markdown(const std::string& data_dir) {
 
     md += "\n### Large messages on 8x H200 (nccl/h200-8gpu-large-messages.yaml)\n\n"
           "16 GiB, bus bandwidth; threshold 5%.\n\n";
-    md += points_table(a.h200_16gib, "GB/s", 0.05);
+    md += points_table(a.h200_16gib, "GB/s", tg::kH200LargeMessage);
     md += "\n8 GiB all_reduce by GPU count (not a threshold of the issue; shown within 5%):\n\n";
-    md += points_table(a.h200_by_count, "GB/s", 0.05);
+    md += points_table(a.h200_by_count, "GB/s", tg::kH200LargeMessage);
 
     md += "\n### The lecture's benchmark (lecture/cs336-parallelism-2.yaml)\n\n"
           "4 of the 8 H100 of a node; measured = the middle of the lecture's range over ranks. "
           "Threshold 15%. The lecture times one call after one warm-up with torch.distributed, "
           "so its times include more fixed overhead than nccl-tests' averages.\n\n";
-    md += points_table(a.lecture, "ms", 0.15);
+    md += points_table(a.lecture, "ms", tg::kLecture);
     return md;
 }
 
-std::string multi_node_accuracy_markdown(const std::string& data_dir) {
-    const auto files = validation::multi_node_accuracy(data_dir);
+std::string multi_node_accuracy_markdown(ReportData& data) {
+    const auto& files = data.multi_node();
     std::string md =
         "Multi-node nccl-tests runs (`data/reference/nccl/multi-node`, imported with the "
         "nccl-tests importer of `clustersim calibrate import`), each predicted on the preset of "
@@ -141,7 +145,7 @@ std::string multi_node_accuracy_markdown(const std::string& data_dir) {
             md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n",
                               f.file.substr(f.file.rfind('/') + 1), f.hardware, f.nodes, f.ran,
                               e.points, base::percent(e.mean_abs), base::signed_percent(e.mean),
-                              lower ? "(not held)" : verdict(e.mean_abs <= 0.08));
+                              lower ? "(not held)" : verdict(e.mean_abs <= tg::kMultiNodeFileMean));
         }
     };
     summary(false);

@@ -9,8 +9,8 @@
 
 namespace clustersim::app {
 
-std::string gemm_validation_markdown(const std::string& data_dir) {
-    const validation::GemmAccuracy acc = validation::gemm_accuracy(data_dir);
+std::string gemm_validation_markdown(ReportData& data) {
+    const validation::GemmAccuracy& acc = data.gemm();
     std::string table = "| source | GPU (preset) | dtype | m x n x k | measured TFLOP/s | "
                         "predicted | error | tile | waves |\n|---|---|---|---|---:|---:|---:|---|"
                         "---:|\n";

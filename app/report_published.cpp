@@ -4,6 +4,7 @@
 
 #include "base/text.h"
 #include "validation/accuracy_published.h"
+#include "validation/targets.h"
 
 #include <fmt/format.h>
 
@@ -53,8 +54,8 @@ std::string breakdown_table(const std::vector<PublishedRun>& runs) {
 
 } // namespace
 
-std::string published_megatron_markdown(const std::string& data_dir) {
-    constexpr double kTarget = 0.10; // issue 4: every row within 10%
+std::string published_megatron_markdown(ReportData& data) {
+    constexpr double kTarget = validation::targets::kPublishedRow; // issue 4: every row
     std::string md;
     md += "The training-step model with the committed presets against two published tables of "
           "Megatron-LM runs. Each row is predicted as a step measurement "
@@ -63,7 +64,7 @@ std::string published_megatron_markdown(const std::string& data_dir) {
           "committed but for two stated facts of those runs: the software reduced gradients in "
           "fp16, and the 2020 DGX A100 had the 40 GB A100. Error = predicted / measured - 1.\n";
 
-    const auto big = validation::narayanan2021_runs(data_dir);
+    const auto& big = data.narayanan2021();
     md += "\n### Narayanan et al. 2021, Table 1 (GPT 1.7B-1T, 32-3072 A100s)\n\n";
     md += "`megatron/narayanan2021-table1.csv`: Selene, DGX A100 80GB (`dgx-a100` sized to the "
           "row's GPUs), sequence 2048, vocabulary 51200, ffn 4h, fp16, full activation "
@@ -123,7 +124,7 @@ std::string published_megatron_markdown(const std::string& data_dir) {
             compute, share(compute, t), (pipeline + gap) / pipeline, (compute + gap) / compute);
     }
 
-    const auto small = validation::megatron2020_runs(data_dir);
+    const auto& small = data.megatron2020();
     md += "\n### Megatron-LM README (2020): tensor-parallel scaling on DGX A100 and DGX-2\n\n";
     md += "`megatron/megatron2020-tensor-parallel-scaling.csv`: GPT-2 models of 1.2B-8.3B, "
           "sequence 1024, vocabulary 51200, ffn 4h, fp16, tensor parallel 1-8 (no pipeline), "

@@ -6,6 +6,7 @@
 #include "base/text.h"
 #include "validation/accuracy_published.h"
 #include "validation/accuracy_recent.h"
+#include "validation/targets.h"
 
 #include <fmt/format.h>
 
@@ -107,9 +108,9 @@ std::string memory_table(const std::vector<RecentRun>& runs) {
 
 } // namespace
 
-std::string steps_across_nodes_markdown(const std::string& data_dir) {
-    const auto narayanan = validation::narayanan2021_runs(data_dir);
-    const auto recent = validation::recent_runs(data_dir);
+std::string steps_across_nodes_markdown(ReportData& data) {
+    const auto& narayanan = data.narayanan2021();
+    const auto& recent = data.recent();
     std::string md;
     md += "The training-step model on many nodes against the two dev sets of the multi-node "
           "issue, with the committed presets and one rule per source for what it does not state "
@@ -120,9 +121,10 @@ std::string steps_across_nodes_markdown(const std::string& data_dir) {
     md += "| set | rows | mean \\|error\\| | signed mean | max \\|error\\| | target (mean) | |\n";
     md += "|---|---:|---:|---:|---:|---|---|\n";
     md += stats_row("Narayanan et al. 2021, Table 1 (32-3072 A100s; TFLOP/s)",
-                    validation::run_errors(narayanan), 0.07, "7%");
-    md += stats_row("h100-published-runs.yaml, dense bf16 rows (iteration time)",
-                    validation::recent_errors(recent, true), 0.10, "10%");
+                    validation::run_errors(narayanan), validation::targets::kNarayananMean, "7%");
+    md +=
+        stats_row("h100-published-runs.yaml, dense bf16 rows (iteration time)",
+                  validation::recent_errors(recent, true), validation::targets::kRecentMean, "10%");
     md += "\nNarayanan's rows are in the section \"Training steps: published Megatron-LM runs\" "
           "(their TFLOP/s error has the opposite sign of an iteration-time error). The dense "
           "bf16 rows of `large-scale/h100-published-runs.yaml` (all four are torchtitan's, on "
@@ -159,8 +161,8 @@ std::string steps_across_nodes_markdown(const std::string& data_dir) {
     return md;
 }
 
-std::string recent_runs_markdown(const std::string& data_dir) {
-    const auto recent = validation::recent_runs(data_dir);
+std::string recent_runs_markdown(ReportData& data) {
+    const auto& recent = data.recent();
     std::string md;
     md += "Every row of `large-scale/h100-published-runs.yaml` (NeMo 24.07, Megatron-Bridge "
           "25.09-26.02 and torchtitan runs on 64-1024 H100s; the file cites each page), each "
@@ -194,7 +196,10 @@ std::string recent_runs_markdown(const std::string& data_dir) {
                           "within 10%, no row worse than 20%): {}",
                           base::percent(s.mean_abs), base::signed_percent(s.mean),
                           base::percent(s.max_abs),
-                          s.mean_abs <= 0.10 && s.max_abs <= 0.20 ? "met" : "not met");
+                          s.mean_abs <= validation::targets::kRecentMean &&
+                                  s.max_abs <= validation::targets::kRecentWorst
+                              ? "met"
+                              : "not met");
     md += ".\n";
     md += memory_table(recent);
     return md;

@@ -5,6 +5,7 @@
 
 #include "base/text.h"
 #include "validation/accuracy_steps.h"
+#include "validation/targets.h"
 
 #include <fmt/format.h>
 
@@ -68,8 +69,8 @@ std::string cell_split_table(const validation::CellSplits& cells) {
 
 } // namespace
 
-std::string training_steps_markdown(const std::string& data_dir) {
-    const validation::StepAccuracy acc = validation::step_accuracy(data_dir);
+std::string training_steps_markdown(ReportData& data) {
+    const validation::StepAccuracy& acc = data.steps();
     const auto& points = acc.points;
     const ErrorStats& every = acc.every;
     const ErrorStats& held = acc.held_out;
@@ -90,9 +91,9 @@ std::string training_steps_markdown(const std::string& data_dir) {
     md += summary_row("held-out four fifths (issue 5)", held, "mean <= 6%");
     md += summary_row("the fitted fifth", acc.fitted, "");
     md += fmt::format("\nIssue 4's mean is {} and issue 5's {}; issue 4's worst-row limit is {}.\n",
-                      every.mean_abs <= 0.08 ? "met" : "not met",
-                      held.mean_abs <= 0.06 ? "met" : "not met",
-                      every.max_abs <= 0.25 ? "met" : "not met");
+                      every.mean_abs <= validation::targets::kStepsMean ? "met" : "not met",
+                      held.mean_abs <= validation::targets::kStepsHeldOutMean ? "met" : "not met",
+                      every.max_abs <= validation::targets::kStepsWorst ? "met" : "not met");
     md += "\n### By tensor-parallel size and hidden size\n\n";
     md += group_table(points, {"tp", "h"}, "group");
     md += "\n### By pipeline-parallel size\n\n";

@@ -6,11 +6,13 @@
 /// framework factors were not fitted on, and by group (tensor, pipeline and data parallel size,
 /// hidden size, micro-batch), with the worst rows.
 
+#include "app/report_data.h"
+
 #include <string>
 
 namespace clustersim::app {
 
 /// Markdown of the section. Throws InputError when the CSV is missing or malformed.
-std::string training_steps_markdown(const std::string& data_dir);
+std::string training_steps_markdown(ReportData& data);
 
 } // namespace clustersim::app
