@@ -143,9 +143,9 @@ TEST_CASE("published: Narayanan Table 1, every row within 10% (issue 4 target)",
     }
 }
 
-TEST_CASE("published: 2020 README accuracy does not regress (today: mean |error| 7.6%, max "
-          "13.8%)",
-          "[app][published][accuracy]") {
+// A regression guard a little above what the model reaches (docs/validation.md prints the
+// figures of the day): the mean at most 8.5%, no row past 15%.
+TEST_CASE("published: 2020 README accuracy does not regress", "[app][published][accuracy]") {
     const auto& runs = readme2020();
     INFO("mean |error| " << 100 * mean_abs(runs) << "%, max " << 100 * max_abs(runs) << "%");
     CHECK(mean_abs(runs) <= 0.085);
