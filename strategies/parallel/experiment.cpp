@@ -426,22 +426,22 @@ std::optional<InputError> validate_expert_parallel(const ExperimentSpec& e, Fail
     return std::nullopt;
 }
 
-} // namespace
-
-void validate_experiment(ExperimentSpec& e) {
-    if (auto error = experiment_error(e))
-        throw std::move(*error);
-}
-
-std::optional<InputError> experiment_error(ExperimentSpec& e) {
-    // Each error carries the key that the fix would change (load_experiment points at its line).
-    // Returned, not thrown: a sweep meets many invalid configurations, and unwinding a throw
-    // through this function cost more than its checks (~76,000 instructions a configuration).
-    auto fail = [&](const std::string& what, const char* key) {
+/// Builds the refusals of an experiment's checks: each names the key the fix would change
+/// (load_experiment points at its line). Returned, not thrown: a sweep meets many invalid
+/// configurations, and unwinding a throw through the checks cost more than the checks
+/// (~76,000 instructions a configuration).
+struct Refuse {
+    const ExperimentSpec& e;
+    Refusal operator()(const std::string& what, const char* key) const {
         return Refusal{
             InputError(SourceLocation{e.file, 0, 0, key}, what, InputError::KeyShown::no)};
-    };
-    ParallelSpec& p = e.parallel;
+    }
+};
+
+/// What the recompute, the token dispatcher and context parallelism ask of the model.
+std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
+    const Refuse fail{e};
+    const ParallelSpec& p = e.parallel;
     if (p.selective_op && (e.model.is_moe() || e.model.is_mla()))
         return fail("selective_recompute: op is torchtitan's policy for dense layers with standard "
                     "attention; model '" +
@@ -493,6 +493,14 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
             return fail(err.what(), "parallel.cp");
         }
     }
+    return std::nullopt;
+}
+
+/// The GPU count against tp x pp x cp x dp (dp derived where it is not given) and torchtitan's
+/// replicate and shard degrees.
+std::optional<InputError> layout_error(ExperimentSpec& e) {
+    const Refuse fail{e};
+    ParallelSpec& p = e.parallel;
     // The context-parallel size multiplies tp x pp wherever the GPU count is split (it is 1,
     // and the messages are as before, without context parallelism).
     const int tp_pp = p.tp * p.pp * p.cp;
@@ -546,6 +554,13 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
                              : " (no dp fits " + std::to_string(e.gpus) + " GPUs: " + tp_pp_name +
                                    " = " + std::to_string(tp_pp) + " does not divide it)"),
                     "parallel.dp");
+    return std::nullopt;
+}
+
+/// Tensor parallelism against the model's heads and widths.
+std::optional<InputError> tensor_split_error(const ExperimentSpec& e) {
+    const Refuse fail{e};
+    const ParallelSpec& p = e.parallel;
     const models::ModelSpec& m = e.model;
     if (m.is_transformer()) {
         if (m.heads % p.tp != 0)
@@ -566,6 +581,14 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
                         std::to_string(p.tp),
                     "parallel.tp");
     }
+    return std::nullopt;
+}
+
+/// The pipeline schedule, its chunks and the layers of each stage (e.stage_layers).
+std::optional<InputError> pipeline_error(ExperimentSpec& e) {
+    const Refuse fail{e};
+    const ParallelSpec& p = e.parallel;
+    const models::ModelSpec& m = e.model;
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)
         return fail(
             "virtual_stages " + std::to_string(p.virtual_stages) +
@@ -636,6 +659,14 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
             return err;
         }
     }
+    return std::nullopt;
+}
+
+/// The batch against the micro-batch, dp and the schedule's rules, and the dtype against the
+/// GPU.
+std::optional<InputError> batch_error(const ExperimentSpec& e) {
+    const Refuse fail{e};
+    const ParallelSpec& p = e.parallel;
     const std::int64_t per_step = std::int64_t{e.training.micro_batch} * p.dp;
     if (e.training.global_batch % per_step != 0)
         return fail("global_batch " + std::to_string(e.training.global_batch) +
@@ -689,7 +720,28 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
                         std::string(hardware::to_string(e.training.dtype)) +
                         " peak in its hardware file",
                     "training.dtype");
-    if (auto error = validate_expert_parallel(e, fail))
+    return std::nullopt;
+}
+
+} // namespace
+
+void validate_experiment(ExperimentSpec& e) {
+    if (auto error = experiment_error(e))
+        throw std::move(*error);
+}
+
+std::optional<InputError> experiment_error(ExperimentSpec& e) {
+    if (auto error = model_feature_error(e))
+        return error;
+    if (auto error = layout_error(e))
+        return error;
+    if (auto error = tensor_split_error(e))
+        return error;
+    if (auto error = pipeline_error(e))
+        return error;
+    if (auto error = batch_error(e))
+        return error;
+    if (auto error = validate_expert_parallel(e, Refuse{e}))
         return error;
     // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
     // nothing to split (Megatron turns it off): both are allowed, and change nothing.
