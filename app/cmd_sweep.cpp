@@ -133,15 +133,8 @@ private:
     std::vector<RowSummary> best_;
 };
 
-/// `lockstep` stays true while every rank runs the same checks (an InputError then is every
-/// rank's, and rank 0 can say it before any rank exits); it turns false when the ranks part.
-void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockstep) {
-    const int rank = session ? session->rank() : 0;
-    const int ranks = session ? session->size() : 1;
-
-    // Everything that can be wrong is found before any file is written; every rank finds the
-    // same (the checks are deterministic), and only rank 0 prints.
-    const int jobs = o.threads();
+/// The checks of the options that need no file: they fail before any file is written.
+void check_sweep_options(const SweepOptions& o) {
     if (o.top < 0)
         throw InputError("--top: expected a number of rows >= 0, got " + std::to_string(o.top));
     if (o.max_configurations < 1)
@@ -151,6 +144,9 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
         throw InputError("--resume: needs --out FILE.csv (the sweep to continue)");
     refuse_output_over_input(o.out, "--out", {o.experiment});
     refuse_output_over_input(o.out.empty() ? o.out : o.out + ".json", "--out", {o.experiment});
+}
+
+explore::SweepRequest sweep_request(const SweepOptions& o) {
     explore::SweepRequest request;
     request.experiment = o.experiment;
     for (const auto& text : o.vary)
@@ -162,11 +158,121 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     const explore::EvalOptions eo = o.eval_options();
     request.fidelity = eo.fidelity;
     request.flow_symmetry = eo.flow_symmetry;
+    return request;
+}
+
+/// What rank 0 finds before the sweep runs: the rows a resumed sweep has already written, the
+/// CSV opened (and locked), and the plan it tells the other ranks (or the error, so that all
+/// stop together).
+struct RootStart {
+    explore::Existing existing;
+    std::unique_ptr<explore::LineWriter> writer;
+    bool resumed = false;
+    std::string plan;
+};
+
+RootStart start_root(const SweepOptions& o, const std::string& sidecar, const std::string& identity,
+                     const explore::Identity& id, const std::vector<std::string>& columns,
+                     const std::string& header, std::int64_t configs) {
+    RootStart r;
+    explore::Existing& existing = r.existing;
+    std::unique_ptr<explore::LineWriter>& writer = r.writer;
+    bool& resumed = r.resumed;
+    std::string& plan = r.plan;
+    try {
+        resumed = o.resume && std::filesystem::exists(o.out);
+        // Locked before it is read or truncated: a second sweep on the same --out is
+        // refused here, before it can touch the first one's rows.
+        if (!o.out.empty())
+            writer = std::make_unique<explore::LineWriter>(o.out);
+        if (resumed) {
+            explore::check_identity(sidecar, identity, read_sidecar_identity(sidecar));
+            existing = explore::read_existing(o.out, header, configs);
+        }
+        if (writer && !resumed)
+            write_file_atomically(sidecar, sweep_sidecar(identity, id, columns));
+        if (writer)
+            writer->start(!resumed, header, existing.keep_bytes);
+        plan = explore::encode_plan(existing.done);
+    } catch (const InputError& e) {
+        plan = explore::encode_plan_error(e.what());
+    }
+    return r;
+}
+
+/// The sweep's first lines: what runs, where, and what a resume found.
+void print_sweep_start(Io io, const SweepOptions& o, const explore::SweepSetup& setup,
+                       const RootStart& root, std::size_t todo, int jobs, int ranks) {
+    const auto& axes = setup.grid().axes();
+    const std::int64_t configs = setup.grid().size();
+    const bool resumed = root.resumed;
+    const explore::Existing& existing = root.existing;
+    fmt::print(
+        io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
+        o.experiment, configs,
+        [&] {
+            std::vector<std::string> sizes;
+            for (const Axis& a : axes)
+                sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
+            return base::join(sizes, " x ");
+        }(),
+        o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
+        jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
+    if (setup.derives_dp())
+        fmt::print(io.out, "{:<10}derived as gpus / (tp x pp x cp) in every configuration\n", "dp");
+    if (resumed)
+        fmt::print(io.out, "{:<10}{} rows already in {}, {} to go\n", "resume",
+                   existing.done.size(), o.out, todo);
+    else if (o.resume)
+        fmt::print(io.out, "{:<10}no {} yet: starting the sweep\n", "resume", o.out);
+}
+
+/// The counts, the CSV's name, the best rows and how far to trust their times.
+void print_sweep_result(Io io, const SweepOptions& o, const explore::SweepSetup& setup,
+                        const Tally& tally, const std::vector<std::string>& columns) {
+    const auto& axes = setup.grid().axes();
+    const explore::Evaluator& evaluator = setup.evaluator();
+    const explore::Grid& grid = setup.grid();
+    fmt::print(io.out,
+               "{:<10}{} valid: {} fit in memory, {} out of memory; {} invalid (each row of the "
+               "CSV says why)\n",
+               "result", tally.fit_ + tally.oom_, tally.fit_, tally.oom_, tally.invalid_);
+    if (!o.out.empty())
+        fmt::print(io.out, "{:<10}{}\n", "csv", o.out);
+    if (o.top > 0) {
+        const auto best = tally.best();
+        fmt::print(io.out,
+                   "\nbest {} by tokens/s (configurations that fit in memory first, then those "
+                   "out of memory)\n",
+                   best.size());
+        sweep::print_top(io.out, columns, axes, best);
+        // How far to trust the times: the hardware file's band for steps (results/uncertainty.h),
+        // shown for the best configuration.
+        if (!best.empty() && best.front().valid) {
+            const auto& f = best.front().fields;
+            const std::size_t at = explore::result_column(f.size(), "step_time_s");
+            const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
+            fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
+                       results::band_text(e.provenance.uncertainty, e.cluster.name,
+                                          results::PredictionKind::step, std::stod(f.at(at))));
+        }
+    }
+}
+
+/// `lockstep` stays true while every rank runs the same checks (an InputError then is every
+/// rank's, and rank 0 can say it before any rank exits); it turns false when the ranks part.
+void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockstep) {
+    const int rank = session ? session->rank() : 0;
+    const int ranks = session ? session->size() : 1;
+
+    // Everything that can be wrong is found before any file is written; every rank finds the
+    // same (the checks are deterministic), and only rank 0 prints.
+    const int jobs = o.threads();
+    check_sweep_options(o);
+    const explore::SweepRequest request = sweep_request(o);
     // The axes, their values and the configurations checked (explore/sweep_setup.h).
     const explore::SweepSetup setup(request);
     const auto& axes = setup.grid().axes();
-    const auto& fixed = request.fixed;
-    const std::int64_t max_memory = request.max_memory;
     const explore::Evaluator& evaluator = setup.evaluator();
     const explore::Grid& grid = setup.grid();
     const std::int64_t configs = grid.size();
@@ -175,10 +281,10 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     explore::Identity id;
     id.experiment = o.experiment;
     id.experiment_hash = explore::file_hash(o.experiment);
-    id.fixed = fixed;
+    id.fixed = request.fixed;
     id.axes = axes;
     id.gpus = o.gpus;
-    id.max_memory = max_memory;
+    id.max_memory = request.max_memory;
     id.fidelity = o.fidelity;
     const std::string header = explore::csv_header(columns);
     const std::string identity = explore::sweep_identity(id);
@@ -186,35 +292,15 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
 
     // Rank 0 reads what a resumed sweep has already written and opens the CSV; it tells the
     // other ranks which configurations are left (or the error, so that all stop together).
-    explore::Existing existing;
-    std::unique_ptr<explore::LineWriter> writer;
-    bool resumed = false;
-    std::string plan;
-    if (rank == 0) {
-        try {
-            resumed = o.resume && std::filesystem::exists(o.out);
-            // Locked before it is read or truncated: a second sweep on the same --out is
-            // refused here, before it can touch the first one's rows.
-            if (!o.out.empty())
-                writer = std::make_unique<explore::LineWriter>(o.out);
-            if (resumed) {
-                explore::check_identity(sidecar, identity, read_sidecar_identity(sidecar));
-                existing = explore::read_existing(o.out, header, configs);
-            }
-            if (writer && !resumed)
-                write_file_atomically(sidecar, sweep_sidecar(identity, id, columns));
-            if (writer)
-                writer->start(!resumed, header, existing.keep_bytes);
-            plan = explore::encode_plan(existing.done);
-        } catch (const InputError& e) {
-            plan = explore::encode_plan_error(e.what());
-        }
-    }
+    RootStart root;
+    if (rank == 0)
+        root = start_root(o, sidecar, identity, id, columns, header, configs);
     if (session)
-        session->broadcast(plan);
-    const explore::Plan decoded = explore::decode_plan(plan);
+        session->broadcast(root.plan);
+    const explore::Plan decoded = explore::decode_plan(root.plan);
     if (!decoded.error.empty())
         throw InputError(decoded.error);
+    const explore::Existing& existing = root.existing;
     const std::set<std::int64_t>& done = rank == 0 ? existing.done : decoded.done;
     std::vector<std::int64_t> todo;
     for (std::int64_t i = 0; i < configs; ++i) {
@@ -232,6 +318,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     }
 
     // Rank 0: simulate its share, receive the others', write every row in order.
+    std::unique_ptr<explore::LineWriter>& writer = root.writer;
     Tally tally(columns.size(), static_cast<std::size_t>(o.top));
     for (const auto& row : existing.rows)
         tally.add(row);
@@ -245,25 +332,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
         tally.add(row);
         progress.update(++emitted);
     });
-    fmt::print(
-        io.out, "{:<10}{}: {} configurations ({}){}, {} fidelity, {} thread{}{}\n", "sweep",
-        o.experiment, configs,
-        [&] {
-            std::vector<std::string> sizes;
-            for (const Axis& a : axes)
-                sizes.push_back(fmt::format("{} {}", a.values.size(), a.key));
-            return base::join(sizes, " x ");
-        }(),
-        o.gpus > 0 ? fmt::format(" on {} GPUs", o.gpus) : "", o.fidelity, jobs,
-        jobs == 1 ? "" : "s", ranks > 1 ? fmt::format(" on each of {} MPI ranks", ranks) : "");
-    if (setup.derives_dp())
-        fmt::print(io.out, "{:<10}derived as gpus / (tp x pp x cp) in every configuration\n", "dp");
-    if (resumed)
-        fmt::print(io.out, "{:<10}{} rows already in {}, {} to go\n", "resume",
-                   existing.done.size(), o.out, todo.size());
-    else if (o.resume)
-        fmt::print(io.out, "{:<10}no {} yet: starting the sweep\n", "resume", o.out);
-
+    print_sweep_start(io, o, setup, root, todo.size(), jobs, ranks);
     if (ranks == 1) {
         // What runs at once is bounded by the largest configuration's scratch (thread_pool.h),
         // and light configurations (up to 16 MiB of records each) always run side by side.
@@ -291,30 +360,7 @@ void run_sweep(const SweepOptions& o, Io io, mpi::Session* session, bool& lockst
     }
     writer.reset();
 
-    fmt::print(io.out,
-               "{:<10}{} valid: {} fit in memory, {} out of memory; {} invalid (each row of the "
-               "CSV says why)\n",
-               "result", tally.fit_ + tally.oom_, tally.fit_, tally.oom_, tally.invalid_);
-    if (!o.out.empty())
-        fmt::print(io.out, "{:<10}{}\n", "csv", o.out);
-    if (o.top > 0) {
-        const auto best = tally.best();
-        fmt::print(io.out,
-                   "\nbest {} by tokens/s (configurations that fit in memory first, then those "
-                   "out of memory)\n",
-                   best.size());
-        sweep::print_top(io.out, columns, axes, best);
-        // How far to trust the times: the hardware file's band for steps (results/uncertainty.h),
-        // shown for the best configuration.
-        if (!best.empty() && best.front().valid) {
-            const auto& f = best.front().fields;
-            const std::size_t at = explore::result_column(f.size(), "step_time_s");
-            const sp::ExperimentSpec e = evaluator.experiment(grid.settings(best.front().index));
-            fmt::print(io.out, "\n{:<12}best: {}\n", "uncertainty",
-                       results::band_text(e.provenance.uncertainty, e.cluster.name,
-                                          results::PredictionKind::step, std::stod(f.at(at))));
-        }
-    }
+    print_sweep_result(io, o, setup, tally, columns);
 }
 
 } // namespace

@@ -552,76 +552,131 @@ double protocol_ratio(const ClusterSpec& base, Protocol p, LinkLevel l, bool lat
     return p == Protocol::ll ? 0.5 : p == Protocol::ll128 ? 120.0 / 128.0 : 1.0;
 }
 
-void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOptions& options,
-                     FitResult& result) {
-    const Platform& base = result.fitted;
-    if (!base.cluster.collectives.present()) {
-        bool any = false;
-        for (const auto& in : inputs)
-            any = any || !in.file.collectives.empty();
-        if (any)
-            throw InputError("hardware '" + base.cluster.name +
-                             "' has no collectives: section to calibrate");
-        return;
-    }
-    // Points the model can run, with their curve for weighting.
+/// The collective points the model can run (the others skipped, one warning per reason),
+/// each with its curve for weighting, and the link levels and algorithms they reach.
+struct CollectivePoints {
     std::vector<PointRef> refs;
     std::vector<const CollectiveMeasurement*> points;
     std::map<std::string, int> curve_size;
     std::vector<std::string> curve_of;
     std::set<LinkLevel> levels;
-    bool nvls_points = false;
-    {
-        CollectivePredictor check(base.cluster);
-        std::map<std::string, std::pair<int, std::string>> skipped;
-        for (std::size_t f = 0; f < inputs.size(); ++f)
-            for (std::size_t i = 0; i < inputs[f].file.collectives.size(); ++i) {
-                const auto& c = inputs[f].file.collectives[i];
-                try {
-                    check.predict(c);
-                } catch (const InputError& e) {
-                    auto& s = skipped[inputs[f].name + ": " + e.what()];
-                    if (s.first++ == 0)
-                        s.second = c.source.empty()
-                                       ? fmt::format("{}:collectives[{}]", inputs[f].name, i)
-                                       : c.source;
-                    continue;
-                }
-                refs.push_back({f, i});
-                points.push_back(&c);
-                const std::string curve =
-                    fmt::format("{}|{}|{}|{}|{}|{}", f, to_string(c.op), c.gpus,
-                                hardware::to_string(c.dtype), c.in_place, c.algorithm);
-                curve_of.push_back(curve);
-                ++curve_size[curve];
-                levels.insert(check.level(c.gpus));
-                nvls_points = nvls_points || c.algorithm == "nvls";
-            }
-        for (const auto& [why, s] : skipped)
-            result.warnings.push_back(fmt::format("{} collective point{} skipped: {} (e.g. {})",
-                                                  s.first, s.first == 1 ? "" : "s", why, s.second));
-    }
-    if (points.empty())
-        return;
-    FitPart part;
-    part.name = "collectives";
-    part.method = "huber-nelder-mead";
-    part.files = files_of(inputs, refs);
-    part.points = static_cast<int>(points.size());
-    Problem p;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        p.measured.push_back(points[i]->time.seconds());
-        p.weights.push_back(1.0 / curve_size[curve_of[i]]);
-    }
-    p.predict = [&points](const Platform& s) {
-        CollectivePredictor predictor(s.cluster);
-        std::vector<double> out;
-        out.reserve(points.size());
-        for (const auto* c : points)
-            out.push_back(predictor.predict(*c).seconds);
-        return out;
-    };
+    bool nvls = false;
+};
 
+CollectivePoints collective_points(const std::vector<NamedMeasurements>& inputs,
+                                   const Platform& base, FitResult& result) {
+    CollectivePoints cp;
+    std::vector<PointRef>& refs = cp.refs;
+    std::vector<const CollectiveMeasurement*>& points = cp.points;
+    std::map<std::string, int>& curve_size = cp.curve_size;
+    std::vector<std::string>& curve_of = cp.curve_of;
+    std::set<LinkLevel>& levels = cp.levels;
+    bool& nvls_points = cp.nvls;
+    CollectivePredictor check(base.cluster);
+    std::map<std::string, std::pair<int, std::string>> skipped;
+    for (std::size_t f = 0; f < inputs.size(); ++f)
+        for (std::size_t i = 0; i < inputs[f].file.collectives.size(); ++i) {
+            const auto& c = inputs[f].file.collectives[i];
+            try {
+                check.predict(c);
+            } catch (const InputError& e) {
+                auto& s = skipped[inputs[f].name + ": " + e.what()];
+                if (s.first++ == 0)
+                    s.second = c.source.empty()
+                                   ? fmt::format("{}:collectives[{}]", inputs[f].name, i)
+                                   : c.source;
+                continue;
+            }
+            refs.push_back({f, i});
+            points.push_back(&c);
+            const std::string curve =
+                fmt::format("{}|{}|{}|{}|{}|{}", f, to_string(c.op), c.gpus,
+                            hardware::to_string(c.dtype), c.in_place, c.algorithm);
+            curve_of.push_back(curve);
+            ++curve_size[curve];
+            levels.insert(check.level(c.gpus));
+            nvls_points = nvls_points || c.algorithm == "nvls";
+        }
+    for (const auto& [why, s] : skipped)
+        result.warnings.push_back(fmt::format("{} collective point{} skipped: {} (e.g. {})",
+                                              s.first, s.first == 1 ? "" : "s", why, s.second));
+    return cp;
+}
+
+/// Simple's efficiency at level `l`, fitted; the other protocols' follow at their ratio to
+/// Simple's in BASE.
+Param simple_efficiency_param(const ClusterSpec& base, LinkLevel l) {
+    const auto li = static_cast<std::size_t>(l);
+    std::array<double, hardware::kProtocolCount> ratio{};
+    for (Protocol pr : hardware::kAllProtocols)
+        ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base, pr, l, false);
+    const std::string name = "collectives.simple." + level_key(l) + ".efficiency";
+    return Param{
+        name,
+        {0.05, 1.0, false},
+        [li](const Platform& s) {
+            return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
+                .levels[li]
+                .efficiency;
+        },
+        [li, ratio](Platform& s, double v) {
+            for (Protocol pr : hardware::kAllProtocols) {
+                const auto pi = static_cast<std::size_t>(pr);
+                s.cluster.collectives.protocols[pi].levels[li].efficiency =
+                    std::clamp(round_fraction(v * ratio[pi]), 1e-4, 1.0);
+            }
+        },
+        [li, l](const Platform& s) {
+            Written w;
+            for (Protocol pr : hardware::kAllProtocols)
+                w.push_back(
+                    {"collectives." + protocol_key(pr) + "." + level_key(l) + ".efficiency",
+                     fraction_text(s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
+                                       .levels[li]
+                                       .efficiency)});
+            return w;
+        }};
+}
+
+/// Simple's step latency at level `l`, fitted; the other protocols' follow at their ratio to
+/// Simple's in BASE.
+Param simple_step_latency_param(const ClusterSpec& base, LinkLevel l) {
+    const auto li = static_cast<std::size_t>(l);
+    std::array<double, hardware::kProtocolCount> ratio{};
+    for (Protocol pr : hardware::kAllProtocols)
+        ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base, pr, l, true);
+    return Param{
+        "collectives.simple." + level_key(l) + ".step_latency",
+        {0, 50e-6, false},
+        [li](const Platform& s) {
+            return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
+                .levels[li]
+                .step_latency.seconds();
+        },
+        [li, ratio](Platform& s, double v) {
+            for (Protocol pr : hardware::kAllProtocols) {
+                const auto pi = static_cast<std::size_t>(pr);
+                s.cluster.collectives.protocols[pi].levels[li].step_latency =
+                    sim::Time::from_seconds(round_time(v * ratio[pi]));
+            }
+        },
+        [li, l](const Platform& s) {
+            Written w;
+            for (Protocol pr : hardware::kAllProtocols)
+                w.push_back(
+                    {"collectives." + protocol_key(pr) + "." + level_key(l) + ".step_latency",
+                     time_text(s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
+                                   .levels[li]
+                                   .step_latency.seconds())});
+            return w;
+        }};
+}
+
+/// The parameters a collective fit moves, in the order the minimiser takes them: the launch
+/// latency, Simple's efficiency per level, the memory passes, Simple's step latency per level,
+/// and NVLS's efficiency and latency when NVLS points were measured.
+std::vector<Param> collective_params(const ClusterSpec& base, const std::set<LinkLevel>& levels,
+                                     bool nvls_points) {
     std::vector<Param> params;
     params.push_back(
         {"collectives.launch_latency",
@@ -634,39 +689,8 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
              return Written{{"collectives.launch_latency",
                              time_text(s.cluster.collectives.launch_latency.seconds())}};
          }});
-    for (LinkLevel l : levels) {
-        const auto li = static_cast<std::size_t>(l);
-        std::array<double, hardware::kProtocolCount> ratio{};
-        for (Protocol pr : hardware::kAllProtocols)
-            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base.cluster, pr, l, false);
-        const std::string name = "collectives.simple." + level_key(l) + ".efficiency";
-        params.push_back(
-            {name,
-             {0.05, 1.0, false},
-             [li](const Platform& s) {
-                 return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
-                     .levels[li]
-                     .efficiency;
-             },
-             [li, ratio](Platform& s, double v) {
-                 for (Protocol pr : hardware::kAllProtocols) {
-                     const auto pi = static_cast<std::size_t>(pr);
-                     s.cluster.collectives.protocols[pi].levels[li].efficiency =
-                         std::clamp(round_fraction(v * ratio[pi]), 1e-4, 1.0);
-                 }
-             },
-             [li, l](const Platform& s) {
-                 Written w;
-                 for (Protocol pr : hardware::kAllProtocols)
-                     w.push_back(
-                         {"collectives." + protocol_key(pr) + "." + level_key(l) + ".efficiency",
-                          fraction_text(
-                              s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
-                                  .levels[li]
-                                  .efficiency)});
-                 return w;
-             }});
-    }
+    for (LinkLevel l : levels)
+        params.push_back(simple_efficiency_param(base, l));
     params.push_back(
         {"collectives.memory_passes",
          {0, 20, false},
@@ -676,37 +700,8 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
              return Written{
                  {"collectives.memory_passes", number_text(s.cluster.collectives.memory_passes)}};
          }});
-    for (LinkLevel l : levels) {
-        const auto li = static_cast<std::size_t>(l);
-        std::array<double, hardware::kProtocolCount> ratio{};
-        for (Protocol pr : hardware::kAllProtocols)
-            ratio[static_cast<std::size_t>(pr)] = protocol_ratio(base.cluster, pr, l, true);
-        params.push_back(
-            {"collectives.simple." + level_key(l) + ".step_latency",
-             {0, 50e-6, false},
-             [li](const Platform& s) {
-                 return s.cluster.collectives.protocols[static_cast<std::size_t>(Protocol::simple)]
-                     .levels[li]
-                     .step_latency.seconds();
-             },
-             [li, ratio](Platform& s, double v) {
-                 for (Protocol pr : hardware::kAllProtocols) {
-                     const auto pi = static_cast<std::size_t>(pr);
-                     s.cluster.collectives.protocols[pi].levels[li].step_latency =
-                         sim::Time::from_seconds(round_time(v * ratio[pi]));
-                 }
-             },
-             [li, l](const Platform& s) {
-                 Written w;
-                 for (Protocol pr : hardware::kAllProtocols)
-                     w.push_back(
-                         {"collectives." + protocol_key(pr) + "." + level_key(l) + ".step_latency",
-                          time_text(s.cluster.collectives.protocols[static_cast<std::size_t>(pr)]
-                                        .levels[li]
-                                        .step_latency.seconds())});
-                 return w;
-             }});
-    }
+    for (LinkLevel l : levels)
+        params.push_back(simple_step_latency_param(base, l));
     if (nvls_points) {
         params.push_back({"collectives.nvls.efficiency",
                           {0.05, 1.0, false},
@@ -731,6 +726,46 @@ void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOpti
                                  time_text(s.cluster.collectives.nvls.latency.seconds())}};
              }});
     }
+    return params;
+}
+
+void fit_collectives(const std::vector<NamedMeasurements>& inputs, const FitOptions& options,
+                     FitResult& result) {
+    const Platform& base = result.fitted;
+    if (!base.cluster.collectives.present()) {
+        bool any = false;
+        for (const auto& in : inputs)
+            any = any || !in.file.collectives.empty();
+        if (any)
+            throw InputError("hardware '" + base.cluster.name +
+                             "' has no collectives: section to calibrate");
+        return;
+    }
+    // Points the model can run, with their curve for weighting.
+    const CollectivePoints cp = collective_points(inputs, base, result);
+    const std::vector<const CollectiveMeasurement*>& points = cp.points;
+    if (points.empty())
+        return;
+    FitPart part;
+    part.name = "collectives";
+    part.method = "huber-nelder-mead";
+    part.files = files_of(inputs, cp.refs);
+    part.points = static_cast<int>(points.size());
+    Problem p;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        p.measured.push_back(points[i]->time.seconds());
+        p.weights.push_back(1.0 / cp.curve_size.at(cp.curve_of[i]));
+    }
+    p.predict = [&points](const Platform& s) {
+        CollectivePredictor predictor(s.cluster);
+        std::vector<double> out;
+        out.reserve(points.size());
+        for (const auto* c : points)
+            out.push_back(predictor.predict(*c).seconds);
+        return out;
+    };
+
+    std::vector<Param> params = collective_params(base.cluster, cp.levels, cp.nvls);
     std::set<std::int64_t> sizes;
     for (const auto* c : points)
         sizes.insert(c->bytes);

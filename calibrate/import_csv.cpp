@@ -340,13 +340,21 @@ std::optional<std::string_view> device_busbw_column(std::string_view n) {
     return device;
 }
 
-ImportResult import_sweep(const CsvTable& t, const std::string& name,
-                          const ImportOptions& options) {
-    const std::string where = fmt::format("{}:{}", name, t.header_line);
+/// The columns of a collective sweep: the size, the type, the column sets (out-of-place,
+/// in-place) and the per-device busbw columns.
+struct SweepColumns {
     int size = -1;
     int type = -1;
-    std::vector<SweepGroup> groups(1);
+    std::vector<SweepGroup> groups = std::vector<SweepGroup>(1);
     std::vector<std::pair<std::string, int>> device_columns;
+};
+
+SweepColumns sweep_columns(const CsvTable& t, const std::string& where) {
+    SweepColumns cols;
+    int& size = cols.size;
+    int& type = cols.type;
+    std::vector<SweepGroup>& groups = cols.groups;
+    std::vector<std::pair<std::string, int>>& device_columns = cols.device_columns;
     // A column already set in the current group starts the next group (the in-place set).
     auto put = [&](int SweepGroup::*field, int col) {
         if (groups.back().*field >= 0)
@@ -397,6 +405,15 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     }
     if (size < 0)
         throw InputError(where + ": no size column (size(B) or bytes)");
+    return cols;
+}
+
+/// Checks the column sets; with per-device busbw columns, the one --column chooses becomes the
+/// busbw of the only set. Returns the device chosen ("" without such columns).
+std::string check_column_sets(SweepColumns& cols, const ImportOptions& options,
+                              const std::string& where) {
+    std::vector<SweepGroup>& groups = cols.groups;
+    const std::vector<std::pair<std::string, int>>& device_columns = cols.device_columns;
     std::string device;
     if (!device_columns.empty()) {
         if (groups.size() > 1 || groups.front().time >= 0 || groups.front().busbw >= 0)
@@ -434,7 +451,12 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
         throw InputError(where + ": --in-place is for tables with one column set; this one has "
                                  "out-of-place and in-place columns");
 
-    // The op and the GPU count: from the options or the file name, which must not disagree.
+    return device;
+}
+
+/// The collective and the GPU count of a sweep: from the options or the file name, which must
+/// not disagree.
+std::pair<CollectiveOp, int> sweep_target(const std::string& name, const ImportOptions& options) {
     const auto op = detail::agree<CollectiveOp>(
         {{options.op, fmt::format("--op says {}", options.op ? to_string(*options.op) : "")},
          {detail::op_from_file_name(name),
@@ -453,105 +475,139 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     if (!gpus)
         throw InputError(name + ": cannot tell the GPU count: name it in the file name "
                                 "(...-8gpu.csv) or pass --gpus");
-    const double factor = strategies::collectives::bus_factor(op->first, gpus->first);
+    return {op->first, gpus->first};
+}
+
+/// What every row of a sweep shares.
+struct SweepContext {
+    const CsvTable& t;
+    const std::string& name;
+    const ImportOptions& options;
+    const SweepColumns& cols;
+    CollectiveOp op;
+    int gpus;
+    double factor; ///< bus bandwidth over algorithm bandwidth
+};
+
+/// One row: a measurement per column set, skipped where elements were wrong. `seen` maps each
+/// point to its line (duplicates are errors); `derived` counts times derived from a bandwidth.
+void import_sweep_row(const SweepContext& x, const config::CsvTable::Row& row, ImportResult& result,
+                      std::map<std::string, int>& seen, int& derived) {
+    const CsvTable& t = x.t;
+    const std::string& name = x.name;
+    const ImportOptions& options = x.options;
+    const int size = x.cols.size;
+    const int type = x.cols.type;
+    const std::vector<SweepGroup>& groups = x.cols.groups;
+    const double factor = x.factor;
+    // Not a structured binding: the lambda below uses `fields`, and clang 14 (the
+    // sanitizer build's compiler) cannot capture structured bindings.
+    const int number = row.line;
+    const std::vector<std::string>& fields = row.fields;
+    const std::string at = fmt::format("{}:{}", name, number);
+    const auto bytes = detail::parse_integer(fields[static_cast<std::size_t>(size)]);
+    if (!bytes || *bytes <= 0)
+        throw InputError(fmt::format("{}: {}: expected a positive byte count, got '{}'", at,
+                                     t.columns[static_cast<std::size_t>(size)],
+                                     fields[static_cast<std::size_t>(size)]));
+    hardware::Dtype dtype = options.dtype.value_or(hardware::Dtype::fp32);
+    if (type >= 0) {
+        const auto d = detail::dtype_from_type_name(fields[static_cast<std::size_t>(type)]);
+        if (!d)
+            throw InputError(fmt::format("{}: type '{}' is not one clustersim models (float, "
+                                         "half, bfloat16, double, f8e4m3)",
+                                         at, fields[static_cast<std::size_t>(type)]));
+        dtype = *d;
+    }
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        const SweepGroup& g = groups[gi];
+        auto number_at = [&](int col, bool positive) -> std::optional<double> {
+            if (col < 0 || fields[static_cast<std::size_t>(col)] == "N/A")
+                return std::nullopt;
+            const auto v = detail::parse_number(fields[static_cast<std::size_t>(col)]);
+            if (!v || (positive ? !(*v > 0) : *v < 0))
+                throw InputError(fmt::format("{}: {}: expected a {} number, got '{}'", at,
+                                             t.columns[static_cast<std::size_t>(col)],
+                                             positive ? "positive" : "non-negative",
+                                             fields[static_cast<std::size_t>(col)]));
+            return v;
+        };
+        const auto time = number_at(g.time, true);
+        const auto algbw = number_at(g.algbw, false);
+        const auto busbw = number_at(g.busbw, false);
+        CollectiveMeasurement c;
+        c.op = x.op;
+        c.gpus = x.gpus;
+        c.bytes = *bytes;
+        c.dtype = dtype;
+        c.in_place = groups.size() == 2 ? gi == 1 : options.in_place;
+        c.source = at;
+        if (time) {
+            c.time = sim::Time::from_seconds(*time * g.seconds_per_unit);
+        } else {
+            // No time column: the time follows from a bandwidth, to the precision it is
+            // printed with.
+            double alg = algbw.value_or(0);
+            if (!algbw && busbw && factor > 0)
+                alg = *busbw / factor;
+            if (!(alg > 0))
+                throw InputError(fmt::format("{}: no time and a zero bandwidth: the time "
+                                             "cannot be derived",
+                                             at));
+            c.time = sim::Time::from_seconds(static_cast<double>(*bytes) / (alg * 1e9));
+            ++derived;
+        }
+        if (time) {
+            const double alg = c.algbw() / 1e9;
+            std::string e;
+            if (algbw)
+                e = detail::check_printed_rate("algbw", *algbw, alg);
+            if (e.empty() && busbw)
+                e = detail::check_printed_rate("busbw", *busbw, alg * factor);
+            if (!e.empty())
+                throw InputError(fmt::format("{}: {} for {} on {} GPUs: are the times in the "
+                                             "unit the header says, and the GPU count right?",
+                                             at, e, to_string(c.op), c.gpus));
+        }
+        if (g.wrong >= 0 && fields[static_cast<std::size_t>(g.wrong)] != "N/A") {
+            const auto w = detail::parse_integer(fields[static_cast<std::size_t>(g.wrong)]);
+            if (!w || *w < 0)
+                throw InputError(fmt::format("{}: #wrong: expected a count or N/A, got '{}'", at,
+                                             fields[static_cast<std::size_t>(g.wrong)]));
+            c.wrong = *w;
+            if (*w > 0) {
+                result.warnings.push_back(fmt::format("{}: skipped {}: {} wrong elements", at,
+                                                      detail::describe_point(c), *w));
+                continue;
+            }
+        }
+        const std::string key = detail::describe_point(c);
+        const auto [it, inserted] = seen.emplace(key, number);
+        if (!inserted)
+            throw InputError(
+                fmt::format("{}: duplicate point ({}): first at line {}", at, key, it->second));
+        result.measurements.collectives.push_back(c);
+    }
+}
+
+ImportResult import_sweep(const CsvTable& t, const std::string& name,
+                          const ImportOptions& options) {
+    const std::string where = fmt::format("{}:{}", name, t.header_line);
+    SweepColumns cols = sweep_columns(t, where);
+    const std::string device = check_column_sets(cols, options, where);
+    const auto [op, gpus] = sweep_target(name, options);
+    const double factor = strategies::collectives::bus_factor(op, gpus);
 
     ImportResult result;
     result.measurements.environment = detail::initial_environment(options);
     if (options.device.empty() && !device.empty())
         result.measurements.environment.device = device;
-    result.measurements.environment.device_count = gpus->first;
+    result.measurements.environment.device_count = gpus;
     std::map<std::string, int> seen;
     int derived = 0;
-    for (const auto& row : t.rows) {
-        // Not a structured binding: the lambda below uses `fields`, and clang 14 (the
-        // sanitizer build's compiler) cannot capture structured bindings.
-        const int number = row.line;
-        const std::vector<std::string>& fields = row.fields;
-        const std::string at = fmt::format("{}:{}", name, number);
-        const auto bytes = detail::parse_integer(fields[static_cast<std::size_t>(size)]);
-        if (!bytes || *bytes <= 0)
-            throw InputError(fmt::format("{}: {}: expected a positive byte count, got '{}'", at,
-                                         t.columns[static_cast<std::size_t>(size)],
-                                         fields[static_cast<std::size_t>(size)]));
-        hardware::Dtype dtype = options.dtype.value_or(hardware::Dtype::fp32);
-        if (type >= 0) {
-            const auto d = detail::dtype_from_type_name(fields[static_cast<std::size_t>(type)]);
-            if (!d)
-                throw InputError(fmt::format("{}: type '{}' is not one clustersim models (float, "
-                                             "half, bfloat16, double, f8e4m3)",
-                                             at, fields[static_cast<std::size_t>(type)]));
-            dtype = *d;
-        }
-        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-            const SweepGroup& g = groups[gi];
-            auto number_at = [&](int col, bool positive) -> std::optional<double> {
-                if (col < 0 || fields[static_cast<std::size_t>(col)] == "N/A")
-                    return std::nullopt;
-                const auto v = detail::parse_number(fields[static_cast<std::size_t>(col)]);
-                if (!v || (positive ? !(*v > 0) : *v < 0))
-                    throw InputError(fmt::format("{}: {}: expected a {} number, got '{}'", at,
-                                                 t.columns[static_cast<std::size_t>(col)],
-                                                 positive ? "positive" : "non-negative",
-                                                 fields[static_cast<std::size_t>(col)]));
-                return v;
-            };
-            const auto time = number_at(g.time, true);
-            const auto algbw = number_at(g.algbw, false);
-            const auto busbw = number_at(g.busbw, false);
-            CollectiveMeasurement c;
-            c.op = op->first;
-            c.gpus = gpus->first;
-            c.bytes = *bytes;
-            c.dtype = dtype;
-            c.in_place = groups.size() == 2 ? gi == 1 : options.in_place;
-            c.source = at;
-            if (time) {
-                c.time = sim::Time::from_seconds(*time * g.seconds_per_unit);
-            } else {
-                // No time column: the time follows from a bandwidth, to the precision it is
-                // printed with.
-                double alg = algbw.value_or(0);
-                if (!algbw && busbw && factor > 0)
-                    alg = *busbw / factor;
-                if (!(alg > 0))
-                    throw InputError(fmt::format("{}: no time and a zero bandwidth: the time "
-                                                 "cannot be derived",
-                                                 at));
-                c.time = sim::Time::from_seconds(static_cast<double>(*bytes) / (alg * 1e9));
-                ++derived;
-            }
-            if (time) {
-                const double alg = c.algbw() / 1e9;
-                std::string e;
-                if (algbw)
-                    e = detail::check_printed_rate("algbw", *algbw, alg);
-                if (e.empty() && busbw)
-                    e = detail::check_printed_rate("busbw", *busbw, alg * factor);
-                if (!e.empty())
-                    throw InputError(fmt::format("{}: {} for {} on {} GPUs: are the times in the "
-                                                 "unit the header says, and the GPU count right?",
-                                                 at, e, to_string(c.op), c.gpus));
-            }
-            if (g.wrong >= 0 && fields[static_cast<std::size_t>(g.wrong)] != "N/A") {
-                const auto w = detail::parse_integer(fields[static_cast<std::size_t>(g.wrong)]);
-                if (!w || *w < 0)
-                    throw InputError(fmt::format("{}: #wrong: expected a count or N/A, got '{}'",
-                                                 at, fields[static_cast<std::size_t>(g.wrong)]));
-                c.wrong = *w;
-                if (*w > 0) {
-                    result.warnings.push_back(fmt::format("{}: skipped {}: {} wrong elements", at,
-                                                          detail::describe_point(c), *w));
-                    continue;
-                }
-            }
-            const std::string key = detail::describe_point(c);
-            const auto [it, inserted] = seen.emplace(key, number);
-            if (!inserted)
-                throw InputError(
-                    fmt::format("{}: duplicate point ({}): first at line {}", at, key, it->second));
-            result.measurements.collectives.push_back(c);
-        }
-    }
+    const SweepContext x{t, name, options, cols, op, gpus, factor};
+    for (const auto& row : t.rows)
+        import_sweep_row(x, row, result, seen, derived);
     if (derived > 0)
         result.warnings.push_back(fmt::format(
             "{}: no time column: {} times derived from the printed bandwidth (as precise as its "
@@ -560,7 +616,6 @@ ImportResult import_sweep(const CsvTable& t, const std::string& name,
     detail::warn_unknown_device(result, name, result.warnings);
     return result;
 }
-
 } // namespace
 
 ImportResult import_csv(std::string_view text, const std::string& name,

@@ -252,16 +252,15 @@ bool wanted(const ValidationOptions& o, PointKind k) {
     return o.kinds.empty() || std::find(o.kinds.begin(), o.kinds.end(), k) != o.kinds.end();
 }
 
-} // namespace
+/// Where the points of one validation go: each predicted point with its measurement, and the
+/// skipped ones by reason.
+struct PointSink {
+    const std::string& name;
+    Validation& v;
+    SkipLog& skips;
 
-Validation validate_measurements(const strategies::parallel::Platform& platform,
-                                 const MeasurementFile& file, const std::string& name,
-                                 const ValidationOptions& options) {
-    const hardware::ClusterSpec& cluster = platform.cluster;
-    Validation v;
-    SkipLog skips;
-    auto add = [&](PointKind kind, std::size_t i, std::string label, const std::string& source,
-                   std::string detail, sim::Time measured, double predicted) {
+    void add(PointKind kind, std::size_t i, std::string label, const std::string& source,
+             std::string detail, sim::Time measured, double predicted) {
         PredictedPoint p;
         p.kind = kind;
         p.index = i;
@@ -271,150 +270,180 @@ Validation validate_measurements(const strategies::parallel::Platform& platform,
         p.measured_s = measured.seconds();
         p.predicted_s = predicted;
         v.points.push_back(std::move(p));
-    };
+    }
+};
 
-    if (wanted(options, PointKind::collective) && !file.collectives.empty()) {
-        CollectivePredictor predictor(cluster);
-        for (std::size_t i = 0; i < file.collectives.size(); ++i) {
-            const auto& c = file.collectives[i];
-            const std::string src = where(c.source, name, PointKind::collective, i);
-            if (c.bytes < options.min_collective_bytes) {
-                skips.add(PointKind::collective,
+void validate_collectives(PointSink& out, const hardware::ClusterSpec& cluster,
+                          const MeasurementFile& file, const ValidationOptions& options) {
+    CollectivePredictor predictor(cluster);
+    for (std::size_t i = 0; i < file.collectives.size(); ++i) {
+        const auto& c = file.collectives[i];
+        const std::string src = where(c.source, out.name, PointKind::collective, i);
+        if (c.bytes < options.min_collective_bytes) {
+            out.skips.add(PointKind::collective,
                           "smaller than --min-bytes " +
                               base::format_bytes(options.min_collective_bytes),
                           src);
-                continue;
-            }
-            try {
-                const auto r = predictor.predict(c);
-                add(PointKind::collective, i, point_label(c), c.source, r.detail, c.time,
+            continue;
+        }
+        try {
+            const auto r = predictor.predict(c);
+            out.add(PointKind::collective, i, point_label(c), c.source, r.detail, c.time,
                     r.seconds);
-            } catch (const InputError& e) {
-                skips.add(PointKind::collective, e.what(), src);
-            }
+        } catch (const InputError& e) {
+            out.skips.add(PointKind::collective, e.what(), src);
         }
     }
+}
 
-    if (wanted(options, PointKind::gemm) && !file.gemms.empty()) {
-        const hardware::ComputeModel model(cluster);
-        for (std::size_t i = 0; i < file.gemms.size(); ++i) {
-            const auto& g = file.gemms[i];
-            const std::string src = where(g.source, name, PointKind::gemm, i);
-            if (!model.supports(g.dtype)) {
-                skips.add(PointKind::gemm,
+void validate_gemms(PointSink& out, const hardware::ClusterSpec& cluster,
+                    const MeasurementFile& file) {
+    const hardware::ComputeModel model(cluster);
+    for (std::size_t i = 0; i < file.gemms.size(); ++i) {
+        const auto& g = file.gemms[i];
+        const std::string src = where(g.source, out.name, PointKind::gemm, i);
+        if (!model.supports(g.dtype)) {
+            out.skips.add(PointKind::gemm,
                           fmt::format("{} has no {} peak in hardware '{}'", cluster.node.gpu.name,
                                       hardware::to_string(g.dtype), cluster.name),
                           src);
-                continue;
-            }
-            add(PointKind::gemm, i, point_label(g), g.source, "", g.time,
-                model.gemm_seconds(g.m, g.n, g.k, g.dtype));
+            continue;
         }
+        out.add(PointKind::gemm, i, point_label(g), g.source, "", g.time,
+                model.gemm_seconds(g.m, g.n, g.k, g.dtype));
     }
+}
 
-    if (wanted(options, PointKind::copy) && !file.copies.empty()) {
-        const hardware::ComputeModel model(cluster);
-        std::map<int, std::unique_ptr<hardware::Topology>> topologies;
-        for (std::size_t i = 0; i < file.copies.size(); ++i) {
-            const auto& c = file.copies[i];
-            const std::string src = where(c.source, name, PointKind::copy, i);
-            const std::string label = fmt::format("copy {} {} {}", to_string(c.kind),
-                                                  to_string(c.method), base::format_bytes(c.bytes));
-            switch (c.kind) {
-            case CopyKind::device_to_device:
-                if (c.cache_resident(cluster.node.gpu.l2_bytes)) {
-                    skips.add(PointKind::copy,
+/// Device-to-device copies as memory-bound kernels, peer copies as transfers; host copies
+/// are not modelled.
+void validate_copies(PointSink& out, const hardware::ClusterSpec& cluster,
+                     const MeasurementFile& file) {
+    const hardware::ComputeModel model(cluster);
+    std::map<int, std::unique_ptr<hardware::Topology>> topologies;
+    for (std::size_t i = 0; i < file.copies.size(); ++i) {
+        const auto& c = file.copies[i];
+        const std::string src = where(c.source, out.name, PointKind::copy, i);
+        const std::string label = fmt::format("copy {} {} {}", to_string(c.kind),
+                                              to_string(c.method), base::format_bytes(c.bytes));
+        switch (c.kind) {
+        case CopyKind::device_to_device:
+            if (c.cache_resident(cluster.node.gpu.l2_bytes)) {
+                out.skips.add(PointKind::copy,
                               fmt::format("source and destination fit in the {} L2 cache (the "
                                           "model has HBM only)",
                                           base::format_bytes(cluster.node.gpu.l2_bytes)),
                               src);
-                    break;
-                }
-                add(PointKind::copy, i, label, c.source, "memory-bound kernel", c.time,
+                break;
+            }
+            out.add(PointKind::copy, i, label, c.source, "memory-bound kernel", c.time,
                     model.memory_bound_seconds(2 * c.bytes));
-                break;
-            case CopyKind::peer: {
-                const int gpus = std::max(c.src_gpu, c.dst_gpu) + 1;
-                try {
-                    const auto spec = hardware::with_gpu_count(cluster, gpus);
-                    auto& topo = topologies[spec.nodes];
-                    if (!topo)
-                        topo = std::make_unique<hardware::Topology>(spec);
-                    const auto t =
-                        strategies::simulate_transfer(*topo, c.src_gpu, c.dst_gpu, c.bytes);
-                    add(PointKind::copy, i,
-                        label + fmt::format(" gpu{}->gpu{}", c.src_gpu, c.dst_gpu), c.source,
-                        "transfer", c.time, t.time.seconds());
-                } catch (const InputError& e) {
-                    skips.add(PointKind::copy, e.what(), src);
-                }
-                break;
-            }
-            default:
-                skips.add(PointKind::copy, "host copies are not modelled", src);
-            }
-        }
-    }
-
-    if (wanted(options, PointKind::p2p) && !file.p2p.empty()) {
-        std::map<int, std::unique_ptr<hardware::Topology>> topologies;
-        for (std::size_t i = 0; i < file.p2p.size(); ++i) {
-            const auto& p = file.p2p[i];
-            const std::string src = where(p.source, name, PointKind::p2p, i);
+            break;
+        case CopyKind::peer: {
+            const int gpus = std::max(c.src_gpu, c.dst_gpu) + 1;
             try {
-                const auto spec =
-                    hardware::with_gpu_count(cluster, std::max(p.src_gpu, p.dst_gpu) + 1);
+                const auto spec = hardware::with_gpu_count(cluster, gpus);
                 auto& topo = topologies[spec.nodes];
                 if (!topo)
                     topo = std::make_unique<hardware::Topology>(spec);
-                const cl::Communicator comm(*topo, {p.src_gpu, p.dst_gpu});
-                cl::Collective c;
-                c.op = cl::Op::send_recv;
-                c.bytes = p.bytes;
-                c.dtype = hardware::Dtype::fp32;
-                if (c.bytes % 4 != 0)
-                    c.dtype = hardware::Dtype::fp16;
-                comm.validate(c);
-                const cl::Choice choice = comm.choose(c);
-                add(PointKind::p2p, i,
+                const auto t = strategies::simulate_transfer(*topo, c.src_gpu, c.dst_gpu, c.bytes);
+                out.add(PointKind::copy, i,
+                        label + fmt::format(" gpu{}->gpu{}", c.src_gpu, c.dst_gpu), c.source,
+                        "transfer", c.time, t.time.seconds());
+            } catch (const InputError& e) {
+                out.skips.add(PointKind::copy, e.what(), src);
+            }
+            break;
+        }
+        default:
+            out.skips.add(PointKind::copy, "host copies are not modelled", src);
+        }
+    }
+}
+
+/// Point-to-point transfers as the send/recv the communicator would choose.
+void validate_p2p(PointSink& out, const hardware::ClusterSpec& cluster,
+                  const MeasurementFile& file) {
+    std::map<int, std::unique_ptr<hardware::Topology>> topologies;
+    for (std::size_t i = 0; i < file.p2p.size(); ++i) {
+        const auto& p = file.p2p[i];
+        const std::string src = where(p.source, out.name, PointKind::p2p, i);
+        try {
+            const auto spec = hardware::with_gpu_count(cluster, std::max(p.src_gpu, p.dst_gpu) + 1);
+            auto& topo = topologies[spec.nodes];
+            if (!topo)
+                topo = std::make_unique<hardware::Topology>(spec);
+            const cl::Communicator comm(*topo, {p.src_gpu, p.dst_gpu});
+            cl::Collective c;
+            c.op = cl::Op::send_recv;
+            c.bytes = p.bytes;
+            c.dtype = hardware::Dtype::fp32;
+            if (c.bytes % 4 != 0)
+                c.dtype = hardware::Dtype::fp16;
+            comm.validate(c);
+            const cl::Choice choice = comm.choose(c);
+            out.add(PointKind::p2p, i,
                     fmt::format("p2p gpu{}->gpu{} {}", p.src_gpu, p.dst_gpu,
                                 base::format_bytes(p.bytes)),
                     p.source,
                     fmt::format("{}/{}", cl::to_string(choice.algorithm),
                                 hardware::to_string(choice.protocol)),
                     p.time, choice.time.seconds());
-            } catch (const InputError& e) {
-                skips.add(PointKind::p2p, e.what(), src);
-            }
+        } catch (const InputError& e) {
+            out.skips.add(PointKind::p2p, e.what(), src);
         }
     }
+}
 
-    if (wanted(options, PointKind::launch) && !file.launches.empty()) {
-        for (std::size_t i = 0; i < file.launches.size(); ++i) {
-            const auto& l = file.launches[i];
-            const std::string src = where(l.source, name, PointKind::launch, i);
-            if (l.method != LaunchMethod::gpu_back_to_back) {
-                skips.add(PointKind::launch,
+void validate_launches(PointSink& out, const hardware::ClusterSpec& cluster,
+                       const MeasurementFile& file) {
+    for (std::size_t i = 0; i < file.launches.size(); ++i) {
+        const auto& l = file.launches[i];
+        const std::string src = where(l.source, out.name, PointKind::launch, i);
+        if (l.method != LaunchMethod::gpu_back_to_back) {
+            out.skips.add(PointKind::launch,
                           "only gpu_back_to_back launches are compute.launch_overhead", src);
-                continue;
-            }
-            add(PointKind::launch, i, "launch gpu_back_to_back", l.source, "", l.time,
+            continue;
+        }
+        out.add(PointKind::launch, i, "launch gpu_back_to_back", l.source, "", l.time,
                 cluster.compute.launch_overhead.seconds());
-        }
     }
+}
 
-    if (wanted(options, PointKind::step) && !file.steps.empty()) {
-        for (std::size_t i = 0; i < file.steps.size(); ++i) {
-            const auto& s = file.steps[i];
-            const std::string src = where(s.source, name, PointKind::step, i);
-            try {
-                add(PointKind::step, i, point_label(s), s.source, "", s.time,
+void validate_steps(PointSink& out, const strategies::parallel::Platform& platform,
+                    const MeasurementFile& file, const ValidationOptions& options) {
+    for (std::size_t i = 0; i < file.steps.size(); ++i) {
+        const auto& s = file.steps[i];
+        const std::string src = where(s.source, out.name, PointKind::step, i);
+        try {
+            out.add(PointKind::step, i, point_label(s), s.source, "", s.time,
                     predict_step(platform, s, options.fidelity, options.flow_symmetry));
-            } catch (const InputError& e) {
-                skips.add(PointKind::step, e.message_for(s.source), src);
-            }
+        } catch (const InputError& e) {
+            out.skips.add(PointKind::step, e.message_for(s.source), src);
         }
     }
+}
+
+} // namespace
+
+Validation validate_measurements(const strategies::parallel::Platform& platform,
+                                 const MeasurementFile& file, const std::string& name,
+                                 const ValidationOptions& options) {
+    const hardware::ClusterSpec& cluster = platform.cluster;
+    Validation v;
+    SkipLog skips;
+    PointSink out{name, v, skips};
+    if (wanted(options, PointKind::collective) && !file.collectives.empty())
+        validate_collectives(out, cluster, file, options);
+    if (wanted(options, PointKind::gemm) && !file.gemms.empty())
+        validate_gemms(out, cluster, file);
+    if (wanted(options, PointKind::copy) && !file.copies.empty())
+        validate_copies(out, cluster, file);
+    if (wanted(options, PointKind::p2p) && !file.p2p.empty())
+        validate_p2p(out, cluster, file);
+    if (wanted(options, PointKind::launch) && !file.launches.empty())
+        validate_launches(out, cluster, file);
+    if (wanted(options, PointKind::step) && !file.steps.empty())
+        validate_steps(out, platform, file, options);
     v.skipped = skips.lines();
     if (!file.kernels.empty() || !file.trace_steps.empty())
         v.skipped.push_back(fmt::format(

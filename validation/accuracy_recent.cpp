@@ -121,13 +121,9 @@ strategies::parallel::Platform platform(const std::string& preset) {
     return it->second;
 }
 
-/// One row of the file, mapped and predicted.
-RecentRun map_row(YAML::Node node, const std::string& file) {
-    config::YamlMap row(node, file, "rows");
-    RecentRun r;
-    r.where = config::format_mark(file, node.Mark());
-    r.id = row.str("id");
-    config::YamlMap model = row.map("model");
+/// The row's fields other than its id: model, framework, cluster (its preset), parallelism,
+/// batch, recompute, precision, the measured time and memory.
+void read_run(config::YamlMap& row, config::YamlMap& model, RecentRun& r) {
     r.model = model.str("name");
     r.moe = model.str("type") == "moe";
     r.framework = row.str("framework");
@@ -140,7 +136,6 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     if (r.preset.empty())
         hw.fail("gpu", "expected an H100-SXM5-80GB (DGX H100) or a 500W Grand Teton H100, got '" +
                            gpu + "'");
-    const bool torchtitan = contains(r.framework, "torchtitan");
 
     config::YamlMap par = row.map("parallelism");
     r.tp = dim(par, "tp");
@@ -155,7 +150,7 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     // multi-stage schedules (Interleaved1F1B) run 2 per rank (generate_split_points at commit
     // 9dec370); another framework's interleaving must print them.
     if (contains(schedule, "Interleaved") && r.virtual_stages == 1)
-        r.virtual_stages = torchtitan ? 2 : 0;
+        r.virtual_stages = contains(r.framework, "torchtitan") ? 2 : 0;
     config::YamlMap batch = row.map("batch");
     r.global_batch = dim(batch, "global_batch_seqs");
     // Megatron's micro-batch is printed; torchtitan's local batch is a data-parallel rank's
@@ -179,7 +174,11 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         if (measured.has("peak_memory_gib") && !measured.raw("peak_memory_gib").IsNull())
             r.measured_peak_gib = measured.number("peak_memory_gib", 1e-9);
     }
+}
 
+/// The experiment's model, training and parallel keys from the row, and the recompute that
+/// the framework's recipe runs.
+void base_settings(RecentRun& r, config::YamlMap& model, bool torchtitan) {
     Settings& s = r.settings;
     if (r.moe) {
         // The model's own preset (its published dimensions); the row's text fields give no more.
@@ -239,7 +238,11 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     } else {
         s.emplace_back("parallel.recompute", r.recompute);
     }
-    // How the recipes split layers that the stages do not divide (layer_assignment.h).
+}
+
+/// How the recipes split layers that the stages do not divide (layer_assignment.h).
+void layer_split_settings(RecentRun& r, config::YamlMap& model, bool torchtitan) {
+    Settings& s = r.settings;
     const int layers = dim(model, "layers");
     const int model_stages = r.pp * std::max(1, r.virtual_stages);
     if (r.pp > 1 && r.virtual_stages != 0 && layers % model_stages != 0) {
@@ -264,6 +267,14 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
             r.features.emplace_back("embedding and loss as layers of the split");
         }
     }
+}
+
+/// What the framework runs that the row does not print: torchtitan's FSDP2, async TP, op-level
+/// recompute, eager or compiled kernels; NeMo's and Megatron-Bridge's distributed optimizer
+/// and overlaps.
+void framework_settings(RecentRun& r, bool torchtitan) {
+    Settings& s = r.settings;
+    const bool moe_recipe = r.moe && !torchtitan;
     if (torchtitan) {
         // FSDP2 shards parameters, gradients and optimizer state and all-gathers each block's
         // parameters before its forward and backward (prefetching the next), reduce-scattering
@@ -310,7 +321,11 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
         if (r.tp > 1)
             s.emplace_back("parallel.tp_comm_overlap", "true");
     }
+}
 
+/// The step simulated from the settings, or what the step model would need to predict it.
+void predict_run(RecentRun& r) {
+    Settings& s = r.settings;
     std::vector<std::string> needs;
     if (r.virtual_stages == 0)
         needs.emplace_back("the page's stages per rank for interleaved 1F1B (not stated)");
@@ -347,6 +362,21 @@ RecentRun map_row(YAML::Node node, const std::string& file) {
     }
     for (const auto& n : needs)
         r.not_modelled += (r.not_modelled.empty() ? "needs " : "; ") + n;
+}
+
+/// One row of the file, mapped and predicted.
+RecentRun map_row(YAML::Node node, const std::string& file) {
+    config::YamlMap row(node, file, "rows");
+    RecentRun r;
+    r.where = config::format_mark(file, node.Mark());
+    r.id = row.str("id");
+    config::YamlMap model = row.map("model");
+    read_run(row, model, r);
+    const bool torchtitan = contains(r.framework, "torchtitan");
+    base_settings(r, model, torchtitan);
+    layer_split_settings(r, model, torchtitan);
+    framework_settings(r, torchtitan);
+    predict_run(r);
     return r;
 }
 

@@ -79,7 +79,7 @@ namespace clustersim::strategies::models {
 /// PyTorch, every op of the chain its own kernel reading and writing HBM, forward and
 /// autograd's backward, as torchtitan's Llama model writes the block (torchtitan/models/llama/
 /// model.py and models/norms.py at commit 9dec370ad26b5f8e9a7333a0e36165018262644b; the
-/// kernel-by-kernel counts are in layer_work.cpp, eager_*).
+/// kernel-by-kernel counts are in layer_work_context.cpp, eager_*).
 struct Fusions {
     /// RoPE. false: apply_rotary_emb (to fp32, complex multiply, back to 16 bits, for queries
     /// and keys) and repeat_kv's copies of the keys and values to every query head for
@@ -139,8 +139,8 @@ struct LayerConfig {
     bool dense_layer = false;
     /// Expert parallelism (strategies/parallel/experiment.h): the experts spread over `ep` GPUs,
     /// each split over `etp` (0: = tp). With ep > 1 or etp != tp a layer with experts runs
-    /// Megatron-Core's alltoall token dispatcher (moe_a2a_forward in layer_work.cpp); otherwise the
-    /// all-gather dispatcher with every expert on every GPU.
+    /// Megatron-Core's alltoall token dispatcher (moe_a2a_forward in layer_work_moe.cpp); otherwise
+    /// the all-gather dispatcher with every expert on every GPU.
     int ep = 1;
     int etp = 0;
     /// Megatron-Core's flex token dispatcher on DeepEP (--moe-token-dispatcher-type flex,

@@ -3,7 +3,7 @@
 /// The keys of an experiment file, declared once (config/key_table.h): the top level, and the
 /// training: and parallel: sections (the model's are models::model_keys()). The loader reads
 /// them by these tables (experiment.cpp), and `clustersim init`, docs/experiments.md, the
-/// measurement files' step settings (calibrate/measurements.cpp) and the sweep's key list
+/// measurement files' step settings (calibrate/measurements_settings.cpp) and the sweep's key list
 /// (experiment_variants.h) are all drawn from them: a key added here is known to all of them.
 /// Knob names follow Megatron-LM where one exists, torchtitan's where it does not.
 

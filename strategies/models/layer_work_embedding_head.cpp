@@ -1,0 +1,124 @@
+// The first and last pipeline stages' extra work (layer_work.h): the embedding lookup and
+// its reduction, the final norm, the LM head over the padded vocabulary and the cross entropy.
+#include "strategies/models/layer_work_context.h"
+
+namespace clustersim::strategies::models {
+
+using namespace layer_detail;
+
+LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
+    check_config(m, cfg);
+    LayerWork w;
+    if (!m.is_transformer())
+        return w;
+    const Ctx c(m, cfg, cm);
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t vocab_local = padded_vocab(m, cfg.tp) / c.t;
+    const bool learned = m.position_embedding == PositionEmbedding::learned;
+    const bool drop = m.dropout > 0;
+    PassWork& F = w.forward;
+    // Vocabulary-parallel lookup: each rank gathers the rows of its vocabulary shard (zeros
+    // elsewhere); the partial embeddings are summed across the tensor-parallel ranks.
+    const int lookup = F.add(c.memory("embedding.lookup", 2 * T * c.h * e));
+    if (c.t > 1)
+        add_collective(w, c.sp ? "embedding.reduce_scatter" : "embedding.all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, T * c.h * e,
+                       lookup, lookup + 1);
+    if (learned)
+        F.add(c.memory("embedding.position_add", 3 * sharded * e));
+    if (drop)
+        F.add(c.memory("embedding.dropout", sharded * (2 * e + 1)));
+    PassWork& B = w.backward;
+    if (drop)
+        B.add(c.memory("embedding.dropout.bwd", sharded * (2 * e + 1)));
+    const int grad = Ctx::next(B);
+    if (c.t > 1 && c.sp)
+        add_collective(w, "embedding.grad_all_gather", TpOp::all_gather, Pass::backward,
+                       T * c.h * e, grad - 1, grad);
+    // A dense gradient of the local vocabulary rows, accumulated into the fp32 main gradient.
+    B.add(c.memory("embedding.wgrad", T * c.h * e + vocab_local * c.h * e));
+    B.add(c.memory("embedding.grad_accumulate", vocab_local * c.h * (e + 8)));
+    if (learned)
+        B.add(c.memory("embedding.position_wgrad", sharded * e + std::int64_t{m.seq} * c.h * 8));
+    w.activation_bytes = drop ? sharded : 0; // the dropout mask (1 byte per element)
+    w.parameters = vocab_local * c.h + (learned ? std::int64_t{m.seq} * c.h : 0);
+    return w;
+}
+
+LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
+    check_config(m, cfg);
+    const Ctx c(m, cfg, cm);
+    LayerWork w;
+    const std::int64_t e = c.elem;
+    if (!m.is_transformer()) {
+        // mean(x^2) over the gathered output: a reduction, and its gradient 2x/n.
+        const std::int64_t x = c.b * c.h * e;
+        w.forward.add(c.memory("loss", x));
+        w.backward.add(c.memory("loss.bwd", 2 * x));
+        w.activation_bytes = x;
+        return w;
+    }
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t vocab_local = padded_vocab(m, cfg.tp) / c.t;
+    const std::int64_t comm = T * c.h * e;
+    const bool tp = c.t > 1;
+    PassWork& F = w.forward;
+    const int norm = F.add(c.memory("final_layernorm", 2 * sharded * e));
+    const int head = F.add(c.gemm("lm_head", T, vocab_local, c.h));
+    if (tp && c.sp)
+        add_collective(w, "lm_head.all_gather", TpOp::all_gather, Pass::forward, comm, norm, head);
+    // Megatron's vocab_parallel_cross_entropy, kernel by kernel: it is not fused, and every
+    // step is a pass over the fp32 logits [T, V/t]: the cast of the 16-bit logits to fp32, the
+    // max over the vocabulary (all-reduced), its subtraction, the target logit picked per
+    // token (all-reduced), exp, the sum of exponentials (all-reduced), and the division that
+    // leaves the softmax kept for the backward; then the loss per token and its masked mean.
+    // Per logit 38 bytes forward (6 + 4 + 8 + 8 + 4 + 8) and 14 backward (the gradient
+    // scaled in place, 8, and cast back to 16-bit, 6); the token-sized kernels are small.
+    const std::int64_t logits = T * vocab_local;
+    const std::int64_t fp32 = 4;
+    const bool cast = e != fp32; // fp32 training has no casts
+    if (cast)
+        F.add(c.memory("cross_entropy.to_fp32", logits * (e + fp32)));
+    const int max = F.add(c.memory("cross_entropy.max", logits * fp32));
+    if (tp)
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       max, max + 1);
+    F.add(c.memory("cross_entropy.subtract_max", 2 * logits * fp32));
+    const int target = F.add(c.memory("cross_entropy.target_logit", 4 * T * fp32));
+    F.add(c.memory("cross_entropy.exp", 2 * logits * fp32));
+    const int sum = F.add(c.memory("cross_entropy.sum", logits * fp32));
+    const int softmax = F.add(c.memory("cross_entropy.softmax", 2 * logits * fp32));
+    if (tp) {
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       target, softmax + 1); // the target logit, needed by the loss
+        add_collective(w, "cross_entropy.all_reduce", TpOp::all_reduce, Pass::forward, fp32 * T,
+                       sum, softmax); // the sum of exponentials
+    }
+    F.add(c.memory("cross_entropy.loss", 4 * T * fp32));
+    PassWork& B = w.backward;
+    B.add(c.memory("cross_entropy.bwd.target", 4 * T * fp32));
+    B.add(c.memory("cross_entropy.bwd.scale", 2 * logits * fp32));
+    if (cast)
+        B.add(c.memory("cross_entropy.bwd.to_16bit", logits * (fp32 + e)));
+    const int dgrad = Ctx::next(B);
+    if (tp && c.sp && !c.cfg.dtensor_tp)
+        add_collective(w, "lm_head.regather", TpOp::all_gather, Pass::backward, comm, dgrad - 1,
+                       dgrad + 1, true);
+    B.add(c.gemm("lm_head.dgrad", T, c.h, vocab_local));
+    B.add(c.gemm("lm_head.wgrad", c.h, vocab_local, T));
+    if (tp)
+        add_collective(w, c.sp ? "lm_head.grad_reduce_scatter" : "lm_head.grad_all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm,
+                       c.cfg.dtensor_tp ? dgrad + 1 : dgrad, dgrad + 2);
+    B.add(c.memory("final_layernorm.bwd", 4 * sharded * e));
+    // Korthikanti et al. 2022, section 4.3: 4 s b h / t (1 + v / h) with sequence parallelism.
+    w.activation_bytes = 2 * sharded * e + T * vocab_local * 4;
+    w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
+    w.shares_embedding_weights = m.tied_embeddings;
+    return w;
+}
+
+} // namespace clustersim::strategies::models

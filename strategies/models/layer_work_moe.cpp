@@ -1,0 +1,317 @@
+// The MLP block of a layer with experts (layer_work_context.h): Megatron-Core's MoELayer
+// with the all-gather token dispatcher (every expert local), and with the alltoall (or flex)
+// dispatcher when experts are laid out apart; the shared experts; the parameters per GPU.
+#include "strategies/models/layer_work_context.h"
+
+#include "strategies/models/expert_parallel.h"
+
+namespace clustersim::strategies::models::layer_detail {
+
+namespace {
+
+/// The shared experts' backward (moe_backward and moe_a2a_backward): fc2's gradients, the
+/// activation's, the sequence-parallel regather of fc1's input, fc1's gradients. Returns the
+/// index of fc1's data-gradient GEMM.
+int shared_expert_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    B.add(c.gemm("moe.shared.fc2.dgrad", T, fs, c.h));
+    B.add(c.gemm("moe.shared.fc2.wgrad", fs, c.h, T));
+    B.add(c.memory(swiglu ? "moe.shared.swiglu.bwd" : "moe.shared.gelu.bwd",
+                   (swiglu ? 5 : 3) * T * fs * e));
+    const int i = Ctx::next(B);
+    if (c.t > 1 && c.sp)
+        add_collective(w, "moe.shared.fc1.regather", TpOp::all_gather, Pass::backward, T * c.h * e,
+                       i - 1, i + 1, true);
+    const int dgrad = B.add(c.gemm("moe.shared.fc1.dgrad", T, c.h, m.shared_fc1_out() / c.t));
+    B.add(c.gemm("moe.shared.fc1.wgrad", c.h, m.shared_fc1_out() / c.t, T));
+    return dgrad;
+}
+
+/// The sizes both passes of the alltoall dispatcher use, per GPU of the expert-parallel group.
+struct A2aSizes {
+    std::int64_t elem;    ///< bytes per element
+    std::int64_t tokens;  ///< this rank's tokens (its sequence shard)
+    std::int64_t local;   ///< of them, those this GPU routes (sequence-parallel shard)
+    std::int64_t experts; ///< num_experts
+    std::int64_t local_experts;
+    std::int64_t sent;     ///< token copies dispatched
+    std::int64_t computed; ///< copies the busiest GPU's experts compute
+    std::int64_t per_expert;
+    std::int64_t expert_ffn; ///< moe_ffn_hidden_size / etp
+    std::int64_t shared_ffn; ///< shared experts' intermediate size / tp
+    bool swiglu;
+    std::int64_t a2a_bytes; ///< received by the busiest GPU in one all-to-all
+    std::int64_t etp_bytes; ///< of one etp all-gather or reduce-scatter
+    CommGroup a2a_group;    ///< where the all-to-alls run
+};
+
+/// Bytes of one dispatch or combine all-to-all as the busiest GPU sees them: with the alltoall
+/// dispatcher one copy per (token, expert) it receives; with the flex dispatcher (DeepEP) one
+/// per (token, destination node) over its rail across nodes, or per (token, destination GPU)
+/// inside one, times the same imbalance factor.
+std::int64_t a2a_bytes(const Ctx& c) {
+    if (!c.cfg.flex_dispatcher)
+        return c.a2a_received() * c.h * c.elem;
+    const std::int64_t local = c.tokens / c.sp_div;
+    const double factor =
+        static_cast<double>(c.a2a_received()) / static_cast<double>(local * c.m.moe_router_topk);
+    const std::int64_t bytes =
+        flex_dispatch_bytes(c.m, static_cast<int>(c.ep), c.cfg.ep_nodes, local, c.dtype);
+    return static_cast<std::int64_t>(static_cast<double>(bytes) * factor);
+}
+
+A2aSizes a2a_sizes(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    const std::int64_t e = c.elem;
+    const std::int64_t N = c.a2a_computed();
+    return {e,
+            c.tokens,
+            c.tokens / c.sp_div,
+            m.num_experts,
+            c.local_experts(),
+            c.a2a_sent(),
+            N,
+            c.a2a_per_expert(),
+            m.moe_ffn_hidden_size / c.etp,
+            m.moe_shared_expert_intermediate_size / c.t,
+            m.activation == Activation::swiglu,
+            a2a_bytes(c),
+            N * c.h * e,
+            c.cfg.flex_dispatcher && c.cfg.ep_nodes > 1 ? CommGroup::ep_rail : CommGroup::ep};
+}
+
+} // namespace
+
+/// The MLP block of a layer with experts, forward, after the second norm (op `ln2`), as
+/// Megatron-Core's MoELayer runs it without expert parallelism (the all-gather token
+/// dispatcher): the router on this rank's tokens (a GEMM to the expert logits, then softmax and
+/// top-k in fp32), the tokens gathered over the tensor-parallel ranks (sequence parallelism),
+/// permuted into expert order (one copy per routed expert), a grouped GEMM per expert matrix
+/// over the local experts (each with its share of the tokens and 1/t of its columns), the
+/// combine (unpermute: the copies weighted by their probabilities and summed per token), the
+/// shared experts as a dense MLP on the same tokens, and the partial sums reduced over the
+/// tensor-parallel ranks as after a dense MLP.
+void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
+    const ModelSpec& m = c.m;
+    PassWork& F = w.forward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t N = c.tokens_per_expert() * E;
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.t;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t comm = T * c.h * e;
+    F.add(c.gemm("moe.router", local, E, c.h));
+    // Logits cast to fp32, softmax read and written, top-k read: the indices and
+    // probabilities written are k per token.
+    const int topk = F.add(
+        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    (void)ln2;
+    const int permute = F.add(c.memory("moe.permute", T * c.h * e + N * c.h * e));
+    if (c.t > 1 && c.sp)
+        add_collective(w, "moe.all_gather", TpOp::all_gather, Pass::forward, comm, topk, permute);
+    F.add(c.gemm("moe.experts.fc1", c.tokens_per_expert(), m.expert_fc1_out() / c.t, c.h, E));
+    F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
+                   (swiglu ? 3 : 2) * N * fe * e));
+    F.add(c.gemm("moe.experts.fc2", c.tokens_per_expert(), c.h, fe, E));
+    int last = F.add(c.memory("moe.unpermute", N * c.h * e + N * 4 + T * c.h * e));
+    if (fs > 0) {
+        F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
+        F.add(c.memory(swiglu ? "moe.shared.swiglu" : "moe.shared.gelu",
+                       (swiglu ? 3 : 2) * T * fs * e));
+        F.add(c.gemm("moe.shared.fc2", T, c.h, fs));
+        last = F.add(c.memory("moe.shared.add", 3 * T * c.h * e));
+    }
+    if (c.t > 1)
+        add_collective(w, c.sp ? "moe.reduce_scatter" : "moe.all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, comm, last,
+                       last + 1);
+}
+
+/// Its backward, in reverse: the shared experts, the combine, the experts' data and weight
+/// gradients, the permutation (a scatter-add of the copies' gradients per token), whose
+/// partial sums are reduced over the tensor-parallel ranks while the router's top-k and GEMM
+/// backward run on the local tokens.
+void moe_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t local = T / c.sp_div;
+    const std::int64_t E = m.num_experts;
+    const std::int64_t M = c.tokens_per_expert();
+    const std::int64_t N = M * E;
+    const std::int64_t fe = m.moe_ffn_hidden_size / c.t;
+    const std::int64_t fs = m.moe_shared_expert_intermediate_size / c.t;
+    const bool swiglu = m.activation == Activation::swiglu;
+    const std::int64_t comm = T * c.h * e;
+    const int i = Ctx::next(B);
+    if (c.t > 1 && c.sp) // backward of the reduce-scatter
+        add_collective(w, "moe.grad_all_gather", TpOp::all_gather, Pass::backward, comm, i - 1, i);
+    if (fs > 0)
+        shared_expert_backward(c, w);
+    // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
+    // (a dot product of each copy's output with its incoming gradient).
+    B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
+    B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, E));
+    B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, E));
+    B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+                   (swiglu ? 5 : 3) * N * fe * e));
+    B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.t, E));
+    B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.t, M, E));
+    const int scatter = B.add(c.memory("moe.permute.bwd", N * c.h * e + 2 * T * c.h * e));
+    B.add(
+        c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
+    B.add(c.gemm("moe.router.dgrad", local, c.h, E));
+    B.add(c.gemm("moe.router.wgrad", c.h, E, local));
+    if (c.t > 1)
+        add_collective(w, c.sp ? "moe.grad_reduce_scatter" : "moe.grad_all_reduce",
+                       c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm,
+                       scatter, Ctx::next(B));
+}
+
+/// The MLP block of a layer with experts laid out apart (ep > 1 or etp != tp), forward, as
+/// Megatron-Core's MoELayer runs it with the alltoall token dispatcher
+/// (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher): the router
+/// on this GPU's tokens (its sequence shard), the copies permuted into expert order, the
+/// dispatch all-to-all over the expert-parallel group, the received copies gathered over the
+/// expert tensor-parallel group (etp > 1) and sorted by local expert (more than one local
+/// expert), the grouped GEMMs of the num_experts / ep local experts with 1/etp of their
+/// columns, and the way back: unsorted, reduce-scattered over etp, the combine all-to-all, the
+/// weighted sum per token. The busiest GPU sets the pace: its experts compute
+/// moe_load_imbalance times the mean, and every all-to-all is timed at the volume it receives
+/// (its port is the most loaded). The collectives run on the compute stream in Megatron
+/// (nothing overlaps them): the next kernel waits. The shared experts follow as a
+/// tensor-parallel dense MLP on the same tokens.
+void moe_a2a_forward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& F = w.forward;
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
+        a2a_sizes(c);
+    F.add(c.gemm("moe.router", local, E, c.h));
+    F.add(
+        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
+    int next = Ctx::next(F);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.dispatch", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
+                             permute, next);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
+                             Pass::forward, etp_bytes, permute, next);
+    if (L > 1)
+        F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
+    F.add(c.gemm("moe.experts.fc1", M, m.expert_fc1_out() / c.etp, c.h, L));
+    F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
+                   (swiglu ? 3 : 2) * N * fe * e));
+    int last = F.add(c.gemm("moe.experts.fc2", M, c.h, fe, L));
+    if (L > 1)
+        last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
+    next = Ctx::next(F);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
+                             Pass::forward, etp_bytes, last, next);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.combine", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
+                             last, next);
+    const int unpermute =
+        F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
+    if (fs > 0) {
+        const std::int64_t comm = T * c.h * e;
+        const int fc1 = F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
+        if (c.t > 1 && c.sp)
+            add_collective(w, "moe.shared.all_gather", TpOp::all_gather, Pass::forward, comm,
+                           unpermute, fc1);
+        F.add(c.memory(swiglu ? "moe.shared.swiglu" : "moe.shared.gelu",
+                       (swiglu ? 3 : 2) * T * fs * e));
+        const int fc2 = F.add(c.gemm("moe.shared.fc2", T, c.h, fs));
+        if (c.t > 1)
+            add_collective(w, c.sp ? "moe.shared.reduce_scatter" : "moe.shared.all_reduce",
+                           c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::forward, comm, fc2,
+                           fc2 + 1);
+        F.add(c.memory("moe.shared.add", 3 * local * c.h * e));
+    }
+}
+
+/// Its backward, in reverse: the shared experts (their input gradient reduced over the
+/// tensor-parallel ranks while the routed experts run), the weighted sum, the combine's
+/// all-to-all reversed (copies' gradients back to the experts' GPUs) and the etp all-gather of
+/// the reduce-scatter, the experts' data and weight gradients, then the etp reduce-scatter and
+/// the dispatch's all-to-all reversed, the permutation's scatter-add and the router.
+void moe_a2a_backward(const Ctx& c, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    PassWork& B = w.backward;
+    const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
+        a2a_sizes(c);
+    const std::int64_t comm = T * c.h * e;
+    int shared_dgrad = -1;
+    if (fs > 0) {
+        const int i = Ctx::next(B);
+        if (c.t > 1 && c.sp) // backward of the reduce-scatter
+            add_collective(w, "moe.shared.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
+                           i - 1, i);
+        shared_dgrad = shared_expert_backward(c, w);
+    }
+    const int unpermute =
+        B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
+    int next = Ctx::next(B);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, group, Pass::backward,
+                             a2a_bytes, unpermute, next);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
+                             Pass::backward, etp_bytes, unpermute, next);
+    if (L > 1)
+        B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
+    B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, L));
+    B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, L));
+    B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
+                   (swiglu ? 5 : 3) * N * fe * e));
+    B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.etp, L));
+    int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
+    if (L > 1)
+        last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
+    next = Ctx::next(B);
+    if (c.etp > 1)
+        add_group_collective(w, "moe.etp_grad_reduce_scatter", TpOp::reduce_scatter, CommGroup::etp,
+                             Pass::backward, etp_bytes, last, next);
+    if (c.ep > 1)
+        add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, group, Pass::backward,
+                             a2a_bytes, last, next);
+    B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
+    B.add(
+        c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
+    B.add(c.gemm("moe.router.dgrad", local, c.h, E));
+    B.add(c.gemm("moe.router.wgrad", c.h, E, local));
+    if (shared_dgrad >= 0 && c.t > 1)
+        add_collective(
+            w, c.sp ? "moe.shared.fc1.grad_reduce_scatter" : "moe.shared.fc1.grad_all_reduce",
+            c.sp ? TpOp::reduce_scatter : TpOp::all_reduce, Pass::backward, comm, shared_dgrad,
+            Ctx::next(B));
+}
+
+/// Parameters of a layer with experts laid out apart on one GPU: attention, norms, router and
+/// shared experts as without expert parallelism (split over tp; the router replicated), and the
+/// num_experts / ep local experts split over etp. Returns {all, routed experts'}.
+std::pair<std::int64_t, std::int64_t> moe_a2a_parameters(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    ModelSpec attention_only = m;
+    attention_only.ffn = 0;
+    const std::int64_t h = m.hidden;
+    const std::int64_t shared =
+        h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h;
+    const std::int64_t experts =
+        routed_expert_parameters_per_rank(m, c.cfg.ep, c.cfg.etp > 0 ? c.cfg.etp : c.cfg.tp);
+    const std::int64_t dense = layer_parameters_per_rank(attention_only, c.cfg.tp) +
+                               std::int64_t{m.num_experts} * h + shared / c.t;
+    return {dense + experts, experts};
+}
+
+} // namespace clustersim::strategies::models::layer_detail

@@ -1,0 +1,293 @@
+// Recompute and activations of a transformer layer (layer_work_context.h): the activation
+// bytes item by item, the recompute pass for full recompute, Megatron-Core's selective
+// recompute modules and torchtitan's op-level selective checkpointing.
+#include "strategies/models/layer_work_context.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace clustersim::strategies::models::layer_detail {
+
+namespace {
+
+/// Activation bytes of a transformer layer, item by item as Korthikanti et al. 2022 count
+/// them (section 4.1), generalised to GQA, SwiGLU, FlashAttention, no dropout, any dtype.
+struct TransformerActivations {
+    std::int64_t layer_input = 0;    ///< input of the first norm: what full recompute keeps
+    std::int64_t attention_core = 0; ///< what selective recompute drops (unfused only)
+    std::int64_t all = 0;            ///< everything, without recompute
+    // What each of Megatron-Core's recompute_modules drops (LayerConfig::recompute_modules);
+    // a module kept by checkpointing keeps its input, which the layer keeps anyway.
+    /// layernorm: the outputs of the norms that run as their own modules (see
+    /// selective_recompute): the input norm's with latent attention, the pre-MLP norm's in a
+    /// layer with experts.
+    std::int64_t input_norm_output = 0;
+    std::int64_t pre_mlp_norm_output = 0;
+    std::int64_t mla_up = 0;  ///< mla_up_proj: the normalised latents and every head's Q, K, V
+    std::int64_t mlp = 0;     ///< mlp (a dense layer's) or moe (a layer with experts): inside
+    std::int64_t moe_act = 0; ///< moe_act: the routed experts' activation outputs
+    std::int64_t shared = 0;  ///< shared_experts: inside the shared experts
+};
+
+TransformerActivations transformer_activations(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div; // elements of an [s/t, b, h] tensor
+    const std::int64_t bh = c.b * m.heads / c.t;
+    const bool drop = m.dropout > 0;
+    TransformerActivations a;
+    a.layer_input = e * sharded;
+    if (m.is_mla()) {
+        // The down projections' input (sharded), the latents kept for the norms and the up
+        // projections (gathered; q and kv each twice), the heads' queries, keys and values
+        // for FlashAttention, its log-sum-exp, the output projection's input.
+        const std::int64_t ah = m.heads / c.t;
+        const std::int64_t latents = std::int64_t{m.q_lora_rank} + m.kv_lora_rank;
+        const std::int64_t heads_qkv = e * T * ah * (2 * m.mla_qk_dim() + m.v_head_dim);
+        a.all = a.layer_input + e * sharded + 2 * e * T * latents + heads_qkv +
+                4 * bh * c.s / c.cp + e * T * ah * m.v_head_dim;
+        // Recomputing the up projections (output-discarding checkpoint) keeps its inputs, the
+        // latents of this rank's sequence shard, and drops the gathered ones, their norms'
+        // outputs and every head's queries, keys and values until the attention's backward.
+        a.mla_up = 2 * e * T * latents - e * (T / c.sp_div) * latents + heads_qkv;
+        a.input_norm_output = e * sharded;
+    }
+    // The inputs of the column-parallel GEMMs (qkv, fc1): stored sharded with SP and
+    // re-gathered for the weight gradients (Megatron); under DTensor tensor parallelism
+    // stored gathered: torchtitan's plan (parallelize_llama, apply_tp) redistributes the
+    // sequence-sharded input to Replicate before attention and feed_forward
+    // (PrepareModuleInput, torch/distributed/tensor/parallel/style.py: an all-gather), and
+    // the ColwiseParallel linears' autograd saves that gathered input for their weight
+    // gradients (wq, wk, wv share one; w1 and w3 another).
+    const std::int64_t col_input = c.cfg.dtensor_tp ? T * c.h : sharded;
+    const std::int64_t qkv_input = c.saved_input * col_input;
+    const std::int64_t qkv = e * T * m.qkv_out() / c.t;
+    if (m.attention == AttentionKind::unfused) {
+        // softmax output; with dropout also its mask (1 byte) and output, which feeds A.V
+        a.attention_core = bh * c.s * c.s * (drop ? 2 * e + 1 : e);
+    }
+    const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s / c.cp : 0;
+    const std::int64_t proj_input = c.saved_input * T * c.h / c.t;
+    const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
+    const std::int64_t post_norm_input = e * sharded;
+    // (A layer with experts keeps its MLP input as Megatron-Core does: sharded.)
+    const std::int64_t fc1_input = c.saved_input * (c.moe || c.a2a ? sharded : col_input);
+    std::int64_t mlp = 0;
+    a.pre_mlp_norm_output = c.saved_input * sharded;
+    if (c.a2a) {
+        // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
+        // (the combine's weighted sum needs them for the probabilities' gradient), and for
+        // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
+        // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
+        const std::int64_t N = c.a2a_computed();
+        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.etp;
+        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved_input * N * c.h +
+              e * N * m.expert_fc1_out() / c.etp + a.moe_act;
+        if (m.moe_shared_expert_intermediate_size > 0) {
+            a.shared = e * T * m.shared_fc1_out() / c.t +
+                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + a.shared;
+        }
+    } else if (!c.moe) {
+        // activation and fc2 inputs
+        mlp = e * T * m.fc1_out() / c.t + c.saved_input * T * m.ffn / c.t;
+    } else {
+        // The router's fp32 probabilities over the experts (local tokens); the permuted token
+        // copies (the experts' fc1 input), the activation and fc2 inputs of every copy, and
+        // the experts' outputs, which the weighted combine needs for the gradient of the
+        // routing probabilities; the shared experts like a dense MLP.
+        const std::int64_t N = c.tokens_per_expert() * m.num_experts;
+        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.t;
+        mlp = 4 * T / c.sp_div * m.num_experts + c.saved_input * N * c.h +
+              e * N * m.expert_fc1_out() / c.t + a.moe_act + e * N * c.h;
+        if (m.moe_shared_expert_intermediate_size > 0) {
+            a.shared = e * T * m.shared_fc1_out() / c.t +
+                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
+            mlp += c.saved_input * sharded + a.shared;
+        }
+    }
+    a.mlp = mlp;
+    if (m.is_mla())
+        a.all += masks + post_norm_input + fc1_input + mlp;
+    else
+        a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
+                post_norm_input + fc1_input + mlp;
+    return a;
+}
+
+/// The forward's ops [begin, end) again in the recompute pass. With `collectives`, the forward
+/// collectives the range issues and waits for, and the one gathering its input just before it
+/// (a module's own all-gather under sequence parallelism), again as well.
+void recompute_range(LayerWork& w, int begin, int end, bool collectives) {
+    if (begin < 0 || end <= begin)
+        return;
+    const int base = Ctx::next(w.recompute);
+    for (int k = begin; k < end; ++k)
+        w.recompute.add(w.forward.ops[static_cast<std::size_t>(k)]);
+    if (!collectives)
+        return;
+    const std::size_t n = w.collectives.size();
+    for (std::size_t k = 0; k < n; ++k) {
+        const TpCollective& tc = w.collectives[k];
+        if (tc.pass != Pass::forward || tc.after < begin - 1 || tc.after >= end ||
+            tc.needed_by > end)
+            continue;
+        TpCollective again = tc;
+        again.pass = Pass::recompute;
+        again.after = tc.after - begin + base;
+        again.needed_by = tc.needed_by - begin + base;
+        w.collectives.push_back(again);
+    }
+}
+
+/// The index of the forward op named `name`; -1: none.
+int forward_op(const LayerWork& w, std::string_view name) {
+    for (int k = 0; k < w.forward.ops.count(); ++k) {
+        if (w.forward.ops[static_cast<std::size_t>(k)].name == name)
+            return k;
+    }
+    return -1;
+}
+
+/// Megatron-Core's selective recompute of LayerConfig::recompute_modules
+/// (megatron/core/transformer/transformer_layer.py, multi_latent_attention.py, moe/moe_layer.py,
+/// experts.py): each module's forward kernels run again before the backward, and what they
+/// produced is not kept. "mlp", "moe" and "shared_experts" checkpoint a whole module (its
+/// tensor- and expert-parallel collectives again); "layernorm", "moe_act" and "mla_up_proj"
+/// discard a function's output and rerun it from its kept input ("mla_up_proj" includes the
+/// all-gather of the latents, which its up projections do under sequence parallelism). "mlp"
+/// is a dense layer's MLP only (a layer with experts is "moe"); "moe" includes its
+/// "moe_act" and "shared_experts".
+void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivations& act,
+                         ModuleOps at) {
+    const auto has = [&](RecomputeModule m) {
+        return (c.cfg.recompute_modules & recompute_bit(m)) != 0;
+    };
+    const bool experts = c.moe || c.a2a;
+    const bool swiglu = c.m.activation == Activation::swiglu;
+    std::int64_t dropped = 0;
+    // Megatron-Core's Transformer Engine layer spec (megatron/core/models/gpt/
+    // gpt_layer_specs.py) fuses the input norm into linear_qkv (TELayerNormColumnParallelLinear,
+    // input_layernorm IdentityOp) except with latent attention, and the pre-MLP norm into
+    // linear_fc1 except in a layer with experts; transformer_layer.py checkpoints a norm only
+    // when it is not an IdentityOp, so "layernorm" recomputes those two cases only.
+    const bool input_norm_apart = c.m.is_mla();
+    const bool pre_mlp_norm_apart = experts;
+    if (has(RecomputeModule::layernorm) && input_norm_apart) {
+        recompute_range(w, forward_op(w, "input_layernorm"), forward_op(w, "input_layernorm") + 1,
+                        false);
+        dropped += act.input_norm_output;
+    }
+    if (has(RecomputeModule::core_attn) && c.m.attention != AttentionKind::flash) {
+        recompute_range(w, at.core_begin, at.core_end, false);
+        dropped += act.attention_core;
+    }
+    if (has(RecomputeModule::mla_up_proj) && c.m.is_mla()) {
+        recompute_range(w, forward_op(w, "attention.q_norm"), forward_op(w, "attention.flash"),
+                        true);
+        dropped += act.mla_up;
+    }
+    if (has(RecomputeModule::layernorm) && pre_mlp_norm_apart) {
+        const int ln2 = forward_op(w, "post_attention_layernorm");
+        recompute_range(w, ln2, ln2 + 1, false);
+        dropped += act.pre_mlp_norm_output;
+    }
+    if (experts && has(RecomputeModule::moe)) {
+        recompute_range(w, at.mlp_begin, at.mlp_end, true);
+        dropped += act.mlp;
+    } else if (experts) {
+        if (has(RecomputeModule::moe_act)) {
+            const int a = forward_op(w, swiglu ? "moe.experts.swiglu" : "moe.experts.gelu");
+            recompute_range(w, a, a + 1, false);
+            dropped += act.moe_act;
+        }
+        if (has(RecomputeModule::shared_experts) && c.m.moe_shared_expert_intermediate_size > 0) {
+            recompute_range(w, forward_op(w, "moe.shared.fc1"), forward_op(w, "moe.shared.fc2") + 1,
+                            true);
+            dropped += act.shared;
+        }
+    } else if (has(RecomputeModule::mlp)) {
+        recompute_range(w, at.mlp_begin, at.mlp_end, true);
+        dropped += act.mlp;
+    }
+    w.activation_bytes = act.all - dropped;
+    w.recomputed_activation_bytes = dropped;
+}
+
+/// torchtitan's op-level selective checkpointing (LayerConfig::selective_op): every
+/// elementwise and normalisation op again, and every second matmul of the block in the order
+/// its forward calls them (models/llama3/model.py: wq, wk, wv, wo, then w1, w3, w2 for SwiGLU,
+/// or fc1, fc2). SDPA's output is saved: no attention again. Memory is counted as Megatron's
+/// selective (all activations kept): a bound.
+void selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
+    const ModelSpec& m = c.m;
+    const std::int64_t T = s.T;
+    const std::int64_t d = s.d;
+    const std::int64_t f = s.f;
+    for (const Op& op : w.forward.ops)
+        if (op.kind == OpKind::memory_bound)
+            w.recompute.add(op);
+    const std::int64_t q_n = std::int64_t{m.heads} * d / c.t;
+    const std::int64_t kv_n = std::int64_t{m.kv_heads} * d / c.t;
+    struct Mm {
+        std::string_view name;
+        std::int64_t n, k;
+    };
+    std::vector<Mm> mms{{"attention.wq", q_n, c.h},
+                        {"attention.wk", kv_n, c.h},
+                        {"attention.wv", kv_n, c.h},
+                        {"attention.proj", c.h, c.h / c.t}};
+    if (s.swiglu)
+        mms.insert(mms.end(), {{"mlp.w1", f, c.h}, {"mlp.w3", f, c.h}, {"mlp.w2", c.h, f}});
+    else
+        mms.insert(mms.end(), {{"mlp.fc1", f, c.h}, {"mlp.fc2", c.h, f}});
+    for (std::size_t k = 1; k < mms.size(); k += 2)
+        w.recompute.add(c.gemm(mms[k].name, T, mms[k].n, mms[k].k));
+}
+
+/// Full recompute: the whole forward again, its collectives included; only the layer's input
+/// is kept.
+void full_recompute(LayerWork& w, const TransformerActivations& act) {
+    for (const Op& op : w.forward.ops)
+        w.recompute.add(op);
+    const std::size_t n = w.collectives.size();
+    for (std::size_t k = 0; k < n; ++k) {
+        if (w.collectives[k].pass != Pass::forward)
+            continue;
+        TpCollective again = w.collectives[k];
+        again.pass = Pass::recompute;
+        w.collectives.push_back(again);
+    }
+    w.activation_bytes = act.layer_input;
+    w.recomputed_activation_bytes = act.all - act.layer_input;
+}
+
+} // namespace
+
+void recompute_layer(const Ctx& c, const LayerShape& s, LayerWork& w, ModuleOps at) {
+    const ModelSpec& m = c.m;
+    const TransformerActivations act = transformer_activations(c);
+    switch (c.cfg.recompute) {
+    case Recompute::none:
+        w.activation_bytes = act.all;
+        break;
+    case Recompute::selective:
+        if (c.cfg.selective_op && !m.is_mla() && !c.moe && !c.a2a)
+            selective_op_recompute(c, s, w);
+        if (c.cfg.selective_op) {
+            for (int k = at.core_begin; k < at.core_end && !s.flash; ++k)
+                w.recompute.add(w.forward.ops[static_cast<std::size_t>(k)]);
+            w.activation_bytes = act.all - act.attention_core;
+            w.recomputed_activation_bytes = act.attention_core;
+            break;
+        }
+        selective_recompute(c, w, act, at);
+        break;
+    case Recompute::full:
+        full_recompute(w, act);
+        break;
+    }
+}
+
+} // namespace clustersim::strategies::models::layer_detail
