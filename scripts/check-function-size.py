@@ -10,6 +10,10 @@ scan is lexical (comments, string, character and raw-string literals are skipped
 matched), the way lizard and clang-tidy's readability-function-size count, without a compiler:
 a brace opens a function body when it follows a parameter list at namespace or class scope.
 `--list K` prints the K longest functions and files, a report rather than a check.
+
+A function that is a declarative table (the schema's key tables: one entry per key, no logic
+between them) says so on the line before its signature, `// check-function-size: a table`, and
+is not measured: its length is the number of keys, not complexity.
 """
 
 import argparse
@@ -20,6 +24,7 @@ import sys
 SOURCE_DIRS = ["app", "base", "calibrate", "config", "explore", "hardware", "python", "results",
                "sim", "strategies", "validation"]
 EXTENSIONS = {".h", ".cpp", ".cu", ".cuh"}
+TABLE_MARK = "check-function-size: a table"
 SCOPE_WORDS = re.compile(r"\b(namespace|class|struct|union|enum)\b|extern\s+\"C\"")
 
 
@@ -126,7 +131,10 @@ def main():
         lines = text.count("\n")
         if lines > args.max_file:
             long_files.append((lines, str(rel)))
+        lines_of = text.splitlines()
         for name, first, last in functions(text):
+            if any(TABLE_MARK in lines_of[k] for k in range(max(0, first - 4), first - 1)):
+                continue
             size = last - first + 1
             everything.append((size, f"{rel}:{first}", name))
             if size > args.max_function:

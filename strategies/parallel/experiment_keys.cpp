@@ -185,6 +185,7 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
     return keys;
 }
 
+// check-function-size: a table (one declaration per key, no logic between them).
 const std::vector<Key<ParallelSpec>>& parallel_keys() {
     using P = ParallelSpec;
     static const std::vector<Key<P>> keys{
