@@ -1,5 +1,5 @@
 // torchtitan's PyTorch mechanisms in the step model (strategies/parallel/param_gathers.cpp,
-// pass_clock.cpp, strategies/models/layer_work.cpp): FSDP2's copies on the compute stream (the
+// pass_clock.cpp, strategies/models/layer_work_*.cpp): FSDP2's copies on the compute stream (the
 // gathered buffer split into the parameters, the gradients copied into the reduce-scatter buffer in
 // the reduce dtype), async TP as PyTorch's symmetric memory runs it (the local shard copied into
 // the symmetric buffer before an all-gather's first GEMM chunk, the partial sums of a
