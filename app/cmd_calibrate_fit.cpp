@@ -168,6 +168,15 @@ void add_calibrate_fit(CLI::App& calibrate, Io io, int& /*exit_code*/) {
                            base::signed_percent(b.p90), b.points, u.basis);
         };
         band("collectives", u.collectives);
+        for (const auto& rb : u.collective_bands)
+            fmt::print(io.out, "  {:<9} {:>3} GPUs   p10 {}  p50 {}  p90 {}  ({} points{})\n",
+                       strategies::parallel::to_string(rb.regime), rb.gpus,
+                       base::signed_percent(rb.band.p10), base::signed_percent(rb.band.p50),
+                       base::signed_percent(rb.band.p90), rb.band.points,
+                       rb.band.points < strategies::parallel::kMinRegimeBandPoints
+                           ? fmt::format(": under {}, not used alone",
+                                         strategies::parallel::kMinRegimeBandPoints)
+                           : "");
         band("gemms", u.gemms);
         band("steps", u.steps);
         write_file_atomically(o->out, text);

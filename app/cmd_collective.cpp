@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <string_view>
@@ -127,7 +128,8 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
     std::string s;
     // A calibrated hardware file gives each time its p10-p90 band (results/uncertainty.h).
     auto band = [&](const Row& r) {
-        return results::time_band(u, results::PredictionKind::collective, r.time.seconds());
+        return results::time_band(u, results::PredictionKind::collective, r.time.seconds(),
+                                  {r.regime, n});
     };
     const bool calibrated = u.collectives.present();
     if (o.format == "csv") {
@@ -170,14 +172,23 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
         sum += busbw(r);
     }
     s += fmt::format("# Avg bus bandwidth    : {:g}\n", sum / static_cast<double>(rows.size()));
-    s += calibrated
-             ? fmt::format("# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. "
-                           "{:+.1f}% ({} {} collectives)\n",
-                           100 * u.collectives.p10, 100 * u.collectives.p90, u.collectives.points,
-                           u.basis)
-             : fmt::format("# uncertainty: uncalibrated (hardware '{}' has no uncertainty: "
-                           "section; clustersim calibrate fit writes one)\n",
-                           spec.name);
+    if (!calibrated)
+        return s + fmt::format("# uncertainty: uncalibrated (hardware '{}' has no uncertainty: "
+                               "section; clustersim calibrate fit writes one)\n",
+                               spec.name);
+    // Each band the rows used, once, in the order of the rows (small sizes first).
+    std::vector<std::string> lines;
+    for (const Row& r : rows) {
+        const auto b = band(r);
+        const std::string line = fmt::format(
+            "# uncertainty: p10-p90 of measured / predicted - 1 is {:+.1f}% .. {:+.1f}% ({})\n",
+            100 * b->p10, 100 * b->p90,
+            results::band_basis_text(*b, results::PredictionKind::collective));
+        if (std::find(lines.begin(), lines.end(), line) == lines.end())
+            lines.push_back(line);
+    }
+    for (const auto& l : lines)
+        s += l;
     return s;
 }
 

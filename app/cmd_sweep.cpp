@@ -82,6 +82,13 @@ std::string sweep_sidecar(const std::string& identity, const explore::Identity& 
     j["columns"] = cols;
     j["empty_cells"] = "a row with invalid_reason set did not run: its results are empty; "
                        "oom_stage and oom_excess_bytes are empty unless oom is true";
+    // docs/output.md's contract: an empty cell is no value, never a stand-in number, so a plain
+    // pandas.read_csv types a column with empty cells as pandas types missing values.
+    j["pandas"] = "pandas.read_csv(F) reads a column with a value in every row as its type "
+                  "(int64, float64, bool, object); a column with empty cells as pandas reads "
+                  "missing values: int as float64 (NaN where empty, whole numbers elsewhere), "
+                  "bool as object (True, False, NaN). For the stated types with <NA>, pass "
+                  "dtype= with int: Int64, float: float64, bool: boolean, string: string";
     return j.dump(2) + "\n";
 }
 

@@ -924,6 +924,8 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
     const auto& on = options.holdout.empty() ? inputs : options.holdout;
     result.uncertainty.basis = options.holdout.empty() ? "in-sample" : "held-out";
     std::vector<double> coll, gemm, step;
+    // Collectives also by (regime, GPU count): ordered as the file lists them.
+    std::map<std::pair<strategies::parallel::MessageRegime, int>, std::vector<double>> by_regime;
     ValidationOptions vo;
     vo.fidelity = options.step_fidelity;
     vo.flow_symmetry = options.step_flow_symmetry;
@@ -935,12 +937,17 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
                          : pt.kind == PointKind::gemm     ? gemm
                                                           : step;
             into.push_back(pt.residual());
+            if (pt.kind == PointKind::collective && pt.regime)
+                by_regime[{*pt.regime, pt.gpus}].push_back(pt.residual());
         }
         result.uncertainty_files.push_back(in.name);
     }
     result.uncertainty.collectives = residual_band(coll);
     result.uncertainty.gemms = residual_band(gemm);
     result.uncertainty.steps = residual_band(step);
+    for (const auto& [key, residuals] : by_regime)
+        result.uncertainty.collective_bands.push_back(
+            {key.first, key.second, residual_band(residuals)});
     // As the loader reads the file: its records replace BASE's of the same key, its bands
     // BASE's of the same kind.
     for (const auto& r : result.records) {
@@ -960,6 +967,8 @@ FitResult fit_hardware(const Platform& base, const std::vector<NamedMeasurements
                             std::pair{&result.uncertainty.steps, &u.steps}})
         if (from->present())
             *to = *from;
+    if (result.uncertainty.collectives.present())
+        u.collective_bands = result.uncertainty.collective_bands;
     return result;
 }
 

@@ -155,6 +155,18 @@ std::string format_fitted_hardware(const FitResult& result, const std::string& e
             out += band_line("gemms", u.gemms);
         if (u.steps.present())
             out += band_line("steps", u.steps);
+        if (!u.collective_bands.empty()) {
+            out += "  # collectives by regime (latency-bound: the predicted time is at most twice "
+                   "its\n  # latency term) and GPU count; a prediction uses its own when it has "
+                   "at least " +
+                   std::to_string(strategies::parallel::kMinRegimeBandPoints) + " points\n";
+            out += "  collective_bands:\n";
+            for (const auto& r : u.collective_bands)
+                out += fmt::format("    - {{regime: {}, gpus: {}, points: {}, p10: {:.4f}, "
+                                   "p50: {:.4f}, p90: {:.4f}}}\n",
+                                   strategies::parallel::to_string(r.regime), r.gpus, r.band.points,
+                                   r.band.p10, r.band.p50, r.band.p90);
+        }
     }
     return out;
 }

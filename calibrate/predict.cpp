@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "hardware/topology.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/parallel/collective_regime.h"
 #include "strategies/parallel/training_step.h"
 
 #include <fmt/format.h>
@@ -78,8 +79,10 @@ CollectivePredictor::Result CollectivePredictor::predict(const CollectiveMeasure
     const cl::Communicator& comm = impl_->communicator(m.gpus);
     comm.validate(c);
     const cl::Choice choice = comm.choose(c);
-    return {choice.time.seconds(), fmt::format("{}/{}", cl::to_string(choice.algorithm),
-                                               hardware::to_string(choice.protocol))};
+    return {
+        choice.time.seconds(),
+        fmt::format("{}/{}", cl::to_string(choice.algorithm), hardware::to_string(choice.protocol)),
+        strategies::parallel::message_regime(comm, c, choice)};
 }
 
 } // namespace clustersim::calibrate

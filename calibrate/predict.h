@@ -11,6 +11,7 @@
 #include "strategies/parallel/platform.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,8 @@ public:
     struct Result {
         double seconds = 0;
         std::string detail; ///< "ring/Simple"
+        /// Latency- or bandwidth-bound (strategies/parallel/collective_regime.h).
+        std::optional<strategies::parallel::MessageRegime> regime;
     };
     /// Throws InputError when the point cannot run on the model (dtype, size, algorithm).
     Result predict(const CollectiveMeasurement& c);

@@ -290,6 +290,8 @@ void validate_collectives(PointSink& out, const hardware::ClusterSpec& cluster,
             const auto r = predictor.predict(c);
             out.add(PointKind::collective, i, point_label(c), c.source, r.detail, c.time,
                     r.seconds);
+            out.v.points.back().gpus = c.gpus;
+            out.v.points.back().regime = r.regime;
         } catch (const InputError& e) {
             out.skips.add(PointKind::collective, e.what(), src);
         }

@@ -51,6 +51,9 @@ struct PredictedPoint {
     std::string detail;    ///< what the prediction ran ("ring/Simple"); may be empty
     double measured_s = 0;
     double predicted_s = 0;
+    int gpus = 0; ///< collectives: the GPU count
+    /// collectives: latency- or bandwidth-bound (strategies/parallel/collective_regime.h)
+    std::optional<strategies::parallel::MessageRegime> regime;
     /// predicted / measured - 1: the error a validation table reports.
     double error() const { return predicted_s / measured_s - 1; }
     /// measured / predicted - 1: the residual an uncertainty band is made of.

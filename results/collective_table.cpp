@@ -7,6 +7,7 @@
 #include "hardware/topology.h"
 #include "results/uncertainty.h"
 #include "strategies/collectives/size_limit.h"
+#include "strategies/parallel/collective_regime.h"
 
 #include <fmt/format.h>
 
@@ -154,7 +155,8 @@ std::vector<CollectiveRow> CollectiveSweep::rows() const {
                 comm_->size(), cl::kLongestPrediction.seconds() / 86400,
                 cl::largest_bytes(*comm_, c)));
         const cl::Outcome out = cl::simulate(*comm_, c, fidelity_, flow_options_);
-        rows.push_back({bytes, out.choice, out.time});
+        rows.push_back({bytes, out.choice, out.time,
+                        strategies::parallel::message_regime(*comm_, c, out.choice)});
     }
     return rows;
 }
@@ -187,7 +189,8 @@ nlohmann::ordered_json collective_json(const CollectiveSweep& sweep,
                        {"time_us", r.time.microseconds()},
                        {"algbw_gbps", algbw_gbps(r)},
                        {"busbw_gbps", busbw_gbps(r, base.op, n)},
-                       {"time_band", band_json(u, PredictionKind::collective, r.time.seconds())}});
+                       {"time_band", band_json(u, PredictionKind::collective, r.time.seconds(),
+                                               {r.regime, n})}});
     }
     return arr;
 }

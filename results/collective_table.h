@@ -42,6 +42,8 @@ struct CollectiveRow {
     std::int64_t bytes = 0;
     strategies::collectives::Choice choice;
     sim::Time time;
+    /// Latency- or bandwidth-bound (strategies/parallel/collective_regime.h); selects its band.
+    std::optional<strategies::parallel::MessageRegime> regime;
 };
 
 /// A request checked and its cluster built; rows() predicts every size.

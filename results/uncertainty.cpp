@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace clustersim::results {
 namespace {
 
@@ -32,35 +34,95 @@ const char* kind_name(PredictionKind kind, int points) {
     return points == 1 ? "step" : "steps";
 }
 
+/// The regime band a collective of `scope` takes (BandSource::regime or regime_nearest), or
+/// null when none has enough points.
+const strategies::parallel::RegimeBand* regime_band(const strategies::parallel::Uncertainty& u,
+                                                    const CollectiveScope& scope,
+                                                    BandSource& source) {
+    if (!scope.regime || scope.gpus < 1)
+        return nullptr;
+    const strategies::parallel::RegimeBand* best = nullptr;
+    double best_distance = 0;
+    for (const auto& r : u.collective_bands) {
+        if (r.regime != *scope.regime || r.band.points < strategies::parallel::kMinRegimeBandPoints)
+            continue;
+        // Nearest by ratio; bands are ordered by GPU count, so a tie keeps the smaller.
+        const double distance = std::abs(std::log2(static_cast<double>(r.gpus) / scope.gpus));
+        if (!best || distance < best_distance) {
+            best = &r;
+            best_distance = distance;
+        }
+    }
+    if (best)
+        source = best->gpus == scope.gpus ? BandSource::regime : BandSource::regime_nearest;
+    return best;
+}
+
 } // namespace
 
 std::optional<TimeBand> time_band(const strategies::parallel::Uncertainty& uncertainty,
-                                  PredictionKind kind, double predicted_s) {
-    const strategies::parallel::ResidualBand& b = band_of(uncertainty, kind);
+                                  PredictionKind kind, double predicted_s,
+                                  const CollectiveScope& scope) {
+    TimeBand t;
+    t.basis = uncertainty.basis.empty() ? "in-sample" : uncertainty.basis;
+    const strategies::parallel::RegimeBand* r =
+        kind == PredictionKind::collective ? regime_band(uncertainty, scope, t.source) : nullptr;
+    const strategies::parallel::ResidualBand& b = r ? r->band : band_of(uncertainty, kind);
     if (!b.present())
         return std::nullopt;
-    return TimeBand{predicted_s * (1 + b.p10), predicted_s * (1 + b.p90), b.points,
-                    uncertainty.basis.empty() ? "in-sample" : uncertainty.basis};
+    t.low_s = predicted_s * (1 + b.p10);
+    t.high_s = predicted_s * (1 + b.p90);
+    t.p10 = b.p10;
+    t.p90 = b.p90;
+    t.points = b.points;
+    if (r) {
+        t.regime = r->regime;
+        t.gpus = r->gpus;
+    }
+    return t;
+}
+
+std::string band_basis_text(const TimeBand& band, PredictionKind kind) {
+    if (band.source == BandSource::kind)
+        return fmt::format("{} {} {}", band.points, band.basis, kind_name(kind, band.points));
+    return fmt::format("{} {} {}-bound {} on {} GPU{}{}", band.points, band.basis,
+                       strategies::parallel::to_string(band.regime), kind_name(kind, band.points),
+                       band.gpus, band.gpus == 1 ? "" : "s",
+                       band.source == BandSource::regime_nearest
+                           ? fmt::format(", the nearest GPU count with {} points",
+                                         strategies::parallel::kMinRegimeBandPoints)
+                           : "");
 }
 
 std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
-                      const std::string& hardware, PredictionKind kind, double predicted_s) {
-    const auto b = time_band(uncertainty, kind, predicted_s);
+                      const std::string& hardware, PredictionKind kind, double predicted_s,
+                      const CollectiveScope& scope) {
+    const auto b = time_band(uncertainty, kind, predicted_s, scope);
     if (!b)
         return fmt::format("uncalibrated (hardware '{}' has no uncertainty for {})", hardware,
                            kind_name(kind, 2));
-    return fmt::format("p10-p90 {} - {} ({} {} {})",
-                       base::format_time(sim::Time::from_seconds(b->low_s)),
-                       base::format_time(sim::Time::from_seconds(b->high_s)), b->points, b->basis,
-                       kind_name(kind, b->points));
+    return fmt::format("p10-p90 {} - {} ({})", base::format_time(sim::Time::from_seconds(b->low_s)),
+                       base::format_time(sim::Time::from_seconds(b->high_s)),
+                       band_basis_text(*b, kind));
 }
 
 nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
-                                 PredictionKind kind, double predicted_s) {
-    const auto b = time_band(uncertainty, kind, predicted_s);
+                                 PredictionKind kind, double predicted_s,
+                                 const CollectiveScope& scope) {
+    const auto b = time_band(uncertainty, kind, predicted_s, scope);
     if (!b)
         return "uncalibrated";
-    return {{"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};
+    nlohmann::ordered_json j = {
+        {"p10_s", b->low_s}, {"p90_s", b->high_s}, {"points", b->points}, {"basis", b->basis}};
+    if (kind == PredictionKind::collective) {
+        if (b->source == BandSource::kind)
+            j["band"] = "all";
+        else
+            j["band"] = {{"regime", strategies::parallel::to_string(b->regime)},
+                         {"gpus", b->gpus},
+                         {"nearest", b->source == BandSource::regime_nearest}};
+    }
+    return j;
 }
 
 std::vector<CalibratedPart> calibrated_parts(const strategies::parallel::Provenance& provenance) {

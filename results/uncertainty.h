@@ -10,6 +10,14 @@
 /// Used by `run` and `collective` (each prediction), and by `sweep` (the best configuration's
 /// step, under its table).
 ///
+/// Collectives have bands by regime (latency- or bandwidth-bound, strategies/parallel/
+/// collective_regime.h) and GPU count as well: the residuals of small messages spread otherwise
+/// than those of large ones, so one band over all sizes misplaces both. A collective takes the
+/// band of its regime and GPU count when that has at least kMinRegimeBandPoints points, else
+/// the band of its regime on the nearest GPU count that has them (nearest by the ratio of GPU
+/// counts, the smaller on a tie: collectives' costs grow with log p and (p-1)/p), else the
+/// kind's band over every size; the band says which it is and how many points are behind it.
+///
 /// A band needs measured points of its kind: a file fitted on collectives alone has no band for
 /// a step. `calibrated_parts` says which parts of the model its `calibration:` records set, so
 /// that such a step says what is calibrated instead of only "uncalibrated".
@@ -18,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,27 +35,57 @@ namespace clustersim::results {
 
 enum class PredictionKind { collective, gemm, step };
 
+/// What selects a collective's band: its regime (nullopt: unknown, the kind's band serves)
+/// and its GPU count.
+struct CollectiveScope {
+    std::optional<strategies::parallel::MessageRegime> regime;
+    int gpus = 0;
+};
+
+/// Which band a prediction got.
+enum class BandSource : std::uint8_t {
+    kind,           ///< the kind's band over every size and GPU count
+    regime,         ///< its regime on its own GPU count
+    regime_nearest, ///< its regime on the nearest GPU count with enough points
+};
+
 /// A predicted time's p10-p90 band, in seconds.
 struct TimeBand {
-    double low_s = 0;  ///< t (1 + p10)
-    double high_s = 0; ///< t (1 + p90)
-    int points = 0;    ///< validation points the band comes from
-    std::string basis; ///< "held-out" or "in-sample"
+    double low_s = 0;        ///< t (1 + p10)
+    double high_s = 0;       ///< t (1 + p90)
+    double p10 = 0, p90 = 0; ///< of measured / predicted - 1
+    int points = 0;          ///< validation points the band comes from
+    std::string basis;       ///< "held-out" or "in-sample"
+    BandSource source = BandSource::kind;
+    /// source != kind: the band's regime and GPU count
+    strategies::parallel::MessageRegime regime = strategies::parallel::MessageRegime::bandwidth;
+    int gpus = 0;
 };
 
 /// The band of a predicted time of `kind` under `uncertainty` (a platform's provenance);
-/// nullopt when it is uncalibrated.
+/// nullopt when it is uncalibrated. `scope` (collectives) picks a regime band where the file
+/// has one with enough points.
 std::optional<TimeBand> time_band(const strategies::parallel::Uncertainty& uncertainty,
-                                  PredictionKind kind, double predicted_s);
+                                  PredictionKind kind, double predicted_s,
+                                  const CollectiveScope& scope = {});
 
-/// "p10-p90 298 ms - 330 ms (1152 held-out steps)", or "uncalibrated (hardware 'dgx-a100' has
-/// no uncertainty for steps)"; `hardware` names the hardware file.
+/// "p10-p90 298 ms - 330 ms (1152 held-out steps)", "p10-p90 60.1 us - 66.0 us (16 held-out
+/// latency-bound collectives on 4 GPUs)", or "uncalibrated (hardware 'dgx-a100' has no
+/// uncertainty for steps)"; `hardware` names the hardware file.
 std::string band_text(const strategies::parallel::Uncertainty& uncertainty,
-                      const std::string& hardware, PredictionKind kind, double predicted_s);
+                      const std::string& hardware, PredictionKind kind, double predicted_s,
+                      const CollectiveScope& scope = {});
 
-/// {"p10_s": .., "p90_s": .., "points": .., "basis": ..}, or the string "uncalibrated".
+/// Which band it is, in words: "16 held-out latency-bound collectives on 4 GPUs",
+/// "... on 8 GPUs (the nearest GPU count with 10 points)", "2048 held-out collectives".
+std::string band_basis_text(const TimeBand& band, PredictionKind kind);
+
+/// {"p10_s": .., "p90_s": .., "points": .., "basis": .., "band": ..}, or the string
+/// "uncalibrated". "band" is {"regime": "latency", "gpus": 4, "nearest": false} for a regime
+/// band, "all" for the kind's.
 nlohmann::ordered_json band_json(const strategies::parallel::Uncertainty& uncertainty,
-                                 PredictionKind kind, double predicted_s);
+                                 PredictionKind kind, double predicted_s,
+                                 const CollectiveScope& scope = {});
 
 /// One part of the model a hardware file's `calibration:` records may set.
 struct CalibratedPart {

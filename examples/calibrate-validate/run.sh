@@ -44,5 +44,6 @@ clustersim validate --hardware ./a100-steps.yaml --measurements steps-held-out.j
   --max-error 6 --summary || echo "(validate exit code $?: above the limit)"
 echo
 
-# 3. A prediction with the fitted file carries its band (p10-p90 of the held-out residuals).
-clustersim collective --hardware ./a100-nccl.yaml --gpus 4 --op all_reduce --bytes 64MiB
+# 3. A prediction with the fitted file carries its band (p10-p90 of the held-out residuals of
+#    its regime and GPU count): 4 MiB is latency-bound on 4 GPUs, 64 MiB bandwidth-bound.
+clustersim collective --hardware ./a100-nccl.yaml --gpus 4 --op all_reduce -b 4MiB -e 64MiB -f 16

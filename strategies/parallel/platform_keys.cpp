@@ -170,6 +170,11 @@ const std::vector<Key<Uncertainty>>& uncertainty_keys() {
           .type = KeyType::section,
           .meaning = "residuals of training steps",
           .lands = "Uncertainty::steps"}},
+        {{.name = "collective_bands",
+          .type = KeyType::list,
+          .fallback = "none (collectives' band serves every size)",
+          .meaning = "residuals of collectives by regime and GPU count",
+          .lands = "Uncertainty::collective_bands"}},
     };
     return keys;
 }
@@ -210,6 +215,40 @@ const std::vector<Key<ResidualBand>>& band_keys() {
     return keys;
 }
 
+const std::vector<Key<RegimeBand>>& regime_band_keys() {
+    using R = RegimeBand;
+    // The band's own keys as band_keys() declares them, read into R::band.
+    static const std::vector<Key<R>> keys = [] {
+        std::vector<Key<R>> k{
+            {{.name = "regime",
+              .type = KeyType::choice,
+              .required = true,
+              .choices = {"latency", "bandwidth"},
+              .meaning = "latency: predicted time at most twice its latency term "
+                         "(strategies/parallel/collective_regime.h)",
+              .lands = "RegimeBand::regime"},
+             +[](R& r, std::string_view v) { r.regime = *parse_regime(v); }},
+            {{.name = "gpus",
+              .required = true,
+              .min = 1,
+              .max = 1 << 24,
+              .meaning = "the GPU count of the collectives",
+              .lands = "RegimeBand::gpus"},
+             field<&R::gpus>},
+        };
+        for (const auto& b : band_keys()) {
+            config::KeyInfo info = b.info;
+            info.lands = info.name == "points" ? "RegimeBand::band.points"
+                         : info.name == "p10"  ? "RegimeBand::band.p10"
+                         : info.name == "p50"  ? "RegimeBand::band.p50"
+                                               : "RegimeBand::band.p90";
+            k.push_back({info});
+        }
+        return k;
+    }();
+    return keys;
+}
+
 const std::vector<config::KeySection>& hardware_sections() {
     static const std::vector<config::KeySection> sections = [] {
         std::vector<config::KeySection> s = hardware::hardware_key_sections();
@@ -226,6 +265,10 @@ const std::vector<config::KeySection>& hardware_sections() {
             "uncertainty", "Validation residuals of the calibrated model.", uncertainty_keys()));
         s.push_back(config::section_of(
             "uncertainty.<kind>", "One kind's band (collectives, gemms, steps).", band_keys()));
+        s.push_back(config::section_of("uncertainty.collective_bands[]",
+                                       "Each record of the list: the band of the collectives of "
+                                       "one regime on one GPU count (calibrate fit writes them).",
+                                       regime_band_keys()));
         return s;
     }();
     return sections;

@@ -19,6 +19,9 @@ const std::vector<config::Key<CalibrationRecord>>& calibration_record_keys();
 const std::vector<config::Key<Uncertainty>>& uncertainty_keys();
 /// uncertainty.collectives, .gemms and .steps.
 const std::vector<config::Key<ResidualBand>>& band_keys();
+/// One record of uncertainty.collective_bands: regime and gpus, then band_keys()'s (read by
+/// provenance_loader.cpp into RegimeBand::band).
+const std::vector<config::Key<RegimeBand>>& regime_band_keys();
 
 /// Every section of a hardware file in file order: the hardware's
 /// (hardware::hardware_key_sections) and these.

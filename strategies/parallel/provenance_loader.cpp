@@ -28,13 +28,46 @@ double read_percent(YamlMap& m, std::string_view key) {
     return m.has(key) ? m.number(key, 0) / 100.0 : 0.0;
 }
 
-void apply_band(YamlMap m, ResidualBand& band) {
+ResidualBand read_band(YamlMap& m) {
     ResidualBand b;
     config::read_keys(m, band_keys(), b);
     if (!(b.p10 <= b.p50 && b.p50 <= b.p90))
         m.fail("p90", "expected p10 <= p50 <= p90");
+    return b;
+}
+
+void apply_band(YamlMap m, ResidualBand& band) {
+    const ResidualBand b = read_band(m);
     m.finish();
     band = b;
+}
+
+/// The collective_bands: list, which replaces an inherited one whole (its records are one
+/// validation's).
+void apply_regime_bands(const YamlMap& parent, const YAML::Node& node,
+                        std::vector<RegimeBand>& out) {
+    if (!node.IsSequence())
+        parent.fail_at(node, "collective_bands",
+                       "expected a list of bands (- {regime: latency, gpus: 8, points: ..., p10: "
+                       "..., p50: ..., p90: ...})");
+    std::vector<RegimeBand> bands;
+    std::size_t i = 0;
+    for (const auto& item : node) {
+        YamlMap m(item, parent.file(), "collective_bands[" + std::to_string(i++) + "]");
+        RegimeBand r;
+        config::read_keys(m, regime_band_keys(), r);
+        r.band = read_band(m);
+        m.finish();
+        for (const auto& b : bands)
+            if (b.regime == r.regime && b.gpus == r.gpus)
+                m.fail("gpus", "a second band of regime " + std::string(to_string(r.regime)) +
+                                   " on " + std::to_string(r.gpus) + " GPUs");
+        bands.push_back(r);
+    }
+    std::stable_sort(bands.begin(), bands.end(), [](const RegimeBand& a, const RegimeBand& b) {
+        return a.regime != b.regime ? a.regime < b.regime : a.gpus < b.gpus;
+    });
+    out = std::move(bands);
 }
 
 } // namespace
@@ -67,12 +100,17 @@ void apply_calibration(const YamlMap& parent, const YAML::Node& node,
 
 void apply_uncertainty(YamlMap m, Uncertainty& out) {
     config::read_keys(m, uncertainty_keys(), out);
-    if (m.has("collectives"))
+    if (m.has("collectives")) {
         apply_band(m.map("collectives"), out.collectives);
+        // The regime bands of another validation than this band's would disagree with it.
+        out.collective_bands.clear();
+    }
     if (m.has("gemms"))
         apply_band(m.map("gemms"), out.gemms);
     if (m.has("steps"))
         apply_band(m.map("steps"), out.steps);
+    if (m.has("collective_bands"))
+        apply_regime_bands(m, m.raw("collective_bands"), out.collective_bands);
     m.finish();
 }
 

@@ -17,9 +17,13 @@
 ///       collectives: {points: 1024, p10: -0.031, p50: 0.002, p90: 0.028}
 ///       gemms: {...}
 ///       steps: {...}
+///       collective_bands:                # collectives by regime and GPU count
+///         - {regime: latency, gpus: 4, points: 16, p10: -0.09, p50: 0.01, p90: 0.12}
+///         - {regime: bandwidth, gpus: 4, points: 2032, p10: -0.017, p50: -0.003, p90: 0.019}
 ///
 /// A file that extends another replaces the records of the keys it names and the bands of the
-/// kinds it gives; the rest is inherited.
+/// kinds it gives (its collectives: band drops the inherited collective_bands: list, which only
+/// its own list replaces); the rest is inherited.
 
 #include "config/yaml_map.h"
 #include "strategies/parallel/provenance.h"

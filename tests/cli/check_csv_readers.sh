@@ -34,6 +34,46 @@ plan = pd.read_csv("plan.csv")
 assert plan["gpus"].tolist() == [64, 96, 128], plan["gpus"].tolist()
 assert str(plan["meets_target"].dtype) == "bool"
 assert str(pd.read_csv("sweep.csv")["ep_comm_exposed_s"].dtype) == "float64"
+# The sweep's dtype contract (docs/output.md, and "pandas" in sweep.csv.json): a column with a
+# value in every row reads as the type the sidecar states; empty cells (no value, never a
+# stand-in number) read as pandas reads missing values; the sidecar's types with pandas'
+# nullable dtypes read every column as stated.
+import json
+sweep = pd.read_csv("sweep.csv")
+meta = json.load(open("sweep.csv.json"))
+types = {c["name"]: c["type"] for c in meta["columns"]}
+assert list(types) == list(sweep.columns), (list(types), list(sweep.columns))
+invalid = sweep["invalid_reason"].notna()
+assert invalid.any() and (~invalid).any(), "the sweep should have valid and invalid rows"
+plain = {"int": "int64", "float": "float64", "bool": "bool", "string": "object"}
+# The varied keys are strings as --vary gave them; pandas infers their type from the values.
+varied = set(sweep.columns[1:list(sweep.columns).index("gpus")])
+for c, t in types.items():
+    col = sweep[c]
+    if c in varied:
+        continue
+    if c not in ("config", "invalid_reason"):  # no stand-in number for a row that did not run
+        assert col[invalid].isna().all(), c
+    if t == "string" or not col.isna().any():
+        assert str(col.dtype) == plain[t], (c, t, str(col.dtype))
+        continue
+    # Empty exactly where the row did not run, or (oom_stage, oom_excess_bytes) did not run out
+    # of memory.
+    empty = invalid | (sweep["oom"] != True) if c in ("oom_stage", "oom_excess_bytes") else invalid
+    assert col.isna().tolist() == empty.tolist(), c
+    if t == "int":
+        assert str(col.dtype) == "float64", (c, str(col.dtype))
+        assert (col.dropna() == col.dropna().round()).all(), c
+    elif t == "bool":
+        assert str(col.dtype) == "object", (c, str(col.dtype))
+        assert set(col.dropna().tolist()) <= {True, False}, c
+    else:
+        assert str(col.dtype) == "float64", (c, str(col.dtype))
+nullable = {"int": "Int64", "float": "float64", "bool": "boolean", "string": "string"}
+typed = pd.read_csv("sweep.csv", dtype={c: nullable[t] for c, t in types.items()})
+for c, t in types.items():
+    assert str(typed[c].dtype) == str(pd.Series(dtype=nullable[t]).dtype), (c, typed[c].dtype)
+    assert typed[c].isna().tolist() == sweep[c].isna().tolist(), c
 print("pandas", pd.__version__, "reads every CSV")
 PY
 else
