@@ -20,9 +20,10 @@
 /// under FlowOptions::exclusive, one collective alone on its network) and no other flow of the
 /// round can take from it there (it is the only one, or the least capacities of the round's
 /// flows there sum to less than the resource's: then no flow is limited by that resource), and
-/// while no other collective runs on the same communicator; when one starts, or a communicator claims resources late, the flows left out
-/// of rounds in flight are started there and then as copies of their representatives
-/// (FlowNetwork::start_copy), so the result stays the one of the full simulation.
+/// while no other collective runs on the same communicator; when one starts, or a communicator
+/// claims resources late, the flows left out of rounds in flight are started there and then as
+/// copies of their representatives (FlowNetwork::start_copy), so the result stays the one of the
+/// full simulation.
 
 #include "hardware/topology.h"
 #include "sim/engine.h"
