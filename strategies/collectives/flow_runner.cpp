@@ -165,14 +165,18 @@ void FlowCollectives::next_round(Run* run) {
     // The rounds of a phase mostly repeat their endpoint pairs in the same order (a ring's
     // every round): each position keeps the route and efficiency of its last pair, so that a
     // round looks up (under the plan's lock) only the pairs that changed.
+    // A phase of one round (NVLSTree's on 100,000 GPUs: 650,000 flows) repeats nothing: it
+    // keeps no memo, and gives back the room of its list of flows once its batch is built.
+    const bool repeats = run->rounds[run->phase].size() > 1;
     auto& memo = run->route_memo;
-    if (memo.size() < scratch_.size())
+    if (repeats && memo.size() < scratch_.size())
         memo.resize(scratch_.size());
     for (std::size_t i = 0; i < scratch_.size(); ++i) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
-        Run::RouteMemo& m = memo[i];
+        Run::RouteMemo once;
+        Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
             m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
                  run->plan->flow_efficiency(f.src, f.dst, protocol)};
@@ -190,6 +194,8 @@ void FlowCollectives::next_round(Run* run) {
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
     }
+    if (!repeats)
+        std::vector<detail::PFlow>().swap(scratch_);
     if (overlap)
         add_local_flows(run, latency);
     start_batch(run, !overlap);
