@@ -47,6 +47,10 @@ public:
 
     std::size_t pending() const { return pending_; }
     std::uint64_t events_processed() const { return processed_; }
+    /// Events scheduled so far (cancelled ones included): a caller that sees it unchanged since
+    /// its own last at() knows that event is the last one queued, and may add to it what it
+    /// would otherwise have queued as the next event at the same time.
+    std::uint64_t scheduled() const { return next_seq_; }
 
 private:
     // A queue entry carries no callable: the time, and a key that packs the insertion sequence

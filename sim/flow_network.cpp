@@ -52,32 +52,67 @@ FlowId FlowNetwork::start(FlowSpec spec) {
               0,
               {},
               false,
+              false,
               engine_.now()};
     if (spec.latency == Time::zero()) {
-        activate(std::move(flow));
+        activate(place(std::move(flow)));
         return id;
     }
     flow.activation = engine_.now() + spec.latency;
-    wait(std::move(flow));
+    wait(place(std::move(flow)));
     return id;
 }
 
-void FlowNetwork::wait(Flow&& flow) {
+std::uint32_t FlowNetwork::place(Flow&& flow) {
     std::uint32_t slot;
-    if (!free_waiting_.empty()) {
-        slot = free_waiting_.back();
-        free_waiting_.pop_back();
-        waiting_[slot] = std::move(flow);
+    if (!free_slab_.empty()) {
+        slot = free_slab_.back();
+        free_slab_.pop_back();
+        slab_[slot] = std::move(flow);
     } else {
-        slot = static_cast<std::uint32_t>(waiting_.size());
-        waiting_.push_back(std::move(flow));
+        slot = static_cast<std::uint32_t>(slab_.size());
+        slab_.push_back(std::move(flow));
     }
-    engine_.at(waiting_[slot].activation, [this, slot] {
-        Flow f = std::move(waiting_[slot]);
-        waiting_[slot].id = kNoFlow;
-        free_waiting_.push_back(slot);
-        activate(std::move(f));
+    return slot;
+}
+
+void FlowNetwork::release(std::uint32_t slot) {
+    slab_[slot].id = kNoFlow;
+    slab_[slot].done = false;
+    slab_[slot].path.clear();
+    free_slab_.push_back(slot);
+}
+
+void FlowNetwork::wait(std::uint32_t slot) {
+    const Time at = slab_[slot].activation;
+    if (group_open_ && open_group_seq_ + 1 == engine_.scheduled() &&
+        wait_groups_[open_group_].at == at) {
+        wait_groups_[open_group_].slots.push_back(slot);
+        return;
+    }
+    std::uint32_t g;
+    if (!free_wait_groups_.empty()) {
+        g = free_wait_groups_.back();
+        free_wait_groups_.pop_back();
+    } else {
+        g = static_cast<std::uint32_t>(wait_groups_.size());
+        wait_groups_.emplace_back();
+    }
+    wait_groups_[g].at = at;
+    wait_groups_[g].slots.assign(1, slot);
+    open_group_ = g;
+    engine_.at(at, [this, g] {
+        if (open_group_ == g)
+            group_open_ = false;
+        // Activations may start flows (a zero-byte flow completes at once): those wait in
+        // groups of their own, and this group's list is read by index as it stays put.
+        for (std::size_t i = 0; i < wait_groups_[g].slots.size(); ++i)
+            activate(wait_groups_[g].slots[i]);
+        wait_groups_[g].slots.clear();
+        free_wait_groups_.push_back(g);
     });
+    open_group_seq_ = engine_.scheduled() - 1;
+    group_open_ = true;
 }
 
 FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
@@ -87,15 +122,9 @@ FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
             throw std::invalid_argument("flow path names an unknown resource");
     }
     const Flow* from = nullptr;
-    for (const Flow& f : waiting_) {
-        if (f.id == original)
+    for (const Flow& f : slab_) {
+        if (f.id == original && !f.done)
             from = &f;
-    }
-    if (from == nullptr) {
-        for (std::uint32_t slot : active_) {
-            if (slab_[slot].id == original)
-                from = &slab_[slot];
-        }
     }
     if (from == nullptr)
         throw std::logic_error("start_copy: the original flow is not in flight");
@@ -114,30 +143,26 @@ FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
               0,
               {},
               false,
+              false,
               from->activation};
+    const std::uint32_t slot = place(std::move(flow));
     if (moving)
-        activate(std::move(flow));
+        activate(slot);
     else
-        wait(std::move(flow));
+        wait(slot);
     return id;
 }
 
-void FlowNetwork::activate(Flow&& flow) {
-    if (flow.remaining <= 0) {
+void FlowNetwork::activate(std::uint32_t slot) {
+    if (slab_[slot].remaining <= 0) {
+        // finish() calls back, which may start flows (and move slab_): finish a copy.
+        Flow flow = std::move(slab_[slot]);
+        release(slot);
         finish(flow);
         return;
     }
     // Bring every active flow's progress up to now before the rates change.
     advance_to_now();
-    std::uint32_t slot;
-    if (!free_slab_.empty()) {
-        slot = free_slab_.back();
-        free_slab_.pop_back();
-        slab_[slot] = std::move(flow);
-    } else {
-        slot = static_cast<std::uint32_t>(slab_.size());
-        slab_.push_back(std::move(flow));
-    }
     slab_[slot].order = next_order_++;
     slab_[slot].active = true;
     active_.push_back(slot);
@@ -155,8 +180,24 @@ void FlowNetwork::attach(std::uint32_t slot) {
         auto& users = users_[f.path[k]];
         f.at[k] = static_cast<std::uint32_t>(users.size());
         users.push_back(slot);
-        seed_resources_.push_back(f.path[k]);
+        seed(f.path[k]);
     }
+}
+
+void FlowNetwork::seed(ResourceId r) {
+    if (seeded_.size() < resources_.size())
+        seeded_.resize(resources_.size(), 0);
+    if (!seeded_[r]) {
+        seeded_[r] = 1;
+        seed_resources_.push_back(r);
+    }
+}
+
+void FlowNetwork::clear_seeds() {
+    for (ResourceId r : seed_resources_)
+        seeded_[r] = 0;
+    seed_resources_.clear();
+    seed_flows_.clear();
 }
 
 void FlowNetwork::detach(std::uint32_t slot) {
@@ -177,7 +218,7 @@ void FlowNetwork::detach(std::uint32_t slot) {
                 }
             }
         }
-        seed_resources_.push_back(r);
+        seed(r);
     }
     f.active = false;
 }
@@ -210,8 +251,7 @@ void FlowNetwork::reshare(bool everything) {
     advance_to_now();
     if (everything) {
         component_ = active_;
-        seed_resources_.clear();
-        seed_flows_.clear();
+        clear_seeds();
     } else {
         collect_component();
     }
@@ -256,8 +296,7 @@ void FlowNetwork::collect_component() {
         if (slab_[slot].active)
             add_flow(slot);
     }
-    seed_resources_.clear();
-    seed_flows_.clear();
+    clear_seeds();
     while (!stack_.empty()) {
         const ResourceId r = stack_.back();
         stack_.pop_back();
@@ -292,25 +331,27 @@ void FlowNetwork::on_completion_event() {
     advance_to_now();
     // A flow is done when what is left would take under a picosecond (rounding of the
     // completion time to whole picoseconds leaves at most that much).
-    std::vector<Flow>& done = done_;
-    done.clear();
     auto is_done = [](const Flow& f) {
         return f.remaining <= std::max(1e-6, f.rate * 1e-12) || f.remaining <= f.bytes * 1e-12;
     };
     auto split = std::stable_partition(active_.begin(), active_.end(),
                                        [&](std::uint32_t slot) { return !is_done(slab_[slot]); });
-    for (auto it = split; it != active_.end(); ++it) {
-        detach(*it);
-        done.push_back(std::move(slab_[*it]));
-        free_slab_.push_back(*it);
+    done_.assign(split, active_.end());
+    for (std::uint32_t slot : done_) {
+        detach(slot);
+        slab_[slot].done = true;
     }
     active_.erase(split, active_.end());
     // Rates change for the survivors; batch with anything the callbacks start at this instant.
     request_reshare();
-    // finish() may start flows but never completes one, so done_ is not touched meanwhile.
-    for (Flow& f : done)
+    // finish() may start flows but never completes one, so done_ is not touched meanwhile; a
+    // callback may move slab_, so each flow is moved out before its own.
+    for (std::uint32_t slot : done_) {
+        Flow f = std::move(slab_[slot]);
+        release(slot);
         finish(f);
-    done.clear();
+    }
+    done_.clear();
 }
 
 void FlowNetwork::finish(Flow& flow) {

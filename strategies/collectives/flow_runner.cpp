@@ -30,8 +30,11 @@ struct FlowCollectives::Run {
         double bytes = 0;
         double rate = 0;
         sim::Time latency;
-        std::vector<Pending> left;
+        std::vector<std::uint32_t> left; ///< indices in `batch`
     };
+    /// The batch in flight (start_batch swaps it with FlowCollectives::batch_, so neither is
+    /// copied): the flows left to representatives are read from it if they must be started.
+    std::vector<Pending> batch;
     std::vector<Lump> lumps; ///< the first `nlumps` are the batch's; the others kept for reuse
     std::size_t nlumps = 0;
     bool then_local = false; ///< of the batch in flight
@@ -49,8 +52,13 @@ struct FlowCollectives::Run {
     /// on resources of its own and its bottleneck, so that a batch seen before is folded
     /// without reading its routes' edges (a scan of every flow's edges in resource-sized tables
     /// cost more, per flow, as the cluster grew, and most flows are then folded).
+    struct FoldKey {
+        const std::span<const sim::ResourceId>* route = nullptr;
+        sim::ResourceId edge = 0;
+        bool has_edge = false;
+    };
     struct FoldMemo {
-        std::vector<Pending> keys;      ///< the batch (route, edge) it describes
+        std::vector<FoldKey> keys;      ///< the batch (route, edge) it describes
         std::vector<double> bottleneck; ///< per flow: its least capacity; NaN: not alone
         std::uint64_t claims = 0;
         std::uint64_t used = 0; ///< when it last served, for replacement
@@ -157,14 +165,18 @@ void FlowCollectives::next_round(Run* run) {
     // The rounds of a phase mostly repeat their endpoint pairs in the same order (a ring's
     // every round): each position keeps the route and efficiency of its last pair, so that a
     // round looks up (under the plan's lock) only the pairs that changed.
+    // A phase of one round (NVLSTree's on 100,000 GPUs: 650,000 flows) repeats nothing: it
+    // keeps no memo, and gives back the room of its list of flows once its batch is built.
+    const bool repeats = run->rounds[run->phase].size() > 1;
     auto& memo = run->route_memo;
-    if (memo.size() < scratch_.size())
+    if (repeats && memo.size() < scratch_.size())
         memo.resize(scratch_.size());
     for (std::size_t i = 0; i < scratch_.size(); ++i) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
-        Run::RouteMemo& m = memo[i];
+        Run::RouteMemo once;
+        Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
             m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
                  run->plan->flow_efficiency(f.src, f.dst, protocol)};
@@ -182,6 +194,8 @@ void FlowCollectives::next_round(Run* run) {
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
     }
+    if (!repeats)
+        std::vector<detail::PFlow>().swap(scratch_);
     if (overlap)
         add_local_flows(run, latency);
     start_batch(run, !overlap);
@@ -234,9 +248,9 @@ void FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
     }
 }
 
-void FlowCollectives::on_flow_done(Run* run, bool then_local) {
+void FlowCollectives::on_flow_done(Run* run) {
     if (--run->pending == 0) {
-        if (then_local)
+        if (run->then_local)
             local_work(run);
         else
             advance(run);
@@ -247,12 +261,13 @@ const std::vector<double>& FlowCollectives::fold(Run* run) {
     // The last two batches' answers, when this batch crosses the same routes and edges in the
     // same order and no communicator has claimed resources since.
     ++run->batches;
-    const auto same = [](const Pending& a, const Pending& b) {
+    const std::vector<Pending>& batch = run->batch;
+    const auto same = [](const Pending& a, const Run::FoldKey& b) {
         return a.route == b.route && a.has_edge == b.has_edge && (!a.has_edge || a.edge == b.edge);
     };
     for (Run::FoldMemo& m : run->fold_memo) {
-        if (m.claims == claimed_.size() && m.keys.size() == batch_.size() &&
-            std::equal(batch_.begin(), batch_.end(), m.keys.begin(), same)) {
+        if (m.claims == claimed_.size() && m.keys.size() == batch.size() &&
+            std::equal(batch.begin(), batch.end(), m.keys.begin(), same)) {
             m.used = run->batches;
             return m.bottleneck;
         }
@@ -261,28 +276,62 @@ const std::vector<double>& FlowCollectives::fold(Run* run) {
         run->fold_memo[0].used <= run->fold_memo[1].used ? run->fold_memo[0] : run->fold_memo[1];
     m.used = run->batches;
     m.claims = claimed_.size();
-    m.keys.assign(batch_.begin(), batch_.end());
-    m.bottleneck.assign(batch_.size(), std::numeric_limits<double>::quiet_NaN());
-    // A flow is alone when every resource it crosses is its communicator's alone and no other
-    // flow of the batch crosses it; its bottleneck is then the least capacity on its way.
-    if (use_.size() < net_.resource_count())
-        use_.resize(net_.resource_count(), 0);
-    for (const Pending& p : batch_) {
+    m.keys.clear();
+    for (const Pending& p : batch)
+        m.keys.push_back({p.route, p.edge, p.has_edge});
+    m.bottleneck.resize(batch.size());
+    // A flow is alone when every resource it crosses is its communicator's alone (or, with
+    // FlowOptions::exclusive, the network's) and no other flow of the batch can take from it:
+    // it is the only one there, or the least capacities of all the batch's flows on it sum to
+    // less than its own capacity. Max-min then gives it its least capacity (or its cap): a
+    // resource whose flows' demands fit never limits any of them, so the flow freezes at its
+    // own bottleneck, which nothing else crosses. The margin keeps rounding in the filling's
+    // running sums from making a resource that fits exactly look full.
+    const std::size_t nr = net_.resource_count();
+    if (use_.size() < nr)
+        use_.resize(nr, 0);
+    touched_.clear();
+    load_.clear();
+    count_.clear();
+    auto least_of = [&](const Pending& p) {
+        double least = std::numeric_limits<double>::infinity();
         if (p.route != nullptr)
             for (sim::ResourceId e : *p.route)
-                ++use_[e];
+                least = std::min(least, net_.capacity(e));
         else if (p.has_edge)
-            ++use_[p.edge];
-    }
-    auto own = [&](sim::ResourceId e) {
-        return owner_[e] == run->plan && !shared_[e] && use_[e] == 1;
+            least = net_.capacity(p.edge);
+        return least;
     };
-    for (std::size_t i = 0; i < batch_.size(); ++i) {
-        const Pending& p = batch_[i];
+    auto add = [&](sim::ResourceId e, double least) {
+        if (use_[e] == 0) {
+            touched_.push_back(e);
+            load_.push_back(0);
+            count_.push_back(0);
+            use_[e] = static_cast<std::uint32_t>(touched_.size());
+        }
+        load_[use_[e] - 1] += least;
+        ++count_[use_[e] - 1];
+    };
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Pending& p = batch[i];
+        const double least = least_of(p);
+        m.bottleneck[i] = least; // NaN below if not alone
+        if (p.route != nullptr)
+            for (sim::ResourceId e : *p.route)
+                add(e, least);
+        else if (p.has_edge)
+            add(p.edge, least);
+    }
+    constexpr double kMargin = 1 - 1e-9;
+    auto own = [&](sim::ResourceId e) {
+        if (!options_.exclusive && (owner_[e] != run->plan || shared_[e]))
+            return false;
+        const std::uint32_t k = use_[e] - 1;
+        return count_[k] == 1 || load_[k] <= net_.capacity(e) * kMargin;
+    };
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Pending& p = batch[i];
         bool alone = true;
-        double least = std::numeric_limits<double>::infinity();
-        // Ownership first: a flow that crosses a shared resource (most hops between nodes)
-        // needs no bottleneck.
         if (p.route != nullptr) {
             for (sim::ResourceId e : *p.route) {
                 if (!own(e)) {
@@ -290,22 +339,14 @@ const std::vector<double>& FlowCollectives::fold(Run* run) {
                     break;
                 }
             }
-            for (std::size_t k = 0; alone && k < p.route->size(); ++k)
-                least = std::min(least, net_.capacity((*p.route)[k]));
         } else if (p.has_edge) {
             alone = own(p.edge);
-            least = net_.capacity(p.edge);
         }
-        if (alone)
-            m.bottleneck[i] = least;
+        if (!alone)
+            m.bottleneck[i] = std::numeric_limits<double>::quiet_NaN();
     }
-    for (const Pending& p : batch_) {
-        if (p.route != nullptr)
-            for (sim::ResourceId e : *p.route)
-                use_[e] = 0;
-        else if (p.has_edge)
-            use_[p.edge] = 0;
-    }
+    for (sim::ResourceId e : touched_)
+        use_[e] = 0;
     return m.bottleneck;
 }
 
@@ -320,6 +361,8 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         gpu_represented_.resize(n_gpus, 0);
     }
     run->then_local = then_local;
+    std::swap(run->batch, batch_);
+    const std::vector<Pending>& batch = run->batch;
     // Symmetry holds for a flow whose every resource is its communicator's alone, crossed by no
     // other flow of the batch, while no other collective runs on the communicator. Which flows
     // those are is decided first (fold), so that the flows left to representatives cost no
@@ -327,8 +370,8 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
     const bool lump = options_.symmetry && running_per_plan_[run->plan] == 1;
     static const std::vector<double> kNone;
     const std::vector<double>& bottleneck = lump ? fold(run) : kNone;
-    for (std::size_t i = 0; i < batch_.size(); ++i) {
-        const Pending& p = batch_[i];
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Pending& p = batch[i];
         const bool alone = lump && !std::isnan(bottleneck[i]);
         // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
         // flows are those of the same size, bottleneck and latency.
@@ -339,7 +382,7 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
                 return l.bytes == p.bytes && l.rate == rate && l.latency == p.latency;
             });
             if (it != end) {
-                it->left.push_back(p);
+                it->left.push_back(static_cast<std::uint32_t>(i));
                 ++stats_.represented;
                 if (p.gpu_a >= 0)
                     gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
@@ -363,35 +406,36 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
             l.bytes = p.bytes;
             l.rate = rate;
             l.latency = p.latency;
-            spec.on_complete = [this, run, then_local, k](sim::FlowId) {
-                run->lumps[k].rep_done = true;
-                on_flow_done(run, then_local);
+            // Captures of 16 bytes at most stay inside the std::function (a flow's callback
+            // was a heap block of its own); the batch's flows end before the next batch, so
+            // `then_local` is the run's, and the lump is found by its representative.
+            spec.on_complete = [this, run](sim::FlowId id) {
+                for (std::size_t j = 0; j < run->nlumps; ++j)
+                    if (run->lumps[j].rep == id)
+                        run->lumps[j].rep_done = true;
+                on_flow_done(run);
             };
             run->lumps[k].rep = net_.start(std::move(spec));
         } else {
-            spec.on_complete = [this, run, then_local](sim::FlowId) {
-                on_flow_done(run, then_local);
-            };
+            spec.on_complete = [this, run](sim::FlowId) { on_flow_done(run); };
             net_.start(std::move(spec));
         }
     }
 }
 
 void FlowCollectives::materialize(Run* run) {
-    const bool then_local = run->then_local;
     for (std::size_t i = 0; i < run->nlumps; ++i) {
         Run::Lump& l = run->lumps[i];
         if (l.rep_done)
             continue; // the others finished with it
-        for (const Pending& p : l.left) {
+        for (std::uint32_t j : l.left) {
+            const Pending& p = run->batch[j];
             ++run->pending;
             ++stats_.flows;
             --stats_.represented;
             mark_gpu(p.gpu_a, true);
             mark_gpu(p.gpu_b, true);
-            net_.start_copy(l.rep, p.path(), [this, run, then_local](sim::FlowId) {
-                on_flow_done(run, then_local);
-            });
+            net_.start_copy(l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); });
         }
         l.left.clear();
     }
@@ -401,6 +445,13 @@ void FlowCollectives::claim(const Communicator& comm) {
     const detail::Plan* plan = &comm.plan();
     if (std::find(claimed_.begin(), claimed_.end(), plan) != claimed_.end())
         return;
+    if (options_.exclusive) {
+        // Every resource is the one communicator's: nothing to record but that it is the one.
+        if (!claimed_.empty())
+            throw std::logic_error("FlowOptions::exclusive admits one communicator");
+        claimed_.push_back(plan);
+        return;
+    }
     // Resources that a round in flight left to representatives may now be shared.
     for (const auto& run : runs_)
         materialize(run.get());
@@ -479,6 +530,8 @@ Outcome simulate(const Communicator& comm, const Collective& c, Fidelity fidelit
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, comm.topology());
+    // One collective alone: its communicator's is every resource.
+    options.exclusive = true;
     FlowCollectives runner(engine, net, comm.topology(), options);
     sim::Time end = sim::Time::zero();
     runner.start(comm, c, [&] { end = engine.now(); });

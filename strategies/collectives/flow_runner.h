@@ -16,11 +16,14 @@
 /// bytes, bottleneck and latency) finish at the same instant, to the bit: one representative of
 /// each such class is simulated and the others finish with it. A flow is left to a
 /// representative only when every resource it crosses belongs to its communicator alone
-/// (`claim`: the edges of the communicator's nodes, NICs included; never the fabric's switches)
-/// and no other flow of the round crosses it, and while no other collective runs on the same
-/// communicator; when one starts, or a communicator claims resources late, the flows left out
-/// of rounds in flight are started there and then as copies of their representatives
-/// (FlowNetwork::start_copy), so the result stays the one of the full simulation.
+/// (`claim`: the edges of the communicator's nodes, NICs included; the fabric's switches only
+/// under FlowOptions::exclusive, one collective alone on its network) and no other flow of the
+/// round can take from it there (it is the only one, or the least capacities of the round's
+/// flows there sum to less than the resource's: then no flow is limited by that resource), and
+/// while no other collective runs on the same communicator; when one starts, or a communicator
+/// claims resources late, the flows left out of rounds in flight are started there and then as
+/// copies of their representatives (FlowNetwork::start_copy), so the result stays the one of the
+/// full simulation.
 
 #include "hardware/topology.h"
 #include "sim/engine.h"
@@ -44,6 +47,10 @@ struct FlowOptions {
     int max_rounds = 128;
     /// Simulate one representative of each class of identical flows (see above).
     bool symmetry = false;
+    /// The caller's promise that every flow on the network is of collectives on one
+    /// communicator (simulate(): one collective alone on its cluster), so that symmetry may
+    /// treat every resource as that communicator's own, the fabric's switches included.
+    bool exclusive = false;
 };
 
 struct FlowStats {
@@ -110,7 +117,7 @@ private:
     /// Symmetry: per flow of batch_, its bottleneck if it is alone on resources of its own
     /// (and may be left to an identical representative), NaN if not.
     const std::vector<double>& fold(Run* run);
-    void on_flow_done(Run* run, bool then_local);
+    void on_flow_done(Run* run);
     /// Starts, as copies of their representatives, the flows left out of `run`'s round.
     void materialize(Run* run);
     void advance(Run* run);
@@ -134,7 +141,12 @@ private:
     std::vector<char> shared_;
     std::vector<const detail::Plan*> claimed_;
     std::vector<std::vector<sim::ResourceId>> node_edges_; ///< edges with an end in each node
+    /// fold's scratch: per resource, 1 + its place in touched_ (0: not crossed by the batch);
+    /// per place, the batch's flows there and the sum of their least capacities.
     std::vector<std::uint32_t> use_;
+    std::vector<sim::ResourceId> touched_;
+    std::vector<double> load_;
+    std::vector<std::uint32_t> count_;
     std::vector<char> gpu_simulated_, gpu_represented_;
 };
 

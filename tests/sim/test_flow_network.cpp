@@ -316,3 +316,40 @@ TEST_CASE("FlowNetwork: a resource is named as given or else by the namer when a
     CHECK_THROWS_WITH(net.add_resource(-1, "pcie"), Catch::Contains("'pcie'"));
     CHECK(net.resource_count() == 3);
 }
+
+TEST_CASE("FlowNetwork: flows waiting for one instant start together, in the order started",
+          "[sim][flow]") {
+    // The flows of a round share one activation event; a flow started meanwhile at another
+    // instant, or after another event was queued, waits on its own, and a zero-byte flow that
+    // completes on activation may start flows from its callback.
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    auto a = net.start(FlowSpec{1e6, {link}, Time::us(2), kInf, rec.cb()});
+    auto b = net.start(FlowSpec{1e6, {link}, Time::us(2), kInf, rec.cb()});
+    auto c = net.start(FlowSpec{1e6, {link}, Time::us(1), kInf, rec.cb()});
+    sim::FlowId late = 0;
+    auto zero =
+        net.start(FlowSpec{0, {link}, Time::us(2), kInf, [&](sim::FlowId id) {
+                               rec.done[id] = engine.now();
+                               late = net.start(FlowSpec{1e6, {link}, Time::us(1), kInf, rec.cb()});
+                           }});
+    bool other_ran = false;
+    engine.at(Time::us(2), [&] { other_ran = true; });
+    auto d = net.start(FlowSpec{1e6, {link}, Time::us(2), kInf, rec.cb()});
+    engine.run();
+    CHECK(other_ran);
+    CHECK(rec.done.at(zero) == Time::us(2));
+    // c moves alone from 1 us, a, b and d join it at 2 us (c is 1e3 bytes ahead), the late
+    // flow at 3 us.
+    CHECK(rec.done.at(a) == rec.done.at(b));
+    CHECK(rec.done.at(a) == rec.done.at(d));
+    CHECK(rec.done.at(c) < rec.done.at(a));
+    // 5 MB in all: the link is busy from 1 us to 5.001 ms, the late flow last (each completion
+    // rounds up to a picosecond).
+    const Time end = Time::us(1) + Time::from_seconds(5e6 / 1e9);
+    CHECK(rec.done.at(late) >= end);
+    CHECK((rec.done.at(late) - end).picoseconds() <= 8);
+    CHECK(net.flows_in_flight() == 0);
+}

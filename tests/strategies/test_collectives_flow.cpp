@@ -462,3 +462,78 @@ TEST_CASE("collectives: symmetry is refused where it would not be exact",
         }
     }
 }
+
+TEST_CASE("collectives: a collective alone folds its hops across the fabric, exactly",
+          "[collectives][flow][symmetry]") {
+    // simulate() runs one collective on its own network (FlowOptions::exclusive): a hop whose
+    // resources, the fabric's included, carry less than their capacity in the round's demands
+    // moves at its own bottleneck and is left to a representative; the times stay those of
+    // every flow simulated, to the picosecond.
+    FlowOptions sym_options;
+    sym_options.symmetry = true;
+    auto both = [&](const Communicator& comm, const Collective& c) {
+        const Outcome sym = simulate(comm, c, Fidelity::flow, sym_options);
+        const Outcome full = simulate(comm, c, Fidelity::flow);
+        INFO(to_string(c.op) << " " << to_string(sym.choice.algorithm) << " on " << comm.size()
+                             << " GPUs");
+        CHECK(sym.time.picoseconds() == full.time.picoseconds());
+        CHECK(full.stats.represented == 0);
+        CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+        CHECK(sym.stats.payload_bytes == full.stats.payload_bytes);
+        return std::pair{sym.stats, full.stats};
+    };
+    Collective c;
+    c.bytes = 256 * MiB;
+    SECTION("rings on 16 DGX A100s: every hop between nodes folds") {
+        const auto& topo = topology("dgx-a100", 128);
+        c.algorithm = Algorithm::ring;
+        const auto [sym, full] = both(Communicator(topo, first(128)), c);
+        CHECK(sym.flows * 20 < full.flows);
+        const auto [sym1, full1] = both(Communicator(topo, one_per_node(16)), c);
+        CHECK(sym1.flows * 4 < full1.flows);
+    }
+    SECTION("an oversubscribed fabric: the hops that meet at a spine are simulated") {
+        auto spec = hardware::with_gpu_count(hardware::load_hardware("dgx-a100"), 8 * 24);
+        spec.network.oversubscription = 2;
+        const hardware::Topology topo(spec);
+        c.algorithm = Algorithm::ring;
+        const auto [sym, full] = both(Communicator(topo, one_per_node(24)), c);
+        CHECK(sym.represented > 0);
+    }
+    SECTION("NCCL's double binary tree on 4 DGX A100s (shared parents' links stay simulated)") {
+        const auto& topo = topology("dgx-a100", 32);
+        c.algorithm = Algorithm::tree;
+        both(Communicator(topo, first(32)), c);
+    }
+    SECTION("all-to-all and all-gather on 2 DGX A100s, NVLSTree on 4 DGX H100s") {
+        const auto& topo = topology("dgx-a100", 16);
+        c.algorithm = Algorithm::automatic;
+        c.bytes = 64 * MiB;
+        c.op = Op::all_to_all;
+        both(Communicator(topo, first(16)), c);
+        c.op = Op::all_gather;
+        both(Communicator(topo, first(16)), c);
+        c.op = Op::all_reduce;
+        c.algorithm = Algorithm::nvls_tree;
+        const auto& h100 = topology("dgx-h100", 32);
+        const auto [sym, full] = both(Communicator(h100, first(32)), c);
+        CHECK(sym.represented > 0);
+    }
+}
+
+TEST_CASE("collectives: an exclusive flow network admits one communicator",
+          "[collectives][flow][symmetry]") {
+    const auto& topo = topology("dgx-a100", 16);
+    sim::Engine engine;
+    sim::FlowNetwork net(engine);
+    hardware::bind_topology(net, topo);
+    FlowOptions options;
+    options.symmetry = true;
+    options.exclusive = true;
+    FlowCollectives runner(engine, net, topo, options);
+    const Communicator a(topo, first(8));
+    const Communicator b(topo, first(16));
+    runner.claim(a);
+    runner.claim(a); // the same one again: nothing new
+    CHECK_THROWS_AS(runner.claim(b), std::logic_error);
+}
