@@ -42,7 +42,6 @@ struct Task {
     StreamId stream = kNoStream;
     Time duration = Time::zero(); ///< used when `action` is empty
     TaskAction action;
-    std::uint32_t category = 0; ///< opaque to the kernel; no observer reads it today
 };
 
 /// The description of work: streams, tasks and dependencies. Built once, executed once.

@@ -193,8 +193,7 @@ void FlowStep::add_rank_passes(int p) {
                 {name,
                  streams_[p].compute,
                  (pass.micro_batch == 0 ? st.first_forward.time : st.forward.time) + extra_of(p, i),
-                 {},
-                 0});
+                 {}});
             fwd_task_[key] = id;
             pass_first_[p].push_back(id);
             pass_last_[p].push_back(id);
@@ -217,8 +216,8 @@ void FlowStep::add_backward(int p, std::size_t i, const PipePass& pass, const Vi
     sim::TaskId first = 0, last = 0;
     bool any = false;
     auto segment = [&](sim::Time until) {
-        const auto id = g_.add_task(
-            {name, streams_[p].compute, sim::max(sim::Time::zero(), until - at), {}, 0});
+        const auto id =
+            g_.add_task({name, streams_[p].compute, sim::max(sim::Time::zero(), until - at), {}});
         if (!any)
             first = id;
         last = id;
@@ -270,7 +269,7 @@ void FlowStep::add_send(int p, const PipePass& pass, int vs, const std::string& 
         action = collective_task(&pair_comm(from_gpu, to_gpu), c);
     }
     const sim::StreamId stream = par_.pp_overlap ? streams_[p].pp : streams_[p].compute;
-    const auto id = g_.add_task({name, stream, sim::Time::zero(), action, 0});
+    const auto id = g_.add_task({name, stream, sim::Time::zero(), action});
     g_.add_dependency(pass_last_[p].back(), id);
     const std::size_t j = static_cast<std::size_t>(pass.micro_batch);
     (pass.kind == PassKind::forward ? fwd_send_ : bwd_send_)[j * V_ + to_vs] = id;
@@ -327,7 +326,7 @@ void FlowStep::add_dp_and_optimizer() {
             if (c.after_optimizer() || !c.chunk)
                 continue;
             const auto id = g_.add_task({collective_label(c), streams_[p].dp, sim::Time::zero(),
-                                         collective_task(dp_comm_of(p, c), c.collective), 0});
+                                         collective_task(dp_comm_of(p, c), c.collective)});
             g_.add_dependency(bucket_ready_[p][static_cast<std::size_t>(*c.chunk)]
                                            [static_cast<std::size_t>(*c.bucket)],
                               id);
@@ -343,7 +342,7 @@ void FlowStep::add_dp_and_optimizer() {
             const collectives::Communicator* comm =
                 embedding ? &pair_comm(rp.gpu, plan_.ranks.back().gpu) : dp_comm_of(p, c);
             const auto id = g_.add_task({collective_label(c), streams_[p].dp, sim::Time::zero(),
-                                         collective_task(comm, c.collective), 0});
+                                         collective_task(comm, c.collective)});
             if (!pass_last_[p].empty())
                 g_.add_dependency(pass_last_[p].back(), id);
             if (embedding) {
@@ -359,14 +358,14 @@ void FlowStep::add_dp_and_optimizer() {
         before_opt[static_cast<std::size_t>(P_ - 1)].push_back(shared_embedding_);
     for (int p = 0; p < P_; ++p) {
         const RankPlan& rp = plan_.ranks[static_cast<std::size_t>(p)];
-        optimizer_[p] = g_.add_task({"optimizer", streams_[p].compute, rp.optimizer_time, {}, 0});
+        optimizer_[p] = g_.add_task({"optimizer", streams_[p].compute, rp.optimizer_time, {}});
         for (auto id : before_opt[p])
             g_.add_dependency(id, optimizer_[p]);
         for (const DpCollective& c : rp.dp) {
             if (!c.after_optimizer())
                 continue;
             const auto id = g_.add_task({collective_label(c), streams_[p].dp, sim::Time::zero(),
-                                         collective_task(dp_comm_of(p, c), c.collective), 0});
+                                         collective_task(dp_comm_of(p, c), c.collective)});
             g_.add_dependency(optimizer_[p], id);
             dp_tasks_.push_back({p, id, collective_label(c)});
         }

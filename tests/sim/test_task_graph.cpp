@@ -14,8 +14,8 @@ TEST_CASE("TaskGraph: a stream runs its tasks in order, one at a time", "[sim][t
     Engine engine;
     TaskGraph g;
     auto s = g.add_stream("compute");
-    auto a = g.add_task(Task{"a", s, Time::us(3), {}, 0});
-    auto b = g.add_task(Task{"b", s, Time::us(2), {}, 0});
+    auto a = g.add_task(Task{"a", s, Time::us(3), {}});
+    auto b = g.add_task(Task{"b", s, Time::us(2), {}});
     TaskExecutor ex(engine, g);
     ex.start();
     engine.run();
@@ -31,9 +31,9 @@ TEST_CASE("TaskGraph: two streams overlap, dependencies cross streams", "[sim][t
     TaskGraph g;
     auto compute = g.add_stream("compute");
     auto comm = g.add_stream("comm");
-    auto f1 = g.add_task(Task{"F1", compute, Time::us(4), {}, 0});
-    auto b1 = g.add_task(Task{"B1", compute, Time::us(4), {}, 0});
-    auto ar = g.add_task(Task{"AR", comm, Time::us(3), {}, 0});
+    auto f1 = g.add_task(Task{"F1", compute, Time::us(4), {}});
+    auto b1 = g.add_task(Task{"B1", compute, Time::us(4), {}});
+    auto ar = g.add_task(Task{"AR", comm, Time::us(3), {}});
     g.add_dependency(f1, ar);
     TaskExecutor ex(engine, g);
     std::vector<std::string> log;
@@ -61,16 +61,15 @@ TEST_CASE("TaskGraph: asynchronous actions end when they report done", "[sim][ta
     auto link = net.add_resource(1e9, "link");
     TaskGraph g;
     auto s = g.add_stream("comm");
-    auto send = g.add_task(Task{"send", s, Time::zero(),
-                                [&](sim::TaskId, std::function<void()> done) {
-                                    net.start(sim::FlowSpec{1e6,
-                                                            {link},
-                                                            Time::us(2),
-                                                            std::numeric_limits<double>::infinity(),
-                                                            [done](sim::FlowId) { done(); }});
-                                },
-                                0});
-    auto after = g.add_task(Task{"after", s, Time::us(1), {}, 0});
+    auto send =
+        g.add_task(Task{"send", s, Time::zero(), [&](sim::TaskId, std::function<void()> done) {
+                            net.start(sim::FlowSpec{1e6,
+                                                    {link},
+                                                    Time::us(2),
+                                                    std::numeric_limits<double>::infinity(),
+                                                    [done](sim::FlowId) { done(); }});
+                        }});
+    auto after = g.add_task(Task{"after", s, Time::us(1), {}});
     TaskExecutor ex(engine, g);
     ex.start();
     engine.run();
@@ -83,8 +82,8 @@ TEST_CASE("TaskGraph: a dependency against stream order stalls and is reported",
     Engine engine;
     TaskGraph g;
     auto s = g.add_stream("compute");
-    auto first = g.add_task(Task{"first", s, Time::us(1), {}, 0});
-    auto second = g.add_task(Task{"second", s, Time::us(1), {}, 0});
+    auto first = g.add_task(Task{"first", s, Time::us(1), {}});
+    auto second = g.add_task(Task{"second", s, Time::us(1), {}});
     g.add_dependency(second, first); // first waits for second, which waits behind first
     TaskExecutor ex(engine, g);
     ex.start();
@@ -96,8 +95,8 @@ TEST_CASE("TaskGraph: a dependency against stream order stalls and is reported",
 
 TEST_CASE("TaskGraph: bad construction is refused", "[sim][tasks]") {
     TaskGraph g;
-    CHECK_THROWS_AS(g.add_task(Task{"x", 3, Time::zero(), {}, 0}), std::invalid_argument);
-    auto t = g.add_task(Task{"t", sim::kNoStream, Time::zero(), {}, 0});
+    CHECK_THROWS_AS(g.add_task(Task{"x", 3, Time::zero(), {}}), std::invalid_argument);
+    auto t = g.add_task(Task{"t", sim::kNoStream, Time::zero(), {}});
     CHECK_THROWS_AS(g.add_dependency(t, t), std::invalid_argument);
     CHECK_THROWS_AS(g.add_dependency(t, 7), std::invalid_argument);
 }
