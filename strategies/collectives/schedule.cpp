@@ -575,6 +575,184 @@ std::int64_t buffer_elements(Op op, std::int64_t elements) {
     return (op == Op::all_to_all || op == Op::send_recv) ? 2 * elements : elements;
 }
 
+namespace {
+
+/// What every algorithm's phases are built from: the plan, the collective and its sizes.
+struct PhaseInputs {
+    const Plan& plan;
+    const Collective& c;
+    Protocol p;
+    double S;           ///< bytes
+    std::int64_t E;     ///< elements
+    std::int64_t chunk; ///< the protocol's chunk (or the options')
+    RingKind kind;
+};
+
+/// Ring: a chain per channel for broadcast and reduce across nodes, one chain on one node, else
+/// NCCL's rings.
+void add_ring_phases(Decomposition& d, const PhaseInputs& in) {
+    const Plan& plan = in.plan;
+    const Collective& c = in.c;
+    const Protocol p = in.p;
+    const double S = in.S;
+    const std::int64_t E = in.E;
+    const std::int64_t chunk = in.chunk;
+    const RingKind kind = in.kind;
+    const int n = plan.n;
+    if ((c.op == Op::broadcast || c.op == Op::reduce) && plan.channels > 1) {
+        // Across nodes a chain per ring channel, 1/channels of the buffer each
+        // (Plan::chains), as the closed form.
+        const detail::TreeData& t = plan.chains(c.root, c.op == Op::reduce);
+        std::vector<sim::Time> latency;
+        for (LinkLevel l : t.stage_level)
+            latency.push_back(plan.step_latency(l, p));
+        const int parts = t.parts();
+        std::vector<Part> part_list;
+        for (int i = 0; i < parts; ++i) {
+            const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
+            part_list.push_back({lo, hi - lo, S / parts});
+        }
+        d.phases.push_back(std::make_unique<PipelinePhase>(t.stages, t.stage_reduces,
+                                                           std::move(latency), std::move(part_list),
+                                                           chunk_count(S / parts, chunk)));
+    } else if (c.op == Op::broadcast || c.op == Op::reduce) {
+        // A pipelined chain over cycle 0, from the root (broadcast) or to it (reduce).
+        const int start = (plan.cycle_position[size_t(c.root)] + (c.op == Op::reduce ? 1 : 0)) % n;
+        std::vector<std::vector<detail::TreeData::Hop>> stages;
+        std::vector<sim::Time> latency;
+        for (int j = 0; j + 1 < n; ++j) {
+            const int h = (start + j) % n;
+            stages.push_back({{plan.cycles[0][size_t(h)], plan.cycles[0][size_t((h + 1) % n)], 0}});
+            latency.push_back(plan.step_latency(plan.hop_level[size_t(h)], p));
+        }
+        d.phases.push_back(std::make_unique<PipelinePhase>(
+            std::move(stages), std::vector<bool>(size_t(std::max(0, n - 1)), c.op == Op::reduce),
+            std::move(latency), std::vector<Part>{{0, E, S}}, chunk_count(S, chunk)));
+    } else {
+        RingGroup g;
+        g.cycles = plan.cycles;
+        g.block_of = plan.cycles; // rank r owns block r, as nccl-tests lays out its buffers
+        g.count = E;
+        std::vector<RingGroup> groups{std::move(g)};
+        std::optional<sim::Time> latency;
+        const int N = static_cast<int>(plan.node_ranks.size());
+        if (N > 1 && n > 1) {
+            // Across nodes, NCCL's latency (tuning.cc, as the closed form counts it): the
+            // steps that cross the network pay its latency, the others the intra-node one
+            // (at least the proxy's post overhead), spread evenly over the steps.
+            const int k = kind == RingKind::all_reduce ? 2 : 1;
+            const double steps = k * (n - 1), inter = k * (N - 1);
+            const double overhead = p == Protocol::simple ? 3e-6 : 1e-6;
+            const double total =
+                (steps - inter) *
+                    std::max(plan.step_latency(plan.intra_level, p).seconds(), overhead) +
+                inter * plan.step_latency(LinkLevel::network, p).seconds();
+            latency = sim::Time::from_seconds(total / steps);
+        }
+        d.phases.push_back(
+            std::make_unique<RingPhase>(plan, kind, std::move(groups), S, p, latency));
+    }
+}
+
+/// Tree: NCCL's double binary tree as a pipeline of its stages.
+void add_tree_phase(Decomposition& d, const PhaseInputs& in) {
+    const Plan& plan = in.plan;
+    const Protocol p = in.p;
+    const double S = in.S;
+    const std::int64_t E = in.E;
+    const std::int64_t chunk = in.chunk;
+    const detail::TreeData& t = plan.tree();
+    std::vector<sim::Time> latency;
+    for (LinkLevel l : t.stage_level) // across nodes NCCL's Tree latencies (communicator.cpp)
+        latency.push_back(plan.node_ranks.size() > 1 ? plan.tree_step_latency(l, p)
+                                                     : plan.step_latency(l, p));
+    // Each tree carries an equal part of the buffer (two in a node, 2 x NIC ports across).
+    const int parts = t.parts();
+    std::vector<Part> part_list;
+    for (int i = 0; i < parts; ++i) {
+        const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
+        part_list.push_back({lo, hi - lo, S / parts});
+    }
+    // Across nodes NCCL's cap per channel, as the closed form: the pipeline's transfers take
+    // at least as long as the cap allows.
+    d.phases.push_back(std::make_unique<PipelinePhase>(
+        t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
+        chunk_count(S / parts, chunk), detail::tree_cap_seconds(plan, p, S)));
+}
+
+/// NVLSTree: NVLink SHARP in the node, a tree across nodes.
+void add_nvls_tree_phase(Decomposition& d, const PhaseInputs& in, const DecomposeOptions& options) {
+    const Plan& plan = in.plan;
+    const Protocol p = in.p;
+    const double S = in.S;
+    const std::int64_t E = in.E;
+    // As the closed form: NCCL's NVLSTree latency (tuning.cc: no protocol base latency) and
+    // the pipeline fill at the closed form's pace, then the chunks through every stage.
+    const double step = options.chunk_bytes > 0 ? static_cast<double>(options.chunk_bytes)
+                                                : detail::nvls_tree_step_bytes(plan, S);
+    const std::int64_t K =
+        step > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(S / step))) : 1;
+    d.start_latency = plan.tuning.launch_latency;
+    const sim::Time latency = sim::Time::from_seconds(detail::nvls_tree_latency_seconds(plan, p) +
+                                                      detail::nvls_tree_fill_bytes(plan, S) *
+                                                          detail::nvls_tree_seconds_per_byte(plan));
+    d.phases.push_back(std::make_unique<NvlsTreePhase>(
+        plan, E, S, K, latency, detail::nvls_tree_cap_seconds_per_byte(plan)));
+}
+
+/// Hierarchical and CollNet: the intra-node reduce-scatter, the exchange across nodes, the
+/// intra-node all-gather.
+void add_hierarchical_phases(Decomposition& d, const PhaseInputs& in, Algorithm algorithm) {
+    const Plan& plan = in.plan;
+    const Protocol p = in.p;
+    const double S = in.S;
+    const std::int64_t E = in.E;
+    // CollNet plays as its three phases in series (phased_in_flow): the intra-node
+    // reduce-scatter, the exchange across nodes (a ring per local rank: the flow network
+    // has no switch that reduces), the intra-node all-gather.
+    const detail::HierData& h = plan.hier();
+    const int g = h.per_node;
+    const int N = static_cast<int>(plan.node_ranks.size());
+    const bool nvls = h.nvls_rs > 0 && algorithm == Algorithm::hierarchical;
+    auto intra = [&](RingKind k) -> std::unique_ptr<Phase> {
+        if (nvls) {
+            std::vector<NvlsGroup> groups;
+            for (int node = 0; node < N; ++node)
+                groups.push_back({plan.node_ranks[size_t(node)], detail::switch_of(node),
+                                  identity(g), 0, E, 1.0});
+            return std::make_unique<NvlsPhase>(
+                k, std::move(groups), S,
+                chunk_count(S, plan.tuning.protocol(Protocol::simple).chunk_bytes),
+                plan.tuning.nvls.latency);
+        }
+        std::vector<RingGroup> groups;
+        for (int node = 0; node < N; ++node)
+            groups.push_back({{plan.node_ranks[size_t(node)]}, {identity(g)}, 0, E, 1.0});
+        return std::make_unique<RingPhase>(plan, k, std::move(groups), S, p);
+    };
+    if (g > 1)
+        d.phases.push_back(intra(RingKind::reduce_scatter));
+    std::vector<RingGroup> inter;
+    for (int l = 0; l < g; ++l) {
+        RingGroup rg;
+        std::vector<int> cycle;
+        for (int node = 0; node < N; ++node)
+            cycle.push_back(plan.node_ranks[size_t(node)][size_t(l)]);
+        rg.cycles = {cycle};
+        rg.block_of = {identity(N)};
+        rg.offset = part_begin(l, g, E);
+        rg.count = part_begin(l + 1, g, E) - rg.offset;
+        rg.fraction = 1.0 / g;
+        inter.push_back(std::move(rg));
+    }
+    d.phases.push_back(
+        std::make_unique<RingPhase>(plan, RingKind::all_reduce, std::move(inter), S, p));
+    if (g > 1)
+        d.phases.push_back(intra(RingKind::all_gather));
+}
+
+} // namespace
+
 Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm algorithm,
                         Protocol p, const DecomposeOptions& options) {
     const Plan& plan = comm.plan();
@@ -597,88 +775,17 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
     const RingKind kind = c.op == Op::all_reduce   ? RingKind::all_reduce
                           : c.op == Op::all_gather ? RingKind::all_gather
                                                    : RingKind::reduce_scatter;
+    const PhaseInputs in{plan, c, p, S, E, chunk, kind};
 
     switch (algorithm) {
     case Algorithm::automatic:
         break;
     case Algorithm::ring:
-        if ((c.op == Op::broadcast || c.op == Op::reduce) && plan.channels > 1) {
-            // Across nodes a chain per ring channel, 1/channels of the buffer each
-            // (Plan::chains), as the closed form.
-            const detail::TreeData& t = plan.chains(c.root, c.op == Op::reduce);
-            std::vector<sim::Time> latency;
-            for (LinkLevel l : t.stage_level)
-                latency.push_back(plan.step_latency(l, p));
-            const int parts = t.parts();
-            std::vector<Part> part_list;
-            for (int i = 0; i < parts; ++i) {
-                const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
-                part_list.push_back({lo, hi - lo, S / parts});
-            }
-            d.phases.push_back(std::make_unique<PipelinePhase>(
-                t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
-                chunk_count(S / parts, chunk)));
-        } else if (c.op == Op::broadcast || c.op == Op::reduce) {
-            // A pipelined chain over cycle 0, from the root (broadcast) or to it (reduce).
-            const int start =
-                (plan.cycle_position[size_t(c.root)] + (c.op == Op::reduce ? 1 : 0)) % n;
-            std::vector<std::vector<detail::TreeData::Hop>> stages;
-            std::vector<sim::Time> latency;
-            for (int j = 0; j + 1 < n; ++j) {
-                const int h = (start + j) % n;
-                stages.push_back(
-                    {{plan.cycles[0][size_t(h)], plan.cycles[0][size_t((h + 1) % n)], 0}});
-                latency.push_back(plan.step_latency(plan.hop_level[size_t(h)], p));
-            }
-            d.phases.push_back(std::make_unique<PipelinePhase>(
-                std::move(stages),
-                std::vector<bool>(size_t(std::max(0, n - 1)), c.op == Op::reduce),
-                std::move(latency), std::vector<Part>{{0, E, S}}, chunk_count(S, chunk)));
-        } else {
-            RingGroup g;
-            g.cycles = plan.cycles;
-            g.block_of = plan.cycles; // rank r owns block r, as nccl-tests lays out its buffers
-            g.count = E;
-            std::vector<RingGroup> groups{std::move(g)};
-            std::optional<sim::Time> latency;
-            const int N = static_cast<int>(plan.node_ranks.size());
-            if (N > 1 && n > 1) {
-                // Across nodes, NCCL's latency (tuning.cc, as the closed form counts it): the
-                // steps that cross the network pay its latency, the others the intra-node one
-                // (at least the proxy's post overhead), spread evenly over the steps.
-                const int k = kind == RingKind::all_reduce ? 2 : 1;
-                const double steps = k * (n - 1), inter = k * (N - 1);
-                const double overhead = p == Protocol::simple ? 3e-6 : 1e-6;
-                const double total =
-                    (steps - inter) *
-                        std::max(plan.step_latency(plan.intra_level, p).seconds(), overhead) +
-                    inter * plan.step_latency(LinkLevel::network, p).seconds();
-                latency = sim::Time::from_seconds(total / steps);
-            }
-            d.phases.push_back(
-                std::make_unique<RingPhase>(plan, kind, std::move(groups), S, p, latency));
-        }
+        add_ring_phases(d, in);
         break;
-    case Algorithm::tree: {
-        const detail::TreeData& t = plan.tree();
-        std::vector<sim::Time> latency;
-        for (LinkLevel l : t.stage_level) // across nodes NCCL's Tree latencies (communicator.cpp)
-            latency.push_back(plan.node_ranks.size() > 1 ? plan.tree_step_latency(l, p)
-                                                         : plan.step_latency(l, p));
-        // Each tree carries an equal part of the buffer (two in a node, 2 x NIC ports across).
-        const int parts = t.parts();
-        std::vector<Part> part_list;
-        for (int i = 0; i < parts; ++i) {
-            const std::int64_t lo = part_begin(i, parts, E), hi = part_begin(i + 1, parts, E);
-            part_list.push_back({lo, hi - lo, S / parts});
-        }
-        // Across nodes NCCL's cap per channel, as the closed form: the pipeline's transfers take
-        // at least as long as the cap allows.
-        d.phases.push_back(std::make_unique<PipelinePhase>(
-            t.stages, t.stage_reduces, std::move(latency), std::move(part_list),
-            chunk_count(S / parts, chunk), detail::tree_cap_seconds(plan, p, S)));
+    case Algorithm::tree:
+        add_tree_phase(d, in);
         break;
-    }
     case Algorithm::direct:
         d.phases.push_back(std::make_unique<DirectPhase>(plan, c.op, c.root, E, S, p));
         break;
@@ -690,69 +797,14 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
             plan.tuning.nvls.latency));
         break;
     }
-    case Algorithm::nvls_tree: {
-        // As the closed form: NCCL's NVLSTree latency (tuning.cc: no protocol base latency) and
-        // the pipeline fill at the closed form's pace, then the chunks through every stage.
-        const double step = options.chunk_bytes > 0 ? static_cast<double>(options.chunk_bytes)
-                                                    : detail::nvls_tree_step_bytes(plan, S);
-        const std::int64_t K =
-            step > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(S / step)))
-                     : 1;
-        d.start_latency = plan.tuning.launch_latency;
-        const sim::Time latency = sim::Time::from_seconds(
-            detail::nvls_tree_latency_seconds(plan, p) +
-            detail::nvls_tree_fill_bytes(plan, S) * detail::nvls_tree_seconds_per_byte(plan));
-        d.phases.push_back(std::make_unique<NvlsTreePhase>(
-            plan, E, S, K, latency, detail::nvls_tree_cap_seconds_per_byte(plan)));
+    case Algorithm::nvls_tree:
+        add_nvls_tree_phase(d, in, options);
         break;
-    }
     case Algorithm::hierarchical:
     case Algorithm::collnet_direct:
-    case Algorithm::collnet_chain: {
-        // CollNet plays as its three phases in series (phased_in_flow): the intra-node
-        // reduce-scatter, the exchange across nodes (a ring per local rank: the flow network
-        // has no switch that reduces), the intra-node all-gather.
-        const detail::HierData& h = plan.hier();
-        const int g = h.per_node;
-        const int N = static_cast<int>(plan.node_ranks.size());
-        const bool nvls = h.nvls_rs > 0 && algorithm == Algorithm::hierarchical;
-        auto intra = [&](RingKind k) -> std::unique_ptr<Phase> {
-            if (nvls) {
-                std::vector<NvlsGroup> groups;
-                for (int node = 0; node < N; ++node)
-                    groups.push_back({plan.node_ranks[size_t(node)], detail::switch_of(node),
-                                      identity(g), 0, E, 1.0});
-                return std::make_unique<NvlsPhase>(
-                    k, std::move(groups), S,
-                    chunk_count(S, plan.tuning.protocol(Protocol::simple).chunk_bytes),
-                    plan.tuning.nvls.latency);
-            }
-            std::vector<RingGroup> groups;
-            for (int node = 0; node < N; ++node)
-                groups.push_back({{plan.node_ranks[size_t(node)]}, {identity(g)}, 0, E, 1.0});
-            return std::make_unique<RingPhase>(plan, k, std::move(groups), S, p);
-        };
-        if (g > 1)
-            d.phases.push_back(intra(RingKind::reduce_scatter));
-        std::vector<RingGroup> inter;
-        for (int l = 0; l < g; ++l) {
-            RingGroup rg;
-            std::vector<int> cycle;
-            for (int node = 0; node < N; ++node)
-                cycle.push_back(plan.node_ranks[size_t(node)][size_t(l)]);
-            rg.cycles = {cycle};
-            rg.block_of = {identity(N)};
-            rg.offset = part_begin(l, g, E);
-            rg.count = part_begin(l + 1, g, E) - rg.offset;
-            rg.fraction = 1.0 / g;
-            inter.push_back(std::move(rg));
-        }
-        d.phases.push_back(
-            std::make_unique<RingPhase>(plan, RingKind::all_reduce, std::move(inter), S, p));
-        if (g > 1)
-            d.phases.push_back(intra(RingKind::all_gather));
+    case Algorithm::collnet_chain:
+        add_hierarchical_phases(d, in, algorithm);
         break;
-    }
     }
     return d;
 }
