@@ -9,7 +9,8 @@ its closing brace; lambdas and local classes count toward the function that hold
 scan is lexical (comments, string, character and raw-string literals are skipped; braces are
 matched), the way lizard and clang-tidy's readability-function-size count, without a compiler:
 a brace opens a function body when it follows a parameter list at namespace or class scope.
-`--list K` prints the K longest functions and files, a report rather than a check.
+`--list K` prints the K longest functions and files, a report rather than a check. CTest runs
+the check on this tree (style.function_size) and on planted violations (tests/style).
 
 A function that is a declarative table (the schema's key tables: one entry per key, no logic
 between them) says so on the line before its signature, `// check-function-size: a table`, and
