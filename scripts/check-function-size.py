@@ -18,6 +18,7 @@ is not measured: its length is the number of keys, not complexity.
 """
 
 import argparse
+import importlib.util
 import pathlib
 import re
 import sys
@@ -29,47 +30,23 @@ TABLE_MARK = "check-function-size: a table"
 SCOPE_WORDS = re.compile(r"\b(namespace|class|struct|union|enum)\b|extern\s+\"C\"")
 
 
+def _layering_lexer():
+    """check-layering.py's `blank`: the one lexer of the C++ checks (comments and literals
+    blanked, positions and line breaks kept)."""
+    path = pathlib.Path(__file__).resolve().parent / "check-layering.py"
+    spec = importlib.util.spec_from_file_location("check_layering", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.blank
+
+
+blank = _layering_lexer()
+
+
 def code_only(text):
     """The text with comments, literals and preprocessor lines blanked (newlines kept, so lines
     still count)."""
-    text = re.sub(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", "", text)
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not text[i - 1].isalnum()):
-            m = re.match(r'R"([^ ()\\\t\n]{0,16})\(', text[i:])
-            if not m:
-                out.append(c)
-                i += 1
-                continue
-            end = ")" + m.group(1) + '"'
-            j = text.find(end, i + m.end())
-            j = n if j < 0 else j + len(end)
-            out.append('""' + "\n" * text.count("\n", i, j))
-            i = j
-        elif c in "\"'":
-            # A digit separator (1'000'000) is not a character literal.
-            if c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return blank(re.sub(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", "", text), True)
 
 
 def functions(text):
