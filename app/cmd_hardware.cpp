@@ -60,6 +60,9 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
                        ? fmt::format(", {:g}:1 oversubscribed", s.network.oversubscription)
                        : std::string(),
                    s.network.in_network_reduction ? ", in-network reduction (SHARP)" : "");
+    if (s.price.per_gpu_hour > 0)
+        fmt::print(out, "  {:<12}${:.2f} per GPU-hour on demand in {}, read {} ({})\n", "price",
+                   s.price.per_gpu_hour, s.price.region, s.price.date, s.price.source);
 
     // Links by kind: physical links are pairs of directed edges.
     struct Tally {

@@ -155,6 +155,10 @@ explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSp
                 "--price-per-gpu-hour: expected a finite price >= 0 (dollars), got {}", o.price));
         r.price_per_gpu_hour = o.price;
         context.price_source = "--price-per-gpu-hour";
+    } else if (const hardware::ListPrice& list = base.cluster.price; list.per_gpu_hour > 0) {
+        r.price_per_gpu_hour = list.per_gpu_hour;
+        context.price_source = fmt::format("{}'s on-demand list price in {}, read {}; {}",
+                                           base.cluster.name, list.region, list.date, list.source);
     }
     if (!(std::isfinite(o.target_days) && o.target_days >= 0))
         throw InputError(fmt::format("--target-days: expected a positive number of days, got {}",

@@ -72,6 +72,11 @@ const std::vector<Key<ClusterSpec>>& hardware_root_keys() {
           .type = KeyType::section,
           .meaning = "the kernel cost model of the GPU",
           .lands = "ClusterSpec::compute"}},
+        {{.name = "price",
+          .type = KeyType::section,
+          .meaning = "the cloud's on-demand list price per GPU-hour, with its date and source "
+                     "(not inherited by a file that extends this one)",
+          .lands = "ClusterSpec::price"}},
         {{.name = "nodes",
           .fallback = "1",
           .min = 1,
@@ -94,6 +99,42 @@ const std::vector<Key<ClusterSpec>>& hardware_root_keys() {
           .meaning = "validation residuals of the calibrated model (written by calibrate fit)",
           .lands = "Platform::provenance.uncertainty",
           .group = "platform"}},
+    };
+    return keys;
+}
+
+const std::vector<Key<ListPrice>>& price_keys() {
+    using P = ListPrice;
+    static const std::vector<Key<P>> keys{
+        {{.name = "per_gpu_hour",
+          .type = KeyType::number,
+          .fallback = "required",
+          .number_min = 0,
+          .meaning = "dollars (more than 0) for one GPU for one hour, on demand (the instance's "
+                     "price / GPUs)",
+          .lands = "ListPrice::per_gpu_hour",
+          .example = "6.88"},
+         field<&P::per_gpu_hour>},
+        {{.name = "region",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "the region the price holds in",
+          .lands = "ListPrice::region",
+          .example = "us-east-1"},
+         field<&P::region>},
+        {{.name = "date",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "when the price was read, YYYY-MM-DD",
+          .lands = "ListPrice::date",
+          .example = "2026-11-09"},
+         field<&P::date>},
+        {{.name = "source",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "where the price was read (the provider's price list or API)",
+          .lands = "ListPrice::source"},
+         field<&P::source>},
     };
     return keys;
 }
@@ -746,6 +787,10 @@ std::vector<config::KeySection> hardware_key_sections() {
                    protocol_keys()),
         section_of("collectives.<protocol>.<level>",
                    "One protocol on one link level (nvlink, pcie, network).", level_keys()),
+        section_of("price",
+                   "The cloud's on-demand list price (a cloud preset's; `scale` uses it unless "
+                   "--price-per-gpu-hour is given).",
+                   price_keys()),
         section_of("compute", "The kernel cost model (hardware/compute_model.h).", compute_keys()),
         section_of("compute.gemm", "GEMMs.", gemm_keys()),
         section_of("compute.gemm.efficiency", "GEMM efficiency per dtype.", gemm_efficiency_keys()),

@@ -25,6 +25,7 @@ const std::vector<config::Key<LinkSpec>>& link_keys();
 const std::vector<config::Key<NodeSpec>>& nvswitch_keys();
 const std::vector<config::Key<NodeSpec>>& pcie_keys();
 const std::vector<config::Key<NetworkSpec>>& network_keys();
+const std::vector<config::Key<ListPrice>>& price_keys();
 const std::vector<config::Key<ComputeSpec>>& compute_keys();
 const std::vector<config::Key<ComputeSpec>>& gemm_keys();
 const std::vector<config::Key<ComputeSpec>>& gemm_efficiency_keys();

@@ -94,6 +94,28 @@ void apply_node(YamlMap m, NodeSpec& node) {
     m.finish();
 }
 
+/// A price is a planner's input: a positive amount, dated as the issue of prices going stale
+/// asks (YYYY-MM-DD, so that a reader sees how old it is).
+void apply_price(YamlMap m, ListPrice& price) {
+    // A layer's price is whole: none of its keys comes from the layer below.
+    price = {};
+    config::read_keys(m, price_keys(), price);
+    m.finish();
+    for (const auto& k : price_keys()) {
+        if (!m.has(k.info.name))
+            m.fail(k.info.name, "missing: a price states its amount, region, date and source");
+    }
+    if (!(price.per_gpu_hour > 0))
+        m.fail("per_gpu_hour",
+               "expected a positive price in dollars, got " + m.str("per_gpu_hour"));
+    const std::string& d = price.date;
+    const bool iso =
+        d.size() == 10 && d[4] == '-' && d[7] == '-' &&
+        std::all_of(d.begin(), d.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
+    if (!iso)
+        m.fail("date", "expected the day the price was read as YYYY-MM-DD, got '" + d + "'");
+}
+
 void apply_network(YamlMap m, NetworkSpec& net) {
     // The transport's setter sets its defaults, before the keys that override them.
     config::read_keys(m, network_keys(), net);
@@ -217,9 +239,10 @@ ClusterSpec load_layers(const YAML::Node& doc, const std::string& file) {
 } // namespace
 
 void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
-    if (extended)
+    if (extended) {
         spec.description.clear();
-    else
+        spec.price = {};
+    } else
         spec.name = fs::path(root.file()).stem().string();
     config::read_keys(root, hardware_root_keys(), spec);
     if (root.has("gpu"))
@@ -232,6 +255,8 @@ void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
         apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
         apply_compute(root.map("compute"), spec.compute);
+    if (root.has("price"))
+        apply_price(root.map("price"), spec.price);
 }
 
 const config::PresetKind& hardware_presets() {

@@ -181,6 +181,18 @@ struct ComputeSpec {
     double gemm_eff(Dtype d) const { return gemm_efficiency[static_cast<std::size_t>(d)]; }
 };
 
+/// The provider's on-demand list price of one GPU for one hour, as a cloud preset states it:
+/// a planner's cost (`scale`) uses it unless told another. A price is a product's, so a file
+/// that extends another does not inherit it (a p4de is not priced as the p4d it extends).
+struct ListPrice {
+    double per_gpu_hour = 0; ///< dollars; 0: no price stated
+    std::string region;      ///< where the price holds ("us-east-1")
+    std::string date;        ///< when it was read, YYYY-MM-DD
+    std::string source;      ///< where it was read from
+
+    bool operator==(const ListPrice&) const = default;
+};
+
 /// A whole cluster: `nodes` identical nodes on one network.
 struct ClusterSpec {
     std::string name;        ///< preset name or file stem
@@ -189,6 +201,7 @@ struct ClusterSpec {
     NetworkSpec network;
     CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
     ComputeSpec compute;          ///< kernel cost model of the node's GPU
+    ListPrice price;              ///< the cloud's list price, where the file states one
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }

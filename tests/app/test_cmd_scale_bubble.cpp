@@ -5,6 +5,7 @@
 #include "app/cli.h"
 #include "cli_run.h"
 #include "explore/sweep_row.h"
+#include "hardware/hardware_loader.h"
 #include "svg_check.h"
 
 #include <fmt/format.h>
@@ -83,6 +84,38 @@ double dollars(std::string s) {
 const std::string kGpt3 = CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml";
 const std::string kMlp = CLUSTERSIM_SOURCE_DIR "/configs/experiments/lecture-mlp-pipeline.yaml";
 } // namespace
+
+// A cloud preset's list price prices the plan unless --price-per-gpu-hour says otherwise, and
+// the output names which was used (issue: "the output says which was used").
+TEST_CASE("scale: a cloud preset's list price, or the flag's", "[app][scale][price]") {
+    const std::string p5 = CLUSTERSIM_SOURCE_DIR "/configs/experiments/llama3-70B-64xH100-p5.yaml";
+    const hardware::ListPrice list = hardware::load_hardware("aws-p5").price;
+    REQUIRE(list.per_gpu_hour > 0);
+    const std::vector<std::string> args{
+        "scale",         p5,      "--gpus",        "64",       "--tokens", "1T", "--set",
+        "parallel.tp=8", "--set", "parallel.pp=1", "--format", "json"};
+    const Run listed = run(args);
+    INFO(listed.err);
+    REQUIRE(listed.code == 0);
+    const auto plan = nlohmann::json::parse(listed.out);
+    CHECK(plan["price_per_gpu_hour"].get<double>() == list.per_gpu_hour);
+    const std::string source = plan["price_source"];
+    CHECK_THAT(source, Catch::Contains("aws-p5") && Catch::Contains(list.date) &&
+                           Catch::Contains(list.region));
+    const auto& point = plan["points"][0];
+    REQUIRE(point["status"] == "found");
+    // cost = hours to train x GPUs x the price.
+    CHECK(point["cost"].get<double>() ==
+          Approx(point["time_to_train_s"].get<double>() / 3600 * 64 * list.per_gpu_hour));
+
+    auto flagged = args;
+    flagged.insert(flagged.end(), {"--price-per-gpu-hour", "1"});
+    const Run given = run(flagged);
+    REQUIRE(given.code == 0);
+    const auto overridden = nlohmann::json::parse(given.out);
+    CHECK(overridden["price_per_gpu_hour"].get<double>() == 1.0);
+    CHECK(overridden["price_source"] == "--price-per-gpu-hour");
+}
 
 TEST_CASE("scale: efficiency and cost from the rows' own numbers", "[app][scale]") {
     TempDir dir("scale");

@@ -91,6 +91,59 @@ TEST_CASE("hardware files: extends and overrides", "[hardware][loader]") {
     CHECK(s.node.gpu.sm_count == 108);
 }
 
+// A price belongs to the product that states it: a planner must not price a p4de (80 GB) as
+// the p4d (40 GB) it extends, nor a calibrated copy of a cloud preset as that cloud.
+TEST_CASE("hardware files: a list price is dated, sourced and never inherited",
+          "[hardware][loader][price]") {
+    const ClusterSpec p5 = load_hardware("aws-p5");
+    CHECK(p5.price.per_gpu_hour > 0);
+    CHECK(p5.price.date.size() == 10);
+    CHECK(!p5.price.source.empty());
+    CHECK(!p5.price.region.empty());
+
+    // Every preset extending a priced one states its own price or none (no silent copy).
+    for (const auto& n : config::preset_names(hardware_presets())) {
+        INFO(n);
+        const ClusterSpec s = load_hardware(n);
+        if (s.price.per_gpu_hour > 0) {
+            CHECK(s.price.date.size() == 10);
+            CHECK(!s.price.source.empty());
+        }
+    }
+    CHECK(load_hardware("aws-p4de").price.per_gpu_hour !=
+          load_hardware("aws-p4d").price.per_gpu_hour);
+
+    TempYaml mine("extends: aws-p5\nname: my-p5\n");
+    CHECK(load_hardware(mine.path.string()).price == ListPrice{});
+    TempYaml priced("extends: dgx-h100\nprice:\n  per_gpu_hour: 2.5\n  region: here\n"
+                    "  date: 2026-12-01\n  source: my contract\n");
+    const ListPrice own = load_hardware(priced.path.string()).price;
+    CHECK(own.per_gpu_hour == 2.5);
+    CHECK(own.source == "my contract");
+
+    SECTION("every key of the section is required") {
+        CHECK_THAT(load_error("extends: dgx-h100\nprice:\n  per_gpu_hour: 2\n  region: r\n"
+                              "  source: s\n"),
+                   Catch::Contains("price.date"));
+    }
+    SECTION("a positive amount") {
+        CHECK_THAT(load_error("extends: dgx-h100\nprice:\n  per_gpu_hour: 0\n  region: r\n"
+                              "  date: 2026-12-01\n  source: s\n"),
+                   Catch::Contains("hw.yaml:3:") && Catch::Contains("price.per_gpu_hour") &&
+                       Catch::Contains("positive"));
+    }
+    SECTION("a day as YYYY-MM-DD") {
+        CHECK_THAT(load_error("extends: dgx-h100\nprice:\n  per_gpu_hour: 2\n  region: r\n"
+                              "  date: last week\n  source: s\n"),
+                   Catch::Contains("price.date") && Catch::Contains("YYYY-MM-DD"));
+    }
+    SECTION("an unknown key in the section") {
+        CHECK_THAT(load_error("extends: dgx-h100\nprice:\n  per_gpu_hour: 2\n  region: r\n"
+                              "  date: 2026-12-01\n  source: s\n  spot: 1\n"),
+                   Catch::Contains("unknown key 'price.spot'"));
+    }
+}
+
 TEST_CASE("hardware files: every bad field is a one-line error with file:line:col and key",
           "[hardware][loader][errors]") {
     SECTION("unknown key, with the valid keys listed") {
