@@ -37,26 +37,17 @@ void tighten(MemoryLimit& m, double bytes, const char* which) {
         m = {bytes, which};
 }
 
-} // namespace
-
-MemoryLimit memory_limit() {
+/// The limits that hold for the whole process: physical memory and the cgroup's limit, read
+/// once. A Topology is built for every simulated step, and reading /proc/self/cgroup and
+/// memory.max each time (four system calls, two file opens) cost 15% of an analytic GPT-3 step
+/// on 64 GPUs. A cgroup limit changed while the process runs is not seen (the check is an
+/// estimate against bad_alloc, not an accounting).
+MemoryLimit fixed_limit() {
     MemoryLimit m;
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page = ::sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page > 0)
         m = {static_cast<double>(pages) * static_cast<double>(page), "physical memory"};
-
-    rlimit as{};
-    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        // Less what is mapped already (the binary, its libraries, the allocator's arenas).
-        double mapped = 0;
-        std::ifstream statm("/proc/self/statm");
-        if (statm >> mapped && page > 0)
-            mapped *= static_cast<double>(page);
-        const double left = static_cast<double>(as.rlim_cur) - mapped;
-        tighten(m, left > 1 ? left : 1, "ulimit -v (RLIMIT_AS)");
-    }
-
     if (const std::string dir = cgroup_v2_dir(); !dir.empty()) {
         // The group's limit itself, not less its use: that counts the page cache, which
         // the kernel gives back before it refuses an allocation.
@@ -66,6 +57,27 @@ MemoryLimit memory_limit() {
         // nothing.
         tighten(m, read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
                 "cgroup memory.limit_in_bytes");
+    }
+    return m;
+}
+
+} // namespace
+
+MemoryLimit memory_limit() {
+    static const MemoryLimit fixed = fixed_limit();
+    MemoryLimit m = fixed;
+    // RLIMIT_AS is asked each time (one system call): a process may lower it as it runs, and
+    // what is left of it shrinks with what is mapped.
+    rlimit as{};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        // Less what is mapped already (the binary, its libraries, the allocator's arenas).
+        const long page = ::sysconf(_SC_PAGE_SIZE);
+        double mapped = 0;
+        std::ifstream statm("/proc/self/statm");
+        if (statm >> mapped && page > 0)
+            mapped *= static_cast<double>(page);
+        const double left = static_cast<double>(as.rlim_cur) - mapped;
+        tighten(m, left > 1 ? left : 1, "ulimit -v (RLIMIT_AS)");
     }
     return m;
 }

@@ -15,7 +15,8 @@ struct MemoryLimit {
     std::string which; ///< "physical memory", "ulimit -v (RLIMIT_AS)", "cgroup memory.max"
 };
 
-/// The tightest of the limits above.
+/// The tightest of the limits above. Physical memory and the cgroup's limit are read on the
+/// first call and kept; RLIMIT_AS and what is mapped are asked on every call.
 MemoryLimit memory_limit();
 
 } // namespace clustersim::hardware

@@ -81,7 +81,7 @@ public:
         , c_(c)
         , cost_(cost) {
         if (out_ != nullptr)
-            *out_ = PassSpans{};
+            out_->spans.clear();
     }
     /// Before a span's units run.
     void begin() {
@@ -90,9 +90,9 @@ public:
     }
     /// After `count` units of `w` ran (a forward, or a backward with its recompute).
     void end(std::string_view name, int first_layer, int count, const LayerWork& w, bool backward) {
-        if (out_ == nullptr || count <= 0 || out_->count == static_cast<int>(out_->spans.size()))
+        if (out_ == nullptr || count <= 0)
             return;
-        UnitSpan& s = out_->spans[static_cast<std::size_t>(out_->count++)];
+        UnitSpan& s = out_->spans.emplace_back();
         s.name = name;
         s.first_layer = first_layer;
         s.count = count;
@@ -119,8 +119,7 @@ public:
     void finish(double end) {
         if (out_ == nullptr || end <= 0)
             return;
-        for (int i = 0; i < out_->count; ++i) {
-            UnitSpan& s = out_->spans[static_cast<std::size_t>(i)];
+        for (UnitSpan& s : out_->spans) {
             s.begin /= end;
             s.end /= end;
             s.tp /= end;
@@ -307,7 +306,7 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     BucketFiller buckets(ctx, st.buckets);
     Clock c;
     PassSeconds b;
-    SpanRecorder spans(&st.backward_spans, c, b);
+    SpanRecorder spans(ctx.unit_spans ? &st.backward_spans : nullptr, c, b);
     const std::array<int, 6> first_layers = group_first_layers(st, groups);
     // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
     // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
@@ -485,7 +484,8 @@ void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan
     st.recompute = rp;
     const LayerGroups groups = layer_groups(ctx, st, rp);
     const StageUnits units = stage_units(ctx, st);
-    st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass, &st.forward_spans);
+    st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass,
+                              ctx.unit_spans ? &st.forward_spans : nullptr);
     st.first_forward = st.forward;
     if (first_forward_gathers(ctx))
         st.first_forward = forward_pass(ctx, st, groups, units, true);

@@ -46,6 +46,8 @@ struct PlanContext {
     CollectiveTimes dp_times{nullptr};
     PassEnv env;
     bool zero3 = false; ///< parameters gathered per layer in every pass
+    /// Record the stages' unit spans (build_step_plan's `unit_spans`: for a timeline only).
+    bool unit_spans = false;
 
     /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
     std::array<models::LayerWork, 3> dense_layer;

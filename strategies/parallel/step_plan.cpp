@@ -313,7 +313,7 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
 
 StepPlan build_step_plan(const ExperimentSpec& e,
                          std::shared_ptr<const hardware::Topology> topology,
-                         collectives::CommunicatorCache* communicators) {
+                         collectives::CommunicatorCache* communicators, bool unit_spans) {
     const ParallelSpec& par = e.parallel;
     StepPlan plan;
     plan.experiment = &e;
@@ -337,6 +337,7 @@ StepPlan build_step_plan(const ExperimentSpec& e,
 
     PlanContext ctx(e, e.framework,
                     par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only);
+    ctx.unit_spans = unit_spans;
     ExpertGroups experts;
     const models::LayerConfig cfg = layer_config(e, experts);
     build_layer_works(ctx, cfg, first_choice, automatic_search);

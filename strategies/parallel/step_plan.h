@@ -85,10 +85,11 @@ struct UnitSpan {
 };
 
 /// The unit spans of one pass, in the order they ran (at most the embedding, six layer groups
-/// and the head: fixed room, so that a stage copies without allocating).
+/// and the head). Recorded only for a timeline (build_step_plan's `unit_spans`); empty
+/// otherwise, so that a stage stays small and copies without allocating (the plans of a sweep
+/// copy stages often: PlanContext::stage_costs).
 struct PassSpans {
-    std::array<UnitSpan, 8> spans{};
-    int count = 0;
+    std::vector<UnitSpan> spans;
 };
 
 /// A data-parallel gradient bucket of one virtual stage.
@@ -133,7 +134,7 @@ struct VirtualStagePlan {
     /// rank waited for its first activation): the compute it slowed.
     sim::Time gather_beside;
     PassCost backward;
-    /// Where the units of a forward and of a backward sit (traces).
+    /// Where the units of a forward and of a backward sit (traces; empty unless recorded).
     PassSpans forward_spans;
     PassSpans backward_spans;
     /// The backward split as zero-bubble schedules run it (Qi et al. 2023): the weight-gradient
@@ -256,10 +257,13 @@ struct StepPlan {
 /// fixes the recompute of each virtual stage (tests and the automatic search use it); empty:
 /// from the experiment (for `auto`, the cheapest plan per rank that fits in memory).
 /// `communicators`, when given, is a cache on `topology` that the plan takes its communicators
-/// from (same results, built once for many plans).
+/// from (same results, built once for many plans). `unit_spans`: record where the units of
+/// each pass run (VirtualStagePlan::forward_spans, backward_spans), which a timeline draws;
+/// they change no cost.
 StepPlan build_step_plan(const ExperimentSpec& e,
                          std::shared_ptr<const hardware::Topology> topology,
-                         collectives::CommunicatorCache* communicators = nullptr);
+                         collectives::CommunicatorCache* communicators = nullptr,
+                         bool unit_spans = false);
 
 /// The cost of a pass of `st`: forward (micro-batch 0's with the overlapped parameter gather),
 /// backward, backward_input or weight.

@@ -13,8 +13,7 @@ namespace {
 void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const std::string& label,
                   int rank, StepResult& r) {
     const sim::Time width = to - from;
-    for (int i = 0; i < spans.count; ++i) {
-        const UnitSpan& s = spans.spans[static_cast<std::size_t>(i)];
+    for (const UnitSpan& s : spans.spans) {
         const double share = (s.end - s.begin) / s.count;
         for (int k = 0; k < s.count; ++k) {
             const sim::Time start = from + width.scaled(s.begin + share * k);

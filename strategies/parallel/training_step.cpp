@@ -123,7 +123,7 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     };
     if (peak > 0 && flops / (peak * e.gpus) > longest)
         refuse_long(flops / (peak * e.gpus));
-    const StepPlan plan = build_step_plan(e, topology, communicators);
+    const StepPlan plan = build_step_plan(e, topology, communicators, options.timeline);
 
     StepResult r;
     r.experiment = e.name;
