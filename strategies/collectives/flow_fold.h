@@ -73,37 +73,87 @@ public:
     /// Per flow of `flows`: `rate`, the rate max-min gives it, proved (NaN: not proved), and
     /// `leave`, whether it may be left to an identical representative. `own(e)`: resource `e`
     /// carries only the round's flows while it runs (asked once per resource crossed).
+    /// `series`: rounds of one series (one phase of one collective: they cross mostly the same
+    /// resources) share what the proof learns of their paths; 0: none follows.
     void prove(const sim::FlowNetwork& net, std::span<const FoldFlow> flows,
                const std::function<bool(sim::ResourceId)>& own, std::vector<double>& rate,
-               std::vector<char>& leave);
+               std::vector<char>& leave, std::uintptr_t series = 0);
+
+    /// Forgets the paths of the last proof (its flows' routes may not outlive their
+    /// communicator; a new one may reuse their addresses).
+    void forget_paths() {
+        last_path_id_.clear();
+        path_id_.clear();
+    }
 
 private:
-    /// Per resource crossed: its place in the tables below, plus one (0: not crossed).
+    /// Places the flows' resources in the tables, with their bounds u summed per resource.
+    void index(const sim::FlowNetwork& net, std::span<const FoldFlow> flows,
+               const std::function<bool(sim::ResourceId)>& own, std::uintptr_t series);
+    /// One pass over the flows not proved yet; false when it proves none, or all.
+    bool pass(std::span<const FoldFlow> flows, std::vector<double>& rate);
+    /// Flow `i`'s resources' places.
+    std::span<const std::uint32_t> path(std::uint32_t i) const {
+        return {slots_.data() + first_slot_[i], slots_.data() + first_slot_[i + 1]};
+    }
+    /// Calls visit(place) for each place this proof crosses.
+    template <typename Visit>
+    void each_place(Visit&& visit) const {
+        if (more_) {
+            for (std::uint32_t k : touched_)
+                visit(k);
+        } else {
+            for (std::uint32_t k = 0; k < crossed_.size(); ++k)
+                visit(k);
+        }
+    }
+
+    /// Per resource of the network: its place in the tables below, plus one (0: never crossed).
+    /// Places are kept from proof to proof (most rounds cross the resources of the one before,
+    /// and a look in a table of millions cost more than the rest of the proof).
     std::vector<std::uint32_t> use_;
-    /// Per flow, its resources' places in crossed_: slots_[first_slot_[i] .. first_slot_[i+1]).
-    std::vector<std::uint32_t> slots_, first_slot_;
-    /// Per resource crossed: what the passes read (one cache line) ...
-    struct Crossed {
-        double capacity = 0;
-        double load = 0;        ///< the sum of the unproved flows' bounds u
-        double fixed = 0;       ///< the sum of the proved flows' rates
-        double share = 0;       ///< what is left over the unproved flows
-        double least_b = 0;     ///< the least b of the unproved flows
-        std::uint32_t open = 0; ///< unproved flows crossing it
-        double first_bytes = 0; ///< the size and start of one of them, this pass
+    std::uint32_t call_ = 0;
+    std::uintptr_t series_ = 0;        ///< the last proof's series (0: its places were not kept)
+    bool more_ = false;                ///< this proof's places are kept for the next of its series
+    std::vector<std::uint32_t> stamp_; ///< per place: the proof that last crossed it
+    std::vector<std::uint32_t> touched_; ///< the places this proof crosses
+    /// Per flow, its resources' places: slots_[first_slot_[i] .. first_slot_[i+1]); and the
+    /// last proof's, by position, with the path each position had (a round's flows mostly keep
+    /// their positions from round to round, or shift by the stages a draining pipeline drops).
+    std::vector<std::uint32_t> slots_, first_slot_, last_slots_, last_first_;
+    std::vector<std::uintptr_t> path_id_, last_path_id_;
+    // Per resource crossed, by place, in tables each of which one loop over the flows reads
+    // (a round on 16,384 GPUs crosses 180,000 resources; the loops' cost is their misses).
+    /// What the flows' bounds b take from a resource this pass: the share of what the proved
+    /// flows leave if it may limit, its capacity if not; -1 if it is not own (no flow on it
+    /// is proved).
+    std::vector<double> term_;
+    /// The share of a uniform resource (every unproved flow there has b = share), else -1.
+    std::vector<double> uniform_;
+    /// The unproved flows of a resource this pass: one's size and start, their least b.
+    struct Seen {
+        double first_bytes = 0; ///< NaN: none seen yet this pass
         sim::Time first_latency;
-        std::uint32_t pass = 0; ///< the pass that last computed share, limits and least_b
+        /// -1: their sizes or starts differ, or one is not own (never a share)
+        double least_b = 0;
+    };
+    std::vector<Seen> seen_;
+    /// What each pass starts from (read once per pass, in order).
+    struct Crossed {
+        sim::ResourceId resource = 0;
+        std::uint32_t open = 0; ///< unproved flows crossing it
+        double capacity = 0;
+        double load = 0;  ///< the sum of the unproved flows' bounds u
+        double fixed = 0; ///< the sum of the proved flows' rates
         bool own = false;
-        bool limits = false;   ///< the bounds do not fit: it may limit a flow
-        bool mixed = false;    ///< its unproved flows differ in size or start, or one is not own
         bool unproved = false; ///< an unproved flow crosses it (at the end)
     };
-    /// ... and what they read of the flows proved there.
+    std::vector<Crossed> crossed_;
+    /// What the proved flows there leave to the others.
     struct Fixed {
-        sim::ResourceId resource = 0;
+        double end = 0;    ///< the least duration of the proved flows
+        sim::Time latency; ///< their latency
         std::uint32_t count = 0;
-        double end = 0;     ///< the least duration of the proved flows
-        sim::Time latency;  ///< their latency
         bool mixed = false; ///< their latencies differ
         /// The proved flows here last at least `duration` from the same start (to rounding:
         /// rates equal in exact terms may differ in their last bits, computed from different
@@ -113,7 +163,6 @@ private:
         }
     };
     std::vector<Fixed> fixed_;
-    std::vector<Crossed> crossed_;
     std::vector<double> u_, b_;
     std::vector<std::uint32_t> open_, proved_;
 };

@@ -64,6 +64,7 @@ struct FlowCollectives::Run {
         double efficiency = 1;
     };
     std::vector<RouteMemo> route_memo;
+    std::size_t memo_size = 0; ///< positions of the last round that kept its routes
     /// The last round built across nodes (its transfers and memory work in one batch, still
     /// `batch`): its phase, flows, latency, least time and bytes. A round that repeats it (a
     /// ring's rounds, a pipeline's full rounds) starts `batch` again, not a copy built anew.
@@ -199,9 +200,15 @@ void FlowCollectives::next_round(Run* run) {
     // round looks up (under the plan's lock) only the pairs that changed.
     // A phase of one round (NVLSTree's on 100,000 GPUs: 650,000 flows) repeats nothing: it
     // keeps no memo, and gives back the room of its list of flows once its batch is built.
+    // A pipeline's draining rounds drop their first stages: a position missed is looked for
+    // where the rounds' difference in size puts it in the last round.
     auto& memo = run->route_memo;
+    const std::size_t shift =
+        run->memo_size > scratch_.size() ? run->memo_size - scratch_.size() : 0;
     if (repeats && memo.size() < scratch_.size())
         memo.resize(scratch_.size());
+    if (repeats)
+        run->memo_size = scratch_.size();
     for (std::size_t i = 0; i < scratch_.size(); ++i) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
@@ -209,8 +216,14 @@ void FlowCollectives::next_round(Run* run) {
         Run::RouteMemo once;
         Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
-            m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
-                 run->plan->flow_efficiency(f.src, f.dst, protocol)};
+            const Run::RouteMemo* ahead =
+                repeats && shift > 0 && i + shift < memo.size() ? &memo[i + shift] : nullptr;
+            if (ahead != nullptr && ahead->route != nullptr && ahead->src == f.src &&
+                ahead->dst == f.dst)
+                m = *ahead;
+            else
+                m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
+                     run->plan->flow_efficiency(f.src, f.dst, protocol)};
         }
         const detail::RouteInfo& route = *m.route;
         const double wire = f.bytes / m.efficiency;
@@ -231,7 +244,14 @@ void FlowCollectives::next_round(Run* run) {
     if (overlap)
         hbm = add_local_flows(run, latency);
     if (overlap && repeats) {
-        last = {run->phase, {}, latency, least, payload, wire_sum, hbm};
+        // Field by field: the lists swap, keeping both rooms (a round's flows are 500,000 on
+        // 16,384 GPUs, and a list made anew each round cost its pages each time).
+        last.phase = run->phase;
+        last.latency = latency;
+        last.least = least;
+        last.payload = payload;
+        last.wire = wire_sum;
+        last.hbm = hbm;
         std::swap(last.flows, scratch_);
     } else if (!repeats) {
         std::vector<detail::PFlow>().swap(scratch_);
@@ -334,10 +354,13 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
     // (start_batch folds only then).
     const detail::Plan* plan = run->plan;
+    // The rounds of a phase are a series (its list of rounds names it while the run lives).
+    const bool more = run->phase < run->rounds.size() && run->rounds[run->phase].size() > 1;
+    const auto series = more ? reinterpret_cast<std::uintptr_t>(&run->rounds[run->phase]) : 0;
     proof_.prove(
         net_, m.keys,
         [&](sim::ResourceId e) { return options_.exclusive || (owner_[e] == plan && !shared_[e]); },
-        m.rate, m.leave);
+        m.rate, m.leave, series);
     // A proved flow moves at its proved rate from start to end (flow_fold.h): identical flows
     // are those of the same size, rate and latency, and the first of each class stands for the
     // others. The GPUs of the flows left out are noted once, here.
@@ -471,6 +494,7 @@ void FlowCollectives::claim(const Communicator& comm) {
     const detail::Plan* plan = &comm.plan();
     if (std::find(claimed_.begin(), claimed_.end(), plan) != claimed_.end())
         return;
+    proof_.forget_paths();
     if (options_.exclusive) {
         // Every resource is the one communicator's: nothing to record but that it is the one.
         if (!claimed_.empty())
