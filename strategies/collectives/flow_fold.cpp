@@ -137,13 +137,26 @@ void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow
     seen_.resize(nc);
     fixed_.resize(nc);
     each_place([&](std::uint32_t k) { fixed_[k] = Fixed{}; });
+    first_pass_ = true;
 }
 
 bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& rate) {
-    each_place([&](std::uint32_t k) {
+    // The places an unproved flow crosses: all of them in the first pass, which proves most
+    // flows of a round; after it, a list of those still crossed, so that a pass costs what is
+    // left to prove (an all-to-all's flows are proved over dozens of passes).
+    const auto each_live = [&](auto&& visit) {
+        if (first_pass_) {
+            each_place([&](std::uint32_t k) {
+                if (crossed_[k].open > 0)
+                    visit(k);
+            });
+        } else {
+            for (std::uint32_t k : live_)
+                visit(k);
+        }
+    };
+    each_live([&](std::uint32_t k) {
         const Crossed& c = crossed_[k];
-        if (c.open == 0)
-            return;
         // As the network computes its first share there, when nothing is proved.
         const double share = (c.capacity - c.fixed) / static_cast<double>(c.open);
         const bool limits = !(c.load + c.fixed <= c.capacity * kMargin);
@@ -170,8 +183,8 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
                 x.least_b = std::min(x.least_b, b);
         }
     }
-    each_place([&](std::uint32_t k) {
-        if (crossed_[k].open > 0 && seen_[k].least_b != uniform_[k])
+    each_live([&](std::uint32_t k) {
+        if (seen_[k].least_b != uniform_[k])
             uniform_[k] = -1;
     });
     // Proved: at its cap, or at the share of a uniform resource whose proved flows last as long.
@@ -217,6 +230,16 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
         }
     }
     std::erase_if(open_, [&](std::uint32_t i) { return !std::isnan(rate[i]); });
+    if (first_pass_) {
+        live_.clear();
+        each_place([&](std::uint32_t k) {
+            if (crossed_[k].open > 0)
+                live_.push_back(k);
+        });
+        first_pass_ = false;
+    } else {
+        std::erase_if(live_, [&](std::uint32_t k) { return crossed_[k].open == 0; });
+    }
     return true;
 }
 

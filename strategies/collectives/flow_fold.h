@@ -117,6 +117,8 @@ private:
     bool more_ = false;                ///< this proof's places are kept for the next of its series
     std::vector<std::uint32_t> stamp_; ///< per place: the proof that last crossed it
     std::vector<std::uint32_t> touched_; ///< the places this proof crosses
+    std::vector<std::uint32_t> live_;    ///< those an unproved flow still crosses
+    bool first_pass_ = true;             ///< (live_ is made after the first pass)
     /// Per flow, its resources' places: slots_[first_slot_[i] .. first_slot_[i+1]); and the
     /// last proof's, by position, with the path each position had (a round's flows mostly keep
     /// their positions from round to round, or shift by the stages a draining pipeline drops).

@@ -600,3 +600,27 @@ TEST_CASE("collectives: trees on communicators of their own fold beside each oth
         CHECK(sym2.stats.represented < 2 * alone.stats.represented);
     }
 }
+
+TEST_CASE("collectives: an all-to-all folds its classes of hops, exactly",
+          "[collectives][flow][symmetry]") {
+    // n^2 flows, each alone on no link: the NICs' and the fabric's links are shared in equal
+    // shares by hops that are copies of one another, proved pass after pass (the spines' ECMP
+    // collisions among them). The times are the full simulation's, to the picosecond.
+    FlowOptions sym_options;
+    sym_options.symmetry = true;
+    Collective c;
+    c.op = Op::all_to_all;
+    for (const char* preset : {"dgx-a100", "dgx-h100"}) {
+        for (int nodes : {3, 5, 8}) {
+            const auto& topo = topology(preset, 8 * nodes);
+            const Communicator comm(topo, first(8 * nodes));
+            c.bytes = 8 * nodes * 4 * MiB; // 4 MiB to each peer
+            const Outcome sym = simulate(comm, c, Fidelity::flow, sym_options);
+            const Outcome full = simulate(comm, c, Fidelity::flow);
+            INFO(preset << ", " << nodes << " nodes");
+            CHECK(sym.time.picoseconds() == full.time.picoseconds());
+            CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+            CHECK(sym.stats.flows * 4 < full.stats.flows);
+        }
+    }
+}
