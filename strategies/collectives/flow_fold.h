@@ -119,6 +119,7 @@ private:
     std::vector<std::uint32_t> touched_; ///< the places this proof crosses
     std::vector<std::uint32_t> live_;    ///< those an unproved flow still crosses
     bool first_pass_ = true;             ///< (live_ is made after the first pass)
+    std::vector<std::uint8_t> mark_;     ///< per place: in live_ (while it is made)
     /// Per flow, its resources' places: slots_[first_slot_[i] .. first_slot_[i+1]); and the
     /// last proof's, by position, with the path each position had (a round's flows mostly keep
     /// their positions from round to round, or shift by the stages a draining pipeline drops).
