@@ -115,19 +115,26 @@ void FlowNetwork::wait(std::uint32_t slot) {
     group_open_ = true;
 }
 
+std::int64_t FlowNetwork::find(FlowId id) const {
+    for (std::size_t slot = 0; slot < slab_.size(); ++slot) {
+        if (slab_[slot].id == id && !slab_[slot].done)
+            return static_cast<std::int64_t>(slot);
+    }
+    return -1;
+}
+
 FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
-                               std::function<void(FlowId)> on_complete) {
+                               std::function<void(FlowId)> on_complete, double max_rate) {
     for (ResourceId r : path) {
         if (r >= resources_.size())
             throw std::invalid_argument("flow path names an unknown resource");
     }
-    const Flow* from = nullptr;
-    for (const Flow& f : slab_) {
-        if (f.id == original && !f.done)
-            from = &f;
-    }
-    if (from == nullptr)
+    if (!std::isnan(max_rate) && !(max_rate > 0))
+        throw std::invalid_argument("flow max_rate must be positive");
+    const std::int64_t at = find(original);
+    if (at < 0)
         throw std::logic_error("start_copy: the original flow is not in flight");
+    const Flow* from = &slab_[static_cast<std::size_t>(at)];
     const bool moving = from->active;
     if (moving)
         advance_to_now(); // the bytes it has left now
@@ -137,7 +144,7 @@ FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
               from->bytes,
               from->remaining,
               0.0,
-              from->max_rate,
+              std::isnan(max_rate) ? from->max_rate : max_rate,
               std::move(path),
               std::move(on_complete),
               0,
@@ -151,6 +158,24 @@ FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
     else
         wait(slot);
     return id;
+}
+
+bool FlowNetwork::set_max_rate(FlowId id, double max_rate) {
+    if (!(max_rate > 0))
+        throw std::invalid_argument("flow max_rate must be positive");
+    const std::int64_t at = find(id);
+    if (at < 0)
+        return false;
+    const auto slot = static_cast<std::uint32_t>(at);
+    if (slab_[slot].max_rate == max_rate)
+        return true;
+    if (slab_[slot].active) {
+        advance_to_now(); // its bytes so far moved at the old rate
+        seed_flows_.push_back(slot);
+        request_reshare();
+    }
+    slab_[slot].max_rate = max_rate;
+    return true;
 }
 
 void FlowNetwork::activate(std::uint32_t slot) {

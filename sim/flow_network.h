@@ -68,8 +68,14 @@ public:
     /// `path`. On resources nothing else crosses, with the same bottleneck, the copy finishes
     /// exactly when `original` does (what symmetry relies on when it must simulate a flow it had
     /// left to a representative). Throws std::logic_error if `original` is not in flight.
+    /// `max_rate`, if given, replaces the original's cap on the copy.
     FlowId start_copy(FlowId original, std::vector<ResourceId> path,
-                      std::function<void(FlowId)> on_complete);
+                      std::function<void(FlowId)> on_complete,
+                      double max_rate = std::numeric_limits<double>::quiet_NaN());
+    /// Sets the cap of flow `id` (> 0), from now on; false if it is not in flight (done, or
+    /// never started). Symmetry caps a flow at the rate it has proved max-min gives it, and
+    /// gives the flow its own cap back when that proof no longer holds.
+    bool set_max_rate(FlowId id, double max_rate);
 
     /// Current rate of an active flow (0 if it is waiting for its latency or has completed).
     double rate(FlowId id) const;
@@ -116,6 +122,8 @@ private:
     };
     static constexpr FlowId kNoFlow = std::numeric_limits<FlowId>::max();
 
+    /// The slot of flow `id` in flight (not done), or -1.
+    std::int64_t find(FlowId id) const;
     /// Puts `flow` in a free slot of slab_ (waiting or active, it keeps that slot).
     std::uint32_t place(Flow&& flow);
     void activate(std::uint32_t slot);

@@ -12,6 +12,24 @@
 
 namespace clustersim::strategies::collectives {
 
+/// Symmetry: which flows of a batch are proved and may be left to a representative depends
+/// only on the batch's routes, edges, sizes, starts and caps (and the claims), and most
+/// batches repeat the one two before (a ring's or a tree's full rounds; rounds of transfers
+/// and of memory work alternating within a node). Each of the last two batches keeps what
+/// describes it and the proof's answer, so that a batch seen before is folded without reading
+/// its routes' edges (most of its flows are then left out).
+struct FlowCollectives::FoldMemo {
+    std::vector<detail::FoldFlow> keys; ///< the batch it describes
+    std::vector<double> rate;           ///< per flow: its proved rate; NaN: not proved
+    std::vector<char> leave;            ///< per flow: may be left to a representative
+    /// The flows to start: the unproved, the proved kept on the network, and the first of
+    /// each class of identical flows that may be left out (its representative); ascending.
+    std::vector<std::uint32_t> starts;
+    std::uint64_t represented = 0; ///< flows left to representatives
+    std::uint64_t claims = 0;
+    mutable std::uint64_t used = 0; ///< when it last served, for replacement
+};
+
 struct FlowCollectives::Run {
     const detail::Plan* plan = nullptr;
     Decomposition decomposition;
@@ -23,21 +41,22 @@ struct FlowCollectives::Run {
     int pending = 0;
     std::function<void()> done;
     /// Symmetry: the classes of identical flows of the batch in flight, each simulated by its
-    /// representative `rep`; `left` are the others, not started.
+    /// representative `rep` (flow `index` of the batch); the others are not started.
     struct Lump {
         sim::FlowId rep = 0;
+        std::uint32_t index = 0;
         bool rep_done = false;
-        double bytes = 0;
-        double rate = 0;
-        sim::Time latency;
-        std::vector<std::uint32_t> left; ///< indices in `batch`
     };
+    /// Flows of the batch in flight simulated under the cap of their proved rate (the
+    /// representatives among them), with their indices in `batch`: their own caps come back
+    /// when the proof no longer holds (materialize).
+    std::vector<std::pair<sim::FlowId, std::uint32_t>> capped;
     /// The batch in flight (start_batch swaps it with FlowCollectives::batch_, so neither is
     /// copied): the flows left to representatives are read from it if they must be started.
     std::vector<Pending> batch;
-    std::vector<Lump> lumps; ///< the first `nlumps` are the batch's; the others kept for reuse
-    std::size_t nlumps = 0;
-    bool then_local = false; ///< of the batch in flight
+    std::vector<Lump> lumps;         ///< of the batch in flight
+    const FoldMemo* proof = nullptr; ///< the batch in flight's, while it runs
+    bool then_local = false;         ///< of the batch in flight
     /// Per position in a round's transfers: the pair last seen there, its route and efficiency.
     struct RouteMemo {
         int src = 0, dst = 0;
@@ -45,24 +64,20 @@ struct FlowCollectives::Run {
         double efficiency = 1;
     };
     std::vector<RouteMemo> route_memo;
-    /// Symmetry: which flows of a batch may be left to a representative depends only on the
-    /// batch's routes and edges (and the claims), and most batches repeat the one two before
-    /// (a ring's rounds; rounds of transfers and of memory work alternating within a node).
-    /// Each of the last two batches keeps its routes and, per flow, whether the flow is alone
-    /// on resources of its own and its bottleneck, so that a batch seen before is folded
-    /// without reading its routes' edges (a scan of every flow's edges in resource-sized tables
-    /// cost more, per flow, as the cluster grew, and most flows are then folded).
-    struct FoldKey {
-        const std::span<const sim::ResourceId>* route = nullptr;
-        sim::ResourceId edge = 0;
-        bool has_edge = false;
+    std::size_t memo_size = 0; ///< positions of the last round that kept its routes
+    /// The last round built across nodes (its transfers and memory work in one batch, still
+    /// `batch`): its phase, flows, latency, least time and bytes. A round that repeats it (a
+    /// ring's rounds, a pipeline's full rounds) starts `batch` again, not a copy built anew.
+    struct LastRound {
+        std::size_t phase = ~std::size_t{0};
+        std::vector<detail::PFlow> flows;
+        sim::Time latency;
+        double least = 0;
+        double payload = 0, wire = 0, hbm = 0;
     };
-    struct FoldMemo {
-        std::vector<FoldKey> keys;      ///< the batch (route, edge) it describes
-        std::vector<double> bottleneck; ///< per flow: its least capacity; NaN: not alone
-        std::uint64_t claims = 0;
-        std::uint64_t used = 0; ///< when it last served, for replacement
-    };
+    LastRound last;
+    bool repeated = false;                ///< the batch in flight repeats the one before
+    const FoldMemo* last_proof = nullptr; ///< the proof of the last batch started
     std::array<FoldMemo, 2> fold_memo;
     std::uint64_t batches = 0;
 };
@@ -161,16 +176,39 @@ void FlowCollectives::next_round(Run* run) {
     // follows them (the same SMs do both).
     const bool overlap = run->plan->node_ranks.size() > 1;
     const double least = phase.min_seconds(range);
+    const bool repeats = run->rounds[run->phase].size() > 1;
+    Run::LastRound& last = run->last;
+    const auto same = [](const detail::PFlow& a, const detail::PFlow& b) {
+        return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes;
+    };
+    if (overlap && repeats && last.phase == run->phase && last.latency == latency &&
+        last.least == least && std::ranges::equal(scratch_, last.flows, same)) {
+        stats_.payload_bytes += last.payload;
+        stats_.wire_bytes += last.wire;
+        stats_.hbm_bytes += last.hbm;
+        run->repeated = true;
+        std::swap(run->batch, batch_); // start_batch swaps it back
+        start_round(run, latency, overlap);
+        return;
+    }
+    run->repeated = false;
+    last.phase = ~std::size_t{0};
+    double payload = 0, wire_sum = 0;
     batch_.clear();
     // The rounds of a phase mostly repeat their endpoint pairs in the same order (a ring's
     // every round): each position keeps the route and efficiency of its last pair, so that a
     // round looks up (under the plan's lock) only the pairs that changed.
     // A phase of one round (NVLSTree's on 100,000 GPUs: 650,000 flows) repeats nothing: it
     // keeps no memo, and gives back the room of its list of flows once its batch is built.
-    const bool repeats = run->rounds[run->phase].size() > 1;
+    // A pipeline's draining rounds drop their first stages: a position missed is looked for
+    // where the rounds' difference in size puts it in the last round.
     auto& memo = run->route_memo;
+    const std::size_t shift =
+        run->memo_size > scratch_.size() ? run->memo_size - scratch_.size() : 0;
     if (repeats && memo.size() < scratch_.size())
         memo.resize(scratch_.size());
+    if (repeats)
+        run->memo_size = scratch_.size();
     for (std::size_t i = 0; i < scratch_.size(); ++i) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
@@ -178,13 +216,21 @@ void FlowCollectives::next_round(Run* run) {
         Run::RouteMemo once;
         Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
-            m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
-                 run->plan->flow_efficiency(f.src, f.dst, protocol)};
+            const Run::RouteMemo* ahead =
+                repeats && shift > 0 && i + shift < memo.size() ? &memo[i + shift] : nullptr;
+            if (ahead != nullptr && ahead->route != nullptr && ahead->src == f.src &&
+                ahead->dst == f.dst)
+                m = *ahead;
+            else
+                m = {f.src, f.dst, &run->plan->route(f.src, f.dst),
+                     run->plan->flow_efficiency(f.src, f.dst, protocol)};
         }
         const detail::RouteInfo& route = *m.route;
         const double wire = f.bytes / m.efficiency;
         stats_.payload_bytes += f.bytes;
         stats_.wire_bytes += wire;
+        payload += f.bytes;
+        wire_sum += wire;
         Pending p;
         p.route = &route.edges;
         p.bytes = wire;
@@ -194,10 +240,26 @@ void FlowCollectives::next_round(Run* run) {
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
     }
-    if (!repeats)
-        std::vector<detail::PFlow>().swap(scratch_);
+    double hbm = 0;
     if (overlap)
-        add_local_flows(run, latency);
+        hbm = add_local_flows(run, latency);
+    if (overlap && repeats) {
+        // Field by field: the lists swap, keeping both rooms (a round's flows are 500,000 on
+        // 16,384 GPUs, and a list made anew each round cost its pages each time).
+        last.phase = run->phase;
+        last.latency = latency;
+        last.least = least;
+        last.payload = payload;
+        last.wire = wire_sum;
+        last.hbm = hbm;
+        std::swap(last.flows, scratch_);
+    } else if (!repeats) {
+        std::vector<detail::PFlow>().swap(scratch_);
+    }
+    start_round(run, latency, overlap);
+}
+
+void FlowCollectives::start_round(Run* run, sim::Time latency, bool overlap) {
     start_batch(run, !overlap);
     if (run->pending == 0)
         engine_.after(latency, [this, run, overlap] {
@@ -221,15 +283,17 @@ void FlowCollectives::local_work(Run* run) {
         advance(run);
 }
 
-void FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
+double FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
     const Decomposition& d = run->decomposition;
     const double share = 1.0 / std::max(1, run->total_rounds);
+    double sum = 0;
     for (std::size_t r = 0; r < d.memory_bytes.size(); ++r) {
         const double bytes = d.memory_bytes[r] * share;
         const double compute = d.compute[r].seconds() * share;
         if (bytes <= 0 && compute <= 0)
             continue;
         stats_.hbm_bytes += bytes;
+        sum += bytes;
         Pending p;
         p.gpu_a = run->plan->gpus[r];
         if (bytes <= 0) { // arithmetic only: a pure delay
@@ -246,6 +310,7 @@ void FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
         }
         batch_.push_back(p);
     }
+    return sum;
 }
 
 void FlowCollectives::on_flow_done(Run* run) {
@@ -257,104 +322,81 @@ void FlowCollectives::on_flow_done(Run* run) {
     }
 }
 
-const std::vector<double>& FlowCollectives::fold(Run* run) {
-    // The last two batches' answers, when this batch crosses the same routes and edges in the
-    // same order and no communicator has claimed resources since.
+const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
+    // The last two batches' answers, when this batch is the same flows in the same order and no
+    // communicator has claimed resources since.
     ++run->batches;
+    if (run->repeated && run->last_proof != nullptr && run->last_proof->claims == claimed_.size()) {
+        run->last_proof->used = run->batches;
+        return *run->last_proof;
+    }
     const std::vector<Pending>& batch = run->batch;
-    const auto same = [](const Pending& a, const Run::FoldKey& b) {
-        return a.route == b.route && a.has_edge == b.has_edge && (!a.has_edge || a.edge == b.edge);
+    const auto same = [](const Pending& a, const detail::FoldFlow& b) {
+        return a.route == b.route && a.has_edge == b.has_edge &&
+               (!a.has_edge || a.edge == b.edge) && a.bytes == b.bytes && a.latency == b.latency &&
+               a.max_rate == b.max_rate;
     };
-    for (Run::FoldMemo& m : run->fold_memo) {
+    for (FoldMemo& m : run->fold_memo) {
         if (m.claims == claimed_.size() && m.keys.size() == batch.size() &&
             std::equal(batch.begin(), batch.end(), m.keys.begin(), same)) {
             m.used = run->batches;
-            return m.bottleneck;
+            return m;
         }
     }
-    Run::FoldMemo& m =
+    FoldMemo& m =
         run->fold_memo[0].used <= run->fold_memo[1].used ? run->fold_memo[0] : run->fold_memo[1];
     m.used = run->batches;
     m.claims = claimed_.size();
     m.keys.clear();
     for (const Pending& p : batch)
-        m.keys.push_back({p.route, p.edge, p.has_edge});
-    m.bottleneck.resize(batch.size());
-    // A flow is alone when every resource it crosses is its communicator's alone (or, with
-    // FlowOptions::exclusive, the network's) and no other flow of the batch can take from it:
-    // it is the only one there, or the least capacities of all the batch's flows on it sum to
-    // less than its own capacity. Max-min then gives it its least capacity (or its cap): a
-    // resource whose flows' demands fit never limits any of them, so the flow freezes at its
-    // own bottleneck, which nothing else crosses. The margin keeps rounding in the filling's
-    // running sums from making a resource that fits exactly look full.
-    const std::size_t nr = net_.resource_count();
-    if (use_.size() < nr)
-        use_.resize(nr, 0);
-    touched_.clear();
-    load_.clear();
-    count_.clear();
-    auto least_of = [&](const Pending& p) {
-        double least = std::numeric_limits<double>::infinity();
-        if (p.route != nullptr)
-            for (sim::ResourceId e : *p.route)
-                least = std::min(least, net_.capacity(e));
-        else if (p.has_edge)
-            least = net_.capacity(p.edge);
-        return least;
-    };
-    auto add = [&](sim::ResourceId e, double least) {
-        if (use_[e] == 0) {
-            touched_.push_back(e);
-            load_.push_back(0);
-            count_.push_back(0);
-            use_[e] = static_cast<std::uint32_t>(touched_.size());
-        }
-        load_[use_[e] - 1] += least;
-        ++count_[use_[e] - 1];
-    };
+        m.keys.push_back({p.route, p.edge, p.has_edge, p.bytes, p.latency, p.max_rate});
+    // A resource is the batch's alone when it is its communicator's alone (or, with
+    // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
+    // (start_batch folds only then).
+    const detail::Plan* plan = run->plan;
+    // The rounds of a phase are a series (its list of rounds names it while the run lives).
+    const bool more = run->phase < run->rounds.size() && run->rounds[run->phase].size() > 1;
+    const auto series = more ? reinterpret_cast<std::uintptr_t>(&run->rounds[run->phase]) : 0;
+    proof_.prove(
+        net_, m.keys,
+        [&](sim::ResourceId e) { return options_.exclusive || (owner_[e] == plan && !shared_[e]); },
+        m.rate, m.leave, series);
+    // A proved flow moves at its proved rate from start to end (flow_fold.h): identical flows
+    // are those of the same size, rate and latency, and the first of each class stands for the
+    // others. The GPUs of the flows left out are noted once, here.
+    m.starts.clear();
+    m.represented = 0;
+    lump_of_.clear();
+    LumpKey last{};
+    bool has_last = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-        const Pending& p = batch[i];
-        const double least = least_of(p);
-        m.bottleneck[i] = least; // NaN below if not alone
-        if (p.route != nullptr)
-            for (sim::ResourceId e : *p.route)
-                add(e, least);
-        else if (p.has_edge)
-            add(p.edge, least);
-    }
-    constexpr double kMargin = 1 - 1e-9;
-    auto own = [&](sim::ResourceId e) {
-        if (!options_.exclusive && (owner_[e] != run->plan || shared_[e]))
-            return false;
-        const std::uint32_t k = use_[e] - 1;
-        return count_[k] == 1 || load_[k] <= net_.capacity(e) * kMargin;
-    };
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        const Pending& p = batch[i];
-        bool alone = true;
-        if (p.route != nullptr) {
-            for (sim::ResourceId e : *p.route) {
-                if (!own(e)) {
-                    alone = false;
-                    break;
-                }
-            }
-        } else if (p.has_edge) {
-            alone = own(p.edge);
+        const auto index = static_cast<std::uint32_t>(i);
+        if (!m.leave[i]) {
+            m.starts.push_back(index);
+            continue;
         }
-        if (!alone)
-            m.bottleneck[i] = std::numeric_limits<double>::quiet_NaN();
+        // Flows of one class mostly come in runs: the last class seen is tried first.
+        const LumpKey key{batch[i].bytes, m.rate[i], batch[i].latency};
+        if (!(has_last && key == last) && lump_of_.emplace(key, index).second) {
+            m.starts.push_back(index);
+        } else {
+            ++m.represented;
+            const Pending& p = batch[i];
+            if (p.gpu_a >= 0)
+                gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
+            if (p.gpu_b >= 0)
+                gpu_represented_[static_cast<std::size_t>(p.gpu_b)] = 1;
+        }
+        last = key;
+        has_last = true;
     }
-    for (sim::ResourceId e : touched_)
-        use_[e] = 0;
-    return m.bottleneck;
+    return m;
 }
 
 void FlowCollectives::start_batch(Run* run, bool then_local) {
-    // Lumps (and their lists' storage) are reused from batch to batch.
-    for (std::size_t i = 0; i < run->nlumps; ++i)
-        run->lumps[i].left.clear();
-    run->nlumps = 0;
+    run->lumps.clear();
+    run->capped.clear();
+    run->proof = nullptr;
     const auto n_gpus = static_cast<std::size_t>(topology_.gpu_count());
     if (gpu_simulated_.size() < n_gpus) {
         gpu_simulated_.resize(n_gpus, 0);
@@ -363,88 +405,96 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
     run->then_local = then_local;
     std::swap(run->batch, batch_);
     const std::vector<Pending>& batch = run->batch;
-    // Symmetry holds for a flow whose every resource is its communicator's alone, crossed by no
-    // other flow of the batch, while no other collective runs on the communicator. Which flows
-    // those are is decided first (fold), so that the flows left to representatives cost no
-    // look at their routes.
-    const bool lump = options_.symmetry && running_per_plan_[run->plan] == 1;
-    static const std::vector<double> kNone;
-    const std::vector<double>& bottleneck = lump ? fold(run) : kNone;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        const Pending& p = batch[i];
-        const bool alone = lump && !std::isnan(bottleneck[i]);
-        // Max-min gives a flow alone on its resources its bottleneck, exactly: identical
-        // flows are those of the same size, bottleneck and latency.
-        const double rate = alone ? std::min(p.max_rate, bottleneck[i]) : p.max_rate;
-        if (alone) {
-            const auto end = run->lumps.begin() + static_cast<std::ptrdiff_t>(run->nlumps);
-            auto it = std::find_if(run->lumps.begin(), end, [&](const Run::Lump& l) {
-                return l.bytes == p.bytes && l.rate == rate && l.latency == p.latency;
-            });
-            if (it != end) {
-                it->left.push_back(static_cast<std::uint32_t>(i));
-                ++stats_.represented;
-                if (p.gpu_a >= 0)
-                    gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
-                if (p.gpu_b >= 0)
-                    gpu_represented_[static_cast<std::size_t>(p.gpu_b)] = 1;
-                continue;
-            }
-        }
-        ++run->pending;
-        ++stats_.flows;
-        mark_gpu(p.gpu_a, true);
-        mark_gpu(p.gpu_b, true);
-        sim::FlowSpec spec{p.bytes, p.path(), p.latency, p.max_rate, {}};
-        if (alone) {
-            const std::size_t k = run->nlumps++;
-            if (k == run->lumps.size())
-                run->lumps.emplace_back();
-            Run::Lump& l = run->lumps[k];
-            l.rep = 0;
-            l.rep_done = false;
-            l.bytes = p.bytes;
-            l.rate = rate;
-            l.latency = p.latency;
-            // Captures of 16 bytes at most stay inside the std::function (a flow's callback
-            // was a heap block of its own); the batch's flows end before the next batch, so
-            // `then_local` is the run's, and the lump is found by its representative.
-            spec.on_complete = [this, run](sim::FlowId id) {
-                for (std::size_t j = 0; j < run->nlumps; ++j)
-                    if (run->lumps[j].rep == id)
-                        run->lumps[j].rep_done = true;
-                on_flow_done(run);
-            };
-            run->lumps[k].rep = net_.start(std::move(spec));
-        } else {
-            spec.on_complete = [this, run](sim::FlowId) { on_flow_done(run); };
-            net_.start(std::move(spec));
-        }
+    // Symmetry holds while no other collective runs on the communicator. Which flows are proved
+    // and left out is decided first (fold, most often from its memo), so that the flows left to
+    // representatives cost no look at their routes, nor any work here.
+    if (options_.symmetry && running_per_plan_[run->plan] == 1) {
+        const FoldMemo& proof = fold(run);
+        run->proof = &proof;
+        run->last_proof = &proof;
+        stats_.represented += proof.represented;
+        for (std::uint32_t i : proof.starts)
+            start_flow(run, i, proof.rate[i], proof.leave[i] != 0);
+    } else {
+        run->last_proof = nullptr;
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            start_flow(run, static_cast<std::uint32_t>(i), std::numeric_limits<double>::quiet_NaN(),
+                       false);
     }
 }
 
-void FlowCollectives::materialize(Run* run) {
-    for (std::size_t i = 0; i < run->nlumps; ++i) {
-        Run::Lump& l = run->lumps[i];
-        if (l.rep_done)
-            continue; // the others finished with it
-        for (std::uint32_t j : l.left) {
-            const Pending& p = run->batch[j];
-            ++run->pending;
-            ++stats_.flows;
-            --stats_.represented;
-            mark_gpu(p.gpu_a, true);
-            mark_gpu(p.gpu_b, true);
-            net_.start_copy(l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); });
-        }
-        l.left.clear();
+void FlowCollectives::start_flow(Run* run, std::uint32_t i, double rate, bool stands_for_others) {
+    const Pending& p = run->batch[i];
+    const bool proved = !std::isnan(rate);
+    ++run->pending;
+    ++stats_.flows;
+    mark_gpu(p.gpu_a, true);
+    mark_gpu(p.gpu_b, true);
+    // A proved flow runs under the cap of its rate: the flows it stands for, or that share its
+    // resources with it, are not on the network to hold it there.
+    sim::FlowSpec spec{p.bytes, p.path(), p.latency, proved ? rate : p.max_rate, {}};
+    sim::FlowId id = 0;
+    if (stands_for_others) {
+        // Captures of 16 bytes at most stay inside the std::function (a flow's callback was a
+        // heap block of its own); the batch's flows end before the next batch, so `then_local`
+        // is the run's, and the lump is found by its representative.
+        spec.on_complete = [this, run](sim::FlowId done) {
+            for (Run::Lump& l : run->lumps)
+                if (l.rep == done)
+                    l.rep_done = true;
+            on_flow_done(run);
+        };
+        id = net_.start(std::move(spec));
+        run->lumps.push_back({id, i, false});
+    } else {
+        spec.on_complete = [this, run](sim::FlowId) { on_flow_done(run); };
+        id = net_.start(std::move(spec));
     }
+    if (proved && rate != p.max_rate)
+        run->capped.push_back({id, i});
+}
+
+void FlowCollectives::materialize(Run* run) {
+    const FoldMemo* proof = run->proof;
+    if (proof == nullptr)
+        return;
+    run->proof = nullptr;
+    // The proved rates held for the round alone: the flows simulated under them move under
+    // their own caps from now on (a finished one is left as it is).
+    for (const auto& [id, i] : run->capped)
+        net_.set_max_rate(id, run->batch[i].max_rate);
+    run->capped.clear();
+    // The flows left out, each a copy of its class's representative where that has not
+    // finished (else they finished with it).
+    lump_of_.clear();
+    for (std::size_t k = 0; k < run->lumps.size(); ++k) {
+        const std::uint32_t i = run->lumps[k].index;
+        lump_of_.emplace(LumpKey{run->batch[i].bytes, proof->rate[i], run->batch[i].latency},
+                         static_cast<std::uint32_t>(k));
+    }
+    for (std::size_t i = 0; i < run->batch.size(); ++i) {
+        if (!proof->leave[i])
+            continue;
+        const Pending& p = run->batch[i];
+        const Run::Lump& l = run->lumps[lump_of_.at({p.bytes, proof->rate[i], p.latency})];
+        if (l.index == i || l.rep_done)
+            continue;
+        ++run->pending;
+        ++stats_.flows;
+        --stats_.represented;
+        mark_gpu(p.gpu_a, true);
+        mark_gpu(p.gpu_b, true);
+        net_.start_copy(
+            l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); }, p.max_rate);
+    }
+    run->lumps.clear();
 }
 
 void FlowCollectives::claim(const Communicator& comm) {
     const detail::Plan* plan = &comm.plan();
     if (std::find(claimed_.begin(), claimed_.end(), plan) != claimed_.end())
         return;
+    proof_.forget_paths();
     if (options_.exclusive) {
         // Every resource is the one communicator's: nothing to record but that it is the one.
         if (!claimed_.empty())

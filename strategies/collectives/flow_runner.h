@@ -11,26 +11,34 @@
 /// NCCL's bounded step buffers make it do.
 ///
 /// Symmetry (FlowOptions::symmetry): many flows of a round are copies of one another (a ring's
-/// hops between nodes, every rank's memory work) on resources nothing else touches. A flow
-/// alone on its resources moves at its bottleneck from start to end, so identical ones (same
-/// bytes, bottleneck and latency) finish at the same instant, to the bit: one representative of
-/// each such class is simulated and the others finish with it. A flow is left to a
-/// representative only when every resource it crosses belongs to its communicator alone
-/// (`claim`: the edges of the communicator's nodes, NICs included; the fabric's switches only
-/// under FlowOptions::exclusive, one collective alone on its network) and no other flow of the
-/// round can take from it there (it is the only one, or the least capacities of the round's
-/// flows there sum to less than the resource's: then no flow is limited by that resource), and
-/// while no other collective runs on the same communicator; when one starts, or a communicator
-/// claims resources late, the flows left out of rounds in flight are started there and then as
-/// copies of their representatives (FlowNetwork::start_copy), so the result stays the one of the
+/// hops between nodes, a tree's hops from the children of every parent, every rank's memory
+/// work). A proof (flow_fold.h) finds the flows whose max-min rate can be told without
+/// simulating them (at their cap, or an equal share of a resource every flow of which gets that
+/// share, on what the flows proved before leave) and that keep it to their end; proved flows of
+/// the same size, rate and latency finish at the same instant, so one representative of each
+/// such class is simulated, under the cap of its rate, and the others finish with it. Proved
+/// flows that share a resource with an unproved one stay on the network (under their caps) so
+/// that it sees their load. The proof counts only the round's flows, so it holds a resource only
+/// where that belongs to its communicator alone (`claim`: the edges of the communicator's nodes,
+/// NICs included; the fabric's switches only under FlowOptions::exclusive, one collective alone
+/// on its network), and only while no other collective runs on the same communicator; when one
+/// starts, or a communicator claims resources late, the proved flows get their own caps back and
+/// the flows left out of rounds in flight are started there and then as copies of their
+/// representatives (FlowNetwork::set_max_rate, start_copy), so the result stays the one of the
 /// full simulation.
+///
+/// A round that repeats the one before (same phase, flows, latency and least time: a ring's
+/// rounds, a pipeline's full rounds) starts the same batch of flows again rather than building
+/// it anew, and its proof is the last one.
 
 #include "hardware/topology.h"
 #include "sim/engine.h"
 #include "sim/flow_network.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/collectives/flow_fold.h"
 #include "strategies/collectives/schedule.h"
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,14 +117,21 @@ private:
     };
     void next_round(Run* run);
     void local_work(Run* run);
-    /// The round's share of the kernel's memory work on every rank, after `delay`.
-    void add_local_flows(Run* run, sim::Time delay);
+    /// Starts the batch built for the round (transfers, with the memory work if `overlap`).
+    void start_round(Run* run, sim::Time latency, bool overlap);
+    /// The round's share of the kernel's memory work on every rank, after `delay`; returns its
+    /// bytes.
+    double add_local_flows(Run* run, sim::Time delay);
     /// Starts batch_ (flows that run together); `then_local`: when all are done, the round's
     /// memory work follows, else the next round.
     void start_batch(Run* run, bool then_local);
-    /// Symmetry: per flow of batch_, its bottleneck if it is alone on resources of its own
-    /// (and may be left to an identical representative), NaN if not.
-    const std::vector<double>& fold(Run* run);
+    /// Starts flow `i` of the run's batch: under the cap of its proved `rate` (NaN: not proved,
+    /// its own cap), as the representative of the identical flows left out if
+    /// `stands_for_others`.
+    void start_flow(Run* run, std::uint32_t i, double rate, bool stands_for_others);
+    /// Symmetry: the proof of the run's batch (flow_fold.h), with the flows to start.
+    struct FoldMemo;
+    const FoldMemo& fold(Run* run);
     void on_flow_done(Run* run);
     /// Starts, as copies of their representatives, the flows left out of `run`'s round.
     void materialize(Run* run);
@@ -141,12 +156,29 @@ private:
     std::vector<char> shared_;
     std::vector<const detail::Plan*> claimed_;
     std::vector<std::vector<sim::ResourceId>> node_edges_; ///< edges with an end in each node
-    /// fold's scratch: per resource, 1 + its place in touched_ (0: not crossed by the batch);
-    /// per place, the batch's flows there and the sum of their least capacities.
-    std::vector<std::uint32_t> use_;
-    std::vector<sim::ResourceId> touched_;
-    std::vector<double> load_;
-    std::vector<std::uint32_t> count_;
+    /// The lumps of the batch being started, by what makes flows identical (size, rate,
+    /// latency): a batch of 500,000 flows has a few hundred.
+    struct LumpKey {
+        double bytes, rate;
+        sim::Time latency;
+        bool operator==(const LumpKey&) const = default;
+    };
+    struct LumpHash {
+        std::size_t operator()(const LumpKey& k) const {
+            // The values' bits (+ 0.0 makes -0.0 hash as 0.0, which it equals), mixed.
+            std::uint64_t h = std::bit_cast<std::uint64_t>(k.bytes + 0.0);
+            h = (h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL +
+                std::bit_cast<std::uint64_t>(k.rate + 0.0);
+            h = (h ^ (h >> 29)) * 0x9e3779b97f4a7c15ULL +
+                static_cast<std::uint64_t>(k.latency.picoseconds());
+            return static_cast<std::size_t>(h ^ (h >> 32));
+        }
+    };
+    std::unordered_map<LumpKey, std::uint32_t, LumpHash> lump_of_;
+    static constexpr std::uint32_t kNoLump = ~std::uint32_t{0};
+    std::uint32_t last_lump_ = kNoLump;
+    LumpKey last_key_{};
+    detail::FairShareProof proof_; ///< fold's scratch
     std::vector<char> gpu_simulated_, gpu_represented_;
 };
 

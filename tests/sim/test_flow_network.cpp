@@ -353,3 +353,27 @@ TEST_CASE("FlowNetwork: flows waiting for one instant start together, in the ord
     CHECK((rec.done.at(late) - end).picoseconds() <= 8);
     CHECK(net.flows_in_flight() == 0);
 }
+
+TEST_CASE("FlowNetwork: a flow's cap changed in flight, and a copy under a cap of its own",
+          "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    // 1 GB capped at 0.25 GB/s for 1 s (0.25 GB moved), then uncapped: 0.75 GB at 1 GB/s.
+    auto a = net.start(FlowSpec{1e9, {link}, Time::zero(), 0.25e9, rec.cb()});
+    engine.at(Time::s(1), [&] { CHECK(net.set_max_rate(a, kInf)); });
+    engine.run();
+    CHECK(rec.done.at(a) == Time::ms(1750));
+    CHECK_FALSE(net.set_max_rate(a, 1e9)); // done: nothing to change
+    CHECK_THROWS_AS(net.set_max_rate(a, 0), std::invalid_argument);
+
+    // A copy of a capped flow, given a cap of its own: from 2 s, b (0.875 GB left after 0.25 s
+    // at 0.5 GB/s) keeps its 0.5 GB/s and the copy, with as much left, moves at its 0.25 GB/s.
+    auto b = net.start(FlowSpec{1e9, {link}, Time::zero(), 0.5e9, rec.cb()});
+    sim::FlowId c = 0;
+    engine.at(Time::s(2), [&] { c = net.start_copy(b, {link}, rec.cb(), 0.25e9); });
+    engine.run();
+    CHECK(rec.done.at(b) == Time::ms(3750));
+    CHECK(rec.done.at(c) == Time::ms(5500));
+}

@@ -1,0 +1,256 @@
+#include "strategies/collectives/flow_fold.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace clustersim::strategies::collectives::detail {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The margin keeps rounding in the filling's running sums from making a resource whose flows'
+// bounds fit exactly look full.
+constexpr double kMargin = 1 - 1e-9;
+} // namespace
+
+void FairShareProof::prove(const sim::FlowNetwork& net, std::span<const FoldFlow> flows,
+                           const std::function<bool(sim::ResourceId)>& own,
+                           std::vector<double>& rate, std::vector<char>& leave,
+                           std::uintptr_t series) {
+    const std::size_t n = flows.size();
+    rate.assign(n, kNaN);
+    leave.assign(n, 0);
+    u_.resize(n);
+    b_.resize(n);
+    open_.clear();
+    index(net, flows, own, series);
+    // Passes over the flows not proved yet, each on what the proved ones leave.
+    while (!open_.empty() && pass(flows, rate)) {
+    }
+    if (open_.empty()) {
+        leave.assign(n, 1);
+        return;
+    }
+    for (std::uint32_t i : open_) {
+        for (std::uint32_t k : path(i))
+            crossed_[k].unproved = true;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (std::isnan(rate[i]))
+            continue;
+        bool alone = true;
+        for (std::uint32_t k : path(static_cast<std::uint32_t>(i)))
+            alone = alone && !crossed_[k].unproved;
+        leave[i] = alone ? 1 : 0;
+    }
+}
+
+void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow> flows,
+                           const std::function<bool(sim::ResourceId)>& own, std::uintptr_t series) {
+    const std::size_t n = flows.size();
+    if (use_.size() < net.resource_count())
+        use_.resize(net.resource_count(), 0);
+    ++call_;
+    touched_.clear();
+    std::swap(slots_, last_slots_);
+    std::swap(first_slot_, last_first_);
+    std::swap(path_id_, last_path_id_);
+    more_ = series != 0;
+    if (!more_ || series != series_) {
+        // Places are kept only between the rounds of one series (tables kept from phase to
+        // phase, of NVLSTree's on 100,000 GPUs, would hold the resources of all of them).
+        for (const Crossed& c : crossed_)
+            use_[c.resource] = 0;
+        crossed_.clear();
+        stamp_.clear();
+        last_path_id_.clear();
+    }
+    series_ = series;
+    slots_.clear();
+    first_slot_.resize(n + 1);
+    path_id_.resize(more_ ? n : 0);
+    const std::size_t last_n = last_path_id_.size();
+    const std::size_t shift = last_n > n ? last_n - n : 0;
+    // A place made by this proof is its own from the start; one kept from the series' last
+    // proof is taken (its counts cleared) when first crossed. Without a series every place is
+    // this proof's, and no stamps nor list of them are kept (a round on 100,000 GPUs crosses
+    // two million resources).
+    auto place = [&](sim::ResourceId e) {
+        if (use_[e] == 0) {
+            crossed_.push_back({e, 0, net.capacity(e), 0, 0, own(e), false});
+            use_[e] = static_cast<std::uint32_t>(crossed_.size());
+            if (more_) {
+                stamp_.push_back(call_);
+                touched_.push_back(use_[e] - 1);
+            }
+        }
+        return use_[e] - 1;
+    };
+    // The bounds u, summed per resource with the flows' count; each flow's resources as places
+    // in the tables, read by the passes without the network's.
+    for (std::size_t i = 0; i < n; ++i) {
+        const FoldFlow& f = flows[i];
+        const auto start = static_cast<std::uint32_t>(slots_.size());
+        first_slot_[i] = start;
+        const std::uintptr_t id = f.route != nullptr ? reinterpret_cast<std::uintptr_t>(f.route)
+                                  : f.has_edge       ? (std::uintptr_t{f.edge} << 1) | 1
+                                                     : 0;
+        if (more_)
+            path_id_[i] = id;
+        const std::size_t j = i < last_n && last_path_id_[i] == id ? i : i + shift;
+        if (j < last_n && last_path_id_[j] == id) {
+            slots_.insert(slots_.end(), last_slots_.begin() + last_first_[j],
+                          last_slots_.begin() + last_first_[j + 1]);
+        } else {
+            for (sim::ResourceId e : f.path())
+                slots_.push_back(place(e));
+        }
+        double u = f.max_rate;
+        for (std::uint32_t s = start; s < slots_.size(); ++s) {
+            const std::uint32_t k = slots_[s];
+            Crossed& c = crossed_[k];
+            if (more_ && stamp_[k] != call_) {
+                stamp_[k] = call_;
+                c = {c.resource, 0, c.capacity, 0, 0, own(c.resource), false};
+                touched_.push_back(k);
+            }
+            u = std::min(u, c.capacity);
+        }
+        u_[i] = u;
+        open_.push_back(static_cast<std::uint32_t>(i));
+        for (std::uint32_t s = start; s < slots_.size(); ++s) {
+            Crossed& c = crossed_[slots_[s]];
+            c.load += u;
+            ++c.open;
+        }
+    }
+    first_slot_[n] = static_cast<std::uint32_t>(slots_.size());
+    if (!more_) { // nothing follows to reuse them: give their room back
+        std::vector<std::uint32_t>().swap(last_slots_);
+        std::vector<std::uint32_t>().swap(last_first_);
+        std::vector<std::uintptr_t>().swap(last_path_id_);
+    }
+    const std::size_t nc = crossed_.size();
+    term_.resize(nc);
+    uniform_.resize(nc);
+    seen_.resize(nc);
+    fixed_.resize(nc);
+    each_place([&](std::uint32_t k) { fixed_[k] = Fixed{}; });
+    first_pass_ = true;
+}
+
+bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& rate) {
+    // The places an unproved flow crosses: all of them in the first pass, which proves most
+    // flows of a round; after it, a list of those still crossed, so that a pass costs what is
+    // left to prove (an all-to-all's flows are proved over dozens of passes).
+    const auto each_live = [&](auto&& visit) {
+        if (first_pass_) {
+            each_place([&](std::uint32_t k) {
+                if (crossed_[k].open > 0)
+                    visit(k);
+            });
+        } else {
+            for (std::uint32_t k : live_)
+                visit(k);
+        }
+    };
+    each_live([&](std::uint32_t k) {
+        const Crossed& c = crossed_[k];
+        // As the network computes its first share there, when nothing is proved.
+        const double share = (c.capacity - c.fixed) / static_cast<double>(c.open);
+        const bool limits = !(c.load + c.fixed <= c.capacity * kMargin);
+        term_[k] = !c.own ? -1 : limits ? share : c.capacity;
+        uniform_[k] = limits ? share : -1;
+        seen_[k] = {kNaN, sim::Time::zero(), kInf};
+    });
+    for (std::uint32_t i : open_) {
+        const FoldFlow& f = flows[i];
+        double b = f.max_rate;
+        for (std::uint32_t k : path(i))
+            b = std::min(b, term_[k]);
+        const bool all_own = !(b < 0);
+        b_[i] = all_own ? b : kNaN;
+        for (std::uint32_t k : path(i)) {
+            Seen& x = seen_[k];
+            if (std::isnan(x.first_bytes)) {
+                x.first_bytes = f.bytes;
+                x.first_latency = f.latency;
+            }
+            if (!all_own || x.first_bytes != f.bytes || x.first_latency != f.latency)
+                x.least_b = -1;
+            else
+                x.least_b = std::min(x.least_b, b);
+        }
+    }
+    each_live([&](std::uint32_t k) {
+        if (seen_[k].least_b != uniform_[k])
+            uniform_[k] = -1;
+    });
+    // Proved: at its cap, or at the share of a uniform resource whose proved flows last as long.
+    proved_.clear();
+    for (std::uint32_t i : open_) {
+        const FoldFlow& f = flows[i];
+        const double b = b_[i];
+        if (std::isnan(b))
+            continue;
+        bool proved = b == f.max_rate;
+        const double duration = f.bytes / b;
+        for (std::uint32_t k : path(i)) {
+            if (proved)
+                break;
+            proved = uniform_[k] == b && fixed_[k].outlast(f.latency, duration);
+        }
+        if (proved)
+            proved_.push_back(i);
+    }
+    if (proved_.empty())
+        return false;
+    if (proved_.size() == open_.size()) { // all proved: nothing is left to share
+        for (std::uint32_t i : proved_)
+            rate[i] = b_[i];
+        open_.clear();
+        return false;
+    }
+    // What the proved flows leave matters only where an unproved flow still goes: those places
+    // are marked (a few), and the proved flows' rates charged there alone (charging every place
+    // cost a cache miss per hop of every proved flow).
+    for (std::uint32_t i : proved_)
+        rate[i] = b_[i];
+    std::erase_if(open_, [&](std::uint32_t i) { return !std::isnan(rate[i]); });
+    if (mark_.size() < crossed_.size())
+        mark_.resize(crossed_.size(), 0);
+    live_.clear();
+    for (std::uint32_t i : open_) {
+        for (std::uint32_t k : path(i)) {
+            if (!mark_[k]) {
+                mark_[k] = 1;
+                live_.push_back(k);
+            }
+        }
+    }
+    for (std::uint32_t i : proved_) {
+        const FoldFlow& f = flows[i];
+        const double b = b_[i];
+        const double duration = f.bytes / b;
+        for (std::uint32_t k : path(i)) {
+            if (!mark_[k])
+                continue;
+            Crossed& c = crossed_[k];
+            c.fixed += b;
+            c.load -= u_[i];
+            --c.open;
+            Fixed& x = fixed_[k];
+            x.end = x.count == 0 ? duration : std::min(x.end, duration);
+            x.mixed = x.mixed || (x.count > 0 && x.latency != f.latency);
+            x.latency = f.latency;
+            ++x.count;
+        }
+    }
+    for (std::uint32_t k : live_)
+        mark_[k] = 0;
+    first_pass_ = false;
+    return true;
+}
+
+} // namespace clustersim::strategies::collectives::detail
