@@ -9,9 +9,10 @@ namespace {
 
 /// The units of a pass as slices within [from, to] of the compute stream, one per layer with its
 /// work (FLOPs, bytes), and each layer's tensor-parallel collectives on the TP stream from the
-/// layer's start for their summed time (they run between its kernels).
-void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const std::string& label,
-                  int rank, StepResult& r) {
+/// layer's start for their summed time (they run between its kernels). The stage's layers start
+/// at the model's layer `first_layer`.
+void record_units(const PassSpans& spans, int first_layer, sim::Time from, sim::Time to,
+                  const std::string& label, int rank, StepResult& r) {
     const sim::Time width = to - from;
     for (const UnitSpan& s : spans.spans) {
         const double share = (s.end - s.begin) / s.count;
@@ -20,8 +21,9 @@ void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const st
             const sim::Time end = std::min(to, from + width.scaled(s.begin + share * (k + 1)));
             if (end <= start)
                 continue;
-            const std::string name =
-                s.name == "layer" ? "L" + std::to_string(s.first_layer + k) : std::string(s.name);
+            const std::string name = s.name == "layer"
+                                         ? "L" + std::to_string(first_layer + s.first_layer + k)
+                                         : std::string(s.name);
             TimelineBar bar{rank, TimelineStream::compute, start, end, "layer", name + " " + label};
             bar.flops = s.flops;
             bar.bytes = s.bytes;
@@ -88,7 +90,7 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             record_transfer(plan, e, rank, label, r);
             if (e.pass.kind == PassKind::forward) {
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
-                record_units(st.forward_spans, e.start, e.end, label, rank, r);
+                record_units(st.forward_spans, st.first_layer, e.start, e.end, label, rank, r);
                 live += st.activation_bytes;
                 r.memory_points.push_back({rank, e.start, live});
             } else if (e.pass.kind == PassKind::weight) {
@@ -106,7 +108,7 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                                       "R" + label.substr(1)});
                 r.bars.push_back({rank, TimelineStream::compute, split, e.end, "backward", label});
                 // The layers inside the backward's bar (the recompute drawn before it as one).
-                record_units(st.backward_spans, split, e.end, label, rank, r);
+                record_units(st.backward_spans, st.first_layer, split, e.end, label, rank, r);
                 r.memory_points.push_back({rank, e.start, live + st.transient_bytes});
                 live -= st.activation_bytes;
                 if (e.pass.kind == PassKind::backward_input)
