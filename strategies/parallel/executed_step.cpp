@@ -2,16 +2,22 @@
 
 #include "base/units.h"
 
+#include <charconv>
+#include <iterator>
+
 namespace clustersim::strategies::parallel::detail {
 
 std::string pass_label(const PipePass& p, int virtual_stages) {
-    std::string s = (p.kind == PassKind::forward  ? "F"
-                     : p.kind == PassKind::weight ? "W"
-                                                  : "B") +
-                    std::to_string(p.micro_batch);
-    if (virtual_stages > 1)
-        s += "." + std::to_string(p.chunk);
-    return s;
+    // Written in place (a timeline labels every pass, and every layer slice with it).
+    char buf[32];
+    char* at = std::begin(buf);
+    *at++ = p.kind == PassKind::forward ? 'F' : p.kind == PassKind::weight ? 'W' : 'B';
+    at = std::to_chars(at, std::end(buf), p.micro_batch).ptr;
+    if (virtual_stages > 1) {
+        *at++ = '.';
+        at = std::to_chars(at, std::end(buf), p.chunk).ptr;
+    }
+    return std::string(std::begin(buf), at);
 }
 
 std::string collective_label(const DpCollective& d) {
