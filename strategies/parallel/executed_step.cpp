@@ -8,16 +8,19 @@
 namespace clustersim::strategies::parallel::detail {
 
 std::string pass_label(const PipePass& p, int virtual_stages) {
-    // Written in place (a timeline labels every pass, and every layer slice with it).
-    char buf[32];
-    char* at = std::begin(buf);
-    *at++ = p.kind == PassKind::forward ? 'F' : p.kind == PassKind::weight ? 'W' : 'B';
-    at = std::to_chars(at, std::end(buf), p.micro_batch).ptr;
+    // Written in one string (a timeline labels every pass, and every layer slice with it).
+    auto append = [](std::string& s, int n) {
+        char digits[16];
+        s.append(digits, static_cast<std::size_t>(
+                             std::to_chars(std::begin(digits), std::end(digits), n).ptr - digits));
+    };
+    std::string s(1, p.kind == PassKind::forward ? 'F' : p.kind == PassKind::weight ? 'W' : 'B');
+    append(s, p.micro_batch);
     if (virtual_stages > 1) {
-        *at++ = '.';
-        at = std::to_chars(at, std::end(buf), p.chunk).ptr;
+        s += '.';
+        append(s, p.chunk);
     }
-    return std::string(std::begin(buf), at);
+    return s;
 }
 
 std::string collective_label(const DpCollective& d) {
