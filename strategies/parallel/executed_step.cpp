@@ -2,15 +2,24 @@
 
 #include "base/units.h"
 
+#include <charconv>
+#include <iterator>
+
 namespace clustersim::strategies::parallel::detail {
 
 std::string pass_label(const PipePass& p, int virtual_stages) {
-    std::string s = (p.kind == PassKind::forward  ? "F"
-                     : p.kind == PassKind::weight ? "W"
-                                                  : "B") +
-                    std::to_string(p.micro_batch);
-    if (virtual_stages > 1)
-        s += "." + std::to_string(p.chunk);
+    // Written in one string (a timeline labels every pass, and every layer slice with it).
+    auto append = [](std::string& s, int n) {
+        char digits[16];
+        s.append(digits, static_cast<std::size_t>(
+                             std::to_chars(std::begin(digits), std::end(digits), n).ptr - digits));
+    };
+    std::string s(1, p.kind == PassKind::forward ? 'F' : p.kind == PassKind::weight ? 'W' : 'B');
+    append(s, p.micro_batch);
+    if (virtual_stages > 1) {
+        s += '.';
+        append(s, p.chunk);
+    }
     return s;
 }
 

@@ -134,11 +134,12 @@ private:
     double tp_at_ = 0;
 };
 
-/// The model's index of the first layer of each group (groups run in order from the stage's
-/// first layer).
-std::array<int, 6> group_first_layers(const VirtualStagePlan& st, const LayerGroups& groups) {
+/// The index within the stage of the first layer of each group (groups run in order). Not the
+/// model's index: a stage costed once stands for the others alike (PlanContext::stage_costs),
+/// whose first layers differ; record_timeline adds the stage's own.
+std::array<int, 6> group_first_layers(const LayerGroups& groups) {
     std::array<int, 6> first{};
-    int at = st.first_layer;
+    int at = 0;
     for (std::size_t g = 0; g < groups.size(); ++g) {
         first[g] = at;
         at += groups[g].second;
@@ -219,7 +220,7 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
                   gather.next(units.root_unit ? units.root_params : ctx.embedding.parameters));
         spans.end("embedding", 0, 1, ctx.embedding, false);
     }
-    const std::array<int, 6> first_layers = group_first_layers(st, groups);
+    const std::array<int, 6> first_layers = group_first_layers(groups);
     for (std::size_t g = 0; g < groups.size(); ++g) {
         const auto [wp, n] = groups[g];
         if (n > 0) {
@@ -307,7 +308,7 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     Clock c;
     PassSeconds b;
     SpanRecorder spans(ctx.unit_spans ? &st.backward_spans : nullptr, c, b);
-    const std::array<int, 6> first_layers = group_first_layers(st, groups);
+    const std::array<int, 6> first_layers = group_first_layers(groups);
     // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
     // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
     // output layer's, the final norm's and the embedding's, are reduce-scattered together in

@@ -74,7 +74,7 @@ struct PassCost {
 /// its tensor-parallel communication on its own lane.
 struct UnitSpan {
     std::string_view name;     ///< "embedding", "layer" or "head"
-    int first_layer = 0;       ///< the model's index of the span's first layer ("layer")
+    int first_layer = 0;       ///< of the span's first layer: its index within the stage
     int count = 0;             ///< units in the span, each an equal share of it
     double begin = 0;          ///< share of the pass's time before the span starts
     double end = 0;            ///< ... and before it ends

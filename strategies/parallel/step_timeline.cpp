@@ -1,6 +1,8 @@
 #include "strategies/parallel/step_timeline.h"
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 #include <string>
 
 namespace clustersim::strategies::parallel::detail {
@@ -9,9 +11,10 @@ namespace {
 
 /// The units of a pass as slices within [from, to] of the compute stream, one per layer with its
 /// work (FLOPs, bytes), and each layer's tensor-parallel collectives on the TP stream from the
-/// layer's start for their summed time (they run between its kernels).
-void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const std::string& label,
-                  int rank, StepResult& r) {
+/// layer's start for their summed time (they run between its kernels). The stage's layers start
+/// at the model's layer `first_layer`.
+void record_units(const PassSpans& spans, int first_layer, sim::Time from, sim::Time to,
+                  const std::string& label, int rank, StepResult& r) {
     const sim::Time width = to - from;
     for (const UnitSpan& s : spans.spans) {
         const double share = (s.end - s.begin) / s.count;
@@ -20,19 +23,48 @@ void record_units(const PassSpans& spans, sim::Time from, sim::Time to, const st
             const sim::Time end = std::min(to, from + width.scaled(s.begin + share * (k + 1)));
             if (end <= start)
                 continue;
-            const std::string name =
-                s.name == "layer" ? "L" + std::to_string(s.first_layer + k) : std::string(s.name);
-            TimelineBar bar{rank, TimelineStream::compute, start, end, "layer", name + " " + label};
+            // "L12 F3.1" (or "embedding F3.1"), written once: a step has tens of thousands.
+            std::string name;
+            if (s.name == "layer") {
+                char digits[16];
+                const auto n =
+                    static_cast<std::size_t>(std::to_chars(std::begin(digits), std::end(digits),
+                                                           first_layer + s.first_layer + k)
+                                                 .ptr -
+                                             digits);
+                name.reserve(2 + n + label.size());
+                name.append("L").append(digits, n);
+            } else {
+                name.reserve(s.name.size() + 1 + label.size());
+                name.append(s.name);
+            }
+            name.append(" ").append(label);
+            sim::Time tp_end = start;
+            if (s.tp > 0 && s.tp_bytes > 0)
+                tp_end = std::min(end, start + width.scaled(s.tp));
+            const bool tp = tp_end > start;
+            TimelineBar& bar = r.bars.emplace_back();
+            bar.rank = rank;
+            bar.stream = TimelineStream::compute;
+            bar.start = start;
+            bar.end = end;
+            bar.kind = "layer";
+            if (tp)
+                bar.label = name; // the TP slice's label is built from it below
+            else
+                bar.label = std::move(name);
             bar.flops = s.flops;
             bar.bytes = s.bytes;
-            r.bars.push_back(std::move(bar));
-            if (s.tp > 0 && s.tp_bytes > 0) {
-                TimelineBar tp{rank,      TimelineStream::tp,
-                               start,     std::min(end, start + width.scaled(s.tp)),
-                               "tp-comm", "TP " + name + " " + label + " (summed)"};
-                tp.bytes = s.tp_bytes;
-                if (tp.end > tp.start)
-                    r.bars.push_back(std::move(tp));
+            if (tp) {
+                TimelineBar& t = r.bars.emplace_back();
+                t.rank = rank;
+                t.stream = TimelineStream::tp;
+                t.start = start;
+                t.end = tp_end;
+                t.kind = "tp-comm";
+                t.label.reserve(3 + name.size() + 9);
+                t.label.append("TP ").append(name).append(" (summed)");
+                t.bytes = s.tp_bytes;
             }
         }
     }
@@ -50,10 +82,33 @@ void record_transfer(const StepPlan& plan, const ExecutedPass& e, int rank,
         r.transfers.push_back({from, rank, e.input->start, e.start, label});
 }
 
+/// At most how many bars record_timeline adds: per pass, its own, a recompute, a parameter
+/// gather and an all-to-all, and a slice and a TP slice per unit; the sends, collectives and
+/// optimizer step of each rank.
+std::size_t bars_at_most(const StepPlan& plan, const std::vector<ExecutedRank>& ranks) {
+    auto units = [](const PassSpans& spans) {
+        std::size_t n = 0;
+        for (const UnitSpan& s : spans.spans)
+            n += static_cast<std::size_t>(std::max(0, s.count));
+        return n;
+    };
+    std::size_t n = 0;
+    for (const ExecutedRank& x : ranks) {
+        for (const ExecutedPass& e : x.passes) {
+            const VirtualStagePlan& st = plan.stage(e.vs);
+            n += 4 +
+                 2 * units(e.pass.kind == PassKind::forward ? st.forward_spans : st.backward_spans);
+        }
+        n += x.sends.size() + x.dp.size() + 1;
+    }
+    return n;
+}
+
 } // namespace
 
 void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& ranks, StepResult& r) {
     const int v = plan.shape.virtual_stages;
+    r.bars.reserve(r.bars.size() + bars_at_most(plan, ranks));
     for (std::size_t p = 0; p < ranks.size(); ++p) {
         const ExecutedRank& x = ranks[p];
         const int rank = static_cast<int>(p);
@@ -88,7 +143,7 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
             record_transfer(plan, e, rank, label, r);
             if (e.pass.kind == PassKind::forward) {
                 r.bars.push_back({rank, TimelineStream::compute, e.start, e.end, "forward", label});
-                record_units(st.forward_spans, e.start, e.end, label, rank, r);
+                record_units(st.forward_spans, st.first_layer, e.start, e.end, label, rank, r);
                 live += st.activation_bytes;
                 r.memory_points.push_back({rank, e.start, live});
             } else if (e.pass.kind == PassKind::weight) {
@@ -106,7 +161,7 @@ void record_timeline(const StepPlan& plan, const std::vector<ExecutedRank>& rank
                                       "R" + label.substr(1)});
                 r.bars.push_back({rank, TimelineStream::compute, split, e.end, "backward", label});
                 // The layers inside the backward's bar (the recompute drawn before it as one).
-                record_units(st.backward_spans, split, e.end, label, rank, r);
+                record_units(st.backward_spans, st.first_layer, split, e.end, label, rank, r);
                 r.memory_points.push_back({rank, e.start, live + st.transient_bytes});
                 live -= st.activation_bytes;
                 if (e.pass.kind == PassKind::backward_input)

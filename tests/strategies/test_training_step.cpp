@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
@@ -167,6 +168,43 @@ TEST_CASE("training step: identical input, identical output", "[strategies][trai
     for (std::size_t i = 0; i < a.bars.size(); ++i) {
         CHECK(a.bars[i].start == b.bars[i].start);
         CHECK(a.bars[i].label == b.bars[i].label);
+    }
+}
+
+TEST_CASE("training step: a timeline's layer slices name each stage's own layers",
+          "[strategies][training][timeline]") {
+    // GPT-3 175B, pp 8 with 3 virtual stages: 24 chunks of 4 layers, chunk c of rank p holding
+    // layers 4 (8 c + p) to 4 (8 c + p) + 3. The middle chunks are alike and costed once
+    // (PlanContext::stage_costs); each rank's slices still name its own layers.
+    const auto e =
+        load_experiment(CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml");
+    REQUIRE(e.parallel.pp == 8);
+    REQUIRE(e.parallel.virtual_stages == 3);
+    REQUIRE(e.model.layers == 96);
+    StepOptions o;
+    o.timeline = true;
+    for (const Fidelity f : {Fidelity::analytic, Fidelity::flow}) {
+        o.fidelity = f;
+        const StepResult r = simulate_step(e, o);
+        std::vector<std::set<int>> seen(8);
+        std::vector<int> forward_slices(8, 0);
+        for (const TimelineBar& b : r.bars) {
+            if (b.kind != "layer" || b.label.rfind("L", 0) != 0)
+                continue;
+            seen[static_cast<std::size_t>(b.rank)].insert(std::stoi(b.label.substr(1)));
+            if (b.label.find(" F") != std::string::npos)
+                ++forward_slices[static_cast<std::size_t>(b.rank)];
+        }
+        for (int p = 0; p < 8; ++p) {
+            std::set<int> expected;
+            for (int c = 0; c < 3; ++c)
+                for (int k = 0; k < 4; ++k)
+                    expected.insert(4 * (8 * c + p) + k);
+            INFO("rank " << p);
+            CHECK(seen[static_cast<std::size_t>(p)] == expected);
+            // Every forward of every micro-batch and chunk: its four layers.
+            CHECK(forward_slices[static_cast<std::size_t>(p)] == 4 * 3 * r.micro_batches);
+        }
     }
 }
 
