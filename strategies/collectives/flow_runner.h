@@ -175,9 +175,6 @@ private:
         }
     };
     std::unordered_map<LumpKey, std::uint32_t, LumpHash> lump_of_;
-    static constexpr std::uint32_t kNoLump = ~std::uint32_t{0};
-    std::uint32_t last_lump_ = kNoLump;
-    LumpKey last_key_{};
     detail::FairShareProof proof_; ///< fold's scratch
     std::vector<char> gpu_simulated_, gpu_represented_;
 };
