@@ -31,7 +31,7 @@ HEADLINES_END = "<!-- perf-headlines:end -->"
 # kernel's speed, a collective at scale, a step at scale in each fidelity, the sweep's rate.
 HEADLINES = (
     "event queue, hold",
-    "1 GiB all-reduce on 100,000 GPUs",
+    "1 GiB all-reduce on 100,000 GPUs (DGX H100), flow fidelity with symmetry, whole job",
     "GPT-3 175B step on 100,096 GPUs (tp 8, pp 16, dp 782, 64 micro-batches per replica), analytic",
     "GPT-3 175B step on 100,096 GPUs, flow with symmetry",
     "sweep, GPT-3 175B on 64 A100s, analytic",
