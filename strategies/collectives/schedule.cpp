@@ -1,5 +1,6 @@
 #include "strategies/collectives/schedule.h"
 
+#include "base/error.h"
 #include "strategies/collectives/communicator.h"
 
 #include <algorithm>
@@ -206,6 +207,13 @@ private:
 // ------------------------------------------------------------------------------------------
 // Direct: every transfer of the op at once, in one step.
 
+/// The most endpoint pairs one round of a flow simulation holds: a round keeps its flows, their
+/// routes and their fold in memory, about 64 bytes a flow before symmetry folds them (an
+/// all-to-all on 4,096 GPUs, 16.8 M pairs, holds about 1 GiB), and every pair is visited each
+/// round. Refused before any flow is made, instead of minutes and gigabytes later (a direct
+/// all-reduce on 16,384 GPUs is 268 M pairs).
+constexpr double kMaxRoundPairs = 16777216; // 2^24
+
 class DirectPhase : public Phase {
 public:
     DirectPhase(const Plan& plan, Op op, int root, std::int64_t elements, double bytes, Protocol p)
@@ -215,6 +223,15 @@ public:
         , n_(plan.n)
         , E_(elements)
         , S_(bytes) {
+        const double pairs = pair_count();
+        if (pairs > kMaxRoundPairs)
+            throw InputError("the direct algorithm's " + std::string(to_string(op)) + " on " +
+                             std::to_string(n_) + " GPUs moves " +
+                             std::to_string(std::llround(pairs)) +
+                             " flows at once, more than a flow simulation holds in one round (" +
+                             std::to_string(std::llround(kMaxRoundPairs)) +
+                             ", about 1 GiB): use --fidelity analytic, fewer GPUs or another "
+                             "algorithm (ring, tree)");
         std::vector<PFlow> flows;
         round_flows({0, 1}, flows);
         latency_ =
@@ -273,6 +290,24 @@ public:
     }
 
 private:
+    /// The number of f calls for_each makes, counted without making them.
+    double pair_count() const {
+        const double n = n_;
+        switch (op_) {
+        case Op::broadcast:
+        case Op::reduce:
+            return n - 1;
+        case Op::scatter:
+        case Op::gather:
+        case Op::send_recv:
+            return n;
+        case Op::all_to_all:
+            return n * n;
+        default:
+            return n * (n - 1);
+        }
+    }
+
     /// Calls f(src, dst) for every transfer of the op; send_recv on one rank sends to itself.
     template <typename F>
     void for_each(F&& f) const {
