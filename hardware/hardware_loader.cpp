@@ -94,8 +94,8 @@ void apply_node(YamlMap m, NodeSpec& node) {
     m.finish();
 }
 
-/// A price is a planner's input: a positive amount, dated as the issue of prices going stale
-/// asks (YYYY-MM-DD, so that a reader sees how old it is).
+/// A price is a planner's input: a positive amount and the day it was read (YYYY-MM-DD), since
+/// list prices change and a reader must see how old one is.
 void apply_price(YamlMap m, ListPrice& price) {
     // A layer's price is whole: none of its keys comes from the layer below.
     price = {};
