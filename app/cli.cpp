@@ -4,12 +4,14 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "config/input_record.h"
+#include "hardware/memory_limit.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
 #include <exception>
+#include <new>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -78,6 +80,17 @@ int run_cli(int argc, const char* const* argv, Io io) {
     } catch (const DeviceUnavailable& e) {
         fmt::print(io.err, "clustersim: error: {}\n", e.what());
         return kNoDevice;
+    } catch (const std::bad_alloc&) {
+        // What the size checks before a build do not count (a flow run's flows, the sweep's
+        // rows) can still exhaust a limit: say which limit, and the ways out, as an input that
+        // is too large (exit 2), not an internal error. Outputs are written whole or not at all.
+        const hardware::MemoryLimit limit = hardware::memory_limit();
+        fmt::print(io.err,
+                   "clustersim: error: out of memory: this run needs more than this process may "
+                   "use ({}); simulate fewer GPUs (data-parallel replicas repeat), use "
+                   "--fidelity analytic, or raise the limit\n",
+                   limit.which.empty() ? "its memory limit" : limit.which);
+        return kUsage;
     } catch (const std::exception& e) {
         fmt::print(io.err, "clustersim: internal error: {}\n", e.what());
         return kCheckFailed;

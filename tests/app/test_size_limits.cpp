@@ -83,3 +83,46 @@ TEST_CASE("size limits: ulimit -v is honoured, not only the machine's memory", "
                Catch::Contains("a cluster of 1000000 GPUs needs about") &&
                    Catch::Contains("this process may use (ulimit -v (RLIMIT_AS))"));
 }
+
+// AddressSanitizer's allocator aborts on an exhausted address space instead of throwing
+// bad_alloc, so the next test holds in the ordinary build only.
+#if defined(__SANITIZE_ADDRESS__)
+#define CLUSTERSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CLUSTERSIM_TEST_ASAN 1
+#endif
+#endif
+
+TEST_CASE("size limits: memory the size check does not count runs out as an error that says so",
+          "[app][limits]") {
+#ifndef CLUSTERSIM_TEST_ASAN
+    // A ring all-reduce on 262,144 A100s in flow fidelity: its graph (about 0.5 GiB) passes the
+    // check under mapped + 900 MiB, its flows (about 1.1 GiB in all) do not fit. Before, the
+    // run died with "internal error: std::bad_alloc" and exit 1.
+    const TempDir dir("rlimit-as-flow");
+    const std::string err_file = dir.file("err.txt");
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        double mapped = 0;
+        std::ifstream("/proc/self/statm") >> mapped;
+        const auto bytes =
+            static_cast<rlim_t>(mapped * static_cast<double>(::sysconf(_SC_PAGE_SIZE))) +
+            (rlim_t{900} << 20);
+        rlimit as{bytes, bytes};
+        ::setrlimit(RLIMIT_AS, &as);
+        const Run r = run({"collective", "-H", "dgx-a100", "--gpus", "262144", "--op", "all_reduce",
+                           "--bytes", "1GiB", "--algo", "ring", "--fidelity", "flow"});
+        spit(err_file, r.err);
+        ::_exit(r.code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK_THAT(slurp(err_file), Catch::Contains("out of memory") &&
+                                    Catch::Contains("ulimit -v (RLIMIT_AS)") &&
+                                    Catch::Contains("--fidelity analytic"));
+#endif
+}
