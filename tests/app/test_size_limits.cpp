@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -27,6 +29,32 @@ void check_refused(const Run& r, const std::string& gpus) {
                           Catch::Contains("GiB for its graph") &&
                           (Catch::Contains("this machine has") ||
                            Catch::Contains("this process may use")));
+}
+
+/// Runs `args` in a child process under RLIMIT_AS of what it has mapped plus `headroom_mib`;
+/// returns the child's exit code (-1 if it did not exit) and puts its stderr in `err`.
+int run_under_address_limit(const std::vector<std::string>& args, rlim_t headroom_mib,
+                            std::string& err) {
+    const TempDir dir("rlimit-as");
+    const std::string err_file = dir.file("err.txt");
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        double mapped = 0;
+        std::ifstream("/proc/self/statm") >> mapped;
+        const auto bytes =
+            static_cast<rlim_t>(mapped * static_cast<double>(::sysconf(_SC_PAGE_SIZE))) +
+            (headroom_mib << 20);
+        rlimit as{bytes, bytes};
+        ::setrlimit(RLIMIT_AS, &as);
+        const Run r = run(args);
+        spit(err_file, r.err);
+        ::_exit(r.code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    err = slurp(err_file);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 } // namespace
 
@@ -58,30 +86,12 @@ TEST_CASE("size limits: ulimit -v is honoured, not only the machine's memory", "
     // A child process under RLIMIT_AS of what it has mapped plus 512 MiB: a million GPUs' graph
     // (gigabytes) is refused with the limit named, where physical memory alone accepted it and
     // the build died of bad_alloc.
-    const TempDir dir("rlimit-as");
-    const std::string err_file = dir.file("err.txt");
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        double mapped = 0;
-        std::ifstream("/proc/self/statm") >> mapped;
-        const auto bytes =
-            static_cast<rlim_t>(mapped * static_cast<double>(::sysconf(_SC_PAGE_SIZE))) +
-            (rlim_t{512} << 20);
-        rlimit as{bytes, bytes};
-        ::setrlimit(RLIMIT_AS, &as);
-        const Run r = run({"collective", "-H", "dgx-a100", "--gpus", "1000000", "--op",
-                           "all_reduce", "--bytes", "1GiB", "--fidelity", "flow"});
-        spit(err_file, r.err);
-        ::_exit(r.code);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 2);
-    CHECK_THAT(slurp(err_file),
-               Catch::Contains("a cluster of 1000000 GPUs needs about") &&
-                   Catch::Contains("this process may use (ulimit -v (RLIMIT_AS))"));
+    std::string err;
+    CHECK(run_under_address_limit({"collective", "-H", "dgx-a100", "--gpus", "1000000", "--op",
+                                   "all_reduce", "--bytes", "1GiB", "--fidelity", "flow"},
+                                  512, err) == 2);
+    CHECK_THAT(err, Catch::Contains("a cluster of 1000000 GPUs needs about") &&
+                        Catch::Contains("this process may use (ulimit -v (RLIMIT_AS))"));
 }
 
 // AddressSanitizer's allocator aborts on an exhausted address space instead of throwing
@@ -100,29 +110,12 @@ TEST_CASE("size limits: memory the size check does not count runs out as an erro
     // A ring all-reduce on 262,144 A100s in flow fidelity: its graph (about 0.5 GiB) passes the
     // check under mapped + 900 MiB, its flows (about 1.1 GiB in all) do not fit. Before, the
     // run died with "internal error: std::bad_alloc" and exit 1.
-    const TempDir dir("rlimit-as-flow");
-    const std::string err_file = dir.file("err.txt");
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        double mapped = 0;
-        std::ifstream("/proc/self/statm") >> mapped;
-        const auto bytes =
-            static_cast<rlim_t>(mapped * static_cast<double>(::sysconf(_SC_PAGE_SIZE))) +
-            (rlim_t{900} << 20);
-        rlimit as{bytes, bytes};
-        ::setrlimit(RLIMIT_AS, &as);
-        const Run r = run({"collective", "-H", "dgx-a100", "--gpus", "262144", "--op", "all_reduce",
-                           "--bytes", "1GiB", "--algo", "ring", "--fidelity", "flow"});
-        spit(err_file, r.err);
-        ::_exit(r.code);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 2);
-    CHECK_THAT(slurp(err_file), Catch::Contains("out of memory") &&
-                                    Catch::Contains("ulimit -v (RLIMIT_AS)") &&
-                                    Catch::Contains("--fidelity analytic"));
+    std::string err;
+    CHECK(run_under_address_limit({"collective", "-H", "dgx-a100", "--gpus", "262144", "--op",
+                                   "all_reduce", "--bytes", "1GiB", "--algo", "ring", "--fidelity",
+                                   "flow"},
+                                  900, err) == 2);
+    CHECK_THAT(err, Catch::Contains("out of memory") && Catch::Contains("ulimit -v (RLIMIT_AS)") &&
+                        Catch::Contains("--fidelity analytic"));
 #endif
 }
