@@ -116,6 +116,15 @@ std::string collective_accuracy_markdown(ReportData& data) {
     md += "\n8 GiB all_reduce by GPU count (not a threshold of the issue; shown within 5%):\n\n";
     md += points_table(a.h200_by_count, "GB/s", tg::kH200LargeMessage);
 
+    md += fmt::format(
+        "\n### NVLink 5: ring all_reduce on 4 GB200 GPUs "
+        "(nccl/gb200-4gpu-ring-all_reduce.csv)\n\n"
+        "Predicted on dgx-b200 with --algo ring (NCCL_ALGO=Ring, as measured). The preset's NVLink "
+        "Simple efficiency is fitted to this curve's 8 GB plateau, so the check is of the rest of "
+        "the curve. Threshold: every size from 64 MiB within 8%; worst {}.\n\n",
+        base::percent(a.nvlink5_ring.errors(64 * kMiB).max_abs));
+    md += rows_table(a.nvlink5_ring);
+
     md += "\n### The lecture's benchmark (lecture/cs336-parallelism-2.yaml)\n\n"
           "4 of the 8 H100 of a node; measured = the middle of the lecture's range over ranks. "
           "Threshold 15%. The lecture times one call after one warm-up with torch.distributed, "

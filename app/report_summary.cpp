@@ -80,6 +80,10 @@ std::string collective_rows(ReportData& data) {
     md += row("16 GiB ring, NVLS, all_gather, reduce_scatter, 8x H200",
               "nccl/h200-8gpu-large-messages.yaml", "worst " + base::percent(h200),
               target(tg::kH200LargeMessage), h200 <= tg::kH200LargeMessage);
+    const double nvlink5 = a.nvlink5_ring.errors(64 * kMiB).max_abs;
+    md += row("NVLink 5 ring all_reduce from 64 MiB, 4x GB200 on dgx-b200",
+              "nccl/gb200-4gpu-ring-all_reduce.csv", "worst " + base::percent(nvlink5),
+              target(tg::kNewHardwareFrom64MiB), nvlink5 <= tg::kNewHardwareFrom64MiB);
     std::vector<std::string> lecture;
     bool lecture_ok = true;
     for (const auto& r : a.lecture) {

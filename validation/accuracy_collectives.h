@@ -42,6 +42,7 @@ struct CollectiveAccuracy {
     std::vector<AccuracyRow> h200_16gib;        ///< ring, NVLS, all_gather, reduce_scatter busbw
     std::vector<AccuracyRow> h200_by_count;     ///< 8 GiB all_reduce busbw, ring and NVLS
     std::vector<AccuracyRow> lecture;           ///< 4 H100: all_reduce and reduce_scatter (ms)
+    AccuracyCurve nvlink5_ring; ///< 4 GB200 (NVLink 5) ring all_reduce on dgx-b200; busbw
 };
 
 /// One multi-node nccl-tests file (data/reference/nccl/multi-node) against its predictions.

@@ -16,6 +16,8 @@ inline constexpr double kLogPoint = 0.10;
 inline constexpr double kBusbwFrom16MiB = 0.10;
 // The 16 GiB points of 8x H200.
 inline constexpr double kH200LargeMessage = 0.05;
+// New hardware's nccl-tests / rccl-tests tables (issue 33): every size from 64 MiB.
+inline constexpr double kNewHardwareFrom64MiB = 0.08;
 // The lecture's 4x H100 timings (one call after one warm-up: more fixed overhead).
 inline constexpr double kLecture = 0.15;
 // Multi-node nccl-tests files: the mean of each file.

@@ -1,6 +1,7 @@
 // The collectives against real measurements (data/reference), with the issue's thresholds.
 // The same numbers are the "collectives" section of docs/validation.md.
 #include "validation/accuracy_collectives.h"
+#include "validation/targets.h"
 
 #include <catch2/catch.hpp>
 
@@ -109,5 +110,18 @@ TEST_CASE("collectives accuracy: multi-node nccl-tests files, with the algorithm
             CHECK(f.ran == "collnet_chain");
         if (f.file.find("h100-2node-ib-ndr-default") != std::string::npos)
             CHECK(f.curve.rows.back().algorithm == "nvls_tree/Simple");
+    }
+}
+
+TEST_CASE("collectives accuracy: NVLink 5 ring on 4 GB200 GPUs, predicted on dgx-b200",
+          "[collectives][accuracy][blackwell]") {
+    const AccuracyCurve& c = accuracy().nvlink5_ring;
+    REQUIRE(c.rows.size() == 10);
+    for (std::size_t i = 0; i < c.rows.size(); ++i) {
+        INFO(c.rows[i].label << ": measured " << c.rows[i].measured << " GB/s, predicted "
+                             << c.rows[i].predicted << " (" << c.rows[i].algorithm << ")");
+        CHECK(c.rows[i].algorithm.rfind("ring/", 0) == 0);
+        if (c.sizes[i] >= 64 * kMiB)
+            CHECK(std::abs(c.rows[i].error()) <= targets::kNewHardwareFrom64MiB);
     }
 }
