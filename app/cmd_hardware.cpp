@@ -26,8 +26,12 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
     if (!s.description.empty())
         fmt::print(out, ": {}", s.description);
     fmt::print(out, "\n\n");
-    fmt::print(out, "  {:<12}{} x {} ({} node{} of {})\n", "GPUs", s.gpu_count(), g.name, s.nodes,
+    fmt::print(out, "  {:<12}{} x {} ({} node{} of {}", "GPUs", s.gpu_count(), g.name, s.nodes,
                s.nodes == 1 ? "" : "s", s.node.gpus);
+    if (s.node.gpus_per_tray > 0 && s.node.gpus_per_tray < s.node.gpus)
+        fmt::print(out, ", each one NVLink domain of {} trays of {}",
+                   s.node.gpus / s.node.gpus_per_tray, s.node.gpus_per_tray);
+    fmt::print(out, ")\n");
     fmt::print(out, "  {:<12}{} SMs at {} MHz, L2 {}\n", "GPU", g.sm_count, g.clock_mhz,
                base::format_bytes(g.l2_bytes));
     fmt::print(out, "  {:<12}{} at {}\n", "HBM", base::format_bytes(g.hbm_bytes),

@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <vector>
+
 #include <algorithm>
 
 namespace clustersim::app {
@@ -80,6 +82,45 @@ std::string describe_parallel(const ExperimentSpec& e) {
     return s;
 }
 
+namespace {
+/// Where rack-scale NVLink domains (a node of several trays, as a GB200 NVL72) put each parallel
+/// group, in Megatron-Core's rank order (tp fastest, then cp, dp and pp; the experts' etp then
+/// ep): the groups of n ranks `inner` apart fill blocks of inner x n consecutive GPUs, and a
+/// block that straddles two domains has groups across them. Empty for other hardware.
+std::string describe_domains(const ExperimentSpec& e) {
+    const auto& node = e.cluster.node;
+    if (node.gpus_per_tray <= 0 || node.gpus_per_tray >= node.gpus)
+        return "";
+    const auto& p = e.parallel;
+    const long long domain = node.gpus;
+    std::vector<std::string> inside, across, some;
+    auto place = [&](const char* name, int n, long long inner) {
+        if (n <= 1)
+            return;
+        const long long block = inner * n;
+        long long blocks = 0, straddling = 0;
+        for (long long first = 0; first + block <= e.gpus; first += block, ++blocks)
+            straddling += first / domain != (first + block - 1) / domain ? 1 : 0;
+        const std::string item = fmt::format("{} {}", name, n);
+        (straddling == 0 ? inside : straddling == blocks ? across : some).push_back(item);
+    };
+    place("tp", p.tp, 1);
+    place("cp", p.cp, p.tp);
+    if (p.expert_layout() && e.model.is_moe())
+        place("ep", p.ep, p.expert_tp());
+    place("dp", p.dp, static_cast<long long>(p.tp) * p.cp);
+    place("pp", p.pp, static_cast<long long>(p.tp) * p.cp * p.dp);
+    std::string s = fmt::format("{} GPUs each", node.gpus);
+    if (!inside.empty())
+        s += "; inside one: " + base::join(inside, ", ");
+    if (!across.empty())
+        s += "; across domains: " + base::join(across, ", ");
+    if (!some.empty())
+        s += "; some groups across: " + base::join(some, ", ");
+    return s;
+}
+} // namespace
+
 /// An uneven split's layers per model stage in layer order, runs written "stages 1-62: 2";
 /// empty for an even split.
 std::string describe_split(const ExperimentSpec& e) {
@@ -102,6 +143,8 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     fmt::print(out, "{:<12}{} ({} on {} x {}, {})\n", "experiment", e.name, e.model.name, e.gpus,
                e.cluster.node.gpu.name, e.cluster.name);
     fmt::print(out, "{:<12}{}\n", "parallel", describe_parallel(e));
+    if (const std::string d = describe_domains(e); !d.empty())
+        fmt::print(out, "{:<12}{}\n", "NVLink", d);
     if (const std::string split = describe_split(e); !split.empty())
         fmt::print(out, "{:<12}{}\n", "layers", split);
     fmt::print(out, "{:<12}{} of {} GPUs ({}), {} fidelity\n", "simulated", r.simulated_gpus.size(),

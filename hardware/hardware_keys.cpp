@@ -255,9 +255,27 @@ const std::vector<Key<NodeSpec>>& node_keys() {
           .fallback = "required",
           .min = 1,
           .max = 1024,
-          .meaning = "GPUs per node",
+          .meaning = "GPUs per node: its NVLink domain (NCCL's node), which may span several "
+                     "trays (gpus_per_tray)",
           .lands = "NodeSpec::gpus"},
          field<&N::gpus>},
+        {{.name = "gpus_per_tray",
+          .fallback = "0 (any GPU count)",
+          .min = 0,
+          .max = 1024,
+          .meaning = "GPUs per compute tray where the NVLink domain spans several (GB200 NVL72: "
+                     "4 of 72): a job takes whole trays; a divisor of gpus",
+          .lands = "NodeSpec::gpus_per_tray"},
+         field<&N::gpus_per_tray>},
+        {{.name = "gpus_used",
+          .fallback = "gpus",
+          .min = 1,
+          .max = 1024,
+          .meaning =
+              "GPUs used in each node, whole trays; the others (and their NICs) stay idle as "
+              "spares (a large GB200 NVL72 job uses 16 of 18 trays: 64 of 72)",
+          .lands = "NodeSpec::gpus, nics"},
+         field<&N::gpus_used>},
         {{.name = "fabric",
           .type = KeyType::choice,
           .fallback = "nvswitch",

@@ -6,9 +6,13 @@
 #include "hardware/collective_tuning_loader.h"
 #include "hardware/hardware_keys.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 namespace clustersim::hardware {
 
@@ -280,6 +284,8 @@ void validate(const ClusterSpec& s, const std::string& file) {
     require(n.gpu.hbm_bandwidth > 0, "gpu.hbm.bandwidth", "a bandwidth like '2039GB/s'");
     require(n.gpu.l2_bytes > 0, "gpu.l2", "a size like '40MiB'");
     require(n.gpus > 0, "node.gpus", "GPUs per node");
+    require(n.gpus_per_tray == 0 || n.gpus % n.gpus_per_tray == 0, "node.gpus_per_tray",
+            "a divisor of node.gpus");
     if (n.fabric == IntraNodeFabric::nvswitch)
         require(n.nvlink.bandwidth > 0, "node.nvlink.bandwidth", "NVLink bandwidth per GPU");
     require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
@@ -324,10 +330,34 @@ void validate(const ClusterSpec& s, const std::string& file) {
     }
 }
 
+/// A spare tray idles with its NICs: the node keeps the NICs of the GPUs it uses.
+void apply_gpus_used(ClusterSpec& s, const std::string& file) {
+    NodeSpec& n = s.node;
+    if (n.gpus_used == 0)
+        return;
+    const int used = std::exchange(n.gpus_used, 0);
+    auto fail = [&](const std::string& what) {
+        throw InputError(file + ": invalid key 'node.gpus_used' (" + what + ")");
+    };
+    if (used > n.gpus)
+        fail(fmt::format("{} GPUs used of a node of {}: at most node.gpus", used, n.gpus));
+    if (n.gpus_per_tray > 0 && used % n.gpus_per_tray != 0)
+        fail(fmt::format("{} is not a whole number of trays of {} GPUs (node.gpus_per_tray): use "
+                         "{} or {}",
+                         used, n.gpus_per_tray, used / n.gpus_per_tray * n.gpus_per_tray,
+                         (used / n.gpus_per_tray + 1) * n.gpus_per_tray));
+    if (static_cast<std::int64_t>(n.nics) * used % n.gpus != 0)
+        fail(fmt::format("the node's {} NICs do not split over {} of its {} GPUs", n.nics, used,
+                         n.gpus));
+    n.nics = static_cast<int>(static_cast<std::int64_t>(n.nics) * used / n.gpus);
+    n.gpus = used;
+}
+
 namespace {
 ClusterSpec load_hardware_from(const std::string& name_or_path, const fs::path& relative_to) {
     const fs::path path = config::resolve_preset(hardware_presets(), name_or_path, relative_to);
     ClusterSpec spec = config::load_layered_file<ClusterSpec>(hardware_presets(), path, read_layer);
+    apply_gpus_used(spec, path.string());
     validate(spec, path.string());
     return spec;
 }
@@ -340,6 +370,7 @@ ClusterSpec load_hardware(const std::string& name_or_path) {
 ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
     const YAML::Node doc = config::parse_yaml(text, file);
     ClusterSpec spec = load_layers(doc, file);
+    apply_gpus_used(spec, file);
     validate(spec, file);
     return spec;
 }
@@ -349,6 +380,7 @@ ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file) 
     if (node.IsScalar())
         return load_hardware_from(node.Scalar(), fs::path(file).parent_path());
     ClusterSpec spec = load_layers(node, file);
+    apply_gpus_used(spec, file);
     validate(spec, file);
     return spec;
 }

@@ -2,6 +2,9 @@
 
 #include "base/error.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace clustersim::hardware {
@@ -62,6 +65,12 @@ double GpuSpec::sustained_clock() const {
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {
     if (gpus <= 0)
         throw InputError("a GPU count must be positive, got " + std::to_string(gpus));
+    const int tray = spec.node.gpus_per_tray;
+    if (tray > 0 && gpus % tray != 0)
+        throw InputError(fmt::format(
+            "{} GPUs is not a whole number of trays: hardware '{}' takes {} GPUs a tray "
+            "(node.gpus_per_tray); use {} or {}",
+            gpus, spec.name, tray, std::max(tray, gpus / tray * tray), (gpus / tray + 1) * tray));
     spec.nodes = (gpus + spec.node.gpus - 1) / spec.node.gpus;
     if (spec.nodes > 1 && spec.node.nics == 0)
         throw InputError((spec.node.nics_at.empty() ? std::string()

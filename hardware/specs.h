@@ -65,6 +65,12 @@ enum class IntraNodeFabric : std::uint8_t {
 /// One node (server): its GPUs, their interconnect, PCIe and NICs.
 struct NodeSpec {
     int gpus = 0;
+    /// GPUs per compute tray where one NVLink domain spans several trays (a GB200 NVL72 rack is
+    /// one node of 72 GPUs on 18 trays of 4): a job takes whole trays. 0: any GPU count.
+    int gpus_per_tray = 0;
+    /// GPUs used in each node, whole trays, as the hardware file asks (`node.gpus_used`); the
+    /// loader then makes it `gpus` and scales `nics` with it (0: all of them).
+    int gpus_used = 0;
     GpuSpec gpu;
     IntraNodeFabric fabric = IntraNodeFabric::nvswitch;
     /// NVLink bandwidth of one GPU to the NVSwitch fabric, per direction (all its links).

@@ -65,6 +65,23 @@ double busbw_gbps(cl::Op op, int gpus, double bytes, double seconds) {
     return cl::bus_factor(op, gpus) * bytes / seconds / 1e9;
 }
 
+/// A ring all_reduce over 4 GB200 GPUs (NVLink 5, NCCL_ALGO=Ring), predicted on dgx-b200: the
+/// same NVLink 5 and NVSwitch per GPU, what 4 GPUs of a DGX B200 run with NCCL_ALGO=Ring.
+AccuracyCurve nvlink5_ring(Presets& P, const std::string& data_dir) {
+    const std::string file = "nccl/gb200-4gpu-ring-all_reduce.csv";
+    const auto csv = config::CsvTable::read(data_dir + "/" + file);
+    AccuracyCurve c{"dgx-b200, ring all_reduce busbw, 4 GPUs (" + file + ")", "GB/s", {}, {}};
+    for (std::size_t row = 0; row < csv.size(); ++row) {
+        const double bytes = csv.number(row, "bytes");
+        const auto p = P.run("dgx-b200", 4, cl::Op::all_reduce, static_cast<std::int64_t>(bytes),
+                             cl::Algorithm::ring);
+        c.rows.push_back({size_label(bytes), csv.number(row, "busbw"),
+                          busbw_gbps(cl::Op::all_reduce, 4, bytes, p.seconds), p.detail});
+        c.sizes.push_back(bytes);
+    }
+    return c;
+}
+
 } // namespace
 
 CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
@@ -186,22 +203,8 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
         }
     }
 
-    // 6. NVLink 5: a ring all_reduce over 4 GB200 GPUs, predicted on dgx-b200 (the same NVLink 5
-    // and NVSwitch per GPU; what the 4 GPUs of a DGX B200 would run with NCCL_ALGO=Ring).
-    {
-        const std::string file = "nccl/gb200-4gpu-ring-all_reduce.csv";
-        const auto csv = config::CsvTable::read(data_dir + "/" + file);
-        AccuracyCurve c{"dgx-b200, ring all_reduce busbw, 4 GPUs (" + file + ")", "GB/s", {}, {}};
-        for (std::size_t row = 0; row < csv.size(); ++row) {
-            const double bytes = csv.number(row, "bytes");
-            const auto p = P.run("dgx-b200", 4, cl::Op::all_reduce,
-                                 static_cast<std::int64_t>(bytes), cl::Algorithm::ring);
-            c.rows.push_back({size_label(bytes), csv.number(row, "busbw"),
-                              busbw_gbps(cl::Op::all_reduce, 4, bytes, p.seconds), p.detail});
-            c.sizes.push_back(bytes);
-        }
-        acc.nvlink5_ring = std::move(c);
-    }
+    // 6. NVLink 5: a ring all_reduce over 4 GB200 GPUs, predicted on dgx-b200.
+    acc.nvlink5_ring = nvlink5_ring(P, data_dir);
 
     // 5. The lecture: 4 of the 8 H100 of a node, 100*1024^2 fp32 elements.
     {

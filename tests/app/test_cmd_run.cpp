@@ -163,3 +163,47 @@ TEST_CASE("cli run: Megatron-LM's argument names read as the keys they mirror", 
     CHECK_THAT(both.err, Catch::Contains("tensor_model_parallel_size"));
     CHECK_THAT(both.err, Catch::Contains("not both"));
 }
+
+// On a rack-scale NVLink domain (GB200 NVL72) the report says which parallel groups stay inside
+// one domain in Megatron-Core's rank order (tp, cp, dp, pp), and a job that is not whole trays
+// is refused with the key.
+TEST_CASE("cli run: which groups cross an NVLink domain of a GB200 NVL72", "[app][run][nvl72]") {
+    const test::TempDir scratch("cmd-run-nvl72");
+    const fs::path exp = scratch.path / "nvl72.yaml";
+    const std::string body = "model: llama3-8B\n"
+                             "training: {global_batch: 64, micro_batch: 1, dtype: bf16}\n"
+                             "parallel: {tp: 4, pp: 4, dp: 4, schedule: 1f1b}\n";
+    // 16 of 18 trays per rack: a tp x dp block of 16 divides 64, so dp stays on NVLink.
+    std::ofstream(exp)
+        << "name: nvl72\nhardware:\n  extends: gb200-nvl72\n  node: {gpus_used: 64}\n"
+           "gpus: 64\n"
+        << body;
+    const Run used = run({"run", exp.string()});
+    REQUIRE(used.code == 0);
+    CHECK_THAT(used.out, Catch::Contains("NVLink      64 GPUs each; inside one: tp 4, dp 4, pp 4"));
+    // The whole rack of 72: the same 64-GPU job fills one domain, the groups stay inside.
+    std::ofstream(exp) << "name: nvl72\nhardware: gb200-nvl72\ngpus: 64\n" << body;
+    const Run whole = run({"run", exp.string()});
+    REQUIRE(whole.code == 0);
+    CHECK_THAT(whole.out, Catch::Contains("72 GPUs each; inside one: tp 4, dp 4, pp 4"));
+    // 128 GPUs on racks of 72: of the four tp x dp blocks of 32 GPUs, [64, 96) straddles GPU 72;
+    // the one pp block is all 128 GPUs.
+    std::ofstream(exp) << "name: nvl72\nhardware: gb200-nvl72\ngpus: 128\n"
+                       << "model: llama3-8B\n"
+                          "training: {global_batch: 64, micro_batch: 1, dtype: bf16}\n"
+                          "parallel: {tp: 4, pp: 4, dp: 8, schedule: 1f1b}\n";
+    const Run two = run({"run", exp.string()});
+    REQUIRE(two.code == 0);
+    CHECK_THAT(two.out, Catch::Contains("72 GPUs each; inside one: tp 4; across domains: pp 4; "
+                                        "some groups across: dp 8"));
+    // A DGX node has no trays: no such line.
+    CHECK_THAT(run({"run", kExperiment}).out, !Catch::Contains("NVLink      "));
+    // Not whole trays: exit 2 naming the key.
+    std::ofstream(exp) << "name: nvl72\nhardware: gb200-nvl72\ngpus: 66\n"
+                       << "model: llama3-8B\n"
+                          "training: {global_batch: 66, micro_batch: 1, dtype: bf16}\n"
+                          "parallel: {tp: 1, pp: 1, dp: 66}\n";
+    const Run odd = run({"run", exp.string()});
+    CHECK(odd.code == 2);
+    CHECK_THAT(odd.err, Catch::Contains("node.gpus_per_tray"));
+}

@@ -248,3 +248,44 @@ TEST_CASE("with_gpu_count builds whole nodes", "[hardware]") {
     CHECK(with_gpu_count(h100, 1024).nodes == 128);
     CHECK_THROWS_AS(with_gpu_count(h100, 0), InputError);
 }
+
+// A GB200 NVL72 rack is one node (its NVLink domain, NCCL's MNNVL clique) of 18 trays of 4:
+// a job takes whole trays, and a large job may leave trays of each rack idle.
+TEST_CASE("hardware files: rack-scale NVLink domains are taken in whole trays",
+          "[hardware][loader][nvl72]") {
+    const ClusterSpec rack = load_hardware("gb200-nvl72");
+    CHECK(rack.node.gpus == 72);
+    CHECK(rack.node.gpus_per_tray == 4);
+    CHECK(rack.node.nics == 72);
+
+    SECTION("a job of whole trays takes part of a rack or joins whole racks") {
+        CHECK(with_gpu_count(rack, 8).nodes == 1);
+        CHECK(with_gpu_count(rack, 144).nodes == 2);
+        CHECK(with_gpu_count(rack, 148).nodes == 3);
+        try {
+            (void)with_gpu_count(rack, 10);
+            FAIL("10 GPUs accepted on trays of 4");
+        } catch (const InputError& e) {
+            CHECK_THAT(e.what(),
+                       Catch::Contains("node.gpus_per_tray") && Catch::Contains("use 8 or 12"));
+        }
+        // Without trays any count goes (4 of a DGX H100's 8).
+        CHECK(with_gpu_count(load_hardware("dgx-h100"), 4).nodes == 1);
+    }
+    SECTION("gpus_used: 16 of 18 trays, with their NICs") {
+        TempYaml used("extends: gb200-nvl72\nnode:\n  gpus_used: 64\n");
+        const ClusterSpec s = load_hardware(used.path.string());
+        CHECK(s.node.gpus == 64);
+        CHECK(s.node.nics == 64);
+        CHECK(s.node.gpus_used == 0); // applied once
+        CHECK(with_gpu_count(s, 256).nodes == 4);
+    }
+    SECTION("what the node cannot give is refused, naming the key") {
+        CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_used: 62\n"),
+                   Catch::Contains("node.gpus_used") && Catch::Contains("use 60 or 64"));
+        CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_used: 76\n"),
+                   Catch::Contains("node.gpus_used") && Catch::Contains("at most node.gpus"));
+        CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_per_tray: 5\n"),
+                   Catch::Contains("node.gpus_per_tray") && Catch::Contains("divisor"));
+    }
+}
