@@ -41,4 +41,8 @@ const std::vector<validation::RecentRun>& ReportData::recent() {
     return once(recent_, [&] { return validation::recent_runs(dir_); });
 }
 
+const std::vector<validation::NewHardwareRun>& ReportData::new_hardware() {
+    return once(new_hardware_, [&] { return validation::new_hardware_runs(dir_); });
+}
+
 } // namespace clustersim::app

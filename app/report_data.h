@@ -6,6 +6,7 @@
 
 #include "validation/accuracy_collectives.h"
 #include "validation/accuracy_gemm.h"
+#include "validation/accuracy_new_hardware.h"
 #include "validation/accuracy_published.h"
 #include "validation/accuracy_recent.h"
 #include "validation/accuracy_steps.h"
@@ -29,6 +30,7 @@ public:
     const std::vector<validation::PublishedRun>& narayanan2021();
     const std::vector<validation::PublishedRun>& megatron2020();
     const std::vector<validation::RecentRun>& recent();
+    const std::vector<validation::NewHardwareRun>& new_hardware();
 
 private:
     std::string dir_;
@@ -39,6 +41,7 @@ private:
     std::optional<std::vector<validation::PublishedRun>> narayanan2021_;
     std::optional<std::vector<validation::PublishedRun>> megatron2020_;
     std::optional<std::vector<validation::RecentRun>> recent_;
+    std::optional<std::vector<validation::NewHardwareRun>> new_hardware_;
 };
 
 } // namespace clustersim::app

@@ -154,6 +154,22 @@ std::string step_rows(ReportData& data) {
                           base::percent(r.max_abs), fast),
               target(tg::kRecentMean) + " mean, " + target(tg::kRecentWorst) + " worst",
               r.mean_abs <= tg::kRecentMean && r.max_abs <= tg::kRecentWorst);
+    const auto& fresh = data.new_hardware();
+    const auto gpu_rows = std::count_if(fresh.begin(), fresh.end(), [](const auto& x) {
+        return x.accelerator.rfind("TPU", 0) != 0;
+    });
+    const calibrate::ErrorStats n = validation::new_hardware_errors(fresh, "");
+    const bool all_ran = n.points == gpu_rows;
+    md += row("step time, Blackwell, H100 and AMD Instinct runs (Megatron-Bridge, Primus)",
+              fmt::format("new-hardware/published-runs.yaml ({} GPU rows)", gpu_rows),
+              fmt::format("{} predicted: mean {}, signed {}, worst {}", n.points,
+                          base::percent(n.mean_abs), base::signed_percent(n.mean),
+                          base::percent(n.max_abs)),
+              target(tg::kNewHardwareStepMean) + " mean, " + target(tg::kNewHardwareStepWorst) +
+                  " worst, every GPU row",
+              all_ran && n.mean_abs <= tg::kNewHardwareStepMean &&
+                  n.max_abs <= tg::kNewHardwareStepWorst &&
+                  std::abs(n.mean) <= tg::kNewHardwareStepBias);
     return md;
 }
 

@@ -4,6 +4,8 @@
 // state (recent_rules()). Never a parameter per row.
 #include "validation/accuracy_recent.h"
 
+#include "validation/published_rows.h"
+
 #include "base/error.h"
 #include "config/yaml_map.h"
 #include "hardware/compute_model.h"
@@ -25,7 +27,7 @@ using namespace calibrate; // the formats, predictions and statistics this study
 
 namespace {
 
-using Settings = std::vector<std::pair<std::string, std::string>>;
+using detail::Settings;
 
 // The clusters, one preset each (never one per row):
 // - NeMo 24.07 and Megatron-Bridge: "DGX-H100" (the pages' system), NVIDIA's own SuperPOD
@@ -34,9 +36,8 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 constexpr const char* kNvidiaPreset = "dgx-superpod-h100";
 constexpr const char* kMetaPreset = "grand-teton-h100";
 
-bool contains(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
+using detail::contains;
+using detail::dim;
 
 /// torchtitan's split of `layers` over `stages` when no split points are given, at the
 /// benchmark page's commit 9dec370 (torchtitan/parallelisms/pipelining_utils.py,
@@ -68,57 +69,6 @@ std::string scalar_or_empty(config::YamlMap& m, std::string_view key) {
         return "";
     const YAML::Node n = m.raw(key);
     return n.IsScalar() ? n.Scalar() : std::string();
-}
-
-int dim(config::YamlMap& m, std::string_view key) {
-    return static_cast<int>(m.integer(key, 1, 1 << 24));
-}
-
-/// The model keys of a dense row from its dimensions, with the architecture its family has.
-void dense_model(config::YamlMap model, const std::string& name, Settings& s) {
-    s.emplace_back("model.kind", "transformer");
-    s.emplace_back("model.layers", std::to_string(dim(model, "layers")));
-    s.emplace_back("model.hidden", std::to_string(dim(model, "hidden")));
-    s.emplace_back("model.heads", std::to_string(dim(model, "heads")));
-    s.emplace_back("model.kv_heads", std::to_string(dim(model, "kv_heads")));
-    s.emplace_back("model.ffn", std::to_string(dim(model, "ffn")));
-    s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
-    s.emplace_back("model.vocab", std::to_string(dim(model, "vocab")));
-    s.emplace_back("model.attention", "flash");
-    s.emplace_back("model.dropout", "0");
-    if (contains(name, "Llama")) {
-        // Llama 2/3 (their papers and released configs): SwiGLU, RMSNorm, RoPE, untied
-        // output layer, no biases.
-        s.emplace_back("model.activation", "swiglu");
-        s.emplace_back("model.norm", "rmsnorm");
-        s.emplace_back("model.position_embedding", "rope");
-        s.emplace_back("model.tied_embeddings", "false");
-        s.emplace_back("model.bias", "false");
-    } else if (contains(name, "Nemotron")) {
-        // Nemotron-4 (the row's notes): squared ReLU, LayerNorm, RoPE, untied, no biases. The
-        // squared ReLU is costed as GeLU: the same two matrices, one elementwise kernel.
-        s.emplace_back("model.activation", "gelu");
-        s.emplace_back("model.norm", "layernorm");
-        s.emplace_back("model.position_embedding", "rope");
-        s.emplace_back("model.tied_embeddings", "false");
-        s.emplace_back("model.bias", "false");
-    } else {
-        // GPT-3 (Brown et al. 2020): GeLU, LayerNorm, learned positions, tied embeddings,
-        // biases.
-        s.emplace_back("model.activation", "gelu");
-        s.emplace_back("model.norm", "layernorm");
-        s.emplace_back("model.position_embedding", "learned");
-        s.emplace_back("model.tied_embeddings", "true");
-        s.emplace_back("model.bias", "true");
-    }
-}
-
-strategies::parallel::Platform platform(const std::string& preset) {
-    static std::map<std::string, strategies::parallel::Platform> cache;
-    auto it = cache.find(preset);
-    if (it == cache.end())
-        it = cache.emplace(preset, strategies::parallel::load_platform(preset)).first;
-    return it->second;
 }
 
 /// The row's fields other than its id: model, framework, cluster (its preset), parallelism,
@@ -185,7 +135,7 @@ void base_settings(RecentRun& r, config::YamlMap& model, bool torchtitan) {
         s.emplace_back("model", "deepseek-v3");
         s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
     } else {
-        dense_model(model, r.model, s);
+        detail::dense_model(model, r.model, s);
     }
     s.emplace_back("training.global_batch", std::to_string(r.global_batch));
     s.emplace_back("training.micro_batch", std::to_string(r.micro_batch));
@@ -332,7 +282,7 @@ void predict_run(RecentRun& r) {
     if (r.fp8 && !fp8_training_modelled())
         needs.emplace_back("FP8 as Transformer Engine / torchao run it");
     try {
-        auto e = strategies::parallel::make_experiment(platform(r.preset), r.gpus, s, r.id);
+        auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus, s, r.id);
         // Megatron-Bridge aligns the parameter gathers across pipeline ranks where it overlaps
         // them with virtual stages (src/megatron/bridge/training/comm_overlap.py at v0.1.0rc3
         // through v0.3.0, _get_optimizer_overlap_cfgs: align_param_gather = True when dp > 1,

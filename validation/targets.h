@@ -18,6 +18,11 @@ inline constexpr double kBusbwFrom16MiB = 0.10;
 inline constexpr double kH200LargeMessage = 0.05;
 // New hardware's nccl-tests / rccl-tests tables (issue 33): every size from 64 MiB.
 inline constexpr double kNewHardwareFrom64MiB = 0.08;
+// New hardware's published GPU runs (issue 33): mean |error| of the step, the worst row, and
+// the signed mean.
+inline constexpr double kNewHardwareStepMean = 0.08;
+inline constexpr double kNewHardwareStepWorst = 0.20;
+inline constexpr double kNewHardwareStepBias = 0.03;
 // The lecture's 4x H100 timings (one call after one warm-up: more fixed overhead).
 inline constexpr double kLecture = 0.15;
 // Multi-node nccl-tests files: the mean of each file.

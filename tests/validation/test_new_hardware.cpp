@@ -1,0 +1,66 @@
+// The training-step model on the published runs of new hardware (data/reference/new-hardware),
+// with the targets; the same numbers are docs/validation.md's "New hardware".
+#include "validation/accuracy_new_hardware.h"
+#include "validation/targets.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+using namespace clustersim::validation;
+
+namespace {
+const std::vector<NewHardwareRun>& runs() {
+    static const auto r = new_hardware_runs(CLUSTERSIM_SOURCE_DIR "/data/reference");
+    return r;
+}
+} // namespace
+
+TEST_CASE("new hardware: every row is predicted or says what it needs", "[validation][blackwell]") {
+    REQUIRE(runs().size() == 74);
+    int predicted = 0;
+    for (const auto& r : runs()) {
+        INFO(r.id << ": " << r.not_modelled);
+        if (r.ran()) {
+            ++predicted;
+            CHECK(!r.preset.empty());
+            CHECK(r.predicted_s > 0);
+            CHECK(r.measured_s > 0);
+        } else {
+            CHECK(r.not_modelled.rfind("needs ", 0) == 0);
+        }
+        // Only AMD Instinct and TPU rows lack a preset.
+        if (r.preset.empty())
+            CHECK((r.accelerator.rfind("MI", 0) == 0 || r.accelerator.rfind("TPU", 0) == 0));
+    }
+    CHECK(predicted >= 11);
+}
+
+TEST_CASE("new hardware: B200 and GB200 rows within the issue's 8% mean, none above 20%",
+          "[validation][blackwell]") {
+    for (const char* accelerator : {"B200", "GB200"}) {
+        INFO(accelerator);
+        const auto s = new_hardware_errors(runs(), accelerator);
+        REQUIRE(s.points >= 2);
+        CHECK(s.mean_abs <= targets::kNewHardwareStepMean);
+        CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
+    }
+}
+
+// Not met yet: GB300 runs 18-22% slower than measured (its preset has no measurement of its own
+// sustained clock or attention rate; gb200's are used), and most rows need MXFP8 / NVFP4, model
+// features or AMD presets.
+TEST_CASE("new hardware: every GPU row predicted, mean <= 8%, none above 20%, bias within 3%",
+          "[validation][blackwell][!shouldfail]") {
+    for (const auto& r : runs()) {
+        if (r.accelerator.rfind("TPU", 0) != 0) {
+            INFO(r.id << ": " << r.not_modelled);
+            CHECK(r.ran());
+        }
+    }
+    const auto s = new_hardware_errors(runs(), "");
+    CHECK(s.mean_abs <= targets::kNewHardwareStepMean);
+    CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
+    CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
+}

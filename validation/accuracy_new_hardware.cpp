@@ -1,0 +1,207 @@
+// The numbers of docs/validation.md's section "New hardware": every row of
+// new-hardware/published-runs.yaml mapped to an experiment from its own fields, on one preset
+// per accelerator, with Megatron-Bridge's performance recipes for what the tables do not print
+// (new_hardware_rules()). Never a parameter per row.
+#include "validation/accuracy_new_hardware.h"
+
+#include "base/error.h"
+#include "config/yaml_map.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/training_step.h"
+#include "validation/published_rows.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace clustersim::validation {
+
+namespace {
+
+using detail::contains;
+using detail::dim;
+using detail::Settings;
+
+/// One preset per accelerator (the systems Megatron-Bridge's tables name: DGX B200 / B300, the
+/// GB200 / GB300 NVL72 racks, DGX H100 as in the H100 study); none yet for AMD and TPU.
+std::string preset_of(const std::string& accelerator) {
+    static const std::map<std::string, std::string> presets{
+        {"B200", "dgx-b200"},     {"B300", "dgx-b300"},          {"GB200", "gb200-nvl72"},
+        {"GB300", "gb300-nvl72"}, {"H100", "dgx-superpod-h100"},
+    };
+    const auto it = presets.find(accelerator);
+    return it == presets.end() ? "" : it->second;
+}
+
+/// A layout dimension the table prints, 1 where it prints none (null, "n/a").
+int optional_dim(config::YamlMap& m, std::string_view key) {
+    if (!m.has(key) || m.raw(key).IsNull())
+        return 1;
+    return dim(m, key);
+}
+
+/// What a row needs that clustersim does not model yet ("" when nothing).
+std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
+    std::vector<std::string> out;
+    if (r.preset.empty())
+        out.push_back(contains(r.accelerator, "MI") ? "an AMD Instinct preset (xGMI mesh)"
+                                                    : "TPU presets and mesh sharding");
+    if (row.str("task") != "pretrain")
+        out.push_back("fine-tuning (" + row.str("task") + ")");
+    if (contains(r.precision, "MX") || contains(r.precision, "NVFP4"))
+        out.push_back(r.precision + " recipes");
+    if (!contains(r.model, "Llama"))
+        out.push_back("the " + r.model.substr(0, r.model.find(" (")) + " model's features");
+    else if (model.has("moe_experts") && !model.raw("moe_experts").IsNull())
+        out.emplace_back("a Llama MoE");
+    std::string s;
+    for (const auto& n : out)
+        s += (s.empty() ? "needs " : "; ") + n;
+    return s;
+}
+
+/// Megatron-Bridge's performance recipes on the row's layout: the printed micro-batch,
+/// interleaving with the printed virtual stages, sequence parallelism and TP overlap with tp,
+/// the distributed optimizer with overlapped reduce and gather (Megatron-FSDP where the table's
+/// FSDP column is a group size), Transformer Engine's FP8 recipes.
+void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
+    config::YamlMap par = row.map("parallelism");
+    const int tp = optional_dim(par, "tp"), pp = optional_dim(par, "pp");
+    const int cp = optional_dim(par, "cp"), vp = optional_dim(par, "vp");
+    const int dp = r.gpus / (tp * pp * cp);
+    Settings& s = r.settings;
+    detail::dense_model(model, r.model, s);
+    s.emplace_back("training.global_batch", std::to_string(dim(row, "global_batch")));
+    s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
+    const bool fp8 = contains(r.precision, "FP8");
+    s.emplace_back("training.dtype", fp8 ? "fp8" : "bf16");
+    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words):
+    // dynamic tensorwise scaling; plain "FP8" is its default, delayed scaling.
+    if (contains(r.precision, "FP8-CS"))
+        s.emplace_back("training.fp8_recipe", "tensorwise");
+    s.emplace_back("training.optimizer", "adamw");
+    s.emplace_back("parallel.tp", std::to_string(tp));
+    s.emplace_back("parallel.pp", std::to_string(pp));
+    s.emplace_back("parallel.dp", std::to_string(dp));
+    r.layout = fmt::format("tp {} x pp {}{} x dp {}", tp, pp,
+                           cp > 1 ? fmt::format(" x cp {}", cp) : "", dp);
+    if (cp > 1)
+        s.emplace_back("parallel.cp", std::to_string(cp));
+    if (tp > 1) {
+        s.emplace_back("parallel.sequence_parallel", "true");
+        s.emplace_back("parallel.tp_comm_overlap", "true");
+    }
+    if (pp > 1) {
+        s.emplace_back("parallel.schedule", vp > 1 ? "interleaved-1f1b" : "1f1b");
+        if (vp > 1) {
+            s.emplace_back("parallel.virtual_stages", std::to_string(vp));
+            r.layout += fmt::format(", v {}", vp);
+        }
+        // Llama 3.1 405B's recipe counts the embedding and the loss as layers of the split
+        // (Megatron-Bridge llama3.py, llama31_405b_pretrain_config), as in the H100 study.
+        if (contains(r.model, "405B")) {
+            s.emplace_back("parallel.account_for_embedding_in_pipeline_split", "true");
+            s.emplace_back("parallel.account_for_loss_in_pipeline_split", "true");
+        }
+    }
+    const YAML::Node fsdp = par.has("fsdp") ? par.raw("fsdp") : YAML::Node();
+    const bool megatron_fsdp = fsdp.IsScalar() && fsdp.Scalar() != "0" && fsdp.Scalar() != "False";
+    if (megatron_fsdp) {
+        // Megatron-FSDP shards parameters, gradients and optimizer state (ZeRO-3's traffic,
+        // overlapped): costed as FSDP2.
+        s.emplace_back("parallel.fsdp", "true");
+        r.layout += ", Megatron-FSDP";
+    } else {
+        s.emplace_back("parallel.zero", "1");
+        s.emplace_back("parallel.overlap_param_gather", "true");
+    }
+    s.emplace_back("parallel.overlap_grad_reduce", "true");
+    const std::string recompute =
+        row.has("recompute") && !row.raw("recompute").IsNull() ? row.str("recompute") : "none";
+    s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
+}
+
+NewHardwareRun map_row(YAML::Node node, const std::string& file) {
+    config::YamlMap row(node, file, "rows");
+    NewHardwareRun r;
+    r.id = row.str("id");
+    r.accelerator = row.str("hw_class");
+    r.preset = preset_of(r.accelerator);
+    config::YamlMap model = row.map("model");
+    r.model = model.str("name");
+    r.precision = row.has("precision") && !row.raw("precision").IsNull() ? row.str("precision")
+                                                                         : "not stated";
+    config::YamlMap hw = row.map("hardware");
+    r.gpus = hw.has("gpus") && !hw.raw("gpus").IsNull() ? dim(hw, "gpus") : 0;
+    config::YamlMap derived = row.map("derived");
+    if (derived.has("step_time_s"))
+        r.measured_s = derived.map("step_time_s").number("value", 1e-9);
+    r.not_modelled = needs(r, row, model);
+    if (!r.ran() || r.gpus == 0 || r.measured_s <= 0) {
+        if (r.ran())
+            r.not_modelled = "needs a GPU count and a step time (not in the row)";
+        return r;
+    }
+    settings(r, row, model);
+    try {
+        auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
+                                                       r.settings, r.id);
+        // Megatron-Bridge aligns the parameter gathers across pipeline ranks with virtual
+        // stages (comm_overlap.py, as in the H100 study).
+        if (e.parallel.pp > 1 && e.parallel.virtual_stages > 1 && e.parallel.dp > 1)
+            e.framework.align_param_gather = true;
+        strategies::parallel::StepOptions o;
+        o.oom_advice = false;
+        r.predicted_s = strategies::parallel::simulate_step(e, o).step_time_s;
+    } catch (const InputError& err) {
+        const std::string what = err.what();
+        r.not_modelled = "needs a layout the step model accepts (" +
+                         what.substr(what.rfind(r.id + ": ", 0) == 0 ? r.id.size() + 2 : 0) + ")";
+    }
+    return r;
+}
+
+} // namespace
+
+std::vector<NewHardwareRun> new_hardware_runs(const std::string& data_dir) {
+    const std::string file = data_dir + "/new-hardware/published-runs.yaml";
+    const YAML::Node doc = config::load_yaml_file(file);
+    config::YamlMap root(doc, file);
+    const YAML::Node rows = root.raw("rows");
+    if (!rows.IsSequence())
+        root.fail("rows", "expected a list of runs");
+    std::vector<NewHardwareRun> out;
+    for (const auto& row : rows)
+        out.push_back(map_row(row, file));
+    return out;
+}
+
+calibrate::ErrorStats new_hardware_errors(const std::vector<NewHardwareRun>& runs,
+                                          const std::string& accelerator) {
+    std::vector<double> errors;
+    for (const auto& r : runs) {
+        if (r.ran() && (accelerator.empty() || r.accelerator == accelerator))
+            errors.push_back(r.error());
+    }
+    return calibrate::error_stats(errors);
+}
+
+std::vector<std::string> new_hardware_rules() {
+    return {
+        "one preset per accelerator: B200 on `dgx-b200`, B300 on `dgx-b300`, GB200 and GB300 on "
+        "`gb200-nvl72` and `gb300-nvl72` (whole racks of 72, the job on the first of them), "
+        "H100 on `dgx-superpod-h100`; AMD Instinct and TPU rows wait for their presets",
+        "the model from the row's dimensions (the public config it names), dense Llama rows "
+        "only for now: SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention",
+        "Megatron-Bridge's performance recipes: the printed micro-batch and layout, interleaved "
+        "1F1B with the printed virtual stages (Llama 3.1 405B with the embedding and loss as "
+        "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
+        "the distributed optimizer with gradient reduce and parameter gather overlapped and "
+        "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
+        "recompute as printed (not stated: none), AdamW",
+        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling, FP8-CS as its "
+        "per-tensor current scaling (tensorwise); MXFP8 and NVFP4 wait for their recipes",
+    };
+}
+
+} // namespace clustersim::validation

@@ -1,0 +1,63 @@
+// What the studies of published runs share (published_rows.h).
+#include "validation/published_rows.h"
+
+#include <map>
+
+namespace clustersim::validation::detail {
+
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
+
+int dim(config::YamlMap& m, std::string_view key) {
+    return static_cast<int>(m.integer(key, 1, 1 << 24));
+}
+
+/// The model keys of a dense row from its dimensions, with the architecture its family has.
+void dense_model(config::YamlMap model, const std::string& name, Settings& s) {
+    s.emplace_back("model.kind", "transformer");
+    s.emplace_back("model.layers", std::to_string(dim(model, "layers")));
+    s.emplace_back("model.hidden", std::to_string(dim(model, "hidden")));
+    s.emplace_back("model.heads", std::to_string(dim(model, "heads")));
+    s.emplace_back("model.kv_heads", std::to_string(dim(model, "kv_heads")));
+    s.emplace_back("model.ffn", std::to_string(dim(model, "ffn")));
+    s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
+    s.emplace_back("model.vocab", std::to_string(dim(model, "vocab")));
+    s.emplace_back("model.attention", "flash");
+    s.emplace_back("model.dropout", "0");
+    if (contains(name, "Llama")) {
+        // Llama 2/3 (their papers and released configs): SwiGLU, RMSNorm, RoPE, untied
+        // output layer, no biases.
+        s.emplace_back("model.activation", "swiglu");
+        s.emplace_back("model.norm", "rmsnorm");
+        s.emplace_back("model.position_embedding", "rope");
+        s.emplace_back("model.tied_embeddings", "false");
+        s.emplace_back("model.bias", "false");
+    } else if (contains(name, "Nemotron")) {
+        // Nemotron-4 (the row's notes): squared ReLU, LayerNorm, RoPE, untied, no biases. The
+        // squared ReLU is costed as GeLU: the same two matrices, one elementwise kernel.
+        s.emplace_back("model.activation", "gelu");
+        s.emplace_back("model.norm", "layernorm");
+        s.emplace_back("model.position_embedding", "rope");
+        s.emplace_back("model.tied_embeddings", "false");
+        s.emplace_back("model.bias", "false");
+    } else {
+        // GPT-3 (Brown et al. 2020): GeLU, LayerNorm, learned positions, tied embeddings,
+        // biases.
+        s.emplace_back("model.activation", "gelu");
+        s.emplace_back("model.norm", "layernorm");
+        s.emplace_back("model.position_embedding", "learned");
+        s.emplace_back("model.tied_embeddings", "true");
+        s.emplace_back("model.bias", "true");
+    }
+}
+
+strategies::parallel::Platform platform(const std::string& preset) {
+    static std::map<std::string, strategies::parallel::Platform> cache;
+    auto it = cache.find(preset);
+    if (it == cache.end())
+        it = cache.emplace(preset, strategies::parallel::load_platform(preset)).first;
+    return it->second;
+}
+
+} // namespace clustersim::validation::detail

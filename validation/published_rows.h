@@ -1,0 +1,32 @@
+#pragma once
+/// \file
+/// What the studies of published runs (accuracy_recent, accuracy_new_hardware) share: a dense
+/// model's keys from a row's dimensions, and the presets' platforms loaded once.
+
+#include "config/yaml_map.h"
+#include "strategies/parallel/platform.h"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace clustersim::validation::detail {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+/// Whether `text` holds `part`.
+bool contains(std::string_view text, std::string_view part);
+
+/// A positive dimension of a row (1 to 2^24), or the row's error naming the key.
+int dim(config::YamlMap& m, std::string_view key);
+
+/// The model keys of a dense row from its dimensions (layers, hidden, heads, kv_heads, ffn,
+/// seq_len, vocab), with the architecture its family has: Llama's SwiGLU, RMSNorm, RoPE,
+/// untied output, no biases; Nemotron-4's squared ReLU costed as GeLU; else GPT-3's.
+void dense_model(config::YamlMap model, const std::string& name, Settings& s);
+
+/// The preset's platform, loaded once per process.
+strategies::parallel::Platform platform(const std::string& preset);
+
+} // namespace clustersim::validation::detail
