@@ -75,8 +75,9 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
     const bool fp8 = contains(r.precision, "FP8");
     s.emplace_back("training.dtype", fp8 ? "fp8" : "bf16");
-    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words):
-    // dynamic tensorwise scaling; plain "FP8" is its default, delayed scaling.
+    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words): a
+    // dynamic per-tensor amax before each cast, costed as the tensorwise recipe (torchao's
+    // passes, an upper bound on Transformer Engine's); plain "FP8" is its delayed scaling.
     if (contains(r.precision, "FP8-CS"))
         s.emplace_back("training.fp8_recipe", "tensorwise");
     s.emplace_back("training.optimizer", "adamw");
@@ -199,8 +200,11 @@ std::vector<std::string> new_hardware_rules() {
         "the distributed optimizer with gradient reduce and parameter gather overlapped and "
         "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
         "recompute as printed (not stated: none), AdamW",
-        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling, FP8-CS as its "
-        "per-tensor current scaling (tensorwise); MXFP8 and NVFP4 wait for their recipes",
+        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling; FP8-CS "
+        "(Transformer Engine's per-tensor current scaling) as clustersim's tensorwise recipe, "
+        "whose costs are torchao's (an amax pass and an unfused cast per input, plus "
+        "column-major copies and per-micro-batch weight casts that Transformer Engine saves: an "
+        "upper bound); MXFP8 and NVFP4 wait for their recipes",
     };
 }
 
