@@ -13,9 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include <vector>
-
 #include <algorithm>
+#include <vector>
 
 namespace clustersim::app {
 

@@ -269,6 +269,12 @@ TEST_CASE("hardware files: rack-scale NVLink domains are taken in whole trays",
             CHECK_THAT(e.what(),
                        Catch::Contains("node.gpus_per_tray") && Catch::Contains("use 8 or 12"));
         }
+        try {
+            (void)with_gpu_count(rack, 2);
+            FAIL("2 GPUs accepted on trays of 4");
+        } catch (const InputError& e) {
+            CHECK_THAT(e.what(), Catch::EndsWith("use 4"));
+        }
         // Without trays any count goes (4 of a DGX H100's 8).
         CHECK(with_gpu_count(load_hardware("dgx-h100"), 4).nodes == 1);
     }
