@@ -105,6 +105,10 @@ def named_md_files(path, text):
             before = line[:m.start()]
             if re.search(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S*$", before):
                 continue
+            # A path in another repository at a commit (owner/repo@commit:docs/x.md), as the
+            # reference data cite their sources.
+            if re.search(r"[\w.-]+/[\w.-]+@[0-9a-f]{7,40}:\S*$", before):
+                continue
             # A name under a folder this repository does not have (network/README.md,
             # doc/PERFORMANCE.md) is a file of the other repository the comment cites.
             first = name.split("/")[0]
