@@ -33,6 +33,7 @@ int run_cli(int argc, const char* const* argv, Io io) {
     register_compare(app, io, exit_code);
     register_sweep(app, io, exit_code);
     register_scale(app, io, exit_code);
+    register_compare_hardware(app, io, exit_code);
     register_bubble(app, io, exit_code);
     register_calibrate(app, io, exit_code);
     register_validate(app, io, exit_code);

@@ -37,6 +37,7 @@ void register_run(CLI::App& app, Io io, int& exit_code);
 void register_compare(CLI::App& app, Io io, int& exit_code);
 void register_sweep(CLI::App& app, Io io, int& exit_code);
 void register_scale(CLI::App& app, Io io, int& exit_code);
+void register_compare_hardware(CLI::App& app, Io io, int& exit_code);
 void register_bubble(CLI::App& app, Io io, int& exit_code);
 void register_calibrate(CLI::App& app, Io io, int& exit_code);
 void register_validate(CLI::App& app, Io io, int& exit_code);

@@ -47,45 +47,6 @@ struct ScaleOptions : ExperimentOptions {
     bool wide = false;
 };
 
-/// "300B", "3.5T", "2e12", "1000000", "4M": a count (K, M, B or G, T: powers of 1000).
-double parse_count(const std::string& flag, const std::string& text) {
-    double scale = 1;
-    std::string digits = text;
-    if (!digits.empty()) {
-        switch (digits.back()) {
-        case 'K':
-        case 'k':
-            scale = 1e3;
-            break;
-        case 'M':
-            scale = 1e6;
-            break;
-        case 'B':
-        case 'G':
-            scale = 1e9;
-            break;
-        case 'T':
-            scale = 1e12;
-            break;
-        default:
-            break;
-        }
-        if (scale != 1)
-            digits.pop_back();
-    }
-    double v = 0;
-    std::size_t used = 0;
-    try {
-        v = std::stod(digits, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (digits.empty() || used != digits.size() || !(v > 0) || !std::isfinite(v))
-        throw InputError(flag + ": expected a positive count like 300B, 4M or 3.5T, got '" + text +
-                         "'");
-    return v * scale;
-}
-
 std::string scale_svg(const sp::ExperimentSpec& base, const explore::ScalePlan& plan) {
     LineChart c;
     c.title = fmt::format("{} on {} clusters: best configuration per GPU count", base.model.name,
@@ -178,14 +139,14 @@ explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSp
     r.goodput = o.goodput;
     const double parameters =
         static_cast<double>(strategies::models::parameter_counts(base.model).total);
-    r.tokens = o.tokens.empty() ? 20 * parameters : parse_count("--tokens", o.tokens);
+    r.tokens = o.tokens.empty() ? 20 * parameters : explore::parse_count("--tokens", o.tokens);
     if (!o.global_batch.empty() && !o.tokens_per_step.empty())
         throw InputError("--global-batch and --tokens-per-step both set the global batch: give "
                          "one");
     if (!o.global_batch.empty())
         r.search.global_batches = explore::parse_int_list("--global-batch", o.global_batch);
     if (!o.tokens_per_step.empty())
-        r.search.tokens_per_step = parse_count("--tokens-per-step", o.tokens_per_step);
+        r.search.tokens_per_step = explore::parse_count("--tokens-per-step", o.tokens_per_step);
     for (const auto& [key, value] : o.overrides())
         r.search.fixed_keys.push_back(key);
     r.evaluation = o.eval_options();

@@ -28,6 +28,8 @@ constexpr const char* kGoodputSource =
     "Llama 3 405B's pre-training kept over 90% effective training time through 466 "
     "interruptions in 54 days: Dubey et al. 2024, arXiv 2407.21783, Sec. 3.3.4";
 
+} // namespace
+
 std::string duration(double s) {
     if (s >= 2 * 86400)
         return fmt::format("{:.1f} days", s / 86400);
@@ -47,6 +49,8 @@ std::string money(double x) {
     }
     return "$" + s;
 }
+
+namespace {
 
 bool global_batch_searched(const ScaleContext& c) {
     return c.request != nullptr &&

@@ -24,6 +24,11 @@ struct ScaleContext {
     const explore::ScaleRequest* request = nullptr;
 };
 
+/// "3.2 days", "5.0 h", "12.3 s": a time to train as the tables print it.
+std::string duration(double seconds);
+/// "$1,234,567": dollars, whole, with thousands separators.
+std::string money(double dollars);
+
 /// "tp8 pp16 dp4 v6 mb1 z1 full": the knobs of a layout, those at their neutral value left out
 /// (cp 1, ep 1, no virtual stages, ZeRO 0, recompute none); `global_batch` adds "gb1536".
 std::string layout_code(const explore::ScaleLayout& l, bool global_batch);

@@ -40,6 +40,44 @@ Axis parse_axis(const std::string& flag, const std::string& text) {
     return a;
 }
 
+double parse_count(const std::string& flag, const std::string& text) {
+    double scale = 1;
+    std::string digits = text;
+    if (!digits.empty()) {
+        switch (digits.back()) {
+        case 'K':
+        case 'k':
+            scale = 1e3;
+            break;
+        case 'M':
+            scale = 1e6;
+            break;
+        case 'B':
+        case 'G':
+            scale = 1e9;
+            break;
+        case 'T':
+            scale = 1e12;
+            break;
+        default:
+            break;
+        }
+        if (scale != 1)
+            digits.pop_back();
+    }
+    double v = 0;
+    std::size_t used = 0;
+    try {
+        v = std::stod(digits, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (digits.empty() || used != digits.size() || !(v > 0) || !std::isfinite(v))
+        throw InputError(flag + ": expected a positive count like 300B, 4M or 3.5T, got '" + text +
+                         "'");
+    return v * scale;
+}
+
 std::int64_t parse_max_memory(const std::string& text) {
     if (text.empty())
         return 0;
