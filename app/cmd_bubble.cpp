@@ -419,11 +419,7 @@ void run_bubble(const BubbleOptions& o, Io io) {
         }
     }
     const int jobs = o.threads();
-    if (o.format != "table" && o.format != "json" && o.format != "csv")
-        throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
-    const OutKind out_kind = output_kind(o.out);
-    refuse_output_over_input(o.out, "--out", {o.experiment});
-    refuse_output_over_input(o.plot, "--plot", {o.experiment});
+    const OutKind out_kind = check_planner_outputs(o.format, o.out, o.plot, o.experiment);
     const sp::ExperimentVariants variants(o.experiment, o.overrides());
     const explore::EvalOptions eo = o.eval_options();
     const explore::Evaluator evaluator(variants, eo);

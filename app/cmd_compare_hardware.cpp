@@ -79,27 +79,15 @@ Candidate plan_on(const CompareOptions& o, const std::string& hardware) {
     const sp::ExperimentVariants variants(o.experiment, overrides);
     Candidate c{hardware, variants.read({}), {}, 0, ""};
     explore::ScaleRequest r;
-    if (o.gpus.empty()) {
-        r.gpus.push_back(c.base.gpus);
-    } else {
-        for (std::int64_t n : explore::parse_int_list("--gpus", o.gpus)) {
-            if (n > (1 << 24))
-                throw InputError("--gpus: " + std::to_string(n) +
-                                 " GPUs is more than clustersim builds (16,777,216)");
-            r.gpus.push_back(static_cast<int>(n));
-        }
-    }
+    r.gpus = o.gpus.empty() ? std::vector<int>{c.base.gpus}
+                            : explore::parse_gpu_counts("--gpus", o.gpus);
     if (const hardware::ListPrice& list = c.base.cluster.price; list.per_gpu_hour > 0) {
         c.price = r.price_per_gpu_hour = list.per_gpu_hour;
         c.price_source = fmt::format("{} in {}, read {}; {}",
                                      fmt::format("${:.2f} per GPU-hour", list.per_gpu_hour),
                                      list.region, list.date, list.source);
     }
-    if (!(std::isfinite(o.goodput) && o.goodput > 0 && o.goodput <= 1))
-        throw InputError(fmt::format("--goodput: expected the share of wall-clock time that "
-                                     "trains, in (0, 1] (e.g. 0.9), got {}",
-                                     o.goodput));
-    r.goodput = o.goodput;
+    r.goodput = o.goodput; // plan_scale refuses one outside (0, 1]
     const double parameters =
         static_cast<double>(strategies::models::parameter_counts(c.base.model).total);
     r.tokens = o.tokens.empty() ? 20 * parameters : explore::parse_count("--tokens", o.tokens);
@@ -278,11 +266,7 @@ std::string plot_svg(const std::vector<Candidate>& cs) {
 }
 
 void run_compare(const CompareOptions& o, Io io) {
-    if (o.format != "table" && o.format != "json" && o.format != "csv")
-        throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
-    const OutKind out_kind = output_kind(o.out);
-    refuse_output_over_input(o.out, "--out", {o.experiment});
-    refuse_output_over_input(o.plot, "--plot", {o.experiment});
+    const OutKind out_kind = check_planner_outputs(o.format, o.out, o.plot, o.experiment);
     std::vector<Candidate> cs;
     for (const auto& h : split_list("--hardware", o.hardware))
         cs.push_back(plan_on(o, h));

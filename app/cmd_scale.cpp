@@ -103,12 +103,7 @@ std::string scale_svg(const sp::ExperimentSpec& base, const explore::ScalePlan& 
 explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSpec& base,
                                    ScaleContext& context) {
     explore::ScaleRequest r;
-    for (std::int64_t n : explore::parse_int_list("--gpus", o.gpus)) {
-        if (n > (1 << 24))
-            throw InputError("--gpus: " + std::to_string(n) +
-                             " GPUs is more than clustersim builds (16,777,216)");
-        r.gpus.push_back(static_cast<int>(n));
-    }
+    r.gpus = explore::parse_gpu_counts("--gpus", o.gpus);
     if (o.price_given) {
         // nan compares false with everything: test for the finite, non-negative prices.
         if (!(std::isfinite(o.price) && o.price >= 0))
@@ -156,11 +151,7 @@ explore::ScaleRequest make_request(const ScaleOptions& o, const sp::ExperimentSp
 }
 
 void run_scale(const ScaleOptions& o, Io io) {
-    if (o.format != "table" && o.format != "json" && o.format != "csv")
-        throw InputError("--format: expected table, json or csv, got '" + o.format + "'");
-    const OutKind out_kind = output_kind(o.out);
-    refuse_output_over_input(o.out, "--out", {o.experiment});
-    refuse_output_over_input(o.plot, "--plot", {o.experiment});
+    const OutKind out_kind = check_planner_outputs(o.format, o.out, o.plot, o.experiment);
     const sp::ExperimentVariants variants(o.experiment, o.overrides());
     const sp::ExperimentSpec base = variants.read({});
     ScaleContext context;

@@ -164,6 +164,17 @@ void refuse_same_outputs(const std::vector<std::pair<std::string, std::string>>&
     }
 }
 
+OutKind check_planner_outputs(const std::string& format, const std::string& out,
+                              const std::string& plot, const std::string& experiment) {
+    if (format != "table" && format != "json" && format != "csv")
+        throw InputError("--format: expected table, json or csv, got '" + base::excerpt(format) +
+                         "'");
+    const OutKind kind = output_kind(out);
+    refuse_output_over_input(out, "--out", {experiment});
+    refuse_output_over_input(plot, "--plot", {experiment});
+    return kind;
+}
+
 OutKind output_kind(const std::string& path) {
     if (path.empty())
         return OutKind::none;

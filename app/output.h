@@ -38,6 +38,12 @@ enum class OutKind { none, csv, json };
 /// The kind of `--out` by its extension; throws InputError for another.
 OutKind output_kind(const std::string& path);
 
+/// A planner's outputs checked before anything runs (scale, bubble, compare-hardware): `format`
+/// is table, json or csv; `out` ends in .csv or .json (or is empty); neither `out` nor `plot`
+/// names the experiment file. Returns the kind of `out`; throws InputError naming the flag.
+OutKind check_planner_outputs(const std::string& format, const std::string& out,
+                              const std::string& plot, const std::string& experiment);
+
 /// Writes a planner's `--out` (scale, bubble): F.json is `record`; F.csv is `csv`, with `record`
 /// less its `rows_key` (the rows the CSV holds) beside it in F.csv.json, so that the CSV itself
 /// is one header and rows. Nothing for OutKind::none.

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <stdexcept>
@@ -38,6 +39,17 @@ Axis parse_axis(const std::string& flag, const std::string& text) {
     }
     a.values = expand_value_list(flag + " " + a.key, a.values);
     return a;
+}
+
+std::vector<int> parse_gpu_counts(const std::string& flag, const std::string& text) {
+    std::vector<int> out;
+    for (std::int64_t n : parse_int_list(flag, text)) {
+        if (n > (1 << 24))
+            throw InputError(flag + ": " + std::to_string(n) +
+                             " GPUs is more than clustersim builds (16,777,216)");
+        out.push_back(static_cast<int>(n));
+    }
+    return out;
 }
 
 double parse_count(const std::string& flag, const std::string& text) {

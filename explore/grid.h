@@ -46,6 +46,8 @@ std::vector<std::string> expand_value_list(const std::string& flag,
                                            const std::vector<std::string>& values);
 /// `--max-memory`: a positive size such as 40GiB; 0 when `text` is empty (the GPU's HBM).
 std::int64_t parse_max_memory(const std::string& text);
+/// A list of GPU counts (`parse_int_list`), each at most what clustersim builds (2^24).
+std::vector<int> parse_gpu_counts(const std::string& flag, const std::string& text);
 /// "300B", "3.5T", "2e12", "1000000", "4M": a positive count (K, M, B or G, T: powers of 1000);
 /// InputError naming `flag` otherwise.
 double parse_count(const std::string& flag, const std::string& text);

@@ -166,14 +166,8 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
 
 std::vector<NewHardwareRun> new_hardware_runs(const std::string& data_dir) {
     const std::string file = data_dir + "/new-hardware/published-runs.yaml";
-    const YAML::Node doc = config::load_yaml_file(file);
-    config::YamlMap root(doc, file);
-    const YAML::Node rows = root.raw("rows");
-    if (!rows.IsSequence())
-        root.fail("rows", "expected a list of runs");
     std::vector<NewHardwareRun> out;
-    for (const auto& row : rows)
-        out.push_back(map_row(row, file));
+    detail::for_each_row(file, [&](YAML::Node row) { out.push_back(map_row(row, file)); });
     return out;
 }
 

@@ -352,14 +352,8 @@ bool fp8_training_modelled() {
 
 std::vector<RecentRun> recent_runs(const std::string& data_dir) {
     const std::string file = data_dir + "/large-scale/h100-published-runs.yaml";
-    const YAML::Node doc = config::load_yaml_file(file);
-    config::YamlMap root(doc, file);
-    const YAML::Node rows = root.raw("rows");
-    if (!rows.IsSequence())
-        root.fail("rows", "expected a list of runs");
     std::vector<RecentRun> out;
-    for (const auto& row : rows)
-        out.push_back(map_row(row, file));
+    detail::for_each_row(file, [&](YAML::Node row) { out.push_back(map_row(row, file)); });
     return out;
 }
 

@@ -52,6 +52,16 @@ void dense_model(config::YamlMap model, const std::string& name, Settings& s) {
     }
 }
 
+void for_each_row(const std::string& file, const std::function<void(YAML::Node)>& each) {
+    const YAML::Node doc = config::load_yaml_file(file);
+    config::YamlMap root(doc, file);
+    const YAML::Node rows = root.raw("rows");
+    if (!rows.IsSequence())
+        root.fail("rows", "expected a list of runs");
+    for (const auto& row : rows)
+        each(row);
+}
+
 strategies::parallel::Platform platform(const std::string& preset) {
     static std::map<std::string, strategies::parallel::Platform> cache;
     auto it = cache.find(preset);

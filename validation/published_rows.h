@@ -6,6 +6,7 @@
 #include "config/yaml_map.h"
 #include "strategies/parallel/platform.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,6 +26,10 @@ int dim(config::YamlMap& m, std::string_view key);
 /// seq_len, vocab), with the architecture its family has: Llama's SwiGLU, RMSNorm, RoPE,
 /// untied output, no biases; Nemotron-4's squared ReLU costed as GeLU; else GPT-3's.
 void dense_model(config::YamlMap model, const std::string& name, Settings& s);
+
+/// Calls `each` with every row of the list `rows` of the YAML file `file`; InputError naming the
+/// file when it has no such list.
+void for_each_row(const std::string& file, const std::function<void(YAML::Node)>& each);
 
 /// The preset's platform, loaded once per process.
 strategies::parallel::Platform platform(const std::string& preset);
