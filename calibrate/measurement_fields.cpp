@@ -137,11 +137,12 @@ template <>
 // check-function-size: a table
 const Record<Environment>& record<Environment>() {
     using E = Environment;
-    auto version = [](std::string_view name, std::string_view meaning, std::string_view mirrors,
-                      std::string_view lands, std::string E::*member) {
+    auto text = [](std::string_view name, std::string_view meaning, std::string_view mirrors,
+                   std::string_view lands, std::string E::*member, bool warn_on_merge) {
         return Field<E>{.info = {.name = name,
                                  .type = FieldType::text,
                                  .presence = Presence::optional,
+                                 .warn_on_merge = warn_on_merge,
                                  .mirrors = mirrors,
                                  .meaning = meaning,
                                  .lands = lands},
@@ -165,19 +166,20 @@ const Record<Environment>& record<Environment>() {
                       .meaning = "GPUs used (0: unknown)",
                       .lands = "Environment::device_count"},
              .member = &E::device_count},
-            version("driver_version", "NVIDIA kernel driver", "/proc/driver/nvidia/version",
-                    "Environment::driver_version", &E::driver_version),
-            version("cuda_version", "CUDA runtime and driver API versions",
-                    "cudaRuntimeGetVersion, cudaDriverGetVersion", "Environment::cuda_version",
-                    &E::cuda_version),
-            version("nccl_version", "NCCL's version", "ncclGetVersion", "Environment::nccl_version",
-                    &E::nccl_version),
-            version("cublas_version", "cuBLAS's version", "cublasLtGetVersion",
-                    "Environment::cublas_version", &E::cublas_version),
-            version("date", "ISO 8601 UTC time the run started", "", "Environment::date", &E::date),
-            version("host", "host name (several, comma-separated, for a multi-node nccl-tests run)",
-                    "", "Environment::host", &E::host),
-            version("tool", "what wrote the file", "", "Environment::tool", &E::tool),
+            text("driver_version", "NVIDIA kernel driver", "/proc/driver/nvidia/version",
+                 "Environment::driver_version", &E::driver_version, true),
+            text("cuda_version", "CUDA runtime and driver API versions",
+                 "cudaRuntimeGetVersion, cudaDriverGetVersion", "Environment::cuda_version",
+                 &E::cuda_version, true),
+            text("nccl_version", "NCCL's version", "ncclGetVersion", "Environment::nccl_version",
+                 &E::nccl_version, true),
+            text("cublas_version", "cuBLAS's version", "cublasLtGetVersion",
+                 "Environment::cublas_version", &E::cublas_version, true),
+            text("date", "ISO 8601 UTC time the run started", "", "Environment::date", &E::date,
+                 false),
+            text("host", "host name (several, comma-separated, for a multi-node nccl-tests run)",
+                 "", "Environment::host", &E::host, false),
+            text("tool", "what wrote the file", "", "Environment::tool", &E::tool, false),
         }};
     return r;
 }

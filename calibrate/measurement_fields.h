@@ -68,6 +68,9 @@ struct FieldInfo {
     /// ("bytes / time_us"); the written value is rounded to six significant digits and a
     /// value read must agree with the computed one to 1%.
     std::string_view formula = {};
+    /// environment: when two files are merged and give different values, a warning says so
+    /// (a version); otherwise the first file's value stands (a date, a host).
+    bool warn_on_merge = false;
     /// The nccl-tests column or profiler field it mirrors ("size", "#wrong").
     std::string_view mirrors = {};
     std::string_view meaning = {};

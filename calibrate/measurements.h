@@ -248,10 +248,8 @@ struct MeasurementFile {
     std::vector<KernelMeasurement> kernels;        ///< written only when not empty
     std::vector<TraceStepMeasurement> trace_steps; ///< written only when not empty
 
-    std::size_t size() const {
-        return collectives.size() + gemms.size() + copies.size() + p2p.size() + launches.size() +
-               steps.size() + kernels.size() + trace_steps.size();
-    }
+    /// Records of every kind.
+    std::size_t size() const;
     friend bool operator==(const MeasurementFile&, const MeasurementFile&) = default;
 };
 
