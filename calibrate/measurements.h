@@ -258,7 +258,8 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
 /// Reads and parses a measurement file. Throws InputError.
 MeasurementFile read_measurements(const std::string& path);
 /// The JSON text of a measurement file (ends with a newline); byte-identical for equal input.
-/// Throws InputError (naming `name`) when the content breaks a rule the reader enforces.
+/// Throws InputError (naming `name`) when the content breaks a rule the reader enforces: the
+/// text is read back before it is returned.
 std::string format_measurements(const MeasurementFile& file, const std::string& name = "output");
 
 /// Checks every rule the reader enforces on values already in memory: positive times, sizes

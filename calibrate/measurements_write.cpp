@@ -131,6 +131,9 @@ std::string format_measurements(const MeasurementFile& file, const std::string& 
         },
         file);
     out += "}\n";
+    // What the reader would refuse is not written: its checks, from the same tables, run on the
+    // text (the bounds and choices that check_measurements does not restate).
+    parse_measurements(out, name);
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -102,6 +103,25 @@ MeasurementFile full_file() {
         },
         file);
     return file;
+}
+
+/// Sets an integer field one above its table's bound (where its member can hold that).
+template <class S>
+bool raise_over_bound(S& s, const Field<S>& f) {
+    if (const auto* m = std::get_if<int S::*>(&f.member.v);
+        m != nullptr && f.info.max < std::numeric_limits<int>::max()) {
+        s.** m = static_cast<int>(f.info.max + 1);
+        return true;
+    }
+    if (const auto* m = std::get_if<std::int64_t S::*>(&f.member.v)) {
+        s.** m = f.info.max + 1;
+        return true;
+    }
+    if (const auto* m = std::get_if<std::optional<std::int64_t> S::*>(&f.member.v)) {
+        s.** m = f.info.max + 1;
+        return true;
+    }
+    return false;
 }
 
 std::string error_of(const json& j) {
@@ -237,6 +257,37 @@ TEST_CASE("measurement fields: a missing or out-of-range value is refused naming
             }
         }
     }
+}
+
+TEST_CASE("measurement fields: what the reader would refuse is not written",
+          "[calibrate][measurements]") {
+    // Each integer one above its table's bound, in memory: the writer refuses it in the
+    // reader's words, naming the key.
+    MeasurementFile bad = full_file();
+    int checked = 0;
+    auto check = [&](auto& s, const auto& record, const std::string& path) {
+        for (const auto& f : record.fields) {
+            const auto saved = s;
+            if (raise_over_bound(s, f)) {
+                ++checked;
+                INFO(path << "." << f.info.name);
+                CHECK_THROWS_WITH(format_measurements(bad, "out.json"),
+                                  fmt::format("out.json: {}.{}: expected an integer from {} to "
+                                              "{}, got {}",
+                                              path, f.info.name, f.info.min, f.info.max,
+                                              f.info.max + 1));
+            }
+            s = saved;
+        }
+    };
+    check(bad.environment, record<Environment>(), "environment");
+    for_each_list(
+        [&](const auto& record, auto& list) {
+            check(list.front(), record, fmt::format("{}[0]", record.list));
+        },
+        bad);
+    CHECK(checked >= 20); // every integer field of the tables but two bounded by INT_MAX
+    CHECK_NOTHROW(format_measurements(bad, "out.json"));
 }
 
 TEST_CASE("measurement fields: docs/measurements.md lists every key of every table",
