@@ -22,14 +22,17 @@ void register_init(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--out,-o", *path, "Write the template to this file (default: print it)");
     auto docs = std::make_shared<std::string>();
     // Hidden: what scripts/gen-config-docs.sh writes to docs/ and CI compares.
-    cmd->add_option("--docs", *docs, "Print docs/experiments.md or docs/hardware-files.md")
-        ->check(CLI::IsMember({"experiments", "hardware"}))
+    cmd->add_option("--docs", *docs,
+                    "Print docs/experiments.md, docs/hardware-files.md or the field tables of "
+                    "docs/measurements.md")
+        ->check(CLI::IsMember({"experiments", "hardware", "measurements"}))
         ->group("");
     cmd->add_flag("--force", *force, "Replace the --out file when it exists");
     cmd->callback([io, path, docs, force] {
-        const std::string text = docs->empty()            ? experiment_template()
-                                 : *docs == "experiments" ? experiments_markdown()
-                                                          : hardware_markdown();
+        const std::string text = docs->empty()             ? experiment_template()
+                                 : *docs == "experiments"  ? experiments_markdown()
+                                 : *docs == "measurements" ? measurement_fields_markdown()
+                                                           : hardware_markdown();
         if (path->empty()) {
             io.out << text;
             return;

@@ -1,6 +1,8 @@
 #include "app/config_docs.h"
 
 #include "base/text.h"
+#include "calibrate/measurement_fields.h"
+#include "calibrate/measurements.h"
 #include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/platform_keys.h"
 
@@ -231,6 +233,105 @@ std::string hardware_markdown() {
         "A key below is written nested: `gpu.hbm.capacity` is\n\n"
         "```yaml\ngpu:\n  hbm:\n    capacity: 80GiB\n```",
         strategies::parallel::hardware_sections());
+}
+
+namespace {
+
+std::string field_presence(const calibrate::FieldInfo& f) {
+    if (!f.with.empty())
+        return "with `" + std::string(f.with) + "`";
+    switch (f.presence) {
+    case calibrate::Presence::required:
+        return "yes";
+    case calibrate::Presence::optional:
+        return "no: left out when not known";
+    case calibrate::Presence::defaulted:
+        return f.type == calibrate::FieldType::rate ? "no: checked when given" : "no";
+    }
+    return "";
+}
+
+std::string field_values(const calibrate::FieldInfo& f) {
+    switch (f.type) {
+    case calibrate::FieldType::integer:
+        return fmt::format("{} to {}", f.min, f.max);
+    case calibrate::FieldType::number:
+    case calibrate::FieldType::time:
+        return "positive";
+    case calibrate::FieldType::choice: {
+        std::vector<std::string> names;
+        for (const auto& c : f.choices) {
+            if (!c.empty())
+                names.push_back("`" + c + "`");
+        }
+        return base::join(names, ", ");
+    }
+    case calibrate::FieldType::rate:
+        return "`" + std::string(f.formula) + "`, within 1%";
+    case calibrate::FieldType::text:
+        return f.if_empty.empty() ? "" : "not empty";
+    case calibrate::FieldType::dims:
+        return "integers >= 0";
+    case calibrate::FieldType::boolean:
+        return "true, false";
+    case calibrate::FieldType::settings:
+    case calibrate::FieldType::model:
+        return "";
+    }
+    return "";
+}
+
+void write_fields(std::string& out, const calibrate::RecordInfo& r) {
+    out += "| Key | Type | Unit | Required | Values | Mirrors | Meaning | Lands in |\n";
+    out += "|---|---|---|---|---|---|---|---|\n";
+    for (const calibrate::FieldInfo* f : r.fields) {
+        auto code = [](std::string_view text) {
+            return text.empty() ? std::string() : "`" + std::string(text) + "`";
+        };
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", code(f->name),
+                           to_string(f->type), cell(std::string(f->unit)), cell(field_presence(*f)),
+                           cell(field_values(*f)), cell(std::string(f->mirrors)),
+                           cell(std::string(f->meaning)), cell(code(f->lands)));
+    }
+}
+
+} // namespace
+
+std::string measurement_fields_markdown() {
+    const auto& records = calibrate::measurement_records();
+    std::string out =
+        "<!-- Generated from the field tables (calibrate/measurement_fields.cpp) by `clustersim "
+        "init --docs measurements`; scripts/gen-config-docs.sh writes it and CI checks it. Edit "
+        "the tables, not this. -->\n\n";
+    out += "## Top level\n\n| Key | Type | Meaning |\n|---|---|---|\n";
+    out += fmt::format("| `format` | string | always `\"{}\"` |\n", calibrate::kMeasurementFormat);
+    out += fmt::format("| `version` | integer | `{}`; a reader refuses versions newer than it "
+                       "knows |\n",
+                       calibrate::kMeasurementVersion);
+    out += "| `environment` | object | where the measurements were taken (below) |\n";
+    for (const calibrate::RecordInfo& r : records) {
+        if (r.list.empty())
+            continue;
+        out +=
+            fmt::format("| `{}` | list | the points (below); a missing list is empty{} |\n", r.list,
+                        r.optional_list ? "; written only when it or a list after it has "
+                                          "points"
+                                        : "");
+    }
+    out += "\nEvery point is one object on one line, its keys in the order of its table below. "
+           "A time is positive, in the unit its key names (`time_us`, `time_ms`), exact to the "
+           "picosecond. A rate is derived from sizes and times, written rounded to six "
+           "significant digits, and optional when reading; when a file gives one, it must agree "
+           "with the time to 1% (so a hand-edited time cannot leave a stale bandwidth). A key "
+           "that is \"left out when not known\" is written only when its value is known (not "
+           "empty, not its default). Unknown keys are errors.\n";
+    for (const calibrate::RecordInfo& r : records) {
+        out += r.list.empty() ? std::string("\n### `environment`\n\n")
+                              : fmt::format("\n### `{}`\n\n", r.list);
+        out += std::string(r.meaning) + "\n\n";
+        write_fields(out, r);
+    }
+    return out;
 }
 
 } // namespace clustersim::app

@@ -3,7 +3,8 @@
 /// What the key tables (config/key_table.h) are written out as: the experiment template that
 /// `clustersim init` writes, and docs/experiments.md and docs/hardware-files.md
 /// (`clustersim init --docs experiments|hardware`; scripts/gen-config-docs.sh writes and, in
-/// CI, checks them). Nothing here names a key: a key added to a table appears in all three.
+/// CI, checks them), and the field tables of docs/measurements.md (`--docs measurements`).
+/// Nothing here names a key: a key added to a table appears in all of them.
 
 #include "config/key_table.h"
 
@@ -23,5 +24,10 @@ std::string keys_markdown(std::string_view title, std::string_view intro,
 /// docs/experiments.md and docs/hardware-files.md.
 std::string experiments_markdown();
 std::string hardware_markdown();
+
+/// The fields of docs/measurements.md, from the measurement files' field tables
+/// (calibrate/measurement_fields.h): the top level, the environment and each list of points,
+/// a table each. scripts/gen-config-docs.sh puts it between the page's markers.
+std::string measurement_fields_markdown();
 
 } // namespace clustersim::app

@@ -35,6 +35,12 @@ std::optional<KernelClass> parse_kernel_class(std::string_view text) {
     return find_name<KernelClass>(kKernelClassNames, text);
 }
 
+std::size_t MeasurementFile::size() const {
+    std::size_t n = 0;
+    for_each_list([&](const auto&, const auto& list) { n += list.size(); }, *this);
+    return n;
+}
+
 sim::Time KernelMeasurement::per_call() const {
     return calls > 0 ? time / calls : time;
 }

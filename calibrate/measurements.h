@@ -248,10 +248,8 @@ struct MeasurementFile {
     std::vector<KernelMeasurement> kernels;        ///< written only when not empty
     std::vector<TraceStepMeasurement> trace_steps; ///< written only when not empty
 
-    std::size_t size() const {
-        return collectives.size() + gemms.size() + copies.size() + p2p.size() + launches.size() +
-               steps.size() + kernels.size() + trace_steps.size();
-    }
+    /// Records of every kind.
+    std::size_t size() const;
     friend bool operator==(const MeasurementFile&, const MeasurementFile&) = default;
 };
 
@@ -260,7 +258,8 @@ MeasurementFile parse_measurements(std::string_view json_text, const std::string
 /// Reads and parses a measurement file. Throws InputError.
 MeasurementFile read_measurements(const std::string& path);
 /// The JSON text of a measurement file (ends with a newline); byte-identical for equal input.
-/// Throws InputError (naming `name`) when the content breaks a rule the reader enforces.
+/// Throws InputError (naming `name`) when the content breaks a rule the reader enforces: the
+/// text is read back before it is returned.
 std::string format_measurements(const MeasurementFile& file, const std::string& name = "output");
 
 /// Checks every rule the reader enforces on values already in memory: positive times, sizes

@@ -69,14 +69,9 @@ std::optional<std::int64_t> int_setting(const Settings& s, const std::string& ke
 void check_measurements(const MeasurementFile& file, const std::string& name) {
     if (file.environment.device.empty())
         throw InputError(name + ": environment.device: expected the GPU's name or \"unknown\"");
-    check_positive_time(file.collectives, "collectives", name);
-    check_positive_time(file.gemms, "gemms", name);
-    check_positive_time(file.copies, "copies", name);
-    check_positive_time(file.p2p, "p2p", name);
-    check_positive_time(file.launches, "launches", name);
-    check_positive_time(file.steps, "steps", name);
-    check_positive_time(file.kernels, "kernels", name);
-    check_positive_time(file.trace_steps, "trace_steps", name);
+    for_each_list(
+        [&](const auto& record, const auto& list) { check_positive_time(list, record.list, name); },
+        file);
     for (std::size_t i = 0; i < file.kernels.size(); ++i) {
         const auto& k = file.kernels[i];
         if (k.calls < 1 || k.bytes < 0 || !(k.flops >= 0) || k.stream < 0 ||
@@ -223,27 +218,21 @@ std::vector<std::string> merge_measurements(MeasurementFile& into, const Measure
                                        from_name, what, base::excerpt(theirs), base::excerpt(mine),
                                        base::excerpt(mine)));
     };
-    fill(a.driver_version, b.driver_version, "driver_version");
-    fill(a.cuda_version, b.cuda_version, "cuda_version");
-    fill(a.nccl_version, b.nccl_version, "nccl_version");
-    fill(a.cublas_version, b.cublas_version, "cublas_version");
-    // The date, host and tool of the first file stand for the merged file: runs of one
-    // calibration are minutes apart, and that is no reason to warn.
-    if (a.date.empty())
-        a.date = b.date;
-    if (a.host.empty())
-        a.host = b.host;
-    if (a.tool.empty())
-        a.tool = b.tool;
-    auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
-    append(into.collectives, from_file.collectives);
-    append(into.gemms, from_file.gemms);
-    append(into.copies, from_file.copies);
-    append(into.p2p, from_file.p2p);
-    append(into.launches, from_file.launches);
-    append(into.steps, from_file.steps);
-    append(into.kernels, from_file.kernels);
-    append(into.trace_steps, from_file.trace_steps);
+    // The other strings of the environment, as its table says: versions that differ are
+    // warned of; the date, host and tool of the first file stand for the merged file (runs of
+    // one calibration are minutes apart, and that is no reason to warn).
+    for (const auto& f : record<Environment>().fields) {
+        const auto* member = std::get_if<std::string Environment::*>(&f.member.v);
+        if (member == nullptr || *member == &Environment::device)
+            continue;
+        if (f.info.warn_on_merge)
+            fill(a.**member, b.**member, f.info.name);
+        else if ((a.**member).empty())
+            a.** member = b.**member;
+    }
+    for_each_list([](const auto&, auto& dst,
+                     const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); },
+                  into, from_file);
     return warnings;
 }
 
