@@ -119,10 +119,11 @@ void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow
         }
         u_[i] = u;
         open_.push_back(static_cast<std::uint32_t>(i));
+        // A flow standing for `count` is that many on each resource (times 1 is exact).
         for (std::uint32_t s = start; s < slots_.size(); ++s) {
             Crossed& c = crossed_[slots_[s]];
-            c.load += u;
-            ++c.open;
+            c.load += u * f.count;
+            c.open += f.count;
         }
     }
     first_slot_[n] = static_cast<std::uint32_t>(slots_.size());
@@ -237,9 +238,9 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
             if (!mark_[k])
                 continue;
             Crossed& c = crossed_[k];
-            c.fixed += b;
-            c.load -= u_[i];
-            --c.open;
+            c.fixed += b * f.count;
+            c.load -= u_[i] * f.count;
+            c.open -= f.count;
             Fixed& x = fixed_[k];
             x.end = x.count == 0 ? duration : std::min(x.end, duration);
             x.mixed = x.mixed || (x.count > 0 && x.latency != f.latency);

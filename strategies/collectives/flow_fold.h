@@ -38,7 +38,10 @@
 /// the same flows at the same rates), and the solution is unique.
 ///
 /// Counts are of the round's flows: every resource of a proved flow, and of the flows of its
-/// uniform resource, must carry no other flow while the round runs (`own`).
+/// uniform resource, must carry no other flow while the round runs (`own`). A flow standing
+/// for `count` identical flows (sim::FlowSpec::count) is counted as them: `count` times on each
+/// of its resources, its bound and rate charged `count` times; what is proved of it is proved
+/// of each (identical flows have identical max-min rates).
 
 #include "sim/flow_network.h"
 #include "sim/time.h"
@@ -59,6 +62,7 @@ struct FoldFlow {
     double bytes = 0;
     sim::Time latency;
     double max_rate = 0;
+    std::uint32_t count = 1; ///< identical flows it stands for (sim::FlowSpec::count)
     std::span<const sim::ResourceId> path() const {
         if (route != nullptr)
             return *route;

@@ -169,7 +169,12 @@ void FlowCollectives::next_round(Run* run) {
     for (int s = range.begin; s < range.end; ++s)
         latency += phase.step_latency(s);
     scratch_.clear();
-    phase.round_flows(range, scratch_);
+    // With symmetry, identical transfers come as one flow standing for them all (an
+    // all-to-all's n^2 are never listed); without, every flow is simulated as itself.
+    if (options_.symmetry)
+        phase.round_groups(range, scratch_);
+    else
+        phase.round_flows(range, scratch_);
     const Protocol protocol = run->decomposition.protocol;
     // Across nodes the kernel's memory work overlaps the round's transfers (the NICs move data
     // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
@@ -179,7 +184,7 @@ void FlowCollectives::next_round(Run* run) {
     const bool repeats = run->rounds[run->phase].size() > 1;
     Run::LastRound& last = run->last;
     const auto same = [](const detail::PFlow& a, const detail::PFlow& b) {
-        return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes;
+        return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.count == b.count;
     };
     if (overlap && repeats && last.phase == run->phase && last.latency == latency &&
         last.least == least && std::ranges::equal(scratch_, last.flows, same)) {
@@ -227,15 +232,17 @@ void FlowCollectives::next_round(Run* run) {
         }
         const detail::RouteInfo& route = *m.route;
         const double wire = f.bytes / m.efficiency;
-        stats_.payload_bytes += f.bytes;
-        stats_.wire_bytes += wire;
-        payload += f.bytes;
-        wire_sum += wire;
+        // (times 1 is exact: flows of one sum as they did before counts)
+        stats_.payload_bytes += f.bytes * f.count;
+        stats_.wire_bytes += wire * f.count;
+        payload += f.bytes * f.count;
+        wire_sum += wire * f.count;
         Pending p;
         p.route = &route.edges;
         p.bytes = wire;
         p.latency = latency;
         p.max_rate = least > 0 ? wire / least : std::numeric_limits<double>::infinity();
+        p.count = f.count;
         p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
@@ -334,7 +341,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     const auto same = [](const Pending& a, const detail::FoldFlow& b) {
         return a.route == b.route && a.has_edge == b.has_edge &&
                (!a.has_edge || a.edge == b.edge) && a.bytes == b.bytes && a.latency == b.latency &&
-               a.max_rate == b.max_rate;
+               a.max_rate == b.max_rate && a.count == b.count;
     };
     for (FoldMemo& m : run->fold_memo) {
         if (m.claims == claimed_.size() && m.keys.size() == batch.size() &&
@@ -349,7 +356,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     m.claims = claimed_.size();
     m.keys.clear();
     for (const Pending& p : batch)
-        m.keys.push_back({p.route, p.edge, p.has_edge, p.bytes, p.latency, p.max_rate});
+        m.keys.push_back({p.route, p.edge, p.has_edge, p.bytes, p.latency, p.max_rate, p.count});
     // A resource is the batch's alone when it is its communicator's alone (or, with
     // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
     // (start_batch folds only then).
@@ -380,8 +387,8 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
         if (!(has_last && key == last) && lump_of_.emplace(key, index).second) {
             m.starts.push_back(index);
         } else {
-            ++m.represented;
             const Pending& p = batch[i];
+            m.represented += p.count;
             if (p.gpu_a >= 0)
                 gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
             if (p.gpu_b >= 0)
@@ -428,11 +435,12 @@ void FlowCollectives::start_flow(Run* run, std::uint32_t i, double rate, bool st
     const bool proved = !std::isnan(rate);
     ++run->pending;
     ++stats_.flows;
+    stats_.represented += p.count - 1;
     mark_gpu(p.gpu_a, true);
     mark_gpu(p.gpu_b, true);
     // A proved flow runs under the cap of its rate: the flows it stands for, or that share its
     // resources with it, are not on the network to hold it there.
-    sim::FlowSpec spec{p.bytes, p.path(), p.latency, proved ? rate : p.max_rate, {}};
+    sim::FlowSpec spec{p.bytes, p.path(), p.latency, proved ? rate : p.max_rate, {}, p.count};
     sim::FlowId id = 0;
     if (stands_for_others) {
         // Captures of 16 bytes at most stay inside the std::function (a flow's callback was a
@@ -481,11 +489,11 @@ void FlowCollectives::materialize(Run* run) {
             continue;
         ++run->pending;
         ++stats_.flows;
-        --stats_.represented;
+        --stats_.represented; // it stood for p.count, now for p.count - 1 beside it
         mark_gpu(p.gpu_a, true);
         mark_gpu(p.gpu_b, true);
         net_.start_copy(
-            l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); }, p.max_rate);
+            l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); }, p.max_rate, p.count);
     }
     run->lumps.clear();
 }

@@ -66,8 +66,8 @@ struct FlowStats {
     double payload_bytes = 0; ///< bytes the collective moved between endpoints
     double wire_bytes = 0;    ///< the same with protocol overhead (what links carry)
     double hbm_bytes = 0;     ///< kernel memory traffic
-    /// Flows not simulated: they finished with an identical representative (symmetry); not
-    /// counted in `flows`.
+    /// Flows not simulated: they finished with an identical representative (symmetry), or a
+    /// flow on the network stood for them (sim::FlowSpec::count); not counted in `flows`.
     std::uint64_t represented = 0;
 };
 
@@ -112,6 +112,7 @@ private:
         double bytes = 0;
         sim::Time latency;
         double max_rate = 0;
+        std::uint32_t count = 1;    ///< identical flows it stands for (Phase::round_groups)
         int gpu_a = -1, gpu_b = -1; ///< GPUs at its ends (-1: a switch, or none)
         std::vector<sim::ResourceId> path() const;
     };
