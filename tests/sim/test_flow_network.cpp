@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -381,8 +382,9 @@ TEST_CASE("FlowNetwork: a flow's cap changed in flight, and a copy under a cap o
 TEST_CASE("FlowNetwork: a flow standing for k identical flows moves as they do", "[sim][flow]") {
     // Random workloads, each run twice: flows of count k, and the same with each of them k
     // flows of count 1. Max-min gives identical flows identical rates, so every flow ends when
-    // its k copies do (to the picosecond: the charges k x rate and k times rate differ in the
-    // last bits only) and the resources carry the same bytes.
+    // its k copies do, to the picosecond: the charges k x rate and k times rate differ in their
+    // last bits, which moves a completion that falls on a whole picosecond (these round sizes
+    // and capacities make most do) to the next one at most. The resources carry the same bytes.
     std::mt19937 rng(11);
     for (int trial = 0; trial < 100; ++trial) {
         struct Made {
@@ -431,7 +433,7 @@ TEST_CASE("FlowNetwork: a flow standing for k identical flows moves as they do",
         const auto all = run(true, carried_all);
         INFO("trial " << trial);
         for (std::size_t f = 0; f < made.size(); ++f)
-            CHECK(one[f].picoseconds() == all[f].picoseconds());
+            CHECK(std::abs(one[f].picoseconds() - all[f].picoseconds()) <= 1);
         for (std::size_t r = 0; r < carried_one.size(); ++r)
             CHECK(carried_one[r] == Approx(carried_all[r]).epsilon(1e-12));
     }
