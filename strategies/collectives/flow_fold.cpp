@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace clustersim::strategies::collectives::detail {
@@ -25,6 +26,12 @@ void FairShareProof::prove(const sim::FlowNetwork& net, std::span<const FoldFlow
     b_.resize(n);
     open_.clear();
     index(net, flows, own, series);
+    if (fill(flows, rate)) {
+        open_.clear();
+        leave.assign(n, 1);
+        return;
+    }
+    rate.assign(n, kNaN);
     // Passes over the flows not proved yet, each on what the proved ones leave.
     while (!open_.empty() && pass(flows, rate)) {
     }
@@ -251,6 +258,135 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
     for (std::uint32_t k : live_)
         mark_[k] = 0;
     first_pass_ = false;
+    return true;
+}
+
+bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& rate) {
+    const std::size_t n = flows.size();
+    const std::size_t nc = crossed_.size();
+    bool own = true;
+    each_place([&](std::uint32_t k) { own = own && (crossed_[k].open == 0 || crossed_[k].own); });
+    if (!own || n == 0)
+        return false;
+    // Each place's flows, by a count and a prefix sum over the flows' places.
+    user_first_.assign(nc + 1, 0);
+    for (std::uint32_t s : slots_)
+        ++user_first_[s + 1];
+    for (std::size_t k = 0; k < nc; ++k)
+        user_first_[k + 1] += user_first_[k];
+    users_.resize(slots_.size());
+    changed_.assign(user_first_.begin(), user_first_.end() - 1); // cursors, for now
+    for (std::uint32_t i = 0; i < n; ++i) {
+        for (std::uint32_t k : path(i))
+            users_[changed_[k]++] = i;
+    }
+    changed_.clear();
+    // Progressive filling as the network's (sim::FlowNetwork::compute_max_min_rates): the
+    // place of least share (what is left of it over its flows not frozen) freezes its flows
+    // at that share; a key raised by freezes elsewhere is brought up to date when it reaches
+    // the top.
+    left_.resize(nc);
+    unfrozen_.resize(nc);
+    fill_key_.resize(nc);
+    fill_version_.resize(nc);
+    heap_.clear();
+    each_place([&](std::uint32_t k) {
+        const Crossed& c = crossed_[k];
+        left_[k] = c.capacity;
+        unfrozen_[k] = c.open;
+        fill_version_[k] = 0;
+        fill_key_[k] = c.capacity / c.open;
+        if (c.open > 0)
+            heap_.push_back({fill_key_[k], k, 0});
+    });
+    constexpr std::uint32_t kAtCap = 0xffffffffU;
+    constexpr std::uint32_t kNone = 0xfffffffeU;
+    frozen_at_.assign(n, kNone);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (std::isfinite(flows[i].max_rate))
+            heap_.push_back({flows[i].max_rate, static_cast<std::uint32_t>(nc + i), 0});
+    }
+    const auto later = std::greater<FillEntry>();
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    const auto freeze = [&](std::uint32_t i, double share, std::uint32_t at) {
+        frozen_at_[i] = at;
+        rate[i] = share;
+        const double charge = share * flows[i].count;
+        for (std::uint32_t q : path(i)) {
+            left_[q] = std::max(0.0, left_[q] - charge);
+            unfrozen_[q] -= flows[i].count;
+            changed_.push_back(q);
+        }
+    };
+    const auto requeue = [&] {
+        for (std::uint32_t q : changed_) {
+            if (unfrozen_[q] > 0) {
+                const double share = left_[q] / unfrozen_[q];
+                if (share < fill_key_[q]) {
+                    fill_key_[q] = share;
+                    heap_.push_back({share, q, ++fill_version_[q]});
+                    std::push_heap(heap_.begin(), heap_.end(), later);
+                }
+            }
+        }
+        changed_.clear();
+    };
+    while (!heap_.empty()) {
+        const FillEntry e = heap_.front();
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+        if (e.index >= nc) {
+            const std::uint32_t i = e.index - static_cast<std::uint32_t>(nc);
+            if (frozen_at_[i] == kNone) {
+                freeze(i, e.share, kAtCap);
+                requeue();
+            }
+            continue;
+        }
+        const std::uint32_t k = e.index;
+        if (e.version != fill_version_[k] || !(unfrozen_[k] > 0))
+            continue;
+        const double share = left_[k] / unfrozen_[k];
+        if (share != e.share) { // grown since queued: back in at its place
+            fill_key_[k] = share;
+            heap_.push_back({share, k, e.version});
+            std::push_heap(heap_.begin(), heap_.end(), later);
+            continue;
+        }
+        for (std::uint32_t u = user_first_[k]; u < user_first_[k + 1]; ++u) {
+            if (frozen_at_[users_[u]] == kNone)
+                freeze(users_[u], share, k);
+        }
+        requeue();
+    }
+    // The certificate: every flow at its cap, or frozen at a place all of whose flows start
+    // with it and last at least as long (to rounding, as Fixed::outlast). Per place, the
+    // least duration of its flows (in left_) and their start if one (else a mark, in
+    // fill_version_ whether they share it).
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (frozen_at_[i] == kNone || !(rate[i] > 0))
+            return false;
+    }
+    bool certified = true;
+    each_place([&](std::uint32_t k) {
+        if (!certified || user_first_[k] == user_first_[k + 1])
+            return;
+        const sim::Time start = flows[users_[user_first_[k]]].latency;
+        double least = kInf;
+        for (std::uint32_t u = user_first_[k]; u < user_first_[k + 1]; ++u) {
+            const FoldFlow& g = flows[users_[u]];
+            certified = certified && g.latency == start;
+            least = std::min(least, g.bytes / rate[users_[u]]);
+        }
+        left_[k] = least;
+    });
+    if (!certified)
+        return false;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t k = frozen_at_[i];
+        if (k != kAtCap && left_[k] < flows[i].bytes / rate[i] * (1 - 1e-12))
+            return false;
+    }
     return true;
 }
 
