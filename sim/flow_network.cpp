@@ -183,6 +183,29 @@ bool FlowNetwork::set_max_rate(FlowId id, double max_rate) {
     return true;
 }
 
+bool FlowNetwork::set_path(FlowId id, std::vector<ResourceId> path) {
+    for (ResourceId r : path) {
+        if (r >= resources_.size())
+            throw std::invalid_argument("flow path names an unknown resource");
+    }
+    const std::int64_t at = find(id);
+    if (at < 0)
+        return false;
+    const auto slot = static_cast<std::uint32_t>(at);
+    if (!slab_[slot].active) { // waiting for its latency: it takes the path when it starts
+        slab_[slot].path = std::move(path);
+        return true;
+    }
+    advance_to_now(); // its bytes so far moved at its rate on the old path
+    detach(slot);
+    slab_[slot].path = std::move(path);
+    slab_[slot].active = true;
+    attach(slot);
+    seed_flows_.push_back(slot);
+    request_reshare();
+    return true;
+}
+
 void FlowNetwork::activate(std::uint32_t slot) {
     if (slab_[slot].remaining <= 0) {
         // finish() calls back, which may start flows (and move slab_): finish a copy.

@@ -87,6 +87,12 @@ public:
     /// gives the flow its own cap back when that proof no longer holds.
     bool set_max_rate(FlowId id, double max_rate);
 
+    /// Moves flow `id` onto `path` (resources crossed, each at most once), from now on; false if
+    /// it is not in flight. Symmetry runs a representative whose rate it has proved on no
+    /// resource (it cannot meet another flow there), and gives it its path back when that proof
+    /// no longer holds.
+    bool set_path(FlowId id, std::vector<ResourceId> path);
+
     /// Current rate of an active flow, of each of the identical flows it stands for (0 if it is
     /// waiting for its latency or has completed).
     double rate(FlowId id) const;

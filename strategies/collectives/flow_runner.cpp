@@ -26,6 +26,7 @@ struct FlowCollectives::FoldMemo {
     /// each class of identical flows that may be left out (its representative); ascending.
     std::vector<std::uint32_t> starts;
     std::uint64_t represented = 0; ///< flows left to representatives
+    bool all_left = false;         ///< every flow proved and left to a representative
     std::uint64_t claims = 0;
     mutable std::uint64_t used = 0; ///< when it last served, for replacement
 };
@@ -56,7 +57,9 @@ struct FlowCollectives::Run {
     std::vector<Pending> batch;
     std::vector<Lump> lumps;         ///< of the batch in flight
     const FoldMemo* proof = nullptr; ///< the batch in flight's, while it runs
-    bool then_local = false;         ///< of the batch in flight
+    /// The representatives of the batch in flight run on no resource (start_batch says when).
+    bool detached = false;
+    bool then_local = false; ///< of the batch in flight
     /// Per position in a round's transfers: the pair last seen there, its route and efficiency.
     struct RouteMemo {
         int src = 0, dst = 0;
@@ -373,6 +376,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     // others. The GPUs of the flows left out are noted once, here.
     m.starts.clear();
     m.represented = 0;
+    m.all_left = std::all_of(m.leave.begin(), m.leave.end(), [](char c) { return c != 0; });
     lump_of_.clear();
     LumpKey last{};
     bool has_last = false;
@@ -404,6 +408,7 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
     run->lumps.clear();
     run->capped.clear();
     run->proof = nullptr;
+    run->detached = false;
     const auto n_gpus = static_cast<std::size_t>(topology_.gpu_count());
     if (gpu_simulated_.size() < n_gpus) {
         gpu_simulated_.resize(n_gpus, 0);
@@ -419,6 +424,13 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         const FoldMemo& proof = fold(run);
         run->proof = &proof;
         run->last_proof = &proof;
+        // Every flow proved, on a network that holds this communicator's collectives alone
+        // (FlowOptions::exclusive) and of those this one alone (the fold's condition): each
+        // representative moves at its cap, the rate proved, wherever it runs, and the sum of the
+        // proved rates fits every resource. On no resource it costs no reshare of the others
+        // (an all-to-all's thousands of classes of rates, one completion instant each, re-shared
+        // every representative at each); materialize gives it its path back.
+        run->detached = options_.exclusive && proof.all_left;
         stats_.represented += proof.represented;
         for (std::uint32_t i : proof.starts)
             start_flow(run, i, proof.rate[i], proof.leave[i] != 0);
@@ -440,7 +452,9 @@ void FlowCollectives::start_flow(Run* run, std::uint32_t i, double rate, bool st
     mark_gpu(p.gpu_b, true);
     // A proved flow runs under the cap of its rate: the flows it stands for, or that share its
     // resources with it, are not on the network to hold it there.
-    sim::FlowSpec spec{p.bytes, p.path(), p.latency, proved ? rate : p.max_rate, {}, p.count};
+    sim::FlowSpec spec{p.bytes,   run->detached ? std::vector<sim::ResourceId>{} : p.path(),
+                       p.latency, proved ? rate : p.max_rate,
+                       {},        p.count};
     sim::FlowId id = 0;
     if (stands_for_others) {
         // Captures of 16 bytes at most stay inside the std::function (a flow's callback was a
@@ -467,6 +481,14 @@ void FlowCollectives::materialize(Run* run) {
     if (proof == nullptr)
         return;
     run->proof = nullptr;
+    // Representatives on no resource take their paths (a finished one is left as it is).
+    if (run->detached) {
+        for (const Run::Lump& l : run->lumps) {
+            if (!l.rep_done)
+                net_.set_path(l.rep, run->batch[l.index].path());
+        }
+        run->detached = false;
+    }
     // The proved rates held for the round alone: the flows simulated under them move under
     // their own caps from now on (a finished one is left as it is).
     for (const auto& [id, i] : run->capped)

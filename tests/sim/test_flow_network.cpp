@@ -442,3 +442,25 @@ TEST_CASE("FlowNetwork: a flow standing for k identical flows moves as they do",
     net.add_resource(1e9, "link");
     CHECK_THROWS_AS(net.start({1e6, {0}, Time::zero(), kInf, {}, 0}), std::invalid_argument);
 }
+
+TEST_CASE("FlowNetwork: a flow moved onto a path in flight shares it from then on", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    // a on no resource at its cap of 1 GB/s, b alone on the link; at 0.5 s a joins the link:
+    // both then have 0.5 GB left and move at 0.5 GB/s, ending together at 1.5 s.
+    auto a = net.start(FlowSpec{1e9, {}, Time::zero(), 1e9, rec.cb()});
+    auto b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    engine.at(Time::ms(500), [&] { CHECK(net.set_path(a, {link})); });
+    engine.run();
+    CHECK(rec.done.at(a) == Time::ms(1500));
+    CHECK(rec.done.at(b) == Time::ms(1500));
+    CHECK_FALSE(net.set_path(a, {})); // done
+    // A flow still waiting for its latency takes the path when it starts.
+    auto c = net.start(FlowSpec{1e9, {}, Time::s(1), 4e9, rec.cb()});
+    CHECK(net.set_path(c, {link}));
+    CHECK_THROWS_AS(net.set_path(c, {7}), std::invalid_argument);
+    engine.run();
+    CHECK(rec.done.at(c) == Time::ms(3500)); // 1 GB at the link's 1 GB/s, after 1 s
+}
