@@ -633,6 +633,43 @@ TEST_CASE("collectives: an all-to-all's identical transfers run as one flow, exa
     }
 }
 
+TEST_CASE("collectives: on an exclusive network a second all-to-all mid-round gives the "
+          "representatives their paths back",
+          "[collectives][flow][symmetry]") {
+    // Every flow of an all-to-all alone is proved, and its representatives run on no resource;
+    // a second one on the same communicator puts them back on their paths and starts the flows
+    // they stood for, so both end when every flow simulated as itself ends.
+    const auto& topo = topology("dgx-a100", 24);
+    const Communicator comm(topo, first(24));
+    Collective c;
+    c.op = Op::all_to_all;
+    c.bytes = 24 * 4 * MiB;
+    auto run = [&](bool symmetry, sim::Time delay) {
+        sim::Engine engine;
+        sim::FlowNetwork net(engine);
+        hardware::bind_topology(net, topo);
+        FlowOptions options;
+        options.symmetry = symmetry;
+        options.exclusive = true;
+        FlowCollectives runner(engine, net, topo, options);
+        std::array<sim::Time, 2> done{};
+        for (std::size_t i = 0; i < 2; ++i)
+            engine.at(i == 0 ? sim::Time::zero() : delay,
+                      [&, i] { runner.start(comm, c, [&, i] { done[i] = engine.now(); }); });
+        engine.run();
+        return std::pair{done, runner.stats()};
+    };
+    for (double at_us : {0.0, 5.0, 900.0}) {
+        const auto delay = sim::Time::from_seconds(at_us * 1e-6);
+        const auto [sym, sym_stats] = run(true, delay);
+        const auto [full, full_stats] = run(false, delay);
+        INFO("second all-to-all after " << at_us << " us");
+        CHECK(sym[0].picoseconds() == full[0].picoseconds());
+        CHECK(sym[1].picoseconds() == full[1].picoseconds());
+        CHECK(sym_stats.flows + sym_stats.represented == full_stats.flows);
+    }
+}
+
 TEST_CASE("collectives: an all-to-all folds its classes of hops, exactly",
           "[collectives][flow][symmetry]") {
     // n^2 flows, each alone on no link: the NICs' and the fabric's links are shared in equal
