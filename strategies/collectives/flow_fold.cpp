@@ -26,14 +26,24 @@ void FairShareProof::prove(const sim::FlowNetwork& net, std::span<const FoldFlow
     b_.resize(n);
     open_.clear();
     index(net, flows, own, series);
-    if (fill(flows, rate)) {
-        open_.clear();
-        leave.assign(n, 1);
-        return;
-    }
-    rate.assign(n, kNaN);
-    // Passes over the flows not proved yet, each on what the proved ones leave.
-    while (!open_.empty() && pass(flows, rate)) {
+    // Passes over the flows not proved yet, each on what the proved ones leave; the filling
+    // once they have visited the flows about as often as it does (its reverse index and heap):
+    // a round they prove in a few passes (a ring's, a tree's) keeps their answer.
+    std::size_t visits = 0;
+    bool filled = false;
+    while (!open_.empty()) {
+        if (!filled && visits >= fill_after_ * n) {
+            filled = true;
+            if (fill(flows, fill_rate_)) {
+                rate = fill_rate_;
+                open_.clear();
+                leave.assign(n, 1);
+                return;
+            }
+        }
+        visits += open_.size();
+        if (!pass(flows, rate))
+            break;
     }
     if (open_.empty()) {
         leave.assign(n, 1);
@@ -264,23 +274,33 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
 bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& rate) {
     const std::size_t n = flows.size();
     const std::size_t nc = crossed_.size();
+    rate.assign(n, kNaN);
     bool own = true;
-    each_place([&](std::uint32_t k) { own = own && (crossed_[k].open == 0 || crossed_[k].own); });
+    each_place([&](std::uint32_t k) { own = own && crossed_[k].own; });
     if (!own || n == 0)
         return false;
-    // Each place's flows, by a count and a prefix sum over the flows' places.
-    user_first_.assign(nc + 1, 0);
+    // Each place's flows, users_[user_first_[k] .. user_end_[k]), laid out by a count over the
+    // flows' places and a running sum over this proof's places (a series keeps places of other
+    // proofs, which are not visited).
+    if (user_first_.size() < nc) {
+        user_first_.resize(nc);
+        user_end_.resize(nc);
+    }
+    each_place([&](std::uint32_t k) { user_end_[k] = 0; });
     for (std::uint32_t s : slots_)
-        ++user_first_[s + 1];
-    for (std::size_t k = 0; k < nc; ++k)
-        user_first_[k + 1] += user_first_[k];
+        ++user_end_[s];
+    std::uint32_t sum = 0;
+    each_place([&](std::uint32_t k) {
+        user_first_[k] = sum;
+        sum += user_end_[k];
+        user_end_[k] = user_first_[k]; // a cursor, for now
+    });
     users_.resize(slots_.size());
-    changed_.assign(user_first_.begin(), user_first_.end() - 1); // cursors, for now
+    changed_.clear();
     for (std::uint32_t i = 0; i < n; ++i) {
         for (std::uint32_t k : path(i))
-            users_[changed_[k]++] = i;
+            users_[user_end_[k]++] = i;
     }
-    changed_.clear();
     // Progressive filling as the network's (sim::FlowNetwork::compute_max_min_rates): the
     // place of least share (what is left of it over its flows not frozen) freezes its flows
     // at that share; a key raised by freezes elsewhere is brought up to date when it reaches
@@ -290,13 +310,16 @@ bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& 
     fill_key_.resize(nc);
     fill_version_.resize(nc);
     heap_.clear();
+    // (Counted from the flows: the passes before it have taken the proved ones off crossed_.)
     each_place([&](std::uint32_t k) {
-        const Crossed& c = crossed_[k];
-        left_[k] = c.capacity;
-        unfrozen_[k] = c.open;
+        double count = 0;
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u)
+            count += flows[users_[u]].count;
+        left_[k] = crossed_[k].capacity;
+        unfrozen_[k] = count;
         fill_version_[k] = 0;
-        fill_key_[k] = c.capacity / c.open;
-        if (c.open > 0)
+        fill_key_[k] = left_[k] / count;
+        if (count > 0)
             heap_.push_back({fill_key_[k], k, 0});
     });
     constexpr std::uint32_t kAtCap = 0xffffffffU;
@@ -353,7 +376,7 @@ bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& 
             std::push_heap(heap_.begin(), heap_.end(), later);
             continue;
         }
-        for (std::uint32_t u = user_first_[k]; u < user_first_[k + 1]; ++u) {
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u) {
             if (frozen_at_[users_[u]] == kNone)
                 freeze(users_[u], share, k);
         }
@@ -369,11 +392,11 @@ bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& 
     }
     bool certified = true;
     each_place([&](std::uint32_t k) {
-        if (!certified || user_first_[k] == user_first_[k + 1])
+        if (!certified || user_first_[k] == user_end_[k])
             return;
         const sim::Time start = flows[users_[user_first_[k]]].latency;
         double least = kInf;
-        for (std::uint32_t u = user_first_[k]; u < user_first_[k + 1]; ++u) {
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u) {
             const FoldFlow& g = flows[users_[u]];
             certified = certified && g.latency == start;
             least = std::min(least, g.bytes / rate[users_[u]]);

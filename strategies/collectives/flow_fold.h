@@ -30,8 +30,9 @@
 /// round). Times agree with the full simulation to the picosecond (the tests, and collective's
 /// --fidelity flow against flow-full), not by construction bit for bit.
 ///
-/// One filling first. Where every resource the round crosses is its own, the rates are first
-/// computed as the network would, by progressive filling (each flow frozen at the resource
+/// One filling. Where every resource the round crosses is its own, and the passes below have
+/// not proved every flow after visiting them a few times over, the rates are computed as the
+/// network would, by progressive filling (each flow frozen at the resource
 /// whose share is least, or at its cap), and held to a certificate: a flow at its cap, or at a
 /// resource r whose flows all start with it and last at least as long. Such rates are max-min's
 /// (each flow has its cap or a full resource where no flow moves faster: the allocation is the
@@ -39,7 +40,7 @@
 /// resources r whole, so the same certificate holds for them). When every flow is certified
 /// they are all proved at once: an all-to-all, whose ECMP collisions at the spines made the
 /// passes below prove one level of shares each (430 passes over 2.1 M flows on 4,096 GPUs),
-/// costs one filling. Otherwise the passes decide, as before.
+/// costs one filling and a few passes. Otherwise the passes go on.
 ///
 /// Leaving flows out. A proved flow is simulated capped at b, or, if no unproved flow crosses
 /// its resources, left to a representative (an identical proved flow, simulated capped at b):
@@ -85,6 +86,11 @@ struct FoldFlow {
 
 class FairShareProof {
 public:
+    /// `fill_after`: the passes' visits of flows, in units of the round's flows, after which the
+    /// filling is tried (about what it costs; tests give 0 to try it first).
+    explicit FairShareProof(std::size_t fill_after = 4)
+        : fill_after_(fill_after) {}
+
     /// Per flow of `flows`: `rate`, the rate max-min gives it, proved (NaN: not proved), and
     /// `leave`, whether it may be left to an identical representative. `own(e)`: resource `e`
     /// carries only the round's flows while it runs (asked once per resource crossed).
@@ -129,6 +135,7 @@ private:
     /// Places are kept from proof to proof (most rounds cross the resources of the one before,
     /// and a look in a table of millions cost more than the rest of the proof).
     std::vector<std::uint32_t> use_;
+    std::size_t fill_after_;
     std::uint32_t call_ = 0;
     std::uintptr_t series_ = 0;        ///< the last proof's series (0: its places were not kept)
     bool more_ = false;                ///< this proof's places are kept for the next of its series
@@ -185,11 +192,11 @@ private:
     std::vector<Fixed> fixed_;
     std::vector<double> u_, b_;
     std::vector<std::uint32_t> open_, proved_;
-    // The filling's: per place, its flows (users_ from user_first_), what is left of its
-    // capacity, its flows not frozen (counted), its key in the heap and that key's version;
-    // per flow, the place it froze at (kAtCap: its cap).
-    std::vector<std::uint32_t> user_first_, users_, fill_version_, frozen_at_;
-    std::vector<double> left_, unfrozen_, fill_key_;
+    // The filling's: per place, its flows (users_ from user_first_ to user_end_), what is left of
+    // its capacity, its flows not frozen (counted), its key in the heap and that key's version; per
+    // flow, the place it froze at (kAtCap: its cap).
+    std::vector<std::uint32_t> user_first_, user_end_, users_, fill_version_, frozen_at_;
+    std::vector<double> left_, unfrozen_, fill_key_, fill_rate_;
     struct FillEntry {
         double share;
         std::uint32_t index; ///< a place, or places + flow for a flow's cap
