@@ -225,17 +225,26 @@ void FlowNetwork::activate(std::uint32_t slot) {
 }
 
 void FlowNetwork::attach(std::uint32_t slot) {
-    if (users_.size() < resources_.size()) {
+    if (users_.size() < resources_.size())
         users_.resize(resources_.size());
-        weight_.resize(resources_.size(), 0);
-    }
     Flow& f = slab_[slot];
+    // Counts per resource are kept from the first flow that stands for several (until then a
+    // resource's flows are its users: a table of millions of resources saved).
+    if (f.count > 1 && !counted_) { // every flow so far stands for one
+        weight_.resize(resources_.size(), 0);
+        for (std::size_t r = 0; r < resources_.size(); ++r)
+            weight_[r] = static_cast<std::uint32_t>(users_[r].size());
+        counted_ = true;
+    }
+    if (counted_ && weight_.size() < resources_.size())
+        weight_.resize(resources_.size(), 0);
     f.at.resize(f.path.size());
     for (std::size_t k = 0; k < f.path.size(); ++k) {
         auto& users = users_[f.path[k]];
         f.at[k] = static_cast<std::uint32_t>(users.size());
         users.push_back(slot);
-        weight_[f.path[k]] += f.count;
+        if (counted_)
+            weight_[f.path[k]] += f.count;
         seed(f.path[k]);
     }
 }
@@ -265,7 +274,8 @@ void FlowNetwork::detach(std::uint32_t slot) {
         const std::uint32_t moved = users.back();
         users[f.at[k]] = moved;
         users.pop_back();
-        weight_[r] -= f.count;
+        if (counted_)
+            weight_[r] -= f.count;
         if (moved != slot) { // the flow that took this place: point it there
             Flow& m = slab_[moved];
             for (std::size_t j = 0; j < m.path.size(); ++j) {
@@ -473,7 +483,7 @@ void FlowNetwork::compute_max_min_rates() {
         frozen_[slot] = 0;
         for (ResourceId r : slab_[slot].path) {
             if (count_[r] == 0) {
-                count_[r] = weight_[r];
+                count_[r] = counted_ ? weight_[r] : static_cast<std::uint32_t>(users_[r].size());
                 remaining_capacity_[r] = resources_[r].capacity;
                 key_[r] = remaining_capacity_[r] / count_[r];
                 touched_.push_back(r);

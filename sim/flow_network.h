@@ -171,10 +171,12 @@ private:
     std::vector<std::uint32_t> free_slab_;
     std::vector<std::uint32_t> active_; ///< slots of the active flows, in activation order
     std::uint64_t next_order_ = 0;
-    /// Per resource, the slots of the active flows crossing it (unordered), and the flows they
-    /// stand for (the sum of their counts).
+    /// Per resource, the slots of the active flows crossing it (unordered), and once a flow
+    /// standing for several has started (`counted_`), the flows they stand for (the sum of
+    /// their counts).
     std::vector<std::vector<std::uint32_t>> users_;
     std::vector<std::uint32_t> weight_;
+    bool counted_ = false;
     /// Resources whose set of flows changed, and flows started, since the last reshare.
     std::vector<ResourceId> seed_resources_;
     std::vector<char> seeded_; ///< per resource: in seed_resources_ already

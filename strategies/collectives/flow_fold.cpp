@@ -111,7 +111,7 @@ void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow
         const auto start = static_cast<std::uint32_t>(slots_.size());
         first_slot_[i] = start;
         const std::uintptr_t id = f.route != nullptr ? reinterpret_cast<std::uintptr_t>(f.route)
-                                  : f.has_edge       ? (std::uintptr_t{f.edge} << 1) | 1
+                                  : f.has_edge()     ? (std::uintptr_t{f.edge} << 1) | 1
                                                      : 0;
         if (more_)
             path_id_[i] = id;

@@ -65,20 +65,24 @@
 
 namespace clustersim::strategies::collectives::detail {
 
-/// A flow of a round as the proof sees it: its path is `*route`, or `edge` alone (`has_edge`), or
-/// nothing (arithmetic only).
+/// No edge: FoldFlow::edge and the runner's flows of memory work (a sentinel, not a flag: with
+/// the count beside it a flow stays 40 bytes, and a round holds hundreds of thousands).
+constexpr sim::ResourceId kNoEdge = ~sim::ResourceId{0};
+
+/// A flow of a round as the proof sees it: its path is `*route`, or `edge` alone (has_edge()),
+/// or nothing (arithmetic only).
 struct FoldFlow {
     const std::span<const sim::ResourceId>* route = nullptr;
-    sim::ResourceId edge = 0;
-    bool has_edge = false;
+    sim::ResourceId edge = kNoEdge;
+    std::uint32_t count = 1; ///< identical flows it stands for (sim::FlowSpec::count)
     double bytes = 0;
     sim::Time latency;
     double max_rate = 0;
-    std::uint32_t count = 1; ///< identical flows it stands for (sim::FlowSpec::count)
+    bool has_edge() const { return edge != kNoEdge; }
     std::span<const sim::ResourceId> path() const {
         if (route != nullptr)
             return *route;
-        if (has_edge)
+        if (has_edge())
             return {&edge, 1};
         return {};
     }

@@ -88,7 +88,7 @@ struct FlowCollectives::Run {
 std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
     if (route != nullptr)
         return {route->begin(), route->end()};
-    if (has_edge)
+    if (edge != detail::kNoEdge)
         return {edge};
     return {};
 }
@@ -174,8 +174,9 @@ void FlowCollectives::next_round(Run* run) {
     scratch_.clear();
     // With symmetry, identical transfers come as one flow standing for them all (an
     // all-to-all's n^2 are never listed); without, every flow is simulated as itself.
+    counts_.clear();
     if (options_.symmetry)
-        phase.round_groups(range, scratch_);
+        phase.round_groups(range, scratch_, counts_);
     else
         phase.round_flows(range, scratch_);
     const Protocol protocol = run->decomposition.protocol;
@@ -187,10 +188,12 @@ void FlowCollectives::next_round(Run* run) {
     const bool repeats = run->rounds[run->phase].size() > 1;
     Run::LastRound& last = run->last;
     const auto same = [](const detail::PFlow& a, const detail::PFlow& b) {
-        return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.count == b.count;
+        return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes;
     };
-    if (overlap && repeats && last.phase == run->phase && last.latency == latency &&
-        last.least == least && std::ranges::equal(scratch_, last.flows, same)) {
+    // (Rounds of groups are not compared: a direct phase has one.)
+    if (overlap && repeats && counts_.empty() && last.phase == run->phase &&
+        last.latency == latency && last.least == least &&
+        std::ranges::equal(scratch_, last.flows, same)) {
         stats_.payload_bytes += last.payload;
         stats_.wire_bytes += last.wire;
         stats_.hbm_bytes += last.hbm;
@@ -221,6 +224,7 @@ void FlowCollectives::next_round(Run* run) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
+        const std::uint32_t count = counts_.empty() ? 1 : counts_[i];
         Run::RouteMemo once;
         Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
@@ -236,16 +240,16 @@ void FlowCollectives::next_round(Run* run) {
         const detail::RouteInfo& route = *m.route;
         const double wire = f.bytes / m.efficiency;
         // (times 1 is exact: flows of one sum as they did before counts)
-        stats_.payload_bytes += f.bytes * f.count;
-        stats_.wire_bytes += wire * f.count;
-        payload += f.bytes * f.count;
-        wire_sum += wire * f.count;
+        stats_.payload_bytes += f.bytes * count;
+        stats_.wire_bytes += wire * count;
+        payload += f.bytes * count;
+        wire_sum += wire * count;
         Pending p;
         p.route = &route.edges;
         p.bytes = wire;
         p.latency = latency;
         p.max_rate = least > 0 ? wire / least : std::numeric_limits<double>::infinity();
-        p.count = f.count;
+        p.count = count;
         p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
@@ -265,6 +269,7 @@ void FlowCollectives::next_round(Run* run) {
         std::swap(last.flows, scratch_);
     } else if (!repeats) {
         std::vector<detail::PFlow>().swap(scratch_);
+        std::vector<std::uint32_t>().swap(counts_);
     }
     start_round(run, latency, overlap);
 }
@@ -314,7 +319,6 @@ double FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
             // allows.
             p.bytes = bytes;
             p.edge = run->plan->memory_edge(static_cast<int>(r));
-            p.has_edge = true;
             p.latency = delay;
             p.max_rate = compute > 0 ? bytes / compute : std::numeric_limits<double>::infinity();
         }
@@ -342,9 +346,8 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     }
     const std::vector<Pending>& batch = run->batch;
     const auto same = [](const Pending& a, const detail::FoldFlow& b) {
-        return a.route == b.route && a.has_edge == b.has_edge &&
-               (!a.has_edge || a.edge == b.edge) && a.bytes == b.bytes && a.latency == b.latency &&
-               a.max_rate == b.max_rate && a.count == b.count;
+        return a.route == b.route && a.edge == b.edge && a.bytes == b.bytes &&
+               a.latency == b.latency && a.max_rate == b.max_rate && a.count == b.count;
     };
     for (FoldMemo& m : run->fold_memo) {
         if (m.claims == claimed_.size() && m.keys.size() == batch.size() &&
@@ -359,7 +362,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     m.claims = claimed_.size();
     m.keys.clear();
     for (const Pending& p : batch)
-        m.keys.push_back({p.route, p.edge, p.has_edge, p.bytes, p.latency, p.max_rate, p.count});
+        m.keys.push_back({p.route, p.edge, p.count, p.bytes, p.latency, p.max_rate});
     // A resource is the batch's alone when it is its communicator's alone (or, with
     // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
     // (start_batch folds only then).

@@ -44,13 +44,11 @@ constexpr int switch_node(int endpoint) {
     return -1 - endpoint;
 }
 
-/// A transfer between endpoints; `bytes` is payload, often per byte of some unit. `count`
-/// identical transfers (Phase::round_groups), each of `bytes`.
+/// A transfer between endpoints; `bytes` is payload, often per byte of some unit.
 struct PFlow {
     int src = 0;
     int dst = 0;
     double bytes = 0;
-    std::uint32_t count = 1;
 };
 
 struct RouteInfo {

@@ -241,7 +241,8 @@ public:
             return;
         }
         std::vector<PFlow> flows;
-        round_groups({0, 1}, flows);
+        std::vector<std::uint32_t> counts;
+        round_groups({0, 1}, flows, counts);
         latency_ =
             plan.step_latency(flows.empty() ? plan.intra_level : plan.pattern_level(flows), p);
     }
@@ -262,11 +263,14 @@ public:
     /// from a DGX's GPUs to one GPU elsewhere are one relay's leg, and a GPU's legs to its
     /// relay for every peer of the relay's rail are one: n (nodes - 1) groups and a few per
     /// GPU, where the transfers are n^2 and their legs nearly twice that.
-    void round_groups(StepRange range, std::vector<PFlow>& out) const override {
+    void round_groups(StepRange range, std::vector<PFlow>& out,
+                      std::vector<std::uint32_t>& counts) const override {
+        counts.clear();
         if (!all_pairs()) {
             round_flows(range, out); // n transfers or fewer
             return;
         }
+        counts.resize(out.size(), 1); // for any flows the list held before
         const double b = pair_bytes();
         const auto n = static_cast<std::size_t>(n_);
         std::vector<std::uint32_t> count;
@@ -291,8 +295,10 @@ public:
             }
             for (std::size_t a = 0; a < members.size(); ++a) {
                 for (std::size_t j = 0; j < n; ++j) {
-                    if (const std::uint32_t c = count[a * n + j])
-                        out.push_back({members[a], static_cast<int>(j), b, c});
+                    if (const std::uint32_t c = count[a * n + j]) {
+                        out.push_back({members[a], static_cast<int>(j), b});
+                        counts.push_back(c);
+                    }
                 }
             }
         }

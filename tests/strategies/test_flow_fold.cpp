@@ -26,7 +26,10 @@ struct Net {
 
     void flow(std::vector<sim::ResourceId> path, double bytes = 1e9, double cap = kInf) {
         paths.push_back(std::move(path));
-        flows.push_back({nullptr, 0, false, bytes, sim::Time::zero(), cap});
+        FoldFlow f;
+        f.bytes = bytes;
+        f.max_rate = cap;
+        flows.push_back(f);
     }
     /// The proof's rates and leave flags, every resource own unless `shared` says otherwise.
     std::pair<std::vector<double>, std::vector<char>>
