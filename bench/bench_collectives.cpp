@@ -56,6 +56,32 @@ BENCHMARK(BM_FlowRingAllReduce1024Gpus)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
+// A 1 GiB all-to-all on DGX A100s in flow fidelity with symmetry, the whole job (issue 37:
+// 4,096 GPUs under 10 s; scripts/gen-perf-table.py times the same as a command, whole process).
+// n^2 transfers, run as groups of identical ones (Phase::round_groups) and proved in one
+// filling; `flows` are those simulated, `represented` those they stood for.
+static void BM_FlowAllToAll(benchmark::State& state) {
+    const auto gpus = static_cast<int>(state.range(0));
+    const auto spec = hardware::with_gpu_count(hardware::load_hardware("dgx-a100"), gpus);
+    Collective c;
+    c.op = Op::all_to_all;
+    c.bytes = std::int64_t(1) << 30;
+    FlowOptions options;
+    options.symmetry = true;
+    Outcome out;
+    for (auto _ : state) {
+        const hardware::Topology topo(spec);
+        const auto comm = Communicator::first(topo, gpus);
+        out = simulate(comm, c, Fidelity::flow, options);
+        benchmark::DoNotOptimize(out.time);
+    }
+    state.counters["peak_rss_MiB"] = peak_rss_mib();
+    state.counters["simulated_ms"] = out.time.milliseconds();
+    state.counters["flows"] = static_cast<double>(out.stats.flows);
+    state.counters["represented"] = static_cast<double>(out.stats.represented);
+}
+BENCHMARK(BM_FlowAllToAll)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // The simulation alone, topology and communicator built once.
 static void BM_FlowRingAllReduce1024GpusSimulationOnly(benchmark::State& state) {
     const hardware::Topology topo(

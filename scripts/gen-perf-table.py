@@ -164,7 +164,7 @@ def slow_path_rows(build):
     limit = 60
     cases = [("dgx-a100", 16384, "all_reduce", algo, 5, small)
              for algo, small in (("ring", 2048), ("tree", 512), ("auto", 512))]
-    cases.append(("dgx-a100", 4096, "all_to_all", None, 10, 256))
+    cases.append(("dgx-a100", 4096, "all_to_all", None, 10, 512))
     for preset, gpus, op, algo, target, small in cases:
         args = collective(preset, gpus, op, "flow", algo)
         # The rows that take tens of seconds run once, the others three times (the median).

@@ -36,6 +36,8 @@ FlowId FlowNetwork::start(FlowSpec spec) {
         throw std::invalid_argument("flow size must be a finite number of bytes >= 0");
     if (!(spec.max_rate > 0))
         throw std::invalid_argument("flow max_rate must be positive");
+    if (spec.count < 1)
+        throw std::invalid_argument("a flow stands for at least one flow");
     for (ResourceId r : spec.path) {
         if (r >= resources_.size())
             throw std::invalid_argument("flow path names an unknown resource");
@@ -49,6 +51,7 @@ FlowId FlowNetwork::start(FlowSpec spec) {
               spec.max_rate,
               std::move(spec.path),
               std::move(spec.on_complete),
+              spec.count,
               0,
               {},
               false,
@@ -124,7 +127,8 @@ std::int64_t FlowNetwork::find(FlowId id) const {
 }
 
 FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
-                               std::function<void(FlowId)> on_complete, double max_rate) {
+                               std::function<void(FlowId)> on_complete, double max_rate,
+                               std::uint32_t count) {
     for (ResourceId r : path) {
         if (r >= resources_.size())
             throw std::invalid_argument("flow path names an unknown resource");
@@ -147,6 +151,7 @@ FlowId FlowNetwork::start_copy(FlowId original, std::vector<ResourceId> path,
               std::isnan(max_rate) ? from->max_rate : max_rate,
               std::move(path),
               std::move(on_complete),
+              count == 0 ? from->count : count,
               0,
               {},
               false,
@@ -178,6 +183,29 @@ bool FlowNetwork::set_max_rate(FlowId id, double max_rate) {
     return true;
 }
 
+bool FlowNetwork::set_path(FlowId id, std::vector<ResourceId> path) {
+    for (ResourceId r : path) {
+        if (r >= resources_.size())
+            throw std::invalid_argument("flow path names an unknown resource");
+    }
+    const std::int64_t at = find(id);
+    if (at < 0)
+        return false;
+    const auto slot = static_cast<std::uint32_t>(at);
+    if (!slab_[slot].active) { // waiting for its latency: it takes the path when it starts
+        slab_[slot].path = std::move(path);
+        return true;
+    }
+    advance_to_now(); // its bytes so far moved at its rate on the old path
+    detach(slot);
+    slab_[slot].path = std::move(path);
+    slab_[slot].active = true;
+    attach(slot);
+    seed_flows_.push_back(slot);
+    request_reshare();
+    return true;
+}
+
 void FlowNetwork::activate(std::uint32_t slot) {
     if (slab_[slot].remaining <= 0) {
         // finish() calls back, which may start flows (and move slab_): finish a copy.
@@ -200,11 +228,23 @@ void FlowNetwork::attach(std::uint32_t slot) {
     if (users_.size() < resources_.size())
         users_.resize(resources_.size());
     Flow& f = slab_[slot];
+    // Counts per resource are kept from the first flow that stands for several (until then a
+    // resource's flows are its users: a table of millions of resources saved).
+    if (f.count > 1 && !counted_) { // every flow so far stands for one
+        weight_.resize(resources_.size(), 0);
+        for (std::size_t r = 0; r < resources_.size(); ++r)
+            weight_[r] = static_cast<std::uint32_t>(users_[r].size());
+        counted_ = true;
+    }
+    if (counted_ && weight_.size() < resources_.size())
+        weight_.resize(resources_.size(), 0);
     f.at.resize(f.path.size());
     for (std::size_t k = 0; k < f.path.size(); ++k) {
         auto& users = users_[f.path[k]];
         f.at[k] = static_cast<std::uint32_t>(users.size());
         users.push_back(slot);
+        if (counted_)
+            weight_[f.path[k]] += f.count;
         seed(f.path[k]);
     }
 }
@@ -234,6 +274,8 @@ void FlowNetwork::detach(std::uint32_t slot) {
         const std::uint32_t moved = users.back();
         users[f.at[k]] = moved;
         users.pop_back();
+        if (counted_)
+            weight_[r] -= f.count;
         if (moved != slot) { // the flow that took this place: point it there
             Flow& m = slab_[moved];
             for (std::size_t j = 0; j < m.path.size(); ++j) {
@@ -381,7 +423,7 @@ void FlowNetwork::on_completion_event() {
 
 void FlowNetwork::finish(Flow& flow) {
     for (ResourceId r : flow.path)
-        resources_[r].bytes_carried += flow.bytes;
+        resources_[r].bytes_carried += flow.bytes * flow.count;
     --in_flight_;
     on_flow_complete.emit(flow.id);
     if (flow.on_complete) {
@@ -403,7 +445,7 @@ double FlowNetwork::load(ResourceId r) const {
     for (std::uint32_t slot : active_) {
         const Flow& f = slab_[slot];
         if (std::find(f.path.begin(), f.path.end(), r) != f.path.end())
-            sum += f.rate;
+            sum += f.rate * f.count;
     }
     return sum;
 }
@@ -441,7 +483,7 @@ void FlowNetwork::compute_max_min_rates() {
         frozen_[slot] = 0;
         for (ResourceId r : slab_[slot].path) {
             if (count_[r] == 0) {
-                count_[r] = static_cast<std::uint32_t>(users_[r].size());
+                count_[r] = counted_ ? weight_[r] : static_cast<std::uint32_t>(users_[r].size());
                 remaining_capacity_[r] = resources_[r].capacity;
                 key_[r] = remaining_capacity_[r] / count_[r];
                 touched_.push_back(r);
@@ -476,9 +518,11 @@ void FlowNetwork::compute_max_min_rates() {
         frozen_[slot] = 1;
         Flow& f = slab_[slot];
         f.rate = rate;
+        // rate * 1 is rate: a flow of one does the arithmetic it did before counts.
+        const double charge = rate * f.count;
         for (ResourceId q : f.path) {
-            remaining_capacity_[q] = std::max(0.0, remaining_capacity_[q] - rate);
-            --count_[q];
+            remaining_capacity_[q] = std::max(0.0, remaining_capacity_[q] - charge);
+            count_[q] -= f.count;
             if (!dirty_[q]) {
                 dirty_[q] = 1;
                 changed.push_back(q);

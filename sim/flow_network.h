@@ -15,6 +15,12 @@
 /// the same arithmetic in the same order as over the whole network, so the rates are identical
 /// bit for bit and a reshare costs what the affected component holds.
 ///
+/// A flow may stand for `count` identical flows (the same path, size, start and cap): max-min
+/// gives identical flows identical rates (its solution is unique, so it is symmetric in them),
+/// and they finish together, so one flow that moves at their rate and charges each resource
+/// `count` times it is exactly them. An all-to-all's 8 transfers from the GPUs of one node to
+/// one GPU elsewhere, relayed by PXN through the same rank, are one such flow.
+///
 /// The network knows nothing of GPUs: a resource is anything with a capacity in bytes/s.
 
 #include "sim/engine.h"
@@ -40,6 +46,8 @@ struct FlowSpec {
     /// A cap of the flow's own (an endpoint or protocol limit), in bytes/s.
     double max_rate = std::numeric_limits<double>::infinity();
     std::function<void(FlowId)> on_complete; ///< called at the completion time
+    /// Identical flows this one stands for (>= 1): each moves `bytes` at the flow's rate.
+    std::uint32_t count = 1;
 };
 
 class FlowNetwork {
@@ -68,18 +76,27 @@ public:
     /// `path`. On resources nothing else crosses, with the same bottleneck, the copy finishes
     /// exactly when `original` does (what symmetry relies on when it must simulate a flow it had
     /// left to a representative). Throws std::logic_error if `original` is not in flight.
-    /// `max_rate`, if given, replaces the original's cap on the copy.
+    /// `max_rate`, if given, replaces the original's cap on the copy; `count` (>= 1) is the
+    /// identical flows the copy stands for (0: the original's).
     FlowId start_copy(FlowId original, std::vector<ResourceId> path,
                       std::function<void(FlowId)> on_complete,
-                      double max_rate = std::numeric_limits<double>::quiet_NaN());
+                      double max_rate = std::numeric_limits<double>::quiet_NaN(),
+                      std::uint32_t count = 0);
     /// Sets the cap of flow `id` (> 0), from now on; false if it is not in flight (done, or
     /// never started). Symmetry caps a flow at the rate it has proved max-min gives it, and
     /// gives the flow its own cap back when that proof no longer holds.
     bool set_max_rate(FlowId id, double max_rate);
 
-    /// Current rate of an active flow (0 if it is waiting for its latency or has completed).
+    /// Moves flow `id` onto `path` (resources crossed, each at most once), from now on; false if
+    /// it is not in flight. Symmetry runs a representative whose rate it has proved on no
+    /// resource (it cannot meet another flow there), and gives it its path back when that proof
+    /// no longer holds.
+    bool set_path(FlowId id, std::vector<ResourceId> path);
+
+    /// Current rate of an active flow, of each of the identical flows it stands for (0 if it is
+    /// waiting for its latency or has completed).
     double rate(FlowId id) const;
-    /// Sum of the current rates of the flows crossing `r`.
+    /// Sum of the current rates of the flows crossing `r` (each counted `count` times).
     double load(ResourceId r) const;
     /// Bytes carried across `r` by completed flows.
     double bytes_carried(ResourceId r) const { return resources_.at(r).bytes_carried; }
@@ -114,6 +131,7 @@ private:
         double max_rate;
         std::vector<ResourceId> path;
         std::function<void(FlowId)> on_complete;
+        std::uint32_t count = 1;       ///< identical flows it stands for
         std::uint64_t order = 0;       ///< activation order: ties in the filling follow it
         std::vector<std::uint32_t> at; ///< the flow's place in users_ of each path resource
         bool active = false;
@@ -153,8 +171,12 @@ private:
     std::vector<std::uint32_t> free_slab_;
     std::vector<std::uint32_t> active_; ///< slots of the active flows, in activation order
     std::uint64_t next_order_ = 0;
-    /// Per resource, the slots of the active flows crossing it (unordered).
+    /// Per resource, the slots of the active flows crossing it (unordered), and once a flow
+    /// standing for several has started (`counted_`), the flows they stand for (the sum of
+    /// their counts).
     std::vector<std::vector<std::uint32_t>> users_;
+    std::vector<std::uint32_t> weight_;
+    bool counted_ = false;
     /// Resources whose set of flows changed, and flows started, since the last reshare.
     std::vector<ResourceId> seed_resources_;
     std::vector<char> seeded_; ///< per resource: in seed_resources_ already

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace clustersim::strategies::collectives::detail {
@@ -25,8 +26,24 @@ void FairShareProof::prove(const sim::FlowNetwork& net, std::span<const FoldFlow
     b_.resize(n);
     open_.clear();
     index(net, flows, own, series);
-    // Passes over the flows not proved yet, each on what the proved ones leave.
-    while (!open_.empty() && pass(flows, rate)) {
+    // Passes over the flows not proved yet, each on what the proved ones leave; the filling
+    // once they have visited the flows about as often as it does (its reverse index and heap):
+    // a round they prove in a few passes (a ring's, a tree's) keeps their answer.
+    std::size_t visits = 0;
+    bool filled = false;
+    while (!open_.empty()) {
+        if (!filled && visits >= fill_after_ * n) {
+            filled = true;
+            if (fill(flows, fill_rate_)) {
+                rate = fill_rate_;
+                open_.clear();
+                leave.assign(n, 1);
+                return;
+            }
+        }
+        visits += open_.size();
+        if (!pass(flows, rate))
+            break;
     }
     if (open_.empty()) {
         leave.assign(n, 1);
@@ -94,7 +111,7 @@ void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow
         const auto start = static_cast<std::uint32_t>(slots_.size());
         first_slot_[i] = start;
         const std::uintptr_t id = f.route != nullptr ? reinterpret_cast<std::uintptr_t>(f.route)
-                                  : f.has_edge       ? (std::uintptr_t{f.edge} << 1) | 1
+                                  : f.has_edge()     ? (std::uintptr_t{f.edge} << 1) | 1
                                                      : 0;
         if (more_)
             path_id_[i] = id;
@@ -119,10 +136,11 @@ void FairShareProof::index(const sim::FlowNetwork& net, std::span<const FoldFlow
         }
         u_[i] = u;
         open_.push_back(static_cast<std::uint32_t>(i));
+        // A flow standing for `count` is that many on each resource (times 1 is exact).
         for (std::uint32_t s = start; s < slots_.size(); ++s) {
             Crossed& c = crossed_[slots_[s]];
-            c.load += u;
-            ++c.open;
+            c.load += u * f.count;
+            c.open += f.count;
         }
     }
     first_slot_[n] = static_cast<std::uint32_t>(slots_.size());
@@ -237,9 +255,9 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
             if (!mark_[k])
                 continue;
             Crossed& c = crossed_[k];
-            c.fixed += b;
-            c.load -= u_[i];
-            --c.open;
+            c.fixed += b * f.count;
+            c.load -= u_[i] * f.count;
+            c.open -= f.count;
             Fixed& x = fixed_[k];
             x.end = x.count == 0 ? duration : std::min(x.end, duration);
             x.mixed = x.mixed || (x.count > 0 && x.latency != f.latency);
@@ -250,6 +268,148 @@ bool FairShareProof::pass(std::span<const FoldFlow> flows, std::vector<double>& 
     for (std::uint32_t k : live_)
         mark_[k] = 0;
     first_pass_ = false;
+    return true;
+}
+
+bool FairShareProof::fill(std::span<const FoldFlow> flows, std::vector<double>& rate) {
+    const std::size_t n = flows.size();
+    const std::size_t nc = crossed_.size();
+    rate.assign(n, kNaN);
+    bool own = true;
+    each_place([&](std::uint32_t k) { own = own && crossed_[k].own; });
+    if (!own || n == 0)
+        return false;
+    // Each place's flows, users_[user_first_[k] .. user_end_[k]), laid out by a count over the
+    // flows' places and a running sum over this proof's places (a series keeps places of other
+    // proofs, which are not visited).
+    if (user_first_.size() < nc) {
+        user_first_.resize(nc);
+        user_end_.resize(nc);
+    }
+    each_place([&](std::uint32_t k) { user_end_[k] = 0; });
+    for (std::uint32_t s : slots_)
+        ++user_end_[s];
+    std::uint32_t sum = 0;
+    each_place([&](std::uint32_t k) {
+        user_first_[k] = sum;
+        sum += user_end_[k];
+        user_end_[k] = user_first_[k]; // a cursor, for now
+    });
+    users_.resize(slots_.size());
+    changed_.clear();
+    for (std::uint32_t i = 0; i < n; ++i) {
+        for (std::uint32_t k : path(i))
+            users_[user_end_[k]++] = i;
+    }
+    // Progressive filling as the network's (sim::FlowNetwork::compute_max_min_rates): the
+    // place of least share (what is left of it over its flows not frozen) freezes its flows
+    // at that share; a key raised by freezes elsewhere is brought up to date when it reaches
+    // the top.
+    left_.resize(nc);
+    unfrozen_.resize(nc);
+    fill_key_.resize(nc);
+    fill_version_.resize(nc);
+    heap_.clear();
+    // (Counted from the flows: the passes before it have taken the proved ones off crossed_.)
+    each_place([&](std::uint32_t k) {
+        double count = 0;
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u)
+            count += flows[users_[u]].count;
+        left_[k] = crossed_[k].capacity;
+        unfrozen_[k] = count;
+        fill_version_[k] = 0;
+        fill_key_[k] = left_[k] / count;
+        if (count > 0)
+            heap_.push_back({fill_key_[k], k, 0});
+    });
+    constexpr std::uint32_t kAtCap = 0xffffffffU;
+    constexpr std::uint32_t kNone = 0xfffffffeU;
+    frozen_at_.assign(n, kNone);
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (std::isfinite(flows[i].max_rate))
+            heap_.push_back({flows[i].max_rate, static_cast<std::uint32_t>(nc + i), 0});
+    }
+    const auto later = std::greater<FillEntry>();
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    const auto freeze = [&](std::uint32_t i, double share, std::uint32_t at) {
+        frozen_at_[i] = at;
+        rate[i] = share;
+        const double charge = share * flows[i].count;
+        for (std::uint32_t q : path(i)) {
+            left_[q] = std::max(0.0, left_[q] - charge);
+            unfrozen_[q] -= flows[i].count;
+            changed_.push_back(q);
+        }
+    };
+    const auto requeue = [&] {
+        for (std::uint32_t q : changed_) {
+            if (unfrozen_[q] > 0) {
+                const double share = left_[q] / unfrozen_[q];
+                if (share < fill_key_[q]) {
+                    fill_key_[q] = share;
+                    heap_.push_back({share, q, ++fill_version_[q]});
+                    std::push_heap(heap_.begin(), heap_.end(), later);
+                }
+            }
+        }
+        changed_.clear();
+    };
+    while (!heap_.empty()) {
+        const FillEntry e = heap_.front();
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+        if (e.index >= nc) {
+            const std::uint32_t i = e.index - static_cast<std::uint32_t>(nc);
+            if (frozen_at_[i] == kNone) {
+                freeze(i, e.share, kAtCap);
+                requeue();
+            }
+            continue;
+        }
+        const std::uint32_t k = e.index;
+        if (e.version != fill_version_[k] || !(unfrozen_[k] > 0))
+            continue;
+        const double share = left_[k] / unfrozen_[k];
+        if (share != e.share) { // grown since queued: back in at its place
+            fill_key_[k] = share;
+            heap_.push_back({share, k, e.version});
+            std::push_heap(heap_.begin(), heap_.end(), later);
+            continue;
+        }
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u) {
+            if (frozen_at_[users_[u]] == kNone)
+                freeze(users_[u], share, k);
+        }
+        requeue();
+    }
+    // The certificate: every flow at its cap, or frozen at a place all of whose flows start
+    // with it and last at least as long (to rounding, as Fixed::outlast). Per place, the
+    // least duration of its flows (in left_) and their start if one (else a mark, in
+    // fill_version_ whether they share it).
+    for (std::uint32_t i = 0; i < n; ++i) {
+        if (frozen_at_[i] == kNone || !(rate[i] > 0))
+            return false;
+    }
+    bool certified = true;
+    each_place([&](std::uint32_t k) {
+        if (!certified || user_first_[k] == user_end_[k])
+            return;
+        const sim::Time start = flows[users_[user_first_[k]]].latency;
+        double least = kInf;
+        for (std::uint32_t u = user_first_[k]; u < user_end_[k]; ++u) {
+            const FoldFlow& g = flows[users_[u]];
+            certified = certified && g.latency == start;
+            least = std::min(least, g.bytes / rate[users_[u]]);
+        }
+        left_[k] = least;
+    });
+    if (!certified)
+        return false;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t k = frozen_at_[i];
+        if (k != kAtCap && left_[k] < flows[i].bytes / rate[i] * (1 - 1e-12))
+            return false;
+    }
     return true;
 }
 

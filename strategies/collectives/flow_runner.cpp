@@ -26,6 +26,7 @@ struct FlowCollectives::FoldMemo {
     /// each class of identical flows that may be left out (its representative); ascending.
     std::vector<std::uint32_t> starts;
     std::uint64_t represented = 0; ///< flows left to representatives
+    bool all_left = false;         ///< every flow proved and left to a representative
     std::uint64_t claims = 0;
     mutable std::uint64_t used = 0; ///< when it last served, for replacement
 };
@@ -56,7 +57,9 @@ struct FlowCollectives::Run {
     std::vector<Pending> batch;
     std::vector<Lump> lumps;         ///< of the batch in flight
     const FoldMemo* proof = nullptr; ///< the batch in flight's, while it runs
-    bool then_local = false;         ///< of the batch in flight
+    /// The representatives of the batch in flight run on no resource (start_batch says when).
+    bool detached = false;
+    bool then_local = false; ///< of the batch in flight
     /// Per position in a round's transfers: the pair last seen there, its route and efficiency.
     struct RouteMemo {
         int src = 0, dst = 0;
@@ -85,7 +88,7 @@ struct FlowCollectives::Run {
 std::vector<sim::ResourceId> FlowCollectives::Pending::path() const {
     if (route != nullptr)
         return {route->begin(), route->end()};
-    if (has_edge)
+    if (edge != detail::kNoEdge)
         return {edge};
     return {};
 }
@@ -169,7 +172,13 @@ void FlowCollectives::next_round(Run* run) {
     for (int s = range.begin; s < range.end; ++s)
         latency += phase.step_latency(s);
     scratch_.clear();
-    phase.round_flows(range, scratch_);
+    // With symmetry, identical transfers come as one flow standing for them all (an
+    // all-to-all's n^2 are never listed); without, every flow is simulated as itself.
+    counts_.clear();
+    if (options_.symmetry)
+        phase.round_groups(range, scratch_, counts_);
+    else
+        phase.round_flows(range, scratch_);
     const Protocol protocol = run->decomposition.protocol;
     // Across nodes the kernel's memory work overlaps the round's transfers (the NICs move data
     // by DMA while the SMs copy and reduce), as the closed form counts it; within a node it
@@ -181,8 +190,10 @@ void FlowCollectives::next_round(Run* run) {
     const auto same = [](const detail::PFlow& a, const detail::PFlow& b) {
         return a.src == b.src && a.dst == b.dst && a.bytes == b.bytes;
     };
-    if (overlap && repeats && last.phase == run->phase && last.latency == latency &&
-        last.least == least && std::ranges::equal(scratch_, last.flows, same)) {
+    // (Rounds of groups are not compared: a direct phase has one.)
+    if (overlap && repeats && counts_.empty() && last.phase == run->phase &&
+        last.latency == latency && last.least == least &&
+        std::ranges::equal(scratch_, last.flows, same)) {
         stats_.payload_bytes += last.payload;
         stats_.wire_bytes += last.wire;
         stats_.hbm_bytes += last.hbm;
@@ -213,6 +224,7 @@ void FlowCollectives::next_round(Run* run) {
         const detail::PFlow& f = scratch_[i];
         if (f.bytes <= 0 || f.src == f.dst)
             continue;
+        const std::uint32_t count = counts_.empty() ? 1 : counts_[i];
         Run::RouteMemo once;
         Run::RouteMemo& m = repeats ? memo[i] : once;
         if (m.route == nullptr || m.src != f.src || m.dst != f.dst) {
@@ -227,15 +239,17 @@ void FlowCollectives::next_round(Run* run) {
         }
         const detail::RouteInfo& route = *m.route;
         const double wire = f.bytes / m.efficiency;
-        stats_.payload_bytes += f.bytes;
-        stats_.wire_bytes += wire;
-        payload += f.bytes;
-        wire_sum += wire;
+        // (times 1 is exact: flows of one sum as they did before counts)
+        stats_.payload_bytes += f.bytes * count;
+        stats_.wire_bytes += wire * count;
+        payload += f.bytes * count;
+        wire_sum += wire * count;
         Pending p;
         p.route = &route.edges;
         p.bytes = wire;
         p.latency = latency;
         p.max_rate = least > 0 ? wire / least : std::numeric_limits<double>::infinity();
+        p.count = count;
         p.gpu_a = detail::is_switch(f.src) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.src)];
         p.gpu_b = detail::is_switch(f.dst) ? -1 : run->plan->gpus[static_cast<std::size_t>(f.dst)];
         batch_.push_back(p);
@@ -255,6 +269,7 @@ void FlowCollectives::next_round(Run* run) {
         std::swap(last.flows, scratch_);
     } else if (!repeats) {
         std::vector<detail::PFlow>().swap(scratch_);
+        std::vector<std::uint32_t>().swap(counts_);
     }
     start_round(run, latency, overlap);
 }
@@ -304,7 +319,6 @@ double FlowCollectives::add_local_flows(Run* run, sim::Time delay) {
             // allows.
             p.bytes = bytes;
             p.edge = run->plan->memory_edge(static_cast<int>(r));
-            p.has_edge = true;
             p.latency = delay;
             p.max_rate = compute > 0 ? bytes / compute : std::numeric_limits<double>::infinity();
         }
@@ -332,9 +346,8 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     }
     const std::vector<Pending>& batch = run->batch;
     const auto same = [](const Pending& a, const detail::FoldFlow& b) {
-        return a.route == b.route && a.has_edge == b.has_edge &&
-               (!a.has_edge || a.edge == b.edge) && a.bytes == b.bytes && a.latency == b.latency &&
-               a.max_rate == b.max_rate;
+        return a.route == b.route && a.edge == b.edge && a.bytes == b.bytes &&
+               a.latency == b.latency && a.max_rate == b.max_rate && a.count == b.count;
     };
     for (FoldMemo& m : run->fold_memo) {
         if (m.claims == claimed_.size() && m.keys.size() == batch.size() &&
@@ -349,7 +362,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     m.claims = claimed_.size();
     m.keys.clear();
     for (const Pending& p : batch)
-        m.keys.push_back({p.route, p.edge, p.has_edge, p.bytes, p.latency, p.max_rate});
+        m.keys.push_back({p.route, p.edge, p.count, p.bytes, p.latency, p.max_rate});
     // A resource is the batch's alone when it is its communicator's alone (or, with
     // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
     // (start_batch folds only then).
@@ -366,6 +379,7 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     // others. The GPUs of the flows left out are noted once, here.
     m.starts.clear();
     m.represented = 0;
+    m.all_left = std::all_of(m.leave.begin(), m.leave.end(), [](char c) { return c != 0; });
     lump_of_.clear();
     LumpKey last{};
     bool has_last = false;
@@ -380,8 +394,8 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
         if (!(has_last && key == last) && lump_of_.emplace(key, index).second) {
             m.starts.push_back(index);
         } else {
-            ++m.represented;
             const Pending& p = batch[i];
+            m.represented += p.count;
             if (p.gpu_a >= 0)
                 gpu_represented_[static_cast<std::size_t>(p.gpu_a)] = 1;
             if (p.gpu_b >= 0)
@@ -397,6 +411,7 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
     run->lumps.clear();
     run->capped.clear();
     run->proof = nullptr;
+    run->detached = false;
     const auto n_gpus = static_cast<std::size_t>(topology_.gpu_count());
     if (gpu_simulated_.size() < n_gpus) {
         gpu_simulated_.resize(n_gpus, 0);
@@ -412,6 +427,13 @@ void FlowCollectives::start_batch(Run* run, bool then_local) {
         const FoldMemo& proof = fold(run);
         run->proof = &proof;
         run->last_proof = &proof;
+        // Every flow proved, on a network that holds this communicator's collectives alone
+        // (FlowOptions::exclusive) and of those this one alone (the fold's condition): each
+        // representative moves at its cap, the rate proved, wherever it runs, and the sum of the
+        // proved rates fits every resource. On no resource it costs no reshare of the others
+        // (an all-to-all's thousands of classes of rates, one completion instant each, re-shared
+        // every representative at each); materialize gives it its path back.
+        run->detached = options_.exclusive && proof.all_left;
         stats_.represented += proof.represented;
         for (std::uint32_t i : proof.starts)
             start_flow(run, i, proof.rate[i], proof.leave[i] != 0);
@@ -428,11 +450,14 @@ void FlowCollectives::start_flow(Run* run, std::uint32_t i, double rate, bool st
     const bool proved = !std::isnan(rate);
     ++run->pending;
     ++stats_.flows;
+    stats_.represented += p.count - 1;
     mark_gpu(p.gpu_a, true);
     mark_gpu(p.gpu_b, true);
     // A proved flow runs under the cap of its rate: the flows it stands for, or that share its
     // resources with it, are not on the network to hold it there.
-    sim::FlowSpec spec{p.bytes, p.path(), p.latency, proved ? rate : p.max_rate, {}};
+    sim::FlowSpec spec{p.bytes,   run->detached ? std::vector<sim::ResourceId>{} : p.path(),
+                       p.latency, proved ? rate : p.max_rate,
+                       {},        p.count};
     sim::FlowId id = 0;
     if (stands_for_others) {
         // Captures of 16 bytes at most stay inside the std::function (a flow's callback was a
@@ -459,6 +484,14 @@ void FlowCollectives::materialize(Run* run) {
     if (proof == nullptr)
         return;
     run->proof = nullptr;
+    // Representatives on no resource take their paths (a finished one is left as it is).
+    if (run->detached) {
+        for (const Run::Lump& l : run->lumps) {
+            if (!l.rep_done)
+                net_.set_path(l.rep, run->batch[l.index].path());
+        }
+        run->detached = false;
+    }
     // The proved rates held for the round alone: the flows simulated under them move under
     // their own caps from now on (a finished one is left as it is).
     for (const auto& [id, i] : run->capped)
@@ -481,11 +514,11 @@ void FlowCollectives::materialize(Run* run) {
             continue;
         ++run->pending;
         ++stats_.flows;
-        --stats_.represented;
+        --stats_.represented; // it stood for p.count, now for p.count - 1 beside it
         mark_gpu(p.gpu_a, true);
         mark_gpu(p.gpu_b, true);
         net_.start_copy(
-            l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); }, p.max_rate);
+            l.rep, p.path(), [this, run](sim::FlowId) { on_flow_done(run); }, p.max_rate, p.count);
     }
     run->lumps.clear();
 }

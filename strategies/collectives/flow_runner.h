@@ -66,8 +66,8 @@ struct FlowStats {
     double payload_bytes = 0; ///< bytes the collective moved between endpoints
     double wire_bytes = 0;    ///< the same with protocol overhead (what links carry)
     double hbm_bytes = 0;     ///< kernel memory traffic
-    /// Flows not simulated: they finished with an identical representative (symmetry); not
-    /// counted in `flows`.
+    /// Flows not simulated: they finished with an identical representative (symmetry), or a
+    /// flow on the network stood for them (sim::FlowSpec::count); not counted in `flows`.
     std::uint64_t represented = 0;
 };
 
@@ -107,8 +107,8 @@ private:
     /// or on no resource: arithmetic only).
     struct Pending {
         const std::span<const sim::ResourceId>* route = nullptr; ///< null: `edge` (or none)
-        sim::ResourceId edge = 0;
-        bool has_edge = false;
+        sim::ResourceId edge = detail::kNoEdge;
+        std::uint32_t count = 1; ///< identical flows it stands for (Phase::round_groups)
         double bytes = 0;
         sim::Time latency;
         double max_rate = 0;
@@ -149,6 +149,7 @@ private:
     /// on the same one: a scan of runs_ made that quadratic in the collectives in flight).
     std::unordered_map<const detail::Plan*, int> running_per_plan_;
     std::vector<detail::PFlow> scratch_;
+    std::vector<std::uint32_t> counts_; ///< of scratch_'s flows (Phase::round_groups)
     std::vector<Pending> batch_;
     // Symmetry: per resource, the plan of the communicator that claimed it (null: none) and
     // whether a second one did; the claimed plans; per resource, flows of the batch on it.

@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 namespace clustersim::strategies::collectives {
@@ -232,8 +233,16 @@ public:
                              std::to_string(std::llround(kMaxRoundPairs)) +
                              ", about 1 GiB): use --fidelity analytic, fewer GPUs or another "
                              "algorithm (ring, tree)");
+        // The level of the slowest route. Every pair across nodes crosses the network, so a
+        // round of every pair on several nodes is at the network's, without listing its pairs
+        // (2.1 M groups on 4,096 GPUs); else the groups hold every pair the flows do.
+        if (all_pairs() && plan.node_ranks.size() > 1) {
+            latency_ = plan.step_latency(LinkLevel::network, p);
+            return;
+        }
         std::vector<PFlow> flows;
-        round_flows({0, 1}, flows);
+        std::vector<std::uint32_t> counts;
+        round_groups({0, 1}, flows, counts);
         latency_ =
             plan.step_latency(flows.empty() ? plan.intra_level : plan.pattern_level(flows), p);
     }
@@ -241,22 +250,58 @@ public:
     sim::Time step_latency(int) const override { return latency_; }
     std::vector<StepRange> rounds(int) const override { return {{0, 1}}; }
     void round_flows(StepRange, std::vector<PFlow>& out) const override {
-        const double n = n_;
+        const double b = pair_bytes();
         for_each([&](int i, int j) {
-            double b = 0;
-            switch (op_) {
-            case Op::all_reduce:
-            case Op::broadcast:
-            case Op::reduce:
-            case Op::send_recv:
-                b = S_;
-                break;
-            default:
-                b = S_ / n;
-            }
             if (i != j)
                 plan_.add_p2p(i, j, b, out); // NCCL's p2p: through a PXN relay where it applies
         });
+    }
+    /// Every pair at once (all-to-all, all-gather, ...): the transfers from one node's ranks
+    /// and the legs of their PXN relays (all of which leave from a rank of that node: the relay
+    /// is the sender's neighbour) counted per (sender, receiver) in a table of the node's
+    /// ranks by the communicator's, never held as a list of n^2. With PXN the 8 transfers
+    /// from a DGX's GPUs to one GPU elsewhere are one relay's leg, and a GPU's legs to its
+    /// relay for every peer of the relay's rail are one: n (nodes - 1) groups and a few per
+    /// GPU, where the transfers are n^2 and their legs nearly twice that.
+    void round_groups(StepRange range, std::vector<PFlow>& out,
+                      std::vector<std::uint32_t>& counts) const override {
+        counts.clear();
+        if (!all_pairs()) {
+            round_flows(range, out); // n transfers or fewer
+            return;
+        }
+        counts.resize(out.size(), 1); // for any flows the list held before
+        const double b = pair_bytes();
+        const auto n = static_cast<std::size_t>(n_);
+        std::vector<std::uint32_t> count;
+        std::vector<PFlow> legs;
+        for (std::size_t k = 0; k < plan_.node_ranks.size(); ++k) {
+            const std::vector<int>& members = plan_.node_ranks[k];
+            count.assign(members.size() * n, 0);
+            for (int i : members) {
+                for (int j = 0; j < n_; ++j) {
+                    if (i == j)
+                        continue;
+                    legs.clear();
+                    plan_.add_p2p(i, j, b, legs);
+                    for (const PFlow& leg : legs) {
+                        const auto src = static_cast<std::size_t>(leg.src);
+                        if (plan_.rank_node[src] != static_cast<int>(k))
+                            throw std::logic_error("a PXN leg leaves from another node");
+                        ++count[static_cast<std::size_t>(plan_.rank_local[src]) * n +
+                                static_cast<std::size_t>(leg.dst)];
+                    }
+                }
+            }
+            for (std::size_t a = 0; a < members.size(); ++a) {
+                for (std::size_t j = 0; j < n; ++j) {
+                    if (const std::uint32_t c = count[a * n + j]) {
+                        out.push_back({members[a], static_cast<int>(j), b});
+                        counts.push_back(c);
+                    }
+                }
+            }
+        }
     }
     void transfers(int, std::vector<Transfer>& out) const override {
         const std::int64_t m = splits_per_rank(op_) ? E_ / n_ : E_;
@@ -290,6 +335,23 @@ public:
     }
 
 private:
+    /// Every rank sends to every other (for_each's last case).
+    bool all_pairs() const {
+        return op_ != Op::broadcast && op_ != Op::scatter && op_ != Op::reduce &&
+               op_ != Op::gather && op_ != Op::send_recv;
+    }
+    /// Payload of each pair's transfer.
+    double pair_bytes() const {
+        switch (op_) {
+        case Op::all_reduce:
+        case Op::broadcast:
+        case Op::reduce:
+        case Op::send_recv:
+            return S_;
+        default:
+            return S_ / n_;
+        }
+    }
     /// The number of f calls for_each makes, counted without making them.
     double pair_count() const {
         const double n = n_;

@@ -53,6 +53,17 @@ public:
     virtual std::vector<StepRange> rounds(int max_rounds) const = 0;
     /// Payload bytes per endpoint pair over the steps of `range` (pairs may repeat).
     virtual void round_flows(StepRange range, std::vector<detail::PFlow>& out) const = 0;
+    /// The same transfers, identical ones (same endpoints and bytes) possibly as one PFlow
+    /// standing for `counts[i]` of them (empty: one each), in an order of the phase's choosing:
+    /// symmetry's flow simulation starts each as one flow (sim::FlowSpec::count), without
+    /// making the n^2 of an all-to-all. The counts sit beside the list, not in PFlow, which
+    /// stays 16 bytes (rounds of rings and trees hold hundreds of thousands). By default
+    /// round_flows'.
+    virtual void round_groups(StepRange range, std::vector<detail::PFlow>& out,
+                              std::vector<std::uint32_t>& counts) const {
+        counts.clear();
+        round_flows(range, out);
+    }
     /// The least time the transfers of `range` take, whatever the links allow (NCCL's cap per
     /// channel: what its CTAs copy and reduce); 0: none. The flow network caps each transfer's
     /// rate so that it takes at least this long.

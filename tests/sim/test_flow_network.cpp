@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -376,4 +377,90 @@ TEST_CASE("FlowNetwork: a flow's cap changed in flight, and a copy under a cap o
     engine.run();
     CHECK(rec.done.at(b) == Time::ms(3750));
     CHECK(rec.done.at(c) == Time::ms(5500));
+}
+
+TEST_CASE("FlowNetwork: a flow standing for k identical flows moves as they do", "[sim][flow]") {
+    // Random workloads, each run twice: flows of count k, and the same with each of them k
+    // flows of count 1. Max-min gives identical flows identical rates, so every flow ends when
+    // its k copies do, to the picosecond: the charges k x rate and k times rate differ in their
+    // last bits, which moves a completion that falls on a whole picosecond (these round sizes
+    // and capacities make most do) to the next one at most. The resources carry the same bytes.
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 100; ++trial) {
+        struct Made {
+            double bytes;
+            std::vector<sim::ResourceId> path;
+            Time latency;
+            double cap;
+            std::uint32_t count;
+        };
+        std::vector<Made> made;
+        const int resources = 2 + static_cast<int>(rng() % 5);
+        const int flows = 1 + static_cast<int>(rng() % 8);
+        for (int f = 0; f < flows; ++f) {
+            Made m{1e8 * static_cast<double>(1 + rng() % 4),
+                   {},
+                   Time::us(rng() % 3),
+                   rng() % 4 == 0 ? 3e9 : kInf,
+                   1 + static_cast<std::uint32_t>(rng() % 4)};
+            for (sim::ResourceId r = 0; r < static_cast<sim::ResourceId>(resources); ++r)
+                if (rng() % 2 == 0)
+                    m.path.push_back(r);
+            if (m.path.empty())
+                m.path.push_back(0);
+            made.push_back(m);
+        }
+        auto run = [&](bool expand, std::vector<double>& carried) {
+            Engine engine;
+            FlowNetwork net(engine);
+            for (int r = 0; r < resources; ++r)
+                net.add_resource(1e10 * static_cast<double>(1 + r % 3), "");
+            std::vector<Time> end(made.size());
+            for (std::size_t f = 0; f < made.size(); ++f) {
+                const Made& m = made[f];
+                for (std::uint32_t k = 0; k < (expand ? m.count : 1); ++k)
+                    net.start({m.bytes, m.path, m.latency, m.cap,
+                               [&end, &engine, f](sim::FlowId) { end[f] = engine.now(); },
+                               expand ? 1 : m.count});
+            }
+            engine.run();
+            for (int r = 0; r < resources; ++r)
+                carried.push_back(net.bytes_carried(static_cast<sim::ResourceId>(r)));
+            return end;
+        };
+        std::vector<double> carried_one, carried_all;
+        const auto one = run(false, carried_one);
+        const auto all = run(true, carried_all);
+        INFO("trial " << trial);
+        for (std::size_t f = 0; f < made.size(); ++f)
+            CHECK(std::abs(one[f].picoseconds() - all[f].picoseconds()) <= 1);
+        for (std::size_t r = 0; r < carried_one.size(); ++r)
+            CHECK(carried_one[r] == Approx(carried_all[r]).epsilon(1e-12));
+    }
+    Engine engine;
+    FlowNetwork net(engine);
+    net.add_resource(1e9, "link");
+    CHECK_THROWS_AS(net.start({1e6, {0}, Time::zero(), kInf, {}, 0}), std::invalid_argument);
+}
+
+TEST_CASE("FlowNetwork: a flow moved onto a path in flight shares it from then on", "[sim][flow]") {
+    Engine engine;
+    FlowNetwork net(engine);
+    auto link = net.add_resource(1e9, "link");
+    Recorder rec{engine, {}};
+    // a on no resource at its cap of 1 GB/s, b alone on the link; at 0.5 s a joins the link:
+    // both then have 0.5 GB left and move at 0.5 GB/s, ending together at 1.5 s.
+    auto a = net.start(FlowSpec{1e9, {}, Time::zero(), 1e9, rec.cb()});
+    auto b = net.start(FlowSpec{1e9, {link}, Time::zero(), kInf, rec.cb()});
+    engine.at(Time::ms(500), [&] { CHECK(net.set_path(a, {link})); });
+    engine.run();
+    CHECK(rec.done.at(a) == Time::ms(1500));
+    CHECK(rec.done.at(b) == Time::ms(1500));
+    CHECK_FALSE(net.set_path(a, {})); // done
+    // A flow still waiting for its latency takes the path when it starts.
+    auto c = net.start(FlowSpec{1e9, {}, Time::s(1), 4e9, rec.cb()});
+    CHECK(net.set_path(c, {link}));
+    CHECK_THROWS_AS(net.set_path(c, {7}), std::invalid_argument);
+    engine.run();
+    CHECK(rec.done.at(c) == Time::ms(3500)); // 1 GB at the link's 1 GB/s, after 1 s
 }

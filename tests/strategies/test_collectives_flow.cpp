@@ -601,6 +601,75 @@ TEST_CASE("collectives: trees on communicators of their own fold beside each oth
     }
 }
 
+TEST_CASE("collectives: an all-to-all's identical transfers run as one flow, exactly",
+          "[collectives][flow][symmetry]") {
+    // With symmetry a direct round is built as groups of identical transfers (PXN's legs from
+    // one node's GPUs to one GPU elsewhere, and a GPU's legs to its relay: Phase::round_groups),
+    // each one flow standing for them all, then proved in one filling where it can be: the
+    // times are those of every transfer simulated as itself, to the picosecond, on presets with
+    // and without PXN, across leaves (ECMP collisions at the spines), with a partial last node.
+    FlowOptions sym_options;
+    sym_options.symmetry = true;
+    Collective c;
+    c.op = Op::all_to_all;
+    struct AllToAll {
+        const char* preset;
+        int cluster, gpus;
+    };
+    for (const AllToAll& k : {AllToAll{"dgx-a100", 24, 24}, AllToAll{"dgx-a100", 176, 176},
+                              AllToAll{"dgx-a100", 48, 44}, AllToAll{"dgx-h100", 64, 64},
+                              AllToAll{"aws-p4d", 32, 32}, AllToAll{"azure-nd-h100-v5", 40, 36}}) {
+        const auto& topo = topology(k.preset, k.cluster);
+        const Communicator comm(topo, first(k.gpus));
+        c.bytes = k.gpus * 4 * MiB; // 4 MiB to each peer
+        const Outcome sym = simulate(comm, c, Fidelity::flow, sym_options);
+        const Outcome full = simulate(comm, c, Fidelity::flow);
+        INFO(k.preset << ", " << k.gpus << " of " << k.cluster << " GPUs");
+        CHECK(sym.time.picoseconds() == full.time.picoseconds());
+        CHECK(full.stats.represented == 0);
+        CHECK(sym.stats.flows + sym.stats.represented == full.stats.flows);
+        CHECK(sym.stats.payload_bytes == Approx(full.stats.payload_bytes).epsilon(1e-12));
+        CHECK(sym.stats.flows * 4 < full.stats.flows);
+    }
+}
+
+TEST_CASE("collectives: on an exclusive network a second all-to-all mid-round gives the "
+          "representatives their paths back",
+          "[collectives][flow][symmetry]") {
+    // Every flow of an all-to-all alone is proved, and its representatives run on no resource;
+    // a second one on the same communicator puts them back on their paths and starts the flows
+    // they stood for, so both end when every flow simulated as itself ends.
+    const auto& topo = topology("dgx-a100", 24);
+    const Communicator comm(topo, first(24));
+    Collective c;
+    c.op = Op::all_to_all;
+    c.bytes = 24 * 4 * MiB;
+    auto run = [&](bool symmetry, sim::Time delay) {
+        sim::Engine engine;
+        sim::FlowNetwork net(engine);
+        hardware::bind_topology(net, topo);
+        FlowOptions options;
+        options.symmetry = symmetry;
+        options.exclusive = true;
+        FlowCollectives runner(engine, net, topo, options);
+        std::array<sim::Time, 2> done{};
+        for (std::size_t i = 0; i < 2; ++i)
+            engine.at(i == 0 ? sim::Time::zero() : delay,
+                      [&, i] { runner.start(comm, c, [&, i] { done[i] = engine.now(); }); });
+        engine.run();
+        return std::pair{done, runner.stats()};
+    };
+    for (double at_us : {0.0, 5.0, 900.0}) {
+        const auto delay = sim::Time::from_seconds(at_us * 1e-6);
+        const auto [sym, sym_stats] = run(true, delay);
+        const auto [full, full_stats] = run(false, delay);
+        INFO("second all-to-all after " << at_us << " us");
+        CHECK(sym[0].picoseconds() == full[0].picoseconds());
+        CHECK(sym[1].picoseconds() == full[1].picoseconds());
+        CHECK(sym_stats.flows + sym_stats.represented == full_stats.flows);
+    }
+}
+
 TEST_CASE("collectives: an all-to-all folds its classes of hops, exactly",
           "[collectives][flow][symmetry]") {
     // n^2 flows, each alone on no link: the NICs' and the fabric's links are shared in equal

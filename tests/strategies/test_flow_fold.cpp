@@ -26,15 +26,18 @@ struct Net {
 
     void flow(std::vector<sim::ResourceId> path, double bytes = 1e9, double cap = kInf) {
         paths.push_back(std::move(path));
-        flows.push_back({nullptr, 0, false, bytes, sim::Time::zero(), cap});
+        FoldFlow f;
+        f.bytes = bytes;
+        f.max_rate = cap;
+        flows.push_back(f);
     }
     /// The proof's rates and leave flags, every resource own unless `shared` says otherwise.
     std::pair<std::vector<double>, std::vector<char>>
-    prove(const std::vector<sim::ResourceId>& shared = {}) {
+    prove(const std::vector<sim::ResourceId>& shared = {}, std::size_t fill_after = 4) {
         spans.assign(paths.begin(), paths.end());
         for (std::size_t i = 0; i < flows.size(); ++i)
             flows[i].route = &spans[i];
-        FairShareProof proof;
+        FairShareProof proof(fill_after);
         std::vector<double> rate;
         std::vector<char> leave;
         proof.prove(
@@ -52,7 +55,8 @@ struct Net {
         std::vector<sim::Time> end(flows.size());
         for (std::size_t i = 0; i < flows.size(); ++i)
             ids.push_back(net.start({flows[i].bytes, paths[i], sim::Time::zero(), flows[i].max_rate,
-                                     [this, &end, i](sim::FlowId) { end[i] = engine.now(); }}));
+                                     [this, &end, i](sim::FlowId) { end[i] = engine.now(); },
+                                     flows[i].count}));
         engine.run_until(sim::Time::ps(1));
         std::vector<double> out;
         for (auto id : ids)
@@ -140,9 +144,13 @@ TEST_CASE("flow fold: what it cannot prove it leaves to the network",
     }
 }
 
-TEST_CASE("flow fold: on random networks every proved rate is max-min's",
-          "[collectives][flow][symmetry]") {
-    std::mt19937 rng(7);
+namespace {
+
+/// Random networks of few capacities (so that shares tie): every rate the proof claims is the
+/// network's, kept to the flow's end; flows stand for 1 to `most` identical flows each; the
+/// filling tried after `fill_after` visits of the flows (0: first).
+void random_networks(unsigned seed, std::uint32_t most, std::size_t fill_after = 4) {
+    std::mt19937 rng(seed);
     int proved = 0, flows = 0;
     for (int trial = 0; trial < 300; ++trial) {
         Net n;
@@ -159,8 +167,10 @@ TEST_CASE("flow fold: on random networks every proved rate is max-min's",
                 path.push_back(static_cast<sim::ResourceId>(rng() % resources));
             const double cap = rng() % 4 == 0 ? 6e9 : kInf;
             n.flow(path, rng() % 5 == 0 ? 2e9 : 1e9, cap);
+            if (most > 1)
+                n.flows.back().count = 1 + static_cast<std::uint32_t>(rng() % most);
         }
-        const auto [rate, leave] = n.prove();
+        const auto [rate, leave] = n.prove({}, fill_after);
         std::vector<sim::Time> done;
         const auto sim = n.simulate(&done);
         for (std::size_t i = 0; i < rate.size(); ++i) {
@@ -176,4 +186,54 @@ TEST_CASE("flow fold: on random networks every proved rate is max-min's",
     }
     // Most flows of such networks are proved; the test means something only if many are.
     CHECK(proved > flows / 2);
+}
+
+} // namespace
+
+TEST_CASE("flow fold: on random networks every proved rate is max-min's",
+          "[collectives][flow][symmetry]") {
+    random_networks(7, 1);
+}
+
+TEST_CASE("flow fold: a flow standing for several is proved as they would be",
+          "[collectives][flow][symmetry]") {
+    // FoldFlow::count, as sim::FlowSpec::count: counted that many times on each resource.
+    random_networks(8, 4);
+}
+
+TEST_CASE("flow fold: the filling's certificate claims only max-min's rates, kept to the end",
+          "[collectives][flow][symmetry]") {
+    // The filling first (it proves every flow of a round or none), then the passes.
+    random_networks(7, 1, 0);
+    random_networks(8, 4, 0);
+}
+
+TEST_CASE("flow fold: a staircase of shares the passes climb step by step is one filling",
+          "[collectives][flow][symmetry]") {
+    // Resource j (capacity 10 + j) holds flow j alone and flow j - 1 beside it: flow 0 is
+    // limited at resource 0, flow 1 takes what it leaves at resource 1, and so on, each a
+    // level of its own (a pass each). Every flow lasts at least as long as those after it,
+    // so the filling's certificate holds: all proved, at the network's rates, to their ends.
+    for (std::size_t fill_after : {std::size_t{0}, std::size_t{4}}) {
+        Net n;
+        const int steps = 40;
+        for (int j = 0; j < steps; ++j)
+            n.net.add_resource(1e9 * (10 + j), "");
+        for (int j = 0; j < steps; ++j) {
+            std::vector<sim::ResourceId> path{static_cast<sim::ResourceId>(j)};
+            if (j + 1 < steps)
+                path.push_back(static_cast<sim::ResourceId>(j + 1));
+            n.flow(path);
+        }
+        const auto [rate, leave] = n.prove({}, fill_after);
+        std::vector<sim::Time> done;
+        const auto sim = n.simulate(&done);
+        INFO("filling after " << fill_after);
+        for (int j = 0; j < steps; ++j) {
+            REQUIRE_FALSE(std::isnan(rate[static_cast<std::size_t>(j)]));
+            CHECK(rate[static_cast<std::size_t>(j)] ==
+                  Approx(sim[static_cast<std::size_t>(j)]).epsilon(1e-12));
+            CHECK(leave[static_cast<std::size_t>(j)] == 1);
+        }
+    }
 }
