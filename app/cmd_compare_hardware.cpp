@@ -124,17 +124,11 @@ Best best_at(const std::vector<Candidate>& cs, std::size_t point) {
 }
 
 void print_table(std::ostream& out, const CompareOptions& o, const std::vector<Candidate>& cs) {
-    const auto& base = cs.front().base;
-    fmt::print(out, "{:<10}{}: {} on {}, {} fidelity\n", "compare", o.experiment, base.model.name,
-               base::join(
-                   [&] {
-                       std::vector<std::string> names;
-                       for (const auto& c : cs)
-                           names.push_back(c.hardware);
-                       return names;
-                   }(),
-                   ", "),
-               o.fidelity);
+    std::vector<std::string> names;
+    for (const auto& c : cs)
+        names.push_back(c.hardware);
+    fmt::print(out, "{:<10}{}: {} on {}, {} fidelity\n", "compare", o.experiment,
+               cs.front().base.model.name, base::join(names, ", "), o.fidelity);
     fmt::print(out,
                "{:<10}per hardware and GPU count the fastest layout that fits, searched as "
                "`scale` does (tp, pp, cp, ep, ZeRO, micro-batch, recompute, virtual stages)\n",

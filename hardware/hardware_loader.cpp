@@ -330,7 +330,9 @@ void validate(const ClusterSpec& s, const std::string& file) {
     }
 }
 
-/// A spare tray idles with its NICs: the node keeps the NICs of the GPUs it uses.
+namespace {
+/// `node.gpus_used`: the node becomes that many GPUs, and a spare tray idles with its NICs
+/// (the node keeps the NICs of the GPUs it uses).
 void apply_gpus_used(ClusterSpec& s, const std::string& file) {
     NodeSpec& n = s.node;
     if (n.gpus_used == 0)
@@ -343,22 +345,26 @@ void apply_gpus_used(ClusterSpec& s, const std::string& file) {
         fail(fmt::format("{} GPUs used of a node of {}: at most node.gpus", used, n.gpus));
     if (n.gpus_per_tray > 0 && used % n.gpus_per_tray != 0)
         fail(fmt::format("{} is not a whole number of trays of {} GPUs (node.gpus_per_tray): use "
-                         "{} or {}",
-                         used, n.gpus_per_tray, used / n.gpus_per_tray * n.gpus_per_tray,
-                         (used / n.gpus_per_tray + 1) * n.gpus_per_tray));
+                         "{}",
+                         used, n.gpus_per_tray, whole_trays_near(used, n.gpus_per_tray)));
     if (static_cast<std::int64_t>(n.nics) * used % n.gpus != 0)
         fail(fmt::format("the node's {} NICs do not split over {} of its {} GPUs", n.nics, used,
                          n.gpus));
     n.nics = static_cast<int>(static_cast<std::int64_t>(n.nics) * used / n.gpus);
     n.gpus = used;
 }
+} // namespace
+
+void complete(ClusterSpec& spec, const std::string& file) {
+    apply_gpus_used(spec, file);
+    validate(spec, file);
+}
 
 namespace {
 ClusterSpec load_hardware_from(const std::string& name_or_path, const fs::path& relative_to) {
     const fs::path path = config::resolve_preset(hardware_presets(), name_or_path, relative_to);
     ClusterSpec spec = config::load_layered_file<ClusterSpec>(hardware_presets(), path, read_layer);
-    apply_gpus_used(spec, path.string());
-    validate(spec, path.string());
+    complete(spec, path.string());
     return spec;
 }
 } // namespace
@@ -370,8 +376,7 @@ ClusterSpec load_hardware(const std::string& name_or_path) {
 ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file) {
     const YAML::Node doc = config::parse_yaml(text, file);
     ClusterSpec spec = load_layers(doc, file);
-    apply_gpus_used(spec, file);
-    validate(spec, file);
+    complete(spec, file);
     return spec;
 }
 
@@ -380,8 +385,7 @@ ClusterSpec load_hardware_node(const YAML::Node& node, const std::string& file) 
     if (node.IsScalar())
         return load_hardware_from(node.Scalar(), fs::path(file).parent_path());
     ClusterSpec spec = load_layers(node, file);
-    apply_gpus_used(spec, file);
-    validate(spec, file);
+    complete(spec, file);
     return spec;
 }
 

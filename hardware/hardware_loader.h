@@ -47,9 +47,9 @@ ClusterSpec parse_hardware_yaml(const std::string& text, const std::string& file
 /// Checks that every required field is present and consistent; throws InputError naming `file`.
 void validate(const ClusterSpec& spec, const std::string& file);
 
-/// What `node.gpus_used` asks of the whole file once all its layers are merged, before `validate`:
-/// it makes the node that many GPUs, with the NICs of their trays. Throws
-/// InputError naming the key when it asks what the node cannot give.
-void apply_gpus_used(ClusterSpec& spec, const std::string& file);
+/// What a hardware file asks once all its layers are merged, then `validate`: `node.gpus_used`
+/// makes the node that many GPUs with the NICs of their trays. Every loader of hardware (this
+/// file's and the platform's) calls it last. Throws InputError naming `file` and the key.
+void complete(ClusterSpec& spec, const std::string& file);
 
 } // namespace clustersim::hardware

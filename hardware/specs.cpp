@@ -62,18 +62,19 @@ double GpuSpec::sustained_clock() const {
     return f;
 }
 
+std::string whole_trays_near(int gpus, int tray) {
+    const int below = gpus / tray * tray, above = below + tray;
+    return below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above);
+}
+
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {
     if (gpus <= 0)
         throw InputError("a GPU count must be positive, got " + std::to_string(gpus));
     const int tray = spec.node.gpus_per_tray;
-    if (tray > 0 && gpus % tray != 0) {
-        const int below = gpus / tray * tray, above = below + tray;
-        throw InputError(
-            fmt::format("{} GPUs is not a whole number of trays: hardware '{}' takes "
-                        "{} GPUs a tray (node.gpus_per_tray); use {}",
-                        gpus, spec.name, tray,
-                        below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above)));
-    }
+    if (tray > 0 && gpus % tray != 0)
+        throw InputError(fmt::format("{} GPUs is not a whole number of trays: hardware '{}' takes "
+                                     "{} GPUs a tray (node.gpus_per_tray); use {}",
+                                     gpus, spec.name, tray, whole_trays_near(gpus, tray)));
     spec.nodes = (gpus + spec.node.gpus - 1) / spec.node.gpus;
     if (spec.nodes > 1 && spec.node.nics == 0)
         throw InputError((spec.node.nics_at.empty() ? std::string()

@@ -216,4 +216,8 @@ struct ClusterSpec {
 /// The same cluster resized to hold at least `gpus` GPUs (whole nodes).
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus);
 
+/// The whole numbers of trays of `tray` GPUs next to `gpus`, as an error suggests them: "8 or
+/// 12" for 10 on trays of 4, "4" for 2.
+std::string whole_trays_near(int gpus, int tray);
+
 } // namespace clustersim::hardware

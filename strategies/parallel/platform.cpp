@@ -58,8 +58,7 @@ Platform load_platform_from(const std::string& name_or_path, const fs::path& rel
         config::resolve_preset(hardware::hardware_presets(), name_or_path, relative_to);
     Platform p =
         config::load_layered_file<Platform>(hardware::hardware_presets(), path, read_layer);
-    hardware::apply_gpus_used(p.cluster, path.string());
-    hardware::validate(p.cluster, path.string());
+    hardware::complete(p.cluster, path.string());
     return p;
 }
 } // namespace
@@ -71,8 +70,7 @@ Platform load_platform(const std::string& name_or_path) {
 Platform parse_platform_yaml(const std::string& text, const std::string& file) {
     const YAML::Node doc = config::parse_yaml(text, file);
     Platform p = load_layers(doc, file);
-    hardware::apply_gpus_used(p.cluster, file);
-    hardware::validate(p.cluster, file);
+    hardware::complete(p.cluster, file);
     return p;
 }
 
@@ -81,8 +79,7 @@ Platform load_platform_node(const YAML::Node& node, const std::string& file) {
     if (node.IsScalar())
         return load_platform_from(node.Scalar(), fs::path(file).parent_path());
     Platform p = load_layers(node, file);
-    hardware::apply_gpus_used(p.cluster, file);
-    hardware::validate(p.cluster, file);
+    hardware::complete(p.cluster, file);
     return p;
 }
 

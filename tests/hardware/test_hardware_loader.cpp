@@ -289,6 +289,8 @@ TEST_CASE("hardware files: rack-scale NVLink domains are taken in whole trays",
     SECTION("what the node cannot give is refused, naming the key") {
         CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_used: 62\n"),
                    Catch::Contains("node.gpus_used") && Catch::Contains("use 60 or 64"));
+        CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_used: 2\n"),
+                   Catch::Contains("node.gpus_used") && Catch::Contains("use 4)"));
         CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_used: 76\n"),
                    Catch::Contains("node.gpus_used") && Catch::Contains("at most node.gpus"));
         CHECK_THAT(load_error("extends: gb200-nvl72\nnode:\n  gpus_per_tray: 5\n"),
