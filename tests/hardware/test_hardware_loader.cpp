@@ -109,6 +109,11 @@ TEST_CASE("hardware files: a list price is dated, sourced and never inherited",
             CHECK(s.price.date.size() == 10);
             CHECK(!s.price.source.empty());
         }
+        // Issue 36: every cloud instance preset carries its provider's list price.
+        for (const char* cloud : {"aws-", "azure-", "gcp-", "oci-"}) {
+            if (n.rfind(cloud, 0) == 0)
+                CHECK(s.price.per_gpu_hour > 0);
+        }
     }
     CHECK(load_hardware("aws-p4de").price.per_gpu_hour !=
           load_hardware("aws-p4d").price.per_gpu_hour);
