@@ -170,11 +170,18 @@ constexpr std::int64_t kAttentionQueryBlock = 128;
 } // namespace
 
 double ComputeModel::fused_attention_flops(std::int64_t batch_heads, std::int64_t seq,
-                                           std::int64_t head_dim, bool causal, bool backward) {
+                                           std::int64_t head_dim, bool causal, bool backward,
+                                           std::int64_t window) {
     const double s = static_cast<double>(seq);
     double flops = 4.0 * static_cast<double>(batch_heads) * s * s * static_cast<double>(head_dim);
-    if (causal) // the blocks below the diagonal, and the diagonal blocks whole
-        flops *= std::min(1.0, 0.5 * (1.0 + static_cast<double>(kAttentionQueryBlock) / s));
+    if (causal) { // the blocks below the diagonal, and the diagonal blocks whole
+        double share = std::min(1.0, 0.5 * (1.0 + static_cast<double>(kAttentionQueryBlock) / s));
+        // A sliding window: each query block's band of window + block keys, whole blocks.
+        if (window > 0)
+            share = std::min(share,
+                             static_cast<double>(window + kAttentionQueryBlock) / std::max(s, 1.0));
+        flops *= share;
+    }
     return backward ? 2.5 * flops : flops;
 }
 
@@ -187,7 +194,7 @@ std::int64_t ComputeModel::fused_attention_bytes(std::int64_t batch_heads, std::
 
 double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
                                              std::int64_t head_dim, Dtype dtype, bool causal,
-                                             bool backward) const {
+                                             bool backward, std::int64_t window) const {
     const double inv_rate = inv_attention_rate_[index(dtype)];
     if (!(inv_rate > 0))
         throw InputError("GPU '" + gpu_name_ + "' has no " + std::string(to_string(dtype)) +
@@ -198,7 +205,8 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
     // work (the scheduler balances causal blocks of unequal length).
     const std::int64_t ctas = batch_heads * ceil_div(seq, kAttentionQueryBlock);
     const std::int64_t waves = ceil_div(ctas, slots_);
-    const double flops = fused_attention_flops(batch_heads, seq, head_dim, causal, backward);
+    const double flops =
+        fused_attention_flops(batch_heads, seq, head_dim, causal, backward, window);
     const double work = flops / static_cast<double>(ctas) * static_cast<double>(waves * slots_);
     const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
     const double t_mem =
@@ -210,9 +218,9 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
 
 sim::Time ComputeModel::fused_attention(std::int64_t batch_heads, std::int64_t seq,
                                         std::int64_t head_dim, Dtype dtype, bool causal,
-                                        bool backward) const {
+                                        bool backward, std::int64_t window) const {
     return kernel_time(
-        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward), [&] {
+        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward, window), [&] {
             return fmt::format("an attention kernel of {} heads x {} tokens", batch_heads, seq);
         });
 }

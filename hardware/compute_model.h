@@ -63,16 +63,22 @@ public:
 
     /// Time of a fused attention kernel over `batch_heads` (micro-batch x heads) independent
     /// heads of `seq` queries and keys of `head_dim`, forward or backward; `causal` skips the
-    /// masked half of the scores.
+    /// masked half of the scores; `window` > 0 (sliding-window attention, causal) lets each
+    /// query see only itself and the `window` keys before it.
     sim::Time fused_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
-                              Dtype dtype, bool causal, bool backward) const;
+                              Dtype dtype, bool causal, bool backward,
+                              std::int64_t window = 0) const;
     double fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
-                                   std::int64_t head_dim, Dtype dtype, bool causal,
-                                   bool backward) const;
+                                   std::int64_t head_dim, Dtype dtype, bool causal, bool backward,
+                                   std::int64_t window = 0) const;
     /// FLOPs a fused attention kernel executes: 4 s^2 d per head forward (QK^T and PV), half
-    /// of it (plus the diagonal blocks) when causal, 2.5x that backward.
+    /// of it (plus the diagonal blocks) when causal, 2.5x that backward. With a `window` the
+    /// kernel visits, for each block of queries, only the key blocks of its band: `window`
+    /// keys before the block and the block itself (FlashAttention's local attention skips the
+    /// blocks outside it), at most the causal prefix.
     static double fused_attention_flops(std::int64_t batch_heads, std::int64_t seq,
-                                        std::int64_t head_dim, bool causal, bool backward);
+                                        std::int64_t head_dim, bool causal, bool backward,
+                                        std::int64_t window = 0);
     /// HBM bytes of a fused attention kernel: Q, K, V, O forward; with dO, dQ, dK, dV backward.
     static std::int64_t fused_attention_bytes(std::int64_t batch_heads, std::int64_t seq,
                                               std::int64_t head_dim, Dtype dtype, bool backward);

@@ -137,6 +137,9 @@ struct LayerConfig {
     /// A mixture of experts' dense layer (its first_k_dense_replace): the dense MLP of `ffn`.
     /// Otherwise every layer of a model with experts is a layer with experts.
     bool dense_layer = false;
+    /// A layer of sliding-window attention (ModelSpec::window_size): its attention kernel
+    /// visits only each query's window. Otherwise the whole causal prefix.
+    bool window = false;
     /// Expert parallelism (strategies/parallel/experiment.h): the experts spread over `ep` GPUs,
     /// each split over `etp` (0: = tp). With ep > 1 or etp != tp a layer with experts runs
     /// Megatron-Core's alltoall token dispatcher (moe_a2a_forward in layer_work_moe.cpp); otherwise

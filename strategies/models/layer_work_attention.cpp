@@ -46,6 +46,10 @@ CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w,
     const int qkv = F.add(c.gemm("attention.qkv", T, s.qkv_n, c.h));
     if (tp && c.sp)
         add_collective(w, "attention.all_gather", TpOp::all_gather, Pass::forward, comm, ln1, qkv);
+    // Qwen3's and Gemma 3's per-head RMSNorm of the queries and keys (one fused kernel over
+    // both, read and written; Megatron-Core's q_layernorm and k_layernorm).
+    if (c.m.qk_layernorm)
+        F.add(c.memory("attention.qk_norm", 2 * (s.q_elems + s.kv_elems) * e));
     if (s.rope)
         F.add(s.rope_eager ? eager_rope(c, "attention.rope", s.q_elems, s.kv_elems)
                            : c.memory("attention.rope", s.rope_bytes));
@@ -70,7 +74,7 @@ CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w,
         F.add(c.gemm("attention.context", c.s, d, c.s, bh)); // P V
     }
     core.end = Ctx::next(F);
-    const int proj = F.add(c.gemm("attention.proj", T, c.h, c.h / c.t));
+    const int proj = F.add(c.gemm("attention.proj", T, c.h, c.m.q_dim() / c.t));
     if (tp)
         add_collective(w, c.sp ? "attention.reduce_scatter" : "attention.all_reduce", s.exit_op,
                        Pass::forward, comm, proj, proj + 1);
@@ -93,8 +97,8 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w) {
     if (tp && c.sp)
         add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward, comm,
                        i - 1, i);
-    B.add(c.gemm("attention.proj.dgrad", T, c.h / c.t, c.h));
-    B.add(c.gemm("attention.proj.wgrad", c.h / c.t, c.h, T));
+    B.add(c.gemm("attention.proj.dgrad", T, c.m.q_dim() / c.t, c.h));
+    B.add(c.gemm("attention.proj.wgrad", c.m.q_dim() / c.t, c.h, T));
     if (s.flash) {
         B.add(c.flash("attention.flash.bwd", true));
     } else {
@@ -119,6 +123,8 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w) {
     if (s.rope)
         B.add(s.rope_eager ? eager_rope_backward(c, "attention.rope.bwd", s.q_elems, s.kv_elems)
                            : c.memory("attention.rope.bwd", s.rope_bytes));
+    if (c.m.qk_layernorm) // reads the input and the output gradient, writes the input's
+        B.add(c.memory("attention.qk_norm.bwd", 3 * (s.q_elems + s.kv_elems) * e));
     i = Ctx::next(B);
     if (tp && c.sp && !c.cfg.dtensor_tp)
         add_collective(w, "attention.qkv.regather", TpOp::all_gather, Pass::backward, comm, i - 1,

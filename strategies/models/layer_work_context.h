@@ -188,9 +188,10 @@ struct Ctx {
             op.batch = bh;
             return op;
         }
-        op.flops = ComputeModel::fused_attention_flops(bh, s, d, true, backward);
+        const std::int64_t window = cfg.window ? m.window_size : 0;
+        op.flops = ComputeModel::fused_attention_flops(bh, s, d, true, backward, window);
         op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, dtype, backward);
-        op.time = cm.fused_attention(bh, s, d, dtype, true, backward);
+        op.time = cm.fused_attention(bh, s, d, dtype, true, backward, window);
         op.m = s;
         op.n = s;
         op.k = d;

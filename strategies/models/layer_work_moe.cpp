@@ -302,15 +302,14 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
 /// num_experts / ep local experts split over etp. Returns {all, routed experts'}.
 std::pair<std::int64_t, std::int64_t> moe_a2a_parameters(const Ctx& c) {
     const ModelSpec& m = c.m;
-    ModelSpec attention_only = m;
-    attention_only.ffn = 0;
-    const std::int64_t h = m.hidden;
-    const std::int64_t shared =
-        h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h;
     const std::int64_t experts =
         routed_expert_parameters_per_rank(m, c.cfg.ep, c.cfg.etp > 0 ? c.cfg.etp : c.cfg.tp);
-    const std::int64_t dense = layer_parameters_per_rank(attention_only, c.cfg.tp) +
-                               std::int64_t{m.num_experts} * h + shared / c.t;
+    // Everything but the routed experts: attention, norms, router and shared experts, as a
+    // layer with every expert on this rank holds them (no routed expert: num_experts 0 there
+    // would drop the router too, so take them out of the whole instead).
+    ModelSpec no_routed = m;
+    no_routed.moe_router_topk = 0;
+    const std::int64_t dense = moe_layer_parameters_per_rank(no_routed, c.cfg.tp, true);
     return {dense + experts, experts};
 }
 

@@ -62,13 +62,16 @@ TransformerActivations transformer_activations(const Ctx& c) {
     // gradients (wq, wk, wv share one; w1 and w3 another).
     const std::int64_t col_input = c.cfg.dtensor_tp ? T * c.h : sharded;
     const std::int64_t qkv_input = c.saved_input * col_input;
-    const std::int64_t qkv = e * T * m.qkv_out() / c.t;
+    // (With per-head query and key norms their inputs, the projection's q and k, are kept too.)
+    const std::int64_t qkv =
+        e * T * m.qkv_out() / c.t +
+        (m.qk_layernorm ? e * T * (std::int64_t{m.heads} + m.kv_heads) * m.head_dim() / c.t : 0);
     if (m.attention == AttentionKind::unfused) {
         // softmax output; with dropout also its mask (1 byte) and output, which feeds A.V
         a.attention_core = bh * c.s * c.s * (drop ? 2 * e + 1 : e);
     }
     const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s / c.cp : 0;
-    const std::int64_t proj_input = c.saved_input * T * c.h / c.t;
+    const std::int64_t proj_input = c.saved_input * T * m.q_dim() / c.t;
     const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
     const std::int64_t post_norm_input = e * sharded;
     // (A layer with experts keeps its MLP input as Megatron-Core does: sharded.)
@@ -237,7 +240,7 @@ void selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
     std::vector<Mm> mms{{"attention.wq", q_n, c.h},
                         {"attention.wk", kv_n, c.h},
                         {"attention.wv", kv_n, c.h},
-                        {"attention.proj", c.h, c.h / c.t}};
+                        {"attention.proj", c.h, m.q_dim() / c.t}};
     if (s.swiglu)
         mms.insert(mms.end(), {{"mlp.w1", f, c.h}, {"mlp.w3", f, c.h}, {"mlp.w2", c.h, f}});
     else

@@ -101,9 +101,15 @@ void validate(YamlMap& m, const ModelSpec& s) {
     present(s.heads, "heads");
     present(s.seq, "seq");
     present(s.vocab, "vocab");
-    require(s.hidden % s.heads == 0, "heads",
-            "heads=" + std::to_string(s.heads) + " does not divide hidden=" +
-                std::to_string(s.hidden) + " (each head gets hidden/heads dimensions)");
+    require(s.kv_channels > 0 || s.hidden % s.heads == 0, "heads",
+            "heads=" + std::to_string(s.heads) +
+                " does not divide hidden=" + std::to_string(s.hidden) +
+                " (each head gets hidden/heads dimensions unless kv_channels says how many)");
+    require(s.window_size > 0 || s.window_attn_skip_freq == 0, "window_attn_skip_freq",
+            "window_attn_skip_freq applies to sliding-window attention; set window_size (the "
+            "earlier tokens a query sees) or remove it");
+    require(s.window_size == 0 || s.attention == AttentionKind::flash, "window_size",
+            "sliding-window attention is modelled with FlashAttention; set attention: flash");
     require(s.kv_heads <= s.heads && s.heads % s.kv_heads == 0, "kv_heads",
             "kv_heads=" + std::to_string(s.kv_heads) + " must divide heads=" +
                 std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
@@ -178,9 +184,6 @@ void validate(YamlMap& m, const ModelSpec& s) {
                 " leaves no layer with experts among layers=" + std::to_string(s.layers) +
                 "; choose at most " + std::to_string(s.layers - 1) +
                 " dense layers, or num_experts: 0 for a dense model");
-    require(!s.bias, "bias",
-            "a mixture of experts is modelled without linear biases (Mixtral, DeepSeek-V3); set "
-            "bias: false");
 }
 
 /// Reads one layer of a model file over what the layers below it gave.

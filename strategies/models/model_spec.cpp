@@ -81,6 +81,11 @@ ParameterCounts parameter_counts(const ModelSpec& m) {
     c.total = c.layers + outside;
     if (!m.is_moe())
         c.active = c.total;
+    // Multi-token prediction (Megatron-Core's MultiTokenPredictionLayer): two norms of h, the
+    // 2h -> h projection, one layer of the last layer's kind and a final norm per block; the
+    // embedding and the LM head are the model's.
+    const std::int64_t mtp_layer = m.is_moe_layer(m.layers - 1) ? c.per_moe_layer : c.per_layer;
+    c.mtp = m.mtp_num_layers * (3 * norm_params(m) + 2 * h * h + mtp_layer);
     return c;
 }
 
@@ -109,29 +114,45 @@ std::int64_t layer_parameters_per_rank(const ModelSpec& m, int tp) {
     const std::int64_t b = m.bias ? 1 : 0;
     const std::int64_t qkv =
         m.is_mla() ? mla_parameters_per_rank(m, tp) : (h * m.qkv_out() + b * m.qkv_out()) / tp;
-    const std::int64_t proj = m.is_mla() ? 0 : h * h / tp + b * h; // row-parallel: bias replicated
+    // row-parallel: bias replicated
+    const std::int64_t proj = m.is_mla() ? 0 : m.q_dim() * h / tp + b * h;
     const std::int64_t fc1 = (h * m.fc1_out() + b * m.fc1_out()) / tp;
     const std::int64_t fc2 = std::int64_t{m.ffn} * h / tp + b * h;
-    return 2 * norm_params(m) + qkv + proj + fc1 + fc2;
+    // Per-head query and key norms (replicated, as Megatron-Core's TENorm over kv_channels);
+    // attention sinks: one logit per head, split with the heads.
+    const std::int64_t qk_norms = m.qk_layernorm ? 2 * std::int64_t{m.head_dim()} : 0;
+    const std::int64_t sinks = m.attention_sinks ? std::int64_t{m.heads} / tp : 0;
+    return 2 * norm_params(m) + qkv + proj + fc1 + fc2 + qk_norms + sinks;
+}
+
+std::int64_t attention_block_parameters_per_rank(const ModelSpec& m, int tp) {
+    // A dense layer without its MLP (whose fc2 bias, h, a layer without fc2 does not have).
+    ModelSpec attention_only = m;
+    attention_only.ffn = 0;
+    return layer_parameters_per_rank(attention_only, tp) - (m.bias ? m.hidden : 0);
 }
 
 std::int64_t moe_layer_parameters_per_rank(const ModelSpec& m, int tp, bool active) {
-    // Attention and the two norms as in a dense layer: a dense layer without its MLP.
-    ModelSpec attention_only = m;
-    attention_only.ffn = 0;
     const std::int64_t h = m.hidden;
     const std::int64_t experts = active ? m.moe_router_topk : m.num_experts;
-    const std::int64_t expert = (h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h);
-    const std::int64_t shared =
-        h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h;
-    const std::int64_t router = std::int64_t{m.num_experts} * h;
-    return layer_parameters_per_rank(attention_only, tp) + router +
-           (experts * expert + shared) / tp;
+    // With linear biases (GPT-OSS) each expert's fc1 and fc2 and the router have theirs.
+    const std::int64_t b = m.bias ? 1 : 0;
+    const std::int64_t expert = h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h +
+                                b * (m.expert_fc1_out() + h);
+    const std::int64_t shared = m.moe_shared_expert_intermediate_size > 0
+                                    ? h * m.shared_fc1_out() +
+                                          std::int64_t{m.moe_shared_expert_intermediate_size} * h +
+                                          b * (m.shared_fc1_out() + h)
+                                    : 0;
+    const std::int64_t router = std::int64_t{m.num_experts} * (h + b);
+    return attention_block_parameters_per_rank(m, tp) + router + (experts * expert + shared) / tp;
 }
 
 std::int64_t routed_expert_parameters_per_rank(const ModelSpec& m, int ep, int etp) {
     const std::int64_t h = m.hidden;
-    const std::int64_t expert = h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h;
+    const std::int64_t b = m.bias ? 1 : 0;
+    const std::int64_t expert = h * m.expert_fc1_out() + std::int64_t{m.moe_ffn_hidden_size} * h +
+                                b * (m.expert_fc1_out() + h);
     return std::int64_t{m.num_experts / ep} * expert / etp;
 }
 
@@ -165,9 +186,10 @@ double layer_forward_flops(const ModelSpec& m) {
                              a * m.v_head_dim * h + mlp;
         return 2.0 * s * gemms + 2.0 * s * s * a * (qk + m.v_head_dim);
     }
-    const double gemms = h * static_cast<double>(m.qkv_out()) + h * h +
+    const double q = static_cast<double>(m.q_dim());
+    const double gemms = h * static_cast<double>(m.qkv_out()) + q * h +
                          h * static_cast<double>(m.fc1_out()) + static_cast<double>(m.ffn) * h;
-    return 2.0 * s * gemms + 4.0 * s * s * h; // QK^T and attention-over-V: 2 s^2 h each
+    return 2.0 * s * gemms + 4.0 * s * s * q; // QK^T and attention-over-V: 2 s^2 (heads d) each
 }
 
 double head_forward_flops(const ModelSpec& m) {
@@ -179,13 +201,19 @@ double head_forward_flops(const ModelSpec& m) {
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch,
                                  bool count_recompute) {
     const double layer_passes = count_recompute ? 4.0 : 3.0;
-    if (m.is_moe())
-        return static_cast<double>(global_batch) *
-               (layer_passes * ((m.layers - m.moe_layers()) * layer_forward_flops(m) +
-                                m.moe_layers() * moe_layer_forward_flops(m)) +
-                3.0 * head_forward_flops(m));
+    const double layers = m.is_moe() ? (m.layers - m.moe_layers()) * layer_forward_flops(m) +
+                                           m.moe_layers() * moe_layer_forward_flops(m)
+                                     : m.layers * layer_forward_flops(m);
+    // Each multi-token-prediction block: its 2h -> h projection, one layer of the last
+    // layer's kind, and the LM head again.
+    const double mtp_layer =
+        m.is_moe_layer(m.layers - 1) ? moe_layer_forward_flops(m) : layer_forward_flops(m);
+    const double mtp =
+        m.mtp_num_layers *
+        (3.0 * (2.0 * m.seq * 2.0 * m.hidden * static_cast<double>(m.hidden) + mtp_layer) +
+         3.0 * head_forward_flops(m));
     return static_cast<double>(global_batch) *
-           (layer_passes * m.layers * layer_forward_flops(m) + 3.0 * head_forward_flops(m));
+           (layer_passes * layers + 3.0 * head_forward_flops(m) + mtp);
 }
 
 double narayanan_iteration_flops(double global_batch, double seq, double layers, double hidden,

@@ -74,6 +74,25 @@ struct ModelSpec {
     bool bias = true;            ///< linear layers have biases
     double dropout = 0.1;        ///< hidden and attention dropout probability; 0 = no dropout
 
+    /// Per-head query/key/value dimensions (Megatron's --kv-channels); 0: hidden / heads.
+    /// Qwen3, GPT-OSS and Gemma 3 set it apart from hidden / heads (Qwen3-30B-A3B: 128 with
+    /// hidden 2048 and 32 heads), so the queries and the output projection's input are heads x
+    /// kv_channels wide, not hidden.
+    int kv_channels = 0;
+    /// RMSNorm of each head's queries and keys before the rotary embedding (Megatron's
+    /// --qk-layernorm; Qwen3, Gemma 3): two norms of kv_channels weights per layer.
+    bool qk_layernorm = false;
+    /// Sliding-window attention (Megatron-Core's window_size and window_attn_skip_freq): with
+    /// window_size > 0 a query attends to itself and the window_size tokens before it, on
+    /// every layer but each window_attn_skip_freq-th (1-based), which attends to the whole
+    /// causal prefix (0: every layer windowed). GPT-OSS: 128 and 2 (alternating).
+    int window_size = 0;
+    int window_attn_skip_freq = 0;
+    /// Learned attention sinks (Megatron-Core's softmax_type "learnable"; GPT-OSS): a learned
+    /// logit per head added to each softmax's denominator; heads parameters per layer, its
+    /// compute inside the attention kernel.
+    bool attention_sinks = false;
+
     /// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's --multi-latent-attention
     /// with the same names): with kv_lora_rank > 0 the keys and values are projected up from a
     /// per-token latent of kv_lora_rank (normalised), the queries from one of q_lora_rank; each
@@ -111,6 +130,15 @@ struct ModelSpec {
     /// routing (technical report, section 2.1.2: each token to at most 4 nodes). 0: none.
     int moe_router_num_groups = 0;
     int moe_router_group_topk = 0;
+    /// Experts on every moe_layer_freq-th layer (Megatron-Core's --moe-layer-freq as an
+    /// integer: layer i, 0-based, has experts when i % moe_layer_freq == 0), the others a dense
+    /// MLP of ffn; 1: every layer (after first_k_dense_replace).
+    int moe_layer_freq = 1;
+    /// Multi-token prediction (DeepSeek-V3; Megatron-Core's --mtp-num-layers): after the last
+    /// layer, this many extra blocks each predict one more token: a norm of the hidden state
+    /// and of the next token's embedding, a 2h -> h projection, one transformer layer (of the
+    /// model's last kind) and the shared LM head and loss again. 0: none.
+    int mtp_num_layers = 0;
 
     bool is_transformer() const { return kind == ModelKind::transformer; }
     bool is_moe() const { return is_transformer() && num_experts > 0; }
@@ -120,9 +148,26 @@ struct ModelSpec {
         return std::int64_t{qk_head_dim} + std::int64_t{qk_pos_emb_head_dim};
     }
     /// Whether layer `i` (0-based) has experts.
-    bool is_moe_layer(int i) const { return is_moe() && i >= first_k_dense_replace; }
+    bool is_moe_layer(int i) const {
+        return is_moe() && i >= first_k_dense_replace && i % moe_layer_freq == 0;
+    }
     /// Layers with experts.
-    int moe_layers() const { return is_moe() ? layers - first_k_dense_replace : 0; }
+    int moe_layers() const { return moe_layers_below(layers); }
+    /// Layers with experts among the first `n`.
+    int moe_layers_below(int n) const {
+        if (!is_moe() || n <= first_k_dense_replace)
+            return 0;
+        // Multiples of moe_layer_freq in [first_k_dense_replace, n).
+        const auto multiples_below = [&](int x) {
+            return (x + moe_layer_freq - 1) / moe_layer_freq;
+        };
+        return multiples_below(n) - multiples_below(first_k_dense_replace);
+    }
+    /// Whether layer `i` (0-based) attends within a sliding window.
+    bool is_window_layer(int i) const {
+        return window_size > 0 &&
+               (window_attn_skip_freq == 0 || (i + 1) % window_attn_skip_freq != 0);
+    }
     /// Output columns of one expert's fc1 (2 x its ffn for SwiGLU).
     std::int64_t expert_fc1_out() const {
         return (activation == Activation::swiglu ? 2 : 1) * std::int64_t{moe_ffn_hidden_size};
@@ -132,7 +177,9 @@ struct ModelSpec {
         return (activation == Activation::swiglu ? 2 : 1) *
                std::int64_t{moe_shared_expert_intermediate_size};
     }
-    int head_dim() const { return hidden / heads; }
+    int head_dim() const { return kv_channels > 0 ? kv_channels : hidden / heads; }
+    /// Columns of the queries (and rows of the output projection): heads x head_dim.
+    std::int64_t q_dim() const { return std::int64_t{heads} * head_dim(); }
     /// Output columns of fc1: ffn, or 2 ffn for SwiGLU (gate and up projections).
     std::int64_t fc1_out() const {
         return activation == Activation::swiglu ? 2 * std::int64_t{ffn} : ffn;
@@ -161,6 +208,9 @@ struct ParameterCounts {
     /// and the shared ones (= total for a dense model). Counts the input embedding, as
     /// Mixtral's and DeepSeek-V3's published "active" figures do.
     std::int64_t active = 0;
+    /// Multi-token prediction's blocks (mtp_num_layers), not in `total`: DeepSeek-V3's 671B
+    /// leaves its 14B of MTP out, as the report counts.
+    std::int64_t mtp = 0;
 };
 /// With the tokenizer's vocabulary as given (padded_vocab(m, 1) would add Megatron's padding).
 ParameterCounts parameter_counts(const ModelSpec& m);
@@ -168,6 +218,9 @@ ParameterCounts parameter_counts(const ModelSpec& m);
 /// Parameters of one layer held by each of `tp` tensor-parallel ranks (Megatron's split: QKV
 /// and fc1 by columns, the projections by rows; norms and the row-parallel biases replicated).
 std::int64_t layer_parameters_per_rank(const ModelSpec& m, int tp);
+/// A transformer layer's attention block and its two norms, held by each of `tp` ranks (a
+/// layer without its MLP).
+std::int64_t attention_block_parameters_per_rank(const ModelSpec& m, int tp);
 /// The same for a layer with experts, every expert on this rank (no expert parallelism) and
 /// split over `tp` as Megatron-Core's expert tensor parallelism does (= tp by default); the
 /// router is replicated. With `active`, only the top-k routed experts.

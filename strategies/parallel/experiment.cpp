@@ -452,6 +452,16 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
     // Megatron-Core refuses mla_up_proj without latent attention and moe_act without grouped
     // experts (transformer_config.py); the modules a model does not have are refused alike
     // rather than silently recomputing nothing.
+    if (p.recompute_block && p.recompute != RecomputePolicy::full)
+        return fail("recompute_method: block recomputes whole layers; it applies to recompute: "
+                    "full (set it, or remove recompute_method)",
+                    "parallel.recompute_method");
+    if (!p.recompute_block && p.recompute_num_layers != 1)
+        return fail("recompute_num_layers " + std::to_string(p.recompute_num_layers) +
+                        " with recompute_method uniform checkpoints groups of layers, which is "
+                        "not modelled: use 1 (a checkpoint per layer), or recompute_method: block "
+                        "(the first layers of each model chunk)",
+                    "parallel.recompute_num_layers");
     const auto module = [&](models::RecomputeModule m) {
         return (p.recompute_modules & models::recompute_bit(m)) != 0;
     };
@@ -471,7 +481,7 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
                             "parallel.recompute_modules");
         }
         if (module(models::RecomputeModule::mlp) && e.model.is_moe() &&
-            e.model.first_k_dense_replace == 0)
+            e.model.moe_layers() == e.model.layers)
             return fail(
                 "recompute_modules: mlp recomputes a dense layer's MLP; every layer of model '" +
                     e.model.name + "' has experts: use moe (or moe_act, shared_experts)",
@@ -654,7 +664,8 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
         try {
             e.stage_layers = assign_layers(
                 m.layers, p.split, grid,
-                [&](const std::string& what, const char* key) { throw fail(what, key).error; });
+                [&](const std::string& what, const char* key) { throw fail(what, key).error; },
+                m.mtp_num_layers);
         } catch (const InputError& err) {
             return err;
         }

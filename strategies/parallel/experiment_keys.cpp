@@ -335,6 +335,28 @@ const std::vector<Key<ParallelSpec>>& parallel_keys() {
                            : r == "full"      ? RecomputePolicy::full
                                               : RecomputePolicy::automatic;
          }},
+        {{.name = "recompute_method",
+          .type = KeyType::choice,
+          .fallback = "uniform",
+          .choices = {"uniform", "block"},
+          .mirrors = "--recompute-method",
+          .meaning = "with recompute full: every layer (uniform), or the first "
+                     "recompute_num_layers of each model chunk (block)",
+          .lands = "ParallelSpec::recompute_block",
+          .example = "block",
+          .commented = true},
+         +[](P& p, std::string_view m) { p.recompute_block = m == "block"; }},
+        {{.name = "recompute_num_layers",
+          .fallback = "1",
+          .min = 1,
+          .max = 1 << 20,
+          .mirrors = "--recompute-num-layers",
+          .meaning = "block: the layers of each model chunk recomputed; uniform: 1 (a checkpoint "
+                     "per layer)",
+          .lands = "ParallelSpec::recompute_num_layers",
+          .example = "4",
+          .commented = true},
+         field<&P::recompute_num_layers>},
         {{.name = "selective_recompute",
           .type = KeyType::choice,
           .fallback = "attention",

@@ -120,7 +120,7 @@ bool uniform_split(const std::vector<int>& stage_layers) {
 }
 
 std::vector<int> assign_layers(int layers, const PipelineSplit& split, const StageGrid& grid,
-                               const SplitFail& fail) {
+                               const SplitFail& fail, int mtp_layers) {
     const int M = grid.model_stages;
     const int P = grid.ranks;
     std::vector<int> out(static_cast<std::size_t>(M), 0);
@@ -149,14 +149,18 @@ std::vector<int> assign_layers(int layers, const PipelineSplit& split, const Sta
                 embeddings += ch == 'E';
                 losses += ch == 'L';
                 decoders += ch == 't';
-                if (ch == 'm')
-                    fail("pipeline_model_parallel_layout " + quoted(split.layout) +
-                             ": 'm' is a multi-token-prediction layer, which the models here "
-                             "do not have; leave it out",
-                         kLayoutKey);
             }
             out[i] = static_cast<int>(std::count(stages[i].begin(), stages[i].end(), 't'));
         }
+        const auto mtp_last =
+            static_cast<int>(std::count(stages.back().begin(), stages.back().end(), 'm'));
+        if (mtp_last != mtp_layers ||
+            std::count(split.layout.begin(), split.layout.end(), 'm') > mtp_last)
+            fail("pipeline_model_parallel_layout " + quoted(split.layout) + ": the model has " +
+                     std::to_string(mtp_layers) +
+                     " multi-token-prediction blocks (model.mtp_num_layers); place as many 'm' "
+                     "on the last stage, before its L, and none elsewhere",
+                 kLayoutKey);
         if (embeddings != 1 || losses != 1 || stages.front().empty() ||
             stages.front().front() != 'E' || stages.back().empty() || stages.back().back() != 'L')
             fail("pipeline_model_parallel_layout " + quoted(split.layout) +

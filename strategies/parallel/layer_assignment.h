@@ -55,9 +55,11 @@ struct StageGrid {
 using SplitFail = std::function<void(const std::string& what, const char* key)>;
 
 /// Transformer layers of each model stage, in layer order (index: model stage). `layers` in
-/// all; refuses (through `fail`) a split that cannot be met, saying what would fix it.
+/// all; refuses (through `fail`) a split that cannot be met, saying what would fix it. A
+/// layout places the model's `mtp_layers` multi-token-prediction blocks ('m') with the loss,
+/// on the last stage, where the step model runs them.
 std::vector<int> assign_layers(int layers, const PipelineSplit& split, const StageGrid& grid,
-                               const SplitFail& fail);
+                               const SplitFail& fail, int mtp_layers = 0);
 
 /// The stages of a layout string, each a string of `E`, `t`, `L`, `m`, with repeats unrolled
 /// and commas dropped. Refuses (through `fail`, key parallel.pipeline_model_parallel_layout)

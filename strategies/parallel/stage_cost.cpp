@@ -15,34 +15,49 @@ using models::Pass;
 using models::Recompute;
 
 /// A stage's layers as (layer work, count), in order of recompute: full-recompute layers first
-/// (the lowest ones), then selective, then none, each split into a mixture of experts' dense
-/// layers and the rest; their order does not change the time.
-using LayerGroups = std::array<std::pair<const LayerWork*, int>, 6>;
+/// (the lowest ones), then selective, then none, each split by the layer's kind (kLayerKinds:
+/// with experts or a mixture of experts' dense layer, full or sliding-window attention); their
+/// order does not change the time.
+using LayerGroups = std::array<std::pair<const LayerWork*, int>, kLayerGroups>;
 
-/// How many of the layers of stage `st` under recompute plan `rp` are a mixture of experts'
-/// first dense layers (the lowest of their stage).
-int dense_layers(const PlanContext& ctx, const VirtualStagePlan& st, const RecomputePlan& rp) {
-    const auto& model = ctx.e.model;
-    return model.is_moe() ? std::clamp(model.first_k_dense_replace - st.first_layer, 0,
-                                       rp.full + rp.selective + rp.none)
-                          : 0;
+/// The kind of layer `i` of the model: 1 for a dense layer of a mixture of experts, + 2 for
+/// sliding-window attention (PlanContext::kinds).
+int layer_kind(const models::ModelSpec& m, int i) {
+    return (m.is_moe() && !m.is_moe_layer(i) ? 1 : 0) + (m.is_window_layer(i) ? 2 : 0);
 }
 
-LayerGroups layer_groups(const PlanContext& ctx, const VirtualStagePlan& st,
+GroupCounts group_counts(const PlanContext& ctx, const VirtualStagePlan& st,
                          const RecomputePlan& rp) {
-    // A mixture of experts' first dense layers are the lowest of their stage.
-    int dense = dense_layers(ctx, st, rp);
+    const auto& m = ctx.e.model;
+    GroupCounts counts{};
+    int at = st.first_layer;
+    std::size_t r = 0;
+    for (const int n : {rp.full, rp.selective, rp.none}) {
+        for (int k = 0; k < n; ++k)
+            ++counts[r * kLayerKinds + static_cast<std::size_t>(layer_kind(m, at++))];
+        ++r;
+    }
+    // Multi-token prediction's blocks run after the last layer, on the head's stage: a layer of
+    // the last layer's kind each, kept whole.
+    if (st.head && m.mtp_num_layers > 0)
+        counts[2 * kLayerKinds + static_cast<std::size_t>(layer_kind(m, m.layers - 1))] +=
+            m.mtp_num_layers;
+    return counts;
+}
+
+LayerGroups layer_groups(const PlanContext& ctx, const GroupCounts& counts) {
     LayerGroups groups{};
     std::size_t g = 0;
-    for (auto [r, n] :
-         {std::pair{Recompute::full, rp.full}, std::pair{Recompute::selective, rp.selective},
-          std::pair{Recompute::none, rp.none}}) {
-        const int d = std::min(dense, n);
-        dense -= d;
-        groups[g++] = {&ctx.dense_layer[static_cast<std::size_t>(r)], d};
-        groups[g++] = {&ctx.layer_of(r), n - d};
-    }
+    for (Recompute r : {Recompute::full, Recompute::selective, Recompute::none})
+        for (std::size_t kind = 0; kind < kLayerKinds; ++kind, ++g)
+            groups[g] = {&ctx.kinds[kind][static_cast<std::size_t>(r)], counts[g]};
     return groups;
+}
+
+/// The head's passes on its stage: the LM head and loss, again for each multi-token
+/// prediction block (DeepSeek-V3: the shared output head on each block's hidden state).
+int head_runs(const PlanContext& ctx) {
+    return 1 + ctx.e.model.mtp_num_layers;
 }
 
 /// What a stage holds beside its layers, and how its parameters are gathered.
@@ -137,8 +152,8 @@ private:
 /// The index within the stage of the first layer of each group (groups run in order). Not the
 /// model's index: a stage costed once stands for the others alike (PlanContext::stage_costs),
 /// whose first layers differ; record_timeline adds the stage's own.
-std::array<int, 6> group_first_layers(const LayerGroups& groups) {
-    std::array<int, 6> first{};
+std::array<int, kLayerGroups> group_first_layers(const LayerGroups& groups) {
+    std::array<int, kLayerGroups> first{};
     int at = 0;
     for (std::size_t g = 0; g < groups.size(); ++g) {
         first[g] = at;
@@ -220,7 +235,7 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
                   gather.next(units.root_unit ? units.root_params : ctx.embedding.parameters));
         spans.end("embedding", 0, 1, ctx.embedding, false);
     }
-    const std::array<int, 6> first_layers = group_first_layers(groups);
+    const std::array<int, kLayerGroups> first_layers = group_first_layers(groups);
     for (std::size_t g = 0; g < groups.size(); ++g) {
         const auto [wp, n] = groups[g];
         if (n > 0) {
@@ -234,6 +249,8 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
         spans.begin();
         run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f,
                   units.root_unit && st.embedding ? Gather{} : gather.next(units.head_params));
+        for (int k = 1; k < head_runs(ctx); ++k)
+            run_units(ctx.head, forward_units(ctx.head), ctx.env, c, f, Gather{});
         spans.end("head", 0, 1, ctx.head, false);
     }
     const PassCost cost = finish(c, f);
@@ -308,7 +325,7 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     Clock c;
     PassSeconds b;
     SpanRecorder spans(ctx.unit_spans ? &st.backward_spans : nullptr, c, b);
-    const std::array<int, 6> first_layers = group_first_layers(groups);
+    const std::array<int, kLayerGroups> first_layers = group_first_layers(groups);
     // FSDP2's root unit has no post-backward hook of its own (its forward inputs, token ids,
     // need no gradient: RegisterPostBackwardFunction is not applied), so its gradients, the
     // output layer's, the final norm's and the embedding's, are reduce-scattered together in
@@ -322,6 +339,8 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     // step waits: one bucket, last, ready at the backward's end, with nothing left to hide it.
     if (st.head) {
         spans.begin();
+        for (int k = 1; k < head_runs(ctx); ++k)
+            run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b, Gather{});
         run_units(ctx.head, backward_units(ctx.head), ctx.env, c, b,
                   backward_gather(ctx, units, units.head_params));
         spans.end("head", 0, 1, ctx.head, true);
@@ -401,7 +420,7 @@ void split_backward(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
         }
     };
     if (st.head)
-        add_weight(ctx.head, 1);
+        add_weight(ctx.head, head_runs(ctx));
     for (auto [wp, n] : groups)
         add_weight(*wp, n);
     if (st.embedding)
@@ -437,7 +456,7 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
         st.parameters += ctx.embedding.parameters;
     }
     if (st.head) {
-        st.activation_bytes += ctx.head.activation_bytes;
+        st.activation_bytes += head_runs(ctx) * ctx.head.activation_bytes;
         st.parameters += units.head_params;
     }
 }
@@ -483,7 +502,7 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
 /// Costs, activations and gradient buckets of virtual stage `st` under recompute plan `rp`.
 void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     st.recompute = rp;
-    const LayerGroups groups = layer_groups(ctx, st, rp);
+    const LayerGroups groups = layer_groups(ctx, group_counts(ctx, st, rp));
     const StageUnits units = stage_units(ctx, st);
     st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass,
                               ctx.unit_spans ? &st.forward_spans : nullptr);
@@ -501,7 +520,7 @@ void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan
 void cost_stage(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     const PlanContext::StageKey key{st.layers,
                                     rp,
-                                    dense_layers(ctx, st, rp),
+                                    group_counts(ctx, st, rp),
                                     st.embedding,
                                     st.head,
                                     st.gathered_ahead,

@@ -21,6 +21,13 @@
 namespace clustersim::strategies::parallel::detail {
 
 /// Everything that depends on the experiment but not on a stage's recompute choice.
+/// The kinds of layer a stage may hold (PlanContext::kinds) and its layer groups: every kind
+/// under each of the three recomputes.
+inline constexpr std::size_t kLayerKinds = 4;
+inline constexpr std::size_t kLayerGroups = 3 * kLayerKinds;
+/// Layers of a stage per group: recompute full, selective, none, each by kind.
+using GroupCounts = std::array<int, kLayerGroups>;
+
 struct PlanContext {
     /// Every member from its initialiser, the layer works as LayerWork's default constructor
     /// leaves them (their op lists' slots uninitialised): an aggregate initialisation of this
@@ -34,7 +41,6 @@ struct PlanContext {
 
     const ExperimentSpec& e;
     const hardware::ComputeModel cm;
-    std::array<models::LayerWork, 3> layer; ///< by Recompute: none, selective, full
     models::LayerWork embedding;
     models::LayerWork head;
     std::unique_ptr<collectives::Communicator> tp_comm;
@@ -49,8 +55,11 @@ struct PlanContext {
     /// Record the stages' unit spans (build_step_plan's `unit_spans`: for a timeline only).
     bool unit_spans = false;
 
-    /// A mixture of experts' dense layers (first_k_dense_replace), by Recompute.
-    std::array<models::LayerWork, 3> dense_layer;
+    /// Every kind of layer, by Recompute (none, selective, full): [0] the model's layers with
+    /// experts, or its dense layers), [1] a mixture of experts' dense layers
+    /// (first_k_dense_replace, moe_layer_freq), [2] and [3] the same two with sliding-window
+    /// attention. Only the kinds the model has are built.
+    std::array<std::array<models::LayerWork, 3>, kLayerKinds> kinds;
     /// Experts laid out apart: the expert-parallel and expert tensor-parallel groups of the
     /// first GPU (the others are alike).
     std::unique_ptr<collectives::Communicator> ep_comm{};
@@ -71,7 +80,7 @@ struct PlanContext {
     struct StageKey {
         int layers = 0;
         RecomputePlan recompute;
-        int dense = 0;
+        GroupCounts counts{};
         bool embedding = false;
         bool head = false;
         /// VirtualStagePlan::gathered_ahead, gather_lead and gather_beside: a chunk's parameter
@@ -85,7 +94,7 @@ struct PlanContext {
     std::vector<std::pair<StageKey, VirtualStagePlan>> stage_costs{};
 
     const models::LayerWork& layer_of(models::Recompute r) const {
-        return layer[static_cast<std::size_t>(r)];
+        return kinds[0][static_cast<std::size_t>(r)];
     }
 };
 

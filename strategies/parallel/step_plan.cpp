@@ -87,16 +87,23 @@ void build_layer_works(PlanContext& ctx, models::LayerConfig cfg, Recompute firs
     const ExperimentSpec& e = ctx.e;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         const bool used =
-            r == first_choice || automatic_search || (r == Recompute::none && e.parallel.cp > 1);
+            r == first_choice || automatic_search ||
+            (r == Recompute::none && (e.parallel.cp > 1 || e.parallel.recompute_block));
         if (!used)
             continue;
         cfg.recompute = r;
-        ctx.layer[static_cast<std::size_t>(r)] = models::layer_work(e.model, cfg, ctx.cm);
-        if (e.model.is_moe() && e.model.first_k_dense_replace > 0) {
-            models::LayerConfig dense = cfg;
-            dense.dense_layer = true;
-            ctx.dense_layer[static_cast<std::size_t>(r)] =
-                models::layer_work(e.model, dense, ctx.cm);
+        // The kinds the model has (stage_cost.h, PlanContext::kinds): its dense layers beside
+        // those with experts, its sliding-window layers beside the full-attention ones.
+        const models::ModelSpec& m = e.model;
+        const bool dense = m.is_moe() && m.moe_layers() < m.layers;
+        const bool window = m.window_size > 0;
+        for (std::size_t kind = 0; kind < detail::kLayerKinds; ++kind) {
+            models::LayerConfig k = cfg;
+            k.dense_layer = (kind & 1) != 0;
+            k.window = (kind & 2) != 0;
+            if ((k.dense_layer && !dense) || (k.window && !window))
+                continue;
+            ctx.kinds[kind][static_cast<std::size_t>(r)] = models::layer_work(m, k, ctx.cm);
         }
     }
     cfg.recompute = Recompute::none;
@@ -152,8 +159,9 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
     if (ctx.env.tp_overlap && !ctx.env.symm_mem && sms > detail::kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - detail::kPipelinedRsSms) / sms;
     if (par.cp > 1) {
-        const CpExposure cp = cp_exposure(e, ctx.layer[0], ctx.cm, ctx.fw.gemm_efficiency,
-                                          *plan.topology, plan.communicators);
+        const CpExposure cp =
+            cp_exposure(e, ctx.layer_of(Recompute::none), ctx.cm, ctx.fw.gemm_efficiency,
+                        *plan.topology, plan.communicators);
         ctx.env.cp_forward = cp.forward;
         ctx.env.cp_backward = cp.backward;
         ctx.env.cp_forward_slowdown = cp.forward_slowdown;
@@ -185,7 +193,14 @@ void lay_out_stages(PlanContext& ctx, StepPlan& plan, Recompute first_choice) {
         st.layers = stage_layers[ms];
         st.embedding = route_start(vs, plan.shape) && e.model.is_transformer();
         st.head = route_end(vs, plan.shape);
-        detail::cost_stage(ctx, st, detail::uniform(first_choice, st.layers));
+        RecomputePlan rp = detail::uniform(first_choice, st.layers);
+        // Megatron's block method: the first recompute_num_layers layers of each model chunk
+        // (TransformerBlock._checkpointed_forward, recompute_method "block"), the rest kept.
+        if (first_choice == Recompute::full && e.parallel.recompute_block) {
+            rp.full = std::min(e.parallel.recompute_num_layers, st.layers);
+            rp.none = st.layers - rp.full;
+        }
+        detail::cost_stage(ctx, st, rp);
     }
 }
 

@@ -218,8 +218,13 @@ TEST_CASE("model files: mixture-of-experts keys and their errors", "[models][moe
                Catch::Contains("model.yaml:9") && Catch::Contains("'moe_load_imbalance'"));
     CHECK_THAT(load_error(kBase + "moe_router_topk: 2\n"),
                Catch::Contains("model.yaml:7") && Catch::Contains("set num_experts"));
-    CHECK_THAT(load_error(kBase + "num_experts: 8\n"),
-               Catch::Contains("model.yaml") && Catch::Contains("bias: false"));
+    // Linear biases count in the experts and the router too (gpt-oss): 8 experts' fc1 and
+    // fc2 biases (4h + h each, GeLU) and the router's 8.
+    const ModelSpec biased = parse_model_yaml(kBase + "num_experts: 8\n", "model.yaml");
+    ModelSpec unbiased = biased;
+    unbiased.bias = false;
+    CHECK(moe_layer_parameters_per_rank(biased, 1) - moe_layer_parameters_per_rank(unbiased, 1) ==
+          (3 * 64 + 64) + 8 * (4 * 64 + 64) + 8); // qkv and proj biases, experts, router
     // Latent attention.
     const std::string mla = kBase + "attention: flash\nkv_lora_rank: 16\nq_lora_rank: 32\n"
                                     "qk_head_dim: 16\nqk_pos_emb_head_dim: 8\n";

@@ -1,0 +1,287 @@
+// The model features of 2025's open models (issue 33): per-head dimensions apart from
+// hidden / heads (kv_channels), QK-norm, sliding-window attention and attention sinks,
+// interleaved layers with experts (moe_layer_freq), multi-token prediction, and the presets
+// built on them, whose parameter counts are the released models'.
+#include "layer_work_test_util.h"
+
+#include "base/error.h"
+#include "hardware/compute_model.h"
+#include "hardware/hardware_loader.h"
+#include "strategies/models/layer_work.h"
+#include "strategies/models/model_loader.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace clustersim;
+using namespace clustersim::strategies::models;
+using hardware::ComputeModel;
+using hardware::Dtype;
+using layer_work_test::op_named;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+std::string load_error(const std::string& text) {
+    try {
+        (void)parse_model_yaml(text, "model.yaml");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+const std::string kBase = "kind: transformer\nlayers: 4\nhidden: 64\nheads: 4\nseq: 256\n"
+                          "vocab: 1000\nattention: flash\n";
+
+double step_seconds(const Settings& settings, int gpus, const std::string& preset = "dgx-h100") {
+    const auto platform = strategies::parallel::load_platform(preset);
+    auto e = strategies::parallel::make_experiment(platform, gpus, settings, "test");
+    strategies::parallel::StepOptions o;
+    o.oom_advice = false;
+    return strategies::parallel::simulate_step(e, o).step_time_s;
+}
+
+} // namespace
+
+// The published totals: Qwen3 technical report (arXiv 2505.09388) Table 2; the gpt-oss model
+// card's Table 1 (to 10 M, with its breakdown); Kimi K2's model card (rounded to "1T, 32B").
+TEST_CASE("model presets of 2025's open models: the released parameter counts",
+          "[models][presets][features]") {
+    const ParameterCounts q30 = parameter_counts(load_model("qwen3-30B-A3B"));
+    CHECK(q30.total == Approx(30.5e9).margin(0.05e9));
+    // "3.3B" activated: 3.35B, the report's figure cut to one decimal.
+    CHECK(q30.active >= 3.3e9);
+    CHECK(q30.active < 3.4e9);
+    const ParameterCounts q235 = parameter_counts(load_model("qwen3-235B-A22B"));
+    CHECK(q235.total == Approx(235e9).margin(0.5e9));
+    CHECK(q235.active == Approx(22e9).margin(0.5e9));
+
+    const ModelSpec oss = load_model("gpt-oss-120B");
+    const ParameterCounts c120 = parameter_counts(oss);
+    CHECK(c120.total == Approx(116.83e9).margin(0.005e9));
+    // Attention 0.96B (projections with their biases and the sinks), embedding and
+    // unembedding 1.16B, the MLP (router and experts, biases included) 114.71B.
+    CHECK(oss.layers * attention_block_parameters_per_rank(oss, 1) ==
+          Approx(0.96e9).margin(0.005e9));
+    CHECK(c120.embedding + c120.head == Approx(1.16e9).margin(0.005e9));
+    CHECK(c120.layers - oss.layers * attention_block_parameters_per_rank(oss, 1) ==
+          Approx(114.71e9).margin(0.005e9));
+    CHECK(parameter_counts(load_model("gpt-oss-20B")).total == Approx(20.91e9).margin(0.005e9));
+
+    const ParameterCounts k2 = parameter_counts(load_model("kimi-k2"));
+    CHECK(k2.total == Approx(1e12).epsilon(0.05));
+    CHECK(k2.active == Approx(32e9).epsilon(0.05));
+    // DeepSeek-V3's 671B leaves out its multi-token prediction module.
+    ModelSpec v3 = load_model("deepseek-v3");
+    CHECK(v3.mtp_num_layers == 0);
+    CHECK(parameter_counts(v3).total == Approx(671e9).margin(0.5e9));
+    v3.mtp_num_layers = 1;
+    const ParameterCounts v3_mtp = parameter_counts(v3);
+    CHECK(v3_mtp.total == Approx(671e9).margin(0.5e9));
+    // The block's own weights (a layer with experts, the 2h -> h projection, norms); the
+    // report's 14B of MTP weights also counts its copies of the embedding and head (1.9B).
+    CHECK(v3_mtp.mtp == Approx(11.7e9).margin(0.2e9));
+}
+
+TEST_CASE("kv_channels: queries and the output projection are heads x kv_channels wide",
+          "[models][features]") {
+    const ModelSpec q = load_model("qwen3-30B-A3B");
+    REQUIRE(q.head_dim() == 128);
+    REQUIRE(q.q_dim() == 4096); // not hidden = 2048
+    const ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    LayerConfig cfg;
+    cfg.tp = 2;
+    cfg.sequence_parallel = true;
+    const LayerWork w = layer_work(q, cfg, cm);
+    const Op& qkv = op_named(w.forward, "attention.qkv");
+    CHECK(qkv.n == (32 + 2 * 4) * 128 / 2);
+    const Op& proj = op_named(w.forward, "attention.proj");
+    CHECK(proj.k == 4096 / 2);
+    CHECK(proj.n == 2048);
+    CHECK(op_named(w.backward, "attention.proj.wgrad").m == 4096 / 2);
+    // FlashAttention over 128-dimensional heads, and the per-head QK-norm forward and back.
+    CHECK(op_named(w.forward, "attention.flash").k == 128);
+    CHECK(op_named(w.forward, "attention.qk_norm").bytes ==
+          2 * std::int64_t{4096} * (32 + 4) * 128 / 2 * 2);
+    (void)op_named(w.backward, "attention.qk_norm.bwd");
+    // Model FLOPs per layer: 2 s (h x qkv + q_dim x h + MLP) + 4 s^2 q_dim.
+    ModelSpec dense = q;
+    dense.num_experts = 0;
+    const double s = dense.seq, h = dense.hidden;
+    CHECK(layer_forward_flops(dense) ==
+          Approx(2 * s * (h * 5120 + 4096 * h + h * 2 * 6144 + 6144 * h) + 4 * s * s * 4096));
+    // Without kv_channels a head is hidden / heads wide, as before.
+    ModelSpec plain = q;
+    plain.kv_channels = 0;
+    CHECK(plain.q_dim() == 2048);
+}
+
+TEST_CASE("sliding-window attention: the band's blocks only, on the layers Megatron windows",
+          "[models][features]") {
+    // FlashAttention's local attention visits, per block of 128 queries, the window's keys and
+    // the block: (w + 128) / s of the square, against the causal half plus the diagonal.
+    const std::int64_t s = 4096, w = 128, bh = 64, d = 64;
+    const double full = ComputeModel::fused_attention_flops(bh, s, d, true, false);
+    const double band = ComputeModel::fused_attention_flops(bh, s, d, true, false, w);
+    CHECK(full == Approx(4.0 * bh * s * s * d * 0.5 * (1 + 128.0 / s)));
+    CHECK(band == Approx(4.0 * bh * s * s * d * (w + 128.0) / s));
+    // A window as long as the sequence is the causal kernel.
+    CHECK(ComputeModel::fused_attention_flops(bh, s, d, true, true, s) ==
+          Approx(ComputeModel::fused_attention_flops(bh, s, d, true, true)));
+
+    // gpt-oss: Megatron-Core's window_attn_skip_freq 2 windows layers 1, 3, 5, ... (1-based).
+    const ModelSpec oss = load_model("gpt-oss-120B");
+    CHECK(oss.is_window_layer(0));
+    CHECK_FALSE(oss.is_window_layer(1));
+    CHECK(oss.is_window_layer(34));
+    CHECK_FALSE(oss.is_window_layer(35));
+    const ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    LayerConfig cfg;
+    const LayerWork full_layer = layer_work(oss, cfg, cm);
+    cfg.window = true;
+    const LayerWork window_layer = layer_work(oss, cfg, cm);
+    CHECK(op_named(window_layer.forward, "attention.flash").flops <
+          0.5 * op_named(full_layer.forward, "attention.flash").flops);
+
+    // In a step the windowed half of the layers costs less: the step falls, and by less than
+    // the attention the windows skip could at most take off.
+    const Settings base{{"model", "gpt-oss-120B"},    {"model.layers", "4"},
+                        {"model.num_experts", "8"},   {"model.seq", "8192"},
+                        {"training.global_batch", "8"}, {"training.micro_batch", "1"},
+                        {"parallel.tp", "1"},          {"parallel.pp", "1"}};
+    Settings no_window = base;
+    no_window.emplace_back("model.window_size", "0");
+    no_window.emplace_back("model.window_attn_skip_freq", "0");
+    const double with = step_seconds(base, 8);
+    const double without = step_seconds(no_window, 8);
+    CHECK(with < without);
+}
+
+TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integer form",
+          "[models][features]") {
+    ModelSpec m = load_model("mixtral-8x7B");
+    m.moe_layer_freq = 2;
+    CHECK(m.is_moe_layer(0));
+    CHECK_FALSE(m.is_moe_layer(1));
+    CHECK(m.moe_layers() == 16);
+    CHECK(m.moe_layers_below(5) == 3); // layers 0, 2, 4
+    m.first_k_dense_replace = 3;       // and with dense first layers: 4, 6, ..., 30
+    CHECK(m.moe_layers() == 14);
+    CHECK(m.moe_layers_below(5) == 1);
+    // Half the layers dense: parameters between the dense and the all-experts model.
+    ModelSpec half = load_model("mixtral-8x7B");
+    half.moe_layer_freq = 2;
+    const ParameterCounts c = parameter_counts(half);
+    CHECK(c.layers == 16 * c.per_layer + 16 * c.per_moe_layer);
+    // A step with the dense half is faster than with experts on every layer.
+    const Settings base{{"model", "mixtral-8x7B"},     {"model.layers", "4"},
+                        {"model.seq", "4096"},         {"training.global_batch", "8"},
+                        {"training.micro_batch", "1"}, {"parallel.tp", "1"},
+                        {"parallel.pp", "1"}};
+    Settings interleaved = base;
+    interleaved.emplace_back("model.moe_layer_freq", "2");
+    CHECK(step_seconds(interleaved, 8) < step_seconds(base, 8));
+}
+
+TEST_CASE("multi-token prediction: one more layer and the LM head again on the last stage",
+          "[models][features]") {
+    const Settings base{{"model", "deepseek-v3"},       {"model.layers", "4"},
+                        {"model.num_experts", "16"},    {"model.first_k_dense_replace", "1"},
+                        {"model.moe_router_num_groups", "0"},
+                        {"model.moe_router_group_topk", "0"},
+                        {"training.global_batch", "8"}, {"training.micro_batch", "1"},
+                        {"parallel.tp", "1"},           {"parallel.pp", "2"}};
+    Settings mtp = base;
+    mtp.emplace_back("model.mtp_num_layers", "1");
+    const double without = step_seconds(base, 8);
+    const double with = step_seconds(mtp, 8);
+    // The last of two stages runs 3 layers instead of 2 and its head twice: the step grows,
+    // by less than the last stage's own time.
+    CHECK(with > without);
+    CHECK(with < 2 * without);
+    // Model FLOPs: the block's projection, layer and head, forward and backward.
+    ModelSpec m = load_model("deepseek-v3");
+    const double plain = model_flops_per_iteration(m, 1, false);
+    m.mtp_num_layers = 1;
+    const double s = m.seq, h = m.hidden;
+    CHECK(model_flops_per_iteration(m, 1, false) - plain ==
+          Approx(3 * (2 * s * 2 * h * h + moe_layer_forward_flops(m)) +
+                 3 * head_forward_flops(m)));
+}
+
+TEST_CASE("model features: bad combinations name the key and the fix", "[models][features]") {
+    CHECK_THAT(load_error(kBase + "window_attn_skip_freq: 2\n"),
+               Catch::Contains("'window_attn_skip_freq'") && Catch::Contains("set window_size"));
+    CHECK_THAT(load_error("kind: transformer\nlayers: 4\nhidden: 64\nheads: 4\nseq: 256\n"
+                          "vocab: 1000\nwindow_size: 64\n"),
+               Catch::Contains("'window_size'") && Catch::Contains("attention: flash"));
+    CHECK_THAT(load_error(kBase + "moe_layer_freq: 2\n"),
+               Catch::Contains("'moe_layer_freq'") && Catch::Contains("set num_experts"));
+    CHECK_THAT(load_error(kBase + "softmax_type: sometimes\n"),
+               Catch::Contains("'softmax_type'") && Catch::Contains("learnable"));
+    // heads need not divide hidden once kv_channels says how wide a head is (gpt-oss: 2880
+    // over 64 heads of 64), and must without it.
+    CHECK(parse_model_yaml("kind: transformer\nlayers: 2\nhidden: 90\nheads: 4\nseq: 64\n"
+                           "vocab: 100\nkv_channels: 16\n",
+                           "model.yaml")
+              .q_dim() == 64);
+    CHECK_THAT(load_error("kind: transformer\nlayers: 2\nhidden: 90\nheads: 4\nseq: 64\n"
+                          "vocab: 100\n"),
+               Catch::Contains("'heads'") && Catch::Contains("kv_channels"));
+}
+
+TEST_CASE("recompute_method block: the first recompute_num_layers layers of each chunk",
+          "[models][features][recompute]") {
+    const Settings base{{"model", "llama3-8B"},          {"model.layers", "8"},
+                        {"training.global_batch", "8"}, {"training.micro_batch", "1"},
+                        {"parallel.tp", "1"},            {"parallel.pp", "2"}};
+    const auto run = [](Settings s, const std::string& recompute, int block) {
+        s.emplace_back("parallel.recompute", recompute);
+        if (block > 0) {
+            s.emplace_back("parallel.recompute_method", "block");
+            s.emplace_back("parallel.recompute_num_layers", std::to_string(block));
+        }
+        const auto platform = strategies::parallel::load_platform("dgx-h100");
+        auto e = strategies::parallel::make_experiment(platform, 8, s, "test");
+        strategies::parallel::StepOptions o;
+        o.oom_advice = false;
+        return strategies::parallel::simulate_step(e, o);
+    };
+    const auto none = run(base, "none", 0);
+    const auto full = run(base, "full", 0);
+    const auto two = run(base, "full", 2);
+    const auto all = run(base, "full", 4); // every layer of each 4-layer stage
+    CHECK(none.step_time_s < two.step_time_s);
+    CHECK(two.step_time_s < full.step_time_s);
+    CHECK(all.step_time_s == Approx(full.step_time_s).epsilon(1e-12));
+    CHECK(all.peak_bytes_max == full.peak_bytes_max);
+    CHECK(two.peak_bytes_max < none.peak_bytes_max);
+    CHECK(two.peak_bytes_max > full.peak_bytes_max);
+
+    // block applies to full recompute; uniform groups of layers are not modelled.
+    const auto error = [&](Settings s) {
+        try {
+            const auto platform = strategies::parallel::load_platform("dgx-h100");
+            (void)strategies::parallel::make_experiment(platform, 8, s, "test");
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    Settings selective = base;
+    selective.emplace_back("parallel.recompute", "selective");
+    selective.emplace_back("parallel.recompute_method", "block");
+    CHECK_THAT(error(selective), Catch::Contains("recompute_method") &&
+                                     Catch::Contains("recompute: full"));
+    Settings groups = base;
+    groups.emplace_back("parallel.recompute", "full");
+    groups.emplace_back("parallel.recompute_num_layers", "2");
+    CHECK_THAT(error(groups), Catch::Contains("recompute_num_layers 2") &&
+                                  Catch::Contains("recompute_method: block"));
+}
