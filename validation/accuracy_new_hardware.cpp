@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "config/yaml_map.h"
+#include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 #include "validation/published_rows.h"
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <vector>
 
 namespace clustersim::validation {
 
@@ -33,6 +35,57 @@ std::string preset_of(const std::string& accelerator) {
     return it == presets.end() ? "" : it->second;
 }
 
+/// The model preset of a row's mixture of experts, by the name the table prints ("" for the
+/// dense Llama rows, built from the row's own dimensions).
+std::string moe_preset_of(const std::string& model) {
+    static const std::vector<std::pair<std::string, std::string>> presets{
+        {"DeepSeek-V3", "deepseek-v3"},         {"Kimi K2", "kimi-k2"},
+        {"GPT-OSS 120B", "gpt-oss-120B"},       {"Qwen3-30B-A3B", "qwen3-30B-A3B"},
+        {"Qwen3-235B-A22B", "qwen3-235B-A22B"},
+    };
+    for (const auto& [name, preset] : presets)
+        if (contains(model, name))
+            return preset;
+    return "";
+}
+
+/// The row's dimensions that differ from its model preset's ("" when none): the preset is
+/// built from the released config the row names, so they must agree.
+std::string preset_mismatch(config::YamlMap& model, const strategies::models::ModelSpec& m) {
+    const std::vector<std::pair<const char*, int>> dims{{"layers", m.layers},
+                                                        {"hidden", m.hidden},
+                                                        {"heads", m.heads},
+                                                        {"kv_heads", m.kv_heads},
+                                                        {"vocab", m.vocab},
+                                                        {"moe_experts", m.num_experts},
+                                                        {"moe_topk", m.moe_router_topk},
+                                                        {"moe_ffn", m.moe_ffn_hidden_size}};
+    for (const auto& [key, value] : dims)
+        if (model.has(key) && !model.raw(key).IsNull() && dim(model, key) != value)
+            return fmt::format("{} {} (preset {}: {})", key, dim(model, key), m.name, value);
+    return "";
+}
+
+/// Megatron-Bridge's DeepSeek-V3 and Kimi K2 recipes (recipes/deepseek/deepseek_v3.py and
+/// recipes/kimi/kimi_k2.py, the pipeline layout maps): DeepSeek-V3's one multi-token-prediction
+/// block (its config's num_nextn_predict_layers, which the bridge takes as mtp_num_layers;
+/// Kimi K2 has none), and the layout of its `stages` model stages (pp x vp; the maps key them
+/// by (pp, vp), and every pair of one product has the same layout): the embedding with the
+/// first layers, the MTP block and the loss with the last.
+void latent_moe_recipe(Settings& s, const std::string& model, int stages) {
+    const bool mtp = contains(model, "DeepSeek-V3");
+    if (mtp)
+        s.emplace_back("model.mtp_num_layers", "1");
+    const std::string last = std::string(mtp ? "m" : "") + "L";
+    const std::map<int, std::string> layouts{
+        {4, "Et*16|t*16|t*16|t*13" + last},
+        {8, "Et*8|(t*8|)*6t*5" + last},
+        {16, "Et*4|(t*4|)*14t" + last},
+    };
+    if (const auto it = layouts.find(stages); it != layouts.end())
+        s.emplace_back("parallel.pipeline_model_parallel_layout", it->second);
+}
+
 /// A layout dimension the table prints, 1 where it prints none (null, "n/a").
 int optional_dim(config::YamlMap& m, std::string_view key) {
     if (!m.has(key) || m.raw(key).IsNull())
@@ -50,10 +103,16 @@ std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap
         out.push_back("fine-tuning (" + row.str("task") + ")");
     if (contains(r.precision, "MX") || contains(r.precision, "NVFP4"))
         out.push_back(r.precision + " recipes");
-    if (!contains(r.model, "Llama"))
+    const std::string preset = moe_preset_of(r.model);
+    if (!preset.empty()) {
+        const std::string differs = preset_mismatch(model, strategies::models::load_model(preset));
+        if (!differs.empty())
+            out.push_back("the row's " + differs);
+    } else if (!contains(r.model, "Llama")) {
         out.push_back("the " + r.model.substr(0, r.model.find(" (")) + " model's features");
-    else if (model.has("moe_experts") && !model.raw("moe_experts").IsNull())
+    } else if (model.has("moe_experts") && !model.raw("moe_experts").IsNull()) {
         out.emplace_back("a Llama MoE");
+    }
     std::string s;
     for (const auto& n : out)
         s += (s.empty() ? "needs " : "; ") + n;
@@ -70,7 +129,20 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     const int cp = optional_dim(par, "cp"), vp = optional_dim(par, "vp");
     const int dp = r.gpus / (tp * pp * cp);
     Settings& s = r.settings;
-    detail::dense_model(model, r.model, s);
+    const std::string moe = moe_preset_of(r.model);
+    if (moe.empty()) {
+        detail::dense_model(model, r.model, s);
+    } else {
+        // The model's preset (its released config), at the row's sequence; the printed
+        // expert-parallel size, experts unsplit (etp 1, Megatron-Bridge's MoE recipes), the
+        // alltoall dispatcher (the tables do not print the backend).
+        s.emplace_back("model", moe);
+        s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
+        s.emplace_back("parallel.ep", std::to_string(optional_dim(par, "ep")));
+        s.emplace_back("parallel.etp", "1");
+        if (contains(r.model, "DeepSeek-V3") || contains(r.model, "Kimi K2"))
+            latent_moe_recipe(s, r.model, pp * std::max(1, vp));
+    }
     s.emplace_back("training.global_batch", std::to_string(dim(row, "global_batch")));
     s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
     const bool fp8 = contains(r.precision, "FP8");
@@ -98,9 +170,10 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
             s.emplace_back("parallel.virtual_stages", std::to_string(vp));
             r.layout += fmt::format(", v {}", vp);
         }
-        // Llama 3.1 405B's recipe counts the embedding and the loss as layers of the split
-        // (Megatron-Bridge llama3.py, llama31_405b_pretrain_config), as in the H100 study.
-        if (contains(r.model, "405B")) {
+        // Llama 3.1 405B's and Qwen3-235B-A22B's recipes count the embedding and the loss as
+        // layers of the split (Megatron-Bridge llama3.py, llama31_405b_pretrain_config, as in
+        // the H100 study; qwen3_moe.py, qwen3_235b_a22b_pretrain_config).
+        if (contains(r.model, "405B") || contains(r.model, "Qwen3-235B")) {
             s.emplace_back("parallel.account_for_embedding_in_pipeline_split", "true");
             s.emplace_back("parallel.account_for_loss_in_pipeline_split", "true");
         }
@@ -186,8 +259,14 @@ std::vector<std::string> new_hardware_rules() {
         "one preset per accelerator: B200 on `dgx-b200`, B300 on `dgx-b300`, GB200 and GB300 on "
         "`gb200-nvl72` and `gb300-nvl72` (whole racks of 72, the job on the first of them), "
         "H100 on `dgx-superpod-h100`; AMD Instinct and TPU rows wait for their presets",
-        "the model from the row's dimensions (the public config it names), dense Llama rows "
-        "only for now: SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention",
+        "the model: dense Llama rows from the row's dimensions (the public config it names: "
+        "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
+        "of experts from their presets (`deepseek-v3`, `kimi-k2`, `gpt-oss-120B`, "
+        "`qwen3-30B-A3B`, `qwen3-235B-A22B`: the released configs, checked against the row's "
+        "dimensions) at the row's sequence, with the printed expert-parallel size, experts "
+        "unsplit (etp 1), the alltoall dispatcher (the backend is not printed), token routing "
+        "balanced (the tables force-balance it); DeepSeek-V3 with its one multi-token-prediction "
+        "block, DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts",
         "Megatron-Bridge's performance recipes: the printed micro-batch and layout, interleaved "
         "1F1B with the printed virtual stages (Llama 3.1 405B with the embedding and loss as "
         "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
