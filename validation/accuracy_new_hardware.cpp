@@ -99,7 +99,9 @@ std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap
     if (r.preset.empty())
         out.push_back(contains(r.accelerator, "MI") ? "an AMD Instinct preset (xGMI mesh)"
                                                     : "TPU presets and mesh sharding");
-    if (row.str("task") != "pretrain")
+    // Supervised fine-tuning (SFT) trains every weight as pre-training does, on packed
+    // sequences of the printed length; other tasks (LoRA) train adapters over a frozen model.
+    if (row.str("task") != "pretrain" && row.str("task") != "SFT")
         out.push_back("fine-tuning (" + row.str("task") + ")");
     if (contains(r.precision, "MX") || contains(r.precision, "NVFP4"))
         out.push_back(r.precision + " recipes");
@@ -267,6 +269,9 @@ std::vector<std::string> new_hardware_rules() {
         "unsplit (etp 1), the alltoall dispatcher (the backend is not printed), token routing "
         "balanced (the tables force-balance it); DeepSeek-V3 with its one multi-token-prediction "
         "block, DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts",
+        "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
+        "trained; their packed samples' attention within each sample is not known, so attention "
+        "runs over the whole sequence (an upper bound)",
         "Megatron-Bridge's performance recipes: the printed micro-batch and layout, interleaved "
         "1F1B with the printed virtual stages (Llama 3.1 405B with the embedding and loss as "
         "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
