@@ -9,6 +9,7 @@
 #include "base/units.h"
 #include "results/step_json.h"
 #include "results/uncertainty.h"
+#include "strategies/parallel/nvlink_domains.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -83,32 +84,20 @@ std::string describe_parallel(const ExperimentSpec& e) {
 
 namespace {
 /// Where rack-scale NVLink domains (a node of several trays, as a GB200 NVL72) put each parallel
-/// group, in Megatron-Core's rank order (tp fastest, then cp, dp and pp; the experts' etp then
-/// ep): the groups of n ranks `inner` apart fill blocks of inner x n consecutive GPUs, and a
-/// block that straddles two domains has groups across them. Empty for other hardware.
+/// group (strategies/parallel/nvlink_domains.h). Empty for other hardware.
 std::string describe_domains(const ExperimentSpec& e) {
     const auto& node = e.cluster.node;
     if (node.gpus_per_tray <= 0 || node.gpus_per_tray >= node.gpus)
         return "";
-    const auto& p = e.parallel;
-    const long long domain = node.gpus;
     std::vector<std::string> inside, across, some;
-    auto place = [&](const char* name, int n, long long inner) {
-        if (n <= 1)
-            return;
-        const long long block = inner * n;
-        long long blocks = 0, straddling = 0;
-        for (long long first = 0; first + block <= e.gpus; first += block, ++blocks)
-            straddling += first / domain != (first + block - 1) / domain ? 1 : 0;
-        const std::string item = fmt::format("{} {}", name, n);
-        (straddling == 0 ? inside : straddling == blocks ? across : some).push_back(item);
-    };
-    place("tp", p.tp, 1);
-    place("cp", p.cp, p.tp);
-    if (p.expert_layout() && e.model.is_moe())
-        place("ep", p.ep, p.expert_tp());
-    place("dp", p.dp, static_cast<long long>(p.tp) * p.cp);
-    place("pp", p.pp, static_cast<long long>(p.tp) * p.cp * p.dp);
+    for (const auto& g : strategies::parallel::nvlink_placement(e)) {
+        const std::string item =
+            fmt::format("{} {}", strategies::parallel::to_string(g.group), g.size);
+        (g.fit == strategies::parallel::DomainFit::inside   ? inside
+         : g.fit == strategies::parallel::DomainFit::across ? across
+                                                            : some)
+            .push_back(item);
+    }
     std::string s = fmt::format("{} GPUs each", node.gpus);
     if (!inside.empty())
         s += "; inside one: " + base::join(inside, ", ");

@@ -6,6 +6,9 @@
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
+#include "strategies/parallel/nvlink_domains.h"
+
+#include <fmt/format.h>
 
 #include <cctype>
 #include <filesystem>
@@ -86,40 +89,56 @@ void read_training(Map&& m, TrainingSpec& t) {
     m.finish();
 }
 
+/// A list key's names with where each stands: a YAML list, or the names in one string
+/// separated by commas ("[mla_up_proj, mlp]" on the command line); [] is none.
+template <class Map>
+std::vector<std::pair<YAML::Node, std::string>> name_list(Map& m, const char* key,
+                                                          const char* item_meaning) {
+    const YAML::Node list = m.raw(key);
+    std::vector<std::pair<YAML::Node, std::string>> items;
+    if (list.IsSequence()) {
+        for (const auto& item : list) {
+            if (!item.IsScalar())
+                m.fail_at(item, key, std::string("expected ") + item_meaning);
+            items.emplace_back(item, item.Scalar());
+        }
+    } else if (list.IsScalar()) {
+        std::string name;
+        for (char ch : list.Scalar() + ",") {
+            if (ch == ',') {
+                if (!name.empty())
+                    items.emplace_back(list, name);
+                name.clear();
+            } else if (ch != '[' && ch != ']' && ch != ' ' && ch != '"' && ch != '\'') {
+                name += ch;
+            }
+        }
+    } else {
+        m.fail(key, std::string("expected a list, each item ") + item_meaning);
+    }
+    return items;
+}
+
 /// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
 template <class Map>
 void read_parallel(Map&& m, ParallelSpec& p) {
     config::read_keys(m, parallel_keys(), p);
     if (m.has("pipeline_schedule"))
         p.schedule_key = "parallel.pipeline_schedule";
-    if (m.has("recompute_modules")) {
-        // A list of Megatron-Core's modules, or their names in one string separated by commas
-        // ("[mla_up_proj, mlp]" on the command line); [] recomputes nothing.
-        const YAML::Node list = m.raw("recompute_modules");
-        std::vector<std::pair<YAML::Node, std::string>> items;
-        const auto split = [&](const YAML::Node& at, const std::string& text) {
-            std::string name;
-            for (char ch : text + ",") {
-                if (ch == ',') {
-                    if (!name.empty())
-                        items.emplace_back(at, name);
-                    name.clear();
-                } else if (ch != '[' && ch != ']' && ch != ' ' && ch != '"' && ch != '\'') {
-                    name += ch;
-                }
-            }
-        };
-        if (list.IsSequence()) {
-            for (const auto& item : list) {
-                if (!item.IsScalar())
-                    m.fail_at(item, "recompute_modules", "expected a module's name");
-                items.emplace_back(item, item.Scalar());
-            }
-        } else if (list.IsScalar()) {
-            split(list, list.Scalar());
-        } else {
-            m.fail("recompute_modules", "expected a list of Megatron-Core's recompute modules");
+    if (m.has("inside_nvlink")) {
+        p.inside_nvlink = 0;
+        for (const auto& [at, name] : name_list(m, "inside_nvlink", "a group's name")) {
+            const auto group = parse_parallel_group(name);
+            if (!group)
+                m.fail_at(at, "inside_nvlink",
+                          "expected tp, cp, ep, dp or pp (the groups that must stay inside one "
+                          "NVLink domain), got '" +
+                              name + "'");
+            p.inside_nvlink |= group_bit(*group);
         }
+    }
+    if (m.has("recompute_modules")) {
+        const auto items = name_list(m, "recompute_modules", "a module's name");
         p.recompute_modules = 0;
         for (const auto& [at, name] : items) {
             const auto module = models::parse_recompute_module(name);
@@ -449,9 +468,6 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
                         (e.model.is_moe() ? "experts" : "multi-head latent attention") +
                         ": use selective_recompute: attention",
                     "parallel.selective_recompute");
-    // Megatron-Core refuses mla_up_proj without latent attention and moe_act without grouped
-    // experts (transformer_config.py); the modules a model does not have are refused alike
-    // rather than silently recomputing nothing.
     if (p.recompute_block && p.recompute != RecomputePolicy::full)
         return fail("recompute_method: block recomputes whole layers; it applies to recompute: "
                     "full (set it, or remove recompute_method)",
@@ -462,6 +478,9 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
                         "not modelled: use 1 (a checkpoint per layer), or recompute_method: block "
                         "(the first layers of each model chunk)",
                     "parallel.recompute_num_layers");
+    // Megatron-Core refuses mla_up_proj without latent attention and moe_act without grouped
+    // experts (transformer_config.py); the modules a model does not have are refused alike
+    // rather than silently recomputing nothing.
     const auto module = [&](models::RecomputeModule m) {
         return (p.recompute_modules & models::recompute_bit(m)) != 0;
     };
@@ -741,6 +760,36 @@ void validate_experiment(ExperimentSpec& e) {
         throw std::move(*error);
 }
 
+/// The groups `parallel.inside_nvlink` keeps inside one NVLink domain, checked on the layout.
+std::optional<InputError> nvlink_domain_error(const ExperimentSpec& e) {
+    if (e.parallel.inside_nvlink == 0)
+        return std::nullopt;
+    const int domain = e.cluster.node.gpus;
+    for (const GroupPlacement& g : nvlink_placement(e)) {
+        if ((e.parallel.inside_nvlink & group_bit(g.group)) == 0 || g.fit == DomainFit::inside)
+            continue;
+        const std::string name(to_string(g.group));
+        const std::string why =
+            g.size > domain ? fmt::format("{} {} is larger than the NVLink domain of {} GPUs", name,
+                                          g.size, domain)
+            : g.span > domain
+                ? fmt::format("in Megatron-Core's rank order a {} group's {} ranks span {} "
+                              "consecutive GPUs, more than an NVLink domain of {}",
+                              name, g.size, g.span, domain)
+                : fmt::format("in Megatron-Core's rank order {} {} puts some groups across "
+                              "two NVLink domains of {} GPUs ({} is not a multiple of their "
+                              "span, {})",
+                              name, g.size, domain, domain, g.span);
+        return Refuse{e}(fmt::format("inside_nvlink asks {} to stay inside one NVLink domain, "
+                                     "but {}; choose sizes whose groups fit a domain, a hardware "
+                                     "file with larger domains, or leave {} out of inside_nvlink",
+                                     name, why, name),
+                         "parallel.inside_nvlink")
+            .error;
+    }
+    return std::nullopt;
+}
+
 std::optional<InputError> experiment_error(ExperimentSpec& e) {
     if (auto error = model_feature_error(e))
         return error;
@@ -753,6 +802,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     if (auto error = batch_error(e))
         return error;
     if (auto error = validate_expert_parallel(e, Refuse{e}))
+        return error;
+    if (auto error = nvlink_domain_error(e))
         return error;
     // ZeRO with dp 1 shards over one rank (no effect) and sequence parallelism with tp 1 has
     // nothing to split (Megatron turns it off): both are allowed, and change nothing.

@@ -151,10 +151,10 @@ TEST_CASE("sliding-window attention: the band's blocks only, on the layers Megat
 
     // In a step the windowed half of the layers costs less: the step falls, and by less than
     // the attention the windows skip could at most take off.
-    const Settings base{{"model", "gpt-oss-120B"},    {"model.layers", "4"},
-                        {"model.num_experts", "8"},   {"model.seq", "8192"},
+    const Settings base{{"model", "gpt-oss-120B"},      {"model.layers", "4"},
+                        {"model.num_experts", "8"},     {"model.seq", "8192"},
                         {"training.global_batch", "8"}, {"training.micro_batch", "1"},
-                        {"parallel.tp", "1"},          {"parallel.pp", "1"}};
+                        {"parallel.tp", "1"},           {"parallel.pp", "1"}};
     Settings no_window = base;
     no_window.emplace_back("model.window_size", "0");
     no_window.emplace_back("model.window_attn_skip_freq", "0");
@@ -191,12 +191,16 @@ TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integ
 
 TEST_CASE("multi-token prediction: one more layer and the LM head again on the last stage",
           "[models][features]") {
-    const Settings base{{"model", "deepseek-v3"},       {"model.layers", "4"},
-                        {"model.num_experts", "16"},    {"model.first_k_dense_replace", "1"},
+    const Settings base{{"model", "deepseek-v3"},
+                        {"model.layers", "4"},
+                        {"model.num_experts", "16"},
+                        {"model.first_k_dense_replace", "1"},
                         {"model.moe_router_num_groups", "0"},
                         {"model.moe_router_group_topk", "0"},
-                        {"training.global_batch", "8"}, {"training.micro_batch", "1"},
-                        {"parallel.tp", "1"},           {"parallel.pp", "2"}};
+                        {"training.global_batch", "8"},
+                        {"training.micro_batch", "1"},
+                        {"parallel.tp", "1"},
+                        {"parallel.pp", "2"}};
     Settings mtp = base;
     mtp.emplace_back("model.mtp_num_layers", "1");
     const double without = step_seconds(base, 8);
@@ -211,8 +215,7 @@ TEST_CASE("multi-token prediction: one more layer and the LM head again on the l
     m.mtp_num_layers = 1;
     const double s = m.seq, h = m.hidden;
     CHECK(model_flops_per_iteration(m, 1, false) - plain ==
-          Approx(3 * (2 * s * 2 * h * h + moe_layer_forward_flops(m)) +
-                 3 * head_forward_flops(m)));
+          Approx(3 * (2 * s * 2 * h * h + moe_layer_forward_flops(m)) + 3 * head_forward_flops(m)));
 }
 
 TEST_CASE("model features: bad combinations name the key and the fix", "[models][features]") {
@@ -238,9 +241,9 @@ TEST_CASE("model features: bad combinations name the key and the fix", "[models]
 
 TEST_CASE("recompute_method block: the first recompute_num_layers layers of each chunk",
           "[models][features][recompute]") {
-    const Settings base{{"model", "llama3-8B"},          {"model.layers", "8"},
+    const Settings base{{"model", "llama3-8B"},         {"model.layers", "8"},
                         {"training.global_batch", "8"}, {"training.micro_batch", "1"},
-                        {"parallel.tp", "1"},            {"parallel.pp", "2"}};
+                        {"parallel.tp", "1"},           {"parallel.pp", "2"}};
     const auto run = [](Settings s, const std::string& recompute, int block) {
         s.emplace_back("parallel.recompute", recompute);
         if (block > 0) {
@@ -277,11 +280,66 @@ TEST_CASE("recompute_method block: the first recompute_num_layers layers of each
     Settings selective = base;
     selective.emplace_back("parallel.recompute", "selective");
     selective.emplace_back("parallel.recompute_method", "block");
-    CHECK_THAT(error(selective), Catch::Contains("recompute_method") &&
-                                     Catch::Contains("recompute: full"));
+    CHECK_THAT(error(selective),
+               Catch::Contains("recompute_method") && Catch::Contains("recompute: full"));
     Settings groups = base;
     groups.emplace_back("parallel.recompute", "full");
     groups.emplace_back("parallel.recompute_num_layers", "2");
     CHECK_THAT(error(groups), Catch::Contains("recompute_num_layers 2") &&
                                   Catch::Contains("recompute_method: block"));
+}
+
+// Issue 33's bad input: a group asked to stay inside an NVLink domain that the layout puts
+// across domains exits with the key and the fix.
+TEST_CASE("inside_nvlink: groups kept inside one NVLink domain, or refused",
+          "[models][features][nvl72]") {
+    const auto error = [](const std::string& preset, int gpus, Settings s) {
+        try {
+            const auto platform = strategies::parallel::load_platform(preset);
+            (void)strategies::parallel::make_experiment(platform, gpus, s, "test");
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    const Settings llama{{"model", "llama3-70B"},
+                         {"training.global_batch", "64"},
+                         {"training.micro_batch", "1"},
+                         {"parallel.pp", "1"}};
+    // tp 8 on 8-GPU DGX H100 nodes stays inside; tp 16 is larger than the domain.
+    Settings tp8 = llama;
+    tp8.emplace_back("parallel.tp", "8");
+    tp8.emplace_back("parallel.inside_nvlink", "[tp, dp]");
+    // dp crosses nodes (16 GPUs = 2 domains): asked to stay inside, refused.
+    CHECK_THAT(error("dgx-h100", 16, tp8),
+               Catch::Contains("inside_nvlink asks dp") &&
+                   Catch::Contains("a dp group's 2 ranks span 16 consecutive GPUs"));
+    tp8.back().second = "[tp]";
+    CHECK(error("dgx-h100", 16, tp8) == "(no error)");
+    Settings tp16 = llama;
+    tp16.emplace_back("parallel.tp", "16");
+    tp16.emplace_back("parallel.inside_nvlink", "tp");
+    CHECK_THAT(error("dgx-h100", 16, tp16),
+               Catch::Contains("tp 16 is larger than the NVLink domain of 8 GPUs"));
+
+    // A GB200 NVL72 rack: ep 64 of DeepSeek-V3 stays on NVLink; on 144 GPUs (two racks)
+    // ep 16 would put some groups across the racks' boundary (72 is not a multiple of 16).
+    const Settings v3{{"model", "deepseek-v3"},
+                      {"model.layers", "8"},
+                      {"model.first_k_dense_replace", "0"},
+                      {"training.global_batch", "144"},
+                      {"training.micro_batch", "1"},
+                      {"parallel.tp", "1"},
+                      {"parallel.pp", "1"},
+                      {"parallel.inside_nvlink", "[ep]"}};
+    Settings ep8 = v3;
+    ep8.emplace_back("parallel.ep", "8");
+    CHECK(error("gb200-nvl72", 144, ep8) == "(no error)");
+    Settings ep16 = v3;
+    ep16.emplace_back("parallel.ep", "16");
+    CHECK_THAT(error("gb200-nvl72", 144, ep16),
+               Catch::Contains("ep 16 puts some groups across two NVLink domains of 72 GPUs"));
+    Settings bad = v3;
+    bad.back().second = "[xp]";
+    CHECK_THAT(error("gb200-nvl72", 144, bad), Catch::Contains("expected tp, cp, ep, dp or pp"));
 }
