@@ -192,7 +192,8 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
           .meaning = "with dtype fp4: Transformer Engine's NVFP4 block scaling (16-element "
                      "blocks, random Hadamard transforms, stochastic rounding of gradients)",
           .lands = "TrainingSpec::quant_recipe()",
-          .example = "nvfp4"},
+          .example = "nvfp4",
+          .commented = true},
          +[](T&, std::string_view) {}},
     };
     return keys;
