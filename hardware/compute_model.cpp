@@ -85,7 +85,7 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
         const double peak = peak_[index(d)];
         feed_[index(d)] =
             peak > 0 && peak_16bit > 0
-                ? (peak_16bit / peak) * (2.0 / static_cast<double>(bytes_per_element(d)))
+                ? (peak_16bit / peak) * (16.0 / static_cast<double>(bits_per_element(d)))
                 : 1.0;
     }
     for (Dtype d : kAllDtypes) {

@@ -114,10 +114,11 @@ public:
         return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
                static_cast<double>(k);
     }
-    /// Compulsory HBM traffic of a GEMM: A and B read once, C written once.
+    /// Compulsory HBM traffic of a GEMM: A and B read once, C written once (fp4: half a byte
+    /// an element, rounded up).
     static std::int64_t gemm_bytes(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
                                    std::int64_t batch = 1) {
-        return batch * (m * k + k * n + m * n) * bytes_per_element(dtype);
+        return (batch * (m * k + k * n + m * n) * bits_per_element(dtype) + 7) / 8;
     }
 
 private:

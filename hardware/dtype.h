@@ -1,6 +1,9 @@
 #pragma once
 /// \file
-/// Numeric data types of GPU work: element sizes and names as users write them.
+/// Numeric data types of GPU work: element sizes and names as users write them. fp8 and fp4
+/// are GEMM operand types: a training dtype of fp8 or fp4 (`is_quantized`) runs the linear
+/// layers' GEMMs on quantized copies of bf16 tensors (strategies/models/fp8.h); everything
+/// else, and every collective, stays in bf16.
 
 #include <array>
 #include <cstdint>
@@ -9,12 +12,15 @@
 
 namespace clustersim::hardware {
 
-enum class Dtype : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8 };
-inline constexpr std::size_t kDtypeCount = 6;
-inline constexpr std::array<Dtype, kDtypeCount> kAllDtypes{Dtype::fp64, Dtype::fp32, Dtype::tf32,
-                                                           Dtype::fp16, Dtype::bf16, Dtype::fp8};
+/// fp4 is E2M1 (OCP MX and NVIDIA's NVFP4 element type), two to a byte.
+enum class Dtype : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8, fp4 };
+inline constexpr std::size_t kDtypeCount = 7;
+inline constexpr std::array<Dtype, kDtypeCount> kAllDtypes{
+    Dtype::fp64, Dtype::fp32, Dtype::tf32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::fp4};
 
-/// Bytes per element in memory (tf32 is stored as fp32).
+/// Bytes per element in memory (tf32 is stored as fp32). fp4's elements are half a byte: this
+/// gives the byte that holds two, so whatever sizes fp4 data uses bits_per_element (the GEMM
+/// cost model does); no tensor is kept, sent or reduced in fp4 outside a GEMM's operands.
 constexpr std::int64_t bytes_per_element(Dtype d) {
     switch (d) {
     case Dtype::fp64:
@@ -26,9 +32,21 @@ constexpr std::int64_t bytes_per_element(Dtype d) {
     case Dtype::bf16:
         return 2;
     case Dtype::fp8:
+    case Dtype::fp4:
         return 1;
     }
     return 0;
+}
+
+/// Bits per element in memory: 4 for fp4, else 8 x bytes_per_element.
+constexpr std::int64_t bits_per_element(Dtype d) {
+    return d == Dtype::fp4 ? 4 : 8 * bytes_per_element(d);
+}
+
+/// A training dtype whose GEMMs run on quantized copies (fp8, fp4): the activations, weights,
+/// gradients and collectives are bf16 (strategies/models/fp8.h).
+constexpr bool is_quantized(Dtype d) {
+    return d == Dtype::fp8 || d == Dtype::fp4;
 }
 
 constexpr std::string_view to_string(Dtype d) {
@@ -45,6 +63,8 @@ constexpr std::string_view to_string(Dtype d) {
         return "bf16";
     case Dtype::fp8:
         return "fp8";
+    case Dtype::fp4:
+        return "fp4";
     }
     return "?";
 }
@@ -63,12 +83,14 @@ constexpr std::string_view nccl_type_name(Dtype d) {
         return "bfloat16";
     case Dtype::fp8:
         return "fp8_e4m3";
+    case Dtype::fp4:
+        return "fp4_e2m1";
     }
     return "?";
 }
 
 /// Parses "fp32", "float32", "float", "fp16", "half", "bf16", "bfloat16", "tf32", "fp8",
-/// "fp64", "double"; nullopt when unknown.
+/// "fp4" ("e2m1"), "fp64", "double"; nullopt when unknown.
 constexpr std::optional<Dtype> parse_dtype(std::string_view s) {
     if (s == "fp64" || s == "float64" || s == "double")
         return Dtype::fp64;
@@ -82,6 +104,8 @@ constexpr std::optional<Dtype> parse_dtype(std::string_view s) {
         return Dtype::bf16;
     if (s == "fp8" || s == "fp8_e4m3" || s == "e4m3")
         return Dtype::fp8;
+    if (s == "fp4" || s == "fp4_e2m1" || s == "e2m1")
+        return Dtype::fp4;
     return std::nullopt;
 }
 

@@ -194,6 +194,14 @@ const std::vector<Key<GpuSpec>>& gpu_keys() {
                      "(measured: calibrate/sustained.h)",
           .lands = "GpuSpec::sustained_clock_mhz"},
          field<&G::sustained_clock_mhz>},
+        {{.name = "block_scaling",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .meaning = "the tensor cores apply a scale per block of 16 or 32 elements inside the "
+                     "MMA (Blackwell's, CDNA4's): what MXFP8 (fp8_recipe: mxfp8) and NVFP4 "
+                     "(dtype: fp4) need; Hopper's FP8 takes one scale per tensor",
+          .lands = "GpuSpec::block_scaling"},
+         field<&G::block_scaling>},
         {{.name = "peak_flops",
           .type = KeyType::section,
           .fallback = "required (one dtype at least)",
@@ -221,8 +229,10 @@ const std::vector<Key<GpuSpec>>& peak_flops_keys() {
           .type = KeyType::flop_rate,
           .fallback = "0 (unsupported)",
           .choices = dtype_names(),
-          .meaning = "dense peak FLOP/s of this dtype (tensor cores where they apply), one "
-                     "key per dtype: fp64, fp32, tf32, fp16, bf16, fp8",
+          .meaning =
+              "dense peak FLOP/s of this dtype (tensor cores where they apply), one "
+              "key per dtype: fp64, fp32, tf32, fp16, bf16, fp8, fp4 (E2M1: NVFP4's and MXFP4's "
+              "elements)",
           .lands = "GpuSpec::peak_flops[dtype]"}},
     };
     return keys;
@@ -536,7 +546,8 @@ const std::vector<Key<ComputeSpec>>& gemm_efficiency_keys() {
           .type = KeyType::number,
           .fallback = "0 (none)",
           .choices = dtype_names(),
-          .meaning = "a fraction in (0, 1], one key per dtype: fp64, fp32, tf32, fp16, bf16, fp8",
+          .meaning = "a fraction in (0, 1], one key per dtype: fp64, fp32, tf32, fp16, bf16, fp8, "
+                     "fp4",
           .lands = "ComputeSpec::gemm_efficiency[dtype]"}},
     };
     return keys;

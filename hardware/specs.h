@@ -42,6 +42,10 @@ struct GpuSpec {
     }
     /// Dense peak FLOP/s per dtype (tensor cores where they apply); 0 = unsupported.
     std::array<double, kDtypeCount> peak_flops{};
+    /// The tensor cores scale each block of 16 or 32 elements inside the MMA (block-scaled
+    /// MMA: Blackwell's tcgen05.mma with scale factors, CDNA4's MX instructions): MXFP8's and
+    /// NVFP4's GEMMs need it; Hopper's FP8 GEMMs take one scale per tensor.
+    bool block_scaling = false;
     std::int64_t hbm_bytes = 0;
     double hbm_bandwidth = 0; ///< bytes/s
     std::int64_t l2_bytes = 0;

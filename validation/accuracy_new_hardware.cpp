@@ -103,8 +103,6 @@ std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap
     // sequences of the printed length; other tasks (LoRA) train adapters over a frozen model.
     if (row.str("task") != "pretrain" && row.str("task") != "SFT")
         out.push_back("fine-tuning (" + row.str("task") + ")");
-    if (contains(r.precision, "MX") || contains(r.precision, "NVFP4"))
-        out.push_back(r.precision + " recipes");
     const std::string preset = moe_preset_of(r.model);
     if (!preset.empty()) {
         const std::string differs = preset_mismatch(model, strategies::models::load_model(preset));
@@ -148,7 +146,12 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     s.emplace_back("training.global_batch", std::to_string(dim(row, "global_batch")));
     s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
     const bool fp8 = contains(r.precision, "FP8");
-    s.emplace_back("training.dtype", fp8 ? "fp8" : "bf16");
+    const bool nvfp4 = contains(r.precision, "NVFP4");
+    s.emplace_back("training.dtype", nvfp4 ? "fp4" : fp8 ? "fp8" : "bf16");
+    // MXFP8 ("FP8-MX") and NVFP4 are Transformer Engine's block-scaled recipes, as
+    // Megatron-Bridge's fp8_mx and nvfp4 run them (bf16_with_mxfp8_mixed, bf16_with_nvfp4_mixed).
+    if (contains(r.precision, "MX"))
+        s.emplace_back("training.fp8_recipe", "mxfp8");
     // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words): a
     // dynamic per-tensor amax before each cast, costed as the tensorwise recipe (torchao's
     // passes, an upper bound on Transformer Engine's); plain "FP8" is its delayed scaling.
@@ -282,7 +285,9 @@ std::vector<std::string> new_hardware_rules() {
         "(Transformer Engine's per-tensor current scaling) as clustersim's tensorwise recipe, "
         "whose costs are torchao's (an amax pass and an unfused cast per input, plus "
         "column-major copies and per-micro-batch weight casts that Transformer Engine saves: an "
-        "upper bound); MXFP8 and NVFP4 wait for their recipes",
+        "upper bound); MXFP8 and NVFP4 as Transformer Engine's block-scaled recipes (both copies "
+        "of each operand quantized, the scales, NVFP4's amax passes; fp4 GEMMs at the listed "
+        "NVFP4 peak)",
     };
 }
 

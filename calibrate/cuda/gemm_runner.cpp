@@ -40,9 +40,10 @@ DtypeSetup setup_for(Dtype d) {
         // e4m3 inputs, bf16 output, fp32 accumulation: the transformer-engine recipe.
         return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::f8e4m3, 1, 2};
     case Dtype::fp64:
+    case Dtype::fp4:
         break;
     }
-    throw InputError("fp64 GEMMs are not measured");
+    throw InputError(std::string(hardware::to_string(d)) + " GEMMs are not measured");
 }
 
 /// The lowest compute capability (major * 10 + minor) with tensor-core support for a dtype.

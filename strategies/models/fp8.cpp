@@ -29,6 +29,62 @@ std::int64_t fp8_cast_bytes(std::string_view name, std::int64_t m, std::int64_t 
     return 4 * m * k * batch;
 }
 
+namespace {
+/// x * num / den bytes, rounded up (the scales' fractions of a byte per element).
+constexpr std::int64_t fraction(std::int64_t x, std::int64_t num, std::int64_t den) {
+    return (x * num + den - 1) / den;
+}
+/// Bytes per element written by a block-scaled quantization into both copies, as a fraction
+/// of 32: MXFP8 2 x (1 + 1/32), NVFP4 2 x (1/2 + 1/16).
+constexpr std::int64_t kMxfp8BothCopies32 = 66;
+constexpr std::int64_t kNvfp4BothCopies32 = 36;
+} // namespace
+
+std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe) {
+    switch (recipe) {
+    case Fp8Recipe::delayed:
+        return parameters * kFp8WeightCopyBytes;
+    case Fp8Recipe::tensorwise:
+        return 0;
+    case Fp8Recipe::mxfp8:
+        return fraction(parameters, kMxfp8BothCopies32, 32);
+    case Fp8Recipe::nvfp4: // 16 x 16 blocks: one E4M3 scale per 256 elements of each copy
+        return fraction(parameters, 129, 128);
+    }
+    return 0;
+}
+
+std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe) {
+    switch (recipe) {
+    case Fp8Recipe::delayed:
+        return fp8_weight_cast_bytes(parameters);
+    case Fp8Recipe::tensorwise:
+        return 0;
+    case Fp8Recipe::mxfp8: // read the bf16 weight once, write both copies
+        return 2 * parameters + weight_copy_bytes(parameters, recipe);
+    case Fp8Recipe::nvfp4: // the amax pass, then read again and write both copies
+        return 4 * parameters + weight_copy_bytes(parameters, recipe);
+    }
+    return 0;
+}
+
+std::int64_t saved_input_bytes(std::int64_t elements, Fp8Recipe recipe) {
+    switch (recipe) {
+    case Fp8Recipe::delayed:
+    case Fp8Recipe::tensorwise:
+        return elements;
+    case Fp8Recipe::mxfp8:
+        return fraction(elements, kMxfp8BothCopies32, 64);
+    case Fp8Recipe::nvfp4:
+        return fraction(elements, kNvfp4BothCopies32, 64);
+    }
+    return elements;
+}
+
+bool casts_launched_apart(Fp8Recipe recipe) {
+    return recipe == Fp8Recipe::tensorwise || recipe == Fp8Recipe::nvfp4;
+}
+
 Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int64_t n,
                                  std::int64_t k, std::int64_t batch, Fp8Recipe recipe,
                                  std::int64_t elem) {
@@ -40,6 +96,17 @@ Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int
         return b;
     }
     const std::int64_t input = m * k * batch;
+    if (recipe == Fp8Recipe::mxfp8 || recipe == Fp8Recipe::nvfp4) {
+        // The weight-gradient GEMM reads the column-wise copies the other two casts wrote.
+        const bool nvfp4 = recipe == Fp8Recipe::nvfp4;
+        if (name.ends_with(".wgrad") || (!nvfp4 && fp8_cast_fused(name)))
+            return b;
+        if (nvfp4)
+            b.amax = input * elem;
+        b.cast =
+            input * elem + fraction(input, nvfp4 ? kNvfp4BothCopies32 : kMxfp8BothCopies32, 32);
+        return b;
+    }
     const std::int64_t weight = k * n * batch;
     if (name.ends_with(".wgrad")) { // A = X^T (m x k), B = dY (k x n), both FP8 already
         b.copies = 2 * (input + weight);

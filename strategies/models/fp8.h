@@ -50,7 +50,8 @@
 
 namespace clustersim::strategies::models {
 
-/// How the FP8 scales are found (Megatron-Core's TransformerConfig.fp8_recipe names).
+/// How the quantized GEMMs' scales are found (Megatron-Core's TransformerConfig.fp8_recipe
+/// names, and fp4_recipe's nvfp4 for `dtype: fp4`).
 /// - delayed: Transformer Engine's DelayedScaling, as above (Megatron-Core's default).
 /// - tensorwise: dynamic tensorwise scaling, each tensor's scale from its own amax in this
 ///   step, as torchao.float8 runs it under torchtitan (torchao commit eab345c, the torchtitan
@@ -69,7 +70,47 @@ namespace clustersim::strategies::models {
 ///   defaults (config_manager.py at 9dec370): bf16 FSDP all-gathers
 ///   (enable_fsdp_float8_all_gather off), so the all-gathered weights are bf16 as without
 ///   FP8. Not modelled: the tensor-parallel amax all-reduces (a few small ones per layer).
-enum class Fp8Recipe : std::uint8_t { delayed, tensorwise };
+///
+/// - mxfp8 (`dtype: fp8`, Megatron-Core's fp8_recipe: mxfp8): Transformer Engine's
+///   MXFP8BlockScaling (transformer_engine/common/recipe/__init__.py, TE d0067d0): E4M3
+///   elements with one E8M0 (power of two) scale per 32 consecutive elements, applied inside
+///   the MMA by block-scaled tensor cores (GpuSpec::block_scaling); the GEMMs run at the fp8
+///   peak. The scales follow the direction of the blocks, so "the quantized tensor and its
+///   transpose are not numerically equivalent": every operand a forward and a backward GEMM
+///   both read is quantized from the bf16 tensor twice, along its rows and along its columns,
+///   in one kernel (2 bytes read, 2 x (1 + 1/32) written per element, the recipe's
+///   docstring and MXFP8Quantizer); nothing is transposed from the other copy. The norms
+///   write both copies (TE's cuDNN norm backend takes MXFP8 outputs:
+///   common/normalization/rmsnorm/rmsnorm_api.cpp), as do the fused activations, so the
+///   fused list of fp8_cast_fused holds. Weights are quantized once per step (cached across
+///   micro-batches) into both copies: 2 + 33/16 bytes per parameter; the weight gradient
+///   keeps the input's column-wise copy (1 + 1/32 bytes per element). Megatron-Bridge's
+///   MXFP8 recipe (bf16_with_mxfp8_mixed, Megatron-Bridge 067f987) also gathers the
+///   parameters in MXFP8 (fp8_param_gather), not modelled: the gathers stay bf16.
+/// - nvfp4 (`dtype: fp4`, Megatron-Core's fp4_recipe: nvfp4; megatron/core/fp4_utils.py
+///   get_fp4_recipe): Transformer Engine's NVFP4BlockScaling: E2M1 elements with one E4M3
+///   scale per 16 elements and an fp32 scale per tensor (from its amax); the GEMMs run at the
+///   GPU's fp4 peak (gpu.peak_flops.fp4). Its defaults (the recipe's __post_init__): random
+///   Hadamard transforms (16 x 16) on the column-wise copies of the inputs and the output
+///   gradients, the ones the weight-gradient GEMM reads; stochastic rounding of the output
+///   gradients; 16 x 16 blocks for the weights. Per input or output gradient of a GEMM (TE's
+///   NVFP4Quantizer::quantize_impl, pytorch/csrc/quantizer.cpp): a pass for the two amaxes
+///   (nvte_hadamard_transform_amax: of the tensor and of its transform; 2 bytes per element
+///   read), then one kernel for both copies (nvte_quantize_with_hadamard_transform: 2 read,
+///   2 x (1/2 + 1/16) written). The per-tensor scale needs the whole tensor's amax first, so
+///   no cast fuses into the kernel that produces its input (TE's norms compute "norm and amax
+///   in high precision, then quantize to NVFP4": pytorch/csrc/extensions/normalization.cpp).
+///   Weights: per step, an amax pass and both copies, 2 + 2 + 129/128 bytes per parameter
+///   (16 x 16 blocks: one scale per 256 elements per copy); the weight gradient keeps the
+///   input's column-wise copy (1/2 + 1/16 bytes per element). The random numbers of
+///   stochastic rounding and the transform's small GEMM run inside the quantize kernel,
+///   which moves the same bytes: not charged apart. Megatron-Core can keep the first and last
+///   layers in bf16 (first_last_layers_bf16), off in Megatron-Bridge's NVFP4 recipes
+///   (bf16_with_nvfp4_mixed) and not modelled.
+///
+/// What stays in bf16 is the same under every recipe: attention (fp8_dpa off by default in
+/// all four), the LM head, the router, norms and elementwise kernels (runs_in_fp8).
+enum class Fp8Recipe : std::uint8_t { delayed, tensorwise, mxfp8, nvfp4 };
 
 /// Whether the GEMM named `name` (a layer_work Op name) runs in FP8 under fp8_autocast: the
 /// linear layers, not the LM head, the router or the unfused attention products.
@@ -86,11 +127,14 @@ bool fp8_cast_fused(std::string_view name);
 std::int64_t fp8_cast_bytes(std::string_view name, std::int64_t m, std::int64_t k,
                             std::int64_t batch);
 
-/// HBM bytes of the casts feeding FP8 GEMM `name` under `recipe`, `elem` bytes per
+/// HBM bytes of the casts feeding quantized GEMM `name` under `recipe`, `elem` bytes per
 /// high-precision element: delayed as fp8_cast_bytes; tensorwise (see Fp8Recipe) the amax and
 /// cast of the M x K input of a forward or data-gradient GEMM, and of the K x N weight in a
 /// forward GEMM, the column-major copy of the weight for a data-gradient GEMM and of both FP8
-/// operands for a weight-gradient GEMM. Returned per kernel: {amax, cast, copies}.
+/// operands for a weight-gradient GEMM; mxfp8 both copies of the M x K input of a forward or
+/// data-gradient GEMM where the kernel before does not write them; nvfp4 the amax pass and
+/// both copies of that input, wherever it comes from. Returned per kernel: {amax, cast,
+/// copies}.
 struct Fp8CastBytes {
     std::int64_t amax = 0;
     std::int64_t cast = 0;
@@ -108,5 +152,19 @@ inline constexpr std::int64_t kFp8WeightCopyBytes = 2;
 inline constexpr std::int64_t fp8_weight_cast_bytes(std::int64_t parameters) {
     return parameters * (2 + kFp8WeightCopyBytes);
 }
+
+/// Bytes of the quantized weight copies `recipe` keeps beside `parameters` bf16 weights
+/// (delayed: FP8 data and transpose; mxfp8: both MXFP8 copies with their scales; nvfp4: both
+/// NVFP4 copies with theirs; tensorwise: none, it casts in every forward).
+std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe);
+/// HBM bytes of quantizing `parameters` bf16 weights once per step under `recipe` (0 for
+/// tensorwise, whose weight casts are charged to the forward GEMMs).
+std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe);
+/// Bytes of `elements` elements of a GEMM input saved for the weight gradient under
+/// `recipe`: the FP8 copy (1 byte), MXFP8's or NVFP4's column-wise copy with its scales.
+std::int64_t saved_input_bytes(std::int64_t elements, Fp8Recipe recipe);
+/// Whether the recipe's casts are kernels launched apart (tensorwise, nvfp4: each waits for
+/// a whole tensor's amax) rather than fused into the kernel before them.
+bool casts_launched_apart(Fp8Recipe recipe);
 
 } // namespace clustersim::strategies::models

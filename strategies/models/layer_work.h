@@ -43,9 +43,10 @@
 ///   Megatron does instead of storing them whole. The lecture's MLP split (each rank holds
 ///   W[:, dim/t]) all-gathers the activations after every layer and all-reduces the data
 ///   gradient in backward.
-/// - FP8 (`dtype` fp8): Transformer Engine's fp8_autocast (fp8_utils.h): the linear layers'
-///   GEMMs in FP8, everything else in bf16 (activations, attention, norms, the LM head and the
-///   router), with the casts of their inputs.
+/// - FP8 and FP4 (`dtype` fp8, fp4): Transformer Engine's fp8_autocast (fp8.h): the linear
+///   layers' GEMMs in FP8 (delayed, tensorwise or MXFP8 scaling) or NVFP4, everything else in
+///   bf16 (activations, attention, norms, the LM head and the router), with the casts of their
+///   inputs.
 /// - Unequal stages: `embedding_work` (vocabulary-parallel lookup, position embedding, dropout;
 ///   its weight gradient is a dense V/t x h accumulate) and `head_work` (final norm, LM head
 ///   GEMM over the padded vocabulary, vocabulary-parallel cross entropy with its three small
@@ -172,7 +173,8 @@ struct LayerConfig {
     bool dtensor_tp = false;
     /// The block's elementwise chains fused or eager (Fusions).
     Fusions fusions;
-    /// With dtype fp8: how the scales are found and what the casts cost (fp8.h).
+    /// With dtype fp8: how the scales are found and what the casts cost (fp8.h); dtype fp4
+    /// runs nvfp4 whatever this says.
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
     /// Megatron's selective recompute (recompute selective, selective_op false): the modules
     /// recomputed, a set of recompute_bit()s; Megatron-Core's default is the core attention.

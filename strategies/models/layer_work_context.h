@@ -31,17 +31,17 @@ struct Ctx {
     const ModelSpec& m;
     const LayerConfig& cfg;
     const ComputeModel& cm;
-    Dtype dtype;       ///< of activations and of the GEMMs that do not run in FP8
-    bool fp8;          ///< the linear layers' GEMMs in FP8 (fp8.h)
+    Dtype dtype;       ///< of activations and of the GEMMs that do not run quantized
+    bool fp8;          ///< the linear layers' GEMMs quantized, FP8 or FP4 (fp8.h)
+    Dtype gemm_low;    ///< their operand type (fp8 or fp4), when fp8
+    Fp8Recipe recipe;  ///< their recipe (nvfp4 with fp4), when fp8
     std::int64_t elem; ///< bytes per activation element
-    /// Bytes per element of a GEMM input saved for the weight gradient (FP8: the cast copy).
-    std::int64_t saved_input;
-    std::int64_t t; ///< tensor-parallel size
-    bool sp;        ///< sequence parallel in effect (t > 1)
-    std::int64_t b; ///< micro-batch
-    std::int64_t s; ///< sequence
-    int cp;         ///< context-parallel size: this rank runs s / cp tokens
-    std::int64_t h; ///< hidden
+    std::int64_t t;    ///< tensor-parallel size
+    bool sp;           ///< sequence parallel in effect (t > 1)
+    std::int64_t b;    ///< micro-batch
+    std::int64_t s;    ///< sequence
+    int cp;            ///< context-parallel size: this rank runs s / cp tokens
+    std::int64_t h;    ///< hidden
     std::int64_t tokens;
     std::int64_t sp_div; ///< t with sequence parallelism, else 1
     bool moe;            ///< this layer has experts
@@ -53,10 +53,11 @@ struct Ctx {
         : m(model)
         , cfg(config)
         , cm(compute)
-        , dtype(config.dtype == Dtype::fp8 ? Dtype::bf16 : config.dtype)
-        , fp8(config.dtype == Dtype::fp8)
+        , dtype(hardware::is_quantized(config.dtype) ? Dtype::bf16 : config.dtype)
+        , fp8(hardware::is_quantized(config.dtype))
+        , gemm_low(config.dtype)
+        , recipe(config.dtype == Dtype::fp4 ? Fp8Recipe::nvfp4 : config.fp8_recipe)
         , elem(hardware::bytes_per_element(dtype))
-        , saved_input(fp8 ? 1 : elem)
         , t(config.tp)
         , sp(config.sequence_parallel && config.tp > 1)
         , b(config.micro_batch)
@@ -69,6 +70,12 @@ struct Ctx {
         , ep(config.ep)
         , etp(config.etp > 0 ? config.etp : config.tp)
         , a2a(moe && (ep > 1 || etp != t)) {}
+
+    /// Bytes of `elements` elements of a GEMM input saved for the weight gradient: bf16, or
+    /// the quantized copy the recipe keeps (fp8.h saved_input_bytes).
+    std::int64_t saved(std::int64_t elements) const {
+        return fp8 ? saved_input_bytes(elements, recipe) : elem * elements;
+    }
 
     // ---- the alltoall token dispatcher (a2a): per GPU of the expert-parallel group
     /// Token copies this GPU routes and sends in the dispatch: its tokens (its sequence shard)
@@ -123,20 +130,20 @@ struct Ctx {
         op.kind = batch > 1 ? OpKind::batched_gemm : OpKind::gemm;
         op.flops = ComputeModel::gemm_flops(M, N, K, batch);
         const bool in_fp8 = fp8 && runs_in_fp8(name);
-        const Dtype gemm_dtype = in_fp8 ? Dtype::fp8 : dtype;
+        const Dtype gemm_dtype = in_fp8 ? gemm_low : dtype;
         op.bytes = ComputeModel::gemm_bytes(M, N, K, gemm_dtype, batch);
         op.time = cm.gemm(M, N, K, gemm_dtype, batch);
         // The casts (with transposes) of its inputs, charged to the GEMM they feed.
         if (in_fp8) {
-            const Fp8CastBytes cast =
-                fp8_gemm_cast_bytes(name, M, N, K, batch, cfg.fp8_recipe, elem);
+            const Fp8CastBytes cast = fp8_gemm_cast_bytes(name, M, N, K, batch, recipe, elem);
             op.bytes += cast.total();
             for (const std::int64_t kernel : {cast.amax, cast.cast, cast.copies})
                 if (kernel > 0) {
                     op.time += cm.memory_bound(kernel);
-                    // Transformer Engine's delayed casts are fused into the kernels before
-                    // them (its fused cast-transpose); torchao's are launched apart.
-                    if (cfg.fp8_recipe == Fp8Recipe::tensorwise)
+                    // Transformer Engine's delayed and MXFP8 casts are fused into the kernels
+                    // before them or launched with the GEMM's module; torchao's and NVFP4's
+                    // wait for a whole tensor's amax and are launched apart.
+                    if (casts_launched_apart(recipe))
                         ++op.kernels;
                 }
         }

@@ -61,7 +61,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
     // the ColwiseParallel linears' autograd saves that gathered input for their weight
     // gradients (wq, wk, wv share one; w1 and w3 another).
     const std::int64_t col_input = c.cfg.dtensor_tp ? T * c.h : sharded;
-    const std::int64_t qkv_input = c.saved_input * col_input;
+    const std::int64_t qkv_input = c.saved(col_input);
     // (With per-head query and key norms their inputs, the projection's q and k, are kept too.)
     const std::int64_t qkv =
         e * T * m.qkv_out() / c.t +
@@ -71,43 +71,43 @@ TransformerActivations transformer_activations(const Ctx& c) {
         a.attention_core = bh * c.s * c.s * (drop ? 2 * e + 1 : e);
     }
     const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s / c.cp : 0;
-    const std::int64_t proj_input = c.saved_input * T * m.q_dim() / c.t;
+    const std::int64_t proj_input = c.saved(T * m.q_dim()) / c.t;
     const std::int64_t masks = drop ? 2 * sharded : 0; // the two hidden dropouts
     const std::int64_t post_norm_input = e * sharded;
     // (A layer with experts keeps its MLP input as Megatron-Core does: sharded.)
-    const std::int64_t fc1_input = c.saved_input * (c.moe || c.a2a ? sharded : col_input);
+    const std::int64_t fc1_input = c.saved(c.moe || c.a2a ? sharded : col_input);
     std::int64_t mlp = 0;
-    a.pre_mlp_norm_output = c.saved_input * sharded;
+    a.pre_mlp_norm_output = c.saved(sharded);
     if (c.a2a) {
         // The router's fp32 probabilities (local tokens), the permuted copies this GPU sent
         // (the combine's weighted sum needs them for the probabilities' gradient), and for
         // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
         // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
         const std::int64_t N = c.a2a_computed();
-        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.etp;
-        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved_input * N * c.h +
+        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.etp;
+        mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved(N * c.h) +
               e * N * m.expert_fc1_out() / c.etp + a.moe_act;
         if (m.moe_shared_expert_intermediate_size > 0) {
             a.shared = e * T * m.shared_fc1_out() / c.t +
-                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
-            mlp += c.saved_input * sharded + a.shared;
+                       c.saved(T * m.moe_shared_expert_intermediate_size) / c.t;
+            mlp += c.saved(sharded) + a.shared;
         }
     } else if (!c.moe) {
         // activation and fc2 inputs
-        mlp = e * T * m.fc1_out() / c.t + c.saved_input * T * m.ffn / c.t;
+        mlp = e * T * m.fc1_out() / c.t + c.saved(T * m.ffn) / c.t;
     } else {
         // The router's fp32 probabilities over the experts (local tokens); the permuted token
         // copies (the experts' fc1 input), the activation and fc2 inputs of every copy, and
         // the experts' outputs, which the weighted combine needs for the gradient of the
         // routing probabilities; the shared experts like a dense MLP.
         const std::int64_t N = c.tokens_per_expert() * m.num_experts;
-        a.moe_act = c.saved_input * N * m.moe_ffn_hidden_size / c.t;
-        mlp = 4 * T / c.sp_div * m.num_experts + c.saved_input * N * c.h +
+        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.t;
+        mlp = 4 * T / c.sp_div * m.num_experts + c.saved(N * c.h) +
               e * N * m.expert_fc1_out() / c.t + a.moe_act + e * N * c.h;
         if (m.moe_shared_expert_intermediate_size > 0) {
             a.shared = e * T * m.shared_fc1_out() / c.t +
-                       c.saved_input * T * m.moe_shared_expert_intermediate_size / c.t;
-            mlp += c.saved_input * sharded + a.shared;
+                       c.saved(T * m.moe_shared_expert_intermediate_size) / c.t;
+            mlp += c.saved(sharded) + a.shared;
         }
     }
     a.mlp = mlp;

@@ -53,9 +53,10 @@ CpExposure cp_exposure(const ExperimentSpec& e, const models::LayerWork& layer,
             bwd = &op;
     if (fwd == nullptr || bwd == nullptr)
         return x;
-    // Attention runs in bf16 under FP8 training (fp8.h), as does the exchange of K and V.
+    // Attention runs in bf16 under FP8 and FP4 training (fp8.h), as does the exchange of K
+    // and V.
     const hardware::Dtype dtype =
-        e.training.dtype == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : e.training.dtype;
+        hardware::is_quantized(e.training.dtype) ? hardware::Dtype::bf16 : e.training.dtype;
     const std::int64_t kv =
         models::cp_kv_bytes(e.model, par.tp, par.cp, e.training.micro_batch, dtype);
     std::vector<int> group;

@@ -83,9 +83,14 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
 template <class Map>
 void read_training(Map&& m, TrainingSpec& t) {
     config::read_keys(m, training_keys(), t);
-    if (t.fp8_recipe == models::Fp8Recipe::tensorwise && t.dtype != hardware::Dtype::fp8)
-        m.fail("fp8_recipe", "tensorwise scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
-                             "fp8_recipe out)");
+    if (t.fp8_recipe != models::Fp8Recipe::delayed && t.dtype != hardware::Dtype::fp8)
+        m.fail("fp8_recipe",
+               std::string(t.fp8_recipe == models::Fp8Recipe::mxfp8 ? "mxfp8" : "tensorwise") +
+                   " scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
+                   "fp8_recipe out)");
+    if (m.has("fp4_recipe") && t.dtype != hardware::Dtype::fp4)
+        m.fail("fp4_recipe", "nvfp4 scales FP4 GEMMs: it needs training.dtype: fp4 (or leave "
+                             "fp4_recipe out)");
     m.finish();
 }
 
@@ -753,6 +758,35 @@ std::optional<InputError> batch_error(const ExperimentSpec& e) {
     return std::nullopt;
 }
 
+/// A number format the GPU lacks, decided from its hardware file: NVFP4 needs an fp4 peak and
+/// block-scaled tensor cores, MXFP8 block-scaled ones (Transformer Engine asks for compute
+/// capability 10.0, Blackwell, for both: pytorch/quantization.py, _compute_mxfp8_support and
+/// _compute_nvfp4_support).
+std::optional<InputError> precision_error(ExperimentSpec& e) {
+    const Refuse fail{e};
+    const hardware::GpuSpec& gpu = e.cluster.node.gpu;
+    if (e.training.dtype == hardware::Dtype::fp4 &&
+        (!gpu.supports(hardware::Dtype::fp4) || !gpu.block_scaling))
+        return fail("NVFP4 (training.dtype: fp4) needs FP4 tensor cores that scale each block of "
+                    "16 elements (Blackwell's); the GPU " +
+                        gpu.name + "'s hardware file has " +
+                        (gpu.supports(hardware::Dtype::fp4) ? "no gpu.block_scaling"
+                                                            : "no fp4 peak (gpu.peak_flops.fp4)") +
+                        "; set training.dtype: fp8 or bf16, or choose a Blackwell cluster "
+                        "(dgx-b200, dgx-b300, gb200-nvl72, gb300-nvl72)",
+                    "training.dtype");
+    if (e.training.dtype == hardware::Dtype::fp8 &&
+        e.training.fp8_recipe == models::Fp8Recipe::mxfp8 && !gpu.block_scaling)
+        return fail("MXFP8 (training.fp8_recipe: mxfp8) needs tensor cores that apply a scale "
+                    "per block of 32 elements inside the MMA (gpu.block_scaling, Blackwell's); "
+                    "the GPU " +
+                        gpu.name +
+                        "'s hardware file has none (Hopper's FP8 takes one scale per tensor); "
+                        "set fp8_recipe: delayed or tensorwise, or choose a Blackwell cluster",
+                    "training.fp8_recipe");
+    return std::nullopt;
+}
+
 } // namespace
 
 void validate_experiment(ExperimentSpec& e) {
@@ -796,6 +830,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     if (auto error = layout_error(e))
         return error;
     if (auto error = tensor_split_error(e))
+        return error;
+    if (auto error = precision_error(e))
         return error;
     if (auto error = pipeline_error(e))
         return error;

@@ -65,9 +65,14 @@ struct TrainingSpec {
     /// ops into one kernel, so the chains cost as fused whatever `fusions` says.
     bool compile = false;
     /// With dtype fp8, Megatron-Core's fp8_recipe: delayed (Transformer Engine's delayed
-    /// scaling, the default) or tensorwise (dynamic tensorwise scaling as torchao.float8 runs
-    /// it under torchtitan; models/fp8.h).
+    /// scaling, the default), tensorwise (dynamic tensorwise scaling as torchao.float8 runs
+    /// it under torchtitan) or mxfp8 (Transformer Engine's MXFP8 block scaling); models/fp8.h.
     models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
+    /// The recipe the quantized GEMMs run: with dtype fp4, NVFP4 (Megatron-Core's fp4_recipe,
+    /// whose one choice clustersim models), else fp8_recipe.
+    models::Fp8Recipe quant_recipe() const {
+        return dtype == hardware::Dtype::fp4 ? models::Fp8Recipe::nvfp4 : fp8_recipe;
+    }
     /// The fusions the layers run with.
     models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
 

@@ -102,9 +102,10 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
         {{.name = "dtype",
           .type = KeyType::choice,
           .fallback = "bf16",
-          .choices = {"fp32", "tf32", "fp16", "bf16", "fp8"},
-          .mirrors = "--fp16, --bf16, --fp8-format",
-          .meaning = "the GEMMs' precision (fp8 needs H100/H200)",
+          .choices = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"},
+          .mirrors = "--fp16, --bf16, --fp8-format, --fp4-format",
+          .meaning = "the GEMMs' precision (fp8 needs a GPU with an fp8 peak, H100 on; fp4, "
+                     "NVFP4, one with an fp4 peak and block scaling, Blackwell)",
           .lands = "TrainingSpec::dtype",
           .example = "fp16"},
          &set_parsed<T, &T::dtype, hardware::parse_dtype>},
@@ -171,16 +172,29 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
         {{.name = "fp8_recipe",
           .type = KeyType::choice,
           .fallback = "delayed",
-          .choices = {"delayed", "tensorwise"},
+          .choices = {"delayed", "tensorwise", "mxfp8"},
           .mirrors = "--fp8-recipe",
-          .meaning = "with dtype fp8: Transformer Engine's delayed scaling, or dynamic "
-                     "tensorwise scaling as torchao runs it",
+          .meaning = "with dtype fp8: Transformer Engine's delayed scaling, dynamic "
+                     "tensorwise scaling as torchao runs it, or Transformer Engine's MXFP8 "
+                     "block scaling (needs a GPU with block_scaling, Blackwell)",
           .lands = "TrainingSpec::fp8_recipe",
           .example = "delayed"},
          +[](T& t, std::string_view r) {
-             t.fp8_recipe =
-                 r == "tensorwise" ? models::Fp8Recipe::tensorwise : models::Fp8Recipe::delayed;
+             t.fp8_recipe = r == "tensorwise" ? models::Fp8Recipe::tensorwise
+                            : r == "mxfp8"    ? models::Fp8Recipe::mxfp8
+                                              : models::Fp8Recipe::delayed;
          }},
+        {{.name = "fp4_recipe",
+          .type = KeyType::choice,
+          .fallback = "nvfp4",
+          .choices = {"nvfp4"},
+          .mirrors = "--fp4-recipe",
+          .meaning = "with dtype fp4: Transformer Engine's NVFP4 block scaling (16-element "
+                     "blocks, random Hadamard transforms, stochastic rounding of gradients)",
+          .lands = "TrainingSpec::quant_recipe()",
+          .example = "nvfp4",
+          .commented = true},
+         +[](T&, std::string_view) {}},
     };
     return keys;
 }

@@ -10,14 +10,15 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-/// Collectives carry activations in 16-bit types as they are, everything else as fp32 (FP8
-/// training's activations travel in bf16).
+/// Collectives carry activations in 16-bit types as they are, everything else as fp32 (FP8 and
+/// FP4 training's activations travel in bf16).
 inline hardware::Dtype comm_dtype(hardware::Dtype d) {
     switch (d) {
     case hardware::Dtype::fp16:
         return hardware::Dtype::fp16;
     case hardware::Dtype::bf16:
     case hardware::Dtype::fp8:
+    case hardware::Dtype::fp4:
         return hardware::Dtype::bf16;
     default:
         return hardware::Dtype::fp32;
@@ -30,12 +31,12 @@ inline hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     const auto d = e.training.dtype;
     if (e.framework.fp32_grad_reduce || hardware::bytes_per_element(d) >= 4)
         return hardware::Dtype::fp32;
-    return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
+    return hardware::is_quantized(d) ? hardware::Dtype::bf16 : d;
 }
 
-/// The dtype the weights are kept and gathered in: bf16 under FP8 training (fp8.h).
+/// The dtype the weights are kept and gathered in: bf16 under FP8 and FP4 training (fp8.h).
 inline hardware::Dtype weight_dtype(hardware::Dtype d) {
-    return d == hardware::Dtype::fp8 ? hardware::Dtype::bf16 : d;
+    return hardware::is_quantized(d) ? hardware::Dtype::bf16 : d;
 }
 
 } // namespace clustersim::strategies::parallel::detail

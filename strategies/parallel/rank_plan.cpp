@@ -69,11 +69,14 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
         double seconds = models::optimizer_step(updated, weight_dtype(e.training.dtype),
                                                 e.training.optimizer, par.zero, ctx.cm)
                              .time.seconds();
-        // FP8: the layers' weights cast once per step, with their transposes (fp8.h;
-        // tensorwise scaling casts them in every forward instead, in the layers' GEMMs).
-        if (e.training.dtype == hardware::Dtype::fp8 &&
-            e.training.fp8_recipe == models::Fp8Recipe::delayed)
-            seconds += ctx.cm.memory_bound_seconds(models::fp8_weight_cast_bytes(layer_parameters));
+        // FP8 and FP4: the layers' weights quantized once per step (fp8.h; tensorwise
+        // scaling casts them in every forward instead, in the layers' GEMMs).
+        if (hardware::is_quantized(e.training.dtype)) {
+            const std::int64_t cast =
+                models::weight_cast_bytes(layer_parameters, e.training.quant_recipe());
+            if (cast > 0)
+                seconds += ctx.cm.memory_bound_seconds(cast);
+        }
         r.optimizer_time = sim::Time::from_seconds(seconds / ctx.fw.memory_efficiency);
     }
     return r;

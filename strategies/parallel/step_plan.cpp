@@ -55,7 +55,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.selective_op = par.selective_op;
     cfg.dtensor_tp = e.framework.dtensor_tp;
     cfg.fusions = e.training.kernels();
-    cfg.fp8_recipe = e.training.fp8_recipe;
+    cfg.fp8_recipe = e.training.quant_recipe();
     cfg.recompute_modules = par.recompute_modules;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;

@@ -207,3 +207,17 @@ TEST_CASE("cli run: which groups cross an NVLink domain of a GB200 NVL72", "[app
     CHECK(odd.code == 2);
     CHECK_THAT(odd.err, Catch::Contains("node.gpus_per_tray"));
 }
+
+TEST_CASE("cli run: a number format the GPU lacks exits 2 with the key and the fix",
+          "[app][run][nvfp4]") {
+    // kExperiment runs on A100s: no FP4 tensor cores, no block scaling.
+    const Run nvfp4 = run({"run", kExperiment, "--set", "training.dtype=fp4"});
+    CHECK(nvfp4.code == 2);
+    CHECK_THAT(nvfp4.err, Catch::Contains("training.dtype") && Catch::Contains("NVFP4") &&
+                              Catch::Contains("Blackwell"));
+    const Run mxfp8 = run(
+        {"run", kExperiment, "--set", "training.dtype=fp8", "--set", "training.fp8_recipe=mxfp8"});
+    CHECK(mxfp8.code == 2);
+    CHECK_THAT(mxfp8.err, Catch::Contains("training.fp8_recipe") &&
+                              Catch::Contains("fp8_recipe: delayed or tensorwise"));
+}
