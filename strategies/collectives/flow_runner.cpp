@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "hardware/flow_binding.h"
+#include "strategies/collectives/flow_estimate.h"
 #include "strategies/collectives/plan.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace clustersim::strategies::collectives {
 
@@ -590,6 +592,12 @@ Outcome simulate(const Communicator& comm, const Collective& c, Fidelity fidelit
     out.time = out.choice.time;
     if (fidelity == Fidelity::analytic)
         return out;
+    // What the simulation will hold, before a flow is made (flow_estimate.h).
+    const FlowFootprint footprint = flow_footprint(comm, c, options);
+    refuse_if_flows_too_large(
+        flow_bytes(footprint.peak_round, static_cast<double>(comm.topology().edge_count())),
+        footprint.peak_round,
+        "the " + std::string(to_string(c.op)) + " on " + std::to_string(comm.size()) + " GPUs");
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, comm.topology());

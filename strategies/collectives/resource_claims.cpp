@@ -61,9 +61,8 @@ void ResourceClaims::index() {
     node_edge_.resize(node_edge_first_[nodes]);
     std::vector<std::uint32_t> cursor(node_edge_first_.begin(), node_edge_first_.end() - 1);
     for (std::size_t e = 0; e < ne; ++e)
-        each_node_end(e, [&](std::size_t n) {
-            node_edge_[cursor[n]++] = static_cast<sim::ResourceId>(e);
-        });
+        each_node_end(
+            e, [&](std::size_t n) { node_edge_[cursor[n]++] = static_cast<sim::ResourceId>(e); });
     index_fabric();
 }
 
