@@ -33,7 +33,7 @@ FlowFootprint flow_footprint(const Communicator& comm, const Collective& c,
 
 /// Heap bytes of flow simulations whose rounds in flight together hold `round_flows` flows at
 /// most, on a network of `resources` (the per-resource tables of the flow network and of the
-/// proof). Measured (scripts/measure-flow-memory.sh): see flow_estimate.cpp.
+/// proof). Fitted to peak RSS on this repository's commands: see flow_estimate.cpp.
 double flow_bytes(double round_flows, double resources);
 
 /// Throws InputError, naming `what`, the estimate and the tightest memory limit
