@@ -126,6 +126,15 @@ def command_rows(build):
            f"{shell(gpt3_flow(large))}", "k <= 1.1; 131,072 GPUs < 3 s, < 400 MiB",
            f"k = {k:.2f} ({fmt_time(t_small * 1e3)} -> {fmt_time(t_large * 1e3)}), "
            f"{rss_large:.0f} MiB")
+    # Past the target's range: dp 4096, where NCCL's choice turns the gradient all-reduces into
+    # trees (one run, stopped at 300 s of CPU: it once did not finish in 250 s).
+    huge = 262144
+    t_huge, rss_huge, _ = command(build, gpt3_flow(huge), runs=1, cpu_limit=300)
+    yield (f"the same on {huge:,} GPUs (dp {huge // 64:,}), whole process, user CPU: "
+           f"{shell(gpt3_flow(huge))}", "finishes",
+           ("over 300 s" if t_huge is None else
+            f"{fmt_time(t_huge * 1e3)} (k = {math.log(t_huge / t_large) / math.log(2):.2f} "
+            f"from {large:,}), {rss_huge:.0f} MiB"))
     gpus = 4096
     t_sym, _, sym = command(build, gpt3_flow(gpus), runs=1)
     t_full, _, full = command(build, gpt3_flow(gpus, "flow-full"), runs=1)

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "hardware/flow_binding.h"
+#include "strategies/collectives/flow_estimate.h"
 #include "strategies/collectives/plan.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace clustersim::strategies::collectives {
 
@@ -98,7 +100,8 @@ FlowCollectives::FlowCollectives(sim::Engine& engine, sim::FlowNetwork& net,
     : engine_(engine)
     , net_(net)
     , topology_(topology)
-    , options_(options) {
+    , options_(options)
+    , claims_(topology) {
     if (net_.resource_count() != topology_.edge_count())
         throw std::logic_error("FlowCollectives needs a flow network set up by bind_topology");
 }
@@ -366,14 +369,15 @@ const FlowCollectives::FoldMemo& FlowCollectives::fold(Run* run) {
     // A resource is the batch's alone when it is its communicator's alone (or, with
     // FlowOptions::exclusive, the network's) while no other collective runs on the communicator
     // (start_batch folds only then).
-    const detail::Plan* plan = run->plan;
+    const auto claimant = static_cast<std::uint32_t>(
+        std::find(claimed_.begin(), claimed_.end(), run->plan) - claimed_.begin());
     // The rounds of a phase are a series (its list of rounds names it while the run lives).
     const bool more = run->phase < run->rounds.size() && run->rounds[run->phase].size() > 1;
     const auto series = more ? reinterpret_cast<std::uintptr_t>(&run->rounds[run->phase]) : 0;
     proof_.prove(
         net_, m.keys,
-        [&](sim::ResourceId e) { return options_.exclusive || (owner_[e] == plan && !shared_[e]); },
-        m.rate, m.leave, series);
+        [&](sim::ResourceId e) { return options_.exclusive || claims_.own(claimant, e); }, m.rate,
+        m.leave, series);
     // A proved flow moves at its proved rate from start to end (flow_fold.h): identical flows
     // are those of the same size, rate and latency, and the first of each class stands for the
     // others. The GPUs of the flows left out are noted once, here.
@@ -538,30 +542,8 @@ void FlowCollectives::claim(const Communicator& comm) {
     // Resources that a round in flight left to representatives may now be shared.
     for (const auto& run : runs_)
         materialize(run.get());
+    claims_.claim(static_cast<std::uint32_t>(claimed_.size()), plan->node_topology);
     claimed_.push_back(plan);
-    const std::size_t nr = net_.resource_count();
-    if (node_edges_.empty()) {
-        node_edges_.resize(static_cast<std::size_t>(topology_.node_count()));
-        for (std::size_t e = 0; e < nr; ++e) {
-            const auto i = static_cast<hardware::EdgeIndex>(e);
-            const int a = topology_.vertex(topology_.edge_source(i)).node;
-            const int b = topology_.vertex(topology_.edge_target(i)).node;
-            if (a >= 0)
-                node_edges_[static_cast<std::size_t>(a)].push_back(static_cast<sim::ResourceId>(e));
-            if (b >= 0 && b != a)
-                node_edges_[static_cast<std::size_t>(b)].push_back(static_cast<sim::ResourceId>(e));
-        }
-        owner_.assign(nr, nullptr);
-        shared_.assign(nr, 0);
-    }
-    for (int node : plan->node_topology) {
-        for (sim::ResourceId e : node_edges_[static_cast<std::size_t>(node)]) {
-            if (owner_[e] == nullptr)
-                owner_[e] = plan;
-            else if (owner_[e] != plan)
-                shared_[e] = 1;
-        }
-    }
 }
 
 void FlowCollectives::mark_gpu(int gpu, bool simulated) {
@@ -610,6 +592,12 @@ Outcome simulate(const Communicator& comm, const Collective& c, Fidelity fidelit
     out.time = out.choice.time;
     if (fidelity == Fidelity::analytic)
         return out;
+    // What the simulation will hold, before a flow is made (flow_estimate.h).
+    const FlowFootprint footprint = flow_footprint(comm, c, options);
+    refuse_if_flows_too_large(
+        flow_bytes(footprint.peak_round, static_cast<double>(comm.topology().edge_count())),
+        footprint.peak_round,
+        "the " + std::string(to_string(c.op)) + " on " + std::to_string(comm.size()) + " GPUs");
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, comm.topology());

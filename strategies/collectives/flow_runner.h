@@ -20,8 +20,10 @@
 /// flows that share a resource with an unproved one stay on the network (under their caps) so
 /// that it sees their load. The proof counts only the round's flows, so it holds a resource only
 /// where that belongs to its communicator alone (`claim`: the edges of the communicator's nodes,
-/// NICs included; the fabric's switches only under FlowOptions::exclusive, one collective alone
-/// on its network), and only while no other collective runs on the same communicator; when one
+/// NICs included, and the links between the spines and the leaves those NICs hang from, which
+/// carry the traffic of those nodes alone (resource_claims.h); every link of the fabric under
+/// FlowOptions::exclusive, one collective alone on its network), and only while no other
+/// collective runs on the same communicator; when one
 /// starts, or a communicator claims resources late, the proved flows get their own caps back and
 /// the flows left out of rounds in flight are started there and then as copies of their
 /// representatives (FlowNetwork::set_max_rate, start_copy), so the result stays the one of the
@@ -36,6 +38,7 @@
 #include "sim/flow_network.h"
 #include "strategies/collectives/communicator.h"
 #include "strategies/collectives/flow_fold.h"
+#include "strategies/collectives/resource_claims.h"
 #include "strategies/collectives/schedule.h"
 
 #include <bit>
@@ -151,12 +154,10 @@ private:
     std::vector<detail::PFlow> scratch_;
     std::vector<std::uint32_t> counts_; ///< of scratch_'s flows (Phase::round_groups)
     std::vector<Pending> batch_;
-    // Symmetry: per resource, the plan of the communicator that claimed it (null: none) and
-    // whether a second one did; the claimed plans; per resource, flows of the batch on it.
-    std::vector<const detail::Plan*> owner_;
-    std::vector<char> shared_;
+    // Symmetry: the claimed plans (a plan's place here is its claimant number in claims_), and
+    // which of them can cross each resource.
     std::vector<const detail::Plan*> claimed_;
-    std::vector<std::vector<sim::ResourceId>> node_edges_; ///< edges with an end in each node
+    detail::ResourceClaims claims_;
     /// The lumps of the batch being started, by what makes flows identical (size, rate,
     /// latency): a batch of 500,000 flows has a few hundred.
     struct LumpKey {

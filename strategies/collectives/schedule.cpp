@@ -84,6 +84,7 @@ public:
         for (const PFlow& f : step_flows_)
             out.push_back({f.src, f.dst, f.bytes * k});
     }
+    std::size_t round_size(StepRange) const override { return step_flows_.size(); }
     void transfers(int s, std::vector<Transfer>& out) const override {
         const int L = length_;
         const bool reducing =
@@ -181,6 +182,21 @@ public:
                         {h.src, h.dst, k * parts_[size_t(h.part)].bytes / static_cast<double>(K_)});
             }
         }
+    }
+    std::size_t round_size(StepRange r) const override {
+        // As round_flows, counting.
+        const int S = static_cast<int>(stages_.size());
+        const bool full = r.begin >= S - 1 && r.end - 1 <= K_ - 1;
+        const int last = full ? r.begin + 1 : r.end;
+        std::size_t n = 0;
+        for (int s = r.begin; s < last; ++s) {
+            for (int o = 0; o < S; ++o) {
+                const std::int64_t chunk = s - o;
+                if (chunk >= 0 && chunk < K_)
+                    n += stages_[size_t(o)].size();
+            }
+        }
+        return n;
     }
     void transfers(int s, std::vector<Transfer>& out) const override {
         for (int o = 0; o < static_cast<int>(stages_.size()); ++o) {
@@ -444,6 +460,7 @@ public:
         for (const PFlow& f : chunk_flows_)
             out.push_back({f.src, f.dst, f.bytes * k});
     }
+    std::size_t round_size(StepRange) const override { return chunk_flows_.size(); }
 
 protected:
     ChunkedPhase(std::int64_t chunks, sim::Time latency)

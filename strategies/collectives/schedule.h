@@ -64,6 +64,14 @@ public:
         counts.clear();
         round_flows(range, out);
     }
+    /// The flows round_groups gives for `range` (what a flow simulation of the round holds),
+    /// counted without listing them where the phase knows it (the default lists them).
+    virtual std::size_t round_size(StepRange range) const {
+        std::vector<detail::PFlow> out;
+        std::vector<std::uint32_t> counts;
+        round_groups(range, out, counts);
+        return out.size();
+    }
     /// The least time the transfers of `range` take, whatever the links allow (NCCL's cap per
     /// channel: what its CTAs copy and reduce); 0: none. The flow network caps each transfer's
     /// rate so that it takes at least this long.

@@ -4,6 +4,7 @@
 #include "sim/engine.h"
 #include "sim/flow_network.h"
 #include "sim/task_graph.h"
+#include "strategies/collectives/flow_estimate.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/parallel/analytic_executor.h"
 
@@ -12,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace clustersim::strategies::parallel::detail {
 
@@ -98,6 +100,7 @@ private:
     void add_pass_dependencies();
     void add_dp_and_optimizer();
     void claim_communicators();
+    void refuse_if_too_large() const;
     FlowRun result(const sim::TaskExecutor& exec) const;
 
     const StepPlan& plan_;
@@ -385,7 +388,41 @@ void FlowStep::claim_communicators() {
             runner_.claim(*comm);
 }
 
+/// Refuses, before a flow is made, a step whose collectives would hold more than this process
+/// may take (collectives/flow_estimate.h): the ranks' data-parallel collectives may all run at
+/// once, so their largest rounds are summed, each rank's largest.
+void FlowStep::refuse_if_too_large() const {
+    std::map<std::tuple<const collectives::Communicator*, int, std::int64_t, int>, double> peak;
+    double held = 0;
+    for (int p = 0; p < P_; ++p) {
+        const RankPlan& rp = plan_.ranks[static_cast<std::size_t>(p)];
+        double most = 0;
+        for (const DpCollective& c : rp.dp) {
+            const collectives::Communicator* comm = dp_comm_of(p, c);
+            if (comm == nullptr || c.role == DpRole::embedding_grad_all_reduce)
+                continue; // the embedding's pair: two GPUs
+            collectives::Collective rounded = c.collective;
+            rounded.bytes = collectives::round_bytes(c.collective.op, c.collective.bytes,
+                                                     c.collective.dtype, comm->size());
+            if (rounded.bytes <= 0)
+                continue;
+            const auto key = std::make_tuple(comm, static_cast<int>(rounded.op), rounded.bytes,
+                                             static_cast<int>(rounded.dtype));
+            auto it = peak.find(key);
+            if (it == peak.end())
+                it =
+                    peak.emplace(key, collectives::flow_footprint(*comm, rounded).peak_round).first;
+            most = std::max(most, it->second);
+        }
+        held += most;
+    }
+    collectives::refuse_if_flows_too_large(
+        collectives::flow_bytes(held, static_cast<double>(topo_.edge_count())), held,
+        "a step on " + std::to_string(topo_.gpu_count()) + " GPUs");
+}
+
 FlowRun FlowStep::run() {
+    refuse_if_too_large();
     claim_communicators();
     sim::TaskExecutor exec(engine_, g_);
     exec.start();

@@ -94,6 +94,23 @@ TEST_CASE("size limits: ulimit -v is honoured, not only the machine's memory", "
                         Catch::Contains("this process may use (ulimit -v (RLIMIT_AS))"));
 }
 
+TEST_CASE("size limits: a flow run whose rounds would not fit is refused before it runs",
+          "[app][limits]") {
+    // The double binary tree's all-reduce on 32,768 A100s in flow fidelity: its graph and plan
+    // (about 0.15 GiB) fit under mapped + 400 MiB, its largest round (1.1 M flows, about 0.6 GiB
+    // with the network's tables; the whole run peaks at 0.64 GB) does not: refused up front
+    // (flow_estimate.h) with the estimate and the limit, where it ran seconds into bad_alloc.
+    std::string err;
+    CHECK(run_under_address_limit({"collective", "-H", "dgx-a100", "--gpus", "32768", "--op",
+                                   "all_reduce", "--bytes", "1GiB", "--algo", "tree", "--fidelity",
+                                   "flow"},
+                                  400, err) == 2);
+    CHECK_THAT(err, Catch::Contains("the all_reduce on 32768 GPUs in flow fidelity needs about") &&
+                        Catch::Contains("ulimit -v (RLIMIT_AS) leaves") &&
+                        Catch::Contains("--fidelity analytic"));
+    CHECK_THAT(err, !Catch::Contains("out of memory"));
+}
+
 // AddressSanitizer's allocator aborts on an exhausted address space instead of throwing
 // bad_alloc, so the next test holds in the ordinary build only.
 #if defined(__SANITIZE_ADDRESS__)
@@ -107,14 +124,15 @@ TEST_CASE("size limits: ulimit -v is honoured, not only the machine's memory", "
 TEST_CASE("size limits: memory the size check does not count runs out as an error that says so",
           "[app][limits]") {
 #ifndef CLUSTERSIM_TEST_ASAN
-    // A ring all-reduce on 262,144 A100s in flow fidelity: its graph (about 0.5 GiB) passes the
-    // check under mapped + 900 MiB, its flows (about 1.1 GiB in all) do not fit. Before, the
-    // run died with "internal error: std::bad_alloc" and exit 1.
+    // An all-reduce on 262,144 A100s: its graph (about 0.5 GiB) passes the check under mapped +
+    // 700 MiB, and the communicator's plan (its rings' and trees' routes, about 0.6 GiB in all,
+    // in either fidelity) is not estimated. Before, the run died with "internal error:
+    // std::bad_alloc" and exit 1. (In flow fidelity its rounds are now refused before they run:
+    // the test above.)
     std::string err;
     CHECK(run_under_address_limit({"collective", "-H", "dgx-a100", "--gpus", "262144", "--op",
-                                   "all_reduce", "--bytes", "1GiB", "--algo", "ring", "--fidelity",
-                                   "flow"},
-                                  900, err) == 2);
+                                   "all_reduce", "--bytes", "1GiB"},
+                                  700, err) == 2);
     CHECK_THAT(err, Catch::Contains("out of memory") && Catch::Contains("ulimit -v (RLIMIT_AS)") &&
                         Catch::Contains("--fidelity analytic"));
 #endif
