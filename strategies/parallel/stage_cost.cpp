@@ -499,10 +499,12 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
     }
 }
 
-/// Costs, activations and gradient buckets of virtual stage `st` under recompute plan `rp`.
-void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+/// Costs, activations and gradient buckets of virtual stage `st` under recompute plan `rp`,
+/// its layers grouped as `counts` (group_counts).
+void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp,
+                     const GroupCounts& counts) {
     st.recompute = rp;
-    const LayerGroups groups = layer_groups(ctx, group_counts(ctx, st, rp));
+    const LayerGroups groups = layer_groups(ctx, counts);
     const StageUnits units = stage_units(ctx, st);
     st.forward = forward_pass(ctx, st, groups, units, units.gathers_per_pass,
                               ctx.unit_spans ? &st.forward_spans : nullptr);
@@ -540,7 +542,7 @@ void cost_stage(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp)
             return;
         }
     }
-    cost_stage_once(ctx, st, rp);
+    cost_stage_once(ctx, st, rp, key.counts);
     ctx.stage_costs.emplace_back(key, st);
 }
 
