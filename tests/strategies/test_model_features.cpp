@@ -3,6 +3,7 @@
 // interleaved layers with experts (moe_layer_freq), multi-token prediction, and the presets
 // built on them, whose parameter counts are the released models'.
 #include "layer_work_test_util.h"
+#include "model_test_util.h"
 
 #include "base/error.h"
 #include "hardware/compute_model.h"
@@ -27,24 +28,32 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 
 namespace {
 
-std::string load_error(const std::string& text) {
-    try {
-        (void)parse_model_yaml(text, "model.yaml");
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-
 const std::string kBase = "kind: transformer\nlayers: 4\nhidden: 64\nheads: 4\nseq: 256\n"
                           "vocab: 1000\nattention: flash\n";
 
-double step_seconds(const Settings& settings, int gpus, const std::string& preset = "dgx-h100") {
+strategies::parallel::StepResult simulate(const Settings& settings, int gpus,
+                                          const std::string& preset = "dgx-h100") {
     const auto platform = strategies::parallel::load_platform(preset);
     auto e = strategies::parallel::make_experiment(platform, gpus, settings, "test");
     strategies::parallel::StepOptions o;
     o.oom_advice = false;
-    return strategies::parallel::simulate_step(e, o).step_time_s;
+    return strategies::parallel::simulate_step(e, o);
+}
+
+double step_seconds(const Settings& settings, int gpus) {
+    return simulate(settings, gpus).step_time_s;
+}
+
+/// The refusal of an experiment made from `settings` ("(no error)" when it is accepted).
+std::string experiment_error(const Settings& settings, int gpus,
+                             const std::string& preset = "dgx-h100") {
+    try {
+        const auto platform = strategies::parallel::load_platform(preset);
+        (void)strategies::parallel::make_experiment(platform, gpus, settings, "test");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
 }
 
 } // namespace
@@ -250,11 +259,7 @@ TEST_CASE("recompute_method block: the first recompute_num_layers layers of each
             s.emplace_back("parallel.recompute_method", "block");
             s.emplace_back("parallel.recompute_num_layers", std::to_string(block));
         }
-        const auto platform = strategies::parallel::load_platform("dgx-h100");
-        auto e = strategies::parallel::make_experiment(platform, 8, s, "test");
-        strategies::parallel::StepOptions o;
-        o.oom_advice = false;
-        return strategies::parallel::simulate_step(e, o);
+        return simulate(s, 8);
     };
     const auto none = run(base, "none", 0);
     const auto full = run(base, "full", 0);
@@ -268,40 +273,22 @@ TEST_CASE("recompute_method block: the first recompute_num_layers layers of each
     CHECK(two.peak_bytes_max > full.peak_bytes_max);
 
     // block applies to full recompute; uniform groups of layers are not modelled.
-    const auto error = [&](Settings s) {
-        try {
-            const auto platform = strategies::parallel::load_platform("dgx-h100");
-            (void)strategies::parallel::make_experiment(platform, 8, s, "test");
-        } catch (const InputError& e) {
-            return std::string(e.what());
-        }
-        return std::string("(no error)");
-    };
     Settings selective = base;
     selective.emplace_back("parallel.recompute", "selective");
     selective.emplace_back("parallel.recompute_method", "block");
-    CHECK_THAT(error(selective),
+    CHECK_THAT(experiment_error(selective, 8),
                Catch::Contains("recompute_method") && Catch::Contains("recompute: full"));
     Settings groups = base;
     groups.emplace_back("parallel.recompute", "full");
     groups.emplace_back("parallel.recompute_num_layers", "2");
-    CHECK_THAT(error(groups), Catch::Contains("recompute_num_layers 2") &&
-                                  Catch::Contains("recompute_method: block"));
+    CHECK_THAT(experiment_error(groups, 8), Catch::Contains("recompute_num_layers 2") &&
+                                                Catch::Contains("recompute_method: block"));
 }
 
 // Issue 33's bad input: a group asked to stay inside an NVLink domain that the layout puts
 // across domains exits with the key and the fix.
 TEST_CASE("inside_nvlink: groups kept inside one NVLink domain, or refused",
           "[models][features][nvl72]") {
-    const auto error = [](const std::string& preset, int gpus, Settings s) {
-        try {
-            const auto platform = strategies::parallel::load_platform(preset);
-            (void)strategies::parallel::make_experiment(platform, gpus, s, "test");
-        } catch (const InputError& e) {
-            return std::string(e.what());
-        }
-        return std::string("(no error)");
-    };
     const Settings llama{{"model", "llama3-70B"},
                          {"training.global_batch", "64"},
                          {"training.micro_batch", "1"},
@@ -311,15 +298,15 @@ TEST_CASE("inside_nvlink: groups kept inside one NVLink domain, or refused",
     tp8.emplace_back("parallel.tp", "8");
     tp8.emplace_back("parallel.inside_nvlink", "[tp, dp]");
     // dp crosses nodes (16 GPUs = 2 domains): asked to stay inside, refused.
-    CHECK_THAT(error("dgx-h100", 16, tp8),
+    CHECK_THAT(experiment_error(tp8, 16, "dgx-h100"),
                Catch::Contains("inside_nvlink asks dp") &&
                    Catch::Contains("a dp group's 2 ranks span 16 consecutive GPUs"));
     tp8.back().second = "[tp]";
-    CHECK(error("dgx-h100", 16, tp8) == "(no error)");
+    CHECK(experiment_error(tp8, 16, "dgx-h100") == "(no error)");
     Settings tp16 = llama;
     tp16.emplace_back("parallel.tp", "16");
     tp16.emplace_back("parallel.inside_nvlink", "tp");
-    CHECK_THAT(error("dgx-h100", 16, tp16),
+    CHECK_THAT(experiment_error(tp16, 16, "dgx-h100"),
                Catch::Contains("tp 16 is larger than the NVLink domain of 8 GPUs"));
 
     // A GB200 NVL72 rack: ep 64 of DeepSeek-V3 stays on NVLink; on 144 GPUs (two racks)
@@ -334,12 +321,13 @@ TEST_CASE("inside_nvlink: groups kept inside one NVLink domain, or refused",
                       {"parallel.inside_nvlink", "[ep]"}};
     Settings ep8 = v3;
     ep8.emplace_back("parallel.ep", "8");
-    CHECK(error("gb200-nvl72", 144, ep8) == "(no error)");
+    CHECK(experiment_error(ep8, 144, "gb200-nvl72") == "(no error)");
     Settings ep16 = v3;
     ep16.emplace_back("parallel.ep", "16");
-    CHECK_THAT(error("gb200-nvl72", 144, ep16),
+    CHECK_THAT(experiment_error(ep16, 144, "gb200-nvl72"),
                Catch::Contains("ep 16 puts some groups across two NVLink domains of 72 GPUs"));
     Settings bad = v3;
     bad.back().second = "[xp]";
-    CHECK_THAT(error("gb200-nvl72", 144, bad), Catch::Contains("expected tp, cp, ep, dp or pp"));
+    CHECK_THAT(experiment_error(bad, 144, "gb200-nvl72"),
+               Catch::Contains("expected tp, cp, ep, dp or pp"));
 }

@@ -1,4 +1,5 @@
 #include "base/error.h"
+#include "model_test_util.h"
 #include "strategies/models/model_loader.h"
 #include "support/scratch.h"
 
@@ -15,15 +16,6 @@ using namespace clustersim;
 using namespace clustersim::strategies::models;
 
 namespace {
-
-std::string load_error(const std::string& text) {
-    try {
-        (void)parse_model_yaml(text, "model.yaml");
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 /// A minimal valid transformer, to which each error section adds one bad field.
 const std::string kBase = "kind: transformer\nlayers: 2\nhidden: 64\nheads: 4\nseq: 32\n"
