@@ -41,6 +41,8 @@ struct CollectiveOptions {
     std::string format = "table";
     int root = 0;
     bool show_values = false;
+    bool estimate = false;
+    double max_seconds = results::CollectiveRequest{}.max_seconds;
 };
 
 std::string time_column(double us) {
@@ -192,6 +194,31 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
     return s;
 }
 
+/// `--estimate`: what each size's flow simulation would hold and take, counted from its
+/// schedule, none run (what flow fidelity compares with the memory limit and --max-seconds).
+std::string render_estimates(const results::CollectiveSweep& sweep,
+                             const std::vector<results::CollectiveEstimate>& estimates) {
+    const cl::Communicator& comm = sweep.communicator();
+    const auto& spec = comm.topology().spec();
+    std::string s = fmt::format(
+        "# clustersim collective --estimate: {} on {} x {} ({}, {} node{}), {} fidelity: what "
+        "each size's flow simulation would take, not run\n#\n",
+        cl::to_string(sweep.collective().op), comm.size(), spec.node.gpu.name, spec.name,
+        comm.node_count(), comm.node_count() == 1 ? "" : "s", sweep.fidelity_name());
+    s += fmt::format("#{:>11}  {:<16}  {:>8}  {:>12}  {:>12}  {:>11}  {:>11}\n", "size",
+                     "algorithm", "rounds", "flows listed", "most in one", "memory", "CPU");
+    s += fmt::format("#{:>11}  {:<16}  {:>8}  {:>12}  {:>12}  {:>11}  {:>11}\n", "(B)", "", "", "",
+                     "round", "(MiB, <=)", "(s, >=)");
+    for (const results::CollectiveEstimate& e : estimates)
+        s += fmt::format("{:>12}  {:<16}  {:>8.0f}  {:>12.0f}  {:>12.0f}  {:>11.1f}  {:>11.3f}\n",
+                         e.bytes,
+                         std::string(cl::to_string(e.choice.algorithm)) + "/" +
+                             std::string(hardware::to_string(e.choice.protocol)),
+                         e.footprint.rounds, e.footprint.flows, e.footprint.peak_round,
+                         e.heap_bytes / (1 << 20), e.cpu_seconds);
+    return s;
+}
+
 void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) {
     if (o.redop != "sum" && o.redop != "prod" && o.redop != "min" && o.redop != "max" &&
         o.redop != "avg")
@@ -216,7 +243,15 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
     request.fidelity = o.fidelity;
     request.dtype = o.dtype;
     request.root = o.root;
+    request.max_seconds = o.max_seconds;
     const results::CollectiveSweep sweep(request);
+    if (o.estimate) {
+        if (o.show_values || sweep.fidelity() != cl::Fidelity::flow)
+            throw InputError("--estimate: counts what a flow simulation would take; give "
+                             "--fidelity flow or flow-full (and not --show-values)");
+        io.out << render_estimates(sweep, sweep.estimates());
+        return;
+    }
 
     if (o.show_values) {
         if (range_given)
@@ -280,6 +315,13 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
         ->capture_default_str();
     cmd->add_flag("--show-values", o->show_values,
                   "Run the schedule on numbers and print every rank's buffer before and after");
+    cmd->add_flag("--estimate", o->estimate,
+                  "Flow fidelity: print what each size's simulation would take (rounds, flows, "
+                  "memory at most, CPU time at least) without running it");
+    cmd->add_option("--max-seconds", o->max_seconds,
+                    "Flow fidelity: refuse a size whose simulation would take at least this "
+                    "many CPU seconds (0: no bound)")
+        ->capture_default_str();
     cmd->callback([o, io, bytes, lo, hi, f] {
         run(*o, io, bytes->count() > 0, lo->count() + hi->count() + f->count() > 0);
     });

@@ -1,5 +1,9 @@
 #include "hardware/memory_limit.h"
 
+#include "base/error.h"
+
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -80,6 +84,29 @@ MemoryLimit memory_limit() {
         tighten(m, left > 1 ? left : 1, "ulimit -v (RLIMIT_AS)");
     }
     return m;
+}
+
+double memory_left(const MemoryLimit& limit) {
+    if (limit.which == "ulimit -v (RLIMIT_AS)")
+        return limit.bytes;
+    const long page = ::sysconf(_SC_PAGE_SIZE);
+    double size = 0, resident = 0;
+    std::ifstream statm("/proc/self/statm");
+    if (!(statm >> size >> resident) || page <= 0)
+        return limit.bytes;
+    return limit.bytes - resident * static_cast<double>(page);
+}
+
+void refuse_if_over_memory(double bytes, const std::string& what, const std::string& ways_out) {
+    const MemoryLimit limit = memory_limit();
+    if (limit.bytes <= 0)
+        return;
+    const double left = memory_left(limit);
+    if (bytes + (limit.bytes - left) <= 0.8 * limit.bytes)
+        return;
+    throw InputError(fmt::format("{} needs about {:.1f} GiB; {} leaves {:.1f} GiB to this "
+                                 "process: {}",
+                                 what, bytes / (1 << 30), limit.which, left / (1 << 30), ways_out));
 }
 
 } // namespace clustersim::hardware

@@ -19,4 +19,13 @@ struct MemoryLimit {
 /// first call and kept; RLIMIT_AS and what is mapped are asked on every call.
 MemoryLimit memory_limit();
 
+/// What this process may still take under `limit`: under RLIMIT_AS (whose figure is already
+/// what is left) all of it; under physical memory or a cgroup's limit, less the process's
+/// resident set (/proc/self/statm).
+double memory_left(const MemoryLimit& limit);
+
+/// Throws InputError when `bytes`, with what the process holds, would pass 80% of the tightest
+/// limit: "{what} needs about N GiB; {limit} leaves M GiB to this process: {ways_out}".
+void refuse_if_over_memory(double bytes, const std::string& what, const std::string& ways_out);
+
 } // namespace clustersim::hardware

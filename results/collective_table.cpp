@@ -75,6 +75,11 @@ CollectiveSweep::CollectiveSweep(const CollectiveRequest& request)
                          "'");
     fidelity_ = fidelity->fidelity;
     flow_options_.symmetry = fidelity->symmetry;
+    if (!(o.max_seconds >= 0))
+        throw InputError(
+            fmt::format("--max-seconds: expected a number of seconds >= 0 (0: no bound), got {}",
+                        o.max_seconds));
+    flow_options_.max_seconds = o.max_seconds;
     // nccl-tests' -d names (float, half, bfloat16) beside ours.
     const std::string dtype_name = o.dtype == "float"      ? "fp32"
                                    : o.dtype == "half"     ? "fp16"
@@ -142,23 +147,43 @@ std::string_view CollectiveSweep::fidelity_name() const {
     return cl::to_string(cl::FidelityChoice{fidelity_, flow_options_.symmetry});
 }
 
+cl::Collective CollectiveSweep::sized(std::int64_t bytes) const {
+    cl::Collective c = base_;
+    c.bytes = bytes;
+    if (!cl::within_limits(*comm_, c))
+        throw InputError(fmt::format(
+            "{}: {} B of {} on {} GPUs is past what the simulator can time (at most {:.1f} "
+            "days, and bytes x GPUs below 2^62); the largest size it takes here is {} B",
+            request_.bytes ? "--bytes" : "--max-bytes", bytes, cl::to_string(base_.op),
+            comm_->size(), cl::kLongestPrediction.seconds() / 86400, cl::largest_bytes(*comm_, c)));
+    return c;
+}
+
 std::vector<CollectiveRow> CollectiveSweep::rows() const {
     std::vector<CollectiveRow> rows;
     for (std::int64_t bytes : sizes()) {
-        cl::Collective c = base_;
-        c.bytes = bytes;
-        if (!cl::within_limits(*comm_, c))
-            throw InputError(fmt::format(
-                "{}: {} B of {} on {} GPUs is past what the simulator can time (at most {:.1f} "
-                "days, and bytes x GPUs below 2^62); the largest size it takes here is {} B",
-                request_.bytes ? "--bytes" : "--max-bytes", bytes, cl::to_string(base_.op),
-                comm_->size(), cl::kLongestPrediction.seconds() / 86400,
-                cl::largest_bytes(*comm_, c)));
+        const cl::Collective c = sized(bytes);
         const cl::Outcome out = cl::simulate(*comm_, c, fidelity_, flow_options_);
         rows.push_back({bytes, out.choice, out.time,
                         strategies::parallel::message_regime(*comm_, c, out.choice)});
     }
     return rows;
+}
+
+std::vector<CollectiveEstimate> CollectiveSweep::estimates() const {
+    std::vector<CollectiveEstimate> out;
+    const double resources = static_cast<double>(topology_->edge_count());
+    for (std::int64_t bytes : sizes()) {
+        const cl::Collective c = sized(bytes);
+        CollectiveEstimate e;
+        e.bytes = bytes;
+        e.choice = comm_->choose(c);
+        e.footprint = cl::flow_footprint(*comm_, c, flow_options_);
+        e.heap_bytes = cl::flow_bytes(e.footprint.peak_round, resources);
+        e.cpu_seconds = cl::flow_seconds(e.footprint, e.choice.algorithm);
+        out.push_back(e);
+    }
+    return out;
 }
 
 double algbw_gbps(const CollectiveRow& row) {

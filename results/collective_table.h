@@ -7,6 +7,7 @@
 /// the same rows as nccl-tests' table or CSV.
 
 #include "strategies/collectives/communicator.h"
+#include "strategies/collectives/flow_estimate.h"
 #include "strategies/collectives/flow_runner.h"
 #include "strategies/parallel/platform.h"
 
@@ -35,6 +36,9 @@ struct CollectiveRequest {
     std::string fidelity = "analytic";
     std::string dtype = "fp32";
     int root = 0;
+    /// Flow fidelity refuses a size whose simulation would take at least this many CPU
+    /// seconds (strategies/collectives/flow_estimate.h); 0: no bound.
+    double max_seconds = strategies::collectives::FlowOptions{}.max_seconds;
 };
 
 /// One predicted size.
@@ -44,6 +48,16 @@ struct CollectiveRow {
     sim::Time time;
     /// Latency- or bandwidth-bound (strategies/parallel/collective_regime.h); selects its band.
     std::optional<strategies::parallel::MessageRegime> regime;
+};
+
+/// What simulating one size in flow fidelity would take (`collective --estimate`), counted from
+/// its schedule without making a flow.
+struct CollectiveEstimate {
+    std::int64_t bytes = 0;
+    strategies::collectives::Choice choice;
+    strategies::collectives::FlowFootprint footprint;
+    double heap_bytes = 0;  ///< what the flows would hold at most (flow_bytes)
+    double cpu_seconds = 0; ///< what they would take at least (flow_seconds)
 };
 
 /// A request checked and its cluster built; rows() predicts every size.
@@ -70,8 +84,13 @@ public:
     std::vector<std::int64_t> sizes() const;
     /// Every size predicted, in order.
     std::vector<CollectiveRow> rows() const;
+    /// Every size's flow simulation estimated, in order, none run.
+    std::vector<CollectiveEstimate> estimates() const;
 
 private:
+    /// The collective at `bytes`, refused (naming the flag) past what the simulator can time.
+    strategies::collectives::Collective sized(std::int64_t bytes) const;
+
     CollectiveRequest request_;
     strategies::parallel::Platform platform_;
     std::unique_ptr<hardware::Topology> topology_;

@@ -40,4 +40,15 @@ double flow_bytes(double round_flows, double resources);
 /// (hardware/memory_limit.h), when `bytes` would not fit in what this process may still take.
 void refuse_if_flows_too_large(double bytes, double round_flows, const std::string& what);
 
+/// CPU seconds the flow simulation of `f` takes at least, run as `algorithm`: the flows it
+/// lists, at the least any algorithm's measured cost per listed flow
+/// (scripts/measure-flow-cost.sh). A lower bound, so that what it refuses would not have
+/// finished within the bound; the time of a run it admits may be many times it.
+double flow_seconds(const FlowFootprint& f, Algorithm algorithm);
+
+/// Throws InputError, naming `what`, the estimate and `--max-seconds`, when `seconds` exceeds
+/// `max_seconds` (0: no bound).
+void refuse_if_flows_too_slow(double seconds, const FlowFootprint& f, double max_seconds,
+                              const std::string& what);
+
 } // namespace clustersim::strategies::collectives

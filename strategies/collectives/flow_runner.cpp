@@ -594,10 +594,13 @@ Outcome simulate(const Communicator& comm, const Collective& c, Fidelity fidelit
         return out;
     // What the simulation will hold, before a flow is made (flow_estimate.h).
     const FlowFootprint footprint = flow_footprint(comm, c, options);
+    const std::string what =
+        "the " + std::string(to_string(c.op)) + " on " + std::to_string(comm.size()) + " GPUs";
     refuse_if_flows_too_large(
         flow_bytes(footprint.peak_round, static_cast<double>(comm.topology().edge_count())),
-        footprint.peak_round,
-        "the " + std::string(to_string(c.op)) + " on " + std::to_string(comm.size()) + " GPUs");
+        footprint.peak_round, what);
+    refuse_if_flows_too_slow(flow_seconds(footprint, out.choice.algorithm), footprint,
+                             options.max_seconds, what);
     sim::Engine engine;
     sim::FlowNetwork net(engine);
     hardware::bind_topology(net, comm.topology());

@@ -62,6 +62,9 @@ struct FlowOptions {
     /// communicator (simulate(): one collective alone on its cluster), so that symmetry may
     /// treat every resource as that communicator's own, the fabric's switches included.
     bool exclusive = false;
+    /// simulate() refuses a collective whose flow simulation would take at least this many
+    /// seconds of CPU (flow_estimate.h: flow_seconds); 0: no bound (`--max-seconds 0`).
+    double max_seconds = 600;
 };
 
 struct FlowStats {

@@ -223,6 +223,9 @@ public:
     LinkLevel pattern_level(const std::vector<PFlow>& flows) const;
 
     const TreeData& tree() const;
+    /// Throws InputError, before tree() builds its tables, when they would not fit in what
+    /// this process may still take (hardware/memory_limit.h).
+    void refuse_if_tree_too_large() const;
     /// Equal parts of the buffer the tree splits it into (tree().parts()), without the tree.
     int tree_parts() const;
     /// A sample of the tree for a cheap lower bound on its cost (the automatic choice skips

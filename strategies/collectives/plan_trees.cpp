@@ -5,6 +5,10 @@
 #include "strategies/collectives/plan.h"
 #include "strategies/collectives/plan_loads.h"
 
+#include "hardware/memory_limit.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -84,6 +88,7 @@ int dtree_parent(int tr, int q, int count, int& child_type) {
 
 const TreeData& Plan::tree() const {
     std::call_once(tree_once_, [this] {
+        refuse_if_tree_too_large();
         auto t = std::make_unique<TreeData>();
         const auto& pos = cycles[0];
         const int N = static_cast<int>(node_ranks.size());
@@ -158,6 +163,21 @@ const TreeData& Plan::tree() const {
         tree_ = std::move(t);
     });
     return *tree_;
+}
+
+void Plan::refuse_if_tree_too_large() const {
+    // The tree's tables per rank and part (its parents and levels, each hop in its two stages,
+    // their loads per protocol, the routes they look up): an analytic all-reduce of 1 GiB on
+    // 16,384-262,144 DGX A100 GPUs (16 parts) less its graph and the process on one node takes
+    // 2,460-2,570 bytes per GPU (scripts/measure-flow-cost.sh), 161 per part; rounded up.
+    constexpr double kBytesPerRankPart = 170;
+    const double need = kBytesPerRankPart * n * tree_parts();
+    if (need < double(1 << 28)) // small trees: not worth asking the limits
+        return;
+    hardware::refuse_if_over_memory(
+        need, fmt::format("the double binary tree of a communicator of {} GPUs", n),
+        "simulate fewer GPUs (data-parallel replicas repeat: a smaller dp predicts the same "
+        "step), or run the collective with --algo ring");
 }
 
 int Plan::tree_parts() const {

@@ -158,6 +158,8 @@ TEST_CASE("cli collective: bad input is one line, exit 2, no output", "[app][col
         {{"--op", "all_reduce", "--protocol", "ll64"}, "--protocol"},
         {{"--op", "all_reduce", "--show-values", "--bytes", "1MiB"}, "at most 64 elements"},
         {{"--op", "all_reduce", "--bytes", "1M", "--min-bytes", "8"}, "excludes"},
+        {{"--op", "all_reduce", "--max-seconds", "-1"}, "--max-seconds: expected a number"},
+        {{"--op", "all_reduce", "--estimate"}, "--estimate: counts what a flow simulation"},
     };
     for (const auto& [args, message] : bad) {
         std::vector<std::string> full{"collective", "--hardware", "dgx-a100"};
@@ -211,4 +213,48 @@ TEST_CASE("cli collective: nccl-tests' flags with nccl-tests' meanings", "[app][
     const Run op = run({"collective", "-H", "dgx-a100", "--op", "all_reduce", "-o", "mulsum"});
     CHECK(op.code == 2);
     CHECK_THAT(op.err, Catch::Contains("-o"));
+}
+
+TEST_CASE("cli collective: --estimate counts a flow run without running it; --max-seconds "
+          "refuses what would take longer",
+          "[app][collective][estimate]") {
+    // The broadcast's pipelined chains on 1,024 A100s list 11.6 M flows over 2,046 rounds
+    // (strategies/collectives/flow_estimate.h); at the least measured cost per listed flow
+    // (0.014 us, scripts/measure-flow-cost.sh) that is at least 0.16 s of CPU.
+    const std::vector<std::string> args{"collective", "-H",         "dgx-a100", "--gpus", "1024",
+                                        "--op",       "broadcast",  "--bytes",  "1GiB",   "--algo",
+                                        "ring",       "--fidelity", "flow"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> a = args;
+        a.insert(a.end(), extra.begin(), extra.end());
+        return run(a);
+    };
+    const Run estimate = with({"--estimate"});
+    REQUIRE(estimate.code == 0);
+    std::istringstream rows(estimate.out);
+    std::string line, row;
+    while (std::getline(rows, line))
+        if (!line.empty() && line[0] != '#')
+            row = line;
+    std::istringstream fields(row);
+    std::string bytes, algo;
+    double rounds = 0, flows = 0, peak = 0, mib = 0, seconds = 0;
+    fields >> bytes >> algo >> rounds >> flows >> peak >> mib >> seconds;
+    CHECK(bytes == "1073741824");
+    CHECK(algo == "ring/LL");
+    CHECK(flows >= rounds * 1024); // every round lists each rank's memory work at least
+    CHECK(peak <= flows);
+    CHECK(seconds == Approx(flows * 0.014e-6).epsilon(0.01));
+
+    const Run refused = with({"--max-seconds", "0.1"});
+    CHECK(refused.code == 2);
+    CHECK(refused.out.empty());
+    CHECK_THAT(refused.err, Catch::Contains("the broadcast on 1024 GPUs in flow fidelity would "
+                                            "take at least") &&
+                                Catch::Contains("more than --max-seconds 0.1") &&
+                                Catch::Contains("--fidelity analytic"));
+    // The bound lifted, the same run answers.
+    const Run unbounded = with({"--max-seconds", "0", "--format", "csv"});
+    CHECK(unbounded.code == 0);
+    CHECK_THAT(unbounded.out, Catch::Contains("broadcast,ring,LL,1024,1073741824"));
 }

@@ -111,29 +111,19 @@ TEST_CASE("size limits: a flow run whose rounds would not fit is refused before 
     CHECK_THAT(err, !Catch::Contains("out of memory"));
 }
 
-// AddressSanitizer's allocator aborts on an exhausted address space instead of throwing
-// bad_alloc, so the next test holds in the ordinary build only.
-#if defined(__SANITIZE_ADDRESS__)
-#define CLUSTERSIM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CLUSTERSIM_TEST_ASAN 1
-#endif
-#endif
-
-TEST_CASE("size limits: memory the size check does not count runs out as an error that says so",
-          "[app][limits]") {
-#ifndef CLUSTERSIM_TEST_ASAN
+TEST_CASE("size limits: a communicator's tree is estimated before it is built", "[app][limits]") {
     // An all-reduce on 262,144 A100s: its graph (about 0.5 GiB) passes the check under mapped +
-    // 700 MiB, and the communicator's plan (its rings' and trees' routes, about 0.6 GiB in all,
-    // in either fidelity) is not estimated. Before, the run died with "internal error:
-    // std::bad_alloc" and exit 1. (In flow fidelity its rounds are now refused before they run:
-    // the test above.)
+    // 700 MiB; the double binary tree that prices it (about 0.66 GiB of tables) does not. Before
+    // it was estimated the run died with "internal error: std::bad_alloc" (exit 1), then with
+    // "out of memory" once that was caught; now it is refused before the tree is built, in
+    // either fidelity.
     std::string err;
     CHECK(run_under_address_limit({"collective", "-H", "dgx-a100", "--gpus", "262144", "--op",
                                    "all_reduce", "--bytes", "1GiB"},
                                   700, err) == 2);
-    CHECK_THAT(err, Catch::Contains("out of memory") && Catch::Contains("ulimit -v (RLIMIT_AS)") &&
-                        Catch::Contains("--fidelity analytic"));
-#endif
+    CHECK_THAT(err, Catch::Contains("the double binary tree of a communicator of 262144 GPUs "
+                                    "needs about") &&
+                        Catch::Contains("ulimit -v (RLIMIT_AS) leaves") &&
+                        Catch::Contains("--algo ring"));
+    CHECK_THAT(err, !Catch::Contains("out of memory"));
 }
