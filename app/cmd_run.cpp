@@ -31,6 +31,7 @@ struct RunOptions : ExperimentOptions {
     std::string format = "table";
     std::string compare;
     std::string compare_trace;
+    double max_seconds = strategies::collectives::kDefaultFlowMaxSeconds;
 };
 } // namespace
 
@@ -54,6 +55,10 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--format", o->format, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
+    cmd->add_option("--max-seconds", o->max_seconds,
+                    "Flow fidelity: refuse a step whose simulation would take at least this many "
+                    "CPU seconds (0: no bound)")
+        ->capture_default_str();
     cmd->callback([o, io, trace_opt, timeline_opt, memory_opt, compare_trace_opt] {
         // Every output is checked before anything runs: an empty name (`--trace ''`, a shell
         // variable that was not set) is a mistake, not "no trace"; an output that is the
@@ -75,6 +80,11 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         const ExperimentSpec e =
             strategies::parallel::load_experiment(o->experiment, o->overrides());
         strategies::parallel::StepOptions options = o->step_options();
+        if (!(o->max_seconds >= 0))
+            throw InputError(fmt::format(
+                "--max-seconds: expected a number of seconds >= 0 (0: no bound), got {}",
+                o->max_seconds));
+        options.flow_max_seconds = o->max_seconds;
         options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
                            !o->compare_trace.empty();
         if (!o->compare_trace.empty() && o->compare.empty())

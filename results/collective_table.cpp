@@ -180,7 +180,7 @@ std::vector<CollectiveEstimate> CollectiveSweep::estimates() const {
         e.choice = comm_->choose(c);
         e.footprint = cl::flow_footprint(*comm_, c, flow_options_);
         e.heap_bytes = cl::flow_bytes(e.footprint.peak_round, resources);
-        e.cpu_seconds = cl::flow_seconds(e.footprint, e.choice.algorithm);
+        e.cpu_seconds = cl::flow_seconds(e.footprint);
         out.push_back(e);
     }
     return out;

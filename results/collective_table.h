@@ -38,7 +38,7 @@ struct CollectiveRequest {
     int root = 0;
     /// Flow fidelity refuses a size whose simulation would take at least this many CPU
     /// seconds (strategies/collectives/flow_estimate.h); 0: no bound.
-    double max_seconds = strategies::collectives::FlowOptions{}.max_seconds;
+    double max_seconds = strategies::collectives::kDefaultFlowMaxSeconds;
 };
 
 /// One predicted size.

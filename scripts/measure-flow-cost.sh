@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Measures what a collective's flow simulation costs per flow it lists, for the time bound of
 # strategies/collectives/flow_estimate.cpp (seconds_per_listed_flow): each case's footprint
-# from `collective --estimate` (rounds, flows listed over all rounds), then the run itself under
-# /usr/bin/time (user CPU seconds, peak RSS), and the CPU per listed flow. The bound takes the
-# least per algorithm, so that it refuses only what would not have finished.
+# from `collective --estimate` (rounds, flows listed over all rounds, the largest round), then
+# the run itself under /usr/bin/time (user CPU seconds, peak RSS), the CPU per listed flow, and
+# the peak RSS less the graph (graph_size.h's 125 bytes per vertex and 120 per directed edge)
+# per flow of the largest round (kBytesPerRoundFlow; it includes the communicator's plan and
+# the network's per-resource tables, so it is the most a round flow costs). The time bound takes
+# the least per algorithm, so that it refuses only what would not have finished.
 #
 #   scripts/measure-flow-cost.sh [BUILD_DIR]     (default build/bench, a Release build; minutes)
 set -euo pipefail
 build=${1:-build/bench}
 bin="$build/app/clustersim"
 [[ -x "$bin" ]] || { echo "no $bin: build it first" >&2; exit 2; }
-printf '%-10s %7s %-11s %-5s %-18s %12s %9s %9s %8s\n' preset gpus op algo chosen \
-    flows_listed cpu_s rss_mib us_flow
+printf '%-10s %7s %-11s %-5s %-18s %12s %9s %9s %8s %9s %9s\n' preset gpus op algo chosen \
+    flows_listed cpu_s rss_mib us_flow peak_round b_per_pf
 # preset:gpus:op:algo
 for case in dgx-a100:1024:all_reduce:ring dgx-a100:4096:all_reduce:ring \
             dgx-a100:16384:all_reduce:ring dgx-a100:65536:all_reduce:ring \
@@ -29,12 +32,17 @@ for case in dgx-a100:1024:all_reduce:ring dgx-a100:4096:all_reduce:ring \
     est=$("$bin" "${args[@]}" --estimate | grep -v '^#')
     chosen=$(awk '{ print $2 }' <<<"$est")
     flows=$(awk '{ print $4 }' <<<"$est")
+    peak=$(awk '{ print $5 }' <<<"$est")
+    show=$("$bin" hardware show "$preset" --gpus "$gpus")
+    vertices=$(awk '$1 == "vertices" { print $2 }' <<<"$show")
+    links=$(awk '$1 == "links" { f = 1; next } f && NF == 0 { f = 0 } f { s += $2 } END { print s }' <<<"$show")
     usage=$( { /usr/bin/time -f '%U %M' "$bin" "${args[@]}" >/dev/null; } 2>&1 | tail -1)
     cpu=${usage% *}
     rss=${usage#* }
     awk -v p="$preset" -v g="$gpus" -v o="$op" -v a="$algo" -v c="$chosen" -v f="$flows" \
-        -v t="$cpu" -v m="$rss" 'BEGIN { printf "%-10s %7s %-11s %-5s %-18s %12s %9s %9.0f %8.3f\n",
-        p, g, o, a, c, f, t, m / 1024, t * 1e6 / f }'
+        -v t="$cpu" -v m="$rss" -v k="$peak" -v v="$vertices" -v l="$links" \
+        'BEGIN { printf "%-10s %7s %-11s %-5s %-18s %12s %9s %9.0f %8.3f %9s %9.0f\n",
+        p, g, o, a, c, f, t, m / 1024, t * 1e6 / f, k, (m * 1024 - 125 * v - 240 * l) / k }'
 done
 
 # The communicator's plan (rings, the tree's sample and its loads), built before any flow: an

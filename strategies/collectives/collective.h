@@ -80,6 +80,10 @@ constexpr bool phased_in_flow(Algorithm a) {
 /// flow network, where concurrent traffic contends.
 enum class Fidelity : std::uint8_t { analytic, flow };
 
+/// Flow fidelity refuses, before it runs, a collective or a step whose simulation would take at
+/// least this many seconds of CPU (flow_estimate.h); `--max-seconds` of collective and run.
+inline constexpr double kDefaultFlowMaxSeconds = 600;
+
 std::string_view to_string(Op op);
 std::string_view to_string(Algorithm a);
 std::string_view to_string(Fidelity f);

@@ -18,7 +18,10 @@ namespace {
 // (tree) on 16,384 and 32,768 DGX A100 GPUs: 520 bytes per round flow; NVLSTree on 100,000 DGX
 // H100 GPUs: 340-450; all-to-all on 4,096 DGX A100 GPUs: 300; GPT-3 175B steps (tp 8, pp 8) on
 // 65,536-262,144 GPUs, where the per-resource tables dominate: about 55 per resource. Rounded up,
-// so that what is refused would not have fitted.
+// so that what is refused would not have fitted. scripts/measure-flow-cost.sh reprints the
+// per-round-flow figure (its b_per_pf column, with the plan and the process counted in: the
+// most a round flow costs): the tree on 16,384-32,768 DGX A100 GPUs 539-563, the all-to-all on
+// 1,024-4,096 DGX A100 and AWS p4d GPUs 316-411, NVLSTree on 16,384 DGX H100 GPUs 591.
 constexpr double kBytesPerRoundFlow = 550;
 constexpr double kBytesPerResource = 60;
 
@@ -51,6 +54,7 @@ FlowFootprint flow_footprint(const Communicator& comm, const Collective& c,
     // Each round lists its transfers and, beside them or after them, every rank's memory work.
     const auto ranks = static_cast<double>(d.memory_bytes.size());
     FlowFootprint f;
+    f.algorithm = choice.algorithm;
     for (const auto& phase : d.phases) {
         for (const StepRange r : phase->rounds(options.max_rounds)) {
             const double n = static_cast<double>(phase->round_size(r)) + ranks;
@@ -85,19 +89,19 @@ void refuse_if_flows_too_large(double bytes, double round_flows, const std::stri
         what, bytes / (1 << 30), round_flows, limit.which, left / (1 << 30)));
 }
 
-double flow_seconds(const FlowFootprint& f, Algorithm algorithm) {
-    return f.flows * seconds_per_listed_flow(algorithm);
+double flow_seconds(const FlowFootprint& f) {
+    return f.flows * seconds_per_listed_flow(f.algorithm);
 }
 
-void refuse_if_flows_too_slow(double seconds, const FlowFootprint& f, double max_seconds,
+void refuse_if_flows_too_slow(double seconds, double flows, double rounds, double max_seconds,
                               const std::string& what) {
     if (max_seconds <= 0 || seconds <= max_seconds)
         return;
     throw InputError(fmt::format(
         "{} in flow fidelity would take at least {:.3g} s of CPU ({:.3g} flows listed over {:.3g} "
         "rounds), more than --max-seconds {:g}: use --fidelity analytic, simulate fewer GPUs, or "
-        "raise --max-seconds (0: no bound)",
-        what, seconds, f.flows, f.rounds, max_seconds));
+        "raise --max-seconds of collective or run (0: no bound)",
+        what, seconds, flows, rounds, max_seconds));
 }
 
 } // namespace clustersim::strategies::collectives

@@ -21,7 +21,8 @@
 namespace clustersim::strategies::collectives {
 
 struct FlowFootprint {
-    double rounds = 0;     ///< rounds of flows started
+    Algorithm algorithm = Algorithm::ring; ///< the algorithm it runs (comm.choose)
+    double rounds = 0;                     ///< rounds of flows started
     double flows = 0;      ///< flows listed over all rounds (transfers and memory work)
     double peak_round = 0; ///< the most one round lists
 };
@@ -40,15 +41,15 @@ double flow_bytes(double round_flows, double resources);
 /// (hardware/memory_limit.h), when `bytes` would not fit in what this process may still take.
 void refuse_if_flows_too_large(double bytes, double round_flows, const std::string& what);
 
-/// CPU seconds the flow simulation of `f` takes at least, run as `algorithm`: the flows it
-/// lists, at the least any algorithm's measured cost per listed flow
-/// (scripts/measure-flow-cost.sh). A lower bound, so that what it refuses would not have
-/// finished within the bound; the time of a run it admits may be many times it.
-double flow_seconds(const FlowFootprint& f, Algorithm algorithm);
+/// CPU seconds the flow simulation of `f` takes at least: the flows it lists, at the least
+/// cost per listed flow measured for its algorithm (scripts/measure-flow-cost.sh). A lower
+/// bound, so that what it refuses would not have finished within the bound; the time of a run
+/// it admits may be many times it.
+double flow_seconds(const FlowFootprint& f);
 
-/// Throws InputError, naming `what`, the estimate and `--max-seconds`, when `seconds` exceeds
-/// `max_seconds` (0: no bound).
-void refuse_if_flows_too_slow(double seconds, const FlowFootprint& f, double max_seconds,
+/// Throws InputError, naming `what`, the estimate and `--max-seconds`, when `seconds` (of
+/// simulations listing `flows` flows over `rounds` rounds) exceeds `max_seconds` (0: no bound).
+void refuse_if_flows_too_slow(double seconds, double flows, double rounds, double max_seconds,
                               const std::string& what);
 
 } // namespace clustersim::strategies::collectives

@@ -599,7 +599,7 @@ Outcome simulate(const Communicator& comm, const Collective& c, Fidelity fidelit
     refuse_if_flows_too_large(
         flow_bytes(footprint.peak_round, static_cast<double>(comm.topology().edge_count())),
         footprint.peak_round, what);
-    refuse_if_flows_too_slow(flow_seconds(footprint, out.choice.algorithm), footprint,
+    refuse_if_flows_too_slow(flow_seconds(footprint), footprint.flows, footprint.rounds,
                              options.max_seconds, what);
     sim::Engine engine;
     sim::FlowNetwork net(engine);

@@ -64,7 +64,7 @@ struct FlowOptions {
     bool exclusive = false;
     /// simulate() refuses a collective whose flow simulation would take at least this many
     /// seconds of CPU (flow_estimate.h: flow_seconds); 0: no bound (`--max-seconds 0`).
-    double max_seconds = 600;
+    double max_seconds = kDefaultFlowMaxSeconds;
 };
 
 struct FlowStats {

@@ -38,9 +38,10 @@ const hardware::Topology& bound(sim::FlowNetwork& net, const hardware::Topology&
     return topo;
 }
 
-collectives::FlowOptions flow_options(bool symmetry) {
+collectives::FlowOptions flow_options(bool symmetry, double max_seconds) {
     collectives::FlowOptions o;
     o.symmetry = symmetry;
+    o.max_seconds = max_seconds;
     return o;
 }
 
@@ -49,7 +50,7 @@ collectives::FlowOptions flow_options(bool symmetry) {
 /// as flows. Built in the order the steps below run, then run once.
 class FlowStep {
 public:
-    FlowStep(const StepPlan& plan, bool symmetry)
+    FlowStep(const StepPlan& plan, bool symmetry, double max_seconds)
         : plan_(plan)
         , P_(plan.shape.ranks)
         , v_(plan.shape.virtual_stages)
@@ -58,7 +59,8 @@ public:
         , topo_(*plan.topology)
         , par_(plan.experiment->parallel)
         , net_(engine_)
-        , runner_(engine_, net_, bound(net_, topo_), flow_options(symmetry))
+        , max_seconds_(max_seconds)
+        , runner_(engine_, net_, bound(net_, topo_), flow_options(symmetry, max_seconds))
         , fwd_task_(m_ * V_)
         , bwd_first_(m_ * V_)
         , bwd_last_(m_ * V_)
@@ -111,6 +113,7 @@ private:
 
     sim::Engine engine_;
     sim::FlowNetwork net_;
+    double max_seconds_; ///< refuse a step whose flows take at least this much CPU (0: none)
     collectives::FlowCollectives runner_;
     sim::TaskGraph g_;
 
@@ -389,11 +392,14 @@ void FlowStep::claim_communicators() {
 }
 
 /// Refuses, before a flow is made, a step whose collectives would hold more than this process
-/// may take (collectives/flow_estimate.h): the ranks' data-parallel collectives may all run at
-/// once, so their largest rounds are summed, each rank's largest.
+/// may take or take longer than --max-seconds (collectives/flow_estimate.h): the ranks'
+/// data-parallel collectives may all run at once, so their largest rounds are summed, each
+/// rank's largest; each one's flows are listed once at least, so their CPU times are summed
+/// (a lower bound: the step's other flows only add to it).
 void FlowStep::refuse_if_too_large() const {
-    std::map<std::tuple<const collectives::Communicator*, int, std::int64_t, int>, double> peak;
-    double held = 0;
+    using Key = std::tuple<const collectives::Communicator*, int, std::int64_t, int>;
+    std::map<Key, collectives::FlowFootprint> footprints;
+    double held = 0, seconds = 0, flows = 0, rounds = 0;
     for (int p = 0; p < P_; ++p) {
         const RankPlan& rp = plan_.ranks[static_cast<std::size_t>(p)];
         double most = 0;
@@ -406,19 +412,23 @@ void FlowStep::refuse_if_too_large() const {
                                                      c.collective.dtype, comm->size());
             if (rounded.bytes <= 0)
                 continue;
-            const auto key = std::make_tuple(comm, static_cast<int>(rounded.op), rounded.bytes,
-                                             static_cast<int>(rounded.dtype));
-            auto it = peak.find(key);
-            if (it == peak.end())
-                it =
-                    peak.emplace(key, collectives::flow_footprint(*comm, rounded).peak_round).first;
-            most = std::max(most, it->second);
+            const Key key{comm, static_cast<int>(rounded.op), rounded.bytes,
+                          static_cast<int>(rounded.dtype)};
+            auto it = footprints.find(key);
+            if (it == footprints.end())
+                it = footprints.emplace(key, collectives::flow_footprint(*comm, rounded)).first;
+            const collectives::FlowFootprint& f = it->second;
+            most = std::max(most, f.peak_round);
+            seconds += collectives::flow_seconds(f);
+            flows += f.flows;
+            rounds += f.rounds;
         }
         held += most;
     }
+    const std::string what = "a step on " + std::to_string(topo_.gpu_count()) + " GPUs";
     collectives::refuse_if_flows_too_large(
-        collectives::flow_bytes(held, static_cast<double>(topo_.edge_count())), held,
-        "a step on " + std::to_string(topo_.gpu_count()) + " GPUs");
+        collectives::flow_bytes(held, static_cast<double>(topo_.edge_count())), held, what);
+    collectives::refuse_if_flows_too_slow(seconds, flows, rounds, max_seconds_, what);
 }
 
 FlowRun FlowStep::run() {
@@ -485,8 +495,8 @@ FlowRun FlowStep::result(const sim::TaskExecutor& exec) const {
 
 } // namespace
 
-FlowRun run_flow(const StepPlan& plan, bool symmetry) {
-    return FlowStep(plan, symmetry).run();
+FlowRun run_flow(const StepPlan& plan, bool symmetry, double max_seconds) {
+    return FlowStep(plan, symmetry, max_seconds).run();
 }
 
 } // namespace clustersim::strategies::parallel::detail

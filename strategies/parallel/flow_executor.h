@@ -26,6 +26,9 @@ struct FlowRun {
 
 /// Runs `plan` on the flow network of its topology. `symmetry`: one representative of each
 /// class of identical flows (FlowOptions::symmetry, exact); false simulates every flow.
-FlowRun run_flow(const StepPlan& plan, bool symmetry = true);
+/// `max_seconds`: refuse, before it runs, a step whose flows would take at least that much CPU
+/// (0: no bound).
+FlowRun run_flow(const StepPlan& plan, bool symmetry = true,
+                 double max_seconds = collectives::kDefaultFlowMaxSeconds);
 
 } // namespace clustersim::strategies::parallel::detail

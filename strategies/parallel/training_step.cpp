@@ -141,7 +141,8 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
 
     std::vector<detail::ExecutedRank> ranks;
     if (options.fidelity == Fidelity::flow) {
-        detail::FlowRun run = detail::run_flow(plan, options.flow_symmetry);
+        detail::FlowRun run =
+            detail::run_flow(plan, options.flow_symmetry, options.flow_max_seconds);
         ranks = std::move(run.ranks);
         r.events = run.events;
         r.flow_symmetry = options.flow_symmetry;

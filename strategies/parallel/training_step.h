@@ -196,6 +196,9 @@ struct StepOptions {
     /// Flow fidelity: simulate one representative of each class of identical flows, where that
     /// is exact (collectives::FlowOptions::symmetry); false (`--fidelity flow-full`): every flow.
     bool flow_symmetry = true;
+    /// Flow fidelity: refuse, before it runs, a step whose flows would take at least this many
+    /// CPU seconds (collectives/flow_estimate.h; `run --max-seconds`); 0: no bound.
+    double flow_max_seconds = collectives::kDefaultFlowMaxSeconds;
     bool timeline = false;  ///< record bars and memory points (traces, Gantt charts)
     bool oom_advice = true; ///< when out of memory, search a setting that fits
 };

@@ -221,3 +221,32 @@ TEST_CASE("cli run: a number format the GPU lacks exits 2 with the key and the f
     CHECK_THAT(mxfp8.err, Catch::Contains("training.fp8_recipe") &&
                               Catch::Contains("fp8_recipe: delayed or tensorwise"));
 }
+
+TEST_CASE("cli run: --max-seconds refuses a flow step that would take longer, before it runs",
+          "[app][run][estimate]") {
+    // GPT-3 175B on 64 A100s with two data-parallel replicas (tp 8, pp 4, dp 2): its
+    // data-parallel collectives' flows are counted before any is made
+    // (strategies/collectives/flow_estimate.h); a bound far below their listing's least cost
+    // refuses the step, naming the estimate and the flag.
+    auto step = [](std::vector<std::string> extra) {
+        std::vector<std::string> a{
+            "run",   CLUSTERSIM_SOURCE_DIR "/configs/experiments/gpt3-175B-64xA100.yaml",
+            "--set", "parallel.pp=4",
+            "--set", "parallel.dp=2"};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return run(a);
+    };
+    const Run refused = step({"--fidelity", "flow", "--max-seconds", "1e-9"});
+    CHECK(refused.code == 2);
+    CHECK(refused.out.empty());
+    CHECK_THAT(refused.err, Catch::Contains("a step on 64 GPUs in flow fidelity would take at "
+                                            "least") &&
+                                Catch::Contains("flows listed over") &&
+                                Catch::Contains("more than --max-seconds 1e-09"));
+    const Run negative = step({"--fidelity", "flow", "--max-seconds", "-1"});
+    CHECK(negative.code == 2);
+    CHECK_THAT(negative.err, Catch::Contains("--max-seconds: expected a number of seconds"));
+    // The default bound leaves the step to run, in flow and analytic fidelity alike.
+    CHECK(step({"--fidelity", "flow"}).code == 0);
+    CHECK(step({"--max-seconds", "1e-9"}).code == 0); // analytic: no flows
+}
