@@ -53,9 +53,9 @@ std::vector<sp::Settings> gpt3_grid() {
 /// Evaluates `configs` of `experiment` (dp derived) with state.range(0) threads per iteration,
 /// after one warm-up evaluation.
 void sweep_grid(benchmark::State& state, const char* experiment,
-                const std::vector<sp::Settings>& configs) {
+                const std::vector<sp::Settings>& configs, sp::Settings fixed = {}) {
     const int jobs = static_cast<int>(state.range(0));
-    const sp::ExperimentVariants variants(experiment_path(experiment));
+    const sp::ExperimentVariants variants(experiment_path(experiment), std::move(fixed));
     sw::EvalOptions eo;
     eo.derive_dp = true;
     const sw::Evaluator evaluator(variants, eo);
@@ -83,6 +83,21 @@ BENCHMARK(BM_Sweep_Gpt3_64)
     ->Arg(1)
     ->Arg(2)
     ->ArgNames({"jobs"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The GPT-3 grid on 64 GPUs of each of two machines (issue "The GPUs people rent now": a
+// sweep on gb200-nvl72 costs no more per configuration than on dgx-h100): 0 the DGX H100's
+// 8 nodes of 8, 1 one GB200 NVL72 rack's 16 trays (one NVLink domain, the job on part of it).
+static void BM_Sweep_Hardware_64(benchmark::State& state) {
+    const char* hardware = state.range(1) == 0 ? "dgx-h100" : "gb200-nvl72";
+    state.SetLabel(hardware);
+    sweep_grid(state, "gpt3-175B-64xA100", gpt3_grid(), {{"hardware", hardware}});
+}
+BENCHMARK(BM_Sweep_Hardware_64)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->ArgNames({"jobs", "gb200"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

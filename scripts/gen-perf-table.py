@@ -336,6 +336,13 @@ def rows(build):
            "16,384 GPUs, whole command, one thread (`bench_sweep`)", "50 layouts < 5 s",
            f"{fmt_time(ms(b, 'real_time'))} wall ({b['configs']:.0f} configurations, "
            f"{b['valid']:.0f} valid)")
+    h = run(build, "bench_sweep", "BM_Sweep_Hardware_64")
+    h100 = h["BM_Sweep_Hardware_64/jobs:1/gb200:0/real_time"]["items_per_second"]
+    gb200 = h["BM_Sweep_Hardware_64/jobs:1/gb200:1/real_time"]["items_per_second"]
+    yield ("sweep, GPT-3 175B's 180 layouts on 64 GPUs of a GB200 NVL72 rack against a DGX H100 "
+           "cluster, analytic (`bench_sweep`)", "no more per configuration on gb200-nvl72",
+           f"{gb200:,.0f}/s on gb200-nvl72, {h100:,.0f}/s on dgx-h100 (one core; "
+           f"the time per configuration on gb200-nvl72 {h100 / gb200:.2f}x that on dgx-h100)")
     b = run(build, "bench_sweep", "BM_Sweep_DeepSeekV3_2048")["BM_Sweep_DeepSeekV3_2048/jobs:1/real_time"]
     yield ("sweep, DeepSeek-V3 on 2,048 H100s, ep x tp x pp, analytic (`bench_sweep`)",
            ">= 5,000 configurations/s per core",

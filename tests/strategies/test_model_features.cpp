@@ -59,7 +59,8 @@ std::string experiment_error(const Settings& settings, int gpus,
 } // namespace
 
 // The published totals: Qwen3 technical report (arXiv 2505.09388) Table 2; the gpt-oss model
-// card's Table 1 (to 10 M, with its breakdown); Kimi K2's model card (rounded to "1T, 32B").
+// card's Table 1 (to 10 M, with its breakdown); Kimi K2's model card (rounded to "1T, 32B");
+// Gemma 3 27B from the dimensions of its released config.
 TEST_CASE("model presets of 2025's open models: the released parameter counts",
           "[models][presets][features]") {
     const ParameterCounts q30 = parameter_counts(load_model("qwen3-30B-A3B"));
@@ -82,6 +83,19 @@ TEST_CASE("model presets of 2025's open models: the released parameter counts",
     CHECK(c120.layers - oss.layers * attention_block_parameters_per_rank(oss, 1) ==
           Approx(114.71e9).margin(0.005e9));
     CHECK(parameter_counts(load_model("gpt-oss-20B")).total == Approx(20.91e9).margin(0.005e9));
+
+    // Gemma 3 27B: the text model's 27.0B from its released dimensions (62 layers of 66.06 M
+    // attention and 346.8 M MLP weights, a tied 262,208 x 5,376 embedding; the checkpoint's
+    // 27.4B adds a 0.4B vision encoder), 52 local layers and 10 global ones (layers 6, ..., 60).
+    const ModelSpec gemma = load_model("gemma3-27B");
+    CHECK(parameter_counts(gemma).total == Approx(27.01e9).margin(0.02e9));
+    int global = 0;
+    for (int i = 0; i < gemma.layers; ++i)
+        global += gemma.is_window_layer(i) ? 0 : 1;
+    CHECK(global == 10);
+    CHECK(!gemma.is_window_layer(5));
+    CHECK(gemma.is_window_layer(60)); // the 61st and 62nd layers are local
+    CHECK(gemma.is_window_layer(61));
 
     const ParameterCounts k2 = parameter_counts(load_model("kimi-k2"));
     CHECK(k2.total == Approx(1e12).epsilon(0.05));
