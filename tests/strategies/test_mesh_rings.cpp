@@ -98,9 +98,9 @@ TEST_CASE("mesh rings: a ring all_reduce on 8 MI300X moves data on all 7 links o
     const auto& topo = topology("mi300x", 8);
     const auto& node = topo.spec().node;
     const double eff = topo.spec()
-                          .collectives.protocol(hardware::Protocol::simple)
-                          .level(hardware::LinkLevel::nvlink)
-                          .efficiency;
+                           .collectives.protocol(hardware::Protocol::simple)
+                           .level(hardware::LinkLevel::nvlink)
+                           .efficiency;
     const Communicator all(topo, {0, 1, 2, 3, 4, 5, 6, 7});
     const Communicator pair(topo, {0, 5});
     Collective c;
@@ -121,4 +121,25 @@ TEST_CASE("mesh rings: a ring all_reduce on 8 MI300X moves data on all 7 links o
     const double t2 = pair.predict(two, Algorithm::ring, hardware::Protocol::simple).seconds();
     CHECK(S / t2 <= node.xgmi.bandwidth * eff);
     CHECK(S / t2 >= 0.9 * node.xgmi.bandwidth * eff);
+}
+
+TEST_CASE("mesh: a direct all_to_all on 8 MI300X sends to every peer over its own link at once",
+          "[collectives][xgmi]") {
+    const auto& topo = topology("mi300x", 8);
+    const double link =
+        topo.spec().node.xgmi.bandwidth * topo.spec()
+                                              .collectives.protocol(hardware::Protocol::simple)
+                                              .level(hardware::LinkLevel::nvlink)
+                                              .efficiency;
+    const Communicator comm(topo, {0, 1, 2, 3, 4, 5, 6, 7});
+    Collective c;
+    c.op = Op::all_to_all;
+    c.bytes = GiB;
+    const Choice choice = comm.choose(c);
+    CHECK(choice.algorithm == Algorithm::direct);
+    // Each rank sends 1/8 of its buffer to each of 7 peers, each over its own link: the time is
+    // one block over one link (plus latency and the kernel's HBM passes), not 7 blocks.
+    const double block_seconds = static_cast<double>(c.bytes) / 8 / link;
+    CHECK(choice.time.seconds() >= block_seconds);
+    CHECK(choice.time.seconds() <= 1.15 * block_seconds);
 }
