@@ -231,7 +231,7 @@ TEST_CASE("block scaling: a format the GPU's hardware file lacks is refused with
 }
 
 TEST_CASE("block scaling: AMD Instinct: MI300X trains FP8 with one scale per tensor and refuses "
-          "MXFP8 and NVFP4; MI355X's CDNA 4 runs MXFP8",
+          "MXFP8 and NVFP4, MI355X's CDNA 4 runs MXFP8",
           "[strategies][fp8][mxfp8][nvfp4][xgmi]") {
     const auto mi300x = parallel::load_platform("mi300x");
     CHECK_FALSE(mi300x.cluster.node.gpu.block_scaling);

@@ -36,7 +36,7 @@ std::map<std::pair<int, int>, int> link_loads(const std::vector<std::vector<int>
 }
 } // namespace
 
-TEST_CASE("mesh rings: each ring visits every GPU once; the 8-GPU set is RCCL's and loads each "
+TEST_CASE("mesh rings: each ring visits every GPU once, the 8-GPU set is RCCL's and loads each "
           "of the 56 links twice",
           "[collectives][xgmi]") {
     for (int g = 1; g <= 9; ++g) {
