@@ -48,6 +48,9 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
                    ? fmt::format("NVSwitch, {} per GPU per direction{}",
                                  base::format_bandwidth(s.node.nvlink.bandwidth),
                                  s.node.nvls ? ", NVLS in-switch reduction" : "")
+               : s.node.fabric == IntraNodeFabric::xgmi_mesh
+                   ? fmt::format("xGMI mesh, {} links per GPU at {} per direction", s.node.gpus - 1,
+                                 base::format_bandwidth(s.node.xgmi.bandwidth))
                    : std::string("PCIe switches and host"));
     if (s.node.nics > 0)
         fmt::print(out, "  {:<12}{} NICs per node at {}, {}{}\n", "network", s.node.nics,

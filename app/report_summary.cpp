@@ -84,6 +84,19 @@ std::string collective_rows(ReportData& data) {
     md += row("NVLink 5 ring all_reduce from 64 MiB, 4x GB200 on dgx-b200",
               "nccl/gb200-4gpu-ring-all_reduce.csv", "worst " + base::percent(nvlink5),
               target(tg::kNewHardwareFrom64MiB), nvlink5 <= tg::kNewHardwareFrom64MiB);
+    int rccl_rows = 0, rccl_within = 0;
+    for (const auto& c : a.rccl_all_reduce) {
+        for (std::size_t i = 0; i < c.rows.size(); ++i) {
+            if (c.sizes[i] < 64 * kMiB)
+                continue;
+            ++rccl_rows;
+            rccl_within += std::abs(c.rows[i].error()) <= tg::kNewHardwareFrom64MiB ? 1 : 0;
+        }
+    }
+    md += row("AMD Instinct all_reduce from 64 MiB: mi300x, mi325x, mi355x, 8-64 GPUs",
+              "rccl/all_reduce-busbw.csv",
+              fmt::format("{} of {} sizes within", rccl_within, rccl_rows),
+              target(tg::kNewHardwareFrom64MiB), rccl_within == rccl_rows);
     std::vector<std::string> lecture;
     bool lecture_ok = true;
     for (const auto& r : a.lecture) {

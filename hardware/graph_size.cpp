@@ -23,6 +23,8 @@ GraphSize graph_size(const ClusterSpec& spec) {
     GraphSize s;
     s.vertices = nodes * (1 + pcie_switches + (nvswitch ? 1 : 0) + 2 * gpus + ports);
     double links = nodes * (pcie_switches + gpus * (nvswitch ? 3 : 2) + ports);
+    if (n.fabric == IntraNodeFabric::xgmi_mesh)
+        links += nodes * gpus * (gpus - 1) / 2; // a link per pair of GPUs
     if (spec.nodes > 1) {
         // The rail-optimised fat tree: `ports` rails of leaves, each NIC port on its rail's
         // leaf, each leaf up to every spine.

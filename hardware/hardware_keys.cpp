@@ -289,18 +289,26 @@ const std::vector<Key<NodeSpec>>& node_keys() {
         {{.name = "fabric",
           .type = KeyType::choice,
           .fallback = "nvswitch",
-          .choices = {"nvswitch", "pcie"},
-          .meaning = "how the node's GPUs talk: NVLink to NVSwitch chips, or PCIe switches and "
-                     "the host",
+          .choices = {"nvswitch", "pcie", "xgmi"},
+          .meaning = "how the node's GPUs talk: NVLink to NVSwitch chips, PCIe switches and "
+                     "the host, or an xGMI mesh (a link between every pair of GPUs, no switch: "
+                     "AMD Instinct)",
           .lands = "NodeSpec::fabric"},
          +[](N& n, std::string_view f) {
-             n.fabric = f == "pcie" ? IntraNodeFabric::pcie : IntraNodeFabric::nvswitch;
+             n.fabric = f == "pcie"   ? IntraNodeFabric::pcie
+                        : f == "xgmi" ? IntraNodeFabric::xgmi_mesh
+                                      : IntraNodeFabric::nvswitch;
          }},
         {{.name = "nvlink",
           .type = KeyType::section,
           .fallback = "required with fabric nvswitch",
           .meaning = "one GPU's NVLink to the NVSwitch fabric, per direction (all its links)",
           .lands = "NodeSpec::nvlink"}},
+        {{.name = "xgmi",
+          .type = KeyType::section,
+          .fallback = "required with fabric xgmi",
+          .meaning = "one xGMI link between two GPUs of the mesh, per direction",
+          .lands = "NodeSpec::xgmi"}},
         {{.name = "nvswitch",
           .type = KeyType::section,
           .meaning = "the NVSwitch chips",
@@ -790,6 +798,7 @@ std::vector<config::KeySection> hardware_key_sections() {
         section_of("gpu.hbm", "The GPU's memory.", hbm_keys()),
         section_of("node", "One node.", node_keys()),
         section_of("node.nvlink", "A GPU's NVLink (a link).", link_keys()),
+        section_of("node.xgmi", "One xGMI link of a mesh node (a link).", link_keys()),
         section_of("node.nvswitch", "The NVSwitch chips.", nvswitch_keys()),
         section_of("node.pcie", "The PCIe switches.", pcie_keys()),
         section_of("node.host_link", "A PCIe switch to the host (a link).", link_keys()),

@@ -55,6 +55,8 @@ void apply_node(YamlMap m, NodeSpec& node) {
     config::read_keys(m, node_keys(), node);
     if (m.has("nvlink"))
         apply_link(m.map("nvlink"), node.nvlink);
+    if (m.has("xgmi"))
+        apply_link(m.map("xgmi"), node.xgmi);
     if (m.has("nvswitch")) {
         YamlMap s = m.map("nvswitch");
         config::read_keys(s, nvswitch_keys(), node);
@@ -288,6 +290,8 @@ void validate(const ClusterSpec& s, const std::string& file) {
             "a divisor of node.gpus");
     if (n.fabric == IntraNodeFabric::nvswitch)
         require(n.nvlink.bandwidth > 0, "node.nvlink.bandwidth", "NVLink bandwidth per GPU");
+    if (n.fabric == IntraNodeFabric::xgmi_mesh)
+        require(n.xgmi.bandwidth > 0, "node.xgmi.bandwidth", "the bandwidth of one xGMI link");
     require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
     require(n.gpus_per_pcie_switch > 0 && n.gpus % n.gpus_per_pcie_switch == 0,
             "node.pcie.gpus_per_switch", "a divisor of node.gpus");

@@ -64,6 +64,9 @@ struct LinkSpec {
 enum class IntraNodeFabric : std::uint8_t {
     nvswitch, ///< every GPU has NVLink ports to NVSwitch chips (DGX/HGX A100, H100, H200)
     pcie,     ///< GPUs talk through PCIe switches and the host (a PCIe box)
+    /// Every pair of GPUs has its own point-to-point link and there is no switch (AMD
+    /// Instinct MI300X/MI325X/MI355X: 7 xGMI / Infinity Fabric links per GPU on 8 GPUs).
+    xgmi_mesh,
 };
 
 /// One node (server): its GPUs, their interconnect, PCIe and NICs.
@@ -79,6 +82,8 @@ struct NodeSpec {
     IntraNodeFabric fabric = IntraNodeFabric::nvswitch;
     /// NVLink bandwidth of one GPU to the NVSwitch fabric, per direction (all its links).
     LinkSpec nvlink;
+    /// One xGMI link between two GPUs of a mesh (fabric xgmi_mesh), per direction.
+    LinkSpec xgmi;
     /// Latency of crossing the NVSwitch chips.
     sim::Time nvswitch_latency = sim::Time::zero();
     /// The NVSwitch fabric can reduce in the switch (NVLink SHARP, "NVLS"; H100 and later).

@@ -55,6 +55,8 @@ std::string_view to_string(LinkKind k) {
         return "NIC";
     case LinkKind::fabric:
         return "InfiniBand";
+    case LinkKind::xgmi:
+        return "xGMI";
     }
     return "?";
 }
@@ -187,6 +189,16 @@ Topology::Topology(ClusterSpec spec)
             if (n.fabric == IntraNodeFabric::nvswitch)
                 g.add_link(mem, sw, LinkKind::nvlink, n.nvlink, sim::Time::zero(),
                            n.nvswitch_latency);
+        }
+        // An xGMI mesh: every pair of the node's GPUs has its own link (no switch), so the
+        // route between two GPUs is their link; GPUs never forward, so no route crosses a third.
+        if (n.fabric == IntraNodeFabric::xgmi_mesh) {
+            const auto first = static_cast<std::size_t>(node) * static_cast<std::size_t>(n.gpus);
+            for (int a = 0; a < n.gpus; ++a)
+                for (int b = a + 1; b < n.gpus; ++b)
+                    g.add_link(gpu_hbm_[first + static_cast<std::size_t>(a)],
+                               gpu_hbm_[first + static_cast<std::size_t>(b)], LinkKind::xgmi,
+                               n.xgmi);
         }
         // One port per NIC; with several NICs per GPU, one port per GPU carrying their sum
         // (NodeSpec::nic_ports). A port sits on the PCIe switch of the GPU beside it, so the

@@ -4,7 +4,8 @@
 /// link, ends and routing cost, by edge index; per vertex the indices of its out- and in-edges,
 /// one array each. A cluster of 100,000 GPUs costs a few allocations, not millions.
 ///
-/// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or none), PCIe switches,
+/// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or, on an xGMI mesh, a
+/// link between the `hbm` vertices of every pair of GPUs; or neither), PCIe switches,
 /// the host, NICs; per network InfiniBand leaf and spine switches. Every physical link is two
 /// directed edges, each with its own bandwidth and latency, so the two directions of a link are
 /// separate resources in the flow network. Routing is shortest path by serialisation cost
@@ -44,7 +45,8 @@ enum class VertexKind : std::uint8_t {
     leaf,
     spine
 };
-enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric };
+/// xgmi: a point-to-point link between two GPUs of a mesh node (AMD Instinct's xGMI).
+enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric, xgmi };
 
 std::string_view to_string(VertexKind k);
 std::string_view to_string(LinkKind k);

@@ -82,6 +82,42 @@ AccuracyCurve nvlink5_ring(Presets& P, const std::string& data_dir) {
     return c;
 }
 
+/// rccl-tests all_reduce curves of AMD Instinct clusters, each predicted on its preset with the
+/// algorithm the run used (auto, or ring where it forced NCCL_ALGO=Ring): one curve per
+/// (preset, GPU count), in the file's order.
+std::vector<AccuracyCurve> rccl_all_reduce(Presets& P, const std::string& data_dir) {
+    const std::string file = "rccl/all_reduce-busbw.csv";
+    const auto csv = config::CsvTable::read(data_dir + "/" + file);
+    std::vector<AccuracyCurve> curves;
+    std::string key;
+    for (std::size_t row = 0; row < csv.size(); ++row) {
+        const std::string& hw = csv.text(row, "hardware");
+        const int gpus = static_cast<int>(csv.number(row, "gpus"));
+        const std::string& algo = csv.text(row, "algo");
+        const auto parsed = cl::parse_algorithm(algo);
+        if (!parsed)
+            throw InputError(csv.where(row) + ": algo '" + algo + "' is not an algorithm");
+        const std::string here = hw + "/" + std::to_string(gpus) + "/" + algo;
+        if (here != key) {
+            key = here;
+            curves.push_back({hw + ", " + (algo == "auto" ? "" : algo + " ") +
+                                  "all_reduce busbw, " + std::to_string(gpus) + " GPUs (" + file +
+                                  ")",
+                              "GB/s",
+                              {},
+                              {}});
+        }
+        const double bytes = csv.number(row, "bytes");
+        const auto p =
+            P.run(hw, gpus, cl::Op::all_reduce, static_cast<std::int64_t>(bytes), *parsed);
+        curves.back().rows.push_back({size_label(bytes), csv.number(row, "busbw"),
+                                      busbw_gbps(cl::Op::all_reduce, gpus, bytes, p.seconds),
+                                      p.detail});
+        curves.back().sizes.push_back(bytes);
+    }
+    return curves;
+}
+
 } // namespace
 
 CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
@@ -205,6 +241,8 @@ CollectiveAccuracy collective_accuracy(const std::string& data_dir) {
 
     // 6. NVLink 5: a ring all_reduce over 4 GB200 GPUs, predicted on dgx-b200.
     acc.nvlink5_ring = nvlink5_ring(P, data_dir);
+    // 7. AMD Instinct: rccl-tests all_reduce on the xGMI mesh and across RoCE.
+    acc.rccl_all_reduce = rccl_all_reduce(P, data_dir);
 
     // 5. The lecture: 4 of the 8 H100 of a node, 100*1024^2 fp32 elements.
     {

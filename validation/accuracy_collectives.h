@@ -43,6 +43,9 @@ struct CollectiveAccuracy {
     std::vector<AccuracyRow> h200_by_count;     ///< 8 GiB all_reduce busbw, ring and NVLS
     std::vector<AccuracyRow> lecture;           ///< 4 H100: all_reduce and reduce_scatter (ms)
     AccuracyCurve nvlink5_ring; ///< 4 GB200 (NVLink 5) ring all_reduce on dgx-b200; busbw
+    /// rccl-tests all_reduce on AMD Instinct nodes (xGMI mesh, RoCE), one curve per preset and
+    /// GPU count, with the algorithm the run used (rccl/all_reduce-busbw.csv); busbw.
+    std::vector<AccuracyCurve> rccl_all_reduce;
 };
 
 /// One multi-node nccl-tests file (data/reference/nccl/multi-node) against its predictions.

@@ -25,12 +25,16 @@ using detail::dim;
 using detail::Settings;
 
 /// One preset per accelerator (the systems Megatron-Bridge's tables name: DGX B200 / B300, the
-/// GB200 / GB300 NVL72 racks, DGX H100 as in the H100 study); none yet for AMD and TPU.
+/// GB200 / GB300 NVL72 racks, DGX H100 as in the H100 study, the AMD Instinct platforms); none
+/// yet for TPU.
 std::string preset_of(const std::string& accelerator) {
     static const std::map<std::string, std::string> presets{
         {"B200", "dgx-b200"},     {"B300", "dgx-b300"},          {"GB200", "gb200-nvl72"},
         {"GB300", "gb300-nvl72"}, {"H100", "dgx-superpod-h100"},
     };
+    // AMD Instinct: the 8-GPU xGMI mesh platform named by its GPU ("MI300X" on mi300x).
+    if (accelerator == "MI300X" || accelerator == "MI325X" || accelerator == "MI355X")
+        return "mi" + accelerator.substr(2, 3) + "x";
     const auto it = presets.find(accelerator);
     return it == presets.end() ? "" : it->second;
 }
@@ -263,7 +267,8 @@ std::vector<std::string> new_hardware_rules() {
     return {
         "one preset per accelerator: B200 on `dgx-b200`, B300 on `dgx-b300`, GB200 and GB300 on "
         "`gb200-nvl72` and `gb300-nvl72` (whole racks of 72, the job on the first of them), "
-        "H100 on `dgx-superpod-h100`; AMD Instinct and TPU rows wait for their presets",
+        "H100 on `dgx-superpod-h100`, MI300X, MI325X and MI355X on `mi300x`, `mi325x` and "
+        "`mi355x`; TPU rows wait for their presets",
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
         "of experts from their presets (`deepseek-v3`, `kimi-k2`, `gpt-oss-120B`, "

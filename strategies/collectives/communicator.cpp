@@ -270,9 +270,9 @@ DirectCost direct_cost(const Plan& p, const Collective& c, Protocol pr) {
         const double per_peer = (c.op == Op::broadcast || c.op == Op::reduce) ? S : S / n;
         const double local =
             static_cast<double>(p.node_ranks[size_t(p.rank_node[size_t(c.root)])].size());
-        d.body =
-            std::max((local - 1) * dd.port_intra[idx(pr)], (n - local) * dd.port_inter[idx(pr)]) *
-            per_peer;
+        d.body = std::max(dd.sharing(local - 1) * dd.port_intra[idx(pr)],
+                          (n - local) * dd.port_inter[idx(pr)]) *
+                 per_peer;
         d.level = n > local ? LinkLevel::network : p.intra_level;
         if (p.pxn() && (c.op == Op::broadcast || c.op == Op::scatter) && n > local) {
             // The root sends: with PXN each remote peer's bytes cross NVLink to the GPU on the
@@ -604,11 +604,16 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
         case Op::reduce_scatter:
             t += (n - 1) * (alpha(p.ring_level) + p.ring_cost[idx(pr)] * S / n);
             break;
+        // Several channels in one node (an xGMI mesh's rings): a chain per channel, as across
+        // nodes (Plan::chains); one channel: the chain over cycle 0.
         case Op::broadcast:
-            t += chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
+            t += p.channels > 1 ? chains_seconds(p, pr, c.root, false, S)
+                                : chain_seconds(p, pr, p.cycle_position[size_t(c.root)], S);
             break;
         case Op::reduce:
-            t += chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
+            t += p.channels > 1
+                     ? chains_seconds(p, pr, c.root, true, S)
+                     : chain_seconds(p, pr, (p.cycle_position[size_t(c.root)] + 1) % p.n, S);
             break;
         default:
             break;

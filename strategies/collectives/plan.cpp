@@ -1,4 +1,5 @@
 #include "strategies/collectives/plan.h"
+#include "strategies/collectives/mesh_rings.h"
 #include "strategies/collectives/plan_loads.h"
 
 #include "base/error.h"
@@ -89,8 +90,10 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
     for (const auto& members : node_ranks)
         regular = regular && members.size() == node_ranks.front().size();
     route_rows_.resize(static_cast<std::size_t>(n) + node_ranks.size());
-    intra_level = spec.node.fabric == hardware::IntraNodeFabric::nvswitch ? LinkLevel::nvlink
-                                                                          : LinkLevel::pcie;
+    // An xGMI mesh is RCCL's NVLink level (its hwLat row NCCL_HW_NVLINK, graph typeIntra
+    // LINK_NVL: ROCm/rccl src/graph/tuning.cc).
+    intra_level =
+        spec.node.fabric == hardware::IntraNodeFabric::pcie ? LinkLevel::pcie : LinkLevel::nvlink;
     nvls_capable = spec.node.nvls && spec.node.fabric == hardware::IntraNodeFabric::nvswitch &&
                    node_ranks.size() == 1 && n >= 2;
     for (int g : gpus) {
@@ -130,9 +133,35 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
 
 void Plan::build_rings() {
     const int nodes = static_cast<int>(node_ranks.size());
-    if (nodes == 1) {
+    // On an xGMI mesh a hop is one link: RCCL runs rings (and across nodes, paths through each
+    // node) over different permutations so that every link carries traffic (mesh_rings.h).
+    const bool mesh = topo.spec().node.fabric == hardware::IntraNodeFabric::xgmi_mesh;
+    if (nodes == 1 && mesh && n > 2) {
+        const auto& m = node_ranks[0];
+        for (const std::vector<int>& ring : mesh_rings(n)) {
+            std::vector<int> cycle;
+            for (int local : ring)
+                cycle.push_back(m[size_t(local)]);
+            cycles.push_back(std::move(cycle));
+        }
+        channels = static_cast<int>(cycles.size());
+    } else if (nodes == 1) {
         channels = 1;
         cycles = {node_ranks[0]};
+    } else if (mesh && regular && node_ranks[0].size() > 2) {
+        const int p = static_cast<int>(node_ranks[0].size());
+        channels = std::max(1, std::min(p, std::max(1, topo.spec().node.nic_ports())));
+        // Even nodes run each channel's path forwards, odd nodes backwards: the hop out of
+        // node k leaves from the GPU that enters node k+1, so it stays on one rail.
+        for (const std::vector<int>& chain : mesh_chains(p, channels)) {
+            std::vector<int> cycle;
+            for (int k = 0; k < nodes; ++k) {
+                const auto& m = node_ranks[size_t(k)];
+                for (int i = 0; i < p; ++i)
+                    cycle.push_back(m[size_t(chain[size_t(k % 2 == 0 ? i : p - 1 - i)])]);
+            }
+            cycles.push_back(std::move(cycle));
+        }
     } else {
         int fewest = n;
         for (const auto& members : node_ranks)
@@ -248,9 +277,11 @@ const DirectData& Plan::direct() const {
         auto& send_recv_cost = d->send_recv_cost;
         const auto& node = topo.spec().node;
         const int nodes = static_cast<int>(node_ranks.size());
+        d->mesh = node.fabric == hardware::IntraNodeFabric::xgmi_mesh;
         const double intra_port = node.fabric == hardware::IntraNodeFabric::nvswitch
                                       ? node.nvlink.bandwidth
-                                      : node.pcie.bandwidth;
+                                  : d->mesh ? node.xgmi.bandwidth // a peer's own link
+                                            : node.pcie.bandwidth;
         for (Protocol p : hardware::kAllProtocols) {
             port_intra[idx(p)] = 1.0 / (efficiency(intra_level, p) * intra_port);
             port_inter[idx(p)] = nodes > 1
@@ -286,7 +317,7 @@ const DirectData& Plan::direct() const {
                             share = std::max(share, ++per_nic[topo.gpu_nic(gpus[size_t(r)])]);
                     }
                     const double p_k = static_cast<double>(m.size());
-                    worst = std::max(worst, (p_k - 1) * port_intra[idx(p)]);
+                    worst = std::max(worst, d->sharing(p_k - 1) * port_intra[idx(p)]);
                     worst = std::max(worst, (n - p_k) * share * port_inter[idx(p)]);
                 }
                 all_pairs_cost[idx(p)] = worst;

@@ -109,9 +109,13 @@ struct DirectData {
     LinkLevel all_pairs_level = LinkLevel::nvlink;
     LinkLevel send_recv_level = LinkLevel::nvlink;
     /// Port model of a rooted op: per byte per peer, the root's intra-node peers share its
-    /// NVLink (or PCIe) port, the others its NIC.
+    /// NVLink (or PCIe) port, the others its NIC. On an xGMI mesh (`mesh`) each intra-node
+    /// peer has a link of its own: port_intra is one link's, and the peers do not share it.
     PerProtocol<double> port_intra{};
     PerProtocol<double> port_inter{};
+    bool mesh = false;
+    /// How many of `peers` intra-node peers' transfers share one port (all, or 1 on a mesh).
+    double sharing(double peers) const { return mesh ? std::min(1.0, peers) : peers; }
 };
 
 /// Hierarchical all_reduce on a regular multi-node communicator.
@@ -170,7 +174,8 @@ public:
     LinkLevel intra_level = LinkLevel::nvlink;
     bool nvls_capable = false; ///< one node, NVSwitch with NVLS, at least 2 GPUs
 
-    // Rings: C channel cycles. One node: one cycle by GPU index. Several nodes: rail-aligned
+    // Rings: C channel cycles. One node: one cycle by GPU index (on an xGMI mesh, RCCL's set
+    // of permutations that loads every link: mesh_rings.h). Several nodes: rail-aligned
     // cycles (node k enters and leaves channel c on GPUs c and c+1, alternating direction with
     // the node's parity, so every inter-node hop stays on one rail and each NIC carries one
     // channel each way).

@@ -778,11 +778,12 @@ std::optional<InputError> precision_error(ExperimentSpec& e) {
     if (e.training.dtype == hardware::Dtype::fp8 &&
         e.training.fp8_recipe == models::Fp8Recipe::mxfp8 && !gpu.block_scaling)
         return fail("MXFP8 (training.fp8_recipe: mxfp8) needs tensor cores that apply a scale "
-                    "per block of 32 elements inside the MMA (gpu.block_scaling, Blackwell's); "
-                    "the GPU " +
+                    "per block of 32 elements inside the MMA (gpu.block_scaling: Blackwell's, "
+                    "CDNA 4's); the GPU " +
                         gpu.name +
-                        "'s hardware file has none (Hopper's FP8 takes one scale per tensor); "
-                        "set fp8_recipe: delayed or tensorwise, or choose a Blackwell cluster",
+                        "'s hardware file has none (Hopper's and CDNA 3's FP8 take one scale per "
+                        "tensor); set fp8_recipe: delayed or tensorwise, or choose a Blackwell "
+                        "cluster or mi355x",
                     "training.fp8_recipe");
     return std::nullopt;
 }

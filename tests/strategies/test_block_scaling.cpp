@@ -229,3 +229,30 @@ TEST_CASE("block scaling: a format the GPU's hardware file lacks is refused with
     CHECK_THAT(refusal(b200, fp4_recipe).first,
                Catch::Contains("fp4_recipe") && Catch::Contains("dtype: fp4"));
 }
+
+TEST_CASE("block scaling: AMD Instinct: MI300X trains FP8 with one scale per tensor and refuses "
+          "MXFP8 and NVFP4, MI355X's CDNA 4 runs MXFP8",
+          "[strategies][fp8][mxfp8][nvfp4][xgmi]") {
+    const auto mi300x = parallel::load_platform("mi300x");
+    CHECK_FALSE(mi300x.cluster.node.gpu.block_scaling);
+    Settings mx = llama8b("fp8");
+    mx.emplace_back("training.fp8_recipe", "mxfp8");
+    auto [what, key] = refusal(mi300x, mx);
+    INFO(what);
+    CHECK(key == "training.fp8_recipe");
+    CHECK_THAT(what, Catch::Contains("MXFP8") && Catch::Contains("gpu.block_scaling") &&
+                         Catch::Contains("fp8_recipe: delayed or tensorwise") &&
+                         Catch::Contains("mi355x"));
+    auto [nvfp4, nvfp4_key] = refusal(mi300x, llama8b("fp4"));
+    CHECK(nvfp4_key == "training.dtype");
+    CHECK_THAT(nvfp4, Catch::Contains("gpu.peak_flops.fp4"));
+    // FP8 current (tensorwise) scaling and delayed scaling run.
+    Settings cs = llama8b("fp8");
+    cs.emplace_back("training.fp8_recipe", "tensorwise");
+    CHECK(refusal(mi300x, cs).first == "accepted");
+    CHECK(refusal(mi300x, llama8b("fp8")).first == "accepted");
+    const auto mi355x = parallel::load_platform("mi355x");
+    CHECK(mi355x.cluster.node.gpu.block_scaling);
+    CHECK(refusal(mi355x, mx).first == "accepted");
+    CHECK(refusal(mi355x, cs).first == "accepted");
+}

@@ -49,6 +49,9 @@ std::vector<Case> cases() {
         {"dgx-h100", 16, {0, 1, 2, 8, 9}, "H100 3+2 GPUs on 2 nodes"},
         {"dgx-a100", 32, {0, 8, 16, 24}, "one A100 per node, 4 nodes"},
         {"pcie-4gpu", 4, first(4), "PCIe box"},
+        {"mi300x", 8, first(8), "8 MI300X (xGMI mesh)"},
+        {"mi300x", 8, {6, 1, 4}, "MI300X ranks 6,1,4"},
+        {"mi300x", 16, first(16), "2 MI300X nodes"},
     };
 }
 

@@ -31,7 +31,9 @@ TEST_CASE("new hardware: every row is predicted or says what it needs", "[valida
         } else {
             CHECK(r.not_modelled.rfind("needs ", 0) == 0);
         }
-        // Only AMD Instinct and TPU rows lack a preset.
+        // Only TPU rows lack a preset; AMD Instinct rows run on mi300x, mi325x and mi355x.
+        if (r.accelerator.rfind("MI", 0) == 0)
+            CHECK(r.preset == "mi" + r.accelerator.substr(2, 3) + "x");
         if (r.preset.empty())
             CHECK((r.accelerator.rfind("MI", 0) == 0 || r.accelerator.rfind("TPU", 0) == 0));
     }
