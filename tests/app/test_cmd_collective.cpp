@@ -215,7 +215,7 @@ TEST_CASE("cli collective: nccl-tests' flags with nccl-tests' meanings", "[app][
     CHECK_THAT(op.err, Catch::Contains("-o"));
 }
 
-TEST_CASE("cli collective: --estimate counts a flow run without running it; --max-seconds "
+TEST_CASE("cli collective: --estimate counts a flow run without running it, --max-seconds "
           "refuses what would take longer",
           "[app][collective][estimate]") {
     // The broadcast's pipelined chains on 1,024 A100s list 11.6 M flows over 2,046 rounds
