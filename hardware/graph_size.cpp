@@ -1,5 +1,7 @@
 #include "hardware/graph_size.h"
 
+#include "hardware/graph_builder.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -23,6 +25,12 @@ GraphSize graph_size(const ClusterSpec& spec) {
     GraphSize s;
     s.vertices = nodes * (1 + pcie_switches + (nvswitch ? 1 : 0) + 2 * gpus + ports);
     double links = nodes * (pcie_switches + gpus * (nvswitch ? 3 : 2) + ports);
+    if (n.fabric == IntraNodeFabric::torus) {
+        // No host vertex nor host links; the torus's routers and links (graph_builder.h).
+        const GraphSize t = detail::torus_size(spec.torus);
+        s.vertices += nodes * (t.vertices - 1);
+        links += nodes * (t.edges / 2 - pcie_switches);
+    }
     if (spec.nodes > 1) {
         // The rail-optimised fat tree: `ports` rails of leaves, each NIC port on its rail's
         // leaf, each leaf up to every spine.
