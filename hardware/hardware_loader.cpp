@@ -152,7 +152,8 @@ TorusShape read_shape(YamlMap& m, std::string_view key, const YAML::Node& node, 
 /// without dims reads them with the dims of the layers below.
 void apply_torus(YamlMap m, TorusSpec& t) {
     config::read_keys(m, torus_keys(), t);
-    if (t.dims < 2)
+    const bool shapes_given = m.has("slice") || m.has("host") || m.has("pod") || m.has("shapes");
+    if (shapes_given && t.dims < 2)
         m.fail("dims", "expected 2 or 3 (the torus's dimensions) before any shape");
     if (m.has("slice"))
         t.shape = read_shape(m, "slice", m.raw("slice"), t.dims);

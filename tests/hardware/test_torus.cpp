@@ -142,7 +142,7 @@ TEST_CASE("Wraparound only on full axes, as each generation has it", "[hardware]
     }
 }
 
-TEST_CASE("A slice's devices sit on the torus host by host; slices join over the DCN",
+TEST_CASE("A slice's devices sit on the torus host by host, and slices join over the DCN",
           "[hardware][torus]") {
     const ClusterSpec s = slice("tpu-v5p", {4, 4, 4}, 128);
     const Topology t(s);
