@@ -133,8 +133,8 @@ std::string offered_shapes(const TorusSpec& t) {
     });
     std::string out;
     for (const TorusShape& s : small)
-        out += (out.empty() ? "" : ", ") + fmt::format("{} ({})", to_string(s, t.dims),
-                                                       s[0] * s[1] * s[2]);
+        out += (out.empty() ? "" : ", ") +
+               fmt::format("{} ({})", to_string(s, t.dims), s[0] * s[1] * s[2]);
     if (t.whole_cubes)
         out += fmt::format("{}and any AxBxC of whole 4x4x4 cubes (each axis a multiple of 4) "
                            "within {} up to {} chips",

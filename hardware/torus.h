@@ -44,17 +44,17 @@ enum class Wraparound : std::uint8_t {
 };
 
 struct TorusSpec {
-    int dims = 0;                ///< 2 or 3; 0: not a torus (GPU clusters)
-    TorusShape shape{1, 1, 1};   ///< the slice (chips per axis)
-    TorusShape host{1, 1, 1};    ///< a host's block of chips
-    TorusShape pod{1, 1, 1};     ///< the pod's axes: no slice axis is longer
-    int max_chips = 0;           ///< the largest single slice
-    int devices_per_chip = 1;    ///< devices JAX sees per chip
-    int tensor_cores = 1;        ///< TensorCores per chip (megacore: one device for two)
-    int links_per_chip = 0;      ///< ICI ports of a chip
-    int nics_per_host = 1;       ///< DCN NICs of a host (node.nic is one of them)
-    LinkSpec link;               ///< one ICI link, per direction; latency: one hop's
-    LinkSpec die_link;           ///< between the devices of one chip (devices_per_chip > 1)
+    int dims = 0;              ///< 2 or 3; 0: not a torus (GPU clusters)
+    TorusShape shape{1, 1, 1}; ///< the slice (chips per axis)
+    TorusShape host{1, 1, 1};  ///< a host's block of chips
+    TorusShape pod{1, 1, 1};   ///< the pod's axes: no slice axis is longer
+    int max_chips = 0;         ///< the largest single slice
+    int devices_per_chip = 1;  ///< devices JAX sees per chip
+    int tensor_cores = 1;      ///< TensorCores per chip (megacore: one device for two)
+    int links_per_chip = 0;    ///< ICI ports of a chip
+    int nics_per_host = 1;     ///< DCN NICs of a host (node.nic is one of them)
+    LinkSpec link;             ///< one ICI link, per direction; latency: one hop's
+    LinkSpec die_link;         ///< between the devices of one chip (devices_per_chip > 1)
     Wraparound wraparound = Wraparound::cube;
     /// Shapes offered below the rule (the generation's documented small slices; every shape of
     /// a full_axis generation).

@@ -147,11 +147,12 @@ TorusGrid torus_grid(const hardware::Topology& topo, const std::vector<int>& gpu
         grid.axes.push_back(std::move(a));
     }
     // The die axis first, the ICI axes by cost per byte (stable: x, y, z), the DCN last.
-    std::stable_sort(grid.axes.begin(), grid.axes.end(), [](const TorusAxis& a, const TorusAxis& b) {
-        if (a.kind != b.kind)
-            return a.kind < b.kind;
-        return a.kind == TorusAxis::Kind::ici && cost_per_byte(a) < cost_per_byte(b);
-    });
+    std::stable_sort(
+        grid.axes.begin(), grid.axes.end(), [](const TorusAxis& a, const TorusAxis& b) {
+            if (a.kind != b.kind)
+                return a.kind < b.kind;
+            return a.kind == TorusAxis::Kind::ici && cost_per_byte(a) < cost_per_byte(b);
+        });
     return grid;
 }
 
@@ -264,8 +265,8 @@ public:
             auto& flows = steps_.emplace_back();
             for (const auto& line : axis.lines)
                 for (const auto& [p, q] : hops(k))
-                    flows.push_back(
-                        {line[static_cast<std::size_t>(p)], line[static_cast<std::size_t>(q)], per});
+                    flows.push_back({line[static_cast<std::size_t>(p)],
+                                     line[static_cast<std::size_t>(q)], per});
         }
     }
 
@@ -399,8 +400,8 @@ void add_torus_phases(Decomposition& d, const Plan& plan, const Collective& c,
     }
     if (c.op == Op::reduce_scatter || c.op == Op::all_reduce) {
         for (std::size_t i = 0; i < k; ++i)
-            d.phases.push_back(std::make_unique<TorusPhase>(
-                grid.axes[i], AxisWork::reduce_scatter, shard[i], ranges[i]));
+            d.phases.push_back(std::make_unique<TorusPhase>(grid.axes[i], AxisWork::reduce_scatter,
+                                                            shard[i], ranges[i]));
     }
     if (c.op == Op::all_gather || c.op == Op::all_reduce) {
         for (std::size_t i = k; i-- > 0;)

@@ -51,9 +51,9 @@ class Plan;
 struct TorusAxis {
     enum class Kind : std::uint8_t { die, ici, dcn };
     enum class Mode : std::uint8_t {
-        ring,            ///< bidirectional ring (an ICI axis with wraparound)
-        line,            ///< both directions, no wraparound
-        one_way_ring,    ///< a ring in one direction (the DCN)
+        ring,         ///< bidirectional ring (an ICI axis with wraparound)
+        line,         ///< both directions, no wraparound
+        one_way_ring, ///< a ring in one direction (the DCN)
     };
     Kind kind = Kind::ici;
     Mode mode = Mode::line;

@@ -127,10 +127,9 @@ TEST_CASE("Wraparound only on full axes, as each generation has it", "[hardware]
     CHECK(v5e.ici_links() == 16 * 7 + 8 * 16);
     CHECK(slice("tpu-v5e", {16, 16}).torus.ici_links() == 2 * 16 * 16);
     // The graph's ICI links are the spec's, and graph_size counts what Topology builds.
-    for (const ClusterSpec& s :
-         {slice("tpu-v5p", {4, 4, 8}), slice("tpu-v5p", {2, 2, 1}), slice("tpu-v5e", {4, 8}),
-          slice("tpu-v5e", {16, 16}, 512), slice("tpu-7x", {4, 4, 4}, 256),
-          slice("tpu-v4", {4, 4, 12})}) {
+    for (const ClusterSpec& s : {slice("tpu-v5p", {4, 4, 8}), slice("tpu-v5p", {2, 2, 1}),
+                                 slice("tpu-v5e", {4, 8}), slice("tpu-v5e", {16, 16}, 512),
+                                 slice("tpu-7x", {4, 4, 4}, 256), slice("tpu-v4", {4, 4, 12})}) {
         const Topology t(s);
         int ici = 0;
         for (const auto& [chip, links] : ici_degree(t))

@@ -74,8 +74,7 @@ TEST_CASE("torus: one axis costs the scaling book's closed forms exactly", "[col
         const double W = 2 * 90e9; // bidirectional bandwidth of one link
         CHECK(seconds(comm, Op::all_gather, GiB) == Approx(2 * kHop + V / W).epsilon(1e-9));
         CHECK(seconds(comm, Op::reduce_scatter, GiB) == Approx(2 * kHop + V / W).epsilon(1e-9));
-        CHECK(seconds(comm, Op::all_reduce, GiB) ==
-              Approx(2 * (2 * kHop + V / W)).epsilon(1e-9));
+        CHECK(seconds(comm, Op::all_reduce, GiB) == Approx(2 * (2 * kHop + V / W)).epsilon(1e-9));
         // All-to-all: V / 4W of the whole array (n x the per-rank buffer), n/2 hops.
         CHECK(seconds(comm, Op::all_to_all, GiB) ==
               Approx(2 * kHop + 4 * V / (4 * W)).epsilon(1e-9));
@@ -112,8 +111,8 @@ TEST_CASE("torus: several axes one after another, slices over the DCN", "[collec
     const auto& ironwood = slice("tpu-7x", {4, 4, 4});
     const Communicator dies = Communicator::first(ironwood, 128);
     const double die = 3690e9;
-    const double rs7 = (1 * 0.1e-6 + V / 2 / die) +
-                       3 * 2 * kHop + (V / 2) / (2 * 50e9) * (1 + 1.0 / 4 + 1.0 / 16);
+    const double rs7 =
+        (1 * 0.1e-6 + V / 2 / die) + 3 * 2 * kHop + (V / 2) / (2 * 50e9) * (1 + 1.0 / 4 + 1.0 / 16);
     CHECK(seconds(dies, Op::reduce_scatter, GiB) == Approx(rs7).epsilon(1e-9));
     // Two slices: the ICI reduce-scatter, an all-reduce of each device's 1/64 over the DCN (one
     // step each way on 2 slices, at each chip's 50 Gbps NIC), the ICI all-gather.
@@ -137,14 +136,14 @@ TEST_CASE("torus: flow fidelity on the torus graph agrees with the closed forms"
         int gpus;
         Op op;
     };
-    for (const Case& k : {Case{"tpu-v5p", {4, 4, 8}, 0, Op::all_reduce},
-                          Case{"tpu-v5p", {2, 4, 4}, 0, Op::all_gather},
-                          Case{"tpu-v5e", {16, 16}, 0, Op::reduce_scatter},
-                          Case{"tpu-v5e", {4, 8}, 0, Op::all_to_all},
-                          Case{"tpu-v5p", {4, 4, 4}, 0, Op::all_to_all},
-                          Case{"tpu-7x", {4, 4, 4}, 0, Op::all_reduce},
-                          Case{"tpu-v5p", {4, 4, 4}, 192, Op::all_reduce},
-                          Case{"tpu-v5e", {16, 16}, 512, Op::all_gather}}) {
+    for (const Case& k :
+         {Case{"tpu-v5p", {4, 4, 8}, 0, Op::all_reduce},
+          Case{"tpu-v5p", {2, 4, 4}, 0, Op::all_gather},
+          Case{"tpu-v5e", {16, 16}, 0, Op::reduce_scatter},
+          Case{"tpu-v5e", {4, 8}, 0, Op::all_to_all}, Case{"tpu-v5p", {4, 4, 4}, 0, Op::all_to_all},
+          Case{"tpu-7x", {4, 4, 4}, 0, Op::all_reduce},
+          Case{"tpu-v5p", {4, 4, 4}, 192, Op::all_reduce},
+          Case{"tpu-v5e", {16, 16}, 512, Op::all_gather}}) {
         const auto& t = slice(k.preset, k.shape, k.gpus);
         const Communicator comm = Communicator::first(t, t.gpu_count());
         for (std::int64_t bytes : {std::int64_t(1) << 16, 256 * MiB}) {
