@@ -153,7 +153,7 @@ std::string why_not_offered(const TorusSpec& t, TorusShape shape) {
 
 TorusShape parse_slice(const TorusSpec& t, std::string_view text, std::string_view key) {
     const auto fail = [&](const std::string& what) {
-        throw InputError(fmt::format("{}: {}", key, what));
+        throw InputError(key.empty() ? what : fmt::format("{}: {}", key, what));
     };
     if (!t.present())
         fail(fmt::format("'{}' names a TPU slice, but the hardware has no torus (a GPU preset: "
