@@ -10,7 +10,7 @@
 /// all-reduce both. On each axis:
 /// - an ICI axis that wraps around is a bidirectional ring: each device's shard travels both
 ///   ways at once, floor(n/2) hops of one shard per link and direction (the JAX scaling book,
-///   sharding.md, "How is an AllGather actually performed?": T_hop = 2V / (n W) with W the
+///   chapter "sharding", "How is an AllGather actually performed?": T_hop = 2V / (n W) with W the
 ///   link's bidirectional bandwidth, ceil-ish n/2 hops, so T = V / W for even n; odd n takes
 ///   (n-1)/2 hops, (n-1)/n V / W). A reduce-scatter runs the same hops the other way, adding as
 ///   it goes; an all-reduce is one and then the other: 2 V / W.
