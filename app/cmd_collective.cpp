@@ -122,6 +122,9 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
     auto algbw = [](const Row& r) { return results::algbw_gbps(r); };
     auto busbw = [&](const Row& r) { return results::busbw_gbps(r, base.op, n); };
     auto algo = [](const Row& r) {
+        // XLA's torus collectives have no NCCL protocol to name.
+        if (r.choice.algorithm == cl::Algorithm::torus)
+            return std::string(cl::to_string(r.choice.algorithm));
         return std::string(cl::to_string(r.choice.algorithm)) + "/" +
                std::string(hardware::to_string(r.choice.protocol));
     };
