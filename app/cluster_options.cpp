@@ -35,19 +35,29 @@ void ClusterOptions::add_to(CLI::App& cmd, bool positional) {
                 return {};
             },
             "GPUS >= 1"));
+    cmd.add_option("--slice", slice,
+                   "TPU slice shape, like 4x4x8 (a torus preset: tpu-v5p, ...); with --gpus, "
+                   "that many devices in slices of this shape joined over the DCN");
 }
 
+namespace {
+/// --slice and --gpus on a spec: slices of the shape, or the cluster sized to the count.
+hardware::ClusterSpec sized(hardware::ClusterSpec spec, const std::string& slice, int gpus) {
+    if (!slice.empty()) {
+        const hardware::TorusShape shape = hardware::parse_slice(spec.torus, slice, "--slice");
+        return hardware::with_slice(std::move(spec), shape, gpus);
+    }
+    return gpus > 0 ? hardware::with_gpu_count(std::move(spec), gpus) : spec;
+}
+} // namespace
+
 hardware::ClusterSpec ClusterOptions::load() const {
-    hardware::ClusterSpec spec = hardware::load_hardware(hardware);
-    if (gpus > 0)
-        spec = hardware::with_gpu_count(spec, gpus);
-    return spec;
+    return sized(hardware::load_hardware(hardware), slice, gpus);
 }
 
 strategies::parallel::Platform ClusterOptions::load_platform() const {
     strategies::parallel::Platform p = strategies::parallel::load_platform(hardware);
-    if (gpus > 0)
-        p = strategies::parallel::with_gpu_count(std::move(p), gpus);
+    p.cluster = sized(std::move(p.cluster), slice, gpus);
     return p;
 }
 

@@ -22,11 +22,13 @@ namespace clustersim::app {
 
 struct ClusterOptions {
     std::string hardware;
-    int gpus = 0; ///< 0: one node of the preset (or the file's `nodes`)
+    int gpus = 0;      ///< 0: one node of the preset (or the file's `nodes`)
+    std::string slice; ///< a TPU slice's shape ("4x4x8"); empty: the preset's, or --gpus's
 
-    /// Adds --hardware (required unless `positional`) and --gpus to `cmd`.
+    /// Adds --hardware (required unless `positional`), --gpus and --slice to `cmd`.
     void add_to(CLI::App& cmd, bool positional = false);
-    /// Loads the hardware alone (hardware::load_hardware) and sizes it to `gpus` when given.
+    /// Loads the hardware alone (hardware::load_hardware) and sizes it to `gpus` when given, in
+    /// slices of `slice` when given (a TPU: hardware::with_slice).
     hardware::ClusterSpec load() const;
     /// The same with the framework and the provenance of the file (for the uncertainty band).
     strategies::parallel::Platform load_platform() const;

@@ -124,6 +124,9 @@ std::string render(const CollectiveOptions& o, const results::CollectiveSweep& s
     auto algbw = [](const Row& r) { return results::algbw_gbps(r); };
     auto busbw = [&](const Row& r) { return results::busbw_gbps(r, base.op, n); };
     auto algo = [](const Row& r) {
+        // XLA's torus collectives have no NCCL protocol to name.
+        if (r.choice.algorithm == cl::Algorithm::torus)
+            return std::string(cl::to_string(r.choice.algorithm));
         return std::string(cl::to_string(r.choice.algorithm)) + "/" +
                std::string(hardware::to_string(r.choice.protocol));
     };
@@ -232,6 +235,7 @@ void run(const CollectiveOptions& o, Io io, bool bytes_given, bool range_given) 
     results::CollectiveRequest request;
     request.hardware = o.cluster.hardware;
     request.gpus = o.cluster.gpus;
+    request.slice = o.cluster.slice;
     request.op = o.op;
     if (bytes_given)
         request.bytes = o.bytes;
@@ -299,7 +303,7 @@ void register_collective(CLI::App& app, Io io, int& /*exit_code*/) {
     cmd->add_option("--warmup-iters,-w", o->warmup_iters,
                     "Warm-up iterations (nccl-tests' -w; accepted, as -n)")
         ->capture_default_str();
-    cmd->add_option("--algo", o->algo, "auto, ring, tree, direct, nvls, hierarchical")
+    cmd->add_option("--algo", o->algo, "auto, ring, tree, direct, nvls, hierarchical, torus (TPU)")
         ->capture_default_str();
     cmd->add_option("--protocol", o->protocol, "auto, ll, ll128, simple")->capture_default_str();
     cmd->add_option("--fidelity", o->fidelity,

@@ -43,8 +43,22 @@ void print_hardware_summary(std::ostream& out, const hardware::Topology& topo) {
                                  base::format_flop_rate(g.peak(d)));
     }
     fmt::print(out, "  {:<12}{}\n", "peak", peaks);
+    const hardware::TorusSpec& torus = s.torus;
     fmt::print(out, "  {:<12}{}\n", "intra-node",
-               s.node.fabric == IntraNodeFabric::nvswitch
+               torus.present() ? fmt::format(
+                                     "a slice {} ({} chips, {} device(s) each; {} wraparound), ICI "
+                                     "{} per link per direction, {} per hop; {} chips per host",
+                                     hardware::to_string(torus.shape, torus.dims), torus.chips(),
+                                     torus.devices_per_chip,
+                                     [&] {
+                                         std::string w;
+                                         for (int a = 0; a < torus.dims; ++a)
+                                             w += torus.wraps(a) ? std::string(1, "xyz"[a]) : "";
+                                         return w.empty() ? std::string("no") : w;
+                                     }(),
+                                     base::format_bandwidth(torus.link.bandwidth),
+                                     base::format_time(torus.link.latency), torus.chips_per_host())
+               : s.node.fabric == IntraNodeFabric::nvswitch
                    ? fmt::format("NVSwitch, {} per GPU per direction{}",
                                  base::format_bandwidth(s.node.nvlink.bandwidth),
                                  s.node.nvls ? ", NVLS in-switch reduction" : "")

@@ -1,5 +1,7 @@
 #include "hardware/graph_size.h"
 
+#include "hardware/graph_builder.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -25,6 +27,12 @@ GraphSize graph_size(const ClusterSpec& spec) {
     double links = nodes * (pcie_switches + gpus * (nvswitch ? 3 : 2) + ports);
     if (n.fabric == IntraNodeFabric::xgmi_mesh)
         links += nodes * gpus * (gpus - 1) / 2; // a link per pair of GPUs
+    if (n.fabric == IntraNodeFabric::torus) {
+        // No host vertex nor host links; the torus's routers and links (graph_builder.h).
+        const GraphSize t = detail::torus_size(spec.torus);
+        s.vertices += nodes * (t.vertices - 1);
+        links += nodes * (t.edges / 2 - pcie_switches);
+    }
     if (spec.nodes > 1) {
         // The rail-optimised fat tree: `ports` rails of leaves, each NIC port on its rail's
         // leaf, each leaf up to every spine.

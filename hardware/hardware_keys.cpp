@@ -64,6 +64,12 @@ const std::vector<Key<ClusterSpec>>& hardware_root_keys() {
           .type = KeyType::section,
           .meaning = "the fabric between nodes",
           .lands = "ClusterSpec::network"}},
+        {{.name = "torus",
+          .type = KeyType::section,
+          .fallback = "none (a GPU cluster)",
+          .meaning = "a TPU slice's ICI torus: its shape, hosts, links and wraparounds; the node "
+                     "is then the slice",
+          .lands = "ClusterSpec::torus"}},
         {{.name = "collectives",
           .type = KeyType::section,
           .meaning = "how fast the collective kernels run (NCCL's tuning model)",
@@ -289,15 +295,16 @@ const std::vector<Key<NodeSpec>>& node_keys() {
         {{.name = "fabric",
           .type = KeyType::choice,
           .fallback = "nvswitch",
-          .choices = {"nvswitch", "pcie", "xgmi"},
+          .choices = {"nvswitch", "pcie", "xgmi", "torus"},
           .meaning = "how the node's GPUs talk: NVLink to NVSwitch chips, PCIe switches and "
-                     "the host, or an xGMI mesh (a link between every pair of GPUs, no switch: "
-                     "AMD Instinct)",
+                     "the host, an xGMI mesh (a link between every pair of GPUs, no switch: "
+                     "AMD Instinct), or a TPU slice's ICI torus (the torus: section)",
           .lands = "NodeSpec::fabric"},
          +[](N& n, std::string_view f) {
-             n.fabric = f == "pcie"   ? IntraNodeFabric::pcie
-                        : f == "xgmi" ? IntraNodeFabric::xgmi_mesh
-                                      : IntraNodeFabric::nvswitch;
+             n.fabric = f == "pcie"    ? IntraNodeFabric::pcie
+                        : f == "xgmi"  ? IntraNodeFabric::xgmi_mesh
+                        : f == "torus" ? IntraNodeFabric::torus
+                                       : IntraNodeFabric::nvswitch;
          }},
         {{.name = "nvlink",
           .type = KeyType::section,
@@ -787,6 +794,107 @@ const std::vector<Key<LevelTuning>>& level_keys() {
     return keys;
 }
 
+const std::vector<Key<TorusSpec>>& torus_keys() {
+    using T = TorusSpec;
+    static const std::vector<Key<T>> keys{
+        {{.name = "dims",
+          .fallback = "required",
+          .min = 2,
+          .max = 3,
+          .meaning = "2 (v5e, v6e: a 2-D torus) or 3 (v4, v5p, TPU7x)",
+          .lands = "TorusSpec::dims"},
+         field<&T::dims>},
+        {{.name = "slice",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "the slice a bare preset builds, like 4x4x4 (an experiment's gpus, chips "
+                     "or slice and the commands' --gpus or --slice choose another)",
+          .lands = "TorusSpec::shape",
+          .example = "4x4x4"}},
+        {{.name = "host",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "a host's block of chips, like 2x2x1 (v5p) or 4x2 (v5e)",
+          .lands = "TorusSpec::host"}},
+        {{.name = "pod",
+          .type = KeyType::text,
+          .fallback = "required",
+          .meaning = "the pod's axes, like 16x20x28: no slice axis is longer; a full_axis "
+                     "generation wraps an axis of this length",
+          .lands = "TorusSpec::pod"}},
+        {{.name = "max_chips",
+          .fallback = "required",
+          .min = 1,
+          .max = 1 << 20,
+          .meaning = "the largest single slice, chips",
+          .lands = "TorusSpec::max_chips"},
+         field<&T::max_chips>},
+        {{.name = "shapes",
+          .type = KeyType::list,
+          .fallback = "none",
+          .meaning = "the slices offered below the whole-cube rule (every slice of a 2-D "
+                     "generation), like [2x2x1, 2x2x2, 2x4x4]",
+          .lands = "TorusSpec::shapes"}},
+        {{.name = "whole_cubes",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .meaning = "from one 4x4x4 cube up, any shape of whole cubes within pod and "
+                     "max_chips is offered (v4, v5p, TPU7x)",
+          .lands = "TorusSpec::whole_cubes"},
+         field<&T::whole_cubes>},
+        {{.name = "wraparound",
+          .type = KeyType::choice,
+          .fallback = "required",
+          .choices = {"cube", "full_axis"},
+          .meaning = "which axes close into rings: every axis of a slice of whole 4x4x4 cubes "
+                     "(optical switches: v4, v5p, TPU7x), or an axis as long as the pod's "
+                     "(v5e, v6e)",
+          .lands = "TorusSpec::wraparound"},
+         +[](T& t, std::string_view w) {
+             t.wraparound = w == "full_axis" ? Wraparound::full_axis : Wraparound::cube;
+         }},
+        {{.name = "devices_per_chip",
+          .fallback = "1",
+          .min = 1,
+          .max = 8,
+          .meaning = "devices JAX sees per chip (TPU7x: 2, one per die); gpus counts devices",
+          .lands = "TorusSpec::devices_per_chip"},
+         field<&T::devices_per_chip>},
+        {{.name = "tensor_cores",
+          .fallback = "1",
+          .min = 1,
+          .max = 8,
+          .meaning = "TensorCores per chip (two as one megacore device on v4 and v5p)",
+          .lands = "TorusSpec::tensor_cores"},
+         field<&T::tensor_cores>},
+        {{.name = "links_per_chip",
+          .fallback = "required",
+          .min = 1,
+          .max = 64,
+          .meaning = "ICI ports of a chip (4 on a 2-D torus, 6 on a 3-D one)",
+          .lands = "TorusSpec::links_per_chip"},
+         field<&T::links_per_chip>},
+        {{.name = "nics_per_host",
+          .fallback = "1",
+          .min = 1,
+          .max = 64,
+          .meaning = "DCN NICs of a host; node.nic is one of them",
+          .lands = "TorusSpec::nics_per_host"},
+         field<&T::nics_per_host>},
+        {{.name = "link",
+          .type = KeyType::section,
+          .fallback = "required",
+          .meaning = "one ICI link, per direction; its latency is one hop's",
+          .lands = "TorusSpec::link"}},
+        {{.name = "die_link",
+          .type = KeyType::section,
+          .fallback = "required with devices_per_chip > 1",
+          .meaning = "between the devices of one chip, per direction",
+          .lands = "TorusSpec::die_link"}},
+    };
+    return keys;
+}
+
 std::vector<config::KeySection> hardware_key_sections() {
     using config::section_of;
     return {
@@ -808,6 +916,11 @@ std::vector<config::KeySection> hardware_key_sections() {
                    "(NIC i of every node on a leaf of rail i).",
                    network_keys()),
         section_of("network.link", "A switch-to-switch cable (a link).", link_keys()),
+        section_of("torus",
+                   "A TPU slice: chips on a 2-D or 3-D torus of ICI links (hardware/torus.h).",
+                   torus_keys()),
+        section_of("torus.link", "One ICI link (a link).", link_keys()),
+        section_of("torus.die_link", "The link between a chip's devices (a link).", link_keys()),
         section_of("collectives",
                    "How fast the collective kernels run: NCCL's latency + bytes / bandwidth per "
                    "algorithm and protocol (hardware/collective_tuning.h).",

@@ -26,6 +26,8 @@ const std::vector<config::Key<NodeSpec>>& nvswitch_keys();
 const std::vector<config::Key<NodeSpec>>& pcie_keys();
 const std::vector<config::Key<NetworkSpec>>& network_keys();
 const std::vector<config::Key<ListPrice>>& price_keys();
+/// torus: (a TPU slice, hardware/torus.h).
+const std::vector<config::Key<TorusSpec>>& torus_keys();
 const std::vector<config::Key<ComputeSpec>>& compute_keys();
 const std::vector<config::Key<ComputeSpec>>& gemm_keys();
 const std::vector<config::Key<ComputeSpec>>& gemm_efficiency_keys();

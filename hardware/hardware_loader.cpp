@@ -122,6 +122,62 @@ void apply_price(YamlMap m, ListPrice& price) {
         m.fail("date", "expected the day the price was read as YYYY-MM-DD, got '" + d + "'");
 }
 
+/// "4x4x8" or "4x2" as a shape of `dims` axes (1 to 4096 chips each), at `key` of `m`.
+TorusShape read_shape(YamlMap& m, std::string_view key, const YAML::Node& node, int dims) {
+    const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+    TorusShape s{1, 1, 1};
+    std::size_t at = 0;
+    int axes = 0;
+    bool ok = !text.empty();
+    while (ok && at <= text.size()) {
+        const std::size_t x = std::min(text.find('x', at), text.size());
+        std::size_t used = 0;
+        int v = 0;
+        try {
+            v = std::stoi(text.substr(at, x - at), &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        ok = axes < 3 && used == x - at && used > 0 && v >= 1 && v <= 4096;
+        if (ok)
+            s[static_cast<std::size_t>(axes++)] = v;
+        at = x + 1;
+    }
+    if (!ok || axes != dims)
+        m.fail_at(node, key,
+                  "expected a shape of " + std::to_string(dims) + " axes (torus.dims) like " +
+                      (dims == 2 ? "16x16" : "4x4x8") + ", got '" + text + "'");
+    return s;
+}
+
+/// The torus: section of one layer. Shapes need the dimensions: a layer that gives shapes
+/// without dims reads them with the dims of the layers below.
+void apply_torus(YamlMap m, TorusSpec& t) {
+    config::read_keys(m, torus_keys(), t);
+    const bool shapes_given = m.has("slice") || m.has("host") || m.has("pod") || m.has("shapes");
+    if (shapes_given && t.dims < 2)
+        m.fail("dims", "expected 2 or 3 (the torus's dimensions) before any shape");
+    if (m.has("slice"))
+        t.shape = read_shape(m, "slice", m.raw("slice"), t.dims);
+    if (m.has("host"))
+        t.host = read_shape(m, "host", m.raw("host"), t.dims);
+    if (m.has("pod"))
+        t.pod = read_shape(m, "pod", m.raw("pod"), t.dims);
+    if (m.has("shapes")) {
+        const YAML::Node list = m.raw("shapes");
+        if (!list.IsSequence())
+            m.fail("shapes", "expected a list of shapes like [2x2x1, 2x2x2]");
+        t.shapes.clear();
+        for (const auto& item : list)
+            t.shapes.push_back(read_shape(m, "shapes", item, t.dims));
+    }
+    if (m.has("link"))
+        apply_link(m.map("link"), t.link);
+    if (m.has("die_link"))
+        apply_link(m.map("die_link"), t.die_link);
+    m.finish();
+}
+
 void apply_network(YamlMap m, NetworkSpec& net) {
     // The transport's setter sets its defaults, before the keys that override them.
     config::read_keys(m, network_keys(), net);
@@ -257,6 +313,8 @@ void read_hardware_layer(YamlMap& root, ClusterSpec& spec, bool extended) {
         apply_node(root.map("node"), spec.node);
     if (root.has("network"))
         apply_network(root.map("network"), spec.network);
+    if (root.has("torus"))
+        apply_torus(root.map("torus"), spec.torus);
     if (root.has("collectives"))
         apply_collectives(root.map("collectives"), spec.collectives);
     if (root.has("compute"))
@@ -269,6 +327,31 @@ const config::PresetKind& hardware_presets() {
     static const config::PresetKind kind{"hardware", "hardware", "or give a path to a YAML file"};
     return kind;
 }
+
+namespace {
+/// A torus and node.fabric: torus go together; the torus's links, hosts and shapes are whole.
+void validate_torus(const ClusterSpec& s, const std::string& file) {
+    const TorusSpec& t = s.torus;
+    auto require = [&](bool ok, const std::string& key, const std::string& what) {
+        if (!ok)
+            throw InputError(file + ": missing or invalid key '" + key + "' (" + what + ")");
+    };
+    require(t.present() == (s.node.fabric == IntraNodeFabric::torus), "node.fabric",
+            "torus exactly where a torus: section is given");
+    if (!t.present())
+        return;
+    require(t.links_per_chip > 0, "torus.links_per_chip", "ICI ports per chip");
+    require(t.link.bandwidth > 0, "torus.link.bandwidth", "an ICI link's bandwidth per direction");
+    require(t.devices_per_chip == 1 || t.die_link.bandwidth > 0, "torus.die_link.bandwidth",
+            "the link between a chip's devices");
+    require(t.max_chips > 0, "torus.max_chips", "the largest slice");
+    require(!t.shapes.empty() || t.whole_cubes, "torus.shapes", "the slices offered");
+    require(t.nics_per_host > 0 && s.node.nic.bandwidth > 0, "node.nic.bandwidth",
+            "a DCN NIC's bandwidth");
+    const std::string why = why_not_offered(t, t.shape);
+    require(why.empty(), "torus.slice", why);
+}
+} // namespace
 
 void validate(const ClusterSpec& s, const std::string& file) {
     auto require = [&](bool ok, const std::string& key, const std::string& what) {
@@ -295,7 +378,10 @@ void validate(const ClusterSpec& s, const std::string& file) {
     require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
     require(n.gpus_per_pcie_switch > 0 && n.gpus % n.gpus_per_pcie_switch == 0,
             "node.pcie.gpus_per_switch", "a divisor of node.gpus");
-    require(n.host_link.bandwidth > 0, "node.host_link.bandwidth", "PCIe switch to host bandwidth");
+    if (n.fabric != IntraNodeFabric::torus) // a TPU host is the PCIe switch of its chips
+        require(n.host_link.bandwidth > 0, "node.host_link.bandwidth",
+                "PCIe switch to host bandwidth");
+    validate_torus(s, file);
     if (n.nics > 0) {
         require(n.nic.bandwidth > 0, "node.nic.bandwidth", "NIC bandwidth like '400Gb/s'");
         require(n.gpus % n.nics == 0 || n.nics % n.gpus == 0, "node.nics",
@@ -361,6 +447,9 @@ void apply_gpus_used(ClusterSpec& s, const std::string& file) {
 
 void complete(ClusterSpec& spec, const std::string& file) {
     apply_gpus_used(spec, file);
+    // A torus's node is its slice: its devices, hosts and NICs follow from the shape.
+    if (spec.torus.present() && why_not_offered(spec.torus, spec.torus.shape).empty())
+        spec = with_slice(std::move(spec), spec.torus.shape, spec.nodes * spec.torus.devices());
     validate(spec, file);
 }
 

@@ -67,9 +67,51 @@ std::string whole_trays_near(int gpus, int tray) {
     return below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above);
 }
 
+ClusterSpec with_slice(ClusterSpec spec, const TorusShape& shape, int gpus) {
+    TorusSpec& t = spec.torus;
+    if (!t.present())
+        throw InputError("hardware '" + spec.name + "' has no torus: a slice shape needs a TPU");
+    const std::string why = why_not_offered(t, shape);
+    if (!why.empty())
+        throw InputError("slice: " + why);
+    t.shape = shape;
+    if (t.dims == 2)
+        t.shape[2] = 1;
+    NodeSpec& n = spec.node;
+    const int per_slice = t.devices();
+    if (gpus > 0 && gpus % per_slice != 0)
+        throw InputError(fmt::format("{} devices are not whole slices of {} ({} devices each on "
+                                     "hardware '{}'): use {}",
+                                     gpus, to_string(shape, t.dims), per_slice, spec.name,
+                                     whole_trays_near(gpus, per_slice)));
+    n.gpus = per_slice;
+    n.gpus_per_tray = 0;
+    n.gpus_per_pcie_switch = t.chips_per_host() * t.devices_per_chip;
+    n.nics_per_pcie_switch = 0;
+    n.nics = t.chips() / t.chips_per_host() * t.nics_per_host;
+    if (n.nics > n.nic_slots())
+        n.nics_per_pcie_switch = t.nics_per_host;
+    spec.nodes = gpus > 0 ? gpus / per_slice : 1;
+    return spec;
+}
+
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus) {
     if (gpus <= 0)
         throw InputError("a GPU count must be positive, got " + std::to_string(gpus));
+    if (spec.torus.present()) {
+        const TorusSpec& t = spec.torus;
+        const int chips = gpus / t.devices_per_chip;
+        const TorusShape shape =
+            gpus % t.devices_per_chip == 0 ? shape_for_chips(t, chips) : TorusShape{0, 0, 0};
+        if (shape[0] == 0)
+            throw InputError(fmt::format(
+                "gpus: {} devices ({} a chip) is no slice hardware '{}' offers; it offers {}{} "
+                "(give the shape with --slice or slice:, and several slices as a multiple of "
+                "its devices)",
+                gpus, t.devices_per_chip, spec.name, offered_shapes(t),
+                t.devices_per_chip > 1 ? ", in chips" : ""));
+        return with_slice(std::move(spec), shape, gpus);
+    }
     const int tray = spec.node.gpus_per_tray;
     if (tray > 0 && gpus % tray != 0)
         throw InputError(fmt::format("{} GPUs is not a whole number of trays: hardware '{}' takes "

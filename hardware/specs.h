@@ -8,6 +8,8 @@
 
 #include "hardware/collective_tuning.h"
 #include "hardware/dtype.h"
+#include "hardware/link.h"
+#include "hardware/torus.h"
 #include "sim/time.h"
 
 #include <array>
@@ -54,12 +56,6 @@ struct GpuSpec {
     bool supports(Dtype d) const { return peak(d) > 0; }
 };
 
-/// A link: bandwidth per direction (bytes/s) and the latency before the first byte arrives.
-struct LinkSpec {
-    double bandwidth = 0;
-    sim::Time latency = sim::Time::zero();
-};
-
 /// How the GPUs of a node talk to each other.
 enum class IntraNodeFabric : std::uint8_t {
     nvswitch, ///< every GPU has NVLink ports to NVSwitch chips (DGX/HGX A100, H100, H200)
@@ -67,6 +63,9 @@ enum class IntraNodeFabric : std::uint8_t {
     /// Every pair of GPUs has its own point-to-point link and there is no switch (AMD
     /// Instinct MI300X/MI325X/MI355X: 7 xGMI / Infinity Fabric links per GPU on 8 GPUs).
     xgmi_mesh,
+    /// TPU chips on ICI links to their torus neighbours (hardware/torus.h); the node is a
+    /// slice, its PCIe switches are the TPU hosts, and no host vertex joins them.
+    torus,
 };
 
 /// One node (server): its GPUs, their interconnect, PCIe and NICs.
@@ -217,13 +216,21 @@ struct ClusterSpec {
     CollectiveTuning collectives; ///< collective kernels (NCCL-style latency/bandwidth)
     ComputeSpec compute;          ///< kernel cost model of the node's GPU
     ListPrice price;              ///< the cloud's list price, where the file states one
+    /// A TPU slice's torus (torus.present()): the node is the slice, `nodes` the slices.
+    TorusSpec torus;
     int nodes = 1;
 
     int gpu_count() const { return node.gpus * nodes; }
 };
 
-/// The same cluster resized to hold at least `gpus` GPUs (whole nodes).
+/// The same cluster resized to hold at least `gpus` GPUs (whole nodes). On a torus, `gpus`
+/// devices on one slice of the shape documented for that count (with_slice for several).
 ClusterSpec with_gpu_count(ClusterSpec spec, int gpus);
+
+/// A torus cluster of slices of `shape` (hardware/torus.h), as many as `gpus` devices fill
+/// (0: one slice); throws InputError for a shape the generation does not offer, or a device
+/// count that is not whole slices. Sets the node (devices, hosts, NICs) from the shape.
+ClusterSpec with_slice(ClusterSpec spec, const TorusShape& shape, int gpus = 0);
 
 /// The whole numbers of trays of `tray` GPUs next to `gpus`, as an error suggests them: "8 or
 /// 12" for 10 on trays of 4, "4" for 2.

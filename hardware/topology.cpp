@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "hardware/fabric_routes.h"
+#include "hardware/graph_builder.h"
 #include "hardware/graph_size.h"
 #include "hardware/memory_limit.h"
 
@@ -37,6 +38,8 @@ std::string_view to_string(VertexKind k) {
         return "leaf";
     case VertexKind::spine:
         return "spine";
+    case VertexKind::ici:
+        return "ici";
     }
     return "?";
 }
@@ -57,52 +60,11 @@ std::string_view to_string(LinkKind k) {
         return "InfiniBand";
     case LinkKind::xgmi:
         return "xGMI";
+    case LinkKind::ici:
+        return "ICI";
     }
     return "?";
 }
-
-namespace {
-
-/// Adds vertices and edges to a Topology's arrays (by index, in the order added); the
-/// compressed rows are laid out once all are in (Topology::index_edges).
-struct GraphBuilder {
-    using VertexId = Topology::VertexId;
-    std::vector<VertexInfo>& vertices;
-    std::vector<EdgeInfo>& edges;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>>& ends;
-    std::vector<std::int64_t>& weight;
-
-    VertexId add_vertex(VertexKind kind, int node, int index, int place = 0) {
-        vertices.push_back(VertexInfo{kind, node, index, place});
-        return static_cast<VertexId>(vertices.size() - 1);
-    }
-    void add_edge(VertexId from, VertexId to, LinkKind kind, double bw, sim::Time latency,
-                  std::int64_t cost) {
-        ends.emplace_back(static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to));
-        edges.push_back(EdgeInfo{kind, bw, latency});
-        weight.push_back(cost);
-    }
-    void add_link(VertexId a, VertexId b, LinkKind kind, const LinkSpec& link,
-                  sim::Time extra_into_b = sim::Time::zero(),
-                  sim::Time extra_into_a = sim::Time::zero()) {
-        // Serialisation cost of a kilobyte in femtoseconds: integer, so equal paths tie exactly.
-        const auto cost = static_cast<std::int64_t>(std::llround(1e18 / link.bandwidth));
-        add_edge(a, b, kind, link.bandwidth, link.latency + extra_into_b, cost);
-        add_edge(b, a, kind, link.bandwidth, link.latency + extra_into_a, cost);
-    }
-    /// Room for exactly `size`, so that no vector doubles on the way (doublings were 18% of
-    /// the page faults of a whole GPT-3 step on 16,384 GPUs).
-    void reserve(const GraphSize& size) {
-        const auto nv = static_cast<std::size_t>(size.vertices);
-        const auto ne = static_cast<std::size_t>(size.edges);
-        vertices.reserve(nv);
-        edges.reserve(ne);
-        ends.reserve(ne);
-        weight.reserve(ne);
-    }
-};
-
-} // namespace
 
 namespace {
 
@@ -149,7 +111,7 @@ Topology::Topology(ClusterSpec spec)
         throw InputError("hardware '" + spec_.name +
                          "' needs NICs and a network (switch_radix, link) to span " +
                          std::to_string(nodes) + " nodes");
-    GraphBuilder g{vertices_, edges_, ends_, weight_};
+    detail::GraphBuilder g{vertices_, edges_, ends_, weight_};
     g.reserve(refuse_if_too_large(spec_));
     const LinkSpec hbm{n.gpu.hbm_bandwidth, sim::Time::zero()};
     const int pcie_switches = n.gpus / n.gpus_per_pcie_switch;
@@ -166,11 +128,15 @@ Topology::Topology(ClusterSpec spec)
             node_vertices_ = g.vertices.size();
             node_edges_ = static_cast<EdgeIndex>(g.edges.size());
         }
-        const VertexId host = g.add_vertex(VertexKind::host, node, 0);
+        // A TPU slice's hosts are its PCIe switches, each with its chips and NICs, and no
+        // vertex joins them: hosts talk over ICI or the DCN.
+        const bool torus = n.fabric == IntraNodeFabric::torus;
+        const VertexId host = torus ? 0 : g.add_vertex(VertexKind::host, node, 0);
         std::vector<VertexId> pcie;
         for (int p = 0; p < pcie_switches; ++p) {
             pcie.push_back(g.add_vertex(VertexKind::pcie_switch, node, p));
-            g.add_link(pcie.back(), host, LinkKind::host, n.host_link);
+            if (!torus)
+                g.add_link(pcie.back(), host, LinkKind::host, n.host_link);
         }
         VertexId sw = 0;
         if (n.fabric == IntraNodeFabric::nvswitch) {
@@ -200,6 +166,9 @@ Topology::Topology(ClusterSpec spec)
                                gpu_hbm_[first + static_cast<std::size_t>(b)], LinkKind::xgmi,
                                n.xgmi);
         }
+        if (torus)
+            detail::add_torus(g, spec_.torus, node,
+                              std::vector<VertexId>(gpu_hbm_.end() - n.gpus, gpu_hbm_.end()));
         // One port per NIC; with several NICs per GPU, one port per GPU carrying their sum
         // (NodeSpec::nic_ports). A port sits on the PCIe switch of the GPU beside it, so the
         // GPUs of that switch reach it without crossing the host, and share it.
@@ -244,7 +213,11 @@ Topology::Topology(ClusterSpec spec)
         node_vertices_ = g.vertices.size();
         node_edges_ = static_cast<EdgeIndex>(g.edges.size());
     }
-    node_routes_ = std::make_shared<NodeRoutes>(node_vertices_ * node_vertices_);
+    // The routes within a node are kept per pair of its vertices: room for node_vertices_^2,
+    // which a large TPU slice (thousands of chips in one node) cannot afford; its routes are
+    // searched each time (a torus neighbour's is one hop).
+    if (node_vertices_ <= kMaxKeptNodeVertices)
+        node_routes_ = std::make_shared<NodeRoutes>(node_vertices_ * node_vertices_);
 }
 
 void Topology::index_edges() {
@@ -330,7 +303,7 @@ Route Topology::route(VertexId from, VertexId to) const {
         index.closed_nodes() && node >= 0 && node == vertices_[to].node &&
         !(vertices_[from].kind == VertexKind::nic && vertices_[to].kind == VertexKind::nic);
     bool tied = false;
-    if (!one_node)
+    if (!one_node || !node_routes_)
         return search(from, to, tied);
     // Within one node: node 0's route shifted to this node, found once (NodeRoutes).
     const std::size_t base = static_cast<std::size_t>(node) * node_vertices_;
@@ -490,6 +463,8 @@ std::string Topology::vertex_name(VertexId v) const {
         return fmt::format("rail{}.leaf{}", i.index, i.place);
     case VertexKind::spine:
         return fmt::format("spine{}", i.index);
+    case VertexKind::ici:
+        return fmt::format("chip{}.ici", i.index);
     }
     return "?";
 }

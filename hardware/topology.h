@@ -6,7 +6,9 @@
 ///
 /// Vertices: per GPU an `sm` and an `hbm` vertex; per node NVSwitch (or, on an xGMI mesh, a
 /// link between the `hbm` vertices of every pair of GPUs; or neither), PCIe switches,
-/// the host, NICs; per network InfiniBand leaf and spine switches. Every physical link is two
+/// the host, NICs; per network InfiniBand leaf and spine switches. A TPU slice (a node whose
+/// fabric is a torus, hardware/torus.h) has per chip an ICI router joined to its neighbours'
+/// (torus_topology.cpp), its hosts as PCIe switches and no host vertex. Every physical link is two
 /// directed edges, each with its own bandwidth and latency, so the two directions of a link are
 /// separate resources in the flow network. Routing is shortest path by serialisation cost
 /// (sum of 1/bandwidth, so NVLink beats PCIe), GPUs are never transit vertices, and ties are
@@ -43,10 +45,12 @@ enum class VertexKind : std::uint8_t {
     host,
     nic,
     leaf,
-    spine
+    spine,
+    ici, ///< a TPU chip's ICI router: its devices' port to the torus (hardware/torus.h)
 };
-/// xgmi: a point-to-point link between two GPUs of a mesh node (AMD Instinct's xGMI).
-enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric, xgmi };
+/// xgmi: a point-to-point link between two GPUs of a mesh node (AMD Instinct's xGMI); ici: a
+/// TPU chip's ICI link to a torus neighbour.
+enum class LinkKind : std::uint8_t { hbm, nvlink, pcie, host, nic, fabric, xgmi, ici };
 
 std::string_view to_string(VertexKind k);
 std::string_view to_string(LinkKind k);
@@ -149,6 +153,7 @@ private:
     // one node is then node 0's route shifted, unless an ECMP tie made its choice by the ids;
     // those found so are kept by the nodes' local ids, once, whichever thread finds one first.
     struct NodeRoutes;
+    static constexpr std::size_t kMaxKeptNodeVertices = 2048;
     std::size_t node_vertices_ = 0;
     EdgeIndex node_edges_ = 0;
     std::shared_ptr<NodeRoutes> node_routes_;

@@ -102,8 +102,13 @@ CollectiveSweep::CollectiveSweep(const CollectiveRequest& request)
 
     // The platform, not the hardware alone: its provenance gives each time its band.
     platform_ = strategies::parallel::load_platform(o.hardware);
-    if (o.gpus > 0)
+    if (!o.slice.empty()) {
+        const hardware::TorusShape shape =
+            hardware::parse_slice(platform_.cluster.torus, o.slice, "--slice");
+        platform_.cluster = hardware::with_slice(std::move(platform_.cluster), shape, o.gpus);
+    } else if (o.gpus > 0) {
         platform_ = strategies::parallel::with_gpu_count(std::move(platform_), o.gpus);
+    }
     topology_ = std::make_unique<hardware::Topology>(platform_.cluster);
     const int n = o.gpus > 0 ? o.gpus : topology_->gpu_count();
     if (n > topology_->gpu_count())

@@ -26,6 +26,7 @@ namespace clustersim::results {
 struct CollectiveRequest {
     std::string hardware;             ///< preset name or hardware file
     int gpus = 0;                     ///< 0: one node of the preset (or the file's `nodes`)
+    std::string slice;                ///< a TPU slice's shape ("4x4x8"); empty: none given
     std::string op;                   ///< all_reduce, all_gather, ...
     std::optional<std::string> bytes; ///< one size ("100MiB"); none: the range below
     std::string min_bytes = "8";      ///< smallest size of the range

@@ -53,6 +53,8 @@ std::string_view to_string(Algorithm a) {
         return "collnet_direct";
     case Algorithm::collnet_chain:
         return "collnet_chain";
+    case Algorithm::torus:
+        return "torus";
     }
     return "?";
 }

@@ -59,11 +59,15 @@ enum class Algorithm : std::uint8_t {
     /// NCCL's CollNet chain (all_reduce): a chain through the node's GPUs to a NIC per
     /// channel, the fabric's switches reduce across nodes, the result runs back down the chain.
     collnet_chain,
+    /// XLA on a TPU slice (strategies/collectives/torus.h): per mesh axis bidirectional rings
+    /// on the torus, one axis after another; across slices a ring over the DCN. The only
+    /// algorithm on TPU hardware, as NCCL's are the only ones on GPUs.
+    torus,
 };
-inline constexpr std::array<Algorithm, 8> kConcreteAlgorithms{
-    Algorithm::ring,           Algorithm::tree,         Algorithm::direct,
-    Algorithm::nvls,           Algorithm::hierarchical, Algorithm::nvls_tree,
-    Algorithm::collnet_direct, Algorithm::collnet_chain};
+inline constexpr std::array<Algorithm, 9> kConcreteAlgorithms{
+    Algorithm::ring,           Algorithm::tree,          Algorithm::direct,
+    Algorithm::nvls,           Algorithm::hierarchical,  Algorithm::nvls_tree,
+    Algorithm::collnet_direct, Algorithm::collnet_chain, Algorithm::torus};
 /// Algorithms NCCL runs with the Simple protocol only.
 constexpr bool simple_only(Algorithm a) {
     return a == Algorithm::nvls_tree || a == Algorithm::collnet_direct ||
@@ -91,7 +95,7 @@ std::string_view to_string(Fidelity f);
 /// nccl-tests' names ("alltoall", "sendrecv"); nullopt when unknown.
 std::optional<Op> parse_op(std::string_view s);
 /// "auto", "ring", "tree", "direct", "nvls", "hierarchical", "nvls_tree", "collnet_direct",
-/// "collnet_chain" (also NCCL's spellings: "nvlstree", "collnetdirect", "collnetchain").
+/// "collnet_chain", "torus" (also NCCL's spellings: "nvlstree", "collnetdirect", "collnetchain").
 std::optional<Algorithm> parse_algorithm(std::string_view s);
 
 /// What `--fidelity` names, in every command and in the Python module: the fidelity and, in flow,

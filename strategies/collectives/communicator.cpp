@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "strategies/collectives/plan.h"
+#include "strategies/collectives/torus.h"
 
 #include <algorithm>
 #include <cmath>
@@ -357,7 +358,7 @@ struct Communicator::Memo {
 Communicator::Communicator(const hardware::Topology& topology, std::vector<int> gpus)
     : plan_(std::make_unique<Plan>(topology, std::move(gpus)))
     , memo_(std::make_unique<Memo>()) {
-    static_assert(static_cast<size_t>(Algorithm::collnet_chain) == kConcreteAlgorithms.size());
+    static_assert(static_cast<size_t>(Algorithm::torus) == kConcreteAlgorithms.size());
     for (size_t a = 0; a < runs_.size(); ++a)
         for (Op op : kAllOps)
             runs_[a][static_cast<size_t>(op)] = why_not(static_cast<Algorithm>(a), op).empty();
@@ -392,7 +393,22 @@ std::string Communicator::why_not(Algorithm a, Op op) const {
     const Plan& p = *plan_;
     const std::string name(to_string(a));
     const std::string op_name(to_string(op));
+    if (p.torus) {
+        if (a == Algorithm::automatic || a == Algorithm::torus) {
+            if (op != Op::all_reduce && op != Op::all_gather && op != Op::reduce_scatter &&
+                op != Op::all_to_all)
+                return "on a TPU slice the collectives modelled are XLA's all_reduce, all_gather, "
+                       "reduce_scatter and all_to_all on the torus, not " +
+                       op_name;
+            return p.torus->why_not;
+        }
+        return "--algo " + name + " is NCCL's; on a TPU slice (hardware '" + p.topo.spec().name +
+               "') collectives run as XLA's rings on the torus: --algo torus";
+    }
     switch (a) {
+    case Algorithm::torus:
+        return "--algo torus runs on a TPU slice's torus; hardware '" + p.topo.spec().name +
+               "' is a GPU cluster (NCCL's algorithms: ring, tree, ...)";
     case Algorithm::automatic:
     case Algorithm::direct:
         return {};
@@ -483,6 +499,9 @@ void Communicator::validate(const Collective& c) const {
     const std::string why = why_not(c.algorithm, c.op);
     if (!why.empty())
         throw InputError(why);
+    if (p.torus && c.protocol)
+        throw InputError("a TPU's collectives have no NCCL protocol (" +
+                         std::string(hardware::to_string(*c.protocol)) + "): leave it out");
     if ((c.algorithm == Algorithm::nvls || simple_only(c.algorithm)) && c.protocol &&
         *c.protocol != Protocol::simple)
         throw InputError("--algo " + std::string(to_string(c.algorithm)) +
@@ -510,6 +529,12 @@ Choice Communicator::choose(const Collective& c) const {
 }
 
 Choice Communicator::choose_now(const Collective& c) const {
+    if (plan_->torus) { // XLA's rings are the one algorithm on a torus
+        if (!runs(Algorithm::torus, c.op))
+            throw InputError(why_not(Algorithm::torus, c.op));
+        return Choice{Algorithm::torus, Protocol::simple,
+                      predict(c, Algorithm::torus, Protocol::simple)};
+    }
     static constexpr Algorithm kOrder[] = {Algorithm::ring,           Algorithm::tree,
                                            Algorithm::nvls,           Algorithm::nvls_tree,
                                            Algorithm::collnet_direct, Algorithm::collnet_chain,
@@ -584,6 +609,9 @@ Choice Communicator::choose_now(const Collective& c) const {
 
 sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) const {
     const Plan& p = *plan_;
+    if (a == Algorithm::torus)
+        return sim::Time::from_seconds(
+            detail::torus_seconds(*p.torus, c.op, static_cast<double>(c.bytes), p.n));
     if (a != Algorithm::automatic && p.node_ranks.size() > 1)
         return predict_across_nodes(c, a, pr);
     const double S = static_cast<double>(c.bytes);
@@ -652,6 +680,8 @@ sim::Time Communicator::predict(const Collective& c, Algorithm a, Protocol pr) c
     case Algorithm::collnet_direct:
     case Algorithm::collnet_chain:
         break; // across nodes only (why_not): predict_across_nodes
+    case Algorithm::torus:
+        break; // above
     }
 
     // The kernel's own memory and arithmetic work, in series with the transfers.
@@ -781,6 +811,8 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         body = std::max(m.collnet_chain_intra, m.collnet_inter) * S;
         break;
     }
+    case Algorithm::torus:
+        break; // predict() answers it
     }
 
     return sim::Time::from_seconds(lat + std::max(body, local_seconds_across(p, c, a)));

@@ -1,6 +1,7 @@
 #include "strategies/collectives/plan.h"
 #include "strategies/collectives/mesh_rings.h"
 #include "strategies/collectives/plan_loads.h"
+#include "strategies/collectives/torus.h"
 
 #include "base/error.h"
 
@@ -66,7 +67,7 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
         if (net > sim::Time::zero())
             net += spec.network.transport_latency;
     }
-    if (!tuning.present())
+    if (!tuning.present() && !spec.torus.present())
         throw InputError("hardware '" + spec.name +
                          "' has no 'collectives:' section (protocol latencies and efficiencies); "
                          "add one or extend a preset that has it");
@@ -99,6 +100,10 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
     for (int g : gpus) {
         const hardware::Route r = topo.memory_route(g);
         memory_edges_.push_back(r.edges.at(0));
+    }
+    if (spec.torus.present()) { // XLA's rings, none of NCCL's (torus.h)
+        torus = std::make_shared<const TorusGrid>(torus_grid(topo, gpus));
+        return;
     }
     // PXN needs NVLink between the sender and the relay (src/graph/paths.cc: the relay's
     // path to the sender at most PATH_NVL), so NVSwitch nodes only, and NICs to relay to.
@@ -401,6 +406,8 @@ double Plan::efficiency(LinkLevel level, Protocol p) const {
 }
 
 double Plan::flow_efficiency(int src, int dst, Protocol p) const {
+    if (torus) // no NCCL protocol: the DMA engines move the payload
+        return 1.0;
     if (is_switch(src) || is_switch(dst)) {
         if (!(tuning.nvls.efficiency > 0))
             throw InputError("hardware '" + topo.spec().name +

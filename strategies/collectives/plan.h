@@ -155,9 +155,15 @@ struct MultiNodeData {
     double collnet_inter = 0;
 };
 
+struct TorusGrid;
+
 class Plan {
 public:
     Plan(const hardware::Topology& topology, std::vector<int> gpus);
+
+    /// On a TPU slice (hardware/torus.h) the communicator's axes (torus.h); null on GPUs. A
+    /// torus plan holds nothing of NCCL's (rings, trees, tuning): XLA's torus rings run there.
+    std::shared_ptr<const TorusGrid> torus;
 
     const hardware::Topology& topo;
     hardware::CollectiveTuning tuning;

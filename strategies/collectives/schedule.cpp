@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/collectives/torus.h"
 
 #include <algorithm>
 #include <cmath>
@@ -918,6 +919,9 @@ Decomposition decompose(const Communicator& comm, const Collective& c, Algorithm
     case Algorithm::collnet_direct:
     case Algorithm::collnet_chain:
         add_hierarchical_phases(d, in, algorithm);
+        break;
+    case Algorithm::torus:
+        detail::add_torus_phases(d, plan, c, E);
         break;
     }
     return d;

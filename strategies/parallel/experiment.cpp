@@ -335,19 +335,44 @@ ExperimentSpec read_experiment_document(YAML::Node doc, const std::string& path)
     }
     const hardware::ClusterSpec& cluster = platform.cluster;
     int gpus = 0;
-    if (root.has("gpus") && root.has("nodes"))
-        root.fail("nodes", "give either gpus or nodes, not both");
+    const int given =
+        (root.has("gpus") ? 1 : 0) + (root.has("nodes") ? 1 : 0) + (root.has("chips") ? 1 : 0);
+    if (given > 1)
+        root.fail(root.has("chips") ? "chips" : "nodes",
+                  "give one of gpus, nodes and chips, not several");
+    const int per_chip = cluster.torus.present() ? cluster.torus.devices_per_chip : 1;
+    if (root.has("chips") && !cluster.torus.present())
+        root.fail("chips",
+                  "counts a TPU's chips; hardware '" + cluster.name + "' has GPUs: give gpus");
     if (root.has("gpus"))
         gpus = static_cast<int>(root.integer("gpus", 1, 1 << 24));
     else if (root.has("nodes"))
         gpus = static_cast<int>(root.integer("nodes", 1, 1 << 20)) * cluster.node.gpus;
-    else
-        gpus = cluster.gpu_count();
-    e.gpus = gpus;
-    try {
-        e.cluster = hardware::with_gpu_count(cluster, gpus);
-    } catch (const InputError& err) {
-        root.fail(root.has("gpus") ? "gpus" : "nodes", err.what());
+    else if (root.has("chips"))
+        gpus = static_cast<int>(root.integer("chips", 1, 1 << 24)) * per_chip;
+    const char* count_key = root.has("gpus") ? "gpus" : root.has("chips") ? "chips" : "nodes";
+    if (root.has("slice")) {
+        // A TPU slice's shape: gpus (or chips) of it, or one slice.
+        try {
+            const hardware::TorusShape shape =
+                hardware::parse_slice(cluster.torus, root.str("slice"), "");
+            e.cluster = hardware::with_slice(cluster, shape, gpus);
+        } catch (const InputError& err) {
+            root.fail(given > 0 && std::string(err.what()).find("whole slices") != std::string::npos
+                          ? count_key
+                          : "slice",
+                      err.what());
+        }
+        e.gpus = e.cluster.gpu_count();
+    } else {
+        if (given == 0)
+            gpus = cluster.gpu_count();
+        e.gpus = gpus;
+        try {
+            e.cluster = hardware::with_gpu_count(cluster, gpus);
+        } catch (const InputError& err) {
+            root.fail(count_key, err.what());
+        }
     }
     e.framework = platform.framework;
     e.provenance = platform.provenance;
