@@ -132,8 +132,10 @@ std::vector<std::pair<YAML::Node, std::string>> name_list(Map& m, const char* ke
 
 template <class Map>
 void read_lora(Map& m, TrainingSpec& t) {
+    // peft: lora sets the targets (its default all four), peft: none clears them.
+    const bool peft = m.has("peft") && t.lora.targets != 0;
     for (const char* key : {"lora_dim", "lora_alpha", "lora_target_modules"})
-        if (m.has(key) && !t.lora.on())
+        if (m.has(key) && !peft)
             m.fail(key, "sets LoRA's adapters: it needs peft: lora (or leave it out)");
     if (!t.lora.on())
         return;
