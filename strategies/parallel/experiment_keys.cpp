@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 namespace clustersim::strategies::parallel {
 
@@ -77,9 +78,12 @@ const std::vector<Key<ExperimentSpec>>& top_level_keys() {
     return keys;
 }
 
-const std::vector<Key<TrainingSpec>>& training_keys() {
+namespace {
+
+/// The training keys but LoRA's.
+std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
-    static const std::vector<Key<T>> keys{
+    std::vector<Key<T>> keys{
         {{.name = "global_batch",
           .fallback = "required",
           .required = true,
@@ -195,6 +199,14 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
           .example = "nvfp4",
           .commented = true},
          +[](T&, std::string_view) {}},
+    };
+    return keys;
+}
+
+/// LoRA's keys (Megatron-Bridge's PEFT LoRA config, peft/lora.py).
+std::vector<Key<TrainingSpec>> lora_training_keys() {
+    using T = TrainingSpec;
+    std::vector<Key<T>> keys{
         {{.name = "peft",
           .type = KeyType::choice,
           .fallback = "none",
@@ -249,6 +261,18 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
           .group = "lora",
           .commented = true}},
     };
+    return keys;
+}
+
+} // namespace
+
+const std::vector<Key<TrainingSpec>>& training_keys() {
+    static const std::vector<Key<TrainingSpec>> keys = [] {
+        std::vector<Key<TrainingSpec>> k = core_training_keys();
+        for (auto& l : lora_training_keys())
+            k.push_back(std::move(l));
+        return k;
+    }();
     return keys;
 }
 

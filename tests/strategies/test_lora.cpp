@@ -106,8 +106,9 @@ std::int64_t grad_all_reduce_bytes(const parallel::ExperimentSpec& e) {
 
 } // namespace
 
-TEST_CASE("lora: a frozen linear's backward is its data gradient; adapters add 3 thin GEMMs' worth",
-          "[models][lora]") {
+TEST_CASE(
+    "lora: a frozen linear's backward is its data gradient, and adapters add 3 thin GEMMs' worth",
+    "[models][lora]") {
     const ModelSpec m = load_model("llama3-8B");
     const int r = 16;
     const auto full = layer_work(m, lora_config(1, 0, 0), h100());
