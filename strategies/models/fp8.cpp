@@ -4,7 +4,7 @@ namespace clustersim::strategies::models {
 
 bool runs_in_fp8(std::string_view name) {
     for (std::string_view bf16 :
-         {"lm_head", "moe.router", "attention.scores", "attention.context"}) {
+         {"lm_head", "moe.router", "attention.scores", "attention.context", "lora."}) {
         if (name.starts_with(bf16))
             return false;
     }

@@ -113,7 +113,8 @@ namespace clustersim::strategies::models {
 enum class Fp8Recipe : std::uint8_t { delayed, tensorwise, mxfp8, nvfp4 };
 
 /// Whether the GEMM named `name` (a layer_work Op name) runs in FP8 under fp8_autocast: the
-/// linear layers, not the LM head, the router or the unfused attention products.
+/// linear layers, not the LM head, the router, the unfused attention products or LoRA's
+/// adapters (Megatron-Core's own linear layers, not Transformer Engine's: layer_work_lora.cpp).
 bool runs_in_fp8(std::string_view name);
 
 /// Whether Transformer Engine fuses the FP8 cast of GEMM `name`'s input into the kernel

@@ -181,7 +181,11 @@ LayerWork transformer_layer(const Ctx& c) {
 LayerWork layer_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
     check_config(m, cfg);
     const Ctx c(m, cfg, cm);
-    return m.is_transformer() ? transformer_layer(c) : mlp_layer(c);
+    if (!m.is_transformer())
+        return mlp_layer(c);
+    LayerWork w = transformer_layer(c);
+    apply_lora(c, w);
+    return w;
 }
 
 Op optimizer_step(std::int64_t parameters, Dtype dtype, Optimizer optimizer, int zero_stage,

@@ -128,6 +128,34 @@ std::string_view to_string(RecomputeModule m);
 /// Megatron-Core's name of a module; nullopt otherwise.
 std::optional<RecomputeModule> parse_recompute_module(std::string_view s);
 
+/// The linear layers a LoRA adapter can wrap, by Megatron-Bridge's names
+/// (src/megatron/bridge/peft/lora.py, LoRA.target_modules; Megatron-Core's module names):
+/// the attention's QKV projection and output projection, the MLP's first and second linear.
+enum class LoraTarget : std::uint8_t { linear_qkv, linear_proj, linear_fc1, linear_fc2 };
+inline constexpr int kLoraTargets = 4;
+constexpr std::uint8_t lora_bit(LoraTarget t) {
+    return static_cast<std::uint8_t>(1u << static_cast<unsigned>(t));
+}
+std::string_view to_string(LoraTarget t);
+/// Megatron-Bridge's name of a target module; nullopt otherwise.
+std::optional<LoraTarget> parse_lora_target(std::string_view s);
+
+/// LoRA fine-tuning (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models",
+/// arXiv 2106.09685, section 4.1): every base weight frozen, and each targeted linear
+/// Y = X W gains a trainable low-rank branch (alpha / dim) X A B, A in x dim, B dim x out.
+/// As Megatron-Bridge runs it (peft/lora.py, LoRALinear; peft/utils.py, ParallelLinearAdapter):
+/// the adapter's linear_in (A) and linear_out (B) are each split over the tensor-parallel
+/// ranks (a column-parallel base: A column-parallel with its output gathered, B
+/// column-parallel; a row-parallel base: A row-parallel, B column-parallel), so a rank holds
+/// dim x (in + out) / tp of each adapter. alpha scales the branch's output only (no cost).
+struct Lora {
+    int dim = 0;              ///< the rank r; 0: no LoRA (full training)
+    double alpha = 0;         ///< the branch's scale is alpha / dim
+    std::uint8_t targets = 0; ///< lora_bit()s of the wrapped linears
+    bool on() const { return dim > 0; }
+    bool operator==(const Lora&) const = default;
+};
+
 /// How one layer is run.
 struct LayerConfig {
     int tp = 1;                     ///< tensor-parallel size t
@@ -179,6 +207,9 @@ struct LayerConfig {
     /// Megatron's selective recompute (recompute selective, selective_op false): the modules
     /// recomputed, a set of recompute_bit()s; Megatron-Core's default is the core attention.
     std::uint8_t recompute_modules = recompute_bit(RecomputeModule::core_attn);
+    /// LoRA fine-tuning (Lora): the base weights frozen (no weight-gradient GEMMs), the
+    /// targeted linears' adapters added (layer_work_lora.cpp). Off by default.
+    Lora lora;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };
@@ -316,6 +347,9 @@ struct LayerWork {
     /// (LayerConfig::ep > 1 or etp != tp): their gradients are reduced over the
     /// expert-data-parallel group. 0 otherwise.
     std::int64_t expert_parameters = 0;
+    /// Of `parameters`, the frozen ones (LoRA's base weights): held in the training dtype
+    /// only, with no gradient, no optimizer state and no data-parallel reduction. 0 otherwise.
+    std::int64_t frozen_parameters = 0;
     /// The head's weights are the word embeddings (tied): with one pipeline stage they are the
     /// embedding's parameters, not extra ones; on separate stages Megatron keeps a copy on the
     /// last stage and all-reduces the two gradients.

@@ -273,6 +273,15 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w);
 void mla_forward(const Ctx& c, LayerWork& w, int ln1);
 void mla_backward(const Ctx& c, LayerWork& w);
 
+// ---- LoRA (layer_work_lora.cpp)
+
+/// A transformer layer under LoRA (cfg.lora on): base weights frozen (no weight-gradient
+/// GEMMs, frozen_parameters), the targeted linears' adapters added. Nothing otherwise.
+void apply_lora(const Ctx& c, LayerWork& w);
+/// The embedding or the head under LoRA: frozen, no weight gradients; `whole_backward`: no
+/// backward at all (the embedding, with nothing trainable before it).
+void freeze_lora(const LayerConfig& cfg, LayerWork& w, bool whole_backward);
+
 // ---- the dense MLP (layer_work_mlp.cpp)
 
 /// fc1, activation, fc2 after the second norm (op `ln2`), with the tensor-parallel collectives.

@@ -44,6 +44,7 @@ LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const Compu
         B.add(c.memory("embedding.position_wgrad", sharded * e + std::int64_t{m.seq} * c.h * 8));
     w.activation_bytes = drop ? sharded : 0; // the dropout mask (1 byte per element)
     w.parameters = vocab_local * c.h + (learned ? std::int64_t{m.seq} * c.h : 0);
+    freeze_lora(cfg, w, true);
     return w;
 }
 
@@ -118,6 +119,7 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
     w.activation_bytes = 2 * sharded * e + T * vocab_local * 4;
     w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
     w.shares_embedding_weights = m.tied_embeddings;
+    freeze_lora(cfg, w, false);
     return w;
 }
 

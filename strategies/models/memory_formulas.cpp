@@ -47,4 +47,11 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
     return m;
 }
 
+ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
+                                 Optimizer optimizer, int zero_stage, int dp) {
+    ModelStateBytes m = model_state_bytes(adapters, dtype, optimizer, zero_stage, dp);
+    m.weights += frozen * hardware::bytes_per_element(dtype);
+    return m;
+}
+
 } // namespace clustersim::strategies::models

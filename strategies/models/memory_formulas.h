@@ -52,4 +52,14 @@ struct ModelStateBytes {
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
                                   Optimizer optimizer, int zero_stage, int dp);
 
+/// LoRA fine-tuning (layer_work.h, Lora): `frozen` base parameters held in the weights' dtype
+/// only (Hu et al. 2021, section 4.1: frozen weights receive no gradient, so no gradient,
+/// no master copy and no optimizer state: Megatron-Bridge's PEFT.freeze_model sets
+/// requires_grad False, and the distributed optimizer and DDP only take parameters that
+/// require gradients), plus `adapters` trained as model_state_bytes trains any parameter:
+///   weights 2 (frozen + adapters), gradients 4 adapters, optimizer 12 adapters (bf16, Adam,
+///   ZeRO 0). Unsharded frozen weights: ZeRO stages other than 0 are refused with LoRA.
+ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
+                                 Optimizer optimizer, int zero_stage, int dp);
+
 } // namespace clustersim::strategies::models

@@ -77,6 +77,11 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
     node[parts.back()] = value;
 }
 
+/// The LoRA keys of a `training:` mapping beside `peft` (read by the key table): the target
+/// modules by Megatron-Bridge's names, and the rule that lora_* keys need peft: lora.
+template <class Map>
+void read_lora(Map& m, TrainingSpec& t);
+
 /// Reads a `training:` mapping onto `t`. `Map` is config::YamlMap (the file, with messages) or
 /// config::ScalarMap (a sweep's variants, refusing without messages): one reader for both, so
 /// that the two accept and read the same.
@@ -91,6 +96,7 @@ void read_training(Map&& m, TrainingSpec& t) {
     if (m.has("fp4_recipe") && t.dtype != hardware::Dtype::fp4)
         m.fail("fp4_recipe", "nvfp4 scales FP4 GEMMs: it needs training.dtype: fp4 (or leave "
                              "fp4_recipe out)");
+    read_lora(m, t);
     m.finish();
 }
 
@@ -122,6 +128,34 @@ std::vector<std::pair<YAML::Node, std::string>> name_list(Map& m, const char* ke
         m.fail(key, std::string("expected a list, each item ") + item_meaning);
     }
     return items;
+}
+
+template <class Map>
+void read_lora(Map& m, TrainingSpec& t) {
+    // peft: lora sets the targets (its default all four), peft: none clears them.
+    const bool peft = m.has("peft") && t.lora.targets != 0;
+    for (const char* key : {"lora_dim", "lora_alpha", "lora_target_modules"})
+        if (m.has(key) && !peft)
+            m.fail(key, "sets LoRA's adapters: it needs peft: lora (or leave it out)");
+    if (!t.lora.on())
+        return;
+    if (t.lora.alpha <= 0)
+        m.fail("lora_alpha", "expected a positive scale (LoRA.alpha; the adapters' output is "
+                             "scaled by alpha / dim)");
+    if (m.has("lora_target_modules")) {
+        t.lora.targets = 0;
+        for (const auto& [at, name] : name_list(m, "lora_target_modules", "a module's name")) {
+            const auto target = models::parse_lora_target(name);
+            if (!target)
+                m.fail_at(at, "lora_target_modules",
+                          "expected linear_qkv, linear_proj, linear_fc1 or linear_fc2 "
+                          "(Megatron-Bridge's LoRA.target_modules), got '" +
+                              name + "'");
+            t.lora.targets |= models::lora_bit(*target);
+        }
+        if (t.lora.targets == 0)
+            m.fail("lora_target_modules", "expected at least one module to adapt");
+    }
 }
 
 /// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
@@ -487,6 +521,40 @@ struct Refuse {
     }
 };
 
+/// What LoRA (training.peft: lora) asks of the run: a backward, a dense transformer with the
+/// targeted linears, unsharded frozen weights, and a rank the tensor-parallel size divides
+/// (Megatron-Bridge's adapters split linear_in or linear_out over the tensor-parallel ranks:
+/// a column-parallel linear_in of dim outputs, which Megatron-Core requires tp to divide).
+std::optional<InputError> lora_error(const ExperimentSpec& e) {
+    const Refuse fail{e};
+    const models::Lora& l = e.training.lora;
+    if (!l.on())
+        return std::nullopt;
+    if (e.training.forward_only)
+        return fail("peft: lora fine-tunes (a backward and an optimizer step); forward_only: true "
+                    "runs neither: leave one of them out",
+                    "training.peft");
+    if (!e.model.is_transformer() || e.model.is_moe())
+        return fail("peft: lora is modelled for dense transformers; model '" + e.model.name +
+                        "' is " + (e.model.is_moe() ? "a mixture of experts" : "not a transformer"),
+                    "training.peft");
+    if (e.model.is_mla() && (l.targets & models::lora_bit(models::LoraTarget::linear_qkv)) != 0)
+        return fail("linear_qkv: model '" + e.model.name +
+                        "' has multi-head latent attention, no fused QKV projection; choose "
+                        "from linear_proj, linear_fc1, linear_fc2",
+                    "training.lora_target_modules");
+    if (e.parallel.zero > 0)
+        return fail("peft: lora with ZeRO or FSDP (zero " + std::to_string(e.parallel.zero) +
+                        ") is not modelled: the frozen base weights are held whole; set zero: 0",
+                    "parallel.zero");
+    if (l.dim % e.parallel.tp != 0)
+        return fail("lora_dim " + std::to_string(l.dim) + " is not a multiple of tp " +
+                        std::to_string(e.parallel.tp) +
+                        " (the adapters' rank is split over the tensor-parallel ranks)",
+                    "training.lora_dim");
+    return std::nullopt;
+}
+
 /// What the recompute, the token dispatcher and context parallelism ask of the model.
 std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
     const Refuse fail{e};
@@ -851,6 +919,8 @@ std::optional<InputError> nvlink_domain_error(const ExperimentSpec& e) {
 }
 
 std::optional<InputError> experiment_error(ExperimentSpec& e) {
+    if (auto error = lora_error(e))
+        return error;
     if (auto error = model_feature_error(e))
         return error;
     if (auto error = layout_error(e))

@@ -75,6 +75,10 @@ struct TrainingSpec {
     }
     /// The fusions the layers run with.
     models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
+    /// Parameter-efficient fine-tuning (`peft: lora`, Megatron-Bridge's ConfigContainer.peft):
+    /// LoRA with `lora_dim` (LoRA.dim, the rank), `lora_alpha` (LoRA.alpha) and
+    /// `lora_target_modules` (LoRA.target_modules); models::Lora. Off (dim 0) by default.
+    models::Lora lora;
 
     bool operator==(const TrainingSpec&) const = default;
 };

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 
 namespace clustersim::strategies::parallel {
 
@@ -94,9 +95,12 @@ const std::vector<Key<ExperimentSpec>>& top_level_keys() {
     return keys;
 }
 
-const std::vector<Key<TrainingSpec>>& training_keys() {
+namespace {
+
+/// The training keys but LoRA's.
+std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
-    static const std::vector<Key<T>> keys{
+    std::vector<Key<T>> keys{
         {{.name = "global_batch",
           .fallback = "required",
           .required = true,
@@ -213,6 +217,79 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
           .commented = true},
          +[](T&, std::string_view) {}},
     };
+    return keys;
+}
+
+/// LoRA's keys (Megatron-Bridge's PEFT LoRA config, peft/lora.py).
+std::vector<Key<TrainingSpec>> lora_training_keys() {
+    using T = TrainingSpec;
+    std::vector<Key<T>> keys{
+        {{.name = "peft",
+          .type = KeyType::choice,
+          .fallback = "none",
+          .choices = {"none", "lora"},
+          .mirrors = "Megatron-Bridge's ConfigContainer.peft (peft/lora.py, LoRA)",
+          .meaning = "parameter-efficient fine-tuning: lora freezes every base weight (no "
+                     "weight gradients, no optimizer state) and trains low-rank adapters",
+          .lands = "TrainingSpec::lora",
+          .example = "lora",
+          .group = "lora",
+          .commented = true},
+         +[](T& t, std::string_view v) {
+             if (v == "lora") {
+                 t.lora.dim = t.lora.dim > 0 ? t.lora.dim : 32;
+                 t.lora.alpha = t.lora.alpha > 0 ? t.lora.alpha : 32;
+                 if (t.lora.targets == 0)
+                     t.lora.targets = 0xF;
+             } else {
+                 t.lora = models::Lora{};
+             }
+         }},
+        {{.name = "lora_dim",
+          .fallback = "32",
+          .min = 1,
+          .max = 1 << 16,
+          .mirrors = "LoRA.dim (peft.dim)",
+          .meaning = "with peft: lora, the adapters' rank r",
+          .lands = "TrainingSpec::lora.dim",
+          .example = "16",
+          .group = "lora",
+          .commented = true},
+         +[](T& t) -> int& { return t.lora.dim; }},
+        {{.name = "lora_alpha",
+          .type = KeyType::number,
+          .fallback = "32",
+          .number_min = 0,
+          .mirrors = "LoRA.alpha (peft.alpha)",
+          .meaning = "with peft: lora, the adapters' scale alpha / dim (no cost of its own)",
+          .lands = "TrainingSpec::lora.alpha",
+          .example = "32",
+          .group = "lora",
+          .commented = true},
+         +[](T& t) -> double& { return t.lora.alpha; }},
+        {{.name = "lora_target_modules",
+          .type = KeyType::list,
+          .fallback = "[linear_qkv, linear_proj, linear_fc1, linear_fc2]",
+          .choices = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"},
+          .mirrors = "LoRA.target_modules (peft.target_modules)",
+          .meaning = "with peft: lora, the linear layers that get adapters",
+          .lands = "TrainingSpec::lora.targets",
+          .example = "[linear_qkv, linear_proj]",
+          .group = "lora",
+          .commented = true}},
+    };
+    return keys;
+}
+
+} // namespace
+
+const std::vector<Key<TrainingSpec>>& training_keys() {
+    static const std::vector<Key<TrainingSpec>> keys = [] {
+        std::vector<Key<TrainingSpec>> k = core_training_keys();
+        for (auto& l : lora_training_keys())
+            k.push_back(std::move(l));
+        return k;
+    }();
     return keys;
 }
 
@@ -559,7 +636,9 @@ const std::vector<config::KeySection>& experiment_sections() {
         config::section_of("training", "How it is trained (`training:`).", training_keys(),
                            {{"fusions", "Elementwise chains fused (Megatron-Core's "
                                         "TransformerConfig knobs) or eager PyTorch, one kernel "
-                                        "per op as torchtitan's Llama block writes them"}}),
+                                        "per op as torchtitan's Llama block writes them"},
+                            {"lora", "LoRA fine-tuning (Megatron-Bridge's PEFT LoRA config, "
+                                     "peft/lora.py; Hu et al. 2021)"}}),
         config::section_of("parallel", "How it is split over the GPUs (`parallel:`).",
                            parallel_keys(),
                            {{"split", "Uneven pipeline splits (Megatron-Core's arguments; "

@@ -122,11 +122,12 @@ void account_memory(const StepPlan& plan, StepResult& r) {
 }
 
 models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
-                                    std::int64_t experts, int edp, std::int64_t layer_parameters) {
+                                    std::int64_t experts, int edp, std::int64_t layer_parameters,
+                                    std::int64_t frozen) {
     const ParallelSpec& par = e.parallel;
     const auto dtype = weight_dtype(e.training.dtype);
-    models::ModelStateBytes m =
-        models::model_state_bytes(dense, dtype, e.training.optimizer, par.zero, par.shard_cp());
+    models::ModelStateBytes m = models::lora_state_bytes(frozen, dense, dtype, e.training.optimizer,
+                                                         par.zero, par.shard_cp());
     if (experts > 0) {
         const auto x =
             models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);

@@ -38,8 +38,11 @@ void account_memory(const StepPlan& plan, StepResult& r);
 /// context-parallel group and `experts` (routed experts laid out apart) sharded over the
 /// expert-data-parallel group of `edp`, `layer_parameters` of them all in its transformer
 /// layers; FP8 training adds the FP8 copies of the layers' weights (fp8.h) to the weights.
+/// `frozen` (LoRA's base weights, not in `dense`) adds their weights only
+/// (models::lora_state_bytes).
 models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
-                                    std::int64_t experts, int edp, std::int64_t layer_parameters);
+                                    std::int64_t experts, int edp, std::int64_t layer_parameters,
+                                    std::int64_t frozen = 0);
 
 /// The units of a chunk that ZeRO-3 gathers per pass, by parameters: FSDP2's root unit (kept
 /// gathered through the pass) and the gradients of it held through the blocks' backward, and

@@ -47,6 +47,7 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
         const auto& st = plan.stage(virtual_stage(c, p, plan.shape));
         r.parameters += st.parameters;
         r.expert_parameters += st.expert_parameters;
+        r.frozen_parameters += st.frozen_parameters;
         layer_parameters += st.layer_parameters;
     }
     if (experts_apart) {
@@ -55,15 +56,17 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
         for (int d = 0; d < edp; ++d)
             r.expert_dp_group.push_back(expert_gpu_of(par, 0, 0, d, p));
     }
-    const std::int64_t dense = r.parameters - r.expert_parameters;
-    const auto state = state_bytes(e, dense, r.expert_parameters, edp, layer_parameters);
+    // Trained dense parameters: LoRA's frozen base weights have no gradient or optimizer state.
+    const std::int64_t dense = r.parameters - r.expert_parameters - r.frozen_parameters;
+    const auto state =
+        state_bytes(e, dense, r.expert_parameters, edp, layer_parameters, r.frozen_parameters);
     r.weights_bytes = state.weights;
     r.grads_bytes = state.gradients;
     r.optimizer_bytes = state.optimizer;
     const int shards = par.shard_cp();
     const std::int64_t updated =
         par.zero < 1
-            ? r.parameters
+            ? r.parameters - r.frozen_parameters
             : (dense + shards - 1) / shards + (r.expert_parameters + edp - 1) / std::max(edp, 1);
     if (!e.training.forward_only) {
         double seconds = models::optimizer_step(updated, weight_dtype(e.training.dtype),
@@ -183,7 +186,7 @@ void plan_dp_phase(const PlanContext& ctx, const StepPlan& plan, RankPlan& r) {
     const auto grad_op =
         par.zero >= 1 ? collectives::Op::reduce_scatter : collectives::Op::all_reduce;
     const DpRole grad_role = par.zero >= 1 ? DpRole::grad_reduce_scatter : DpRole::grad_all_reduce;
-    const std::int64_t dense = r.parameters - r.expert_parameters;
+    const std::int64_t dense = r.parameters - r.expert_parameters - r.frozen_parameters;
     // Dense gradients over the data-parallel (x context-parallel) group, the routed experts'
     // over the expert-data-parallel group (when it has more than one GPU).
     const bool dense_dp = par.dp_cp() > 1;

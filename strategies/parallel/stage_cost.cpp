@@ -345,7 +345,8 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
                   backward_gather(ctx, units, units.head_params));
         spans.end("head", 0, 1, ctx.head, true);
         if (!units.root_unit)
-            buckets.add(units.head_params, std::max(c.gpu, c.comm));
+            buckets.add(units.head_params - std::min(units.head_params, ctx.head.frozen_parameters),
+                        std::max(c.gpu, c.comm));
     }
     bool last_block_kept = fsdp2_last_block_kept(ctx);
     for (std::size_t g = groups.size(); g-- > 0;) {
@@ -374,7 +375,8 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;
         for (int i = 1; i <= n; ++i)
-            buckets.add(w.parameters, start + per_layer * i, w.expert_parameters);
+            buckets.add(w.parameters - w.frozen_parameters, start + per_layer * i,
+                        w.expert_parameters);
     }
     if (st.embedding) {
         spans.begin();
@@ -382,7 +384,8 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
                   backward_gather(ctx, units, ctx.embedding.parameters));
         spans.end("embedding", 0, 1, ctx.embedding, true);
         if (!units.root_unit)
-            buckets.add(ctx.embedding.parameters, std::max(c.gpu, c.comm));
+            buckets.add(ctx.embedding.parameters - ctx.embedding.frozen_parameters,
+                        std::max(c.gpu, c.comm));
     }
     st.backward = finish(c, b);
     spans.finish(c.gpu);
@@ -442,10 +445,12 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
     st.parameters = 0;
     st.expert_parameters = 0;
     st.layer_parameters = 0;
+    st.frozen_parameters = 0;
     for (auto [wp, n] : groups) {
         const LayerWork& w = *wp;
         st.activation_bytes += n * w.activation_bytes;
         st.parameters += n * w.parameters;
+        st.frozen_parameters += n * w.frozen_parameters;
         st.expert_parameters += n * w.expert_parameters;
         st.layer_parameters += n * w.parameters;
         if (n > 0)
@@ -454,10 +459,12 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
     if (st.embedding) {
         st.activation_bytes += ctx.embedding.activation_bytes;
         st.parameters += ctx.embedding.parameters;
+        st.frozen_parameters += ctx.embedding.frozen_parameters;
     }
     if (st.head) {
         st.activation_bytes += head_runs(ctx) * ctx.head.activation_bytes;
         st.parameters += units.head_params;
+        st.frozen_parameters += std::min(units.head_params, ctx.head.frozen_parameters);
     }
 }
 

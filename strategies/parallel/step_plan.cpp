@@ -57,6 +57,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.quant_recipe();
     cfg.recompute_modules = par.recompute_modules;
+    cfg.lora = e.training.lora;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;
     const int per_node = std::max(1, e.cluster.node.gpus);
@@ -214,15 +215,17 @@ void search_recompute(PlanContext& ctx, StepPlan& plan, int p) {
     std::int64_t params = 0;
     std::int64_t expert_params = 0;
     std::int64_t layer_params = 0;
+    std::int64_t frozen = 0;
     for (int c = 0; c < plan.shape.virtual_stages; ++c) {
         const auto& st = plan.stage(virtual_stage(c, p, plan.shape));
         params += st.parameters;
         expert_params += st.expert_parameters;
         layer_params += st.layer_parameters;
+        frozen += st.frozen_parameters;
     }
     const int edp = par.expert_layout() && e.model.is_moe() ? par.expert_dp() : par.dp_cp();
-    const auto state =
-        detail::state_bytes(e, params - expert_params, expert_params, edp, layer_params);
+    const auto state = detail::state_bytes(e, params - expert_params - frozen, expert_params, edp,
+                                           layer_params, frozen);
     auto fits = [&] {
         return state.total() + peak_activation_bytes(plan, p) + peak_gathered_bytes(plan, p) <=
                budget;

@@ -150,6 +150,7 @@ struct VirtualStagePlan {
     std::int64_t transient_bytes = 0;   ///< extra held while its backward runs (recomputed)
     std::int64_t parameters = 0;        ///< held by one tensor-parallel rank
     std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
+    std::int64_t frozen_parameters = 0; ///< of which frozen (LoRA's base weights)
     /// Of them, those of its transformer layers (the GEMM weights FP8 training keeps FP8
     /// copies of; the embedding and the head excluded).
     std::int64_t layer_parameters = 0;
@@ -229,6 +230,9 @@ struct RankPlan {
     std::vector<int> ep_group;
     std::vector<int> expert_dp_group;
     std::int64_t expert_parameters = 0;
+    /// Of `parameters`, the frozen ones (LoRA's base weights: no gradient, no optimizer state,
+    /// no data-parallel reduction). 0 otherwise.
+    std::int64_t frozen_parameters = 0;
 };
 
 struct StepPlan {
