@@ -7,6 +7,7 @@
 #include "app/trace_compare.h"
 #include "base/error.h"
 #include "results/step_json.h"
+#include "strategies/collectives/flow_estimate.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 
@@ -80,11 +81,7 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         const ExperimentSpec e =
             strategies::parallel::load_experiment(o->experiment, o->overrides());
         strategies::parallel::StepOptions options = o->step_options();
-        if (!(o->max_seconds >= 0))
-            throw InputError(fmt::format(
-                "--max-seconds: expected a number of seconds >= 0 (0: no bound), got {}",
-                o->max_seconds));
-        options.flow_max_seconds = o->max_seconds;
+        options.flow_max_seconds = strategies::collectives::checked_max_seconds(o->max_seconds);
         options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
                            !o->compare_trace.empty();
         if (!o->compare_trace.empty() && o->compare.empty())

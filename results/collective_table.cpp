@@ -75,11 +75,7 @@ CollectiveSweep::CollectiveSweep(const CollectiveRequest& request)
                          "'");
     fidelity_ = fidelity->fidelity;
     flow_options_.symmetry = fidelity->symmetry;
-    if (!(o.max_seconds >= 0))
-        throw InputError(
-            fmt::format("--max-seconds: expected a number of seconds >= 0 (0: no bound), got {}",
-                        o.max_seconds));
-    flow_options_.max_seconds = o.max_seconds;
+    flow_options_.max_seconds = cl::checked_max_seconds(o.max_seconds);
     // nccl-tests' -d names (float, half, bfloat16) beside ours.
     const std::string dtype_name = o.dtype == "float"      ? "fp32"
                                    : o.dtype == "half"     ? "fp16"

@@ -89,6 +89,13 @@ void refuse_if_flows_too_large(double bytes, double round_flows, const std::stri
         what, bytes / (1 << 30), round_flows, limit.which, left / (1 << 30)));
 }
 
+double checked_max_seconds(double seconds) {
+    if (!(seconds >= 0))
+        throw InputError(fmt::format(
+            "--max-seconds: expected a number of seconds >= 0 (0: no bound), got {}", seconds));
+    return seconds;
+}
+
 double flow_seconds(const FlowFootprint& f) {
     return f.flows * seconds_per_listed_flow(f.algorithm);
 }

@@ -47,6 +47,9 @@ void refuse_if_flows_too_large(double bytes, double round_flows, const std::stri
 /// it admits may be many times it.
 double flow_seconds(const FlowFootprint& f);
 
+/// `seconds` as `--max-seconds` takes it (>= 0; 0: no bound), or InputError naming the flag.
+double checked_max_seconds(double seconds);
+
 /// Throws InputError, naming `what`, the estimate and `--max-seconds`, when `seconds` (of
 /// simulations listing `flows` flows over `rounds` rounds) exceeds `max_seconds` (0: no bound).
 void refuse_if_flows_too_slow(double seconds, double flows, double rounds, double max_seconds,
