@@ -137,9 +137,12 @@ double ComputeModel::gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k
         return 0;
     const double work = choose_tile(m, n, k, batch, dtype).work;
     const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
+    const auto out = gemm_output_bytes(m, n, dtype, batch);
     const double t_mem =
-        (static_cast<double>(gemm_bytes(m, n, k, dtype, batch)) + half_bytes_) * inv_bandwidth_;
-    return smooth_roofline(t_comp, t_mem) + launch_seconds_;
+        (static_cast<double>(gemm_bytes(m, n, k, dtype, batch) - out) + half_bytes_) *
+        inv_bandwidth_;
+    const double t_epilogue = static_cast<double>(out) * inv_bandwidth_;
+    return smooth_roofline(t_comp, t_mem) + t_epilogue + launch_seconds_;
 }
 
 namespace {

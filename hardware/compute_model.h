@@ -13,12 +13,20 @@
 ///       W     = waves * SMs * ctas_per_sm * 2 * tm * tn * k / rate  (the work the SMs spend)
 ///     W       = the smallest over the tiles (the library's heuristic picks the fastest)
 ///     t_comp  = (W + W_half) / (peak[dtype] * eff[dtype])          (efficiency W / (W + W_half))
-///     t_mem   = (bytes + B_half) / (hbm_bandwidth * mem_eff)       (bytes = A + B + C, once)
-///     t       = (t_comp^p + t_mem^p)^(1/p) + launch_overhead       (smooth roofline)
+///     t_mem   = (bytes + B_half) / (hbm_bandwidth * mem_eff)       (bytes = A + B, once)
+///     t_epi   = C bytes / (hbm_bandwidth * mem_eff)                (C in the output type)
+///     t       = (t_comp^p + t_mem^p)^(1/p) + t_epi + launch_overhead  (smooth roofline)
 ///
 /// so one tile past a full wave costs a whole extra wave, small tiles pay for feeding their
 /// operands from L2, small GEMMs pay the pipeline fill and drain, and skinny GEMMs meet the
-/// memory roofline. The feed bound is one of bytes per second, fitted on 16-bit tensor-core
+/// memory roofline. The epilogue, each tile writing its C tile once the k loop is done, does
+/// not overlap the k loop: an H200's cuBLASLt bf16 8192x8192xk (data/measurements/
+/// nvidia-h200/full.json) took 46, 85 and 250 us for k = 64, 256 and 1024, the compute at the
+/// large-k rate (12, 49 and 195 us) plus about the 134 MB output's write (33 us at its copy
+/// bandwidth), where a roofline that overlaps the two predicted 38, 62 and 197 us. That is
+/// what makes short-k GEMMs, and FP8 GEMMs more than 16-bit ones (their k loop runs twice
+/// as fast, their output is the same bf16: gemm_output_dtype), reach a smaller fraction of
+/// their peak. The feed bound is one of bytes per second, fitted on 16-bit tensor-core
 /// GEMMs (full_rate_tile): a type with a lower peak per operand byte (fp32 on the CUDA cores:
 /// 15x fewer FLOP/s from 2x the bytes) runs small tiles at full rate (measured on an H200:
 /// 512^3 fp32 in 15 us, where charging the 16-bit feed penalty predicts 37 us). A memory-bound
@@ -114,11 +122,23 @@ public:
         return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
                static_cast<double>(k);
     }
-    /// Compulsory HBM traffic of a GEMM: A and B read once, C written once (fp4: half a byte
-    /// an element, rounded up).
+    /// The type a GEMM in `input` writes C in: bf16 for the quantized types (Transformer
+    /// Engine's FP8 and FP4 GEMMs output the high-precision type; cuBLASLt's fp8 kernels take
+    /// a bf16 D), the input type otherwise.
+    static constexpr Dtype gemm_output_dtype(Dtype input) {
+        return input == Dtype::fp8 || input == Dtype::fp4 ? Dtype::bf16 : input;
+    }
+    /// HBM bytes of C, written once in gemm_output_dtype.
+    static std::int64_t gemm_output_bytes(std::int64_t m, std::int64_t n, Dtype dtype,
+                                          std::int64_t batch = 1) {
+        return batch * m * n * bytes_per_element(gemm_output_dtype(dtype));
+    }
+    /// Compulsory HBM traffic of a GEMM: A and B read once (fp4: half a byte an element,
+    /// rounded up), C written once in its output type.
     static std::int64_t gemm_bytes(std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype,
                                    std::int64_t batch = 1) {
-        return (batch * (m * k + k * n + m * n) * bits_per_element(dtype) + 7) / 8;
+        return (batch * (m * k + k * n) * bits_per_element(dtype) + 7) / 8 +
+               gemm_output_bytes(m, n, dtype, batch);
     }
 
 private:

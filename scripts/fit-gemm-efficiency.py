@@ -9,8 +9,9 @@ The model is hardware/compute_model.h's, restated here (keep the two in step):
                             rate  = min(1, I(tm,tn) / I(full_rate_tile)), I(a,b) = ab/(a+b)
                             W     = waves * SMs * 2 tm tn k / rate
     t_comp = (min over tiles of W + W_half) / (peak * eff[dtype])
-    t_mem  = (bytes + B_half) / (hbm_bw * mem_eff)
-    t      = (t_comp^p + t_mem^p)^(1/p) + launch
+    t_mem  = (A + B bytes + B_half) / (hbm_bw * mem_eff)
+    t_epi  = C bytes (bf16 for fp8: the output type) / (hbm_bw * mem_eff)
+    t      = (t_comp^p + t_mem^p)^(1/p) + t_epi + launch
 
 Fixed beforehand (not fitted): launch 2 us, the memory efficiency (the measured copy bandwidth
 the hardware presets cite, configs/hardware/*.yaml memory.efficiency) and B_half (1 us of ramp at that bandwidth), the CTA tiles, the full-rate
@@ -63,8 +64,9 @@ def predict(row, p, w_half, eff):
         / min(1.0, intensity(t) / intensity(FULL_RATE[family]))
         for t in TILES)
     t_comp = (work + w_half[family]) / (peak * eff[group(row)])
-    t_mem = (m * k + k * n + m * n) * elem / (bw * mem_eff) + RAMP
-    t = (t_comp**p + t_mem**p) ** (1 / p) + LAUNCH
+    t_mem = (m * k + k * n) * elem / (bw * mem_eff) + RAMP
+    t_epi = m * n * 2 / (bw * mem_eff)  # every row's output is 16-bit
+    t = (t_comp**p + t_mem**p) ** (1 / p) + t_epi + LAUNCH
     return 2 * m * n * k / t / 1e12
 
 

@@ -156,11 +156,10 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     // Megatron-Bridge's fp8_mx and nvfp4 run them (bf16_with_mxfp8_mixed, bf16_with_nvfp4_mixed).
     if (contains(r.precision, "MX"))
         s.emplace_back("training.fp8_recipe", "mxfp8");
-    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words): a
-    // dynamic per-tensor amax before each cast, costed as the tensorwise recipe (torchao's
-    // passes, an upper bound on Transformer Engine's); plain "FP8" is its delayed scaling.
+    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words):
+    // clustersim's `current` recipe; plain "FP8" is its delayed scaling.
     if (contains(r.precision, "FP8-CS"))
-        s.emplace_back("training.fp8_recipe", "tensorwise");
+        s.emplace_back("training.fp8_recipe", "current");
     s.emplace_back("training.optimizer", "adamw");
     s.emplace_back("parallel.tp", std::to_string(tp));
     s.emplace_back("parallel.pp", std::to_string(pp));
@@ -287,10 +286,10 @@ std::vector<std::string> new_hardware_rules() {
         "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
         "recompute as printed (not stated: none), AdamW",
         "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling; FP8-CS "
-        "(Transformer Engine's per-tensor current scaling) as clustersim's tensorwise recipe, "
-        "whose costs are torchao's (an amax pass and an unfused cast per input, plus "
-        "column-major copies and per-micro-batch weight casts that Transformer Engine saves: an "
-        "upper bound); MXFP8 and NVFP4 as Transformer Engine's block-scaled recipes (both copies "
+        "(Transformer Engine's per-tensor current scaling) as clustersim's current recipe "
+        "(an amax pass, or the amax inside the norm or activation before, and a cast with its "
+        "transpose per input, the weights cast once per step); MXFP8 and NVFP4 as Transformer "
+        "Engine's block-scaled recipes (both copies "
         "of each operand quantized, the scales, NVFP4's amax passes; fp4 GEMMs at the listed "
         "NVFP4 peak)",
     };

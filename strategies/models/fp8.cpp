@@ -2,6 +2,22 @@
 
 namespace clustersim::strategies::models {
 
+std::string_view to_string(Fp8Recipe recipe) {
+    switch (recipe) {
+    case Fp8Recipe::delayed:
+        return "delayed";
+    case Fp8Recipe::tensorwise:
+        return "tensorwise";
+    case Fp8Recipe::mxfp8:
+        return "mxfp8";
+    case Fp8Recipe::nvfp4:
+        return "nvfp4";
+    case Fp8Recipe::current:
+        return "current";
+    }
+    return "?";
+}
+
 bool runs_in_fp8(std::string_view name) {
     for (std::string_view bf16 :
          {"lm_head", "moe.router", "attention.scores", "attention.context", "lora."}) {
@@ -43,6 +59,7 @@ constexpr std::int64_t kNvfp4BothCopies32 = 36;
 std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe) {
     switch (recipe) {
     case Fp8Recipe::delayed:
+    case Fp8Recipe::current:
         return parameters * kFp8WeightCopyBytes;
     case Fp8Recipe::tensorwise:
         return 0;
@@ -58,6 +75,8 @@ std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe) {
     switch (recipe) {
     case Fp8Recipe::delayed:
         return fp8_weight_cast_bytes(parameters);
+    case Fp8Recipe::current: // the amax pass, then the cast with its transpose
+        return 2 * parameters + fp8_weight_cast_bytes(parameters);
     case Fp8Recipe::tensorwise:
         return 0;
     case Fp8Recipe::mxfp8: // read the bf16 weight once, write both copies
@@ -72,6 +91,7 @@ std::int64_t saved_input_bytes(std::int64_t elements, Fp8Recipe recipe) {
     switch (recipe) {
     case Fp8Recipe::delayed:
     case Fp8Recipe::tensorwise:
+    case Fp8Recipe::current:
         return elements;
     case Fp8Recipe::mxfp8:
         return fraction(elements, kMxfp8BothCopies32, 64);
@@ -82,7 +102,8 @@ std::int64_t saved_input_bytes(std::int64_t elements, Fp8Recipe recipe) {
 }
 
 bool casts_launched_apart(Fp8Recipe recipe) {
-    return recipe == Fp8Recipe::tensorwise || recipe == Fp8Recipe::nvfp4;
+    return recipe == Fp8Recipe::tensorwise || recipe == Fp8Recipe::nvfp4 ||
+           recipe == Fp8Recipe::current;
 }
 
 Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int64_t n,
@@ -96,6 +117,14 @@ Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int
         return b;
     }
     const std::int64_t input = m * k * batch;
+    if (recipe == Fp8Recipe::current) {
+        if (name.ends_with(".wgrad"))
+            return b;
+        if (!fp8_cast_fused(name)) // else the kernel before takes the amax
+            b.amax = input * elem;
+        b.cast = input * (elem + 2);
+        return b;
+    }
     if (recipe == Fp8Recipe::mxfp8 || recipe == Fp8Recipe::nvfp4) {
         // The weight-gradient GEMM reads the column-wise copies the other two casts wrote.
         const bool nvfp4 = recipe == Fp8Recipe::nvfp4;

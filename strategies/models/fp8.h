@@ -10,8 +10,8 @@
 ///
 /// The FP8 GEMMs run at the GPU's fp8 peak and fp8 efficiency from its hardware file
 /// (hardware/compute_model.h): dgx-h100's peak is the H100 SXM5 datasheet's dense 1,979 TFLOPS
-/// (twice bf16), its efficiency 0.683 fitted on ten H100/H200 fp8 GEMM rows of
-/// data/reference/gemm/matmul-throughput.csv (against 0.933 for bf16).
+/// (twice bf16), its efficiency 0.732 (at the sustained clock) fitted on ten H100/H200 fp8 GEMM
+/// rows of data/reference/gemm/matmul-throughput.csv (against 0.949 for bf16).
 ///
 /// What stays in higher precision (Transformer Engine and Megatron-Core):
 /// - attention: DotProductAttention runs in bf16 unless the recipe sets fp8_dpa (off by
@@ -108,9 +108,29 @@ namespace clustersim::strategies::models {
 ///   layers in bf16 (first_last_layers_bf16), off in Megatron-Bridge's NVFP4 recipes
 ///   (bf16_with_nvfp4_mixed) and not modelled.
 ///
+/// - current (`dtype: fp8`): Transformer Engine's Float8CurrentScaling, per-tensor scales
+///   from each tensor's own amax in this step, as Megatron-Core runs it for its fp8_recipe
+///   tensorwise (megatron/core/fp8_utils.py) and Megatron-Bridge's FP8-CS recipes
+///   (bf16_with_fp8_current_scaling_mixed). Per input of a forward or data-gradient GEMM
+///   (TE d0067d0, pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::quantize_impl):
+///   an amax pass (nvte_compute_amax, e bytes read per element), then one cast kernel that
+///   writes the FP8 data and its transpose (e read, 1 + 1 written). Where a norm or an
+///   activation produces the input (fp8_cast_fused), TE computes the amax inside that kernel
+///   (pytorch/csrc/extensions/normalization.cpp FUSED_NORM_AMAX_FP8, activation.cpp
+///   FUSED_ACTIVATION_AMAX_FP8: "compute ... and amax in high precision, then quantize"), so
+///   only the cast remains, still a kernel of its own. The weight-gradient GEMM reads the
+///   transposes. Weights are quantized once per step (Megatron passes is_first_microbatch),
+///   amax and cast with transpose: 2 + 2 + 2 bytes per parameter; the FP8 data and
+///   transpose are kept (2 bytes per parameter) and the weight gradient's input saved in FP8.
+///   Not modelled: the amax all-reduce over the tensor-parallel group of a sequence-parallel
+///   input (with_amax_reduction), one 4-byte all-reduce per such cast.
+///
 /// What stays in bf16 is the same under every recipe: attention (fp8_dpa off by default in
 /// all four), the LM head, the router, norms and elementwise kernels (runs_in_fp8).
-enum class Fp8Recipe : std::uint8_t { delayed, tensorwise, mxfp8, nvfp4 };
+enum class Fp8Recipe : std::uint8_t { delayed, tensorwise, mxfp8, nvfp4, current };
+
+/// The recipe's name in experiment files (training.fp8_recipe; nvfp4 is fp4_recipe's).
+std::string_view to_string(Fp8Recipe recipe);
 
 /// Whether the GEMM named `name` (a layer_work Op name) runs in FP8 under fp8_autocast: the
 /// linear layers, not the LM head, the router, the unfused attention products or LoRA's

@@ -89,10 +89,9 @@ template <class Map>
 void read_training(Map&& m, TrainingSpec& t) {
     config::read_keys(m, training_keys(), t);
     if (t.fp8_recipe != models::Fp8Recipe::delayed && t.dtype != hardware::Dtype::fp8)
-        m.fail("fp8_recipe",
-               std::string(t.fp8_recipe == models::Fp8Recipe::mxfp8 ? "mxfp8" : "tensorwise") +
-                   " scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
-                   "fp8_recipe out)");
+        m.fail("fp8_recipe", std::string(models::to_string(t.fp8_recipe)) +
+                                 " scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
+                                 "fp8_recipe out)");
     if (m.has("fp4_recipe") && t.dtype != hardware::Dtype::fp4)
         m.fail("fp4_recipe", "nvfp4 scales FP4 GEMMs: it needs training.dtype: fp4 (or leave "
                              "fp4_recipe out)");
@@ -870,14 +869,15 @@ std::optional<InputError> precision_error(ExperimentSpec& e) {
                     "training.dtype");
     if (e.training.dtype == hardware::Dtype::fp8 &&
         e.training.fp8_recipe == models::Fp8Recipe::mxfp8 && !gpu.block_scaling)
-        return fail("MXFP8 (training.fp8_recipe: mxfp8) needs tensor cores that apply a scale "
-                    "per block of 32 elements inside the MMA (gpu.block_scaling: Blackwell's, "
-                    "CDNA 4's); the GPU " +
-                        gpu.name +
-                        "'s hardware file has none (Hopper's and CDNA 3's FP8 take one scale per "
-                        "tensor); set fp8_recipe: delayed or tensorwise, or choose a Blackwell "
-                        "cluster or mi355x",
-                    "training.fp8_recipe");
+        return fail(
+            "MXFP8 (training.fp8_recipe: mxfp8) needs tensor cores that apply a scale "
+            "per block of 32 elements inside the MMA (gpu.block_scaling: Blackwell's, "
+            "CDNA 4's); the GPU " +
+                gpu.name +
+                "'s hardware file has none (Hopper's and CDNA 3's FP8 take one scale per "
+                "tensor); set fp8_recipe: delayed, current or tensorwise, or choose a Blackwell "
+                "cluster or mi355x",
+            "training.fp8_recipe");
     return std::nullopt;
 }
 

@@ -193,15 +193,18 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
         {{.name = "fp8_recipe",
           .type = KeyType::choice,
           .fallback = "delayed",
-          .choices = {"delayed", "tensorwise", "mxfp8"},
+          .choices = {"delayed", "current", "tensorwise", "mxfp8"},
           .mirrors = "--fp8-recipe",
-          .meaning = "with dtype fp8: Transformer Engine's delayed scaling, dynamic "
-                     "tensorwise scaling as torchao runs it, or Transformer Engine's MXFP8 "
-                     "block scaling (needs a GPU with block_scaling, Blackwell)",
+          .meaning = "with dtype fp8: Transformer Engine's delayed scaling, its per-tensor "
+                     "current scaling (Megatron-Core's fp8_recipe tensorwise, Megatron-Bridge's "
+                     "FP8-CS), dynamic tensorwise scaling as torchao runs it (torchtitan's "
+                     "Float8), or Transformer Engine's MXFP8 block scaling (needs a GPU with "
+                     "block_scaling, Blackwell)",
           .lands = "TrainingSpec::fp8_recipe",
           .example = "delayed"},
          +[](T& t, std::string_view r) {
              t.fp8_recipe = r == "tensorwise" ? models::Fp8Recipe::tensorwise
+                            : r == "current"  ? models::Fp8Recipe::current
                             : r == "mxfp8"    ? models::Fp8Recipe::mxfp8
                                               : models::Fp8Recipe::delayed;
          }},

@@ -135,9 +135,9 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
     }
-    // Transformer Engine keeps quantized copies of the weights across the step (delayed: FP8
-    // data and transpose; MXFP8 and NVFP4: both block-scaled copies with their scales);
-    // torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
+    // Transformer Engine keeps quantized copies of the weights across the step (delayed and
+    // current: FP8 data and transpose; MXFP8 and NVFP4: both block-scaled copies with their
+    // scales); torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
     if (hardware::is_quantized(e.training.dtype))
         m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe());
     return m;

@@ -219,7 +219,7 @@ TEST_CASE("cli run: a number format the GPU lacks exits 2 with the key and the f
         {"run", kExperiment, "--set", "training.dtype=fp8", "--set", "training.fp8_recipe=mxfp8"});
     CHECK(mxfp8.code == 2);
     CHECK_THAT(mxfp8.err, Catch::Contains("training.fp8_recipe") &&
-                              Catch::Contains("fp8_recipe: delayed or tensorwise"));
+                              Catch::Contains("fp8_recipe: delayed, current or tensorwise"));
 }
 
 TEST_CASE("cli run: --max-seconds refuses a flow step that would take longer, before it runs",

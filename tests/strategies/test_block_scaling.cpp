@@ -75,13 +75,19 @@ TEST_CASE("block scaling: the Blackwell presets list an fp4 peak and block-scale
         CHECK_FALSE(c.node.gpu.supports(Dtype::fp4));
         CHECK_FALSE(c.node.gpu.block_scaling);
     }
-    // fp4 is half a byte: a GEMM's compulsory bytes are half its fp8 ones.
-    CHECK(ComputeModel::gemm_bytes(8192, 4096, 1024, Dtype::fp4) * 2 ==
-          ComputeModel::gemm_bytes(8192, 4096, 1024, Dtype::fp8));
+    // fp4 is half a byte: a GEMM's operand bytes are half its fp8 ones; both write a bf16 C.
+    const std::int64_t c_bytes = ComputeModel::gemm_output_bytes(8192, 4096, Dtype::fp4);
+    CHECK(c_bytes == ComputeModel::gemm_output_bytes(8192, 4096, Dtype::bf16));
+    CHECK((ComputeModel::gemm_bytes(8192, 4096, 1024, Dtype::fp4) - c_bytes) * 2 ==
+          ComputeModel::gemm_bytes(8192, 4096, 1024, Dtype::fp8) - c_bytes);
     // On a B200 the fp4 peak is twice the fp8 one and the fp4 efficiency the fp8 one: a
-    // compute-bound GEMM takes half the time, less the launch and fill they share.
-    const double fp8 = b200().gemm_seconds(16384, 16384, 16384, Dtype::fp8);
-    const double fp4 = b200().gemm_seconds(16384, 16384, 16384, Dtype::fp4);
+    // compute-bound GEMM takes half the time, less the launch, the fill and the epilogue's
+    // write of the same bf16 C that they share.
+    const double epilogue =
+        static_cast<double>(ComputeModel::gemm_output_bytes(16384, 16384, Dtype::fp4)) /
+        b200().sustained_bandwidth();
+    const double fp8 = b200().gemm_seconds(16384, 16384, 16384, Dtype::fp8) - epilogue;
+    const double fp4 = b200().gemm_seconds(16384, 16384, 16384, Dtype::fp4) - epilogue;
     CHECK(fp4 / fp8 == Approx(0.5).epsilon(0.02));
 }
 
@@ -202,7 +208,7 @@ TEST_CASE("block scaling: a format the GPU's hardware file lacks is refused with
         INFO(preset << ": " << what);
         CHECK(key == "training.fp8_recipe");
         CHECK_THAT(what, Catch::Contains("gpu.block_scaling") &&
-                             Catch::Contains("fp8_recipe: delayed or tensorwise"));
+                             Catch::Contains("fp8_recipe: delayed, current or tensorwise"));
     }
     // Decided from the hardware file, not the preset's name: a B200 file without block
     // scaling refuses both; an H100 file given an fp4 peak still lacks block scaling.
@@ -241,7 +247,7 @@ TEST_CASE("block scaling: AMD Instinct: MI300X trains FP8 with one scale per ten
     INFO(what);
     CHECK(key == "training.fp8_recipe");
     CHECK_THAT(what, Catch::Contains("MXFP8") && Catch::Contains("gpu.block_scaling") &&
-                         Catch::Contains("fp8_recipe: delayed or tensorwise") &&
+                         Catch::Contains("fp8_recipe: delayed, current or tensorwise") &&
                          Catch::Contains("mi355x"));
     auto [nvfp4, nvfp4_key] = refusal(mi300x, llama8b("fp4"));
     CHECK(nvfp4_key == "training.dtype");

@@ -55,10 +55,16 @@ TEST_CASE("fp8: a GEMM at equal efficiency takes the peak ratio of the bf16 time
         c.compute.gemm_efficiency[static_cast<std::size_t>(Dtype::bf16)];
     const ComputeModel cm(c);
     const double ratio = c.node.gpu.peak(Dtype::bf16) / c.node.gpu.peak(Dtype::fp8);
-    // Compute-bound shapes: the launch and the fill are all that differ from the ratio.
+    // Compute-bound shapes: past the epilogue, which writes the same bf16 C in both, the
+    // launch and the fill are all that differ from the ratio.
     for (std::int64_t n : {8192, 16384}) {
-        const double fp8 = cm.gemm_seconds(n, n, n, Dtype::fp8);
-        const double bf16 = cm.gemm_seconds(n, n, n, Dtype::bf16);
+        const double epilogue =
+            static_cast<double>(ComputeModel::gemm_output_bytes(n, n, Dtype::bf16)) /
+            cm.sustained_bandwidth();
+        CHECK(ComputeModel::gemm_output_bytes(n, n, Dtype::fp8) ==
+              ComputeModel::gemm_output_bytes(n, n, Dtype::bf16));
+        const double fp8 = cm.gemm_seconds(n, n, n, Dtype::fp8) - epilogue;
+        const double bf16 = cm.gemm_seconds(n, n, n, Dtype::bf16) - epilogue;
         CHECK(fp8 / bf16 == Approx(ratio).epsilon(0.01));
     }
     // In a layer: fc1's input is cast by the norm before it (fused): the FP8 GEMM alone; the
@@ -168,6 +174,51 @@ TEST_CASE("fp8: torchao's tensorwise dynamic scaling, its casts against a hand c
     const auto rt = parallel::simulate_step(tensorwise);
     CHECK(rt.breakdown.optimizer_s < rd.breakdown.optimizer_s);
     CHECK(rt.step_time_s > rd.step_time_s);
+}
+
+TEST_CASE("fp8: Transformer Engine's current scaling, its casts against a hand count",
+          "[strategies][fp8]") {
+    // Per FP8 GEMM input element (bf16, 2 bytes): an amax pass 2, then the cast with its
+    // transpose 2 + 1 + 1; where a norm or an activation produces the input, its kernel takes
+    // the amax and only the cast remains. Delayed scaling: the cast with transpose 4 where not
+    // fused, nothing where fused. Weight gradients read the transposes in both.
+    const ModelSpec m = load_model("llama3-8B");
+    const std::int64_t T = 8192, h = 4096, qkv = 6144, f = 14336;
+    LayerConfig cfg = layer_cfg(1, false, Dtype::fp8);
+    const LayerWork te = layer_work(m, cfg, h100());
+    cfg.fp8_recipe = Fp8Recipe::current;
+    const LayerWork cs = layer_work(m, cfg, h100());
+    auto more = [&](Pass p, std::string_view name) {
+        return op_named(cs.pass(p), name).bytes - op_named(te.pass(p), name).bytes;
+    };
+    CHECK(more(Pass::forward, "attention.qkv") == T * h * 4);      // norm: amax inside, cast
+    CHECK(more(Pass::forward, "attention.proj") == T * h * 2);     // the amax pass
+    CHECK(more(Pass::forward, "mlp.fc1") == T * h * 4);            // norm
+    CHECK(more(Pass::forward, "mlp.fc2") == T * f * 4);            // activation
+    CHECK(more(Pass::backward, "mlp.fc1.dgrad") == T * 2 * f * 4); // activation's backward
+    CHECK(more(Pass::backward, "attention.qkv.dgrad") == T * qkv * 2);
+    CHECK(more(Pass::backward, "mlp.fc2.wgrad") == 0);
+    // Each cast is a kernel of its own (it waits for the amax), unlike delayed scaling's.
+    CHECK(op_named(cs.forward, "attention.proj").kernels ==
+          op_named(te.forward, "attention.proj").kernels + 2);
+    CHECK(op_named(cs.forward, "mlp.fc1").kernels == op_named(te.forward, "mlp.fc1").kernels + 1);
+    // Weights: quantized once per step, amax then cast with transpose; the copies kept.
+    CHECK(weight_cast_bytes(1000, Fp8Recipe::current) == 6000);
+    CHECK(weight_copy_bytes(1000, Fp8Recipe::current) ==
+          weight_copy_bytes(1000, Fp8Recipe::delayed));
+    CHECK(saved_input_bytes(1000, Fp8Recipe::current) == 1000);
+    // Between delayed scaling and torchao's tensorwise, which casts weights every forward
+    // and copies operands column-major: in a step of 8 micro-batches at tp 8.
+    const auto platform = parallel::load_platform("dgx-h100");
+    Settings settings = llama8b("fp8");
+    const auto rd = parallel::simulate_step(parallel::make_experiment(platform, 8, settings, "d"));
+    settings.emplace_back("training.fp8_recipe", "current");
+    const auto rc = parallel::simulate_step(parallel::make_experiment(platform, 8, settings, "c"));
+    settings.back().second = "tensorwise";
+    const auto rt = parallel::simulate_step(parallel::make_experiment(platform, 8, settings, "t"));
+    CHECK(rd.step_time_s < rc.step_time_s);
+    CHECK(rc.step_time_s < rt.step_time_s);
+    CHECK(rc.breakdown.optimizer_s > rd.breakdown.optimizer_s);
 }
 
 TEST_CASE("fp8: memory follows Transformer Engine's rules", "[strategies][fp8]") {
