@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 namespace clustersim::strategies::models {
 namespace fs = std::filesystem;
@@ -27,10 +28,140 @@ struct Layered {
 
 /// The keys a loader reads by hand (model_keys() has no target for them): the range and
 /// message of a probability and of a capacity factor.
+/// Entries a moe_layer_freq list may expand to (an expression such as [1]*N could ask for
+/// any number): far above any model's layers.
+constexpr std::size_t kMaxPatternLayers = 1 << 16;
+
+/// Megatron-Core's list form of --moe-layer-freq as a string (its argparse evaluates a Python
+/// expression): sums of bracketed lists of 0/1 and parenthesised sums, each optionally
+/// repeated ("([0]+[1])*24", "[1]*3+[0]"). Returns the expanded list; throws InputError via
+/// `fail` with what it expected.
+class PatternParser {
+public:
+    PatternParser(std::string_view text, std::function<void(const std::string&)> fail)
+        : s_(text)
+        , fail_(std::move(fail)) {}
+    std::vector<std::uint8_t> parse() {
+        auto out = sum();
+        skip();
+        if (i_ != s_.size())
+            fail_("unexpected '" + std::string(s_.substr(i_, 1)) + "' at character " +
+                  std::to_string(i_ + 1));
+        return out;
+    }
+
+private:
+    void skip() {
+        while (i_ < s_.size() && s_[i_] == ' ')
+            ++i_;
+    }
+    bool eat(char c) {
+        skip();
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    std::int64_t number() {
+        skip();
+        std::int64_t v = 0;
+        const std::size_t start = i_;
+        while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9' &&
+               v <= static_cast<std::int64_t>(kMaxPatternLayers))
+            v = v * 10 + (s_[i_++] - '0');
+        if (i_ == start)
+            fail_("expected a number at character " + std::to_string(i_ + 1));
+        return v;
+    }
+    std::vector<std::uint8_t> sum() {
+        auto out = term();
+        while (eat('+')) {
+            const auto more = term();
+            out.insert(out.end(), more.begin(), more.end());
+            check(out.size());
+        }
+        return out;
+    }
+    std::vector<std::uint8_t> term() {
+        std::vector<std::uint8_t> unit;
+        if (eat('(')) {
+            unit = sum();
+            if (!eat(')'))
+                fail_("expected ')' at character " + std::to_string(i_ + 1));
+        } else if (eat('[')) {
+            do {
+                const std::int64_t v = number();
+                if (v > 1)
+                    fail_("expected 0 (a dense layer) or 1 (experts), got " + std::to_string(v));
+                unit.push_back(static_cast<std::uint8_t>(v));
+            } while (eat(','));
+            if (!eat(']'))
+                fail_("expected ']' at character " + std::to_string(i_ + 1));
+        } else {
+            fail_("expected '[' or '(' at character " + std::to_string(i_ + 1));
+        }
+        if (!eat('*'))
+            return unit;
+        const std::int64_t times = number();
+        check(unit.size() * static_cast<std::size_t>(times));
+        std::vector<std::uint8_t> out;
+        for (std::int64_t t = 0; t < times; ++t)
+            out.insert(out.end(), unit.begin(), unit.end());
+        return out;
+    }
+    void check(std::size_t n) const {
+        if (n > kMaxPatternLayers)
+            fail_("the list would hold more than " + std::to_string(kMaxPatternLayers) + " layers");
+    }
+
+    std::string_view s_;
+    std::size_t i_ = 0;
+    std::function<void(const std::string&)> fail_;
+};
+
+/// moe_layer_freq: an integer k (experts where i % k == 0), a YAML list of 0/1, or Megatron's
+/// expression of one (PatternParser); a list has one entry per layer.
+void read_moe_layer_freq(YamlMap& m, ModelSpec& s) {
+    const YAML::Node node = m.raw("moe_layer_freq");
+    auto fail = [&](const std::string& what) {
+        m.fail("moe_layer_freq", what + " (expected an integer >= 1, a list of 0/1 per layer, "
+                                        "or an expression such as ([0]+[1])*24)");
+    };
+    std::vector<std::uint8_t> list;
+    if (node.IsSequence()) {
+        for (const auto& item : node) {
+            const std::string v = item.IsScalar() ? item.Scalar() : "";
+            if (v != "0" && v != "1")
+                fail("a list entry is '" + v + "', not 0 or 1");
+            list.push_back(v == "1" ? 1 : 0);
+            if (list.size() > kMaxPatternLayers)
+                fail("the list holds more than " + std::to_string(kMaxPatternLayers) + " layers");
+        }
+    } else {
+        const std::string text = m.str("moe_layer_freq");
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+            const std::int64_t k = m.integer("moe_layer_freq", 1, kMaxPatternLayers);
+            s.moe_layer_pattern.assign(static_cast<std::size_t>(k), 0);
+            s.moe_layer_pattern[0] = 1;
+            return;
+        }
+        list = PatternParser(text, fail).parse();
+    }
+    if (std::find(list.begin(), list.end(), 1) == list.end())
+        fail("the list has no layer with experts");
+    if (s.layers > 0 && list.size() != static_cast<std::size_t>(s.layers))
+        fail("the list has " + std::to_string(list.size()) +
+             " entries for layers=" + std::to_string(s.layers) + "; give one per layer");
+    s.moe_layer_pattern = std::move(list);
+}
+
 void read_by_hand(YamlMap& m, const config::KeyInfo& k, ModelSpec& s) {
     if (!m.has(k.name))
         return;
-    if (k.name == "dropout") {
+    if (k.name == "moe_layer_freq") {
+        read_moe_layer_freq(m, s);
+    } else if (k.name == "dropout") {
         const double p = m.number("dropout", 0);
         if (!(p < 1))
             m.fail("dropout", "expected a probability in [0, 1), got " + m.str("dropout"));

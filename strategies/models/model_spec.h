@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace clustersim::strategies::models {
 
@@ -130,10 +131,12 @@ struct ModelSpec {
     /// routing (technical report, section 2.1.2: each token to at most 4 nodes). 0: none.
     int moe_router_num_groups = 0;
     int moe_router_group_topk = 0;
-    /// Experts on every moe_layer_freq-th layer (Megatron-Core's --moe-layer-freq as an
-    /// integer: layer i, 0-based, has experts when i % moe_layer_freq == 0), the others a dense
-    /// MLP of ffn; 1: every layer (after first_k_dense_replace).
-    int moe_layer_freq = 1;
+    /// Which layers have experts (Megatron-Core's --moe-layer-freq), the others a dense MLP of
+    /// ffn: a pattern repeated over the layers, layer i (0-based) has experts when
+    /// moe_layer_pattern[i % size] is 1 (and i >= first_k_dense_replace). The integer form k
+    /// is 1 followed by k - 1 zeros (i % k == 0); the list form ([0]+[1])*24, Llama 4
+    /// Maverick's, is [0, 1]. Empty: every layer.
+    std::vector<std::uint8_t> moe_layer_pattern;
     /// Multi-token prediction (DeepSeek-V3; Megatron-Core's --mtp-num-layers): after the last
     /// layer, this many extra blocks each predict one more token: a norm of the hidden state
     /// and of the next token's embedding, a 2h -> h projection, one transformer layer (of the
@@ -149,7 +152,9 @@ struct ModelSpec {
     }
     /// Whether layer `i` (0-based) has experts.
     bool is_moe_layer(int i) const {
-        return is_moe() && i >= first_k_dense_replace && i % moe_layer_freq == 0;
+        return is_moe() && i >= first_k_dense_replace &&
+               (moe_layer_pattern.empty() ||
+                moe_layer_pattern[static_cast<std::size_t>(i) % moe_layer_pattern.size()] != 0);
     }
     /// Layers with experts.
     int moe_layers() const { return moe_layers_below(layers); }
@@ -157,11 +162,19 @@ struct ModelSpec {
     int moe_layers_below(int n) const {
         if (!is_moe() || n <= first_k_dense_replace)
             return 0;
-        // Multiples of moe_layer_freq in [first_k_dense_replace, n).
-        const auto multiples_below = [&](int x) {
-            return (x + moe_layer_freq - 1) / moe_layer_freq;
+        // Layers with experts in [0, x): whole periods of the pattern, then the rest.
+        const auto below = [&](int x) {
+            if (moe_layer_pattern.empty())
+                return x;
+            const int period = static_cast<int>(moe_layer_pattern.size());
+            int per_period = 0, rest = 0;
+            for (int j = 0; j < period; ++j) {
+                per_period += moe_layer_pattern[static_cast<std::size_t>(j)];
+                rest += j < x % period ? moe_layer_pattern[static_cast<std::size_t>(j)] : 0;
+            }
+            return x / period * per_period + rest;
         };
-        return multiples_below(n) - multiples_below(first_k_dense_replace);
+        return below(n) - below(first_k_dense_replace);
     }
     /// Whether layer `i` (0-based) attends within a sliding window.
     bool is_window_layer(int i) const {

@@ -97,6 +97,15 @@ TEST_CASE("model presets of 2025's open models: the released parameter counts",
     CHECK(gemma.is_window_layer(60)); // the 61st and 62nd layers are local
     CHECK(gemma.is_window_layer(61));
 
+    // Llama 4: the model cards' "17B active" and totals (109B, 400B, which count the vision
+    // encoder as well): the text models are 107.8B and 400.7B, 17.2B active.
+    const ParameterCounts scout = parameter_counts(load_model("llama4-scout"));
+    CHECK(scout.total == Approx(109e9).epsilon(0.02));
+    CHECK(scout.active == Approx(17e9).epsilon(0.02));
+    const ParameterCounts maverick = parameter_counts(load_model("llama4-maverick"));
+    CHECK(maverick.total == Approx(400e9).epsilon(0.01));
+    CHECK(maverick.active == Approx(17e9).epsilon(0.02));
+
     const ParameterCounts k2 = parameter_counts(load_model("kimi-k2"));
     CHECK(k2.total == Approx(1e12).epsilon(0.05));
     CHECK(k2.active == Approx(32e9).epsilon(0.05));
@@ -189,7 +198,7 @@ TEST_CASE("sliding-window attention: the band's blocks only, on the layers Megat
 TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integer form",
           "[models][features]") {
     ModelSpec m = load_model("mixtral-8x7B");
-    m.moe_layer_freq = 2;
+    m.moe_layer_pattern = {1, 0};
     CHECK(m.is_moe_layer(0));
     CHECK_FALSE(m.is_moe_layer(1));
     CHECK(m.moe_layers() == 16);
@@ -199,7 +208,7 @@ TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integ
     CHECK(m.moe_layers_below(5) == 1);
     // Half the layers dense: parameters between the dense and the all-experts model.
     ModelSpec half = load_model("mixtral-8x7B");
-    half.moe_layer_freq = 2;
+    half.moe_layer_pattern = {1, 0};
     const ParameterCounts c = parameter_counts(half);
     CHECK(c.layers == 16 * c.per_layer + 16 * c.per_moe_layer);
     // A step with the dense half is faster than with experts on every layer.
@@ -210,6 +219,47 @@ TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integ
     Settings interleaved = base;
     interleaved.emplace_back("model.moe_layer_freq", "2");
     CHECK(step_seconds(interleaved, 8) < step_seconds(base, 8));
+}
+
+TEST_CASE("moe_layer_freq: Megatron-Core's list form, as a YAML list or its expression",
+          "[models][features]") {
+    // Llama 4 Maverick: experts on the odd layers, ([0]+[1])*24, dense MLPs on the even ones.
+    const ModelSpec mav = load_model("llama4-maverick");
+    CHECK_FALSE(mav.is_moe_layer(0));
+    CHECK(mav.is_moe_layer(1));
+    CHECK(mav.is_moe_layer(47));
+    CHECK(mav.moe_layers() == 24);
+    CHECK(mav.moe_layers_below(4) == 2); // layers 1 and 3
+    // The integer form k is the list 1, 0 x (k - 1): the same layers as i % k == 0.
+    const std::string moe = kBase + "num_experts: 8\nmoe_router_topk: 2\n";
+    auto model = [](const std::string& text) {
+        return strategies::models::parse_model_yaml(text, "model.yaml");
+    };
+    const ModelSpec every2 = model(moe + "moe_layer_freq: 2\n");
+    const ModelSpec list2 = model(moe + "moe_layer_freq: \"([1]+[0])*2\"\n");
+    const ModelSpec yaml2 = model(moe + "moe_layer_freq: [1, 0, 1, 0]\n");
+    for (int i = 0; i < 4; ++i) {
+        INFO("layer " << i);
+        CHECK(every2.is_moe_layer(i) == (i % 2 == 0));
+        CHECK(list2.is_moe_layer(i) == every2.is_moe_layer(i));
+        CHECK(yaml2.is_moe_layer(i) == every2.is_moe_layer(i));
+    }
+    CHECK(list2.moe_layers() == 2);
+    // Parameters: 24 layers with 128 experts and a shared one, 24 dense ones.
+    const ParameterCounts c = parameter_counts(mav);
+    CHECK(c.layers == 24 * c.per_layer + 24 * c.per_moe_layer);
+    // Bad lists name the key and what would do.
+    CHECK_THAT(load_error(moe + "moe_layer_freq: [1, 0, 1]\n"),
+               Catch::Contains("'moe_layer_freq'") && Catch::Contains("3 entries for layers=4"));
+    CHECK_THAT(load_error(moe + "moe_layer_freq: \"([0]+[2])*2\"\n"),
+               Catch::Contains("'moe_layer_freq'") && Catch::Contains("0 (a dense layer)"));
+    CHECK_THAT(load_error(moe + "moe_layer_freq: \"([0]+[1]*2\"\n"),
+               Catch::Contains("expected ')'"));
+    CHECK_THAT(load_error(moe + "moe_layer_freq: \"[1]*99999999999\"\n"),
+               Catch::Contains("more than 65536 layers"));
+    CHECK_THAT(load_error(moe + "moe_layer_freq: [0, 0, 0, 0]\n"),
+               Catch::Contains("no layer with experts"));
+    CHECK_THAT(load_error(moe + "moe_layer_freq: 0\n"), Catch::Contains("'moe_layer_freq'"));
 }
 
 TEST_CASE("multi-token prediction: one more layer and the LM head again on the last stage",
