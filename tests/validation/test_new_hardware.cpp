@@ -88,3 +88,36 @@ TEST_CASE("new hardware: every GPU row predicted, mean <= 8%, none above 20%, bi
     CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
     CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
 }
+
+// MaxText's TPU rows run through the mesh keys (device_mesh.h): every row that states its batch
+// and mesh is predicted, on its generation's preset.
+TEST_CASE("new hardware: MaxText's TPU rows run through the mesh keys", "[validation][tpu]") {
+    int predicted = 0;
+    for (const auto& r : runs()) {
+        if (r.accelerator.rfind("TPU", 0) != 0)
+            continue;
+        INFO(r.id << ": " << r.not_modelled);
+        CHECK(!r.preset.empty());
+        if (r.model.find("Mixtral") != std::string::npos)
+            continue; // a mixture of experts whose batch and mesh the table does not state
+        CHECK(r.ran());
+        predicted += r.ran() ? 1 : 0;
+    }
+    CHECK(predicted == 15);
+}
+
+// Not met yet (the TPU presets' compute rates are labelled assumptions, not fitted to a TPU):
+// over the 15 rows mean |error| 8.6%, signed +4.9%, worst +22.7% (v5e 128B, 1x v5e-256); v5p
+// 6.9% mean but +19.2% on the full-remat 512B and 1024B rows, v5e +12.7% mean, v4 -7.9%.
+TEST_CASE("new hardware: TPU rows within 8% mean, none above 20%, bias within 3%",
+          "[validation][tpu][!shouldfail]") {
+    std::vector<NewHardwareRun> tpu;
+    for (const auto& r : runs())
+        if (r.accelerator.rfind("TPU", 0) == 0 && r.ran())
+            tpu.push_back(r);
+    const auto s = new_hardware_errors(tpu, "");
+    CHECK(s.points == 15);
+    CHECK(s.mean_abs <= targets::kNewHardwareStepMean);
+    CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
+    CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
+}
