@@ -354,7 +354,7 @@ std::optional<InputError> resolve_mesh(ExperimentSpec& e) {
     p.ep = both(MeshAxis::expert);
     p.dp = data * shard;
     p.cp_comm_type = models::CpCommType::all_gather;
-    p.sequence_parallel = p.tp > 1;
+    p.sequence_parallel = p.tp > 1 && e.model.is_transformer();
     p.schedule = p.pp > 1 ? PipelineSchedule::gpipe : PipelineSchedule::one_f_one_b;
     // Weights sharded over fsdp, fsdp_transpose and expert, and over context as MaxText's
     // rules shard `embed` (ParallelSpec::shard_cp): ZeRO-3, hybrid with a data axis beside it.

@@ -18,7 +18,9 @@
 ///   activations between layers on the embedding (tensor) or the norms on the sequence
 ///   (tensor_sequence) over them: an all-gather before each block's first GEMMs and a
 ///   reduce-scatter after its last, the collectives of Megatron's sequence parallelism, which
-///   is switched on with it.
+///   is switched on with it. XLA's overlap of these collectives with the GEMMs (async
+///   collective fusion and collective matmul, LIBTPU_INIT_ARGS) is not assumed: give
+///   `enable_async_tensor_parallel: true` beside the mesh keys where the run turns it on.
 /// - expert: a mixture's experts (ep); it also splits the batch of the dense layers, so it
 ///   counts into the data-parallel size.
 /// - stage: pipeline stages, GPipe's schedule (MaxText's pipeline runs every micro-batch's
