@@ -362,8 +362,12 @@ std::optional<InputError> resolve_mesh(ExperimentSpec& e) {
     p.zero = sharded ? 3 : 0;
     p.dp_replicate = sharded ? data : 1;
     p.dp_shard = sharded && data > 1 ? shard : 0;
-    p.mesh.ici = ici;
-    p.mesh.dcn = dcn;
+    // The mesh keeps its given values (a -1 refills when a sweep changes another axis); MaxText's
+    // defaults are written in, so that validating again takes the same path.
+    if (!p.mesh.given()) {
+        p.mesh.ici[at(MeshAxis::fsdp)] = -1;
+        p.mesh.dcn[at(MeshAxis::data)] = -1;
+    }
     place_ranks(e, ici, dcn, per_slice, e.cluster.torus.present() ? &torus : nullptr);
     return apply_batch(e, p.dp, p.pp);
 }

@@ -74,6 +74,19 @@ TEST_CASE("mesh: ici axes become tp and FSDP, placed on the torus as create_devi
     validate_experiment(again);
     CHECK(again.parallel == e.parallel);
     CHECK(again.training == e.training);
+    // A sweep changing one axis: fsdp's -1 takes the devices left again.
+    again.parallel.mesh.ici[static_cast<std::size_t>(MeshAxis::tensor)] = 16;
+    validate_experiment(again);
+    CHECK(again.parallel.tp == 16);
+    CHECK(again.parallel.dp == 4);
+    // per_device_batch_size alone: MaxText's default mesh, the same when validated again.
+    ExperimentSpec defaults =
+        load(dir, "hardware: tpu-v5p\nslice: 4x4x4", "per_device_batch_size: 1, dtype: bf16", "");
+    CHECK(defaults.parallel.dp == 64);
+    CHECK(defaults.parallel.zero == 3);
+    const ParallelSpec first = defaults.parallel;
+    validate_experiment(defaults);
+    CHECK(defaults.parallel == first);
 }
 
 TEST_CASE("mesh: v5e 16x16 and multislice over the DCN", "[experiment][mesh]") {
