@@ -121,8 +121,10 @@ std::vector<Key<TrainingSpec>> maxtext_training_keys() {
                       "save_dot_except_mlp", "save_qkv_proj", "qkv_proj_offloaded",
                       "save_out_proj"},
           .mirrors = "MaxText's remat_policy",
-          .meaning = "what the backward recomputes, by MaxText's names (docs/experiments.md "
-                     "says how each maps onto recompute), instead of parallel.recompute",
+          .meaning = "what the backward recomputes, by MaxText's names, instead of "
+                     "parallel.recompute: the minimal ones as selective (core attention), the "
+                     "save_dot_*except_mlp* ones as selective with the MLP, the rest as full "
+                     "(device_mesh.h says why)",
           .lands = "TrainingSpec::remat, ParallelSpec::recompute",
           .example = "full",
           .group = "maxtext",
