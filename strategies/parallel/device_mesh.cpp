@@ -262,7 +262,7 @@ std::optional<InputError> apply_remat(ExperimentSpec& e) {
                r == R::save_dot_with_context_except_mlp) {
         policy = RecomputePolicy::selective;
         modules |= models::recompute_bit(e.model.is_moe() ? models::RecomputeModule::moe
-                                                          : models::RecomputeModule::mlp);
+                                                          : models::RecomputeModule::mlpwi);
     }
     ParallelSpec& p = e.parallel;
     const bool same = p.recompute == policy &&

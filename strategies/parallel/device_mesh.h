@@ -52,8 +52,8 @@
 ///   scores recomputed): selective recompute of the core attention (nothing with flash
 ///   attention, whose backward recomputes the scores anyway).
 /// - save_dot_except_mlp, save_dot_except_mlpwi, save_dot_with_context_except_mlp (the MLP's
-///   input projections recomputed): Megatron's `mlp` module, which also recomputes the down
-///   projection: an upper bound, by a third of the MLP's forward.
+///   input projections recomputed): selective with the `mlpwi` module (the input projections
+///   and the activation, not the down projection); a mixture's whole `moe` module.
 /// - full, save_qkv_proj, qkv_proj_offloaded, save_out_proj (the attention and the MLP
 ///   recomputed): full recompute, an upper bound by one projection for the last three.
 /// Offloading to the host is not modelled (its transfers overlap the layers).

@@ -205,8 +205,8 @@ void read_parallel(Map&& m, ParallelSpec& p) {
             const auto module = models::parse_recompute_module(name);
             if (!module)
                 m.fail_at(at, "recompute_modules",
-                          "expected core_attn, moe_act, layernorm, mla_up_proj, mlp, moe or "
-                          "shared_experts (Megatron-Core's recompute_modules), got '" +
+                          "expected core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                          "shared_experts (Megatron-Core's recompute_modules) or mlpwi, got '" +
                               name + "'");
             p.recompute_modules |= models::recompute_bit(*module);
         }

@@ -534,9 +534,11 @@ std::vector<Key<ParallelSpec>> core_parallel_keys() {
           .type = KeyType::list,
           .fallback = "[core_attn]",
           .choices = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
-                      "shared_experts"},
+                      "shared_experts", "mlpwi"},
           .mirrors = "--recompute-modules",
-          .meaning = "the modules Megatron's selective recompute recomputes",
+          .meaning = "the modules Megatron's selective recompute recomputes (mlpwi, not "
+                     "Megatron's: a dense MLP's input projections and activation only, as "
+                     "MaxText's save_dot_except_mlp)",
           .lands = "ParallelSpec::recompute_modules",
           .example = "[core_attn]"}},
         {{.name = "inside_nvlink",

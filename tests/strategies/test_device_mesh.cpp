@@ -151,7 +151,7 @@ TEST_CASE("mesh: remat_policy maps onto recompute", "[experiment][mesh]") {
     const ParallelSpec mlp = policy("save_dot_except_mlpwi");
     CHECK(mlp.recompute == RecomputePolicy::selective);
     CHECK((mlp.recompute_modules &
-           strategies::models::recompute_bit(strategies::models::RecomputeModule::mlp)) != 0);
+           strategies::models::recompute_bit(strategies::models::RecomputeModule::mlpwi)) != 0);
     CHECK_THROWS_WITH(load(dir, "hardware: tpu-v5p\nslice: 4x4x4",
                            "global_batch: 64, dtype: bf16, remat_policy: full",
                            "recompute: selective"),
