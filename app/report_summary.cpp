@@ -171,7 +171,10 @@ std::string step_rows(ReportData& data) {
     const auto gpu_rows = std::count_if(fresh.begin(), fresh.end(), [](const auto& x) {
         return x.accelerator.rfind("TPU", 0) != 0;
     });
-    const calibrate::ErrorStats n = validation::new_hardware_errors(fresh, "");
+    std::vector<validation::NewHardwareRun> gpu, tpu;
+    for (const auto& x : fresh)
+        (x.accelerator.rfind("TPU", 0) == 0 ? tpu : gpu).push_back(x);
+    const calibrate::ErrorStats n = validation::new_hardware_errors(gpu, "");
     const bool all_ran = n.points == gpu_rows;
     md += row("step time, Blackwell, H100 and AMD Instinct runs (Megatron-Bridge, Primus)",
               fmt::format("new-hardware/published-runs.yaml ({} GPU rows)", gpu_rows),
@@ -183,6 +186,16 @@ std::string step_rows(ReportData& data) {
               all_ran && n.mean_abs <= tg::kNewHardwareStepMean &&
                   n.max_abs <= tg::kNewHardwareStepWorst &&
                   std::abs(n.mean) <= tg::kNewHardwareStepBias);
+    const calibrate::ErrorStats t = validation::new_hardware_errors(tpu, "");
+    md += row("step time, MaxText's TPU v4, v5e and v5p runs, through the mesh keys",
+              fmt::format("new-hardware/published-runs.yaml ({} TPU rows)", tpu.size()),
+              fmt::format("{} predicted: mean {}, signed {}, worst {}", t.points,
+                          base::percent(t.mean_abs), base::signed_percent(t.mean),
+                          base::percent(t.max_abs)),
+              target(tg::kNewHardwareStepMean) + " mean, " + target(tg::kNewHardwareStepWorst) +
+                  " worst, " + target(tg::kNewHardwareStepBias) + " signed",
+              t.mean_abs <= tg::kNewHardwareStepMean && t.max_abs <= tg::kNewHardwareStepWorst &&
+                  std::abs(t.mean) <= tg::kNewHardwareStepBias);
     return md;
 }
 

@@ -149,7 +149,13 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     // An MLP's samples are rows, not token sequences.
     fmt::print(out, "{:<12}{:.0f}\n", e.model.is_transformer() ? "tokens/s" : "samples/s",
                r.tokens_per_s);
-    fmt::print(out, "{:<12}{}\n", "MFU", pct(r.mfu));
+    // Causal attention's scores at half as well: MaxText's count (calculate_tflops_training_
+    // per_device), so the number compares with what MaxText prints.
+    if (e.model.is_transformer())
+        fmt::print(out, "{:<12}{} (causal attention at half, MaxText's count: {})\n", "MFU",
+                   pct(r.mfu), pct(r.mfu_causal));
+    else
+        fmt::print(out, "{:<12}{}\n", "MFU", pct(r.mfu));
     if (r.pp > 1)
         fmt::print(out, "{:<12}{} (closed form for equal stages: {})\n", "bubble",
                    pct(r.bubble_fraction), pct(r.ideal_bubble_fraction));

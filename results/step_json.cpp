@@ -90,6 +90,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
         j["calibrated"] = calibrated_json(e.provenance);
     j["tokens_per_s"] = r.tokens_per_s;
     j["mfu"] = r.mfu;
+    j["mfu_causal"] = r.mfu_causal;
     j["bubble_fraction"] = r.bubble_fraction;
     j["ideal_bubble_fraction"] = r.ideal_bubble_fraction;
     const auto& b = r.breakdown;

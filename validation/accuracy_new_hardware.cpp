@@ -6,7 +6,9 @@
 
 #include "base/error.h"
 #include "config/yaml_map.h"
+#include "hardware/torus.h"
 #include "strategies/models/model_loader.h"
+#include "strategies/models/model_spec.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/training_step.h"
 #include "validation/published_rows.h"
@@ -14,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <tuple>
 #include <vector>
 
 namespace clustersim::validation {
@@ -25,12 +28,13 @@ using detail::dim;
 using detail::Settings;
 
 /// One preset per accelerator (the systems Megatron-Bridge's tables name: DGX B200 / B300, the
-/// GB200 / GB300 NVL72 racks, DGX H100 as in the H100 study, the AMD Instinct platforms); none
-/// yet for TPU.
+/// GB200 / GB300 NVL72 racks, DGX H100 as in the H100 study, the AMD Instinct platforms, the
+/// TPU generations).
 std::string preset_of(const std::string& accelerator) {
     static const std::map<std::string, std::string> presets{
         {"B200", "dgx-b200"},     {"B300", "dgx-b300"},          {"GB200", "gb200-nvl72"},
-        {"GB300", "gb300-nvl72"}, {"H100", "dgx-superpod-h100"},
+        {"GB300", "gb300-nvl72"}, {"H100", "dgx-superpod-h100"}, {"TPU v4", "tpu-v4"},
+        {"TPU v5e", "tpu-v5e"},   {"TPU v5p", "tpu-v5p"},
     };
     // AMD Instinct: the 8-GPU xGMI mesh platform named by its GPU ("MI300X" on mi300x).
     if (accelerator == "MI300X" || accelerator == "MI325X" || accelerator == "MI355X")
@@ -97,8 +101,29 @@ int optional_dim(config::YamlMap& m, std::string_view key) {
     return dim(m, key);
 }
 
+bool is_tpu(const NewHardwareRun& r) {
+    return r.accelerator.rfind("TPU", 0) == 0;
+}
+
+/// A value the row prints, or null.
+bool stated(config::YamlMap& m, std::string_view key) {
+    return m.has(key) && !m.raw(key).IsNull();
+}
+
+/// What a MaxText row needs ("" when nothing): its batch and mesh.
+std::string maxtext_needs(config::YamlMap& row, config::YamlMap& model) {
+    config::YamlMap batch = row.map("micro_batch");
+    if (stated(model, "moe_experts"))
+        return "needs a MaxText mixture of experts with its batch and mesh (not stated)";
+    if (!stated(batch, "per_device_batch_size"))
+        return "needs the per-device batch (not stated)";
+    return "";
+}
+
 /// What a row needs that clustersim does not model yet ("" when nothing).
 std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
+    if (is_tpu(r))
+        return maxtext_needs(row, model);
     std::vector<std::string> out;
     if (r.preset.empty())
         out.push_back(contains(r.accelerator, "MI") ? "an AMD Instinct preset (xGMI mesh)"
@@ -203,6 +228,57 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
 }
 
+/// MaxText's rows (src/maxtext/configs/tpu/*/README.md and the scripts beside them, the tiering
+/// table): the model from the row's dimensions as MaxText's default llama2 decoder block builds
+/// it (base.yml: SwiGLU, RMSNorm, RoPE, untied logits, no biases, head_dim 128), the printed
+/// per_device_batch_size, remat_policy and mesh through the mesh keys, AdamW, slices of the
+/// printed count (the most cubic shape of their chips).
+void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
+    Settings& s = r.settings;
+    detail::dense_model(model, "Llama", s);
+    s.emplace_back("model.kv_channels", "128");
+    config::YamlMap hw = row.map("hardware");
+    const std::string shape = hw.str("slice_shape");
+    const std::size_t x = shape.find("x ");
+    const int slices = x != std::string::npos ? std::stoi(shape.substr(0, x)) : 1;
+    const auto& torus = detail::platform(r.preset).cluster.torus;
+    s.emplace_back("slice", hardware::to_string(hardware::shape_for_chips(torus, r.gpus / slices),
+                                                torus.dims));
+    config::YamlMap batch = row.map("micro_batch");
+    s.emplace_back("training.per_device_batch_size", batch.raw("per_device_batch_size").Scalar());
+    s.emplace_back("training.dtype", "bf16");
+    s.emplace_back("training.optimizer", "adamw");
+    if (stated(row, "recompute")) {
+        // qkv_proj_offloaded saves the same projections as save_qkv_proj, on the host.
+        s.emplace_back("training.remat_policy", row.str("recompute"));
+    }
+    config::YamlMap par = row.map("parallelism");
+    r.layout.clear();
+    for (const auto& [key, name, text] :
+         {std::tuple{"fsdp", "ici_fsdp_parallelism", "ici fsdp"},
+          std::tuple{"tp", "ici_tensor_parallelism", "ici tensor"},
+          std::tuple{"dcn_dp", "dcn_data_parallelism", "dcn data"}}) {
+        if (!stated(par, key))
+            continue;
+        s.emplace_back(std::string("parallel.") + name, par.raw(key).Scalar());
+        r.layout +=
+            fmt::format("{}{} {}", r.layout.empty() ? "" : " x ", text, par.raw(key).Scalar());
+    }
+    r.layout += fmt::format(", {} slice{}", slices, slices > 1 ? "s" : "");
+}
+
+/// The measured step of a MaxText row: its TFLOP/s per chip on MaxText's count (causal
+/// attention at half) over the step's FLOPs per device, or its tokens per second per device.
+double maxtext_measured_s(config::YamlMap& measured,
+                          const strategies::parallel::ExperimentSpec& e) {
+    if (stated(measured, "tflops_per_sec_per_chip"))
+        return strategies::models::causal_model_flops_per_iteration(e.model,
+                                                                    e.training.global_batch) /
+               e.gpus / (measured.number("tflops_per_sec_per_chip", 1e-9) * 1e12);
+    return static_cast<double>(e.training.global_batch) / e.gpus * e.model.seq /
+           measured.number("approx_tokens_per_sec_per_device", 1e-9);
+}
+
 NewHardwareRun map_row(YAML::Node node, const std::string& file) {
     config::YamlMap row(node, file, "rows");
     NewHardwareRun r;
@@ -214,11 +290,27 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
     r.precision = row.has("precision") && !row.raw("precision").IsNull() ? row.str("precision")
                                                                          : "not stated";
     config::YamlMap hw = row.map("hardware");
-    r.gpus = hw.has("gpus") && !hw.raw("gpus").IsNull() ? dim(hw, "gpus") : 0;
+    r.gpus = stated(hw, "gpus") ? dim(hw, "gpus") : stated(hw, "chips") ? dim(hw, "chips") : 0;
     config::YamlMap derived = row.map("derived");
     if (derived.has("step_time_s"))
         r.measured_s = derived.map("step_time_s").number("value", 1e-9);
     r.not_modelled = needs(r, row, model);
+    if (is_tpu(r) && r.ran()) {
+        maxtext_settings(r, row, model);
+        try {
+            const auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
+                                                                 r.settings, r.id);
+            config::YamlMap measured = row.map("measured");
+            r.measured_s = maxtext_measured_s(measured, e);
+            strategies::parallel::StepOptions o;
+            o.oom_advice = false;
+            r.predicted_s = strategies::parallel::simulate_step(e, o).step_time_s;
+        } catch (const InputError& err) {
+            r.not_modelled =
+                std::string("needs a layout the step model accepts (") + err.what() + ")";
+        }
+        return r;
+    }
     if (!r.ran() || r.gpus == 0 || r.measured_s <= 0) {
         if (r.ran())
             r.not_modelled = "needs a GPU count and a step time (not in the row)";
@@ -267,7 +359,15 @@ std::vector<std::string> new_hardware_rules() {
         "one preset per accelerator: B200 on `dgx-b200`, B300 on `dgx-b300`, GB200 and GB300 on "
         "`gb200-nvl72` and `gb300-nvl72` (whole racks of 72, the job on the first of them), "
         "H100 on `dgx-superpod-h100`, MI300X, MI325X and MI355X on `mi300x`, `mi325x` and "
-        "`mi355x`; TPU rows wait for their presets",
+        "`mi355x`; TPU v4, v5e and v5p on `tpu-v4`, `tpu-v5e` and `tpu-v5p`",
+        "MaxText's TPU rows through the mesh keys (parallel.ici_*/dcn_*_parallelism, "
+        "training.per_device_batch_size and remat_policy as printed; device_mesh.h maps them): "
+        "the model from the row's dimensions as MaxText's default llama2 decoder builds it "
+        "(SwiGLU, RMSNorm, RoPE, untied logits, no biases, head_dim 128), AdamW, slices of the "
+        "printed count in the most cubic shape of their chips; the measured step is the "
+        "printed TFLOP/s per chip on MaxText's count (causal attention at half) over the "
+        "step's FLOPs per device (the tiering table's row: its tokens per second per device); "
+        "the TPU presets' compute rates are labelled assumptions, not fitted to a TPU",
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
         "of experts from their presets (`deepseek-v3`, `kimi-k2`, `gpt-oss-120B`, "

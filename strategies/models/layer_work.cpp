@@ -25,7 +25,7 @@ std::string_view to_string(Pass p) {
 
 namespace {
 constexpr std::array<std::string_view, kRecomputeModules> kRecomputeModuleNames{
-    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts", "mlpwi"};
 } // namespace
 
 std::string_view to_string(RecomputeModule m) {

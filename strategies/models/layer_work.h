@@ -109,7 +109,11 @@ struct Fusions {
 /// attention (nothing with FlashAttention, which recomputes inside its backward; the default),
 /// "moe_act" the routed experts' activation, "layernorm" the two norms, "mla_up_proj" latent
 /// attention's up projections and rotary parts, "mlp" a dense layer's MLP, "moe" a layer's
-/// whole mixture of experts, "shared_experts" its shared experts.
+/// whole mixture of experts, "shared_experts" its shared experts. Beside Megatron's: "mlpwi",
+/// a dense layer's MLP input projections and activation only, what MaxText's remat policies
+/// save_dot_except_mlp and save_dot_except_mlpwi recompute (src/maxtext/layers/decoders.py,
+/// get_remat_policy: the down projection's output only enters the residual sum, so nothing
+/// needs it again).
 enum class RecomputeModule : std::uint8_t {
     core_attn,
     moe_act,
@@ -117,9 +121,10 @@ enum class RecomputeModule : std::uint8_t {
     mla_up_proj,
     mlp,
     moe,
-    shared_experts
+    shared_experts,
+    mlpwi
 };
-inline constexpr int kRecomputeModules = 7;
+inline constexpr int kRecomputeModules = 8;
 /// The bit of `m` in a set of modules.
 constexpr std::uint8_t recompute_bit(RecomputeModule m) {
     return static_cast<std::uint8_t>(1u << static_cast<unsigned>(m));

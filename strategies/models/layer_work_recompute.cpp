@@ -213,6 +213,12 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
     } else if (has(RecomputeModule::mlp)) {
         recompute_range(w, at.mlp_begin, at.mlp_end, true);
         dropped += act.mlp;
+    } else if (has(RecomputeModule::mlpwi)) {
+        // The input projections and the activation again (fc2's input); fc2 not, nor its
+        // reduction: the MLP's activations are dropped all the same.
+        const int fc2 = forward_op(w, "mlp.fc2");
+        recompute_range(w, at.mlp_begin, fc2 > at.mlp_begin ? fc2 : at.mlp_end, true);
+        dropped += act.mlp;
     }
     w.activation_bytes = act.all - dropped;
     w.recomputed_activation_bytes = dropped;

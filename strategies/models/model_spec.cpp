@@ -216,6 +216,20 @@ double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch,
            (layer_passes * layers + 3.0 * head_forward_flops(m) + mtp);
 }
 
+double attention_score_flops(const ModelSpec& m) {
+    if (!m.is_transformer())
+        return 0;
+    const double s = m.seq;
+    if (m.is_mla())
+        return 2.0 * s * s * m.heads * (static_cast<double>(m.mla_qk_dim()) + m.v_head_dim);
+    return 4.0 * s * s * static_cast<double>(m.q_dim());
+}
+
+double causal_model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+    return model_flops_per_iteration(m, global_batch, false) -
+           static_cast<double>(global_batch) * 3.0 * m.layers * attention_score_flops(m) / 2;
+}
+
 double narayanan_iteration_flops(double global_batch, double seq, double layers, double hidden,
                                  double vocab) {
     return 96.0 * global_batch * seq * layers * hidden * hidden *

@@ -260,6 +260,15 @@ double head_forward_flops(const ModelSpec& m);
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch,
                                  bool count_recompute);
 
+/// Forward FLOPs of one layer's attention scores and their product with the values for one
+/// sample, over the full s x s (QK^T and attention-over-V; part of layer_forward_flops).
+double attention_score_flops(const ModelSpec& m);
+
+/// model_flops_per_iteration without recompute, but with causal attention's scores counted at
+/// half, as MaxText counts them (src/maxtext/utils/maxtext_utils.py,
+/// calculate_tflops_training_per_device: "Divide attention flops by 2 due to causal mask").
+double causal_model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
+
 /// Narayanan et al. 2021, Eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 double narayanan_iteration_flops(double global_batch, double seq, double layers, double hidden,
                                  double vocab);

@@ -4,6 +4,7 @@
 #include "base/text.h"
 #include "config/yaml_map.h"
 #include "strategies/models/model_loader.h"
+#include "strategies/parallel/device_mesh.h"
 #include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
 #include "strategies/parallel/nvlink_domains.h"
@@ -88,6 +89,15 @@ void read_lora(Map& m, TrainingSpec& t);
 template <class Map>
 void read_training(Map&& m, TrainingSpec& t) {
     config::read_keys(m, training_keys(), t);
+    // MaxText's per_device_batch_size sets the batch (device_mesh.h), or global_batch does.
+    if (m.has("per_device_batch_size") && t.per_device_batch_size <= 0)
+        m.fail("per_device_batch_size", "expected a positive number of sequences per device");
+    if (!m.has("per_device_batch_size"))
+        t.global_batch = m.integer("global_batch", 1, std::int64_t{1} << 40);
+    for (const char* key : {"global_batch", "micro_batch"})
+        if (m.has("per_device_batch_size") && m.has(key))
+            m.fail(key, "give per_device_batch_size (MaxText's: the batch and its micro-batches "
+                        "follow from the mesh) or global_batch and micro_batch, not both");
     if (t.fp8_recipe != models::Fp8Recipe::delayed && t.dtype != hardware::Dtype::fp8)
         m.fail("fp8_recipe", std::string(models::to_string(t.fp8_recipe)) +
                                  " scales FP8 GEMMs: it needs training.dtype: fp8 (or leave "
@@ -161,6 +171,18 @@ void read_lora(Map& m, TrainingSpec& t) {
 template <class Map>
 void read_parallel(Map&& m, ParallelSpec& p) {
     config::read_keys(m, parallel_keys(), p);
+    for (const auto& k : parallel_keys())
+        if (k.info.group == "mesh" && m.has(k.info.name) &&
+            m.integer(k.info.name, -1, 1 << 24) == 0)
+            m.fail(k.info.name, "expected -1 (the devices left) or a count of at least 1");
+    // MaxText's mesh sets the layout (device_mesh.h): the sizes it sets are not given beside it.
+    if (p.mesh.given())
+        for (const char* key :
+             {"tp", "pp", "dp", "cp", "ep", "etp", "zero", "fsdp", "data_parallel_shard_degree",
+              "data_parallel_replicate_degree", "sequence_parallel", "schedule", "virtual_stages"})
+            if (m.has(key))
+                m.fail(key, "MaxText's mesh keys (ici_*, dcn_*_parallelism) set the layout; give "
+                            "them or Megatron's sizes, not both");
     if (m.has("pipeline_schedule"))
         p.schedule_key = "parallel.pipeline_schedule";
     if (m.has("inside_nvlink")) {
@@ -182,8 +204,8 @@ void read_parallel(Map&& m, ParallelSpec& p) {
             const auto module = models::parse_recompute_module(name);
             if (!module)
                 m.fail_at(at, "recompute_modules",
-                          "expected core_attn, moe_act, layernorm, mla_up_proj, mlp, moe or "
-                          "shared_experts (Megatron-Core's recompute_modules), got '" +
+                          "expected core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+                          "shared_experts (Megatron-Core's recompute_modules) or mlpwi, got '" +
                               name + "'");
             p.recompute_modules |= models::recompute_bit(*module);
         }
@@ -427,7 +449,13 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
     e.file = name;
     e.name = name;
     e.gpus = gpus;
-    e.cluster = hardware::with_gpu_count(platform.cluster, gpus);
+    // `slice` (a TPU slice's shape): gpus in slices of it, as in an experiment file.
+    e.cluster =
+        root.has("slice")
+            ? hardware::with_slice(
+                  platform.cluster,
+                  hardware::parse_slice(platform.cluster.torus, root.str("slice"), "slice"), gpus)
+            : hardware::with_gpu_count(platform.cluster, gpus);
     e.framework = platform.framework;
     e.provenance = platform.provenance;
     read_workload(root, e, name);
@@ -919,6 +947,8 @@ std::optional<InputError> nvlink_domain_error(const ExperimentSpec& e) {
 }
 
 std::optional<InputError> experiment_error(ExperimentSpec& e) {
+    if (auto error = resolve_mesh(e))
+        return error;
     if (auto error = lora_error(e))
         return error;
     if (auto error = model_feature_error(e))

@@ -32,6 +32,7 @@
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/layer_assignment.h"
+#include "strategies/parallel/mesh_axes.h"
 #include "strategies/parallel/pipeline_schedule.h"
 #include "strategies/parallel/platform.h"
 
@@ -79,6 +80,11 @@ struct TrainingSpec {
     /// LoRA with `lora_dim` (LoRA.dim, the rank), `lora_alpha` (LoRA.alpha) and
     /// `lora_target_modules` (LoRA.target_modules); models::Lora. Off (dim 0) by default.
     models::Lora lora;
+    /// MaxText's per_device_batch_size (0: not given): global_batch = it x the devices
+    /// (device_mesh.h). May be a fraction of one as long as whole sequences result.
+    double per_device_batch_size = 0;
+    /// MaxText's remat_policy; device_mesh.h maps it onto ParallelSpec::recompute.
+    RematPolicy remat = RematPolicy::not_given;
 
     bool operator==(const TrainingSpec&) const = default;
 };
@@ -168,6 +174,13 @@ struct ParallelSpec {
     /// one copy per (token, expert); true, "flex" on DeepEP (moe_flex_dispatcher_backend
     /// deepep), one per destination node across nodes and per destination GPU inside one.
     bool flex_dispatcher = false;
+    /// MaxText's mesh axes (mesh_axes.h); when given, device_mesh.h sets the sizes above from
+    /// them and `device_order`.
+    MeshAxes mesh;
+    /// The device that runs each rank of Megatron-Core's order (gpu_of in step_plan.h), where
+    /// the ranks are not the devices in order: a MaxText mesh placed on a torus as JAX's
+    /// create_device_mesh places it (device_mesh.h). Empty: rank r runs on device r.
+    std::vector<int> device_order;
 
     /// Expert tensor-parallel size in effect.
     int expert_tp() const { return etp > 0 ? etp : tp; }

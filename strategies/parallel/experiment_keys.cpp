@@ -97,13 +97,64 @@ const std::vector<Key<ExperimentSpec>>& top_level_keys() {
 
 namespace {
 
+/// MaxText's training keys (src/maxtext/configs/base.yml), resolved by device_mesh.h.
+std::vector<Key<TrainingSpec>> maxtext_training_keys() {
+    using T = TrainingSpec;
+    return {
+        {{.name = "per_device_batch_size",
+          .type = KeyType::number,
+          .fallback = "none (global_batch)",
+          .number_min = 0,
+          .mirrors = "MaxText's per_device_batch_size",
+          .meaning = "sequences per device (JAX's devices): global_batch = it x the devices, "
+                     "instead of global_batch; whole sequences per batch shard",
+          .lands = "TrainingSpec::per_device_batch_size, global_batch, micro_batch",
+          .example = "4",
+          .group = "maxtext",
+          .commented = true},
+         field<&T::per_device_batch_size>},
+        {{.name = "remat_policy",
+          .type = KeyType::choice,
+          .fallback = "none (parallel.recompute)",
+          .choices = {"full", "minimal", "minimal_with_context", "minimal_offloaded",
+                      "save_dot_with_context_except_mlp", "save_dot_except_mlpwi",
+                      "save_dot_except_mlp", "save_qkv_proj", "qkv_proj_offloaded",
+                      "save_out_proj"},
+          .mirrors = "MaxText's remat_policy",
+          .meaning = "what the backward recomputes, by MaxText's names, instead of "
+                     "parallel.recompute: the minimal ones as selective (core attention), the "
+                     "save_dot_*except_mlp* ones as selective with the MLP, the rest as full "
+                     "(device_mesh.h says why)",
+          .lands = "TrainingSpec::remat, ParallelSpec::recompute",
+          .example = "full",
+          .group = "maxtext",
+          .commented = true},
+         +[](T& t, std::string_view r) {
+             using R = RematPolicy;
+             static const std::pair<std::string_view, R> names[]{
+                 {"full", R::full},
+                 {"minimal", R::minimal},
+                 {"minimal_with_context", R::minimal_with_context},
+                 {"minimal_offloaded", R::minimal_offloaded},
+                 {"save_dot_with_context_except_mlp", R::save_dot_with_context_except_mlp},
+                 {"save_dot_except_mlpwi", R::save_dot_except_mlpwi},
+                 {"save_dot_except_mlp", R::save_dot_except_mlp},
+                 {"save_qkv_proj", R::save_qkv_proj},
+                 {"qkv_proj_offloaded", R::qkv_proj_offloaded},
+                 {"save_out_proj", R::save_out_proj}};
+             for (const auto& [name, policy] : names)
+                 if (name == r)
+                     t.remat = policy;
+         }},
+    };
+}
+
 /// The training keys but LoRA's.
 std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
     std::vector<Key<T>> keys{
         {{.name = "global_batch",
-          .fallback = "required",
-          .required = true,
+          .fallback = "required (or per_device_batch_size)",
           .min = 1,
           .max = std::int64_t{1} << 40,
           .mirrors = "--global-batch-size",
@@ -220,6 +271,8 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .commented = true},
          +[](T&, std::string_view) {}},
     };
+    for (auto& k : maxtext_training_keys())
+        keys.push_back(std::move(k));
     return keys;
 }
 
@@ -296,10 +349,12 @@ const std::vector<Key<TrainingSpec>>& training_keys() {
     return keys;
 }
 
+namespace {
+
 // check-function-size: a table (one declaration per key, no logic between them).
-const std::vector<Key<ParallelSpec>>& parallel_keys() {
+std::vector<Key<ParallelSpec>> core_parallel_keys() {
     using P = ParallelSpec;
-    static const std::vector<Key<P>> keys{
+    std::vector<Key<P>> keys{
         {{.name = "tp",
           .other_names = {"tensor_model_parallel_size"},
           .fallback = "1",
@@ -482,9 +537,11 @@ const std::vector<Key<ParallelSpec>>& parallel_keys() {
           .type = KeyType::list,
           .fallback = "[core_attn]",
           .choices = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
-                      "shared_experts"},
+                      "shared_experts", "mlpwi"},
           .mirrors = "--recompute-modules",
-          .meaning = "the modules Megatron's selective recompute recomputes",
+          .meaning = "the modules Megatron's selective recompute recomputes (mlpwi, not "
+                     "Megatron's: a dense MLP's input projections and activation only, as "
+                     "MaxText's save_dot_except_mlp)",
           .lands = "ParallelSpec::recompute_modules",
           .example = "[core_attn]"}},
         {{.name = "inside_nvlink",
@@ -622,6 +679,85 @@ const std::vector<Key<ParallelSpec>>& parallel_keys() {
     return keys;
 }
 
+template <MeshAxis A, bool Dcn>
+int& mesh_size(ParallelSpec& p) {
+    return (Dcn ? p.mesh.dcn : p.mesh.ici)[static_cast<std::size_t>(A)];
+}
+
+/// The ici_ and dcn_ keys of one mesh axis (MaxText's base.yml).
+template <MeshAxis A>
+void add_mesh_keys(std::vector<Key<ParallelSpec>>& keys, std::string_view ici, std::string_view dcn,
+                   std::string_view what, std::string_view ici_fallback,
+                   std::string_view dcn_fallback) {
+    keys.push_back({{.name = ici,
+                     .fallback = ici_fallback,
+                     .min = -1,
+                     .max = 1 << 24,
+                     .mirrors = "MaxText's ici_*_parallelism",
+                     .meaning = what,
+                     .lands = "ParallelSpec::mesh.ici",
+                     .example = "1",
+                     .group = "mesh",
+                     .commented = true},
+                    &mesh_size<A, false>});
+    keys.push_back({{.name = dcn,
+                     .fallback = dcn_fallback,
+                     .min = -1,
+                     .max = 1 << 24,
+                     .mirrors = "MaxText's dcn_*_parallelism",
+                     .meaning = "the same across slices (GPUs: nodes), over the DCN",
+                     .lands = "ParallelSpec::mesh.dcn",
+                     .example = "1",
+                     .group = "mesh",
+                     .commented = true},
+                    &mesh_size<A, true>});
+}
+
+std::vector<Key<ParallelSpec>> mesh_keys() {
+    using A = MeshAxis;
+    std::vector<Key<ParallelSpec>> k;
+    add_mesh_keys<A::data>(k, "ici_data_parallelism", "dcn_data_parallelism",
+                           "replicas of the weights in a slice, each a share of the batch", "1",
+                           "-1 unless another dcn axis is -1");
+    add_mesh_keys<A::pipeline>(k, "ici_pipeline_parallelism", "dcn_pipeline_parallelism",
+                               "pipeline stages (MaxText's stage axis; GPipe's schedule)", "1",
+                               "1");
+    add_mesh_keys<A::fsdp>(k, "ici_fsdp_parallelism", "dcn_fsdp_parallelism",
+                           "weights, gradients and optimizer state sharded, a share of the "
+                           "batch each (ZeRO-3)",
+                           "-1 unless another ici axis is -1", "1");
+    add_mesh_keys<A::fsdp_transpose>(
+        k, "ici_fsdp_transpose_parallelism", "dcn_fsdp_transpose_parallelism",
+        "FSDP on the weights' other dimension: sharded as fsdp", "1", "1");
+    add_mesh_keys<A::context>(k, "ici_context_parallelism", "dcn_context_parallelism",
+                              "each sequence split (keys and values all-gathered)", "1", "1");
+    add_mesh_keys<A::tensor>(k, "ici_tensor_parallelism", "dcn_tensor_parallelism",
+                             "heads and MLP split, activations sharded between layers (tensor "
+                             "parallelism with sequence parallelism's collectives)",
+                             "1", "1");
+    add_mesh_keys<A::tensor_sequence>(k, "ici_tensor_sequence_parallelism",
+                                      "dcn_tensor_sequence_parallelism",
+                                      "tensor parallelism with the norms split along the "
+                                      "sequence: counted into tp",
+                                      "1", "1");
+    add_mesh_keys<A::expert>(k, "ici_expert_parallelism", "dcn_expert_parallelism",
+                             "a mixture's experts spread (ep), a share of the batch each", "1",
+                             "1");
+    return k;
+}
+
+} // namespace
+
+const std::vector<Key<ParallelSpec>>& parallel_keys() {
+    static const std::vector<Key<ParallelSpec>> keys = [] {
+        std::vector<Key<ParallelSpec>> k = core_parallel_keys();
+        for (auto& m : mesh_keys())
+            k.push_back(std::move(m));
+        return k;
+    }();
+    return keys;
+}
+
 const std::vector<config::KeySection>& experiment_sections() {
     static const std::vector<config::KeySection> sections{
         config::section_of("",
@@ -641,13 +777,16 @@ const std::vector<config::KeySection>& experiment_sections() {
                                         "TransformerConfig knobs) or eager PyTorch, one kernel "
                                         "per op as torchtitan's Llama block writes them"},
                             {"lora", "LoRA fine-tuning (Megatron-Bridge's PEFT LoRA config, "
-                                     "peft/lora.py; Hu et al. 2021)"}}),
+                                     "peft/lora.py; Hu et al. 2021)"},
+                            {"maxtext", "MaxText's names (with parallel's mesh keys)"}}),
         config::section_of("parallel", "How it is split over the GPUs (`parallel:`).",
                            parallel_keys(),
                            {{"split", "Uneven pipeline splits (Megatron-Core's arguments; "
                                       "layer_assignment.h)"},
                             {"fsdp", "FSDP2 and HSDP (torchtitan's names): zero 3 as PyTorch's "
-                                     "FSDP2 runs it"}}),
+                                     "FSDP2 runs it"},
+                            {"mesh", "MaxText's device mesh (its names; -1: the devices "
+                                     "left), instead of the sizes above"}}),
     };
     return sections;
 }

@@ -85,10 +85,14 @@ int nvswitch_ring_channels(const hardware::NodeSpec& node) {
 
 int nccl_ctas(const collectives::Communicator& comm, const collectives::Collective& c,
               collectives::Algorithm algorithm) {
+    using collectives::Algorithm;
+    // XLA's collectives on a TPU slice are moved by the chip's DMA engines, not by kernels on
+    // the TensorCores (collectives/torus.h): they take no compute, only HBM bandwidth.
+    if (algorithm == Algorithm::torus)
+        return 0;
     const auto& plan = comm.plan();
     const auto& node = comm.topology().spec().node;
     int channels = 0;
-    using collectives::Algorithm;
     if ((algorithm == Algorithm::nvls || algorithm == Algorithm::nvls_tree) &&
         plan.tuning.nvls_tree_pipeline.channels > 0) {
         channels = plan.tuning.nvls_tree_pipeline.channels;

@@ -61,6 +61,7 @@ inline constexpr int kTeOverlapSms = 16;
 /// ncclTopoComputeP2pChannels: 2 per peer across the network, NCCL_NCHANNELS_PER_NET_PEER,
 /// which the 2 of a pair across nodes matches; 2 per NVLink of the path inside a node, 24 on a
 /// DGX A100 as here, 36 on a DGX H100 where this gives 24).
+/// On a TPU slice (the torus algorithm) none: XLA's collectives run on the DMA engines.
 int nccl_ctas(const collectives::Communicator& comm, const collectives::Collective& c,
               collectives::Algorithm algorithm);
 

@@ -306,8 +306,10 @@ inline sim::Time stretched(sim::Time within, sim::Time planned, sim::Time took) 
 /// The GPU that runs tensor-parallel rank `t`, data-parallel rank `d`, pipeline rank `p` and
 /// context-parallel rank `c` (Megatron-Core's order tp-cp-ep-dp-pp: tensor-parallel fastest,
 /// then context-parallel, then data-parallel, then pipeline; context_parallel_comm.h).
+/// A MaxText mesh may place the ranks on other devices (ParallelSpec::device_order).
 inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank, int c = 0) {
-    return t + p.tp * (c + p.cp * (d + p.dp * pp_rank));
+    const int rank = t + p.tp * (c + p.cp * (d + p.dp * pp_rank));
+    return p.device_order.empty() ? rank : p.device_order[static_cast<std::size_t>(rank)];
 }
 
 /// The GPU that runs, in the expert layers, expert tensor-parallel rank `t`, expert-parallel
@@ -315,7 +317,8 @@ inline int gpu_of(const ParallelSpec& p, int t, int d, int pp_rank, int c = 0) {
 /// generator, order tp-ep-dp-pp with tp = etp: parallel_state.py, initialize_model_parallel).
 /// The pipeline stages hold the same GPUs as in gpu_of.
 inline int expert_gpu_of(const ParallelSpec& p, int t, int x, int d, int pp_rank) {
-    return t + p.expert_tp() * (x + p.ep * (d + p.expert_dp() * pp_rank));
+    const int rank = t + p.expert_tp() * (x + p.ep * (d + p.expert_dp() * pp_rank));
+    return p.device_order.empty() ? rank : p.device_order[static_cast<std::size_t>(rank)];
 }
 
 } // namespace clustersim::strategies::parallel

@@ -170,6 +170,11 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
         ideal_bubble_fraction(e.parallel.schedule, plan.shape, mean_pass_times(plan));
     r.model_flops = flops;
     r.mfu = r.step_time_s > 0 ? r.model_flops / (r.step_time_s * e.gpus * peak) : 0;
+    r.mfu_causal =
+        r.step_time_s > 0
+            ? models::causal_model_flops_per_iteration(e.model, e.training.global_batch) /
+                  (e.training.forward_only ? 3 : 1) / (r.step_time_s * e.gpus * peak)
+            : 0;
     r.tokens_per_s =
         r.step_time_s > 0 ? static_cast<double>(e.tokens_per_iteration()) / r.step_time_s : 0;
 

@@ -155,8 +155,11 @@ struct StepResult {
 
     double step_time_s = 0;
     double tokens_per_s = 0;
-    double mfu = 0;                   ///< model FLOPs / (step time x GPUs x dense peak)
-    double model_flops = 0;           ///< per iteration, without recompute
+    double mfu = 0;         ///< model FLOPs / (step time x GPUs x dense peak)
+    double model_flops = 0; ///< per iteration, without recompute
+    /// mfu with causal attention's scores counted at half, MaxText's convention
+    /// (models::causal_model_flops_per_iteration).
+    double mfu_causal = 0;
     double bubble_fraction = 0;       ///< pp_bubble_s / step_time_s
     double ideal_bubble_fraction = 0; ///< the schedule's closed form with equal stages
     Breakdown breakdown;

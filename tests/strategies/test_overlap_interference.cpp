@@ -126,6 +126,20 @@ TEST_CASE("overlap interference: NCCL's ring channels inside an NVSwitch node",
     CHECK(nccl_ctas(h100_pair, c, strategies::collectives::Algorithm::ring) == 4);
 }
 
+TEST_CASE("overlap interference: XLA's collectives on a torus take no TensorCores, only HBM",
+          "[strategies][overlap][torus]") {
+    const hardware::Topology slice(hardware::load_hardware("tpu-v5p"));
+    const auto comm = strategies::collectives::Communicator::first(slice, 4);
+    strategies::collectives::Collective c;
+    c.op = strategies::collectives::Op::all_gather;
+    c.dtype = hardware::Dtype::bf16;
+    c.bytes = std::int64_t{64} << 20;
+    CHECK(nccl_ctas(comm, c, strategies::collectives::Algorithm::torus) == 0);
+    const CommLoad load = nccl_load(comm, c, strategies::collectives::Algorithm::torus, 1e-3);
+    CHECK(load.sm_share == 0);
+    CHECK(load.hbm_share > 0);
+}
+
 TEST_CASE("overlap interference: no overlapped communication, no slowdown",
           "[strategies][overlap][training]") {
     // Gradients all-reduced after the backward, no tensor parallelism, no ZeRO-3.

@@ -97,6 +97,23 @@ TEST_CASE("recompute_modules: Megatron-Core's default is the core attention",
     CHECK_FALSE(parse_recompute_module("mla_up"));
 }
 
+TEST_CASE("recompute_modules: mlpwi reruns the MLP's input projections, not fc2",
+          "[models][recompute][mesh]") {
+    // MaxText's save_dot_except_mlp: fc1 (SwiGLU's two input projections) and the activation
+    // again, with fc1's all-gather; fc2 and its reduce-scatter not; the same activations freed
+    // as "mlp" (6 T f / t).
+    const ModelSpec m = load_model("llama3-8B");
+    const int t = 2;
+    const auto all = layer_work(m, none(t), h100());
+    const auto w = layer_work(m, selective(t, recompute_bit(RecomputeModule::mlpwi)), h100());
+    CHECK(names(w.recompute) == std::vector<std::string_view>{"mlp.fc1", "mlp.swiglu"});
+    CHECK(w.recompute.flops == Approx(op_named(all.forward, "mlp.fc1").flops));
+    const auto again = in_pass(w, Pass::recompute);
+    REQUIRE(again.size() == 1);
+    CHECK(again[0]->op == TpOp::all_gather);
+    CHECK(all.activation_bytes - w.activation_bytes == 6 * std::int64_t{m.seq} * m.ffn / t);
+}
+
 TEST_CASE("recompute_modules: mlp reruns a dense layer's MLP and its TP collectives",
           "[models][recompute]") {
     // Llama 3 8B, tp 2 with sequence parallelism, bf16, one 8192-token sequence: the MLP's

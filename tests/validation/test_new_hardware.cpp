@@ -88,3 +88,37 @@ TEST_CASE("new hardware: every GPU row predicted, mean <= 8%, none above 20%, bi
     CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
     CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
 }
+
+// MaxText's TPU rows run through the mesh keys (device_mesh.h): every row that states its batch
+// and mesh is predicted, on its generation's preset.
+TEST_CASE("new hardware: MaxText's TPU rows run through the mesh keys", "[validation][tpu]") {
+    int predicted = 0;
+    for (const auto& r : runs()) {
+        if (r.accelerator.rfind("TPU", 0) != 0)
+            continue;
+        INFO(r.id << ": " << r.not_modelled);
+        CHECK(!r.preset.empty());
+        if (r.model.find("Mixtral") != std::string::npos)
+            continue; // a mixture of experts whose batch and mesh the table does not state
+        CHECK(r.ran());
+        predicted += r.ran() ? 1 : 0;
+    }
+    CHECK(predicted == 15);
+}
+
+// Not met yet (the TPU presets' compute rates are labelled assumptions, not fitted to a TPU):
+// over the 15 rows mean |error| 9.5% (target 8%), signed -1.2%, worst +16.4%: v5p's
+// full-recompute 512B and 1024B rows +9 to +16%, its other rows -4 to -12% (Llama 2 70B -9.8%),
+// v4 -10% and -14%, v5e -5% to +15%.
+TEST_CASE("new hardware: TPU rows within 8% mean, none above 20%, bias within 3%",
+          "[validation][tpu][!shouldfail]") {
+    std::vector<NewHardwareRun> tpu;
+    for (const auto& r : runs())
+        if (r.accelerator.rfind("TPU", 0) == 0 && r.ran())
+            tpu.push_back(r);
+    const auto s = new_hardware_errors(tpu, "");
+    CHECK(s.points == 15);
+    CHECK(s.mean_abs <= targets::kNewHardwareStepMean);
+    CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
+    CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
+}
