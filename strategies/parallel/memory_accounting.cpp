@@ -126,11 +126,14 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
                                     std::int64_t frozen) {
     const ParallelSpec& par = e.parallel;
     const auto dtype = weight_dtype(e.training.dtype);
+    // The distributed optimizer's main gradients in fp32 where the framework reduces them in
+    // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
+    const bool fp32_grads = e.framework.fp32_grad_reduce;
     models::ModelStateBytes m = models::lora_state_bytes(frozen, dense, dtype, e.training.optimizer,
-                                                         par.zero, par.shard_cp());
+                                                         par.zero, par.shard_cp(), fp32_grads);
     if (experts > 0) {
-        const auto x =
-            models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
+        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero,
+                                                 edp, fp32_grads);
         m.weights += x.weights;
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
