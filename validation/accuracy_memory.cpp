@@ -112,7 +112,7 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
         }
     }
     const std::string recompute = row.str("recompute");
-    r.recompute = contains(recompute, "full") ? "full"
+    r.recompute = contains(recompute, "full")        ? "full"
                   : contains(recompute, "selective") ? "selective"
                                                      : "none";
     s.emplace_back("parallel.recompute", r.recompute);
@@ -191,17 +191,15 @@ MemoryRun map_row(YAML::Node node, const std::string& file) {
     r.preset = contains(gpu, "H200") ? "hgx-h200" : "grand-teton-h100";
     torchtitan_settings(row, model, r);
     try {
-        const auto e =
-            strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus, r.settings,
-                                                  r.id);
+        const auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
+                                                             r.settings, r.id);
         strategies::parallel::StepOptions o;
         o.oom_advice = false;
         r.step = strategies::parallel::simulate_step(e, o);
-        const std::int64_t bytes = r.statistic == MemoryStatistic::reserved
-                                       ? r.step.peak_reserved_bytes_max
-                                   : r.statistic == MemoryStatistic::active
-                                       ? r.step.peak_bytes_max
-                                       : r.step.device_bytes_max;
+        const std::int64_t bytes =
+            r.statistic == MemoryStatistic::reserved ? r.step.peak_reserved_bytes_max
+            : r.statistic == MemoryStatistic::active ? r.step.peak_bytes_max
+                                                     : r.step.device_bytes_max;
         r.predicted_gib = static_cast<double>(bytes) / kGiB;
     } catch (const InputError& err) {
         const std::string what = err.what();

@@ -23,8 +23,8 @@ namespace clustersim::validation {
 
 /// Which statistic a source printed.
 enum class MemoryStatistic : std::uint8_t {
-    reserved,  ///< torch.cuda.max_memory_reserved (torchtitan's "Memory(GiB)")
-    active,    ///< memory_stats()["active_bytes.all.peak"] (torchtune's "Peak Memory Active")
+    reserved,   ///< torch.cuda.max_memory_reserved (torchtitan's "Memory(GiB)")
+    active,     ///< memory_stats()["active_bytes.all.peak"] (torchtune's "Peak Memory Active")
     device_used ///< NVML / nvidia-smi "used" (Hugging Face's guide)
 };
 

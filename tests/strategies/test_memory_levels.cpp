@@ -35,7 +35,7 @@ StepResult step(const Platform& p, Settings extra) {
 
 } // namespace
 
-TEST_CASE("memory levels: allocated, reserved, device; the capacity the device reports",
+TEST_CASE("memory levels: allocated then reserved then the device total in the reported capacity",
           "[parallel][memory]") {
     // The reported totals of NVML (nvidia-smi), where the preset gives them; a GPU extending a
     // preset with its own capacity does not inherit the base's report.
@@ -75,7 +75,7 @@ TEST_CASE("memory levels: allocated, reserved, device; the capacity the device r
     CHECK(detail::allocator_slack_bytes(0.0, 0, true) == 3 * 22 * kMiB);
 }
 
-TEST_CASE("memory levels: out of memory against the device's total, the headroom warning",
+TEST_CASE("memory levels: out of memory against the device total and the headroom warning",
           "[parallel][memory]") {
     Platform p = load_platform("dgx-h100");
     const StepResult base = step(p, {{"parallel.tp", "8"}});
@@ -120,14 +120,12 @@ TEST_CASE("memory levels: Megatron's distributed optimizer keeps fp32 main gradi
 
 TEST_CASE("memory levels: allocator_fragmentation is a fraction", "[parallel][memory]") {
     auto load = [](const std::string& v) {
-        return parse_platform_yaml("extends: dgx-h100\nframework:\n  allocator_fragmentation: " +
-                                       v + "\n",
-                                   "frag.yaml");
+        return parse_platform_yaml(
+            "extends: dgx-h100\nframework:\n  allocator_fragmentation: " + v + "\n", "frag.yaml");
     };
     CHECK(load("0.05").framework.allocator_fragmentation == Approx(0.05));
-    CHECK_THROWS_WITH(load("1.5"),
-                      Catch::Contains("frag.yaml:3:") &&
-                          Catch::Contains("allocator_fragmentation") &&
-                          Catch::Contains("expected a fraction in [0, 1)"));
+    CHECK_THROWS_WITH(load("1.5"), Catch::Contains("frag.yaml:3:") &&
+                                       Catch::Contains("allocator_fragmentation") &&
+                                       Catch::Contains("expected a fraction in [0, 1)"));
     CHECK_THROWS_AS(load("-0.1"), InputError);
 }

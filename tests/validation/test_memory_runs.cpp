@@ -51,16 +51,14 @@ TEST_CASE("memory runs: every row read, each on the statistic its source printed
     CHECK(bert.measured_gib == Approx(14949.0 / 1024));
 }
 
-TEST_CASE("memory runs: the rows the model cannot run say what they need",
-          "[validation][memory]") {
+TEST_CASE("memory runs: the rows the model cannot run say what they need", "[validation][memory]") {
     const auto ran = std::count_if(runs().begin(), runs().end(), [](auto& r) { return r.ran(); });
     CHECK(ran == 20); // the torchtitan rows
     CHECK_THAT(row("torchtune-llama3.2-3b-packed").not_modelled,
                Catch::Contains("pure bf16 training"));
     CHECK_THAT(row("torchtune-llama3.2-3b-chunked-ce").not_modelled,
                Catch::Contains("chunked cross-entropy"));
-    CHECK_THAT(row("torchtune-llama3.2-3b-adamw8bit").not_modelled,
-               Catch::Contains("8-bit AdamW"));
+    CHECK_THAT(row("torchtune-llama3.2-3b-adamw8bit").not_modelled, Catch::Contains("8-bit AdamW"));
     CHECK_THAT(row("hf-bert-large-v100-bs4-fp16").not_modelled,
                Catch::Contains("classification head"));
     // A torchtitan row with a pipeline: the local batch over as many micro-batches as stages,
