@@ -50,8 +50,8 @@ struct ModelStateBytes {
 /// Megatron's distributed optimizer keeps them under bf16 (--accumulate-allreduce-grads-in-fp32,
 /// forced on for bf16 while --main-grads-dtype is fp32, its default: megatron/training/
 /// arguments.py) and DeepSpeed's BF16_Optimizer under ZeRO 1: 2P + 4P + 12P/d = 6P + 12P/d,
-/// the "bf16 parameters, fp32 gradients" row of Megatron-LM's docs/user-guide/features/
-/// dist_optimizer.md.
+/// the "bf16 parameters, fp32 gradients" row of Megatron-LM's distributed-optimizer page
+/// (https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md).
 /// fp32 training: 4P weights, 4P gradients, Adam 8P (no master copy), sharded likewise.
 /// SGD keeps no optimizer state beyond the master weights. Shards round up (ceil(P/d)).
 /// Throws InputError for a ZeRO stage outside 0..3 or dp < 1.

@@ -47,8 +47,10 @@ TEST_CASE("memory formulas: weights, gradients and optimizer state by ZeRO stage
     CHECK(z0.gradients == 4 * p);
     CHECK(z0.optimizer == 12 * p);
     // Megatron's distributed optimizer under bf16 with fp32 main gradients: 6 + 12/d bytes per
-    // parameter (Megatron-LM docs/user-guide/features/dist_optimizer.md), the gradients
-    // unsharded in fp32; DeepSpeed's 16-bit ZeRO-1 above keeps 4 + 12/d. Other stages ignore it.
+    // parameter (Megatron-LM's distributed-optimizer page,
+    // https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md),
+    // the gradients unsharded in fp32; DeepSpeed's 16-bit ZeRO-1 above keeps 4 + 12/d. Other stages
+    // ignore it.
     const ModelStateBytes z1 = model_state_bytes(p, Dtype::bf16, Optimizer::adam, 1, d, true);
     CHECK(z1.total() == 6 * p + 12 * p / d);
     CHECK(z1.gradients == 4 * p);

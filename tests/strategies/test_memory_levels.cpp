@@ -101,8 +101,10 @@ TEST_CASE("memory levels: out of memory against the device total and the headroo
 
 TEST_CASE("memory levels: Megatron's distributed optimizer keeps fp32 main gradients",
           "[parallel][memory]") {
-    // Megatron-LM's docs/user-guide/features/dist_optimizer.md: bf16 parameters with fp32
-    // gradients take 6 + 12/d bytes per parameter under the distributed optimizer.
+    // Megatron-LM's distributed-optimizer page
+    // (https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md):
+    // bf16 parameters with fp32 gradients take 6 + 12/d bytes per parameter under the distributed
+    // optimizer.
     Platform p = load_platform("dgx-h100");
     REQUIRE(p.framework.fp32_grad_reduce);
     const Settings zero1{{"parallel.dp", "8"}, {"parallel.zero", "1"}};
