@@ -3,6 +3,7 @@
 #include "app/collective_accuracy.h"
 #include "app/output.h"
 #include "app/report_compute.h"
+#include "app/report_memory.h"
 #include "app/report_new_hardware.h"
 #include "app/report_published.h"
 #include "app/report_recent.h"
@@ -38,6 +39,7 @@ std::vector<ReportSection> report_sections() {
         {"steps-across-nodes", "Training steps across nodes", steps_across_nodes_markdown});
     sections.push_back({"recent-runs", "Recent large runs", recent_runs_markdown});
     sections.push_back({"new-hardware", "New hardware", new_hardware_markdown});
+    sections.push_back({"memory", "Memory", memory_markdown});
     return sections;
 }
 

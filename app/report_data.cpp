@@ -37,6 +37,10 @@ const std::vector<validation::PublishedRun>& ReportData::megatron2020() {
     return once(megatron2020_, [&] { return validation::megatron2020_runs(dir_); });
 }
 
+const std::vector<validation::MemoryRun>& ReportData::memory() {
+    return once(memory_, [&] { return validation::memory_runs(dir_); });
+}
+
 const std::vector<validation::RecentRun>& ReportData::recent() {
     return once(recent_, [&] { return validation::recent_runs(dir_); });
 }

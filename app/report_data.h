@@ -6,6 +6,7 @@
 
 #include "validation/accuracy_collectives.h"
 #include "validation/accuracy_gemm.h"
+#include "validation/accuracy_memory.h"
 #include "validation/accuracy_new_hardware.h"
 #include "validation/accuracy_published.h"
 #include "validation/accuracy_recent.h"
@@ -31,6 +32,7 @@ public:
     const std::vector<validation::PublishedRun>& megatron2020();
     const std::vector<validation::RecentRun>& recent();
     const std::vector<validation::NewHardwareRun>& new_hardware();
+    const std::vector<validation::MemoryRun>& memory();
 
 private:
     std::string dir_;
@@ -42,6 +44,7 @@ private:
     std::optional<std::vector<validation::PublishedRun>> megatron2020_;
     std::optional<std::vector<validation::RecentRun>> recent_;
     std::optional<std::vector<validation::NewHardwareRun>> new_hardware_;
+    std::optional<std::vector<validation::MemoryRun>> memory_;
 };
 
 } // namespace clustersim::app

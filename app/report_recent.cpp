@@ -68,9 +68,9 @@ std::string breakdown_table(const std::vector<const RecentRun*>& runs) {
     return md;
 }
 
-/// The rows with a measured peak memory against the predicted peak less the preset's
-/// runtime_memory (the CUDA context, NCCL's buffers and library workspaces, which PyTorch's
-/// caching allocator does not reserve).
+/// The rows with a measured peak memory against the predicted reserved peak (what the caching
+/// allocator holds; the preset's runtime_memory, the CUDA context and NCCL's buffers, is not
+/// in it).
 std::string memory_table(const std::vector<RecentRun>& runs) {
     std::vector<const RecentRun*> rows;
     for (const auto& r : runs)
@@ -81,18 +81,14 @@ std::string memory_table(const std::vector<RecentRun>& runs) {
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     std::string md =
         "\nPeak memory per GPU, where a row gives one (torchtitan logs the caching allocator's "
-        "peak, torch.cuda.max_memory_reserved, in GiB): predicted = the step's peak (of its "
-        "pipeline ranks) less the preset's `runtime_memory`, which the allocator does not "
-        "reserve. Reserved memory includes the allocator's fragmentation, which the model does "
-        "not count.\n\n";
+        "peak, torch.cuda.max_memory_reserved, in GiB): predicted = the step's reserved peak "
+        "(of its pipeline ranks: allocated plus the allocator's slack, without the preset's "
+        "`runtime_memory`, which the allocator does not hold).\n\n";
     md += "| run | layout | recompute | features | measured (GiB) | predicted (GiB) | error |\n";
     md += "|---|---|---|---|---:|---:|---:|\n";
     std::vector<double> errors;
     for (const auto* r : rows) {
-        std::int64_t runtime = 0;
-        for (const auto& m : r->step.memory)
-            runtime = std::max(runtime, m.runtime_bytes);
-        const double predicted = static_cast<double>(r->step.peak_bytes_max - runtime) / kGiB;
+        const double predicted = static_cast<double>(r->step.peak_reserved_bytes_max) / kGiB;
         const double error = predicted / r->measured_peak_gib - 1;
         errors.push_back(error);
         md += fmt::format("| {} | {} | {} | {} | {:.1f} | {:.1f} | {} |\n", r->id, layout(*r),

@@ -188,21 +188,32 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     // ZeRO-3's gathered parameters and unsharded gradients: a column where a stage has them.
     const bool gathers = std::any_of(r.memory.begin(), r.memory.end(),
                                      [](const auto& m) { return m.gathered_bytes > 0; });
-    fmt::print(
-        out,
-        "\nmemory per GPU (GB)   weights    grads  optimizer  activations{}  runtime     peak\n",
-        gathers ? "  gathered" : "");
+    fmt::print(out,
+               "\nmemory per GPU (GB)   weights    grads  optimizer  activations{}  allocated  "
+               "reserved  runtime   device\n",
+               gathers ? "  gathered" : "");
     for (const auto& m : r.memory) {
-        fmt::print(
-            out, "  stage {:<14}{:>8} {:>8} {:>10} {:>12}{} {:>8} {:>8}{}\n", m.stage,
-            gb(m.weights_bytes), gb(m.grads_bytes), gb(m.optimizer_bytes), gb(m.activations_bytes),
-            gathers ? fmt::format(" {:>9}", gb(m.gathered_bytes)) : std::string(),
-            gb(m.runtime_bytes), gb(m.peak_bytes), m.peak_bytes > r.capacity_bytes ? "  OOM" : "");
+        fmt::print(out, "  stage {:<14}{:>8} {:>8} {:>10} {:>12}{} {:>10} {:>9} {:>8} {:>8}{}\n",
+                   m.stage, gb(m.weights_bytes), gb(m.grads_bytes), gb(m.optimizer_bytes),
+                   gb(m.activations_bytes),
+                   gathers ? fmt::format(" {:>9}", gb(m.gathered_bytes)) : std::string(),
+                   gb(m.peak_bytes), gb(m.reserved_bytes), gb(m.runtime_bytes), gb(m.device_bytes),
+                   m.device_bytes > r.capacity_bytes ? "  OOM" : "");
     }
     if (gathers)
         fmt::print(out, "  (gathered: ZeRO-3's gathered parameters and unsharded gradients at "
                         "their peak)\n");
-    fmt::print(out, "  capacity {} GB per GPU\n", gb(r.capacity_bytes));
+    fmt::print(out, "  (allocated and reserved: PyTorch's max_memory_allocated and "
+                    "max_memory_reserved; device: nvidia-smi's used, with the runtime outside the "
+                    "allocator)\n");
+    fmt::print(out, "  capacity {} GB per GPU, as the device reports it\n", gb(r.capacity_bytes));
+    if (r.tight_headroom) {
+        const auto& m = r.memory[static_cast<std::size_t>(*r.tight_headroom)];
+        fmt::print(out,
+                   "  warning: stage {} leaves {} GB free, less than the {} GB its backward "
+                   "allocates at once: a fragmented cache may fail there\n",
+                   m.stage, gb(r.capacity_bytes - m.device_bytes), gb(m.transient_bytes));
+    }
     if (!e.training.forward_only)
         fmt::print(out, "{:<12}{}\n", "recompute", recompute_plan_text(r));
     if (r.oom)
@@ -343,7 +354,7 @@ std::string step_memory_svg(const ExperimentSpec& e, const StepResult& r) {
     cap.name = "capacity";
     cap.markers = false;
     cap.line = LineStyle::dashed;
-    const double capacity = static_cast<double>(e.cluster.node.gpu.hbm_bytes) / kGB;
+    const double capacity = static_cast<double>(e.cluster.node.gpu.usable_hbm_bytes()) / kGB;
     cap.x = {0.0, last};
     cap.y = {capacity, capacity};
     chart.series.push_back(std::move(cap));

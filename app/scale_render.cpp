@@ -246,9 +246,9 @@ void print_main_table(std::ostream& out, const sp::ExperimentSpec& base, const S
 /// Where each count's best step goes: shares of the step time on the pipeline rank whose step
 /// ends last, and the memory the fullest rank leaves.
 void print_breakdown(std::ostream& out, const ScalePlan& plan) {
-    std::vector<std::vector<std::string>> table{{"GPUs", "compute", "recompute", "TP comm",
-                                                 "EP comm", "DP comm", "PP comm", "bubble",
-                                                 "optimizer", "other", "peak memory", "headroom"}};
+    std::vector<std::vector<std::string>> table{
+        {"GPUs", "compute", "recompute", "TP comm", "EP comm", "DP comm", "PP comm", "bubble",
+         "optimizer", "other", "device memory", "headroom"}};
     for (const ScalePoint& p : plan.points) {
         if (p.verdict != ScaleVerdict::found)
             continue;
@@ -265,9 +265,9 @@ void print_breakdown(std::ostream& out, const ScalePlan& plan) {
             sum += x;
         }
         line.push_back(base::percent(std::max(0.0, t - sum) / t));
-        line.push_back(base::format_bytes(r.peak_bytes_max));
+        line.push_back(base::format_bytes(r.device_bytes_max));
         line.push_back(
-            base::format_bytes(std::max<std::int64_t>(0, r.capacity_bytes - r.peak_bytes_max)));
+            base::format_bytes(std::max<std::int64_t>(0, r.capacity_bytes - r.device_bytes_max)));
         table.push_back(std::move(line));
     }
     if (table.size() == 1)
@@ -392,8 +392,9 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
                       {"pp_bubble_s", b.pp_bubble_s},
                       {"optimizer_s", b.optimizer_s}};
     j["memory"] = {{"peak_bytes_max", r.peak_bytes_max},
+                   {"device_bytes_max", r.device_bytes_max},
                    {"capacity_bytes", r.capacity_bytes},
-                   {"headroom_bytes", r.capacity_bytes - r.peak_bytes_max}};
+                   {"headroom_bytes", r.capacity_bytes - r.device_bytes_max}};
     nlohmann::ordered_json band;
     const auto near = explore::nearest_step_regime(base.cluster.node.gpu.name, p.gpus);
     if (near.regime != nullptr)
@@ -488,7 +489,7 @@ std::string scale_csv(const sp::ExperimentSpec& base, const ScalePlan& plan,
                          b.dp_comm_exposed_s, b.pp_comm_exposed_s, b.pp_bubble_s, b.optimizer_s})
             s += explore::csv_number(v) + ",";
         s += fmt::format("{},{},{},{}\n", r.peak_bytes_max, r.capacity_bytes,
-                         r.capacity_bytes - r.peak_bytes_max,
+                         r.capacity_bytes - r.device_bytes_max,
                          near.regime != nullptr ? explore::csv_number(near.regime->mean_abs_error)
                                                 : std::string());
     }

@@ -67,8 +67,11 @@ ExperimentSpec Evaluator::unvalidated(const Settings& overrides) const {
     ExperimentSpec e = variants_.read(with_gpus(overrides));
     if (options_.derive_dp)
         e.parallel.dp = 0;
-    if (options_.max_memory > 0)
+    if (options_.max_memory > 0) {
+        // The bound replaces what the device reports too: the step fits in it.
         e.cluster.node.gpu.hbm_bytes = options_.max_memory;
+        e.cluster.node.gpu.hbm_reported_bytes = 0;
+    }
     return e;
 }
 

@@ -45,6 +45,10 @@ void apply_gpu(YamlMap m, GpuSpec& gpu) {
     }
     if (m.has("hbm")) {
         YamlMap h = m.map("hbm");
+        // A layer that sets the capacity (another GPU extending a preset) without what its
+        // device reports does not inherit the base GPU's report.
+        if (h.has("capacity") && !h.has("reported"))
+            gpu.hbm_reported_bytes = 0;
         config::read_keys(h, hbm_keys(), gpu);
         h.finish();
     }

@@ -48,9 +48,18 @@ struct GpuSpec {
     /// MMA: Blackwell's tcgen05.mma with scale factors, CDNA4's MX instructions): MXFP8's and
     /// NVFP4's GEMMs need it; Hopper's FP8 GEMMs take one scale per tensor.
     bool block_scaling = false;
-    std::int64_t hbm_bytes = 0;
+    std::int64_t hbm_bytes = 0; ///< the datasheet's capacity ("80GB")
+    /// The total the device reports (NVML's memory.total, as nvidia-smi prints it); 0: not
+    /// given, hbm_bytes stands for it. What a step must fit in (usable_hbm_bytes()).
+    std::int64_t hbm_reported_bytes = 0;
     double hbm_bandwidth = 0; ///< bytes/s
     std::int64_t l2_bytes = 0;
+
+    /// The memory a step fits in: the reported total where the file gives it, else the
+    /// datasheet's capacity.
+    std::int64_t usable_hbm_bytes() const {
+        return hbm_reported_bytes > 0 ? hbm_reported_bytes : hbm_bytes;
+    }
 
     double peak(Dtype d) const { return peak_flops[static_cast<std::size_t>(d)]; }
     bool supports(Dtype d) const { return peak(d) > 0; }

@@ -116,6 +116,8 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     for (const auto& m : r.memory) {
         stages.push_back({{"stage", m.stage},
                           {"peak_bytes", m.peak_bytes},
+                          {"reserved_bytes", m.reserved_bytes},
+                          {"device_bytes", m.device_bytes},
                           {"weights_bytes", m.weights_bytes},
                           {"grads_bytes", m.grads_bytes},
                           {"optimizer_bytes", m.optimizer_bytes},
@@ -125,8 +127,12 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
                           {"recompute", describe_recompute(m.recompute)}});
     }
     j["memory"] = {{"peak_bytes_max", r.peak_bytes_max},
+                   {"peak_reserved_bytes_max", r.peak_reserved_bytes_max},
+                   {"device_bytes_max", r.device_bytes_max},
                    {"capacity_bytes", r.capacity_bytes},
                    {"per_stage", stages}};
+    if (r.tight_headroom)
+        j["memory"]["tight_headroom_stage"] = *r.tight_headroom;
     j["oom"] = r.oom.has_value();
     if (r.oom)
         j["oom_detail"] = {{"stage", r.oom->stage},

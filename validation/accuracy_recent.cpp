@@ -38,30 +38,7 @@ constexpr const char* kMetaPreset = "grand-teton-h100";
 
 using detail::contains;
 using detail::dim;
-
-/// torchtitan's split of `layers` over `stages` when no split points are given, at the
-/// benchmark page's commit 9dec370 (torchtitan/parallelisms/pipelining_utils.py,
-/// generate_split_points): layers / stages each, the first stage that many, the middle stages
-/// one more while the remainder lasts, the last stage what is left. As a layout string (the
-/// embedding on the first stage, the norm and output layer on the last).
-std::string torchtitan_layout(int layers, int stages) {
-    const int base = layers / stages;
-    int extra = layers % stages;
-    std::string out;
-    int placed = 0;
-    for (int i = 0; i < stages; ++i) {
-        int n = base;
-        if (i > 0 && i + 1 < stages && extra > 0) {
-            ++n;
-            --extra;
-        }
-        if (i + 1 == stages)
-            n = layers - placed;
-        placed += n;
-        out += (i == 0 ? "E" : "|") + std::string(static_cast<std::size_t>(n), 't');
-    }
-    return out + "L";
-}
+using detail::torchtitan_layout;
 
 /// A scalar's text, or "" for null/absent.
 std::string scalar_or_empty(config::YamlMap& m, std::string_view key) {

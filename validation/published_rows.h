@@ -27,6 +27,11 @@ int dim(config::YamlMap& m, std::string_view key);
 /// untied output, no biases; Nemotron-4's squared ReLU costed as GeLU; else GPT-3's.
 void dense_model(config::YamlMap model, const std::string& name, Settings& s);
 
+/// torchtitan's split of `layers` over `stages` when no split points are given, at its
+/// benchmark page's commit 9dec370 (generate_split_points), as a layout string
+/// (parallel.pipeline_model_parallel_layout).
+std::string torchtitan_layout(int layers, int stages);
+
 /// Calls `each` with every row of the list `rows` of the YAML file `file`; InputError naming the
 /// file when it has no such list.
 void for_each_row(const std::string& file, const std::function<void(YAML::Node)>& each);

@@ -28,15 +28,18 @@ double context_parallel_activation_bytes(double s, double b, double h, double a,
 }
 
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
-                                  Optimizer optimizer, int zero_stage, int dp) {
+                                  Optimizer optimizer, int zero_stage, int dp,
+                                  bool fp32_main_grads) {
     if (zero_stage < 0 || zero_stage > 3)
         throw InputError("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(zero_stage));
     if (dp < 1)
         throw InputError("data-parallel size must be at least 1, got " + std::to_string(dp));
     const bool mixed = hardware::bytes_per_element(dtype) < 4;
     const std::int64_t weight_bytes = hardware::bytes_per_element(dtype);
-    // Megatron accumulates fp32 gradients without ZeRO; ZeRO (DeepSpeed) keeps 16-bit ones.
-    const std::int64_t grad_bytes = mixed && zero_stage > 0 ? 2 : 4;
+    // Megatron accumulates fp32 gradients without ZeRO, and so does its distributed optimizer
+    // (ZeRO 1) where the main gradients are fp32; DeepSpeed's ZeRO keeps 16-bit ones.
+    const bool fp32_grads = zero_stage == 0 || (zero_stage == 1 && fp32_main_grads);
+    const std::int64_t grad_bytes = mixed && !fp32_grads ? 2 : 4;
     const std::int64_t master = mixed ? 4 : 0;
     const std::int64_t moments = optimizer == Optimizer::adam ? 8 : 0;
     const std::int64_t shard = (parameters + dp - 1) / dp;
@@ -48,8 +51,10 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
 }
 
 ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
-                                 Optimizer optimizer, int zero_stage, int dp) {
-    ModelStateBytes m = model_state_bytes(adapters, dtype, optimizer, zero_stage, dp);
+                                 Optimizer optimizer, int zero_stage, int dp,
+                                 bool fp32_main_grads) {
+    ModelStateBytes m =
+        model_state_bytes(adapters, dtype, optimizer, zero_stage, dp, fp32_main_grads);
     m.weights += frozen * hardware::bytes_per_element(dtype);
     return m;
 }

@@ -46,11 +46,18 @@ struct ModelStateBytes {
 ///   ZeRO 0: 2P weights + 4P fp32 gradients + 12P (master, m, v) = 18P (Megatron);
 ///   ZeRO 1: 2P + 2P + 12P/d = 4P + 12P/d; ZeRO 2: 2P + 2P/d + 12P/d = 2P + 14P/d;
 ///   ZeRO 3: (2 + 2 + 12)P/d = 16P/d.
+/// `fp32_main_grads` (ZeRO 1 only): the gradients accumulate in an unsharded fp32 buffer, as
+/// Megatron's distributed optimizer keeps them under bf16 (--accumulate-allreduce-grads-in-fp32,
+/// forced on for bf16 while --main-grads-dtype is fp32, its default: megatron/training/
+/// arguments.py) and DeepSpeed's BF16_Optimizer under ZeRO 1: 2P + 4P + 12P/d = 6P + 12P/d,
+/// the "bf16 parameters, fp32 gradients" row of Megatron-LM's distributed-optimizer page
+/// (https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md).
 /// fp32 training: 4P weights, 4P gradients, Adam 8P (no master copy), sharded likewise.
 /// SGD keeps no optimizer state beyond the master weights. Shards round up (ceil(P/d)).
 /// Throws InputError for a ZeRO stage outside 0..3 or dp < 1.
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
-                                  Optimizer optimizer, int zero_stage, int dp);
+                                  Optimizer optimizer, int zero_stage, int dp,
+                                  bool fp32_main_grads = false);
 
 /// LoRA fine-tuning (layer_work.h, Lora): `frozen` base parameters held in the weights' dtype
 /// only (Hu et al. 2021, section 4.1: frozen weights receive no gradient, so no gradient,
@@ -60,6 +67,7 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
 ///   weights 2 (frozen + adapters), gradients 4 adapters, optimizer 12 adapters (bf16, Adam,
 ///   ZeRO 0). Unsharded frozen weights: ZeRO stages other than 0 are refused with LoRA.
 ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
-                                 Optimizer optimizer, int zero_stage, int dp);
+                                 Optimizer optimizer, int zero_stage, int dp,
+                                 bool fp32_main_grads = false);
 
 } // namespace clustersim::strategies::models

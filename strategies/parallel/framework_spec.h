@@ -85,9 +85,18 @@ struct FrameworkSpec {
     /// before, the first by the optimizer's zero_grad (megatron/core/optimizer/
     /// distrib_optimizer.py at core_v0.8.0). Other schedules: the chain either way.
     bool align_param_gather = false;
-    /// GPU memory the stack takes before the model: CUDA context, NCCL buffers, cuBLAS
-    /// workspaces, allocator slack. Counted in every GPU's peak memory.
+    /// GPU memory the stack takes outside PyTorch's caching allocator: the CUDA context and
+    /// NCCL's buffers (cudaMalloc'd by NCCL itself). Neither torch.cuda.max_memory_allocated
+    /// nor max_memory_reserved counts it; nvidia-smi's "used" does. Counted in every GPU's
+    /// device total (StageMemory::device_bytes), which the capacity check uses.
     std::int64_t runtime_memory = 0;
+    /// The caching allocator's fragmentation: the share of the memory a step allocates and
+    /// frees (activations, transients, ZeRO-3's gathered parameters) that it holds reserved
+    /// beyond the live tensors at the peak (split blocks that cannot serve a larger request,
+    /// cached on a stream no longer allocating). Not derivable from the allocator's rules
+    /// alone: set it from a measured run's max_memory_reserved / max_memory_allocated. 0: only
+    /// the segments' rounding (memory_accounting.h, allocator_slack_bytes).
+    double allocator_fragmentation = 0;
 };
 
 } // namespace clustersim::strategies::parallel

@@ -96,8 +96,17 @@ std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank) {
 
 namespace clustersim::strategies::parallel::detail {
 
+std::int64_t allocator_slack_bytes(double fragmentation, std::int64_t churn_bytes, bool gathers) {
+    constexpr std::int64_t kSmallBuffer = 2 << 20;  // CUDACachingAllocator.cpp
+    constexpr std::int64_t kLargeBuffer = 20 << 20; // CUDACachingAllocator.cpp
+    const int streams = gathers ? 3 : 1;
+    return streams * (kSmallBuffer + kLargeBuffer) +
+           static_cast<std::int64_t>(fragmentation * static_cast<double>(churn_bytes));
+}
+
 void account_memory(const StepPlan& plan, StepResult& r) {
     r.capacity_bytes = plan.capacity_bytes;
+    std::int64_t tightest = 0;
     for (const RankPlan& rp : plan.ranks) {
         StageMemory m;
         m.stage = rp.rank;
@@ -108,16 +117,38 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         m.gathered_bytes = peak_gathered_bytes(plan, rp.rank);
         m.runtime_bytes = plan.runtime_bytes;
         m.peak_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
-                       m.gathered_bytes + m.runtime_bytes;
-        for (int c = 0; c < plan.shape.virtual_stages; ++c)
-            m.recompute += plan.stage(virtual_stage(c, rp.rank, plan.shape)).recompute;
-        if (m.peak_bytes > r.peak_bytes_max)
-            r.peak_bytes_max = m.peak_bytes;
-        const std::int64_t excess = m.peak_bytes - plan.capacity_bytes;
+                       m.gathered_bytes;
+        m.reserved_bytes =
+            m.peak_bytes + allocator_slack_bytes(plan.allocator_fragmentation,
+                                                 m.activations_bytes + m.gathered_bytes,
+                                                 m.gathered_bytes > 0);
+        m.device_bytes = m.reserved_bytes + m.runtime_bytes;
+        for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+            const auto& st = plan.stage(virtual_stage(c, rp.rank, plan.shape));
+            m.recompute += st.recompute;
+            // A backward allocates its layer's input gradients, as large as the activations
+            // that layer kept, beside what it recomputes.
+            if (!plan.shape.forward_only)
+                m.transient_bytes =
+                    std::max(m.transient_bytes,
+                             st.transient_bytes + st.activation_bytes / std::max(1, st.layers));
+        }
+        r.peak_bytes_max = std::max(r.peak_bytes_max, m.peak_bytes);
+        r.peak_reserved_bytes_max = std::max(r.peak_reserved_bytes_max, m.reserved_bytes);
+        r.device_bytes_max = std::max(r.device_bytes_max, m.device_bytes);
+        const std::int64_t excess = m.device_bytes - plan.capacity_bytes;
         if (excess > 0 && (!r.oom || excess > r.oom->excess_bytes))
             r.oom = OutOfMemory{rp.rank, excess};
+        // The rank whose headroom falls furthest short of its working set.
+        const std::int64_t short_by = m.transient_bytes + excess;
+        if (excess <= 0 && short_by > 0 && short_by > tightest) {
+            tightest = short_by;
+            r.tight_headroom = rp.rank;
+        }
         r.memory.push_back(m);
     }
+    if (r.oom)
+        r.tight_headroom.reset();
     r.automatic_recompute = plan.automatic_recompute;
 }
 
@@ -126,11 +157,14 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
                                     std::int64_t frozen) {
     const ParallelSpec& par = e.parallel;
     const auto dtype = weight_dtype(e.training.dtype);
+    // The distributed optimizer's main gradients in fp32 where the framework reduces them in
+    // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
+    const bool fp32_grads = e.framework.fp32_grad_reduce;
     models::ModelStateBytes m = models::lora_state_bytes(frozen, dense, dtype, e.training.optimizer,
-                                                         par.zero, par.shard_cp());
+                                                         par.zero, par.shard_cp(), fp32_grads);
     if (experts > 0) {
-        const auto x =
-            models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero, edp);
+        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero,
+                                                 edp, fp32_grads);
         m.weights += x.weights;
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;

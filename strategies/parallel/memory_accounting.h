@@ -30,9 +30,22 @@ std::int64_t peak_gathered_bytes(const StepPlan& plan, int rank);
 
 namespace clustersim::strategies::parallel::detail {
 
-/// Fills `r.memory`, `r.peak_bytes_max`, `r.capacity_bytes`, the OOM verdict and
-/// `r.automatic_recompute` from `plan`.
+/// Fills `r.memory`, the peaks, `r.capacity_bytes`, the OOM verdict, the headroom warning
+/// and `r.automatic_recompute` from `plan`.
 void account_memory(const StepPlan& plan, StepResult& r);
+
+/// What PyTorch's caching allocator reserves beyond the allocated peak (pytorch/pytorch
+/// c10/cuda/CUDACachingAllocator.cpp): each stream allocating has its own pools of cached
+/// blocks (a freed block serves only its stream's requests, BlockComparator and
+/// get_free_block), each holding at most one partly used segment of each kind beside its
+/// full ones: a 2 MiB segment of small blocks (kSmallBuffer, requests <= kSmallSize 1 MiB)
+/// and a 20 MiB one of 1-10 MiB requests (kLargeBuffer); larger requests get segments of
+/// their size rounded to 2 MiB (kRoundLarge), which transformer tensors nearly fill. That
+/// floor per stream, plus `fragmentation` (FrameworkSpec::allocator_fragmentation) of the
+/// `churn_bytes` allocated and freed within the step. The compute stream allocates, and where
+/// ZeRO-3 gathers (`gathers`) so do its all-gather and reduce-scatter streams (FSDP2's,
+/// torch/distributed/fsdp/_fully_shard/_fsdp_state.py).
+std::int64_t allocator_slack_bytes(double fragmentation, std::int64_t churn_bytes, bool gathers);
 
 /// Model state of a rank holding `dense` parameters sharded over the data-parallel (shard) x
 /// context-parallel group and `experts` (routed experts laid out apart) sharded over the

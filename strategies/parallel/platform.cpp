@@ -32,6 +32,11 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
         if (f.memory_efficiency > 1.0)
             m.fail("memory_efficiency", "expected a fraction in (0, 1]");
     }
+    if (m.has("allocator_fragmentation")) {
+        f.allocator_fragmentation = m.number("allocator_fragmentation", 0.0);
+        if (f.allocator_fragmentation >= 1.0)
+            m.fail("allocator_fragmentation", "expected a fraction in [0, 1)");
+    }
     m.finish();
 }
 

@@ -91,10 +91,20 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
           .type = KeyType::bytes,
           .fallback = "0",
           .min = 0,
-          .meaning = "GPU memory the stack takes before the model (CUDA context, NCCL buffers, "
-                     "workspaces)",
+          .meaning = "GPU memory the stack takes outside PyTorch's caching allocator (the CUDA "
+                     "context, NCCL's buffers): in nvidia-smi's 'used', not in "
+                     "torch.cuda.max_memory_reserved",
           .lands = "FrameworkSpec::runtime_memory"},
          field<&F::runtime_memory>},
+        {{.name = "allocator_fragmentation",
+          .type = KeyType::number,
+          .fallback = "0",
+          .meaning = "the share of the memory a step allocates and frees (activations, "
+                     "transients, ZeRO-3's gathered parameters) that the caching allocator "
+                     "holds beyond the live tensors at the peak, in [0, 1): a measured run's "
+                     "max_memory_reserved / max_memory_allocated tells it",
+          .lands = "FrameworkSpec::allocator_fragmentation",
+          .example = "0.05"}},
     };
     return keys;
 }

@@ -227,8 +227,12 @@ void search_recompute(PlanContext& ctx, StepPlan& plan, int p) {
     const auto state = detail::state_bytes(e, params - expert_params - frozen, expert_params, edp,
                                            layer_params, frozen);
     auto fits = [&] {
-        return state.total() + peak_activation_bytes(plan, p) + peak_gathered_bytes(plan, p) <=
-               budget;
+        // The device's total as account_memory counts it: allocated plus the allocator's slack.
+        const std::int64_t activations = peak_activation_bytes(plan, p);
+        const std::int64_t gathered = peak_gathered_bytes(plan, p);
+        const std::int64_t slack = detail::allocator_slack_bytes(
+            plan.allocator_fragmentation, activations + gathered, gathered > 0);
+        return state.total() + activations + gathered + slack <= budget;
     };
     if (fits())
         return;
@@ -341,8 +345,9 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         PipelineShape{par.pp, e.micro_batches(), chunks_per_rank(par.schedule, par.virtual_stages),
                       e.training.forward_only, placement_of(par.schedule)};
     plan.pass_orders = shared_pipeline_order(par.schedule, plan.shape);
-    plan.capacity_bytes = e.cluster.node.gpu.hbm_bytes;
+    plan.capacity_bytes = e.cluster.node.gpu.usable_hbm_bytes();
     plan.runtime_bytes = e.framework.runtime_memory;
+    plan.allocator_fragmentation = e.framework.allocator_fragmentation;
     plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
     plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective
                              : par.recompute == RecomputePolicy::full    ? Recompute::full

@@ -248,8 +248,9 @@ struct StepPlan {
     const PassOrders& orders() const { return *pass_orders; }
     std::vector<VirtualStagePlan> stages; ///< by virtual stage index
     std::vector<RankPlan> ranks;
-    std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL and library workspaces per GPU
-    std::int64_t capacity_bytes = 0;
+    std::int64_t runtime_bytes = 0;     ///< CUDA context, NCCL's buffers per GPU (no allocator)
+    std::int64_t capacity_bytes = 0;    ///< what the device reports (GpuSpec::usable_hbm_bytes)
+    double allocator_fragmentation = 0; ///< FrameworkSpec::allocator_fragmentation
     bool automatic_recompute = false;
     /// Recompute actually used on every layer when not automatic.
     models::Recompute uniform_recompute = models::Recompute::none;

@@ -69,9 +69,19 @@ struct Breakdown {
     bool operator==(const Breakdown&) const = default;
 };
 
+/// A pipeline rank's memory at its peak, in the three statistics a run can print:
+/// allocated (torch.cuda.max_memory_allocated: the live tensors), reserved
+/// (max_memory_reserved: what the caching allocator holds from the driver) and the device's
+/// (nvidia-smi's "used": reserved plus the CUDA context and NCCL's buffers).
 struct StageMemory {
     int stage = 0; ///< pipeline rank
+    /// Allocated: weights + gradients + optimizer + activations + gathered.
     std::int64_t peak_bytes = 0;
+    /// Reserved: peak_bytes plus the allocator's slack (memory_accounting.h,
+    /// allocator_slack_bytes).
+    std::int64_t reserved_bytes = 0;
+    /// The device's: reserved_bytes + runtime_bytes; what must fit in the capacity.
+    std::int64_t device_bytes = 0;
     std::int64_t weights_bytes = 0;
     std::int64_t grads_bytes = 0;
     std::int64_t optimizer_bytes = 0;
@@ -80,8 +90,12 @@ struct StageMemory {
     /// peak_gathered_bytes); 0 otherwise. peak_bytes adds it to the activations' peak: exact
     /// where both peak in the same pass, a bound otherwise.
     std::int64_t gathered_bytes = 0;
-    std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL, workspaces (hardware file)
-    RecomputePlan recompute;        ///< how its layers recompute (all its chunks)
+    std::int64_t runtime_bytes = 0; ///< CUDA context, NCCL's buffers (outside the allocator)
+    /// The largest working set a backward of this rank allocates at once: a layer's input
+    /// gradients (one layer's kept activations) and what its chunk recomputes; free blocks the
+    /// allocator must find beside the peak.
+    std::int64_t transient_bytes = 0;
+    RecomputePlan recompute; ///< how its layers recompute (all its chunks)
 
     bool operator==(const StageMemory&) const = default;
 };
@@ -165,10 +179,18 @@ struct StepResult {
     Breakdown breakdown;
     int critical_rank = 0; ///< the pipeline rank the breakdown describes
 
-    std::vector<StageMemory> memory; ///< per pipeline rank
-    std::int64_t peak_bytes_max = 0;
+    std::vector<StageMemory> memory;          ///< per pipeline rank
+    std::int64_t peak_bytes_max = 0;          ///< allocated, the largest of the ranks
+    std::int64_t peak_reserved_bytes_max = 0; ///< reserved, the largest of the ranks
+    std::int64_t device_bytes_max = 0;        ///< the device's, the largest of the ranks
+    /// What the device reports (GpuSpec::usable_hbm_bytes): what device_bytes must fit in.
     std::int64_t capacity_bytes = 0;
-    std::optional<OutOfMemory> oom; ///< set when some rank's peak exceeds the capacity
+    std::optional<OutOfMemory> oom; ///< set when some rank's device total exceeds the capacity
+    /// Fits, but some rank's headroom (capacity - device_bytes) is below its largest backward
+    /// working set (StageMemory::transient_bytes): a cache fragmented into blocks smaller
+    /// than the requests can fail an allocation there (the allocator then frees its cache and
+    /// retries: torch.cuda.memory_stats' num_alloc_retries, or runs out of memory). The rank.
+    std::optional<int> tight_headroom;
     /// When out of memory and StepOptions::oom_advice: what would fit.
     std::optional<OomSuggestion> oom_fix;
     /// Recompute was chosen per rank (`recompute: auto`); each rank's in memory[].recompute.

@@ -73,8 +73,8 @@ TEST_CASE("memory timeline: held state plus activations, back to the held state,
     REQUIRE(r.memory.size() == 4);
     for (std::size_t p = 0; p < r.memory.size(); ++p) {
         const auto& m = r.memory[p];
-        const std::int64_t held = m.weights_bytes + m.grads_bytes + m.optimizer_bytes +
-                                  m.gathered_bytes + m.runtime_bytes;
+        const std::int64_t held =
+            m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.gathered_bytes;
         std::int64_t highest = 0, last = -1;
         int points = 0;
         for (const auto& pt : r.memory_points) {
@@ -89,9 +89,12 @@ TEST_CASE("memory timeline: held state plus activations, back to the held state,
         CHECK(points > 0);
         CHECK(last == 0); // every activation freed by its backward
         CHECK(held + highest <= m.peak_bytes);
-        // The peak is the held state plus the activations' peak (kept and transient).
+        // The allocated peak is the held state plus the activations' peak (kept and
+        // transient); the allocator reserves more, the device adds what it does not count.
         CHECK(m.peak_bytes == held + m.activations_bytes);
         CHECK(highest <= m.activations_bytes);
+        CHECK(m.reserved_bytes > m.peak_bytes);
+        CHECK(m.device_bytes == m.reserved_bytes + m.runtime_bytes);
     }
 }
 
@@ -107,7 +110,7 @@ TEST_CASE("cli run: tensor parallelism as DTensor and ZeRO-3's gathered memory i
     const Run text = run({"run", exp.string()});
     REQUIRE(text.code == 0);
     CHECK_THAT(text.out, Catch::Contains("tensor parallel as DTensor"));
-    CHECK_THAT(text.out, Catch::Contains("activations  gathered  runtime"));
+    CHECK_THAT(text.out, Catch::Contains("activations  gathered  allocated  reserved  runtime"));
     const Run js = run({"run", exp.string(), "--format", "json"});
     REQUIRE(js.code == 0);
     const auto j = nlohmann::json::parse(js.out);
@@ -117,8 +120,11 @@ TEST_CASE("cli run: tensor parallelism as DTensor and ZeRO-3's gathered memory i
     CHECK(m["peak_bytes"].get<std::int64_t>() ==
           m["weights_bytes"].get<std::int64_t>() + m["grads_bytes"].get<std::int64_t>() +
               m["optimizer_bytes"].get<std::int64_t>() +
-              m["activations_bytes"].get<std::int64_t>() + m["gathered_bytes"].get<std::int64_t>() +
-              m["runtime_bytes"].get<std::int64_t>());
+              m["activations_bytes"].get<std::int64_t>() + m["gathered_bytes"].get<std::int64_t>());
+    CHECK(m["device_bytes"].get<std::int64_t>() ==
+          m["reserved_bytes"].get<std::int64_t>() + m["runtime_bytes"].get<std::int64_t>());
+    CHECK(j["memory"]["peak_reserved_bytes_max"].get<std::int64_t>() >=
+          j["memory"]["peak_bytes_max"].get<std::int64_t>());
 
     // Megatron's tensor parallelism (dgx-a100), no ZeRO-3: neither.
     const Run megatron = run({"run", kExperiment});

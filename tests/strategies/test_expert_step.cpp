@@ -256,9 +256,10 @@ TEST_CASE("expert parallelism: Mixtral 8x7B's model state per GPU at ep 8 on 64 
     const std::int64_t layers = 8;
     const auto& m = r.memory[1];
     CHECK(m.weights_bytes == 2 * layers * (dense + expert));
-    // ZeRO-1 (the distributed optimizer): 16-bit gradients whole; fp32 master weights and
-    // Adam's moments sharded over dp 16 for the dense parts, over expert dp 2 for the experts.
-    CHECK(m.grads_bytes == 2 * layers * (dense + expert));
+    // ZeRO-1 (the distributed optimizer): fp32 main gradients whole (the preset reduces in
+    // fp32, Megatron's default under bf16); fp32 master weights and Adam's moments sharded over
+    // dp 16 for the dense parts, over expert dp 2 for the experts.
+    CHECK(m.grads_bytes == 4 * layers * (dense + expert));
     CHECK(m.optimizer_bytes == 12 * ((layers * dense + 15) / 16) + 12 * ((layers * expert) / 2));
 }
 

@@ -46,6 +46,17 @@ TEST_CASE("memory formulas: weights, gradients and optimizer state by ZeRO stage
     CHECK(z0.weights == 2 * p);
     CHECK(z0.gradients == 4 * p);
     CHECK(z0.optimizer == 12 * p);
+    // Megatron's distributed optimizer under bf16 with fp32 main gradients: 6 + 12/d bytes per
+    // parameter (Megatron-LM's distributed-optimizer page,
+    // https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md),
+    // the gradients unsharded in fp32; DeepSpeed's 16-bit ZeRO-1 above keeps 4 + 12/d. Other stages
+    // ignore it.
+    const ModelStateBytes z1 = model_state_bytes(p, Dtype::bf16, Optimizer::adam, 1, d, true);
+    CHECK(z1.total() == 6 * p + 12 * p / d);
+    CHECK(z1.gradients == 4 * p);
+    CHECK(model_state_bytes(p, Dtype::bf16, Optimizer::adam, 2, d, true).total() ==
+          2 * p + 14 * p / d);
+    CHECK(model_state_bytes(p, Dtype::bf16, Optimizer::adam, 0, d, true).total() == 18 * p);
     // fp32 training keeps no master copy: 4 + 4 + 8.
     CHECK(total(0, Dtype::fp32) == 16 * p);
     CHECK(total(0, Dtype::fp16, Optimizer::sgd) == 10 * p);

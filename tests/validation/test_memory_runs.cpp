@@ -1,0 +1,91 @@
+// The memory model against measured peaks (validation/accuracy_memory.h,
+// data/reference/memory/measured-peak-memory.yaml): each row compared on the statistic its
+// source printed, the rows the model cannot run listed with why, and the issue's target (mean
+// |error| within 5%) asserted in a [!shouldfail] test that fails the day the model reaches it,
+// when the tag must go.
+#include "validation/accuracy_memory.h"
+#include "validation/targets.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace clustersim;
+using namespace clustersim::validation;
+
+namespace {
+
+const std::string kData = CLUSTERSIM_SOURCE_DIR "/data/reference";
+
+const std::vector<MemoryRun>& runs() {
+    static const std::vector<MemoryRun> r = memory_runs(kData);
+    return r;
+}
+
+const MemoryRun& row(const std::string& id) {
+    const auto& all = runs();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const auto& r) { return r.id == id; });
+    REQUIRE(it != all.end());
+    return *it;
+}
+
+} // namespace
+
+TEST_CASE("memory runs: every row read, each on the statistic its source printed",
+          "[validation][memory]") {
+    REQUIRE(runs().size() == 33);
+    // torchtitan logs the reserved peak; torchtune the active one; Hugging Face's guide
+    // nvidia-smi's used memory (14949 MiB as printed).
+    const auto& tt = row("torchtitan-2412-t1-1");
+    CHECK(tt.statistic == MemoryStatistic::reserved);
+    CHECK(tt.measured_gib == Approx(82.4));
+    CHECK(tt.predicted_gib == Approx(static_cast<double>(tt.step.peak_reserved_bytes_max) /
+                                     (1024.0 * 1024.0 * 1024.0)));
+    CHECK(tt.step.peak_reserved_bytes_max > tt.step.peak_bytes_max);
+    CHECK(tt.preset == "grand-teton-h100");
+    CHECK(row("torchtitan-trainy-h200-4node").statistic == MemoryStatistic::reserved);
+    CHECK(row("torchtitan-trainy-h200-4node").preset == "hgx-h200");
+    CHECK(row("torchtune-llama3.2-3b-packed").statistic == MemoryStatistic::active);
+    const auto& bert = row("hf-bert-large-v100-vanilla-bs4-fp32");
+    CHECK(bert.statistic == MemoryStatistic::device_used);
+    CHECK(bert.measured_gib == Approx(14949.0 / 1024));
+}
+
+TEST_CASE("memory runs: the rows the model cannot run say what they need", "[validation][memory]") {
+    const auto ran = std::count_if(runs().begin(), runs().end(), [](auto& r) { return r.ran(); });
+    CHECK(ran == 20); // the torchtitan rows
+    CHECK_THAT(row("torchtune-llama3.2-3b-packed").not_modelled,
+               Catch::Contains("pure bf16 training"));
+    CHECK_THAT(row("torchtune-llama3.2-3b-chunked-ce").not_modelled,
+               Catch::Contains("chunked cross-entropy"));
+    CHECK_THAT(row("torchtune-llama3.2-3b-adamw8bit").not_modelled, Catch::Contains("8-bit AdamW"));
+    CHECK_THAT(row("hf-bert-large-v100-bs4-fp16").not_modelled,
+               Catch::Contains("classification head"));
+    // A torchtitan row with a pipeline: the local batch over as many micro-batches as stages,
+    // 126 layers split as torchtitan splits them.
+    const auto& pp = row("torchtitan-2412-t5-1");
+    REQUIRE(pp.ran());
+    CHECK(std::find(pp.features.begin(), pp.features.end(), "torchtitan's layer split") !=
+          pp.features.end());
+    CHECK(pp.step.pp == 8);
+}
+
+TEST_CASE("memory runs: the accuracy reached (a guard, rounded up a little)",
+          "[validation][memory][accuracy]") {
+    const auto s = memory_errors(runs());
+    INFO("mean |error| " << s.mean_abs << ", signed " << s.mean << ", worst " << s.max_abs);
+    // Measured 2026-12-07: mean 28.9%, signed -7.3%, worst 49.9% over 20 rows.
+    CHECK(s.points == 20);
+    CHECK(s.mean_abs < 0.30);
+    CHECK(s.max_abs < 0.51);
+}
+
+TEST_CASE("memory runs: issue 35's target, mean |error| within 5% on the printed statistic",
+          "[validation][memory][accuracy][!shouldfail]") {
+    // Not met: mean 28.9% (signed -7.3%) over the 20 torchtitan rows. The rows with full
+    // recompute and 32k-131k tokens per GPU are 42-45% under (the loss's fp32 logits and their
+    // gradients at the start of the backward, and torch.compile's buffers, are not counted);
+    // those with op-level selective recompute 8-50% over.
+    const auto s = memory_errors(runs());
+    CHECK(s.mean_abs <= targets::kMemoryMean);
+}

@@ -1,0 +1,259 @@
+// The numbers of docs/validation.md's section "Memory": every row of
+// memory/measured-peak-memory.yaml mapped to an experiment from its own fields, with one rule per
+// framework for what the source does not state (memory_rules()), compared on the statistic the
+// source printed. Never a parameter per row.
+#include "validation/accuracy_memory.h"
+
+#include "validation/published_rows.h"
+
+#include "base/error.h"
+#include "config/yaml_map.h"
+#include "strategies/parallel/experiment.h"
+
+#include <fmt/format.h>
+
+namespace clustersim::validation {
+
+namespace {
+
+using detail::contains;
+using detail::dim;
+using detail::Settings;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// A count that a row gives as a number or as a mapping with its `value`.
+int count_of(config::YamlMap& row, std::string_view key) {
+    if (row.raw(key).IsMap()) {
+        config::YamlMap m = row.map(key);
+        return dim(m, "value");
+    }
+    return dim(row, key);
+}
+
+/// A scalar's text, or "" for null/absent.
+std::string text_of(config::YamlMap& m, std::string_view key) {
+    if (!m.has(key))
+        return "";
+    const YAML::Node n = m.raw(key);
+    return n.IsScalar() ? n.Scalar() : std::string();
+}
+
+/// A boolean that may be absent (false).
+bool flag(config::YamlMap& m, std::string_view key) {
+    return m.has(key) && !m.raw(key).IsNull() && m.boolean(key);
+}
+
+/// The measured value in GiB and the statistic its source printed.
+void read_measured(config::YamlMap& row, MemoryRun& r) {
+    config::YamlMap measured = row.map("memory_measured");
+    const double value = measured.number("value", 1e-9);
+    const std::string unit = measured.str("unit");
+    if (unit.rfind("GiB", 0) == 0)
+        r.measured_gib = value;
+    else if (unit.rfind("MiB", 0) == 0)
+        r.measured_gib = value / 1024.0;
+    else
+        measured.fail("unit", "expected GiB or MiB, got '" + unit + "'");
+    // In this order: nvidia-smi's note mentions the reserved memory it includes, and Trainy's
+    // the active peak WandB also logs beside the reserved one it printed.
+    const std::string metric = measured.str("metric");
+    if (contains(metric, "nvidia-smi") || contains(metric, "NVML"))
+        r.statistic = MemoryStatistic::device_used;
+    else if (contains(metric, "reserved"))
+        r.statistic = MemoryStatistic::reserved;
+    else if (contains(metric, "active"))
+        r.statistic = MemoryStatistic::active;
+    else
+        measured.fail("metric", "expected peak reserved, peak active or nvidia-smi used");
+}
+
+/// torchtitan: FSDP2 over the data-parallel ranks, the local batch as one micro-batch (with a
+/// pipeline: as many micro-batches as pipeline ranks), recompute as printed.
+void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun& r) {
+    Settings& s = r.settings;
+    detail::dense_model(model, r.model, s);
+    config::YamlMap par = row.map("parallelism");
+    r.tp = dim(par, "tp");
+    r.pp = dim(par, "pp");
+    r.cp = dim(par, "cp");
+    r.dp = dim(par, "dp");
+    const int local_batch = count_of(row, "micro_batch");
+    const int micro = r.pp > 1 ? std::max(1, local_batch / r.pp) : local_batch;
+    s.emplace_back("training.global_batch", std::to_string(count_of(row, "global_batch")));
+    s.emplace_back("training.micro_batch", std::to_string(micro));
+    s.emplace_back("training.optimizer", "adamw");
+    s.emplace_back("parallel.tp", std::to_string(r.tp));
+    s.emplace_back("parallel.pp", std::to_string(r.pp));
+    s.emplace_back("parallel.dp", std::to_string(r.dp));
+    s.emplace_back("parallel.fsdp", "true");
+    s.emplace_back("parallel.overlap_grad_reduce", "true");
+    r.features.emplace_back("FSDP2");
+    if (r.cp > 1) {
+        s.emplace_back("parallel.cp", std::to_string(r.cp));
+        r.features.push_back(fmt::format("cp {}", r.cp));
+    }
+    if (r.tp > 1)
+        s.emplace_back("parallel.sequence_parallel", "true");
+    // torchtitan's multi-stage schedules run 2 stages per rank without split points
+    // (generate_split_points at 9dec370), and split the layers as it does.
+    const std::string schedule = text_of(par, "pp_schedule");
+    const bool interleaved = contains(schedule, "Interleaved");
+    if (r.pp > 1) {
+        s.emplace_back("parallel.schedule", interleaved ? "interleaved-1f1b" : "1f1b");
+        if (interleaved)
+            s.emplace_back("parallel.virtual_stages", "2");
+        const int layers = dim(model, "layers");
+        const int stages = r.pp * (interleaved ? 2 : 1);
+        if (layers % stages != 0) {
+            s.emplace_back("parallel.pipeline_model_parallel_layout",
+                           detail::torchtitan_layout(layers, stages));
+            r.features.emplace_back("torchtitan's layer split");
+        }
+    }
+    const std::string recompute = row.str("recompute");
+    r.recompute = contains(recompute, "full")        ? "full"
+                  : contains(recompute, "selective") ? "selective"
+                                                     : "none";
+    s.emplace_back("parallel.recompute", r.recompute);
+    if (r.recompute == "selective")
+        s.emplace_back("parallel.selective_recompute", "op");
+    config::YamlMap other = row.map("other");
+    const bool fp8 = flag(other, "float8");
+    s.emplace_back("training.dtype", fp8 ? "fp8" : "bf16");
+    if (fp8) {
+        s.emplace_back("training.fp8_recipe", "tensorwise");
+        r.features.emplace_back("Float8");
+    }
+    if (flag(other, "async_tp")) {
+        s.emplace_back("parallel.enable_async_tensor_parallel", "true");
+        r.features.emplace_back("async TP");
+    }
+    const bool compiled = flag(other, "torch_compile");
+    s.emplace_back("training.compile", compiled ? "true" : "false");
+    r.features.emplace_back(compiled ? "torch.compile" : "eager");
+}
+
+/// What a torchtune or Hugging Face row uses that the model does not have.
+std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap& model,
+                                          const MemoryRun& r) {
+    std::vector<std::string> needs;
+    const std::string precision = row.str("precision");
+    const std::string optimizer = row.str("optimizer");
+    config::YamlMap other = row.map("other");
+    if (contains(r.framework, "torchtune")) {
+        if (contains(precision, "pure bf16"))
+            needs.emplace_back("pure bf16 training (bf16 weights, gradients and AdamW states, no "
+                               "fp32 master copy: torchtune's dtype bf16)");
+        if (text_of(model, "seq_len").empty())
+            needs.emplace_back("a sequence length (unpacked samples padded per batch: "
+                               "data-dependent)");
+        if (contains(text_of(other, "loss"), "Chunked"))
+            needs.emplace_back("chunked cross-entropy (CEWithChunkedOutputLoss)");
+        if (contains(optimizer, "optimizer_in_bwd"))
+            needs.emplace_back("the optimizer step fused into the backward (optimizer_in_bwd)");
+        if (flag(other, "activation_offloading"))
+            needs.emplace_back("activation offloading to the host");
+        if (contains(optimizer, "8-bit"))
+            needs.emplace_back("8-bit AdamW states");
+    } else {
+        needs.emplace_back("an encoder with a classification head (BERT: no LM head and its "
+                           "logits, token-type embeddings)");
+        needs.emplace_back("a single process's memory outside the allocator (its CUDA context "
+                           "alone; the presets' runtime_memory holds a multi-GPU stack's NCCL "
+                           "buffers)");
+        if (contains(precision, "AMP"))
+            needs.emplace_back("automatic mixed precision (fp32 weights, fp16 copies per op)");
+    }
+    return needs;
+}
+
+MemoryRun map_row(YAML::Node node, const std::string& file) {
+    config::YamlMap row(node, file, "rows");
+    MemoryRun r;
+    r.where = config::format_mark(file, node.Mark());
+    r.id = row.str("id");
+    config::YamlMap model = row.map("model");
+    r.model = model.str("name");
+    r.framework = row.map("framework").str("name");
+    config::YamlMap hw = row.map("hardware");
+    const std::string gpu = hw.str("gpu");
+    r.gpus = dim(hw, "num_gpus");
+    read_measured(row, r);
+    if (!contains(r.framework, "torchtitan")) {
+        r.preset = contains(gpu, "V100") ? "dgx2-v100" : "dgx-a100";
+        for (const auto& n : single_gpu_needs(row, model, r))
+            r.not_modelled += (r.not_modelled.empty() ? "needs " : "; ") + n;
+        return r;
+    }
+    // One preset per cluster: Meta's Grand Teton H100s (96 GB HBM2e, 500 W) for the benchmark
+    // page's rows, an HGX H200 node for Trainy's.
+    r.preset = contains(gpu, "H200") ? "hgx-h200" : "grand-teton-h100";
+    torchtitan_settings(row, model, r);
+    try {
+        const auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
+                                                             r.settings, r.id);
+        strategies::parallel::StepOptions o;
+        o.oom_advice = false;
+        r.step = strategies::parallel::simulate_step(e, o);
+        const std::int64_t bytes =
+            r.statistic == MemoryStatistic::reserved ? r.step.peak_reserved_bytes_max
+            : r.statistic == MemoryStatistic::active ? r.step.peak_bytes_max
+                                                     : r.step.device_bytes_max;
+        r.predicted_gib = static_cast<double>(bytes) / kGiB;
+    } catch (const InputError& err) {
+        const std::string what = err.what();
+        r.not_modelled = "needs " + what.substr(what.rfind(r.id + ": ") == 0 ? r.id.size() + 2 : 0);
+    }
+    return r;
+}
+
+} // namespace
+
+std::vector<MemoryRun> memory_runs(const std::string& data_dir) {
+    const std::string file = data_dir + "/memory/measured-peak-memory.yaml";
+    std::vector<MemoryRun> out;
+    detail::for_each_row(file, [&](YAML::Node row) { out.push_back(map_row(row, file)); });
+    return out;
+}
+
+calibrate::ErrorStats memory_errors(const std::vector<MemoryRun>& runs) {
+    std::vector<double> errors;
+    for (const auto& r : runs)
+        if (r.ran())
+            errors.push_back(r.error());
+    return calibrate::error_stats(errors);
+}
+
+const char* to_string(MemoryStatistic s) {
+    switch (s) {
+    case MemoryStatistic::reserved:
+        return "peak reserved";
+    case MemoryStatistic::active:
+        return "peak active";
+    case MemoryStatistic::device_used:
+        return "nvidia-smi used";
+    }
+    return "";
+}
+
+std::vector<std::string> memory_rules() {
+    return {
+        "the statistic the source printed: torchtitan's \"Memory(GiB)\" is the caching "
+        "allocator's reserved peak (torch.cuda.max_memory_reserved; the step's reserved bytes: "
+        "allocated plus the allocator's slack, without the CUDA context and NCCL's buffers); "
+        "torchtune's \"Peak Memory Active\" the active peak (the allocated bytes); Hugging "
+        "Face's nvidia-smi \"used\" the device's (reserved plus the preset's runtime_memory)",
+        "torchtitan rows: the benchmark page's on `grand-teton-h100` (H100 96 GB HBM2e), "
+        "Trainy's on `hgx-h200`; the model from the row's dimensions (Llama: SwiGLU, RMSNorm, "
+        "RoPE, untied output); FSDP2 over the data-parallel ranks (reduce in fp32, the root "
+        "unit held gathered), the local batch as one micro-batch (with a pipeline: as many "
+        "micro-batches as pipeline ranks, 2 stages per rank when interleaved, the layers split "
+        "as its generate_split_points does), sequence parallelism with TP, recompute as printed "
+        "(selective as its op-level policy), Float8 as torchao's tensorwise recipe, AdamW",
+        "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
+        "allocated + the allocator's segment floor per stream",
+    };
+}
+
+} // namespace clustersim::validation
