@@ -137,7 +137,9 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
 /// What a torchtune or Hugging Face row uses that the model does not have.
 std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap& model,
                                           const MemoryRun& r) {
-    std::vector<std::string> needs;
+    // Literals collected as views, strings made once at the end: GCC 12's -Warray-bounds
+    // misfires on std::string temporaries built inside this function once it is inlined.
+    std::vector<std::string_view> needs;
     const std::string precision = row.str("precision");
     const std::string optimizer = row.str("optimizer");
     config::YamlMap other = row.map("other");
@@ -165,7 +167,7 @@ std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap&
         if (contains(precision, "AMP"))
             needs.emplace_back("automatic mixed precision (fp32 weights, fp16 copies per op)");
     }
-    return needs;
+    return {needs.begin(), needs.end()};
 }
 
 MemoryRun map_row(YAML::Node node, const std::string& file) {
