@@ -196,6 +196,15 @@ std::string step_rows(ReportData& data) {
                   " worst, " + target(tg::kNewHardwareStepBias) + " signed",
               t.mean_abs <= tg::kNewHardwareStepMean && t.max_abs <= tg::kNewHardwareStepWorst &&
                   std::abs(t.mean) <= tg::kNewHardwareStepBias);
+    const auto& memory = data.memory();
+    const calibrate::ErrorStats m = validation::memory_errors(memory);
+    md += row("peak memory per GPU, torchtitan, torchtune and Hugging Face runs (the statistic "
+              "each printed)",
+              fmt::format("memory/measured-peak-memory.yaml ({})", memory.size()),
+              fmt::format("{} predicted: mean {}, signed {}, worst {}", m.points,
+                          base::percent(m.mean_abs), base::signed_percent(m.mean),
+                          base::percent(m.max_abs)),
+              target(tg::kMemoryMean) + " mean", m.points > 0 && m.mean_abs <= tg::kMemoryMean);
     return md;
 }
 
