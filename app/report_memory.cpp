@@ -10,17 +10,6 @@
 
 namespace clustersim::app {
 
-namespace {
-
-std::string joined(const std::vector<std::string>& parts) {
-    std::string out;
-    for (const auto& p : parts)
-        out += (out.empty() ? "" : ", ") + p;
-    return out;
-}
-
-} // namespace
-
 std::string memory_markdown(ReportData& data) {
     const auto& runs = data.memory();
     std::string md =
@@ -43,8 +32,8 @@ std::string memory_markdown(ReportData& data) {
         md += fmt::format("| {} | {} | {} | {} | tp {} pp {} cp {} dp {} | {} | {} | {} | {:.1f} "
                           "| {:.1f} | {} |\n",
                           r.id, r.model, r.gpus, r.preset, r.tp, r.pp, r.cp, r.dp, r.recompute,
-                          joined(r.features), validation::to_string(r.statistic), r.measured_gib,
-                          r.predicted_gib, base::signed_percent(r.error()));
+                          base::join(r.features, ", "), validation::to_string(r.statistic),
+                          r.measured_gib, r.predicted_gib, base::signed_percent(r.error()));
     }
     const auto s = validation::memory_errors(runs);
     const bool met = s.points > 0 && s.mean_abs <= validation::targets::kMemoryMean;
