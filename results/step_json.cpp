@@ -84,6 +84,12 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
         j["parallel"]["tensor_parallel"] = e.framework.dtensor_tp ? "dtensor" : "megatron";
     j["step_time_s"] = r.step_time_s;
     j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
+    j["straggler"] = {{"gpu_speed_spread", r.straggler.spread},
+                      {"slowdown", r.straggler.slowdown},
+                      {"slowdown_p05", r.straggler.slowdown_p05},
+                      {"slowdown_p95", r.straggler.slowdown_p95},
+                      {"step_time_p05_s", r.straggler.step_time_p05_s},
+                      {"step_time_p95_s", r.straggler.step_time_p95_s}};
     // Which parts of the model the hardware file calibrated (only for a calibrated file: a step
     // without a band may still run on fitted collectives).
     if (!e.provenance.calibration.empty())

@@ -347,7 +347,10 @@ std::vector<std::string> recent_rules() {
     return {
         "one preset per cluster: NeMo and Megatron-Bridge rows on `dgx-superpod-h100` (the pages' "
         "DGX H100, 8x 400 Gb/s NDR per node), torchtitan rows on `grand-teton-h100` (H100 96 GB "
-        "at the page's 500 W power limit, 400 Gb/s RoCE per GPU)",
+        "at the page's 500 W power limit, 400 Gb/s RoCE per GPU); every GPU computes at the "
+        "pace of the expected slowest of the row's GPUs (the presets' "
+        "`framework.gpu_speed_spread`, 1.5% per GPU, from Sinha et al.'s SC'22 measurements of "
+        "same-SKU GPUs: 3.5% slower on 64 GPUs, 4.9% on 1,024)",
         "the model from the row's dimensions; Llama rows with SwiGLU, RMSNorm, RoPE, untied "
         "embeddings and no biases, GPT-3 with GeLU, LayerNorm, learned positions and tied "
         "embeddings, Nemotron-4's squared ReLU costed as GeLU; FlashAttention-style fused "

@@ -97,6 +97,12 @@ struct FrameworkSpec {
     /// alone: set it from a measured run's max_memory_reserved / max_memory_allocated. 0: only
     /// the segments' rounding (memory_accounting.h, allocator_slack_bytes).
     double allocator_fragmentation = 0;
+    /// The spread of the compute rate across the cluster's GPUs: the relative standard
+    /// deviation of one GPU's sustained GEMM and attention throughput around the median GPU's
+    /// (manufacturing variation under the power limit's clock management). A step of N GPUs
+    /// computes at the pace of the slowest of them (straggler.h). 0: every GPU alike. Only
+    /// kernels bound by the SMs' clock are slowed; memory-bound kernels follow HBM.
+    double gpu_speed_spread = 0;
 };
 
 } // namespace clustersim::strategies::parallel

@@ -37,6 +37,11 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
         if (f.allocator_fragmentation >= 1.0)
             m.fail("allocator_fragmentation", "expected a fraction in [0, 1)");
     }
+    if (m.has("gpu_speed_spread")) {
+        f.gpu_speed_spread = m.number("gpu_speed_spread", 0.0);
+        if (f.gpu_speed_spread >= 0.5)
+            m.fail("gpu_speed_spread", "expected a relative standard deviation in [0, 0.5)");
+    }
     m.finish();
 }
 

@@ -105,6 +105,15 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
                      "max_memory_reserved / max_memory_allocated tells it",
           .lands = "FrameworkSpec::allocator_fragmentation",
           .example = "0.05"}},
+        {{.name = "gpu_speed_spread",
+          .type = KeyType::number,
+          .fallback = "0",
+          .meaning = "the relative standard deviation of one GPU's sustained compute rate "
+                     "around the median GPU's across the cluster, in [0, 0.5): a step of N "
+                     "GPUs computes at the pace of the slowest, slower by this times the "
+                     "expected maximum of N standard normals (0: every GPU alike)",
+          .lands = "FrameworkSpec::gpu_speed_spread",
+          .example = "0.015"}},
     };
     return keys;
 }

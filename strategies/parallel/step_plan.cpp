@@ -8,6 +8,7 @@
 #include "strategies/parallel/precision.h"
 #include "strategies/parallel/rank_plan.h"
 #include "strategies/parallel/stage_cost.h"
+#include "strategies/parallel/straggler.h"
 
 #include <algorithm>
 #include <map>
@@ -358,7 +359,8 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     const Recompute first_choice =
         plan.automatic_recompute ? Recompute::none : plan.uniform_recompute;
 
-    PlanContext ctx(e, e.framework,
+    // Every rank computes at the pace of the slowest GPU of the step (straggler.h).
+    PlanContext ctx(e, at_slowest_gpu(e.framework, e.gpus),
                     par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only);
     ctx.unit_spans = unit_spans;
     ExpertGroups experts;

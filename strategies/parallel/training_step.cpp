@@ -10,6 +10,7 @@
 #include "strategies/parallel/oom_advice.h"
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/step_timeline.h"
+#include "strategies/parallel/straggler.h"
 
 #include "base/error.h"
 #include "hardware/time_limit.h"
@@ -165,6 +166,8 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.step_time_s = step.seconds();
     r.breakdown =
         breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
+    r.straggler = straggler_band(e.framework.gpu_speed_spread, e.gpus, r.step_time_s,
+                                 r.breakdown.compute_s + r.breakdown.recompute_s);
     r.bubble_fraction = r.step_time_s > 0 ? r.breakdown.pp_bubble_s / r.step_time_s : 0;
     r.ideal_bubble_fraction =
         ideal_bubble_fraction(e.parallel.schedule, plan.shape, mean_pass_times(plan));

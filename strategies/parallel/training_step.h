@@ -37,6 +37,7 @@
 #include "strategies/collectives/communicator_cache.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/recompute_plan.h"
+#include "strategies/parallel/straggler.h"
 
 #include <cstdint>
 #include <memory>
@@ -178,6 +179,9 @@ struct StepResult {
     double ideal_bubble_fraction = 0; ///< the schedule's closed form with equal stages
     Breakdown breakdown;
     int critical_rank = 0; ///< the pipeline rank the breakdown describes
+    /// The slowest GPU's slowdown folded into step_time_s and the band it implies
+    /// (straggler.h); all zero slowdowns where the framework's gpu_speed_spread is 0.
+    StragglerBand straggler;
 
     std::vector<StageMemory> memory;          ///< per pipeline rank
     std::int64_t peak_bytes_max = 0;          ///< allocated, the largest of the ranks

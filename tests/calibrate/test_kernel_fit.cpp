@@ -145,6 +145,12 @@ TEST_CASE("fit-kernels: factors from the chosen shapes predict the held-out ones
     // fast in the proportions of that clock, so no step's unfitted errors cancel by chance.
     auto platform = strategies::parallel::load_platform("hgx-h200");
     platform.cluster.node.gpu.sustained_clock_mhz = 0;
+    // The synthetic GPUs are alike: no slowest GPU for the step model to wait for. The
+    // unfitted model is the kernel model itself (the preset's fitted factors would offset the
+    // synthetic ones by their own amount, and could cancel them on a step).
+    platform.framework.gpu_speed_spread = 0;
+    platform.framework.gemm_efficiency = 1.0;
+    platform.framework.memory_efficiency = 1.0;
     const MeasurementFile f = synthetic_traces(platform);
     const MeasurementSplit s = split_measurements_by_shape(f, 0.5, 7);
     const KernelFit fit = fit_kernel_classes(platform, s.chosen, "fit.json");

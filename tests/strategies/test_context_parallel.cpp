@@ -11,6 +11,7 @@
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
+#include "strategies/parallel/straggler.h"
 #include "strategies/parallel/training_step.h"
 
 #include <catch2/catch.hpp>
@@ -221,8 +222,10 @@ TEST_CASE("context parallelism: memory per GPU and the step's exposed ring",
     const auto e = parallel::make_experiment(slow, 8, llama8b(8, 1, 2), "slow");
     const hardware::Topology t(e.cluster);
     const LayerWork layer = layer_work(e.model, layer_cfg(1, false, 2), ComputeModel(e.cluster));
+    // At the pace of the step's slowest GPU, as the step plan costs it (straggler.h).
     const auto x = parallel::cp_exposure(e, layer, ComputeModel(e.cluster),
-                                         e.framework.gemm_efficiency, t, nullptr);
+                                         parallel::at_slowest_gpu(e.framework, e.gpus).gemm_efficiency,
+                                         t, nullptr);
     CHECK(x.forward > 0);
     CHECK(x.backward > x.forward);
     const auto r = parallel::simulate_step(e);

@@ -208,12 +208,14 @@ TEST_CASE("overlap_param_gather, interleaved: a chunk after the first is gathere
             const sim::Time slow = st.first_forward.overlap_slowdown - st.forward.overlap_slowdown;
             CHECK(slow > sim::Time::zero());
             CHECK(slow < gather);
-            // The charge is compute (each pass rounded once); the pass is no shorter for it
-            // (this small pass is host-bound: the launches, not the slowed kernels, set its
-            // time).
+            // The charge is compute (each pass rounded once); the pass is no shorter for it,
+            // to the same rounding (this small pass is host-bound: the launches, not the
+            // slowed kernels, set its time).
             const sim::Time extra = st.first_forward.compute - st.forward.compute;
             CHECK(std::llabs((extra - slow).picoseconds()) <= 2);
-            CHECK(st.first_forward.time >= st.forward.time);
+            INFO("first forward " << st.first_forward.time.picoseconds() << " ps, forward "
+                                  << st.forward.time.picoseconds() << " ps");
+            CHECK(st.first_forward.time + sim::Time::ps(2) >= st.forward.time);
         }
     }
 }
