@@ -252,6 +252,16 @@ void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& 
         // qkv_proj_offloaded saves the same projections as save_qkv_proj, on the host.
         s.emplace_back("training.remat_policy", row.str("recompute"));
     }
+    // What XLA overlaps is what the run's LIBTPU_INIT_ARGS switch on: a collective not made
+    // asynchronous runs in line with the compute. MaxText's v4 scripts (configs/tpu/v4/22b.sh,
+    // 52b.sh) set only --xla_enable_async_all_gather, so the FSDP gradients' reduce-scatters
+    // wait; the v5e and v5p scripts set XLA's async collective fusion with compute overlap
+    // (--xla_tpu_enable_async_collective_fusion, --xla_tpu_overlap_compute_collective_tc), as
+    // the tiering table's benchmark configs do (benchmarks/xla_flags_library.py).
+    const std::string script = row.map("source").str("config");
+    const bool async_all_gather_only = contains(script, "configs/tpu/v4/");
+    if (async_all_gather_only)
+        s.emplace_back("parallel.overlap_grad_reduce", "false");
     config::YamlMap par = row.map("parallelism");
     r.layout.clear();
     for (const auto& [key, name, text] :
@@ -265,6 +275,8 @@ void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& 
             fmt::format("{}{} {}", r.layout.empty() ? "" : " x ", text, par.raw(key).Scalar());
     }
     r.layout += fmt::format(", {} slice{}", slices, slices > 1 ? "s" : "");
+    if (async_all_gather_only)
+        r.layout += ", gradient reduce-scatter in line";
 }
 
 /// The measured step of a MaxText row: its TFLOP/s per chip on MaxText's count (causal
@@ -367,6 +379,10 @@ std::vector<std::string> new_hardware_rules() {
         "printed count in the most cubic shape of their chips; the measured step is the "
         "printed TFLOP/s per chip on MaxText's count (causal attention at half) over the "
         "step's FLOPs per device (the tiering table's row: its tokens per second per device); "
+        "collectives overlapped as the row's script's LIBTPU_INIT_ARGS make them asynchronous: "
+        "the v4 scripts only the all-gathers (the FSDP gradients' reduce-scatters in line, "
+        "parallel.overlap_grad_reduce false), the v5e and v5p scripts' async collective fusion "
+        "the FSDP collectives; "
         "the TPU presets' compute rates are labelled assumptions, not fitted to a TPU",
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
