@@ -441,7 +441,11 @@ std::vector<std::string> new_hardware_rules() {
         "per_device_batch_size 36 and remat_policy full from the tpu-recipes script the row "
         "cites (run_mixtral-8x7b.sh at c8cfe2f: no mesh key, no remat_policy, base.yml's "
         "defaults), on 256 chips as the row counts them (its 8x4x4 holds 128), MaxText's "
-        "dropless routing as balanced; "
+        "dropless routing as balanced; the v4, v5e and v5p README tables were written with "
+        "MaxText's commit 76bd53b0 (2023-12-15), whose base.yml and scripts differ from the "
+        "current ones the rows copy (a ReLU MLP, head_dim 256, tied embeddings, larger v4 and "
+        "v5p per-device batches, v5p 512B at tensor 16, v5e 128B with full remat): the rows are "
+        "run as they state; "
         "the TPU presets' compute rates are labelled assumptions, not fitted to a TPU",
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
