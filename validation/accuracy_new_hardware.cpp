@@ -15,7 +15,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -49,7 +51,7 @@ std::string moe_preset_of(const std::string& model) {
     static const std::vector<std::pair<std::string, std::string>> presets{
         {"DeepSeek-V3", "deepseek-v3"},         {"Kimi K2", "kimi-k2"},
         {"GPT-OSS 120B", "gpt-oss-120B"},       {"Qwen3-30B-A3B", "qwen3-30B-A3B"},
-        {"Qwen3-235B-A22B", "qwen3-235B-A22B"},
+        {"Qwen3-235B-A22B", "qwen3-235B-A22B"}, {"Mixtral 8x7B", "mixtral-8x7B"},
     };
     for (const auto& [name, preset] : presets)
         if (contains(model, name))
@@ -110,13 +112,46 @@ bool stated(config::YamlMap& m, std::string_view key) {
     return m.has(key) && !m.raw(key).IsNull();
 }
 
-/// What a MaxText row needs ("" when nothing): its batch and mesh.
+/// What a MaxText row's cited script sets and the row does not copy (its source.config, read
+/// at the commit it names).
+struct CitedScript {
+    std::string_view config;                ///< the row's source.config
+    std::string_view per_device_batch_size; ///< as the script sets it
+    std::string_view remat_policy;          ///< as the script sets it, or base.yml's default
+};
+
+/// AI-Hypercomputer/tpu-recipes@c8cfe2f, training/v5p/Mixtral-8X7B-Maxtext/scripts/
+/// run_mixtral-8x7b.sh: model_name=mixtral-8x7b per_device_batch_size=36
+/// max_target_length=4096 weight_dtype=bfloat16 attention=flash; no mesh key (base.yml's ici
+/// fsdp -1) and no remat_policy (base.yml's default, full).
+constexpr std::array kCitedScripts{
+    CitedScript{"AI-Hypercomputer/tpu-recipes@c8cfe2f689081d36701a101cd73a70965d80926b:training/"
+                "v5p/Mixtral-8X7B-Maxtext",
+                "36", "full"},
+};
+
+const CitedScript* cited_script(config::YamlMap& row) {
+    const std::string config = row.map("source").str("config");
+    for (const auto& c : kCitedScripts)
+        if (config == c.config)
+            return &c;
+    return nullptr;
+}
+
+/// What a MaxText row needs ("" when nothing): its batch and mesh (the row's, or its cited
+/// script's), a mixture of experts from its preset.
 std::string maxtext_needs(config::YamlMap& row, config::YamlMap& model) {
     config::YamlMap batch = row.map("micro_batch");
-    if (stated(model, "moe_experts"))
-        return "needs a MaxText mixture of experts with its batch and mesh (not stated)";
-    if (!stated(batch, "per_device_batch_size"))
+    if (!stated(batch, "per_device_batch_size") && cited_script(row) == nullptr)
         return "needs the per-device batch (not stated)";
+    if (stated(model, "moe_experts")) {
+        const std::string preset = moe_preset_of(model.str("name"));
+        if (preset.empty())
+            return "needs a MaxText mixture of experts' preset";
+        const std::string differs = preset_mismatch(model, strategies::models::load_model(preset));
+        if (!differs.empty())
+            return "needs the row's " + differs;
+    }
     return "";
 }
 
@@ -235,8 +270,18 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
 /// printed count (the most cubic shape of their chips).
 void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     Settings& s = r.settings;
-    detail::dense_model(model, "Llama", s);
-    s.emplace_back("model.kv_channels", "128");
+    const std::string moe = moe_preset_of(r.model);
+    if (moe.empty()) {
+        detail::dense_model(model, "Llama", s);
+        s.emplace_back("model.kv_channels", "128");
+    } else {
+        // A mixture of experts from its preset (the released config MaxText's model file
+        // copies, checked against the row's dimensions) at the row's sequence; MaxText's
+        // dropless sparse matmul (megablox, capacity_factor -1) as balanced routing.
+        s.emplace_back("model", moe);
+        s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
+    }
+    const CitedScript* cited = cited_script(row);
     config::YamlMap hw = row.map("hardware");
     const std::string shape = hw.str("slice_shape");
     const std::size_t x = shape.find("x ");
@@ -245,13 +290,28 @@ void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& 
     s.emplace_back("slice", hardware::to_string(hardware::shape_for_chips(torus, r.gpus / slices),
                                                 torus.dims));
     config::YamlMap batch = row.map("micro_batch");
-    s.emplace_back("training.per_device_batch_size", batch.raw("per_device_batch_size").Scalar());
+    s.emplace_back("training.per_device_batch_size",
+                   stated(batch, "per_device_batch_size")
+                       ? batch.raw("per_device_batch_size").Scalar()
+                       : std::string(cited->per_device_batch_size));
     s.emplace_back("training.dtype", "bf16");
     s.emplace_back("training.optimizer", "adamw");
     if (stated(row, "recompute")) {
         // qkv_proj_offloaded saves the same projections as save_qkv_proj, on the host.
         s.emplace_back("training.remat_policy", row.str("recompute"));
+    } else if (cited != nullptr) {
+        s.emplace_back("training.remat_policy", std::string(cited->remat_policy));
     }
+    // What XLA overlaps is what the run's LIBTPU_INIT_ARGS switch on: a collective not made
+    // asynchronous runs in line with the compute. MaxText's v4 scripts (configs/tpu/v4/22b.sh,
+    // 52b.sh) set only --xla_enable_async_all_gather, so the FSDP gradients' reduce-scatters
+    // wait; the v5e and v5p scripts set XLA's async collective fusion with compute overlap
+    // (--xla_tpu_enable_async_collective_fusion, --xla_tpu_overlap_compute_collective_tc), as
+    // the tiering table's benchmark configs do (benchmarks/xla_flags_library.py).
+    const std::string script = row.map("source").str("config");
+    const bool async_all_gather_only = contains(script, "configs/tpu/v4/");
+    if (async_all_gather_only)
+        s.emplace_back("parallel.overlap_grad_reduce", "false");
     config::YamlMap par = row.map("parallelism");
     r.layout.clear();
     for (const auto& [key, name, text] :
@@ -264,7 +324,14 @@ void maxtext_settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& 
         r.layout +=
             fmt::format("{}{} {}", r.layout.empty() ? "" : " x ", text, par.raw(key).Scalar());
     }
+    if (r.layout.empty())
+        r.layout = "ici fsdp -1";
     r.layout += fmt::format(", {} slice{}", slices, slices > 1 ? "s" : "");
+    if (cited != nullptr && !stated(batch, "per_device_batch_size"))
+        r.layout += fmt::format(", per_device_batch_size {} and remat_policy {} from its script",
+                                cited->per_device_batch_size, cited->remat_policy);
+    if (async_all_gather_only)
+        r.layout += ", gradient reduce-scatter in line";
 }
 
 /// The measured step of a MaxText row: its TFLOP/s per chip on MaxText's count (causal
@@ -367,6 +434,18 @@ std::vector<std::string> new_hardware_rules() {
         "printed count in the most cubic shape of their chips; the measured step is the "
         "printed TFLOP/s per chip on MaxText's count (causal attention at half) over the "
         "step's FLOPs per device (the tiering table's row: its tokens per second per device); "
+        "collectives overlapped as the row's script's LIBTPU_INIT_ARGS make them asynchronous: "
+        "the v4 scripts only the all-gathers (the FSDP gradients' reduce-scatters in line, "
+        "parallel.overlap_grad_reduce false), the v5e and v5p scripts' async collective fusion "
+        "the FSDP collectives; Mixtral 8x7B from its preset at the row's sequence with "
+        "per_device_batch_size 36 and remat_policy full from the tpu-recipes script the row "
+        "cites (run_mixtral-8x7b.sh at c8cfe2f: no mesh key, no remat_policy, base.yml's "
+        "defaults), on 256 chips as the row counts them (its 8x4x4 holds 128), MaxText's "
+        "dropless routing as balanced; the v4, v5e and v5p README tables were written with "
+        "MaxText's commit 76bd53b0 (2023-12-15), whose base.yml and scripts differ from the "
+        "current ones the rows copy (a ReLU MLP, head_dim 256, tied embeddings, larger v4 and "
+        "v5p per-device batches, v5p 512B at tensor 16, v5e 128B with full remat): the rows are "
+        "run as they state; "
         "the TPU presets' compute rates are labelled assumptions, not fitted to a TPU",
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "

@@ -212,6 +212,12 @@ struct LayerConfig {
     /// Megatron's selective recompute (recompute selective, selective_op false): the modules
     /// recomputed, a set of recompute_bit()s; Megatron-Core's default is the core attention.
     std::uint8_t recompute_modules = recompute_bit(RecomputeModule::core_attn);
+    /// Full recompute as JAX's remat runs it (jax.checkpoint, MaxText's remat_policy) rather
+    /// than as a checkpointed module's forward run again (Megatron, torch.utils.checkpoint):
+    /// only the values the backward reads are recomputed, so the layer's last GEMM (the MLP's
+    /// down projection), its reduction and the residual add after it, whose output only feeds
+    /// the next layer, are not (layer_work_recompute.cpp, full_recompute).
+    bool remat_backward_reads = false;
     /// LoRA fine-tuning (Lora): the base weights frozen (no weight-gradient GEMMs), the
     /// targeted linears' adapters added (layer_work_lora.cpp). Off by default.
     Lora lora;

@@ -255,21 +255,74 @@ void selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
         w.recompute.add(c.gemm(mms[k].name, T, mms[k].n, mms[k].k));
 }
 
+/// `w`'s collectives without those `drop` says.
+template <typename Drop>
+void drop_collectives(LayerWork& w, Drop drop) {
+    decltype(w.collectives) kept;
+    for (const TpCollective& tc : w.collectives)
+        if (!drop(tc))
+            kept.push_back(tc);
+    w.collectives = kept;
+}
+
 /// Full recompute: the whole forward again, its collectives included; only the layer's input
-/// is kept.
-void full_recompute(LayerWork& w, const TransformerActivations& act) {
-    for (const Op& op : w.forward.ops)
-        w.recompute.add(op);
-    const std::size_t n = w.collectives.size();
-    for (std::size_t k = 0; k < n; ++k) {
-        if (w.collectives[k].pass != Pass::forward)
-            continue;
-        TpCollective again = w.collectives[k];
-        again.pass = Pass::recompute;
-        w.collectives.push_back(again);
+/// is kept. As JAX's remat runs it (LayerConfig::remat_backward_reads), the forward up to the
+/// MLP's down projection only: jax.checkpoint's backward recomputes the residuals the
+/// linearized layer reads (jax-ml/jax, jax/_src/ad_checkpoint.py, remat_partial_eval: the
+/// recomputing jaxpr is dead-code-eliminated to the residuals, pe.dce_jaxpr), and no backward
+/// op reads the down projection's output, its reduction or the residual sum after it (a
+/// GEMM's weight gradient reads its input, an addition's backward nothing), which only feed
+/// the next layer. A dense layer's MLP only; a mixture's experts run again whole.
+void full_recompute(const Ctx& c, LayerWork& w, const TransformerActivations& act) {
+    const int fc2 = c.cfg.remat_backward_reads ? forward_op(w, "mlp.fc2") : -1;
+    if (fc2 > 0) {
+        // The recomputed all-gathers give the weight gradients their gathered inputs: no
+        // re-gather in the backward (Megatron's sequence parallelism re-gathers what it kept
+        // sharded).
+        recompute_range(w, 0, fc2, true);
+        drop_collectives(
+            w, [](const TpCollective& tc) { return tc.pass == Pass::backward && tc.regather; });
+    } else {
+        for (const Op& op : w.forward.ops)
+            w.recompute.add(op);
+        const std::size_t n = w.collectives.size();
+        for (std::size_t k = 0; k < n; ++k) {
+            if (w.collectives[k].pass != Pass::forward)
+                continue;
+            TpCollective again = w.collectives[k];
+            again.pass = Pass::recompute;
+            w.collectives.push_back(again);
+        }
     }
     w.activation_bytes = act.layer_input;
     w.recomputed_activation_bytes = act.all - act.layer_input;
+}
+
+/// MaxText's named-dot policies as JAX's remat runs them (LayerConfig::remat_backward_reads;
+/// maxtext decoders.py, get_remat_policy: save_only_these_names of the projections' outputs):
+/// what the backward reads and no name saves runs again, the forward's kernels before the
+/// MLP's down projection that are not saved GEMMs: the norms, RoPE, the residual add and the
+/// MLP's activation; the attention kernel unless its output is saved ("context", the
+/// with_context policies: core_attn not in the modules); fc1 with `mlpwi`. The norms' gathered
+/// outputs are gathered again where the backward re-gathers its GEMMs' sharded inputs.
+/// Activations as Megatron's selective recompute of the same modules (selective_recompute).
+void named_dots_recompute(const Ctx& c, LayerWork& w, const TransformerActivations& act,
+                          ModuleOps at) {
+    selective_recompute(c, w, act, at);
+    w.recompute = PassWork{};
+    drop_collectives(w, [](const TpCollective& tc) { return tc.pass == Pass::recompute; });
+    const auto has = [&](RecomputeModule m) {
+        return (c.cfg.recompute_modules & recompute_bit(m)) != 0;
+    };
+    const int fc2 = forward_op(w, "mlp.fc2");
+    for (int k = 0; k < fc2; ++k) {
+        const Op& op = w.forward.ops[static_cast<std::size_t>(k)];
+        const bool fc1 = k >= at.mlp_begin && op.kind == OpKind::gemm;
+        if (op.kind == OpKind::memory_bound ||
+            (op.kind == OpKind::fused_attention && has(RecomputeModule::core_attn)) ||
+            (fc1 && has(RecomputeModule::mlpwi)))
+            w.recompute.add(op);
+    }
 }
 
 } // namespace
@@ -284,6 +337,10 @@ void recompute_layer(const Ctx& c, const LayerShape& s, LayerWork& w, ModuleOps 
     case Recompute::selective:
         if (c.cfg.selective_op && !m.is_mla() && !c.moe && !c.a2a)
             selective_op_recompute(c, s, w);
+        if (c.cfg.remat_backward_reads && !m.is_mla() && !c.moe && !c.a2a) {
+            named_dots_recompute(c, w, act, at);
+            break;
+        }
         if (c.cfg.selective_op) {
             for (int k = at.core_begin; k < at.core_end && !s.flash; ++k)
                 w.recompute.add(w.forward.ops[static_cast<std::size_t>(k)]);
@@ -294,7 +351,7 @@ void recompute_layer(const Ctx& c, const LayerShape& s, LayerWork& w, ModuleOps 
         selective_recompute(c, w, act, at);
         break;
     case Recompute::full:
-        full_recompute(w, act);
+        full_recompute(c, w, act);
         break;
     }
 }

@@ -256,6 +256,9 @@ std::optional<InputError> apply_remat(ExperimentSpec& e) {
         return std::nullopt;
     RecomputePolicy policy = RecomputePolicy::full;
     std::uint8_t modules = models::recompute_bit(models::RecomputeModule::core_attn);
+    // The attention's output ("context") saved by the with_context policies: its kernel does
+    // not run again (core_attn off; models::LayerConfig::remat_backward_reads).
+    const bool context = r == R::minimal_with_context || r == R::save_dot_with_context_except_mlp;
     if (r == R::minimal || r == R::minimal_with_context || r == R::minimal_offloaded) {
         policy = RecomputePolicy::selective;
     } else if (r == R::save_dot_except_mlp || r == R::save_dot_except_mlpwi ||
@@ -264,6 +267,9 @@ std::optional<InputError> apply_remat(ExperimentSpec& e) {
         modules |= models::recompute_bit(e.model.is_moe() ? models::RecomputeModule::moe
                                                           : models::RecomputeModule::mlpwi);
     }
+    if (context)
+        modules &=
+            static_cast<std::uint8_t>(~models::recompute_bit(models::RecomputeModule::core_attn));
     ParallelSpec& p = e.parallel;
     const bool same = p.recompute == policy &&
                       (policy != RecomputePolicy::selective || p.recompute_modules == modules);

@@ -47,15 +47,17 @@
 ///
 /// remat_policy onto the step model's recompute (decoders.py, get_remat_policy: what each
 /// saves; what it does not save and the backward needs is recomputed; a GEMM whose output only
-/// enters the residual sum, the MLP's down projection, needs nothing recomputed):
-/// - minimal, minimal_with_context, minimal_offloaded (every projection saved, the attention
-///   scores recomputed): selective recompute of the core attention (nothing with flash
-///   attention, whose backward recomputes the scores anyway).
+/// enters the residual sum, the MLP's down projection, needs nothing recomputed). The recompute
+/// is JAX's remat (models::LayerConfig::remat_backward_reads): only what the backward reads.
+/// - minimal, minimal_with_context, minimal_offloaded (every projection saved by name): the
+///   norms, RoPE, the residual add and the MLP's activation again, and the attention kernel
+///   (core_attn) unless its output is saved too (the with_context policies).
 /// - save_dot_except_mlp, save_dot_except_mlpwi, save_dot_with_context_except_mlp (the MLP's
-///   input projections recomputed): selective with the `mlpwi` module (the input projections
+///   input projections recomputed): as minimal with the `mlpwi` module (the input projections
 ///   and the activation, not the down projection); a mixture's whole `moe` module.
 /// - full, save_qkv_proj, qkv_proj_offloaded, save_out_proj (the attention and the MLP
-///   recomputed): full recompute, an upper bound by one projection for the last three.
+///   recomputed): full recompute up to the MLP's down projection (not it, its reduction nor
+///   the residual add after it), an upper bound by one projection for the last three.
 /// Offloading to the host is not modelled (its transfers overlap the layers).
 
 #include "base/error.h"

@@ -122,9 +122,11 @@ std::vector<Key<TrainingSpec>> maxtext_training_keys() {
                       "save_out_proj"},
           .mirrors = "MaxText's remat_policy",
           .meaning = "what the backward recomputes, by MaxText's names, instead of "
-                     "parallel.recompute: the minimal ones as selective (core attention), the "
-                     "save_dot_*except_mlp* ones as selective with the MLP, the rest as full "
-                     "(device_mesh.h says why)",
+                     "parallel.recompute, as JAX's remat runs it (only what the backward "
+                     "reads): the minimal ones the norms, activations and attention kernel (the "
+                     "with_context ones not the attention), the save_dot_*except_mlp* ones the "
+                     "MLP's input projections too, the rest the layer up to the MLP's down "
+                     "projection (device_mesh.h says why)",
           .lands = "TrainingSpec::remat, ParallelSpec::recompute",
           .example = "full",
           .group = "maxtext",

@@ -58,6 +58,8 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.quant_recipe();
     cfg.recompute_modules = par.recompute_modules;
+    // A remat_policy is MaxText's: jax.checkpoint's recompute (LayerConfig).
+    cfg.remat_backward_reads = e.training.remat != RematPolicy::not_given;
     cfg.lora = e.training.lora;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;

@@ -148,6 +148,11 @@ TEST_CASE("mesh: remat_policy maps onto recompute", "[experiment][mesh]") {
     CHECK(policy("minimal").recompute == RecomputePolicy::selective);
     CHECK(policy("minimal").recompute_modules ==
           strategies::models::recompute_bit(strategies::models::RecomputeModule::core_attn));
+    // The with_context policies save the attention's output: its kernel is not run again.
+    CHECK(policy("minimal_with_context").recompute == RecomputePolicy::selective);
+    CHECK(policy("minimal_with_context").recompute_modules == 0);
+    CHECK(policy("save_dot_with_context_except_mlp").recompute_modules ==
+          strategies::models::recompute_bit(strategies::models::RecomputeModule::mlpwi));
     const ParallelSpec mlp = policy("save_dot_except_mlpwi");
     CHECK(mlp.recompute == RecomputePolicy::selective);
     CHECK((mlp.recompute_modules &
@@ -156,6 +161,25 @@ TEST_CASE("mesh: remat_policy maps onto recompute", "[experiment][mesh]") {
                            "global_batch: 64, dtype: bf16, remat_policy: full",
                            "recompute: selective"),
                       Catch::Contains("key 'training.remat_policy'"));
+}
+
+TEST_CASE("mesh: remat_policy full recomputes as JAX's remat, recompute full as Megatron",
+          "[experiment][mesh][recompute]") {
+    // The same layout and recompute; given as MaxText's remat_policy, the recompute pass stops
+    // before the MLP's down projection (models::LayerConfig::remat_backward_reads; the layer's
+    // closed form is in test_recompute_modules.cpp), the rest of the step alike.
+    const test::TempDir dir("mesh-remat-jax");
+    const std::string v5p = "hardware: tpu-v5p\nslice: 4x4x4";
+    const StepResult jax = simulate_step(load(dir, v5p,
+                                              "per_device_batch_size: 1, dtype: bf16, "
+                                              "remat_policy: full",
+                                              "ici_tensor_parallelism: 4"));
+    const StepResult megatron =
+        simulate_step(load(dir, v5p, "per_device_batch_size: 1, dtype: bf16",
+                           "ici_tensor_parallelism: 4, recompute: full"));
+    CHECK(jax.breakdown.recompute_s < megatron.breakdown.recompute_s);
+    CHECK(jax.breakdown.compute_s == Approx(megatron.breakdown.compute_s));
+    CHECK(jax.step_time_s < megatron.step_time_s);
 }
 
 TEST_CASE("mesh: bad input is refused at its key with what would work", "[experiment][mesh]") {

@@ -114,6 +114,80 @@ TEST_CASE("recompute_modules: mlpwi reruns the MLP's input projections, not fc2"
     CHECK(all.activation_bytes - w.activation_bytes == 6 * std::int64_t{m.seq} * m.ffn / t);
 }
 
+TEST_CASE("full recompute as JAX's remat: the forward up to the MLP's down projection",
+          "[models][recompute][mesh]") {
+    // jax.checkpoint recomputes what the backward reads (remat_partial_eval's dce_jaxpr): fc2's
+    // output, its reduce-scatter and the residual add only feed the next layer, so a MaxText
+    // remat_policy full reruns every forward op before fc2 and its collectives (the two
+    // all-gathers and the attention's reduce-scatter), not fc2 nor the MLP's reduce-scatter;
+    // it keeps the layer's input as Megatron's full recompute does.
+    const ModelSpec m = load_model("llama3-8B");
+    const int t = 2;
+    LayerConfig megatron = none(t);
+    megatron.recompute = Recompute::full;
+    LayerConfig jax = megatron;
+    jax.remat_backward_reads = true;
+    const auto whole = layer_work(m, megatron, h100());
+    const auto w = layer_work(m, jax, h100());
+    const int fc2 = [&] {
+        for (int k = 0; k < whole.forward.ops.count(); ++k)
+            if (whole.forward.ops[static_cast<std::size_t>(k)].name == "mlp.fc2")
+                return k;
+        return -1;
+    }();
+    REQUIRE(fc2 > 0);
+    CHECK(w.recompute.ops.count() == fc2);
+    CHECK(names(whole.recompute).size() == static_cast<std::size_t>(whole.forward.ops.count()));
+    CHECK(w.recompute.flops ==
+          Approx(whole.recompute.flops - op_named(whole.forward, "mlp.fc2").flops));
+    CHECK(w.recompute.bytes == whole.recompute.bytes - op_named(whole.forward, "mlp.fc2").bytes -
+                                   op_named(whole.forward, "mlp.residual_add").bytes);
+    const auto again = in_pass(w, Pass::recompute);
+    const auto forward = in_pass(w, Pass::forward);
+    REQUIRE(forward.size() == 4);
+    REQUIRE(again.size() == 3);
+    CHECK(again[0]->op == TpOp::all_gather);
+    CHECK(again[1]->op == TpOp::reduce_scatter);
+    CHECK(again[2]->op == TpOp::all_gather);
+    CHECK(again[2]->needed_by == forward[2]->needed_by); // fc1 waits for its input again
+    CHECK(in_pass(whole, Pass::recompute).size() == 4);
+    CHECK(w.activation_bytes == whole.activation_bytes);
+    CHECK(w.recomputed_activation_bytes == whole.recomputed_activation_bytes);
+}
+
+TEST_CASE("MaxText's named-dot remat policies: the unsaved kernels before fc2 again",
+          "[models][recompute][mesh]") {
+    // minimal saves the projections' outputs by name (save_only_these_names), not the
+    // attention's ("context"): the backward reruns the norms, RoPE, the residual add, SwiGLU
+    // and the FlashAttention forward (the output projection's weight gradient reads its
+    // output), no GEMM, no collective (the gathered inputs are the backward's re-gathers).
+    // minimal_with_context saves the attention's output too; save_dot_except_mlpwi adds fc1.
+    const ModelSpec m = load_model("llama3-8B");
+    const int t = 2;
+    const auto with = [&](std::uint8_t modules) {
+        LayerConfig cfg = selective(t, modules);
+        cfg.remat_backward_reads = true;
+        return layer_work(m, cfg, h100());
+    };
+    const std::uint8_t attn = recompute_bit(RecomputeModule::core_attn);
+    const auto all = layer_work(m, none(t), h100());
+    const auto minimal = with(attn);
+    const std::vector<std::string_view> unsaved{
+        "input_layernorm",        "attention.rope",           "attention.flash",
+        "attention.residual_add", "post_attention_layernorm", "mlp.swiglu"};
+    CHECK(names(minimal.recompute) == unsaved);
+    CHECK(minimal.recompute.flops == Approx(op_named(all.forward, "attention.flash").flops));
+    CHECK(in_pass(minimal, Pass::recompute).empty());
+    CHECK(minimal.activation_bytes == all.activation_bytes);
+    const auto context = with(0);
+    CHECK(context.recompute.ops.count() == minimal.recompute.ops.count() - 1);
+    CHECK(context.recompute.flops == 0);
+    const auto mlpwi = with(attn | recompute_bit(RecomputeModule::mlpwi));
+    CHECK(mlpwi.recompute.flops ==
+          Approx(minimal.recompute.flops + op_named(all.forward, "mlp.fc1").flops));
+    CHECK(all.activation_bytes - mlpwi.activation_bytes == 6 * std::int64_t{m.seq} * m.ffn / t);
+}
+
 TEST_CASE("recompute_modules: mlp reruns a dense layer's MLP and its TP collectives",
           "[models][recompute]") {
     // Llama 3 8B, tp 2 with sequence parallelism, bf16, one 8192-token sequence: the MLP's

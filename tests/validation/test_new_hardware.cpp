@@ -98,27 +98,68 @@ TEST_CASE("new hardware: MaxText's TPU rows run through the mesh keys", "[valida
             continue;
         INFO(r.id << ": " << r.not_modelled);
         CHECK(!r.preset.empty());
-        if (r.model.find("Mixtral") != std::string::npos)
-            continue; // a mixture of experts whose batch and mesh the table does not state
         CHECK(r.ran());
         predicted += r.ran() ? 1 : 0;
     }
-    CHECK(predicted == 15);
+    CHECK(predicted == 16);
 }
 
-// Not met yet (the TPU presets' compute rates are labelled assumptions, not fitted to a TPU):
-// over the 15 rows mean |error| 9.5% (target 8%), signed -1.2%, worst +16.4%: v5p's
-// full-recompute 512B and 1024B rows +9 to +16%, its other rows -4 to -12% (Llama 2 70B -9.8%),
-// v4 -10% and -14%, v5e -5% to +15%.
+// The issue's target on the 16 rows (docs/validation.md): mean |error| 7.2%, signed -2.9%,
+// worst 15.7% (v4 -8.7% both; v5p's full-remat 512B and 1024B rows +3 to +10%, its other dense
+// rows -2 to -10%, Llama 2 70B -6.7%, Mixtral 8x7B -15.7%; v5e +3% and +10% on one slice, -8%
+// and -9% on 32). The TPU presets' compute rates are labelled assumptions, not fitted to a TPU.
 TEST_CASE("new hardware: TPU rows within 8% mean, none above 20%, bias within 3%",
-          "[validation][tpu][!shouldfail]") {
+          "[validation][tpu]") {
     std::vector<NewHardwareRun> tpu;
     for (const auto& r : runs())
         if (r.accelerator.rfind("TPU", 0) == 0 && r.ran())
             tpu.push_back(r);
     const auto s = new_hardware_errors(tpu, "");
-    CHECK(s.points == 15);
+    CHECK(s.points == 16);
     CHECK(s.mean_abs <= targets::kNewHardwareStepMean);
     CHECK(s.max_abs <= targets::kNewHardwareStepWorst);
     CHECK(std::abs(s.mean) <= targets::kNewHardwareStepBias);
+}
+
+// What XLA overlaps follows the row's script (its LIBTPU_INIT_ARGS): MaxText's v4 scripts make
+// only the all-gathers asynchronous, so the gradients' reduce-scatters run in line; the v5e
+// and v5p scripts' async collective fusion overlaps them.
+TEST_CASE("new hardware: MaxText's v4 rows reduce gradients in line, v5e and v5p overlapped",
+          "[validation][tpu]") {
+    int v4 = 0;
+    for (const auto& r : runs()) {
+        if (r.accelerator.rfind("TPU", 0) != 0 || !r.ran())
+            continue;
+        INFO(r.id);
+        bool in_line = false;
+        for (const auto& [key, value] : r.settings)
+            in_line = in_line || (key == "parallel.overlap_grad_reduce" && value == "false");
+        CHECK(in_line == (r.accelerator == "TPU v4"));
+        v4 += in_line ? 1 : 0;
+    }
+    CHECK(v4 == 2);
+}
+
+// The tiering table's Mixtral 8x7B row states neither batch nor mesh; the tpu-recipes script it
+// cites does (per_device_batch_size 36, no mesh key, base.yml's remat_policy full).
+TEST_CASE("new hardware: the Mixtral row runs its cited script's batch on its preset",
+          "[validation][tpu]") {
+    const NewHardwareRun* mixtral = nullptr;
+    for (const auto& r : runs())
+        if (r.id == "v5p-mixtral8x7b-256-tier")
+            mixtral = &r;
+    REQUIRE(mixtral != nullptr);
+    REQUIRE(mixtral->ran());
+    const auto has = [&](const std::string& key, const std::string& value) {
+        for (const auto& [k, v] : mixtral->settings)
+            if (k == key)
+                return v == value;
+        return false;
+    };
+    CHECK(has("model", "mixtral-8x7B"));
+    CHECK(has("model.seq", "4096"));
+    CHECK(has("training.per_device_batch_size", "36"));
+    CHECK(has("training.remat_policy", "full"));
+    // Measured: 36 sequences of 4096 tokens per device at 2,909 tokens per second per device.
+    CHECK(mixtral->measured_s == Approx(36.0 * 4096 / 2909));
 }
