@@ -58,6 +58,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.fp8_recipe = e.training.quant_recipe();
     cfg.recompute_modules = par.recompute_modules;
     cfg.lora = e.training.lora;
+    cfg.cross_entropy = e.training.cross_entropy;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;
     const int per_node = std::max(1, e.cluster.node.gpus);
