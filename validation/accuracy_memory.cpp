@@ -151,10 +151,13 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
     s.emplace_back("training.compile", compiled ? "true" : "false");
     r.features.emplace_back(compiled ? "torch.compile" : "eager");
     // torchtitan's loss_fn is PyTorch's cross_entropy on the logits upcast to fp32, compiled
-    // with the model from bbb1b61 (2025-04-02, build_cross_entropy_loss) on; before, from
-    // e8977b0 (2024-12-18, "turning off compile on loss function"), eager whatever compile
-    // says. The row's framework version carries its commit's date.
-    const bool loss_compiled = compiled && version_date(row) >= "2025-04-02";
+    // with the model from e10cb94 (2024-10-22, "Move output .float() to loss fn and compile it
+    // if compiling") to e8977b0 (2024-12-18, "turning off compile on loss function") and from
+    // bbb1b61 (2025-04-02, build_cross_entropy_loss) on; eager otherwise. The row's framework
+    // version carries its commit's date.
+    const std::string date = version_date(row);
+    const bool loss_compiled =
+        compiled && (date >= "2025-04-02" || (date >= "2024-10-22" && date < "2024-12-18"));
     s.emplace_back("training.cross_entropy", loss_compiled ? "compiled" : "eager");
     r.features.emplace_back(loss_compiled ? "compiled loss" : "eager loss");
 }
@@ -278,9 +281,9 @@ std::vector<std::string> memory_rules() {
         "micro-batches as pipeline ranks, 2 stages per rank when interleaved, the layers split "
         "as its generate_split_points does), sequence parallelism with TP, recompute as printed "
         "(selective as its op-level policy), Float8 as torchao's tensorwise recipe, AdamW; the "
-        "loss PyTorch's cross_entropy on "
-        "the logits upcast to fp32, eager before torchtitan compiled it with the model "
-        "(bbb1b61, 2025-04-02: the framework version's date)",
+        "loss PyTorch's cross_entropy on the logits upcast to fp32, compiled with the model "
+        "where torchtitan's commit did (2024-10-22 to 2024-12-18 and from 2025-04-02: the "
+        "framework version's date), eager otherwise",
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
         "allocated + the allocator's segment floor per stream",
     };

@@ -169,10 +169,12 @@ enum class CrossEntropy : std::uint8_t {
     /// place (megatron/core/tensor_parallel/cross_entropy.py).
     fused,
     /// torch.nn.functional.cross_entropy on the logits upcast to fp32 (torchtitan's loss_fn
-    /// until April 2025, with or without compile; Hugging Face's and torchtune's unchunked loss):
-    /// log_softmax then nll_loss, each backward allocating a gradient of the fp32 logits.
+    /// without [training] compile, and with it from e8977b0, 2024-12-18, to bbb1b61,
+    /// 2025-04-02, which left the loss eager): log_softmax then nll_loss, each backward
+    /// allocating a gradient of the fp32 logits.
     eager,
-    /// The same under torch.compile (torchtitan's build_cross_entropy_loss from April 2025):
+    /// The same under torch.compile (torchtitan with [training] compile from e10cb94,
+    /// 2024-10-22, to e8977b0, and from bbb1b61 on, build_cross_entropy_loss):
     /// Inductor fuses the upcast, the softmax and the loss and saves the 16-bit logits.
     compiled,
 };

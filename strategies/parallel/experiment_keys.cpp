@@ -245,7 +245,8 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .type = KeyType::choice,
           .fallback = "fused",
           .choices = {"fused", "eager", "compiled"},
-          .mirrors = "torchtitan's loss_fn (compiled with [training] compile from April 2025)",
+          .mirrors = "torchtitan's loss_fn (compiled with [training] compile but from "
+                     "December 2024 to April 2025)",
           .meaning = "the loss's cross-entropy, for the memory around the head's backward: "
                      "Megatron's fused vocab-parallel one (the fp32 softmax kept, its gradient "
                      "in place), PyTorch's cross_entropy on the logits upcast to fp32 (its "

@@ -68,6 +68,13 @@ TEST_CASE("memory runs: the rows the model cannot run say what they need", "[val
     CHECK(std::find(pp.features.begin(), pp.features.end(), "torchtitan's layer split") !=
           pp.features.end());
     CHECK(pp.step.pp == 8);
+    // torchtitan's loss by its commit's date: eager at 9dec370 (2024-12-26) though compiled
+    // models, compiled with the model at e7c0cae (2025-06-13).
+    const auto has = [](const MemoryRun& r, const char* f) {
+        return std::find(r.features.begin(), r.features.end(), f) != r.features.end();
+    };
+    CHECK(has(row("torchtitan-2412-t1-2"), "eager loss"));
+    CHECK(has(row("torchtitan-trainy-h200-4node"), "compiled loss"));
 }
 
 TEST_CASE("memory runs: the accuracy reached (a guard, rounded up a little)",
