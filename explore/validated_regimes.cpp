@@ -26,8 +26,8 @@ const ValidatedRegime& validated_memory_regime() {
                                         8,
                                         512,
                                         20,
-                                        0.289,
-                                        0.499,
+                                        0.076,
+                                        0.247,
                                         "Memory"};
     return regime;
 }

@@ -68,6 +68,24 @@ void read_measured(config::YamlMap& row, MemoryRun& r) {
         measured.fail("metric", "expected peak reserved, peak active or nvidia-smi used");
 }
 
+/// The first date (YYYY-MM-DD) in the row's framework version, "" without one.
+std::string version_date(config::YamlMap& row) {
+    config::YamlMap framework = row.map("framework");
+    const std::string v = text_of(framework, "version");
+    for (std::size_t i = 0; i + 10 <= v.size(); ++i) {
+        const std::string_view d(v.data() + i, 10);
+        const auto digits = [&](std::size_t a, std::size_t b) {
+            for (std::size_t k = a; k < b; ++k)
+                if (d[k] < '0' || d[k] > '9')
+                    return false;
+            return true;
+        };
+        if (digits(0, 4) && d[4] == '-' && digits(5, 7) && d[7] == '-' && digits(8, 10))
+            return std::string(d);
+    }
+    return "";
+}
+
 /// torchtitan: FSDP2 over the data-parallel ranks, the local batch as one micro-batch (with a
 /// pipeline: as many micro-batches as pipeline ranks), recompute as printed.
 void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun& r) {
@@ -132,6 +150,16 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
     const bool compiled = flag(other, "torch_compile");
     s.emplace_back("training.compile", compiled ? "true" : "false");
     r.features.emplace_back(compiled ? "torch.compile" : "eager");
+    // torchtitan's loss_fn is PyTorch's cross_entropy on the logits upcast to fp32, compiled
+    // with the model from e10cb94 (2024-10-22, "Move output .float() to loss fn and compile it
+    // if compiling") to e8977b0 (2024-12-18, "turning off compile on loss function") and from
+    // bbb1b61 (2025-04-02, build_cross_entropy_loss) on; eager otherwise. The row's framework
+    // version carries its commit's date.
+    const std::string date = version_date(row);
+    const bool loss_compiled =
+        compiled && (date >= "2025-04-02" || (date >= "2024-10-22" && date < "2024-12-18"));
+    s.emplace_back("training.cross_entropy", loss_compiled ? "compiled" : "eager");
+    r.features.emplace_back(loss_compiled ? "compiled loss" : "eager loss");
 }
 
 /// What a torchtune or Hugging Face row uses that the model does not have.
@@ -252,7 +280,10 @@ std::vector<std::string> memory_rules() {
         "unit held gathered), the local batch as one micro-batch (with a pipeline: as many "
         "micro-batches as pipeline ranks, 2 stages per rank when interleaved, the layers split "
         "as its generate_split_points does), sequence parallelism with TP, recompute as printed "
-        "(selective as its op-level policy), Float8 as torchao's tensorwise recipe, AdamW",
+        "(selective as its op-level policy), Float8 as torchao's tensorwise recipe, AdamW; the "
+        "loss PyTorch's cross_entropy on the logits upcast to fp32, compiled with the model "
+        "where torchtitan's commit did (2024-10-22 to 2024-12-18 and from 2025-04-02: the "
+        "framework version's date), eager otherwise",
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
         "allocated + the allocator's segment floor per stream",
     };

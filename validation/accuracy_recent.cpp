@@ -236,6 +236,10 @@ void framework_settings(RecentRun& r, bool torchtitan) {
         const bool compiled = contains(r.framework, "compile");
         s.emplace_back("training.compile", compiled ? "true" : "false");
         r.features.emplace_back(compiled ? "torch.compile" : "eager");
+        // Its loss at 9dec370: PyTorch's cross_entropy on the logits upcast to fp32, not
+        // compiled whatever [training] compile says (train.py: "compiling loss function
+        // causes CUDA errors, turning off for now").
+        s.emplace_back("training.cross_entropy", "eager");
     } else {
         // NeMo / Megatron-Bridge performance recipes: the distributed optimizer with gradient
         // reduce and parameter gather overlapped, and TP communication overlap where tp > 1.
@@ -375,7 +379,8 @@ std::vector<std::string> recent_rules() {
         "mode as its llama3 configs' op-level policy, selective_ac_option \"op\": every second "
         "matmul of a block and its elementwise ops again); its model's elementwise ops (RMSNorm, "
         "RoPE with repeat_kv, SwiGLU) one kernel each in eager runs, fused as Megatron-Core's "
-        "with torch.compile",
+        "with torch.compile; its loss PyTorch's cross_entropy on the logits upcast to fp32, "
+        "never compiled at the page's commit (`cross_entropy: eager`)",
         "AdamW; bf16 unless the row says FP8 or Float8: FP8 as Transformer Engine's delayed "
         "scaling for NeMo and Megatron-Bridge, as torchao's tensorwise dynamic scaling "
         "(`fp8_recipe: tensorwise`) for torchtitan's Float8",

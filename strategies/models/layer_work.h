@@ -161,6 +161,24 @@ struct Lora {
     bool operator==(const Lora&) const = default;
 };
 
+/// The loss's cross-entropy as the framework runs it, for the memory it holds around the head's
+/// backward (layer_work_embedding_head.cpp, head_work). The kernels are costed as `fused`'s
+/// whatever this says.
+enum class CrossEntropy : std::uint8_t {
+    /// Megatron's vocab_parallel_cross_entropy: the fp32 softmax kept, its gradient computed in
+    /// place (megatron/core/tensor_parallel/cross_entropy.py).
+    fused,
+    /// torch.nn.functional.cross_entropy on the logits upcast to fp32 (torchtitan's loss_fn
+    /// without [training] compile, and with it from e8977b0, 2024-12-18, to bbb1b61,
+    /// 2025-04-02, which left the loss eager): log_softmax then nll_loss, each backward
+    /// allocating a gradient of the fp32 logits.
+    eager,
+    /// The same under torch.compile (torchtitan with [training] compile from e10cb94,
+    /// 2024-10-22, to e8977b0, and from bbb1b61 on, build_cross_entropy_loss):
+    /// Inductor fuses the upcast, the softmax and the loss and saves the 16-bit logits.
+    compiled,
+};
+
 /// How one layer is run.
 struct LayerConfig {
     int tp = 1;                     ///< tensor-parallel size t
@@ -221,6 +239,8 @@ struct LayerConfig {
     /// LoRA fine-tuning (Lora): the base weights frozen (no weight-gradient GEMMs), the
     /// targeted linears' adapters added (layer_work_lora.cpp). Off by default.
     Lora lora;
+    /// The loss's cross-entropy (the head's memory only).
+    CrossEntropy cross_entropy = CrossEntropy::fused;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };
@@ -349,8 +369,13 @@ struct LayerWork {
     FixedList<TpCollective, kMaxLayerCollectives> collectives;
     /// Activations kept from the forward to the backward of this micro-batch (bytes).
     std::int64_t activation_bytes = 0;
-    /// Activations the recompute pass re-materialises, held only during this layer's backward.
+    /// Activations the recompute pass re-materialises, held only during this layer's backward
+    /// (the head: the loss's gradients allocated at the start of its backward).
     std::int64_t recomputed_activation_bytes = 0;
+    /// Blocks this layer's forward frees that PyTorch's caching allocator still holds, unused,
+    /// at its backward's peak: each too small for the requests made until then (the head: the
+    /// 16-bit logits of an eager cross-entropy). Reserved, not allocated.
+    std::int64_t cached_bytes = 0;
     /// Parameters held by this rank (elements; the model-state bytes follow from
     /// model_state_bytes in memory_formulas.h).
     std::int64_t parameters = 0;

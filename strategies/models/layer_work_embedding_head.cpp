@@ -48,6 +48,58 @@ LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const Compu
     return w;
 }
 
+namespace {
+
+/// What the cross-entropy over this rank's [T, V/t] logits (`tokens` T) holds from the forward
+/// to the backward (beside the final norm's), what its backward allocates at once, and what
+/// the caching allocator keeps unused then; `e` the 16-bit dtype's bytes (4: fp32 training).
+void loss_memory(CrossEntropy ce, bool loss_parallel, std::int64_t tokens, std::int64_t vocab_local,
+                 std::int64_t e, LayerWork& w) {
+    constexpr std::int64_t fp32 = 4;
+    const std::int64_t logits = tokens * vocab_local;
+    const std::int64_t norm = w.activation_bytes - logits * fp32;
+    switch (ce) {
+    case CrossEntropy::fused:
+        // vocab_parallel_cross_entropy keeps the fp32 softmax (the logits' fp32 copy, exp'd and
+        // normalised in place) and writes its gradient into it (backward: grad_input =
+        // softmax, in place; megatron/core/tensor_parallel/cross_entropy.py).
+        return;
+    case CrossEntropy::eager:
+        // cross_entropy(pred.flatten(0, 1).float(), labels) (torchtitan's train.py at 9dec370,
+        // its loss_fn; `del pred` before loss.backward()): the fp32 copy feeds log_softmax,
+        // whose fp32 output autograd saves (LogSoftmaxBackward keeps `result`) and nll_loss
+        // reads; the copy is freed with the forward. The backward's first two nodes each
+        // allocate a gradient of the fp32 logits while the saved output lives: nll_loss's
+        // (zeros_like(self), then the targets' -1 scattered: torch/_decomp/decompositions.py
+        // _nll_loss_backward, aten/src/ATen/native/LossNLL.cpp) and log_softmax's
+        // (_log_softmax_backward_data: a new grad_input) - 12 bytes per logit at once. The
+        // 16-bit logits, freed by `del pred`, leave their block cached (the allocator's
+        // free_block); every request until then asks for 4 bytes per logit, which it cannot
+        // serve (get_free_block takes a block at least the request's size), so it stays
+        // reserved at the peak. In fp32 training `.float()` returns the logits themselves, and
+        // nll_loss's gradient reuses their block.
+        // Under loss_parallel (torchtitan with tensor parallelism: the logits vocabulary-
+        // sharded DTensors) one handler runs both backwards
+        // (torch/distributed/tensor/parallel/loss.py, _nll_loss_and_log_softmax_backward:
+        // `grad_input = torch.zeros_like(x)`, then `(grad_input + torch.exp(x)) *
+        // grad_output`): the zeros, exp(x) and their sum live at once beside the saved output,
+        // then the product replaces exp(x) - 16 bytes per logit.
+        w.recomputed_activation_bytes = (loss_parallel ? 3 : 2) * logits * fp32;
+        w.cached_bytes = e < fp32 ? logits * e : 0;
+        return;
+    case CrossEntropy::compiled:
+        // torch.compile(cross_entropy_loss) (torchtitan's build_cross_entropy_loss, from
+        // bbb1b61, 2025-04-02): Inductor's partition saves the 16-bit logits and the per-token
+        // max and log-sum-exp (fp32) and recomputes the softmax in one fused backward kernel,
+        // which writes the logits' gradient in their dtype; no fp32 copy of the logits exists.
+        w.activation_bytes = norm + logits * e + 2 * fp32 * tokens;
+        w.recomputed_activation_bytes = logits * e;
+        return;
+    }
+}
+
+} // namespace
+
 LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
     check_config(m, cfg);
     const Ctx c(m, cfg, cm);
@@ -116,7 +168,11 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
                        c.cfg.dtensor_tp ? dgrad + 1 : dgrad, dgrad + 2);
     B.add(c.memory("final_layernorm.bwd", 4 * sharded * e));
     // Korthikanti et al. 2022, section 4.3: 4 s b h / t (1 + v / h) with sequence parallelism.
-    w.activation_bytes = 2 * sharded * e + T * vocab_local * 4;
+    // Under DTensor the output layer (ColwiseParallel, input_layouts Shard(1)) saves the
+    // gathered input for its weight gradient, as the blocks' column-parallel linears do.
+    const std::int64_t head_input = c.cfg.dtensor_tp ? T * c.h : sharded;
+    w.activation_bytes = (sharded + head_input) * e + logits * fp32;
+    loss_memory(cfg.cross_entropy, tp && c.cfg.dtensor_tp, T, vocab_local, e, w);
     w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
     w.shares_embedding_weights = m.tied_embeddings;
     freeze_lora(cfg, w, false);

@@ -3,6 +3,7 @@
 // recompute modules and torchtitan's op-level selective checkpointing.
 #include "strategies/models/layer_work_context.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -227,9 +228,15 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
 /// torchtitan's op-level selective checkpointing (LayerConfig::selective_op): every
 /// elementwise and normalisation op again, and every second matmul of the block in the order
 /// its forward calls them (models/llama3/model.py: wq, wk, wv, wo, then w1, w3, w2 for SwiGLU,
-/// or fc1, fc2). SDPA's output is saved: no attention again. Memory is counted as Megatron's
-/// selective (all activations kept): a bound.
-void selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
+/// or fc1, fc2). SDPA's output is saved: no attention again. Returns the bytes the block keeps:
+/// its input (checkpoint_wrapper's saved argument) and the outputs the policy saves
+/// (torchtitan/parallelisms/parallelize_llama.py at 9dec370, _save_list and _custom_policy:
+/// aten.mm's except every second one's, counted per block call; SDPA's output and log-sum-exp;
+/// the functional reduce-scatters' outputs of sequence parallelism) - nothing else survives the
+/// forward (torch/utils/checkpoint.py: PREFER_RECOMPUTE ops' saved tensors are discarded and
+/// rerun). Each matmul output is 16-bit: under Float8, torchao's Float8Tensor is dispatched
+/// as aten.mm, which the policy sees and saves in the output dtype.
+std::int64_t selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
     const ModelSpec& m = c.m;
     const std::int64_t T = s.T;
     const std::int64_t d = s.d;
@@ -253,6 +260,18 @@ void selective_op_recompute(const Ctx& c, const LayerShape& s, LayerWork& w) {
         mms.insert(mms.end(), {{"mlp.fc1", f, c.h}, {"mlp.fc2", c.h, f}});
     for (std::size_t k = 1; k < mms.size(); k += 2)
         w.recompute.add(c.gemm(mms[k].name, T, mms[k].n, mms[k].k));
+    // The 1st, 3rd, ... matmul's output (a row-parallel one's: the [T, h] partial sums before
+    // their reduction), the block's input, SDPA's output and log-sum-exp (fp32 per head and
+    // token), and with sequence parallelism the two reduce-scatters' outputs.
+    const std::int64_t e = c.elem;
+    std::int64_t saved = e * T * c.h / c.sp_div + e * T * m.q_dim() / c.t;
+    for (std::size_t k = 0; k < mms.size(); k += 2)
+        saved += e * T * mms[k].n;
+    if (s.flash)
+        saved += 4 * T * m.heads / c.t;
+    if (c.sp)
+        saved += 2 * e * T * c.h / c.sp_div;
+    return saved;
 }
 
 /// `w`'s collectives without those `drop` says.
@@ -335,17 +354,22 @@ void recompute_layer(const Ctx& c, const LayerShape& s, LayerWork& w, ModuleOps 
         w.activation_bytes = act.all;
         break;
     case Recompute::selective:
-        if (c.cfg.selective_op && !m.is_mla() && !c.moe && !c.a2a)
-            selective_op_recompute(c, s, w);
+        // JAX's named-dot policies (MaxText's remat_policy); torchtitan's op-level policy
+        // (selective_op) is a PyTorch stack's, never set with it.
         if (c.cfg.remat_backward_reads && !m.is_mla() && !c.moe && !c.a2a) {
             named_dots_recompute(c, w, act, at);
             break;
         }
         if (c.cfg.selective_op) {
+            // A dense block's saved set is the policy's; otherwise (latent attention, experts:
+            // no op list here) counted as Megatron's selective: a bound.
+            const std::int64_t saved = !m.is_mla() && !c.moe && !c.a2a
+                                           ? selective_op_recompute(c, s, w)
+                                           : act.all - act.attention_core;
             for (int k = at.core_begin; k < at.core_end && !s.flash; ++k)
                 w.recompute.add(w.forward.ops[static_cast<std::size_t>(k)]);
-            w.activation_bytes = act.all - act.attention_core;
-            w.recomputed_activation_bytes = act.attention_core;
+            w.activation_bytes = std::min(saved, act.all);
+            w.recomputed_activation_bytes = act.all - w.activation_bytes;
             break;
         }
         selective_recompute(c, w, act, at);

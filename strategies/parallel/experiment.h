@@ -65,6 +65,9 @@ struct TrainingSpec {
     /// torch.compile (torchtitan's [training] compile): Inductor fuses every chain of pointwise
     /// ops into one kernel, so the chains cost as fused whatever `fusions` says.
     bool compile = false;
+    /// The loss's cross-entropy as the framework runs it (models::CrossEntropy): what it holds
+    /// around the head's backward. Megatron's fused one by default.
+    models::CrossEntropy cross_entropy = models::CrossEntropy::fused;
     /// With dtype fp8, Megatron-Core's fp8_recipe: delayed (Transformer Engine's delayed
     /// scaling, the default), tensorwise (dynamic tensorwise scaling as torchao.float8 runs
     /// it under torchtitan) or mxfp8 (Transformer Engine's MXFP8 block scaling); models/fp8.h.

@@ -243,6 +243,25 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .lands = "TrainingSpec::compile",
           .example = "false"},
          field<&T::compile>},
+        {{.name = "cross_entropy",
+          .type = KeyType::choice,
+          .fallback = "fused",
+          .choices = {"fused", "eager", "compiled"},
+          .mirrors = "torchtitan's loss_fn (compiled with [training] compile but from "
+                     "December 2024 to April 2025)",
+          .meaning = "the loss's cross-entropy, for the memory around the head's backward: "
+                     "Megatron's fused vocab-parallel one (the fp32 softmax kept, its gradient "
+                     "in place), PyTorch's cross_entropy on the logits upcast to fp32 (its "
+                     "log_softmax kept, two fp32 gradients of the logits at the backward's "
+                     "start), or that under torch.compile (the 16-bit logits kept, their "
+                     "gradient in one kernel)",
+          .lands = "TrainingSpec::cross_entropy",
+          .example = "fused"},
+         +[](T& t, std::string_view v) {
+             t.cross_entropy = v == "eager"      ? models::CrossEntropy::eager
+                               : v == "compiled" ? models::CrossEntropy::compiled
+                                                 : models::CrossEntropy::fused;
+         }},
         {{.name = "fp8_recipe",
           .type = KeyType::choice,
           .fallback = "delayed",

@@ -461,7 +461,12 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
         st.parameters += ctx.embedding.parameters;
         st.frozen_parameters += ctx.embedding.frozen_parameters;
     }
+    st.cached_bytes = 0;
     if (st.head) {
+        // The loss's gradients, allocated at the start of the head's backward, while every
+        // activation of the chunk is still held (models::CrossEntropy).
+        st.transient_bytes = std::max(st.transient_bytes, ctx.head.recomputed_activation_bytes);
+        st.cached_bytes = ctx.head.cached_bytes;
         st.activation_bytes += head_runs(ctx) * ctx.head.activation_bytes;
         st.parameters += units.head_params;
         st.frozen_parameters += std::min(units.head_params, ctx.head.frozen_parameters);

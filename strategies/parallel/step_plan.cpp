@@ -61,6 +61,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     // A remat_policy is MaxText's: jax.checkpoint's recompute (LayerConfig).
     cfg.remat_backward_reads = e.training.remat != RematPolicy::not_given;
     cfg.lora = e.training.lora;
+    cfg.cross_entropy = e.training.cross_entropy;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;
     const int per_node = std::max(1, e.cluster.node.gpus);

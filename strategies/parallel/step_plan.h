@@ -147,7 +147,10 @@ struct VirtualStagePlan {
     /// Of a split backward: what B leaves for W, per micro-batch: the inputs of the wgrad GEMMs
     /// and the gradients of their outputs (the paper's M_W, 32 s b h for a GPT layer).
     std::int64_t weight_activation_bytes = 0;
-    std::int64_t transient_bytes = 0;   ///< extra held while its backward runs (recomputed)
+    std::int64_t transient_bytes = 0; ///< extra held while its backward runs (recomputed)
+    /// Blocks the caching allocator holds unused at its backward's peak (LayerWork::
+    /// cached_bytes): reserved beyond the allocated bytes.
+    std::int64_t cached_bytes = 0;
     std::int64_t parameters = 0;        ///< held by one tensor-parallel rank
     std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
     std::int64_t frozen_parameters = 0; ///< of which frozen (LoRA's base weights)
