@@ -81,6 +81,7 @@ void register_run(CLI::App& app, Io io, int& /*exit_code*/) {
         const ExperimentSpec e =
             strategies::parallel::load_experiment(o->experiment, o->overrides());
         strategies::parallel::StepOptions options = o->step_options();
+        options.straggler_band = true;
         options.flow_max_seconds = strategies::collectives::checked_max_seconds(o->max_seconds);
         options.timeline = !o->trace.empty() || !o->timeline.empty() || !o->memory.empty() ||
                            !o->compare_trace.empty();

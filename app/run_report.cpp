@@ -144,12 +144,12 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     fmt::print(out, "{:<12}{}\n", "uncertainty",
                results::band_text(e.provenance.uncertainty, e.cluster.name,
                                   results::PredictionKind::step, r.step_time_s));
-    if (const auto& s = r.straggler; s.slowdown != 0)
+    if (const auto& s = r.straggler; s.slowdown != 0 && s.step_time_p95_s > 0)
         fmt::print(out,
-                   "{:<12}slowest of {} GPUs {} slower than the median (spread {}); step "
-                   "{:.4g}-{:.4g} s (5th-95th percentile)\n",
-                   "straggler", r.gpus, base::percent(s.slowdown), base::percent(s.spread),
-                   s.step_time_p05_s, s.step_time_p95_s);
+                   "{:<12}slowest of {} GPUs {} slower than the median (spread {}); over "
+                   "allocations of {} GPUs the step is {} to {} (5th-95th percentile)\n",
+                   "straggler", r.gpus, base::percent(s.slowdown), base::percent(s.spread), r.gpus,
+                   seconds(s.step_time_p05_s), seconds(s.step_time_p95_s));
     if (const std::string parts = results::calibrated_text(e.provenance); !parts.empty())
         fmt::print(out, "{:<12}{}\n", "calibrated", parts);
     // An MLP's samples are rows, not token sequences.

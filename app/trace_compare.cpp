@@ -38,7 +38,9 @@ KernelClass class_of(OpKind k) {
     return KernelClass::other;
 }
 
-/// An op's time in the step model: the kernel model's, over the framework's efficiency.
+/// An op's time in the step model: the kernel model's, over the framework's efficiency. The
+/// median GPU's, as a traced GPU is one: the step's wait for its slowest GPU
+/// (strategies/parallel/straggler.h) shows in the comparison as time this GPU is idle.
 double op_seconds(const strategies::models::Op& op, const strategies::parallel::FrameworkSpec& fw) {
     const double eff = op.kind == OpKind::memory_bound ? fw.memory_efficiency : fw.gemm_efficiency;
     return op.time.seconds() / eff;

@@ -110,6 +110,7 @@ std::string run(const std::string& experiment, const Pairs& overrides,
     sp::StepOptions options;
     options.fidelity = choice->fidelity;
     options.flow_symmetry = choice->symmetry;
+    options.straggler_band = true; // as `run`
     return results::step_json(e, sp::simulate_step(e, options)).dump();
 }
 

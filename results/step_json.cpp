@@ -87,9 +87,11 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     j["straggler"] = {{"gpu_speed_spread", r.straggler.spread},
                       {"slowdown", r.straggler.slowdown},
                       {"slowdown_p05", r.straggler.slowdown_p05},
-                      {"slowdown_p95", r.straggler.slowdown_p95},
-                      {"step_time_p05_s", r.straggler.step_time_p05_s},
-                      {"step_time_p95_s", r.straggler.step_time_p95_s}};
+                      {"slowdown_p95", r.straggler.slowdown_p95}};
+    if (r.straggler.step_time_p95_s > 0) {
+        j["straggler"]["step_time_p05_s"] = r.straggler.step_time_p05_s;
+        j["straggler"]["step_time_p95_s"] = r.straggler.step_time_p95_s;
+    }
     // Which parts of the model the hardware file calibrated (only for a calibrated file: a step
     // without a band may still run on fitted collectives).
     if (!e.provenance.calibration.empty())

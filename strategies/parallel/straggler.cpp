@@ -12,7 +12,9 @@ namespace clustersim::strategies::parallel {
 namespace {
 
 /// 1 - Phi(x), accurate in the upper tail.
-double upper_tail(double x) { return 0.5 * std::erfc(x / std::sqrt(2.0)); }
+double upper_tail(double x) {
+    return 0.5 * std::erfc(x / std::sqrt(2.0));
+}
 
 /// Phi(x)^n, through the tail where Phi is close to 1 (so that n of them do not round to 1).
 double phi_power(double x, int n) {
@@ -30,7 +32,7 @@ double integrate_expected_max(int n) {
     for (int i = 0; i <= kIntervals; ++i) {
         const double w = (i == 0 || i == kIntervals) ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0);
         const double x = i * h;
-        upper += w * -std::expm1(static_cast<double>(n) * std::log1p(-upper_tail(x)));
+        upper += w * -std::expm1(static_cast<double>(n) * std::log1p(-upper_tail(x))); // 1 - Phi^n
         lower += w * phi_power(-x, n);
     }
     return (upper - lower) * h / 3.0;
@@ -53,7 +55,8 @@ double expected_max_standard_normal(int n) {
 double max_standard_normal_quantile(int n, double q) {
     // q^(1/n) as the upper tail 1 - q^(1/n) = -expm1(ln q / n), exact where q^(1/n) rounds to 1.
     const double tail = -std::expm1(std::log(q) / static_cast<double>(std::max(1, n)));
-    return boost::math::quantile(boost::math::complement(boost::math::normal_distribution<>(), tail));
+    return boost::math::quantile(
+        boost::math::complement(boost::math::normal_distribution<>(), tail));
 }
 
 double straggler_slowdown(double spread, int gpus) {
@@ -67,20 +70,20 @@ FrameworkSpec at_slowest_gpu(FrameworkSpec fw, int gpus) {
     return fw;
 }
 
-StragglerBand straggler_band(double spread, int gpus, double step_time_s, double compute_s) {
+StragglerBand straggler_slowdowns(double spread, int gpus) {
     StragglerBand b;
     b.spread = spread;
-    b.step_time_p05_s = b.step_time_p95_s = step_time_s;
     if (spread <= 0 || gpus <= 1)
         return b;
     b.slowdown = straggler_slowdown(spread, gpus);
     b.slowdown_p05 = spread * max_standard_normal_quantile(gpus, 0.05);
     b.slowdown_p95 = spread * max_standard_normal_quantile(gpus, 0.95);
-    // compute_s ran at the expected slowest GPU's pace, 1 + slowdown times the median's.
-    const double median_compute = compute_s / (1.0 + b.slowdown);
-    b.step_time_p05_s = step_time_s + median_compute * (b.slowdown_p05 - b.slowdown);
-    b.step_time_p95_s = step_time_s + median_compute * (b.slowdown_p95 - b.slowdown);
     return b;
+}
+
+FrameworkSpec with_slowest_gpu_at(FrameworkSpec fw, int gpus, double slowdown) {
+    fw.gemm_efficiency *= (1.0 + straggler_slowdown(fw.gpu_speed_spread, gpus)) / (1.0 + slowdown);
+    return fw;
 }
 
 } // namespace clustersim::strategies::parallel

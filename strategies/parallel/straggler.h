@@ -38,22 +38,28 @@ double straggler_slowdown(double spread, int gpus);
 /// (gemm_efficiency) divided by 1 + straggler_slowdown(fw.gpu_speed_spread, gpus).
 FrameworkSpec at_slowest_gpu(FrameworkSpec fw, int gpus);
 
-/// The step's band under the straggler: where the slowest GPU is at the 5th and the 95th
-/// percentile of the slowest of N, the step's compute (and recompute) time scaled from the
-/// expected slowest GPU's; the rest of the step (communication, bubble, host) unchanged.
+/// The slowest GPU of a step of N and the band it implies: over the allocations of N GPUs a
+/// job may get from the cluster, the slowest GPU's slowdown at the 5th and the 95th percentile
+/// of the slowest of N, and the step re-simulated at each (StepOptions::straggler_band).
 struct StragglerBand {
-    double spread = 0;        ///< the per-GPU relative standard deviation used
-    double slowdown = 0;      ///< the expected slowest GPU's, folded into the step time
-    double slowdown_p05 = 0;  ///< the slowest GPU's at the 5th percentile of the max of N
-    double slowdown_p95 = 0;  ///< at the 95th
+    double spread = 0;       ///< the per-GPU relative standard deviation used
+    double slowdown = 0;     ///< the expected slowest GPU's, folded into the step time
+    double slowdown_p05 = 0; ///< the slowest GPU's at the 5th percentile of the max of N
+    double slowdown_p95 = 0; ///< at the 95th
+    /// The step with the slowest GPU at those percentiles; 0 where not simulated.
     double step_time_p05_s = 0;
     double step_time_p95_s = 0;
 
     bool operator==(const StragglerBand&) const = default;
 };
 
-/// The band of a step of `gpus` GPUs that took `step_time_s` with `compute_s` of compute and
-/// recompute on its critical rank, already slowed by straggler_slowdown(spread, gpus).
-StragglerBand straggler_band(double spread, int gpus, double step_time_s, double compute_s);
+/// The slowdowns of the slowest of `gpus` GPUs with per-GPU spread `spread` (expected, 5th and
+/// 95th percentile); the step times are left 0. All 0 where spread is 0 or gpus is 1.
+StragglerBand straggler_slowdowns(double spread, int gpus);
+
+/// `fw` as at_slowest_gpu would give it if the slowest GPU were `slowdown` slower than the
+/// median instead of the expected: its gemm_efficiency scaled so that at_slowest_gpu(result,
+/// gpus) computes at 1 / (1 + slowdown) of the median GPU's rate.
+FrameworkSpec with_slowest_gpu_at(FrameworkSpec fw, int gpus, double slowdown);
 
 } // namespace clustersim::strategies::parallel

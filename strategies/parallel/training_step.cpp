@@ -166,8 +166,18 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.step_time_s = step.seconds();
     r.breakdown =
         breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
-    r.straggler = straggler_band(e.framework.gpu_speed_spread, e.gpus, r.step_time_s,
-                                 r.breakdown.compute_s + r.breakdown.recompute_s);
+    r.straggler = straggler_slowdowns(e.framework.gpu_speed_spread, e.gpus);
+    if (options.straggler_band && r.straggler.slowdown != 0) {
+        StepOptions again = options;
+        again.straggler_band = again.timeline = again.oom_advice = false;
+        auto step_at = [&](double slowdown) {
+            ExperimentSpec at = e;
+            at.framework = with_slowest_gpu_at(e.framework, e.gpus, slowdown);
+            return simulate_step_on(at, again, topology, communicators).step_time_s;
+        };
+        r.straggler.step_time_p05_s = step_at(r.straggler.slowdown_p05);
+        r.straggler.step_time_p95_s = step_at(r.straggler.slowdown_p95);
+    }
     r.bubble_fraction = r.step_time_s > 0 ? r.breakdown.pp_bubble_s / r.step_time_s : 0;
     r.ideal_bubble_fraction =
         ideal_bubble_fraction(e.parallel.schedule, plan.shape, mean_pass_times(plan));

@@ -230,6 +230,10 @@ struct StepOptions {
     double flow_max_seconds = collectives::kDefaultFlowMaxSeconds;
     bool timeline = false;  ///< record bars and memory points (traces, Gantt charts)
     bool oom_advice = true; ///< when out of memory, search a setting that fits
+    /// Simulate the step twice more, with the slowest GPU at the 5th and 95th percentile of
+    /// the slowest of N (StepResult::straggler's step times; straggler.h). `run` asks for it;
+    /// sweeps do not.
+    bool straggler_band = false;
 };
 
 /// Simulates one step of `e`. Throws InputError for configurations that cannot run (already

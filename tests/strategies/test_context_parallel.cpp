@@ -223,9 +223,9 @@ TEST_CASE("context parallelism: memory per GPU and the step's exposed ring",
     const hardware::Topology t(e.cluster);
     const LayerWork layer = layer_work(e.model, layer_cfg(1, false, 2), ComputeModel(e.cluster));
     // At the pace of the step's slowest GPU, as the step plan costs it (straggler.h).
-    const auto x = parallel::cp_exposure(e, layer, ComputeModel(e.cluster),
-                                         parallel::at_slowest_gpu(e.framework, e.gpus).gemm_efficiency,
-                                         t, nullptr);
+    const auto x = parallel::cp_exposure(
+        e, layer, ComputeModel(e.cluster),
+        parallel::at_slowest_gpu(e.framework, e.gpus).gemm_efficiency, t, nullptr);
     CHECK(x.forward > 0);
     CHECK(x.backward > x.forward);
     const auto r = parallel::simulate_step(e);

@@ -55,24 +55,27 @@ TEST_CASE("straggler: the band of a step", "[parallel][straggler]") {
     CHECK(straggler_slowdown(0.0, 1024) == 0.0);
     CHECK(straggler_slowdown(0.02, 1) == 0.0);
     CHECK(straggler_slowdown(0.02, 2) == Approx(0.02 / std::sqrt(std::acos(-1.0))));
-    // A step of 10 s with 8 s of compute on 1,000 GPUs at spread 2%: the compute ran 1 + 0.0648
-    // times the median GPU's; the band moves only that part.
-    const StragglerBand b = straggler_band(0.02, 1000, 10.0, 8.0);
+    // 1,000 GPUs at spread 2%: the expected slowest 6.48% slower than the median GPU, between
+    // its 5th and 95th percentiles (2.749 and 3.884 standard deviations: Phi^-1(0.05^(1/1000))
+    // and Phi^-1(0.95^(1/1000))).
+    const StragglerBand b = straggler_slowdowns(0.02, 1000);
     CHECK(b.slowdown == Approx(0.02 * 3.24144).epsilon(1e-5));
-    const double median = 8.0 / (1 + b.slowdown);
-    CHECK(b.step_time_p05_s == Approx(10.0 + median * (b.slowdown_p05 - b.slowdown)));
-    CHECK(b.step_time_p95_s == Approx(10.0 + median * (b.slowdown_p95 - b.slowdown)));
-    CHECK(b.step_time_p05_s < 10.0);
-    CHECK(b.step_time_p95_s > 10.0);
-    // No spread: no band.
-    const StragglerBand none = straggler_band(0.0, 1000, 10.0, 8.0);
-    CHECK(none.step_time_p05_s == 10.0);
-    CHECK(none.step_time_p95_s == 10.0);
+    CHECK(b.slowdown_p05 == Approx(0.02 * 2.74874).epsilon(1e-5));
+    CHECK(b.slowdown_p95 == Approx(0.02 * 3.88440).epsilon(1e-5));
+    CHECK(b.step_time_p05_s == 0.0); // not simulated here
+    const StragglerBand none = straggler_slowdowns(0.0, 1000);
+    CHECK(none.slowdown == 0.0);
+    CHECK(none.slowdown_p95 == 0.0);
+    // The framework at another slowdown: at_slowest_gpu then gives 1 / (1 + that) of the rate.
+    FrameworkSpec fw;
+    fw.gpu_speed_spread = 0.02;
+    CHECK(at_slowest_gpu(with_slowest_gpu_at(fw, 1000, 0.1), 1000).gemm_efficiency ==
+          Approx(1.0 / 1.1));
 }
 
 namespace {
 
-StepResult llama_step(const Platform& p, int gpus) {
+StepResult llama_step(const Platform& p, int gpus, bool band = false) {
     std::vector<std::pair<std::string, std::string>> s{{"model", "llama3-8B"},
                                                        {"training.dtype", "bf16"},
                                                        {"training.micro_batch", "1"},
@@ -80,6 +83,7 @@ StepResult llama_step(const Platform& p, int gpus) {
                                                        {"parallel.tp", "8"}};
     StepOptions o;
     o.oom_advice = false;
+    o.straggler_band = band;
     return simulate_step(make_experiment(p, gpus, s, "straggler"), o);
 }
 
@@ -103,8 +107,17 @@ TEST_CASE("straggler: a step waits for its slowest GPU", "[parallel][straggler]"
         const double compute_ratio = slow.breakdown.compute_s / even.breakdown.compute_s;
         CHECK(compute_ratio > 1 + 0.7 * s);
         CHECK(compute_ratio <= 1 + s + 1e-12);
-        CHECK(slow.straggler.step_time_p05_s < slow.step_time_s);
-        CHECK(slow.straggler.step_time_p95_s > slow.step_time_s);
+        CHECK(slow.straggler.step_time_p95_s == 0.0); // not asked for
+        // The band: the step re-simulated with the slowest GPU at the 95th percentile equals
+        // the step of a cluster whose spread puts its expected slowest GPU there.
+        const StepResult banded = llama_step(varied, gpus, true);
+        CHECK(banded.step_time_s == slow.step_time_s);
+        Platform wider = varied;
+        wider.framework.gpu_speed_spread *= banded.straggler.slowdown_p95 / s;
+        CHECK(banded.straggler.step_time_p95_s ==
+              Approx(llama_step(wider, gpus).step_time_s).epsilon(1e-9));
+        CHECK(banded.straggler.step_time_p05_s < banded.step_time_s);
+        CHECK(banded.straggler.step_time_p95_s > banded.step_time_s);
     }
     // More GPUs, a slower slowest one.
     CHECK(llama_step(varied, 64).straggler.slowdown > llama_step(varied, 8).straggler.slowdown);
