@@ -16,9 +16,9 @@ double upper_tail(double x) {
     return 0.5 * std::erfc(x / std::sqrt(2.0));
 }
 
-/// Phi(x)^n, through the tail where Phi is close to 1 (so that n of them do not round to 1).
-double phi_power(double x, int n) {
-    return std::exp(static_cast<double>(n) * std::log1p(-upper_tail(x)));
+/// ln Phi(x)^n, through the tail where Phi is close to 1 (so that n of them do not round to 1).
+double log_phi_power(double x, int n) {
+    return static_cast<double>(n) * std::log1p(-upper_tail(x));
 }
 
 /// E[max] = integral over x > 0 of (1 - Phi^n) minus integral over x < 0 of Phi^n. Both
@@ -32,8 +32,8 @@ double integrate_expected_max(int n) {
     for (int i = 0; i <= kIntervals; ++i) {
         const double w = (i == 0 || i == kIntervals) ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0);
         const double x = i * h;
-        upper += w * -std::expm1(static_cast<double>(n) * std::log1p(-upper_tail(x))); // 1 - Phi^n
-        lower += w * phi_power(-x, n);
+        upper += w * -std::expm1(log_phi_power(x, n)); // 1 - Phi^n
+        lower += w * std::exp(log_phi_power(-x, n));
     }
     return (upper - lower) * h / 3.0;
 }
