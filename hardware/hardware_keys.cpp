@@ -453,8 +453,8 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
           .type = KeyType::choice,
           .fallback = "infiniband",
           .choices = {"infiniband", "roce", "efa", "tcp"},
-          .meaning = "what the NICs speak; sets transport_efficiency and transport_latency "
-                     "to its defaults (hardware/specs.cpp gives their sources)",
+          .meaning = "what the NICs speak; sets transport_efficiency, transport_latency and "
+                     "net_latency to its defaults (hardware/specs.cpp gives their sources)",
           .lands = "NetworkSpec::transport"},
          +[](W& n, std::string_view t) {
              n.transport = t == "roce"  ? Transport::roce
@@ -464,6 +464,7 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
              const TransportDefaults d = transport_defaults(n.transport);
              n.transport_efficiency = d.efficiency;
              n.transport_latency = d.latency;
+             n.net_latency = d.net_latency;
          }},
         {{.name = "transport_efficiency",
           .type = KeyType::number,
@@ -476,6 +477,14 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
           .meaning = "added to each network step",
           .lands = "NetworkSpec::transport_latency"},
          field<&W::transport_latency>},
+        {{.name = "net_latency",
+          .type = KeyType::time,
+          .fallback = "the transport's (EFA: 35us, else 0)",
+          .mirrors = "ncclNetProperties_t::latency",
+          .meaning = "the latency the NCCL network plugin reports; NCCL's tuning adds it to "
+                     "each network step, twice under Simple",
+          .lands = "NetworkSpec::net_latency"},
+         field<&W::net_latency>},
         {{.name = "oversubscription",
           .type = KeyType::number,
           .fallback = "1 (non-blocking)",
@@ -634,6 +643,15 @@ const std::vector<Key<CollectiveTuning>>& collectives_keys() {
           .meaning = "sends to another node relay over NVLink to the GPU on the peer's rail",
           .lands = "CollectiveTuning::pxn"},
          field<&T::pxn>},
+        {{.name = "protocols",
+          .type = KeyType::choice,
+          .fallback = "all",
+          .choices = {"all", "simple"},
+          .mirrors = "NCCL_PROTO",
+          .meaning = "the protocols NCCL may choose: all, or Simple only (AWS's plugin sets "
+                     "NCCL_PROTO=Simple where EFA cannot deliver 128-byte pieces in order)",
+          .lands = "CollectiveTuning::simple_only"},
+         +[](T& t, std::string_view p) { t.simple_only = p == "simple"; }},
         {{.name = "nvls",
           .type = KeyType::section,
           .meaning = "NVLink SHARP's in-switch reduction",

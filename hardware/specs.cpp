@@ -41,9 +41,12 @@ TransportDefaults transport_defaults(Transport t) {
         // SRD over Ethernet with 8 KiB payloads (9001-byte MTU): wire overhead ~1% as RoCE's
         // arithmetic gives for that MTU; but SRD's sender-side multipath spraying and
         // libfabric's provider path add per-message cost. Assumption (no EFA measurements
-        // here): 0.95 of InfiniBand's payload rate, 10 us more per network step (the
-        // aws-ofi-nccl plugin's proxy-thread progress and the EFA device's completion path).
-        return {0.95, Time::us(10)};
+        // here): 0.95 of InfiniBand's payload rate. The cost per network step is what AWS's
+        // NCCL plugin reports as its devices' latency, which NCCL's tuning adds to every
+        // network step (NetworkSpec::net_latency): 35 us, its value for the P instances after
+        // p5e (aws/aws-ofi-nccl src/platform-aws.cpp, platform_data_map: "p5en/p6-b200",
+        // "p6-b300", "p-series"); the p4d, p4de and p5 presets give their 75 us.
+        return {0.95, Time::zero(), Time::us(35)};
     case Transport::tcp:
         // TCP/IP sockets (NCCL's socket transport, Google's GPUDirect-TCPX/TCPXO plugins):
         // IPv4 20 + TCP 32 (with timestamps) + Ethernet 38 bytes per 8244-byte MTU segment

@@ -141,8 +141,9 @@ enum class Transport : std::uint8_t {
 std::string_view to_string(Transport t);
 
 struct TransportDefaults {
-    double efficiency = 1;                 ///< payload per wire byte relative to InfiniBand
-    sim::Time latency = sim::Time::zero(); ///< added to each network step
+    double efficiency = 1;                     ///< payload per wire byte relative to InfiniBand
+    sim::Time latency = sim::Time::zero();     ///< added to each network step
+    sim::Time net_latency = sim::Time::zero(); ///< the network plugin's (NetworkSpec)
 };
 /// The defaults of a transport (their sources are in specs.cpp).
 TransportDefaults transport_defaults(Transport t);
@@ -158,6 +159,15 @@ struct NetworkSpec {
     /// `transport`, overridable).
     double transport_efficiency = 1;
     sim::Time transport_latency = sim::Time::zero();
+    /// The latency the NCCL network plugin reports for its devices (ncclNetProperties_t::
+    /// latency; 0 for NCCL's own InfiniBand and socket transports). NCCL's tuning model adds it
+    /// to every network step of every algorithm, twice under the Simple protocol, whose steps
+    /// also wait for a flush (src/graph/tuning.cc, ncclTopoTuneModel: `interLat +=
+    /// graphs[a]->latencyInter; if (p == NCCL_PROTO_SIMPLE) interLat += ...`, with
+    /// latencyInter the NIC's latency, src/graph/search.cc). AWS's plugin reports 75 us on
+    /// p4d, p4de, p5 and p5e and 35 us on later P instances (aws/aws-ofi-nccl,
+    /// src/platform-aws.cpp, platform_data_map).
+    sim::Time net_latency = sim::Time::zero();
     /// Leaf downlink to uplink bandwidth (2 = 2:1): each leaf's uplinks carry 1/oversubscription
     /// of what its nodes can send. 1 = non-blocking.
     double oversubscription = 1;

@@ -507,6 +507,10 @@ void Communicator::validate(const Collective& c) const {
         throw InputError("--algo " + std::string(to_string(c.algorithm)) +
                          " runs the Simple protocol only, not " +
                          std::string(hardware::to_string(*c.protocol)));
+    if (p.tuning.simple_only && c.protocol && *c.protocol != Protocol::simple)
+        throw InputError("this hardware runs the Simple protocol only (collectives.protocols: "
+                         "simple, NCCL_PROTO=Simple), not " +
+                         std::string(hardware::to_string(*c.protocol)));
 }
 
 Choice Communicator::choose(const Collective& c) const {
@@ -579,7 +583,8 @@ Choice Communicator::choose_now(const Collective& c) const {
             continue;
         for (Protocol p : hardware::kAllProtocols) {
             if (c.protocol ? p != *c.protocol
-                           : ((a == Algorithm::nvls || simple_only(a)) && p != Protocol::simple))
+                           : ((a == Algorithm::nvls || simple_only(a) || plan.tuning.simple_only) &&
+                              p != Protocol::simple))
                 continue;
             Candidate k{a, p, defer_tree && a == Algorithm::tree, std::nullopt};
             if (!k.deferred) {

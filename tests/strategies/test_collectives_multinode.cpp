@@ -59,8 +59,10 @@ TEST_CASE("across nodes: ring all-reduce is NCCL's latency + 2(n-1)/n S / (all N
             const auto& simple = t.protocol(Protocol::simple);
             // tuning.cc: 2(n-1) steps, 2(N-1) of them across the network; the others at the
             // NVLink step latency, at least 3 us of network proxy overhead (Simple).
+            // The network plugin's latency twice under Simple (its flush), as tuning.cc adds it.
             const double alpha_net = s(simple.level(LinkLevel::network).step_latency) +
-                                     s(spec.network.transport_latency);
+                                     s(spec.network.transport_latency) +
+                                     2 * s(spec.network.net_latency);
             const double lat = s(t.launch_latency) + s(simple.base_latency) +
                                (2 * (n - 1) - 2 * (nodes - 1)) *
                                    std::max(s(simple.level(LinkLevel::nvlink).step_latency), 3e-6) +
@@ -212,7 +214,11 @@ TEST_CASE("across nodes: auto is never slower than the best algorithm forced",
                             (a == Algorithm::direct && op != Op::all_to_all))
                             continue;
                         for (Protocol p : hardware::kAllProtocols) {
-                            if ((simple_only(a) || a == Algorithm::nvls) && p != Protocol::simple)
+                            // aws-p4d runs Simple only (NCCL_PROTO=Simple, as AWS's plugin
+                            // sets it): the others are not NCCL's to choose.
+                            if ((simple_only(a) || a == Algorithm::nvls ||
+                                 topo.spec().collectives.simple_only) &&
+                                p != Protocol::simple)
                                 continue;
                             INFO(preset << " " << nodes << " nodes " << to_string(op) << " " << size
                                         << " B: " << to_string(a) << "/" << hardware::to_string(p));
@@ -269,7 +275,8 @@ TEST_CASE("across many nodes: the tree's sample never costs more than the tree, 
                     if (!comm.why_not(a, c.op).empty())
                         continue;
                     for (Protocol p : hardware::kAllProtocols) {
-                        if (simple_only(a) && p != Protocol::simple)
+                        if ((simple_only(a) || topo.spec().collectives.simple_only) &&
+                            p != Protocol::simple)
                             continue;
                         const sim::Time t = comm.predict(c, a, p);
                         if (!brute || t < brute->time)
@@ -540,4 +547,63 @@ TEST_CASE("hardware file: collectives.pxn turns PXN off, a value that is no bool
     CHECK_FALSE(hardware::parse_hardware_yaml(base + "  pxn: false\n", "off.yaml").collectives.pxn);
     CHECK_THROWS_WITH(hardware::parse_hardware_yaml(base + "  pxn: sometimes\n", "bad.yaml"),
                       Catch::Contains("bad.yaml:3") && Catch::Contains("pxn"));
+}
+
+// AWS's NCCL plugin (aws/aws-ofi-nccl src/platform-aws.cpp): the latency it reports joins
+// NCCL's every network step, twice under Simple; where EFA cannot deliver 128-byte pieces in
+// order it sets NCCL_PROTO=Simple for the whole process.
+TEST_CASE("EFA: the plugin's latency joins every network step, twice under Simple",
+          "[collectives][multinode][efa][closed-form]") {
+    const std::string base = "extends: dgx-a100\nnetwork:\n  transport: efa\n";
+    const auto with = [&](const std::string& extra) {
+        return hardware::parse_hardware_yaml(base + extra, "efa.yaml");
+    };
+    const hardware::ClusterSpec none = with("  net_latency: 0us\n");
+    const hardware::ClusterSpec some = with("  net_latency: 50us\n");
+    CHECK(with("").network.net_latency == sim::Time::us(35)); // the transport's default
+    for (int nodes : {2, 4}) {
+        INFO(nodes << " nodes");
+        const hardware::Topology t0(hardware::with_gpu_count(none, 8 * nodes));
+        const hardware::Topology t1(hardware::with_gpu_count(some, 8 * nodes));
+        const auto c0 = Communicator::first(t0, 8 * nodes);
+        const auto c1 = Communicator::first(t1, 8 * nodes);
+        const std::int64_t S = 64 * MiB;
+        // Ring all-reduce: 2(N-1) network steps.
+        for (Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+            const double per_step = (p == Protocol::simple ? 2 : 1) * 50e-6;
+            CHECK(s(c1.predict(coll(Op::all_reduce, S, Algorithm::ring, p), Algorithm::ring, p)) -
+                      s(c0.predict(coll(Op::all_reduce, S, Algorithm::ring, p), Algorithm::ring,
+                                   p)) ==
+                  Approx(2 * (nodes - 1) * per_step).epsilon(1e-6));
+        }
+    }
+}
+
+TEST_CASE("EFA: collectives.protocols simple runs Simple at every size, in every communicator",
+          "[collectives][efa][errors]") {
+    const auto& topo = topology("aws-p4d", 16);
+    CHECK(topo.spec().collectives.simple_only);
+    CHECK(topo.spec().network.net_latency == sim::Time::us(75));
+    CHECK(hardware::load_hardware("aws-p4de").collectives.simple_only); // extends aws-p4d
+    CHECK_FALSE(hardware::load_hardware("aws-p5").collectives.simple_only);
+    CHECK(hardware::load_hardware("aws-p6-b200").network.net_latency == sim::Time::us(35));
+    for (int gpus : {8, 16}) { // NVLink only, and across the network
+        const auto comm = Communicator::first(topo, gpus);
+        for (std::int64_t bytes : {std::int64_t(8), 64 * std::int64_t(1024), 4 * MiB, GiB}) {
+            INFO(gpus << " GPUs, " << bytes << " bytes");
+            CHECK(comm.choose(coll(Op::all_reduce, bytes, Algorithm::automatic, std::nullopt))
+                      .protocol == Protocol::simple);
+        }
+        CHECK_THROWS_WITH(
+            comm.validate(coll(Op::all_reduce, 4 * MiB, Algorithm::ring, Protocol::ll128)),
+            Catch::Contains("collectives.protocols"));
+    }
+    // The same board with all protocols: LL wins small messages, so the choice is a real one.
+    const auto& open = topology("dgx-a100", 16);
+    CHECK(Communicator::first(open, 16)
+              .choose(coll(Op::all_reduce, 4096, Algorithm::automatic, std::nullopt))
+              .protocol != Protocol::simple);
+    CHECK_THROWS_WITH(hardware::parse_hardware_yaml(
+                          "extends: dgx-a100\ncollectives:\n  protocols: ll\n", "bad.yaml"),
+                      Catch::Contains("bad.yaml:3") && Catch::Contains("protocols"));
 }
