@@ -160,6 +160,13 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
     ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
     ctx.env.symm_mem = ctx.env.tp_overlap && par.async_tp;
     ctx.env.cm = &ctx.cm;
+    // CUDA graphs (cuda_graphs.h): the whole step, or the layer scopes (none given: the
+    // whole layer, Megatron-Core's default "full").
+    const CudaGraphImpl graphs = e.training.cuda_graph_impl;
+    ctx.env.graph_iteration = graphs == CudaGraphImpl::full_iteration;
+    if (graphs == CudaGraphImpl::local || graphs == CudaGraphImpl::transformer_engine)
+        ctx.env.graph_scopes =
+            e.training.cuda_graph_scope != 0 ? e.training.cuda_graph_scope : kWholeLayerGraph;
     const int sms = e.cluster.node.gpu.sm_count;
     if (ctx.env.tp_overlap && !ctx.env.symm_mem && sms > detail::kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - detail::kPipelinedRsSms) / sms;
