@@ -190,8 +190,12 @@ struct MoeRecipe {
     bool ep_overlap;              ///< overlap_moe_expert_parallel_comm + delay_wgrad_compute
     std::string_view graph_impl;  ///< cuda_graph_impl
     std::string_view graph_scope; ///< cuda_graph_scope ("": the implementation's default)
-    std::string_view base;        ///< the release (kBridge*)
-    std::string_view where;       ///< the file and config under it
+    /// recompute_modules of the recipe's selective recompute ("": none; Megatron-Bridge's
+    /// DeepSeek-V3 and Kimi K2 recipes set recompute_granularity selective with them, the
+    /// Qwen3 recipes no recompute)
+    std::string_view recompute;
+    std::string_view base;  ///< the release (kBridge*)
+    std::string_view where; ///< the file and config under it
 };
 
 // clang-format off
@@ -199,26 +203,26 @@ constexpr std::array kMoeRecipes{
     // 26.08: the MXFP8 recipes call _enable_deepseek_full_iteration_mxfp8 (deepseek/common.py)
     // or _enable_hybridep_full_iteration_mxfp8 (qwen/common.py): HybridEP, a full-iteration
     // graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute.
-    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", "[mla_up_proj]", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
     // 26.06
-    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
-    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
+    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
+    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
     // 26.04.01
-    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
-    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
+    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
+    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
     // 25.11
-    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
-    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
 };
 // clang-format on
 
@@ -359,7 +363,14 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     s.emplace_back("parallel.overlap_grad_reduce", "true");
     const std::string recompute =
         row.has("recompute") && !row.raw("recompute").IsNull() ? row.str("recompute") : "none";
-    s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
+    // Not printed: the recipe's selective recompute, if any (kMoeRecipes).
+    const MoeRecipe* recipe = moe.empty() ? nullptr : moe_recipe(row, r, moe);
+    if (recompute != "full" && recipe != nullptr && !recipe->recompute.empty()) {
+        s.emplace_back("parallel.recompute", "selective");
+        s.emplace_back("parallel.recompute_modules", std::string(recipe->recompute));
+    } else {
+        s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
+    }
 }
 
 /// MaxText's rows (src/maxtext/configs/tpu/*/README.md and the scripts beside them, the tiering
@@ -561,8 +572,9 @@ std::vector<std::string> new_hardware_rules() {
         "(overlap_moe_expert_parallel_comm with delay_wgrad_compute: a paired forward's and "
         "backward's all-to-alls beside each other's kernels) and its CUDA graphs (a whole-"
         "iteration graph: no host time per kernel or micro-batch; Transformer Engine's per-layer "
-        "scopes: one launch per captured run of kernels); the recipes' selective recompute "
-        "(mla_up_proj, mlp), FP8 attention and fused grouped MLP kernels are not applied; the "
+        "scopes: one launch per captured run of kernels), DeepSeek-V3's and Kimi K2's selective "
+        "recompute (their recompute_modules); not the 26.06 and 26.08 recipes' FP8 attention, "
+        "fused grouped MLP kernels and paged activation stash; the "
         "other mixtures (GPT-OSS) with the alltoall dispatcher",
         "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
         "trained; their packed samples' attention within each sample is not known, so attention "
@@ -572,7 +584,7 @@ std::vector<std::string> new_hardware_rules() {
         "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
         "the distributed optimizer with gradient reduce and parameter gather overlapped and "
         "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
-        "recompute as printed (not stated: none), AdamW",
+        "recompute as printed (not stated: none, but for the mixtures' recipes above), AdamW",
         "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling; FP8-CS "
         "(Transformer Engine's per-tensor current scaling) as clustersim's current recipe "
         "(an amax pass, or the amax inside the norm or activation before, and a cast with its "

@@ -91,9 +91,12 @@ void build_layer_works(PlanContext& ctx, models::LayerConfig cfg, Recompute firs
                        bool automatic_search) {
     const ExperimentSpec& e = ctx.e;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        // The plain layer also for multi-token prediction's blocks, which run whole whatever
+        // the recompute (stage_cost.cpp, group_counts).
         const bool used =
             r == first_choice || automatic_search ||
-            (r == Recompute::none && (e.parallel.cp > 1 || e.parallel.recompute_block));
+            (r == Recompute::none &&
+             (e.parallel.cp > 1 || e.parallel.recompute_block || e.model.mtp_num_layers > 0));
         if (!used)
             continue;
         cfg.recompute = r;
