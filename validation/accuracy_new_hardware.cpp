@@ -155,6 +155,112 @@ std::string maxtext_needs(config::YamlMap& row, config::YamlMap& model) {
     return "";
 }
 
+/// Where the recipes below are read: Megatron-Bridge at the release each NeMo container ships
+/// (26.08: v0.6.0, 2026-08-19; 26.06: v0.5.0; 26.04.01: v0.4.2, the first with the 26.04.01
+/// table's DGX B200 DeepSeek-V3 layout pp 8 x vp 2 x ep 32; 25.11: the r0.2.0 branch, whose
+/// GB300 DeepSeek-V3 layout (pp 4 x ep 64) differs from the 25.11 table's pp 2 x ep 32: its
+/// dispatcher and graphs are taken as the container's).
+constexpr std::string_view kBridge26_08 =
+    "NVIDIA-NeMo/Megatron-Bridge@51885cf132b2814188b6855c25a8588254274c2a (v0.6.0):src/megatron/"
+    "bridge/perf_recipes/";
+constexpr std::string_view kBridge26_06 =
+    "NVIDIA-NeMo/Megatron-Bridge@fcbb6031103d0ca845c1a54d4fee55ecfcca17b6 (v0.5.0):scripts/"
+    "performance/configs/";
+constexpr std::string_view kBridge26_04_01 =
+    "NVIDIA-NeMo/Megatron-Bridge@c810129341a84e58f4cbed3093f70668a088c028 (v0.4.2):scripts/"
+    "performance/configs/";
+constexpr std::string_view kBridge25_11 =
+    "NVIDIA-NeMo/Megatron-Bridge@0465189601951c14ad592bd8eefbb673929e25bc (r0.2.0):scripts/"
+    "performance/configs/";
+
+/// What Megatron-Bridge's performance recipe of a row's container turns on for a mixture of
+/// experts (the tables print none of it): the token dispatcher (moe_token_dispatcher_type flex
+/// with moe_flex_dispatcher_backend deepep or hybridep: a copy per destination node across
+/// nodes and per destination GPU inside one; else alltoall), Megatron-Core's expert-parallel
+/// overlap (the workload configs' moe_a2a_overlap, which utils/overrides.py
+/// _set_moe_a2a_overlap_overrides turns into overlap_moe_expert_parallel_comm and
+/// delay_wgrad_compute; the 26.08 recipes set both directly) and the CUDA graphs
+/// (cuda_graph_impl, cuda_graph_scope).
+struct MoeRecipe {
+    std::string_view container;   ///< the row's framework.version, before " container"
+    std::string_view preset;      ///< the model's preset (moe_preset_of)
+    std::string_view accelerator; ///< the row's hw_class
+    std::string_view precision;   ///< the row's precision
+    bool flex;                    ///< the flex dispatcher (DeepEP or HybridEP)
+    bool ep_overlap;              ///< overlap_moe_expert_parallel_comm + delay_wgrad_compute
+    std::string_view graph_impl;  ///< cuda_graph_impl
+    std::string_view graph_scope; ///< cuda_graph_scope ("": the implementation's default)
+    /// recompute_modules of the recipe's selective recompute ("": none; Megatron-Bridge's
+    /// DeepSeek-V3 and Kimi K2 recipes set recompute_granularity selective with them, the
+    /// Qwen3 recipes no recompute)
+    std::string_view recompute;
+    /// The FP8 recipe where the table's plain "FP8" is the recipe's current scaling (the H100
+    /// workload configs are FP8_CS: the perf scripts have no delayed-scaling config for them);
+    /// "": the precision's mapping below.
+    std::string_view fp8_recipe;
+    std::string_view base;  ///< the release (kBridge*)
+    std::string_view where; ///< the file and config under it
+};
+
+// clang-format off
+constexpr std::array kMoeRecipes{
+    // 26.08: the MXFP8 recipes call _enable_deepseek_full_iteration_mxfp8 (deepseek/common.py)
+    // or _enable_hybridep_full_iteration_mxfp8 (qwen/common.py): HybridEP, a full-iteration
+    // graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute.
+    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", "[mla_up_proj]", "", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
+    // 26.06
+    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", "current", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
+    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", "", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
+    // 26.04.01
+    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", "", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
+    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", "current", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
+    // 25.11
+    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
+};
+// clang-format on
+
+/// The recipe of a row's mixture of experts (nullptr: none read, Megatron-Core's defaults).
+const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
+                            const std::string& preset) {
+    config::YamlMap fw = row.map("framework");
+    if (!stated(fw, "version"))
+        return nullptr;
+    const std::string version = fw.str("version");
+    for (const auto& recipe : kMoeRecipes)
+        if (version == std::string(recipe.container) + " container" && preset == recipe.preset &&
+            r.accelerator == recipe.accelerator && r.precision == recipe.precision)
+            return &recipe;
+    return nullptr;
+}
+
+/// The recipe's MoE settings (moe_recipe), onto the row's experiment.
+void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
+    if (recipe.flex)
+        s.emplace_back("parallel.moe_token_dispatcher", "flex");
+    if (recipe.ep_overlap) {
+        s.emplace_back("parallel.overlap_moe_expert_parallel_comm", "true");
+        s.emplace_back("parallel.delay_wgrad_compute", "true");
+    }
+    if (!recipe.fp8_recipe.empty())
+        s.emplace_back("training.fp8_recipe", std::string(recipe.fp8_recipe));
+    if (recipe.graph_impl != "none") {
+        s.emplace_back("training.cuda_graph_impl", std::string(recipe.graph_impl));
+        if (!recipe.graph_scope.empty())
+            s.emplace_back("training.cuda_graph_scope", std::string(recipe.graph_scope));
+    }
+}
+
 /// What a row needs that clustersim does not model yet ("" when nothing).
 std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     if (is_tpu(r))
@@ -198,14 +304,17 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
         detail::dense_model(model, r.model, s);
     } else {
         // The model's preset (its released config), at the row's sequence; the printed
-        // expert-parallel size, experts unsplit (etp 1, Megatron-Bridge's MoE recipes), the
-        // alltoall dispatcher (the tables do not print the backend).
+        // expert-parallel size, experts unsplit (etp 1, Megatron-Bridge's MoE recipes); the
+        // dispatcher, expert-parallel overlap and CUDA graphs of the container's recipe
+        // (kMoeRecipes; the tables print none of them), else the alltoall dispatcher.
         s.emplace_back("model", moe);
         s.emplace_back("model.seq", std::to_string(dim(model, "seq_len")));
         s.emplace_back("parallel.ep", std::to_string(optional_dim(par, "ep")));
         s.emplace_back("parallel.etp", "1");
         if (contains(r.model, "DeepSeek-V3") || contains(r.model, "Kimi K2"))
             latent_moe_recipe(s, r.model, pp * std::max(1, vp));
+        if (const MoeRecipe* recipe = moe_recipe(row, r, moe))
+            apply_moe_recipe(*recipe, s);
     }
     s.emplace_back("training.global_batch", std::to_string(dim(row, "global_batch")));
     s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
@@ -260,7 +369,14 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     s.emplace_back("parallel.overlap_grad_reduce", "true");
     const std::string recompute =
         row.has("recompute") && !row.raw("recompute").IsNull() ? row.str("recompute") : "none";
-    s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
+    // Not printed: the recipe's selective recompute, if any (kMoeRecipes).
+    const MoeRecipe* recipe = moe.empty() ? nullptr : moe_recipe(row, r, moe);
+    if (recompute != "full" && recipe != nullptr && !recipe->recompute.empty()) {
+        s.emplace_back("parallel.recompute", "selective");
+        s.emplace_back("parallel.recompute_modules", std::string(recipe->recompute));
+    } else {
+        s.emplace_back("parallel.recompute", recompute == "full" ? "full" : "none");
+    }
 }
 
 /// MaxText's rows (src/maxtext/configs/tpu/*/README.md and the scripts beside them, the tiering
@@ -452,9 +568,20 @@ std::vector<std::string> new_hardware_rules() {
         "of experts from their presets (`deepseek-v3`, `kimi-k2`, `gpt-oss-120B`, "
         "`qwen3-30B-A3B`, `qwen3-235B-A22B`: the released configs, checked against the row's "
         "dimensions) at the row's sequence, with the printed expert-parallel size, experts "
-        "unsplit (etp 1), the alltoall dispatcher (the backend is not printed), token routing "
-        "balanced (the tables force-balance it); DeepSeek-V3 with its one multi-token-prediction "
-        "block, DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts",
+        "unsplit (etp 1), token routing balanced (the tables force-balance it); DeepSeek-V3 "
+        "with its one multi-token-prediction block, DeepSeek-V3 and Kimi K2 with "
+        "Megatron-Bridge's pipeline layouts; what the container's performance recipe sets for "
+        "DeepSeek-V3, Kimi K2 and the Qwen3 mixtures, read at the Megatron-Bridge release it ships "
+        "(26.08 v0.6.0, 26.06 v0.5.0, 26.04.01 v0.4.2, 25.11 r0.2.0): the flex dispatcher "
+        "(DeepEP or HybridEP: a copy per destination node across nodes, per destination GPU "
+        "inside one) or alltoall, Megatron-Core's expert-parallel overlap "
+        "(overlap_moe_expert_parallel_comm with delay_wgrad_compute: a paired forward's and "
+        "backward's all-to-alls beside each other's kernels) and its CUDA graphs (a whole-"
+        "iteration graph: no host time per kernel or micro-batch; Transformer Engine's per-layer "
+        "scopes: one launch per captured run of kernels), DeepSeek-V3's and Kimi K2's selective "
+        "recompute (their recompute_modules); not the 26.06 and 26.08 recipes' FP8 attention, "
+        "fused grouped MLP kernels and paged activation stash; the "
+        "other mixtures (GPT-OSS) with the alltoall dispatcher",
         "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
         "trained; their packed samples' attention within each sample is not known, so attention "
         "runs over the whole sequence (an upper bound)",
@@ -463,8 +590,9 @@ std::vector<std::string> new_hardware_rules() {
         "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
         "the distributed optimizer with gradient reduce and parameter gather overlapped and "
         "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
-        "recompute as printed (not stated: none), AdamW",
-        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling; FP8-CS "
+        "recompute as printed (not stated: none, but for the mixtures' recipes above), AdamW",
+        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling (the Qwen3 "
+        "mixtures on H100 as current scaling: their recipes are FP8_CS configs); FP8-CS "
         "(Transformer Engine's per-tensor current scaling) as clustersim's current recipe "
         "(an amax pass, or the amax inside the norm or activation before, and a cast with its "
         "transpose per input, the weights cast once per step); MXFP8 and NVFP4 as Transformer "

@@ -5,6 +5,7 @@
 #include "config/yaml_map.h"
 #include "strategies/models/model_loader.h"
 #include "strategies/parallel/device_mesh.h"
+#include "strategies/parallel/ep_overlap.h"
 #include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
 #include "strategies/parallel/nvlink_domains.h"
@@ -82,6 +83,8 @@ void apply_override(YAML::Node root, const std::string& key, const std::string& 
 /// modules by Megatron-Bridge's names, and the rule that lora_* keys need peft: lora.
 template <class Map>
 void read_lora(Map& m, TrainingSpec& t);
+template <class Map>
+void read_cuda_graphs(Map& m, TrainingSpec& t);
 
 /// Reads a `training:` mapping onto `t`. `Map` is config::YamlMap (the file, with messages) or
 /// config::ScalarMap (a sweep's variants, refusing without messages): one reader for both, so
@@ -106,6 +109,7 @@ void read_training(Map&& m, TrainingSpec& t) {
         m.fail("fp4_recipe", "nvfp4 scales FP4 GEMMs: it needs training.dtype: fp4 (or leave "
                              "fp4_recipe out)");
     read_lora(m, t);
+    read_cuda_graphs(m, t);
     m.finish();
 }
 
@@ -165,6 +169,25 @@ void read_lora(Map& m, TrainingSpec& t) {
         if (t.lora.targets == 0)
             m.fail("lora_target_modules", "expected at least one module to adapt");
     }
+}
+
+/// cuda_graph_scope's names, checked against cuda_graph_impl (cuda_graph_scope_error).
+template <class Map>
+void read_cuda_graphs(Map& m, TrainingSpec& t) {
+    if (!m.has("cuda_graph_scope"))
+        return;
+    for (const auto& [at, name] : name_list(m, "cuda_graph_scope", "a scope's name")) {
+        const auto scope = parse_graph_scope(name);
+        if (!scope)
+            m.fail_at(at, "cuda_graph_scope",
+                      "expected attn, mlp, moe, moe_router or moe_preprocess (Megatron-Core's "
+                      "CudaGraphScope), got '" +
+                          name + "'");
+        t.cuda_graph_scope |= graph_bit(*scope);
+    }
+    if (const std::string why = cuda_graph_scope_error(t.cuda_graph_impl, t.cuda_graph_scope);
+        !why.empty())
+        m.fail("cuda_graph_scope", why);
 }
 
 /// Reads a `parallel:` mapping onto `p` (`Map` as read_training's).
@@ -640,6 +663,8 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
         return fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" +
                         e.model.name + "' has none: leave the key out",
                     "parallel.moe_token_dispatcher");
+    if (const auto refusal = ep_overlap_refusal(p))
+        return fail(refusal->first, refusal->second);
     if (p.cp > 1) {
         try {
             models::check_context_parallel(e.model, p.cp, p.tp, p.sequence_parallel);

@@ -31,6 +31,7 @@
 #include "strategies/models/context_parallel.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
+#include "strategies/parallel/cuda_graphs.h"
 #include "strategies/parallel/layer_assignment.h"
 #include "strategies/parallel/mesh_axes.h"
 #include "strategies/parallel/pipeline_schedule.h"
@@ -88,6 +89,11 @@ struct TrainingSpec {
     double per_device_batch_size = 0;
     /// MaxText's remat_policy; device_mesh.h maps it onto ParallelSpec::recompute.
     RematPolicy remat = RematPolicy::not_given;
+    /// CUDA graphs (Megatron-Core's cuda_graph_impl and cuda_graph_scope; cuda_graphs.h): none,
+    /// the layer scopes `cuda_graph_scope` (GraphScope bits; 0: the whole layer) under local
+    /// or transformer_engine, or the whole forward-backward (full_iteration).
+    CudaGraphImpl cuda_graph_impl = CudaGraphImpl::none;
+    std::uint8_t cuda_graph_scope = 0;
 
     bool operator==(const TrainingSpec&) const = default;
 };
@@ -177,6 +183,12 @@ struct ParallelSpec {
     /// one copy per (token, expert); true, "flex" on DeepEP (moe_flex_dispatcher_backend
     /// deepep), one per destination node across nodes and per destination GPU inside one.
     bool flex_dispatcher = false;
+    /// Megatron-Core's overlap_moe_expert_parallel_comm (ep_overlap.h): 1F1B's forward and
+    /// backward of two micro-batches run together layer by layer, each one's all-to-alls
+    /// beside the other's kernels; with delay_wgrad_compute (`delay_wgrad`) the experts'
+    /// weight gradients run beside the dispatch's backward.
+    bool ep_overlap = false;
+    bool delay_wgrad = false;
     /// MaxText's mesh axes (mesh_axes.h); when given, device_mesh.h sets the sizes above from
     /// them and `device_order`.
     MeshAxes mesh;

@@ -151,6 +151,40 @@ std::vector<Key<TrainingSpec>> maxtext_training_keys() {
     };
 }
 
+/// CUDA graphs (Megatron-Core's TransformerConfig.cuda_graph_impl and cuda_graph_scope;
+/// cuda_graphs.h).
+std::vector<Key<TrainingSpec>> cuda_graph_training_keys() {
+    using T = TrainingSpec;
+    std::vector<Key<T>> keys{
+        {{.name = "cuda_graph_impl",
+          .type = KeyType::choice,
+          .fallback = "none",
+          .choices = {"none", "local", "transformer_engine", "full_iteration"},
+          .mirrors = "--cuda-graph-impl (TransformerConfig.cuda_graph_impl)",
+          .meaning = "CUDA graphs: per layer by cuda_graph_scope (local, transformer_engine: a "
+                     "run of captured kernels costs the host one launch), or the whole "
+                     "forward-backward as one graph (full_iteration: no kernel waits for the "
+                     "host, no micro-batch starts with it)",
+          .lands = "TrainingSpec::cuda_graph_impl",
+          .example = "transformer_engine",
+          .commented = true},
+         +[](T& t, std::string_view v) { t.cuda_graph_impl = *parse_cuda_graph_impl(v); }},
+        {{.name = "cuda_graph_scope",
+          .type = KeyType::list,
+          .fallback = "[] (the whole layer)",
+          .choices = {"attn", "mlp", "moe", "moe_router", "moe_preprocess"},
+          .mirrors = "--cuda-graph-scope (TransformerConfig.cuda_graph_scope)",
+          .meaning = "with cuda_graph_impl local or transformer_engine, the parts of each layer "
+                     "captured: attention, a dense MLP, a whole MoE block, or its router and "
+                     "shared experts (moe_router) with the dispatcher's permutation "
+                     "(moe_preprocess)",
+          .lands = "TrainingSpec::cuda_graph_scope",
+          .example = "[attn, moe_router, moe_preprocess]",
+          .commented = true}},
+    };
+    return keys;
+}
+
 /// The training keys but LoRA's.
 std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
@@ -293,6 +327,8 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
          +[](T&, std::string_view) {}},
     };
     for (auto& k : maxtext_training_keys())
+        keys.push_back(std::move(k));
+    for (auto& k : cuda_graph_training_keys())
         keys.push_back(std::move(k));
     return keys;
 }
@@ -696,6 +732,25 @@ std::vector<Key<ParallelSpec>> core_parallel_keys() {
           .lands = "ParallelSpec::flex_dispatcher",
           .example = "alltoall"},
          +[](P& p, std::string_view d) { p.flex_dispatcher = d == "flex"; }},
+        {{.name = "overlap_moe_expert_parallel_comm",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "--overlap-moe-expert-parallel-comm",
+          .meaning = "1F1B's forward and backward of two micro-batches run together layer by "
+                     "layer, each one's all-to-alls beside the other's kernels (needs ep > 1; "
+                     "with pp > 1 the interleaved schedule)",
+          .lands = "ParallelSpec::ep_overlap",
+          .example = "false"},
+         field<&P::ep_overlap>},
+        {{.name = "delay_wgrad_compute",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "--delay-wgrad-compute",
+          .meaning = "with overlap_moe_expert_parallel_comm, the experts' weight gradients run "
+                     "beside the dispatch's backward all-to-all instead of before it",
+          .lands = "ParallelSpec::delay_wgrad",
+          .example = "false"},
+         field<&P::delay_wgrad>},
     };
     return keys;
 }

@@ -1,5 +1,6 @@
 #include "strategies/parallel/pass_clock.h"
 
+#include "strategies/parallel/cuda_graphs.h"
 #include "strategies/parallel/precision.h"
 
 #include <algorithm>
@@ -119,7 +120,8 @@ public:
         , flight_(flight)
         , n_(u.work->ops.count())
         , host_overhead_(env.fw->host_overhead.seconds())
-        , collective_host_(host_overhead_ + env.fw->collective_overhead.seconds())
+        , collective_host_(
+              env.graph_iteration ? 0.0 : host_overhead_ + env.fw->collective_overhead.seconds())
         , inv_gemm_eff_(1.0 / env.fw->gemm_efficiency)
         , inv_memory_eff_(1.0 / env.fw->memory_efficiency) {
         classify();
@@ -146,6 +148,7 @@ private:
     /// pass's end), so that each op looks at its own collectives only; bits are visited in
     /// index order, as the collectives were listed.
     void classify() {
+        classify_graphs();
         for (std::size_t k = 0; k < w_.collectives.size(); ++k) {
             const auto& tc = w_.collectives[k];
             if (tc.pass != u_.pass)
@@ -161,6 +164,32 @@ private:
             if (how_[k] == TpOverlap::pipelined && tc.after >= 0 && tc.after < n_)
                 pipelined_after_[static_cast<std::size_t>(tc.after)] = true;
         }
+    }
+
+    /// Which kernels a CUDA graph replays (PassEnv::graph_scopes): a run of them costs the
+    /// host one launch, at its first kernel.
+    void classify_graphs() {
+        if (env_.graph_scopes == 0 || env_.graph_iteration)
+            return;
+        const auto& ops = u_.work->ops;
+        bool moe_layer = false;
+        for (int i = 0; i < n_ && !moe_layer; ++i)
+            moe_layer = ops[static_cast<std::size_t>(i)].name.substr(0, 4) == "moe.";
+        for (int i = 0; i < n_; ++i)
+            captured_[static_cast<std::size_t>(i)] =
+                (graph_scopes_of(ops[static_cast<std::size_t>(i)].name, moe_layer) &
+                 env_.graph_scopes) != 0;
+    }
+
+    /// Host seconds to issue op `i`: each of its kernels, one graph launch for a run of
+    /// captured ones, nothing inside a whole-iteration graph.
+    double host_cost(int i, const models::Op& op) const {
+        if (env_.graph_iteration)
+            return 0.0;
+        const auto slot = static_cast<std::size_t>(i);
+        if (captured_[slot])
+            return i > 0 && captured_[slot - 1] ? 0.0 : host_overhead_;
+        return host_overhead_ * op.kernels;
     }
 
     void issue_all(Mask mask) {
@@ -306,7 +335,7 @@ private:
         const auto slot = static_cast<std::size_t>(i);
         const models::Op& op = u_.work->ops[slot];
         const double issue = c_.host;
-        c_.host += host_overhead_ * op.kernels;
+        c_.host += host_cost(i, op);
         cost_.kernels += op.kernels;
         bool expert_wait = false;
         const double host_ready = std::max(c_.gpu, issue);
@@ -367,6 +396,7 @@ private:
     std::array<Mask, models::kMaxOpsPerPass + 1> waited_by_{};
     std::array<Mask, models::kMaxOpsPerPass + 1> ring_feeds_{};
     std::array<bool, models::kMaxOpsPerPass> pipelined_after_{};
+    std::array<bool, models::kMaxOpsPerPass> captured_{};
 };
 
 } // namespace
@@ -428,6 +458,92 @@ std::vector<Unit> backward_units(const LayerWork& w) {
         u.push_back({&w.recompute, Pass::recompute, true});
     u.push_back({&w.backward, Pass::backward, false});
     return u;
+}
+
+namespace {
+
+/// The GPU seconds of ops [from, to) of `work` (the framework's efficiencies applied), and of
+/// those among them that are weight gradients when `wgrad` is given.
+double op_seconds(const models::PassWork& work, int from, int to, const PassEnv& env,
+                  double* wgrad = nullptr) {
+    double all = 0;
+    for (int i = std::max(0, from); i < std::min(to, work.ops.count()); ++i) {
+        const models::Op& op = work.ops[static_cast<std::size_t>(i)];
+        const double t =
+            op.time.seconds() / (op.kind == models::OpKind::memory_bound ? env.fw->memory_efficiency
+                                                                         : env.fw->gemm_efficiency);
+        const std::string_view n = op.name;
+        if (wgrad != nullptr && n.size() >= 6 && n.substr(n.size() - 6) == ".wgrad")
+            *wgrad += t;
+        else
+            all += t;
+    }
+    return all;
+}
+
+} // namespace
+
+std::optional<EpOverlapLayer> ep_overlap_layer(const LayerWork& w, const PassEnv& env) {
+    const models::TpCollective* dispatch = nullptr;
+    const models::TpCollective* combine = nullptr;
+    const models::TpCollective* combine_bwd = nullptr;
+    const models::TpCollective* dispatch_bwd = nullptr;
+    for (const models::TpCollective& tc : w.collectives) {
+        if (tc.op != models::TpOp::all_to_all)
+            continue;
+        const bool bwd = tc.pass == Pass::backward;
+        const bool is_dispatch = tc.name.find("dispatch") != std::string_view::npos;
+        (bwd ? (is_dispatch ? dispatch_bwd : combine_bwd) : (is_dispatch ? dispatch : combine)) =
+            &tc;
+    }
+    if (dispatch == nullptr || combine == nullptr || combine_bwd == nullptr ||
+        dispatch_bwd == nullptr)
+        return std::nullopt;
+    // Each all-to-all's time, and its SM and HBM shares weighted by it.
+    double comm = 0, sm = 0, hbm = 0;
+    auto seconds = [&](const models::TpCollective& tc) {
+        CollectiveTimes* times = tc.group == models::CommGroup::ep_rail ? env.ep_rail : env.ep;
+        if (times == nullptr)
+            return 0.0;
+        collectives::Collective coll;
+        coll.op = to_collective(tc.op);
+        coll.bytes = tc.bytes;
+        coll.dtype = comm_dtype(env.dtype);
+        const double t = times->time(coll).seconds();
+        const CommLoad load = times->load(coll);
+        comm += t;
+        sm += t * load.sm_share;
+        hbm += t * load.hbm_share;
+        return t;
+    };
+    const models::PassWork& F = w.forward;
+    const models::PassWork& B = w.backward;
+    EpOverlapLayer l;
+    l.attn_fwd = op_seconds(F, 0, dispatch->after + 1, env);
+    l.dispatch_fwd = seconds(*dispatch);
+    l.mlp_fwd = op_seconds(F, dispatch->after + 1, combine->after + 1, env);
+    l.combine_fwd = seconds(*combine);
+    l.post_fwd = op_seconds(F, combine->after + 1, F.ops.count(), env);
+    l.pre_bwd = op_seconds(w.recompute, 0, w.recompute.ops.count(), env) +
+                op_seconds(B, 0, combine_bwd->after + 1, env);
+    l.combine_bwd = seconds(*combine_bwd);
+    l.mlp_bwd = op_seconds(B, combine_bwd->after + 1, dispatch_bwd->after + 1, env, &l.mlp_wgrad);
+    l.dispatch_bwd = seconds(*dispatch_bwd);
+    l.attn_bwd = op_seconds(B, dispatch_bwd->after + 1, B.ops.count(), env);
+    // The kernels' mix of tensor-core and memory-bound time sets the share they lose (as a
+    // parameter gather's beside a layer: wait_for_gather).
+    double all = 0, memory = 0;
+    for (const models::PassWork* pass : {&F, &B})
+        for (const models::Op& op : pass->ops) {
+            all += op.time.seconds();
+            if (op.kind == models::OpKind::memory_bound)
+                memory += op.time.seconds();
+        }
+    if (comm > 0 && all > 0) {
+        const double f = memory / all;
+        l.comm_share = ((1 - f) * sm + f * hbm) / comm;
+    }
+    return l;
 }
 
 PassCost finish(Clock& c, const PassSeconds& cost) {

@@ -11,12 +11,14 @@
 #include "hardware/compute_model.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/parallel/collective_times.h"
+#include "strategies/parallel/ep_overlap.h"
 #include "strategies/parallel/framework_spec.h"
 #include "strategies/parallel/overlap_interference.h"
 #include "strategies/parallel/step_plan.h"
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace clustersim::strategies::parallel::detail {
@@ -144,6 +146,11 @@ struct PassEnv {
     double cp_backward_slowdown = 0;
     /// The GPU (SMs and HBM bandwidth) the passes run on.
     const hardware::GpuSpec* gpu = nullptr;
+    /// CUDA graphs (cuda_graphs.h): the whole forward-backward replayed as one graph (no
+    /// kernel or collective waits for the host), or the layer scopes captured (GraphScope
+    /// bits: a run of captured kernels costs the host one launch).
+    bool graph_iteration = false;
+    std::uint8_t graph_scopes = 0;
 };
 
 /// A layer's parameter all-gather (ZeRO-3, overlap_param_gather): its time and what it takes
@@ -185,6 +192,13 @@ void run_layers(const models::LayerWork& w, const std::vector<Unit>& units, int 
 /// A layer's forward as one unit; its backward as its recompute (if any) then its backward.
 std::vector<Unit> forward_units(const models::LayerWork& w);
 std::vector<Unit> backward_units(const models::LayerWork& w);
+
+/// One layer with experts split as Megatron-Core's expert-parallel overlap schedules it
+/// (ep_overlap.h): its kernels' GPU seconds before, between and after the dispatch and combine
+/// all-to-alls of each pass (the framework's efficiencies applied; a recompute's kernels with
+/// those before the combine's backward), the experts' weight gradients apart, and the
+/// all-to-alls' seconds. nullopt: the layer has no expert-parallel all-to-all.
+std::optional<EpOverlapLayer> ep_overlap_layer(const models::LayerWork& w, const PassEnv& env);
 
 /// Ends a pass: the compute stream waits for the collectives still in flight. Returns the
 /// pass's cost in picoseconds.

@@ -225,7 +225,11 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
     // Megatron-Core fetches the batch on the chunks holding the embedding or the loss only
     // (FrameworkSpec::batch_on_every_stage).
     const bool fetches = ctx.fw.batch_on_every_stage || st.embedding || st.head;
-    c.host = ctx.e.model.is_transformer() && fetches ? ctx.fw.microbatch_overhead.seconds() : 0.0;
+    // A whole-iteration CUDA graph reads every micro-batch's batch before its replay
+    // (cuda_graphs.h): no micro-batch starts with the host alone.
+    c.host = ctx.e.model.is_transformer() && fetches && !ctx.env.graph_iteration
+                 ? ctx.fw.microbatch_overhead.seconds()
+                 : 0.0;
     PassSeconds f;
     ForwardGathers gather(ctx, st, groups, units, gathers);
     SpanRecorder spans(spans_out, c, f);
@@ -529,6 +533,58 @@ void cost_stage_once(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan
     count_gathered(ctx, st, groups, units);
 }
 
+/// Takes `seconds` of a pass's expert-parallel waits off it (at most those waits) and adds
+/// `slowdown` to its compute: what the all-to-alls now beside its kernels cost them.
+void hide_ep_wait(PassCost& p, double seconds, double slowdown) {
+    const sim::Time t = std::min(p.ep_wait, sim::Time::from_seconds(seconds));
+    const sim::Time slow = sim::Time::from_seconds(slowdown);
+    p.ep_wait -= t;
+    p.compute += slow;
+    p.overlap_slowdown += slow;
+    p.time += slow - t;
+}
+
+/// Megatron-Core's expert-parallel overlap (ParallelSpec::ep_overlap, ep_overlap.h) on the
+/// passes of `st`: each of its layers with experts hides, per paired forward and backward,
+/// what its two streams save over running one after the other (ep_sequential_seconds -
+/// ep_overlapped_seconds); the share of the rank's passes that run paired
+/// (ep_paired_share) takes it, averaged over the step's passes, out of the passes' waits for
+/// the all-to-alls (never more than those waits), forward and backward in proportion to them.
+void apply_ep_overlap(const PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
+    const ExperimentSpec& e = ctx.e;
+    const ParallelSpec& par = e.parallel;
+    if (!par.ep_overlap)
+        return;
+    const LayerGroups groups = layer_groups(ctx, group_counts(ctx, st, rp));
+    // Per layer pair: the all-to-all time hidden, and what it costs the kernels beside it.
+    double hidden_per_pair = 0, slowdown_per_pair = 0;
+    for (const auto& [wp, n] : groups) {
+        if (n == 0)
+            continue;
+        if (const auto l = ep_overlap_layer(*wp, ctx.env)) {
+            const double hidden =
+                ep_sequential_seconds(*l) - ep_overlapped_seconds(*l, par.delay_wgrad);
+            hidden_per_pair += n * hidden;
+            slowdown_per_pair += n * (hidden - ep_overlap_saving(*l, par.delay_wgrad));
+        }
+    }
+    const long long micro_batches =
+        e.training.global_batch /
+        std::max<long long>(1, std::int64_t{e.training.micro_batch} * std::max(1, par.dp));
+    const double share = ep_paired_share(par.pp, st.rank, par.virtual_stages, micro_batches);
+    const double waits = (st.forward.ep_wait + st.backward.ep_wait).seconds();
+    const double hidden = std::min(hidden_per_pair * share, waits);
+    if (hidden <= 0)
+        return;
+    // The slowdown in proportion to the all-to-all time that actually hides.
+    const double slow = slowdown_per_pair * share * hidden / (hidden_per_pair * share);
+    const double f = st.forward.ep_wait.seconds() / waits;
+    hide_ep_wait(st.forward, hidden * f, slow * f);
+    hide_ep_wait(st.first_forward, hidden * f, slow * f);
+    hide_ep_wait(st.backward, hidden * (1 - f), slow * (1 - f));
+    hide_ep_wait(st.backward_input, hidden * (1 - f), slow * (1 - f));
+}
+
 } // namespace
 
 void cost_stage(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
@@ -551,11 +607,14 @@ void cost_stage(PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp)
             s.send_backward = st.send_backward;
             s.send_bytes = st.send_bytes;
             st = std::move(s);
+            apply_ep_overlap(ctx, st, rp);
             return;
         }
     }
     cost_stage_once(ctx, st, rp, key.counts);
     ctx.stage_costs.emplace_back(key, st);
+    // After the cache: the paired share depends on the stage's pipeline rank.
+    apply_ep_overlap(ctx, st, rp);
 }
 
 RecomputePlan uniform(Recompute r, int layers) {

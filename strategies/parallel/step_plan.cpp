@@ -91,9 +91,12 @@ void build_layer_works(PlanContext& ctx, models::LayerConfig cfg, Recompute firs
                        bool automatic_search) {
     const ExperimentSpec& e = ctx.e;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        // The plain layer also for multi-token prediction's blocks, which run whole whatever
+        // the recompute (stage_cost.cpp, group_counts).
         const bool used =
             r == first_choice || automatic_search ||
-            (r == Recompute::none && (e.parallel.cp > 1 || e.parallel.recompute_block));
+            (r == Recompute::none &&
+             (e.parallel.cp > 1 || e.parallel.recompute_block || e.model.mtp_num_layers > 0));
         if (!used)
             continue;
         cfg.recompute = r;
@@ -160,6 +163,13 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
     ctx.env.tp_overlap = par.tp_comm_overlap && par.tp > 1 && par.sequence_parallel;
     ctx.env.symm_mem = ctx.env.tp_overlap && par.async_tp;
     ctx.env.cm = &ctx.cm;
+    // CUDA graphs (cuda_graphs.h): the whole step, or the layer scopes (none given: the
+    // whole layer, Megatron-Core's default "full").
+    const CudaGraphImpl graphs = e.training.cuda_graph_impl;
+    ctx.env.graph_iteration = graphs == CudaGraphImpl::full_iteration;
+    if (graphs == CudaGraphImpl::local || graphs == CudaGraphImpl::transformer_engine)
+        ctx.env.graph_scopes =
+            e.training.cuda_graph_scope != 0 ? e.training.cuda_graph_scope : kWholeLayerGraph;
     const int sms = e.cluster.node.gpu.sm_count;
     if (ctx.env.tp_overlap && !ctx.env.symm_mem && sms > detail::kPipelinedRsSms)
         ctx.env.rs_gemm_share = static_cast<double>(sms - detail::kPipelinedRsSms) / sms;

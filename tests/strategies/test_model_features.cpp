@@ -282,6 +282,11 @@ TEST_CASE("multi-token prediction: one more layer and the LM head again on the l
     // by less than the last stage's own time.
     CHECK(with > without);
     CHECK(with < 2 * without);
+    // The block runs whole under any recompute: selective recompute of nothing (core_attn
+    // with FlashAttention) leaves the step as it is, the block included.
+    Settings selective = mtp;
+    selective.emplace_back("parallel.recompute", "selective");
+    CHECK(step_seconds(selective, 8) == Approx(with).epsilon(1e-12));
     // Model FLOPs: the block's projection, layer and head, forward and backward.
     ModelSpec m = load_model("deepseek-v3");
     const double plain = model_flops_per_iteration(m, 1, false);

@@ -163,3 +163,60 @@ TEST_CASE("new hardware: the Mixtral row runs its cited script's batch on its pr
     // Measured: 36 sequences of 4096 tokens per device at 2,909 tokens per second per device.
     CHECK(mixtral->measured_s == Approx(36.0 * 4096 / 2909));
 }
+
+// The mixtures run what their container's Megatron-Bridge performance recipe turns on
+// (accuracy_new_hardware.cpp, kMoeRecipes): 26.08's MXFP8 recipes HybridEP, the expert-parallel
+// overlap and a full-iteration graph; 26.04.01's DGX B200 DeepSeek-V3 DeepEP, the overlap and
+// Transformer Engine's graphs of attention, router and preprocessing; 26.04.01's Qwen3-235B on
+// DGX B200 the alltoall dispatcher alone; GPT-OSS none of them.
+TEST_CASE("new hardware: each mixture runs what its container's recipe turns on",
+          "[validation][blackwell][moe]") {
+    const auto setting = [](const NewHardwareRun& r, const std::string& key) {
+        std::string value;
+        for (const auto& [k, v] : r.settings)
+            if (k == key)
+                value = v;
+        return value;
+    };
+    const NewHardwareRun* q30_2608 = nullptr;
+    const NewHardwareRun* q30_260401 = nullptr;
+    int full_iteration = 0;
+    for (const auto& r : runs()) {
+        if (!r.ran() || r.accelerator.rfind("TPU", 0) == 0)
+            continue;
+        INFO(r.id);
+        const bool moe =
+            r.id.find("dsv3") != std::string::npos || r.id.find("qwen3") != std::string::npos;
+        if (r.id.rfind("mb2608-", 0) == 0 && moe) {
+            CHECK(setting(r, "parallel.moe_token_dispatcher") == "flex");
+            CHECK(setting(r, "parallel.overlap_moe_expert_parallel_comm") == "true");
+            CHECK(setting(r, "parallel.delay_wgrad_compute") == "true");
+            CHECK(setting(r, "training.cuda_graph_impl") == "full_iteration");
+            ++full_iteration;
+        }
+        if (r.id == "mb260401-dsv3-b200-256-mxfp8") {
+            CHECK(setting(r, "parallel.moe_token_dispatcher") == "flex");
+            CHECK(setting(r, "parallel.overlap_moe_expert_parallel_comm") == "true");
+            CHECK(setting(r, "training.cuda_graph_impl") == "transformer_engine");
+            CHECK(setting(r, "training.cuda_graph_scope") == "[attn, moe_router, moe_preprocess]");
+            CHECK(setting(r, "parallel.recompute_modules") == "[mla_up_proj, mlp]");
+        }
+        if (r.id == "mb260401-qwen3_235b-b200-256-mxfp8" ||
+            r.id.find("gptoss") != std::string::npos) {
+            CHECK(setting(r, "parallel.moe_token_dispatcher").empty());
+            CHECK(setting(r, "parallel.overlap_moe_expert_parallel_comm").empty());
+            CHECK(setting(r, "training.cuda_graph_impl").empty());
+        }
+        if (r.id == "mb2608-qwen3_30b-gb200-8-mxfp8")
+            q30_2608 = &r;
+        if (r.id == "mb260401-qwen3_30b-b200-8-mxfp8")
+            q30_260401 = &r;
+    }
+    CHECK(full_iteration == 6);
+    // The same B200 die and micro-batch: the 26.08 recipe's overlap and graphs make the GB200
+    // run faster than 26.04.01's DGX B200 one, as measured (6.56 s against 9.66 s).
+    REQUIRE(q30_2608 != nullptr);
+    REQUIRE(q30_260401 != nullptr);
+    CHECK(q30_2608->measured_s < q30_260401->measured_s);
+    CHECK(q30_2608->predicted_s < q30_260401->predicted_s);
+}

@@ -1,0 +1,201 @@
+// Megatron-Core's expert-parallel overlap (overlap_moe_expert_parallel_comm with
+// delay_wgrad_compute: ep_overlap.h) and CUDA graphs (cuda_graph_impl, cuda_graph_scope:
+// cuda_graphs.h) in the step model: their closed forms and what they change of a step.
+#include "base/error.h"
+#include "strategies/parallel/cuda_graphs.h"
+#include "strategies/parallel/ep_overlap.h"
+#include "strategies/parallel/experiment.h"
+#include "strategies/parallel/platform.h"
+#include "strategies/parallel/training_step.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace clustersim;
+using namespace clustersim::strategies::parallel;
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+/// A layer pair with every node of one duration per stream kind.
+EpOverlapLayer pair_of(double compute, double comm) {
+    EpOverlapLayer l;
+    l.attn_fwd = l.mlp_fwd = l.post_fwd = compute;
+    l.pre_bwd = l.mlp_bwd = l.mlp_wgrad = l.attn_bwd = compute;
+    l.dispatch_fwd = l.combine_fwd = l.combine_bwd = l.dispatch_bwd = comm;
+    return l;
+}
+
+Settings moe(int ep, int dp) {
+    return {{"model", "mixtral-8x7B"},
+            {"model.layers", "4"},
+            {"model.seq", "1024"},
+            {"training.global_batch", std::to_string(8 * dp)},
+            {"training.micro_batch", "1"},
+            {"parallel.dp", std::to_string(dp)},
+            {"parallel.ep", std::to_string(ep)}};
+}
+
+Settings with(Settings s, const Settings& more) {
+    s.insert(s.end(), more.begin(), more.end());
+    return s;
+}
+
+std::string error_of(const Platform& p, int gpus, const Settings& s) {
+    try {
+        make_experiment(p, gpus, s, "moe.yaml");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("ep overlap: a layer pair takes between max(compute, comm) and their sum",
+          "[strategies][moe][ep_overlap]") {
+    for (const auto& [compute, comm] :
+         {std::pair{1.0, 0.0}, {0.0, 1.0}, {1.0, 0.25}, {1.0, 1.0}, {0.25, 1.0}, {2.0, 3.0}}) {
+        const EpOverlapLayer l = pair_of(compute, comm);
+        CHECK(ep_sequential_seconds(l) == Approx(7 * compute + 4 * comm));
+        for (bool delay : {false, true}) {
+            const double t = ep_overlapped_seconds(l, delay);
+            CHECK(t >= std::max(l.compute(), l.communication()) - 1e-12);
+            CHECK(t <= ep_sequential_seconds(l) + 1e-12);
+        }
+    }
+    // Nothing to overlap: the compute stream alone; no compute: the all-to-alls back to back.
+    CHECK(ep_overlapped_seconds(pair_of(1, 0), true) == Approx(7.0));
+    CHECK(ep_overlapped_seconds(pair_of(0, 1), true) == Approx(4.0));
+}
+
+TEST_CASE("ep overlap: each all-to-all hidden behind the other micro-batch's kernels",
+          "[strategies][moe][ep_overlap]") {
+    // The schedule's chain: combine_bwd beside pre_bwd's successor attn_fwd, the dispatch
+    // beside mlp_bwd and mlp_wgrad, its backward beside mlp_fwd, the combine beside attn_bwd.
+    // Each all-to-all shorter than the kernels beside it costs nothing: the pair is its
+    // compute.
+    EpOverlapLayer l = pair_of(1.0, 0.0);
+    l.combine_bwd = l.dispatch_fwd = l.dispatch_bwd = l.combine_fwd = 0.9;
+    CHECK(ep_overlapped_seconds(l, true) == Approx(l.compute()));
+    // One all-to-all longer than what hides it: max() of the two, not the sum.
+    EpOverlapLayer slow = pair_of(1.0, 0.0);
+    slow.combine_fwd = 3.0; // beside attn_bwd (1) then post_fwd waits for it
+    CHECK(ep_overlapped_seconds(slow, true) ==
+          Approx(l.compute() - slow.attn_bwd - slow.post_fwd +
+                 std::max(slow.attn_bwd, slow.combine_fwd) + slow.post_fwd));
+}
+
+TEST_CASE("ep overlap: delay_wgrad_compute lets the dispatch's backward start before the "
+          "weight gradients",
+          "[strategies][moe][ep_overlap]") {
+    EpOverlapLayer l = pair_of(1.0, 0.0);
+    l.dispatch_bwd = 2.0; // the forward's experts (1) and, delayed, the wgrad (1) beside it
+    // Without the delay it starts after mlp_bwd and mlp_wgrad, and attn_bwd waits for it.
+    const double plain = ep_overlapped_seconds(l, false);
+    const double delayed = ep_overlapped_seconds(l, true);
+    CHECK(delayed < plain);
+    CHECK(delayed == Approx(l.compute()));
+    CHECK(plain == Approx(l.compute() + 1.0));
+}
+
+TEST_CASE("ep overlap: the share of a rank's passes that pair up",
+          "[strategies][moe][ep_overlap]") {
+    // No pipeline: the first forward and the last backward alone.
+    CHECK(ep_paired_share(1, 0, 1, 16) == Approx(15.0 / 16));
+    // Interleaved: (pp - rank - 1) x 2 + (v - 1) x pp warmup forwards, and one more.
+    CHECK(ep_paired_share(8, 0, 2, 128) == Approx((256.0 - (14 + 8 + 1)) / 256));
+    CHECK(ep_paired_share(8, 7, 2, 128) == Approx((256.0 - (8 + 1)) / 256));
+    CHECK(ep_paired_share(4, 0, 2, 2) == 0);
+}
+
+TEST_CASE("ep overlap: the step hides all-to-all waits, never adds time",
+          "[strategies][moe][ep_overlap][training]") {
+    const Platform p = load_platform("dgx-h100");
+    const StepResult plain = simulate_step(make_experiment(p, 8, moe(8, 8), "plain"));
+    const StepResult overlap = simulate_step(
+        make_experiment(p, 8,
+                        with(moe(8, 8), {{"parallel.overlap_moe_expert_parallel_comm", "true"},
+                                         {"parallel.delay_wgrad_compute", "true"}}),
+                        "overlap"));
+    REQUIRE(plain.breakdown.ep_comm_exposed_s > 0);
+    CHECK(overlap.breakdown.ep_comm_exposed_s < plain.breakdown.ep_comm_exposed_s);
+    CHECK(overlap.step_time_s < plain.step_time_s);
+    // Only the all-to-all waits change, and the kernels they now run beside (no pipeline).
+    const double slowed = overlap.breakdown.compute_s - plain.breakdown.compute_s;
+    CHECK(slowed >= 0);
+    CHECK(slowed ==
+          Approx(overlap.breakdown.overlap_slowdown_s - plain.breakdown.overlap_slowdown_s)
+              .margin(1e-9));
+    // The step saves what the passes save, less what the shorter backward leaves exposed of
+    // the gradient reduction after it.
+    const double saved =
+        plain.breakdown.ep_comm_exposed_s - overlap.breakdown.ep_comm_exposed_s - slowed;
+    const double dp_more = overlap.breakdown.dp_comm_exposed_s - plain.breakdown.dp_comm_exposed_s;
+    CHECK(plain.step_time_s - overlap.step_time_s == Approx(saved - dp_more).epsilon(1e-6));
+    CHECK(plain.step_time_s - overlap.step_time_s <= saved + 1e-12);
+}
+
+TEST_CASE("ep overlap: the all-to-alls beside the kernels slow them by at most their share",
+          "[strategies][moe][ep_overlap]") {
+    EpOverlapLayer l = pair_of(1.0, 0.5);
+    const double hidden = ep_sequential_seconds(l) - ep_overlapped_seconds(l, true);
+    REQUIRE(hidden > 0);
+    CHECK(ep_overlap_saving(l, true) == Approx(hidden));
+    l.comm_share = 0.2;
+    CHECK(ep_overlap_saving(l, true) < hidden);
+    CHECK(ep_overlap_saving(l, true) >= hidden * (1 - 0.2) - 1e-12);
+}
+
+TEST_CASE("cuda graphs: layer scopes and the whole iteration take the host off the kernels",
+          "[strategies][cuda_graphs][training]") {
+    // The scopes of Megatron-Core's _get_submodules_under_cudagraphs.
+    CHECK(graph_scopes_of("attention.qkv", true) == graph_bit(GraphScope::attn));
+    CHECK((graph_scopes_of("moe.router.topk", true) & graph_bit(GraphScope::moe_router)) != 0);
+    CHECK((graph_scopes_of("moe.permute", true) & graph_bit(GraphScope::moe_preprocess)) != 0);
+    CHECK((graph_scopes_of("moe.experts.fc1", true) & graph_bit(GraphScope::moe_router)) == 0);
+    CHECK(graph_scopes_of("post_attention_layernorm", false) == graph_bit(GraphScope::mlp));
+    CHECK(graph_scopes_of("lm_head.dgrad", false) == 0);
+
+    const Platform p = load_platform("dgx-h100");
+    const StepResult eager = simulate_step(make_experiment(p, 8, moe(8, 8), "eager"));
+    const StepResult router = simulate_step(make_experiment(
+        p, 8,
+        with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
+                         {"training.cuda_graph_scope", "[attn, moe_router, moe_preprocess]"}}),
+        "router"));
+    const StepResult whole = simulate_step(make_experiment(
+        p, 8, with(moe(8, 8), {{"training.cuda_graph_impl", "full_iteration"}}), "whole"));
+    REQUIRE(eager.breakdown.host_s > 0);
+    // Fewer launches wait for the host; a whole-step graph none (nor the micro-batches' start).
+    CHECK(router.breakdown.host_s < eager.breakdown.host_s);
+    CHECK(whole.breakdown.host_s == 0);
+    CHECK(whole.step_time_s <= router.step_time_s);
+    CHECK(router.step_time_s <= eager.step_time_s);
+    // The kernels themselves are the same.
+    CHECK(whole.breakdown.compute_s == Approx(eager.breakdown.compute_s).epsilon(1e-9));
+}
+
+TEST_CASE("ep overlap and cuda graphs: bad settings name the key and the fix",
+          "[strategies][moe][ep_overlap][cuda_graphs][input]") {
+    const Platform p = load_platform("dgx-h100");
+    CHECK_THAT(
+        error_of(p, 8, with(moe(1, 8), {{"parallel.overlap_moe_expert_parallel_comm", "true"}})),
+        Catch::Contains("overlap_moe_expert_parallel_comm") && Catch::Contains("ep > 1"));
+    Settings piped = with(
+        moe(4, 4), {{"parallel.pp", "2"}, {"parallel.overlap_moe_expert_parallel_comm", "true"}});
+    CHECK_THAT(error_of(p, 8, piped), Catch::Contains("interleaved-1f1b"));
+    CHECK_THAT(error_of(p, 8, with(moe(8, 8), {{"parallel.delay_wgrad_compute", "true"}})),
+               Catch::Contains("overlap_moe_expert_parallel_comm"));
+    CHECK_THAT(error_of(p, 8, with(moe(8, 8), {{"training.cuda_graph_scope", "[attn]"}})),
+               Catch::Contains("cuda_graph_impl"));
+    CHECK_THAT(error_of(p, 8,
+                        with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
+                                         {"training.cuda_graph_scope", "[moe_preprocess]"}})),
+               Catch::Contains("moe_router"));
+    CHECK_THAT(error_of(p, 8,
+                        with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
+                                         {"training.cuda_graph_scope", "[attention]"}})),
+               Catch::Contains("attn, mlp, moe"));
+}
