@@ -88,6 +88,9 @@ struct TrainingSpec {
     double per_device_batch_size = 0;
     /// MaxText's remat_policy; device_mesh.h maps it onto ParallelSpec::recompute.
     RematPolicy remat = RematPolicy::not_given;
+    /// The training stack by name (`framework`, framework_profile.h), applied over the
+    /// hardware file's framework: section when the experiment is read; none: that section's.
+    std::optional<FrameworkProfile> framework;
 
     bool operator==(const TrainingSpec&) const = default;
 };
