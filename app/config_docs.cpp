@@ -4,6 +4,7 @@
 #include "calibrate/measurement_fields.h"
 #include "calibrate/measurements.h"
 #include "strategies/parallel/experiment_keys.h"
+#include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/platform_keys.h"
 
 #include <fmt/format.h>
@@ -168,6 +169,38 @@ std::string experiment_template() {
     return out;
 }
 
+namespace {
+
+/// The framework profiles (strategies/parallel/framework_profile.h): what each sets, and why.
+void write_profiles(std::string& out) {
+    namespace par = strategies::parallel;
+    out += "\n### Profiles (`profile:`, or an experiment's `training.framework`)\n\n"
+           "A profile sets these behaviours together; a key written in a framework: section "
+           "keeps its value under any profile. Fitted costs (host_overhead, microbatch_overhead, "
+           "the efficiencies) are the hardware file's under every profile.\n\n| Key |";
+    const auto names = par::framework_profile_names();
+    for (const auto& n : names)
+        out += " " + n + " |";
+    out += "\n|---|";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += "---|";
+    out += "\n";
+    for (int k = 0; k < par::kProfileKeys; ++k) {
+        const auto key = static_cast<par::ProfileKey>(k);
+        out += fmt::format("| `{}` |", par::key_name(key));
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out += fmt::format(" {} |",
+                               par::profile_setting(static_cast<par::FrameworkProfile>(i), key));
+        out += "\n";
+    }
+    out += "\n";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += fmt::format("- `{}`: {}\n", names[i],
+                           par::profile_reason(static_cast<par::FrameworkProfile>(i)));
+}
+
+} // namespace
+
 std::string keys_markdown(std::string_view title, std::string_view intro,
                           const std::vector<config::KeySection>& sections) {
     std::string out = fmt::format("# {}\n\n", title);
@@ -189,6 +222,8 @@ std::string keys_markdown(std::string_view title, std::string_view intro,
                 groups.insert(k->group);
         }
         write_table(out, plain, prefix);
+        if (s.path == "framework")
+            write_profiles(out);
         // Groups in the order their first key comes.
         std::vector<std::string_view> order;
         for (const config::KeyInfo* k : s.keys) {

@@ -61,8 +61,9 @@ std::string published_megatron_markdown(ReportData& data) {
           "Megatron-LM runs. Each row is predicted as a step measurement "
           "(`calibrate::step_experiment`, as `clustersim validate` does); what a table does not "
           "state is set by one rule for all its rows, written below. The presets are used as "
-          "committed but for two stated facts of those runs: the software reduced gradients in "
-          "fp16, and the 2020 DGX A100 had the 40 GB A100. Error = predicted / measured - 1.\n";
+          "committed but for two stated facts of those runs: the software was Megatron-LM of "
+          "2020-21 (the `megatron-lm` framework profile), and the 2020 DGX A100 had the 40 GB "
+          "A100. Error = predicted / measured - 1.\n";
 
     const auto& big = data.narayanan2021();
     md += "\n### Narayanan et al. 2021, Table 1 (GPT 1.7B-1T, 32-3072 A100s)\n\n";
@@ -77,12 +78,14 @@ std::string published_megatron_markdown(ReportData& data) {
           "x heads per rank is a multiple of 4; the table's column); the interleaved 1F1B "
           "schedule where pp > 1, "
           "with v = the largest divisor of layers / pp not above 4; gradients all-reduced after "
-          "the last backward (Megatron's 2021 DDP did not overlap them), in fp16 (its default "
-          "then; `framework.fp32_grad_reduce: false` over the preset); pipeline tensors sent "
-          "as Megatron-LM did then without sequence parallelism, 1/tp from each tensor-parallel "
-          "rank and all-gathered over the receiver's tensor-parallel group before its next pass "
-          "(`framework.pipeline_tp_gather: true` over the preset; its synchronous exchange "
-          "leaves the gather exposed).\n\n";
+          "the last backward (Megatron's 2021 DDP did not overlap them). The stack is "
+          "Megatron-LM of 2021 (`framework: {profile: megatron-lm}` over the preset; "
+          "docs/hardware-files.md, Profiles): gradients reduced in fp16 (its default then) and "
+          "added up over micro-batches by autograd, an add kernel per parameter tensor (no "
+          "gradient accumulation fusion before 2022); pipeline tensors sent as Megatron-LM did "
+          "then without sequence parallelism, 1/tp from each tensor-parallel rank and "
+          "all-gathered over the receiver's tensor-parallel group before its next pass (its "
+          "synchronous exchange leaves the gather exposed).\n\n";
     md += "| model | GPUs | tp | pp | dp | v | micro-batch | micro-batches | measured TFLOP/s | "
           "predicted TFLOP/s | error |\n";
     md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -136,7 +139,8 @@ std::string published_megatron_markdown(ReportData& data) {
           "pipelines nor gradient accumulation, its --batch-size was that batch); full "
           "activation recompute (--checkpoint-activations; the README's TFLOP/s are Eq. 3 with "
           "recompute); gradients all-reduced after the backward, in fp16 (Megatron's defaults "
-          "then; `framework.fp32_grad_reduce: false` over the presets).\n\n";
+          "then: `framework: {profile: megatron-lm}` over the presets; with one micro-batch "
+          "per step autograd adds no gradients up).\n\n";
     md += "| system | model | hidden | tp | dp | GPUs | global batch | micro-batch | measured "
           "(ms) | predicted (ms) | error |\n";
     md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";

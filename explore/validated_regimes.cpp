@@ -8,10 +8,10 @@ namespace clustersim::explore {
 const std::vector<ValidatedRegime>& validated_step_regimes() {
     // docs/validation.md, the summary line or row of each section (see the file head).
     static const std::vector<ValidatedRegime> regimes{
-        {"Megatron-LM on one node of 8x A100 (GPT 12-24 layers, every split of 2-8 GPUs)", "A100",
-         2, 8, 1440, 0.0700, 0.270, "Training steps"},
+        {"Megatron-DeepSpeed on one node of 8x A100 (GPT 12-24 layers, every split of 2-8 GPUs)",
+         "A100", 2, 8, 1440, 0.0693, 0.287, "Training steps"},
         {"Megatron-LM on 32-3072 A100s (Narayanan et al. 2021, Table 1; per-GPU TFLOP/s)", "A100",
-         32, 3072, 10, 0.067, 0.156, "Training steps: published Megatron-LM runs"},
+         32, 3072, 10, 0.049, 0.135, "Training steps: published Megatron-LM runs"},
         {"NeMo, Megatron-Bridge and torchtitan on 64-1024 H100s (published runs)", "H100", 64, 1024,
          19, 0.072, 0.159, "Recent large runs"},
     };

@@ -26,14 +26,15 @@ using namespace calibrate; // the formats, predictions and statistics this study
 
 namespace {
 
-// Both tables: gradients all-reduced in fp16, Megatron-LM's default for fp16 training in
-// 2020-2021 (v1's --fp32-allreduce and v2's --accumulate-allreduce-grads-in-fp32 were off by
-// default), over presets whose framework keeps today's fp32 reduction (FrameworkSpec); and
-// pipeline tensors scattered over the tensor-parallel ranks and gathered again on receipt,
-// Megatron-LM's default then (FrameworkSpec::pipeline_tp_gather; the 2020 README's runs have
-// no pipeline, so it changes nothing there).
-const char* const kMegatron2021Framework =
-    "framework: {fp32_grad_reduce: false, pipeline_tp_gather: true}\n";
+// Both tables: Megatron-LM of 2020-21, the `megatron-lm` profile (framework_profile.h):
+// gradients all-reduced in fp16, its default for fp16 training then (v1's --fp32-allreduce and
+// v2's --accumulate-allreduce-grads-in-fp32 were off by default), over presets whose framework
+// keeps today's fp32 reduction; accumulated over micro-batches by autograd into param.grad, an
+// add kernel per parameter tensor (none with one micro-batch, as the 2020 README's runs have);
+// pipeline tensors scattered over the tensor-parallel ranks and gathered again on receipt
+// (FrameworkSpec::pipeline_tp_gather; the 2020 README's runs have no pipeline, so it changes
+// nothing there).
+const char* const kMegatron2021Framework = "framework: {profile: megatron-lm}\n";
 
 // Narayanan et al. 2021, Table 1: stated by the paper (Section 5.1, the CSV's header).
 constexpr int kNarayananSeq = 2048;

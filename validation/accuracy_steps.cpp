@@ -17,9 +17,14 @@ using namespace calibrate; // the formats, predictions and statistics this study
 
 namespace {
 
-/// The conditions the CSV's header and data/reference/README.md state.
-const std::vector<std::string> kStepSettings = {"model.vocab=50257", "training.dtype=fp16",
-                                                "parallel.recompute=full", "parallel.schedule=1f1b",
+/// The conditions the CSV's header and data/reference/README.md state; the stack is
+/// Megatron-DeepSpeed's (framework_profile.h: DeepSpeed's PipelineEngine, its gradient
+/// accumulation and fp16 reduction).
+const std::vector<std::string> kStepSettings = {"training.framework=megatron-deepspeed",
+                                                "model.vocab=50257",
+                                                "training.dtype=fp16",
+                                                "parallel.recompute=full",
+                                                "parallel.schedule=1f1b",
                                                 "parallel.dp_overlap=false"};
 constexpr double kFraction = 0.2;
 constexpr std::uint64_t kSeed = 1;

@@ -32,10 +32,11 @@ echo
 
 # 2. Training steps: the 1,440 Megatron iterations, with the conditions the CSV's header states;
 #    a fifth chosen by a fixed seed fits the framework factors, the other four fifths validate.
+#    The stack that ran them is Megatron-DeepSpeed (training.framework: its profile).
 clustersim calibrate import data/reference/a100-node/megatron-steps-single-node.csv \
   --device "NVIDIA A100-SXM4-80GB" --set model.vocab=50257 --set training.dtype=fp16 \
   --set parallel.recompute=full --set parallel.schedule=1f1b --set parallel.dp_overlap=false \
-  --out steps.json
+  --set training.framework=megatron-deepspeed --out steps.json
 clustersim calibrate split steps.json --fraction 0.2 --seed 1 --out steps-fit.json \
   --rest steps-held-out.json
 clustersim calibrate fit steps-fit.json --hardware dgx-a100 --validate steps-held-out.json \

@@ -8,6 +8,7 @@
 #include "strategies/parallel/ep_overlap.h"
 #include "strategies/parallel/experiment_keys.h"
 #include "strategies/parallel/experiment_reader.h"
+#include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/nvlink_domains.h"
 
 #include <fmt/format.h>
@@ -314,6 +315,9 @@ void read_workload(config::YamlMap& root, ExperimentSpec& e, const std::string& 
     if (!root.has("training"))
         root.missing("training", "global_batch at least");
     read_training(root.map("training"), e.training);
+    // The stack by name, over the hardware file's framework (framework_profile.h).
+    if (e.training.framework)
+        apply_profile(e.framework, *e.training.framework);
     if (root.has("parallel"))
         read_parallel(root.map("parallel"), e.parallel);
 }
@@ -766,6 +770,21 @@ std::optional<InputError> tensor_split_error(const ExperimentSpec& e) {
 /// The pipeline schedule, its chunks and the layers of each stage (e.stage_layers).
 std::optional<InputError> pipeline_error(ExperimentSpec& e) {
     const Refuse fail{e};
+    // DeepSpeed's PipelineEngine (FrameworkSpec::deepspeed_pipeline) runs TrainSchedule, a
+    // 1F1B, and no other (deepspeed/runtime/pipe/engine.py, train_batch); it turns the
+    // backward's gradient all-reduce off and reduces after the last step's backward
+    // (ReduceGrads), whatever the experiment asks.
+    if (e.framework.deepspeed_pipeline) {
+        if (e.parallel.pp > 1 && e.parallel.schedule != PipelineSchedule::one_f_one_b)
+            return fail("schedule " + std::string(to_string(e.parallel.schedule)) +
+                            " is not one DeepSpeed's PipelineEngine runs (framework " +
+                            (e.framework.profile ? std::string(to_string(*e.framework.profile))
+                                                 : std::string("pipeline_engine deepspeed")) +
+                            "): it has one, TrainSchedule's 1F1B; set schedule: 1f1b, or a "
+                            "Megatron stack (training.framework: megatron-lm)",
+                        e.parallel.schedule_key.data());
+        e.parallel.dp_overlap = false;
+    }
     const ParallelSpec& p = e.parallel;
     const models::ModelSpec& m = e.model;
     if (p.schedule != PipelineSchedule::interleaved_1f1b && p.virtual_stages != 1)

@@ -94,6 +94,9 @@ struct TrainingSpec {
     /// or transformer_engine, or the whole forward-backward (full_iteration).
     CudaGraphImpl cuda_graph_impl = CudaGraphImpl::none;
     std::uint8_t cuda_graph_scope = 0;
+    /// The training stack by name (`framework`, framework_profile.h), applied over the
+    /// hardware file's framework: section when the experiment is read; none: that section's.
+    std::optional<FrameworkProfile> framework;
 
     bool operator==(const TrainingSpec&) const = default;
 };

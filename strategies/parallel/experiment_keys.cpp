@@ -1,6 +1,7 @@
 #include "strategies/parallel/experiment_keys.h"
 
 #include "strategies/models/model_keys.h"
+#include "strategies/parallel/framework_profile.h"
 
 #include <set>
 #include <string>
@@ -185,6 +186,22 @@ std::vector<Key<TrainingSpec>> cuda_graph_training_keys() {
     return keys;
 }
 
+/// The training stack by name (framework_profile.h).
+Key<TrainingSpec> framework_training_key() {
+    using T = TrainingSpec;
+    return {{.name = "framework",
+             .type = KeyType::choice,
+             .fallback = "the hardware file's framework.profile, or none",
+             .choices = {framework_profile_names().begin(), framework_profile_names().end()},
+             .meaning = "the training stack by name: sets the behaviours the hardware file's "
+                        "framework.profile would (framework_profile.h; docs/hardware-files.md, "
+                        "Profiles), those its framework: section writes by their own keys excepted",
+             .lands = "TrainingSpec::framework, then ExperimentSpec::framework (apply_profile)",
+             .example = "megatron-core",
+             .commented = true},
+            +[](T& t, std::string_view n) { t.framework = parse_framework_profile(n); }};
+}
+
 /// The training keys but LoRA's.
 std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
@@ -326,6 +343,7 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .commented = true},
          +[](T&, std::string_view) {}},
     };
+    keys.push_back(framework_training_key());
     for (auto& k : maxtext_training_keys())
         keys.push_back(std::move(k));
     for (auto& k : cuda_graph_training_keys())

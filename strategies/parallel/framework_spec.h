@@ -10,8 +10,34 @@
 #include "sim/time.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace clustersim::strategies::parallel {
+
+/// A training stack by name (framework_profile.h sets the behaviours each one bundles).
+enum class FrameworkProfile : std::uint8_t { megatron_core, megatron_lm, megatron_deepspeed };
+
+/// How a micro-batch's weight gradients join those of the micro-batches before it.
+enum class GradAccumulation : std::uint8_t {
+    /// Megatron-Core's gradient_accumulation_fusion (Megatron-LM from
+    /// NVIDIA/Megatron-LM@9c5a830f, 2022-02-22, "grad_accum_fusion"): the weight-gradient GEMM
+    /// adds into the main gradient itself (fused_weight_gradient_mlp_cuda), no kernel of its own.
+    fused,
+    /// One add kernel per parameter tensor after its weight gradient, reading the new 16-bit
+    /// gradient and reading and writing the accumulator in the dtype gradients are reduced in
+    /// (precision.h): 16-bit, autograd's AccumulateGrad into param.grad, which takes the first
+    /// micro-batch's gradient without adding (Megatron-LM 2021's default fp16 run: --DDP-impl
+    /// local without contiguous buffers); fp32, Megatron-LM's param hook
+    /// `param.main_grad.add_(param.grad.data)` on every micro-batch (megatron/model/
+    /// distributed.py, _make_param_hook, at NVIDIA/Megatron-LM@8cfef1bfe7).
+    unfused,
+    /// DeepSpeed's: fp16, as `unfused` in 16 bits (FP16_Optimizer and ZeRO keep param.grad);
+    /// bf16, BF16_Optimizer.update_hp_grads after every micro-batch's backward: per parameter
+    /// tensor `hp_grad.add_(lp.grad.to(fp32))`, a cast and an add (2 kernels; 2 + 4 bytes, then
+    /// 4 + 4 + 4 per parameter) into its fp32 gradients (deepspeed/runtime/bf16_optimizer.py
+    /// and pipe/engine.py, _exec_backward_pass, at microsoft/DeepSpeed@5fe9d61065, v0.7.0).
+    deepspeed,
+};
 
 /// Framework costs and settings of one cluster's training stack, calibrated from measured
 /// training steps.
@@ -103,6 +129,27 @@ struct FrameworkSpec {
     /// computes at the pace of the slowest of them (straggler.h). 0: every GPU alike. Only
     /// kernels bound by the SMs' clock are slowed; memory-bound kernels follow HBM.
     double gpu_speed_spread = 0;
+    /// How gradients accumulate over micro-batches (GradAccumulation).
+    GradAccumulation grad_accumulation = GradAccumulation::fused;
+    /// The pipeline runs under DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py,
+    /// schedule.py at microsoft/DeepSpeed@3293cf72a0, v0.5.10), as Megatron-DeepSpeed's GPT
+    /// model does unless --no-pipeline-parallel (GPTModelPipe, a PipelineModule, at every
+    /// pipeline size): one schedule, TrainSchedule's 1F1B (an experiment with another is
+    /// refused); the data-parallel gradients reduced after the last backward whatever
+    /// parallel.dp_overlap says (the engine turns the backward's all-reduce off,
+    /// enable_backward_allreduce = False, and runs ReduceTiedGrads and ReduceGrads as the last
+    /// step's instructions); and with pipeline_tp_gather, each stage that sent a partitioned
+    /// activation gathers it back over its tensor-parallel group before that micro-batch's
+    /// backward (_exec_backward_pass: PartitionedTensor.from_meta(...).full() restores the
+    /// output it freed after the send), a third all-gather per micro-batch and stage boundary
+    /// beside the two of the received activation and gradient (analytic fidelity, as
+    /// pipeline_tp_gather's).
+    bool deepspeed_pipeline = false;
+    /// The profile the behaviours came from (none: each key as written or defaulted).
+    std::optional<FrameworkProfile> profile;
+    /// The behaviours a framework: section set by their own keys, which a profile leaves as
+    /// they are (framework_profile.h, ProfileKey bits).
+    std::uint8_t explicit_keys = 0;
 };
 
 } // namespace clustersim::strategies::parallel

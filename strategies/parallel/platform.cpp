@@ -7,6 +7,7 @@
 #include "config/preset.h"
 #include "config/yaml_map.h"
 #include "hardware/hardware_loader.h"
+#include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/platform_keys.h"
 #include "strategies/parallel/provenance_loader.h"
 
@@ -22,6 +23,13 @@ namespace {
 
 void apply_framework(YamlMap m, FrameworkSpec& f) {
     config::read_keys(m, framework_keys(), f);
+    // The behaviours this section writes by their own keys: no profile changes them, this
+    // layer's (read first, above), a later layer's or an experiment's.
+    for (int k = 0; k < kProfileKeys; ++k) {
+        const auto key = static_cast<ProfileKey>(k);
+        if (m.has(key_name(key)))
+            f.explicit_keys |= profile_key_bit(key);
+    }
     if (m.has("gemm_efficiency")) {
         f.gemm_efficiency = m.number("gemm_efficiency", 0.01);
         if (f.gemm_efficiency > 1.0)

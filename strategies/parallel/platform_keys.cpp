@@ -1,6 +1,7 @@
 #include "strategies/parallel/platform_keys.h"
 
 #include "hardware/hardware_keys.h"
+#include "strategies/parallel/framework_profile.h"
 
 namespace clustersim::strategies::parallel {
 
@@ -11,6 +12,19 @@ using config::KeyType;
 const std::vector<Key<FrameworkSpec>>& framework_keys() {
     using F = FrameworkSpec;
     static const std::vector<Key<F>> keys{
+        // First: the profile's bundle, which the keys below (read after it) override.
+        {{.name = "profile",
+          .type = KeyType::choice,
+          .fallback = "none (each behaviour as its key says)",
+          .choices = {framework_profile_names().begin(), framework_profile_names().end()},
+          .meaning = "the training stack by name, which sets batch_on_every_stage, "
+                     "pipeline_tp_gather, fp32_grad_reduce, grad_accumulation and "
+                     "pipeline_engine together (framework_profile.h: megatron-core, megatron-lm "
+                     "of 2021-22, megatron-deepspeed); a key written in a framework: section "
+                     "keeps its value; an experiment's training.framework chooses another",
+          .lands = "FrameworkSpec::profile and the behaviours it sets",
+          .example = "megatron-deepspeed"},
+         +[](F& f, std::string_view name) { apply_profile(f, *parse_framework_profile(name)); }},
         {{.name = "host_overhead",
           .type = KeyType::time,
           .fallback = "0",
@@ -87,6 +101,31 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
                      "(torchtitan)",
           .lands = "FrameworkSpec::dtensor_tp"},
          +[](F& f, std::string_view t) { f.dtensor_tp = t == "dtensor"; }},
+        {{.name = "grad_accumulation",
+          .type = KeyType::choice,
+          .fallback = "fused",
+          .choices = {"fused", "unfused", "deepspeed"},
+          .mirrors = "--no-gradient-accumulation-fusion",
+          .meaning = "how weight gradients add up over micro-batches: fused into the wgrad GEMM "
+                     "(Megatron-Core); unfused, an add kernel per parameter tensor and "
+                     "micro-batch (autograd's into a 16-bit grad, Megatron-LM's main_grad hook "
+                     "in fp32); deepspeed, as unfused under fp16 and BF16_Optimizer's cast and "
+                     "add into fp32 under bf16",
+          .lands = "FrameworkSpec::grad_accumulation"},
+         +[](F& f, std::string_view g) {
+             f.grad_accumulation = g == "fused"     ? GradAccumulation::fused
+                                   : g == "unfused" ? GradAccumulation::unfused
+                                                    : GradAccumulation::deepspeed;
+         }},
+        {{.name = "pipeline_engine",
+          .type = KeyType::choice,
+          .fallback = "megatron",
+          .choices = {"megatron", "deepspeed"},
+          .meaning = "the pipeline's runtime: Megatron's schedules, or DeepSpeed's "
+                     "PipelineEngine (1F1B only, gradients reduced after the last backward, "
+                     "the sender's partitioned output gathered again before each backward)",
+          .lands = "FrameworkSpec::deepspeed_pipeline"},
+         +[](F& f, std::string_view e) { f.deepspeed_pipeline = e == "deepspeed"; }},
         {{.name = "runtime_memory",
           .type = KeyType::bytes,
           .fallback = "0",

@@ -5,6 +5,7 @@
 #include "strategies/parallel/precision.h"
 
 #include <algorithm>
+#include <array>
 
 namespace clustersim::strategies::parallel::detail {
 
@@ -321,6 +322,73 @@ Gather backward_gather(PlanContext& ctx, const StageUnits& units, std::int64_t p
     return gather;
 }
 
+/// The parameter tensors of one layer of `w`: Megatron's linear layers (QKV, projection, the
+/// MLP's two; latent attention's four projections and its two latent norms instead of QKV; a
+/// mixture's router and each local expert's two instead of the MLP's) with their biases, and
+/// the norms (weight, and bias for LayerNorm).
+int layer_param_tensors(const PlanContext& ctx, const LayerWork& w) {
+    const models::ModelSpec& m = ctx.e.model;
+    const int norm = m.norm == models::Norm::layernorm ? 2 : 1;
+    int linears = m.is_mla() ? 5 : 2;
+    int norms = 2 + (m.is_mla() ? 2 : 0) + (m.qk_layernorm ? 2 : 0);
+    if (w.expert_parameters > 0) {
+        const int ep = std::max(1, ctx.e.parallel.ep);
+        linears += 2 * std::max(1, m.num_experts / ep) +
+                   (m.moe_shared_expert_intermediate_size > 0 ? 2 : 0);
+        ++norms; // the router's weight, one tensor as a norm's
+    } else {
+        linears += 2;
+    }
+    return linears * (m.bias ? 2 : 1) + norms * norm;
+}
+
+/// The weight gradients of `n` layers of `w` added to those of the micro-batches before
+/// (FrameworkSpec::grad_accumulation), after the layers' backward: one memory-bound kernel per
+/// parameter tensor (two under BF16_Optimizer), issued by the host and run on the compute
+/// stream, each an equal share of the bytes. Where the accumulator is param.grad itself
+/// (autograd's AccumulateGrad: the first micro-batch's gradient is taken, not added), every
+/// backward carries (m - 1) / m of the cost, m the micro-batches per step: the step pays
+/// m - 1 accumulations in all.
+void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& c, PassSeconds& b) {
+    const GradAccumulation how = ctx.fw.grad_accumulation;
+    const std::int64_t params = w.parameters - w.frozen_parameters;
+    if (how == GradAccumulation::fused || n <= 0 || params <= 0)
+        return;
+    const hardware::Dtype dtype = ctx.e.training.dtype;
+    const std::int64_t grad = hardware::bytes_per_element(weight_dtype(dtype));
+    const bool bf16_optimizer =
+        how == GradAccumulation::deepspeed && dtype == hardware::Dtype::bf16;
+    // DeepSpeed's fp16 engine keeps its gradients in param.grad; Megatron-LM's unfused
+    // accumulation adds into the buffer gradients are reduced from.
+    const std::int64_t acc = how == GradAccumulation::deepspeed
+                                 ? grad
+                                 : hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
+    const bool autograd = !bf16_optimizer && acc == grad;
+    const int m = std::max(1, ctx.e.micro_batches());
+    const double share = autograd ? static_cast<double>(m - 1) / m : 1.0;
+    const int tensors = layer_param_tensors(ctx, w);
+    // BF16_Optimizer: lp.grad.to(fp32) (2 + 4 bytes a parameter), then hp_grad.add_ (4 + 4 + 4).
+    const std::array<std::int64_t, 2> bytes = bf16_optimizer
+                                                  ? std::array<std::int64_t, 2>{grad + 4, 12}
+                                                  : std::array<std::int64_t, 2>{grad + 2 * acc, 0};
+    const double host = ctx.fw.host_overhead.seconds() * share;
+    for (int k = 0; k < n * tensors; ++k) {
+        for (const std::int64_t per_param : bytes) {
+            if (per_param == 0)
+                continue;
+            const double seconds = share * ctx.env.copy_seconds(per_param * params / tensors);
+            // As run_op issues a kernel: it may start once the host has begun issuing it.
+            const double ready = std::max(c.gpu, c.host);
+            b.host_wait += ready - c.gpu;
+            c.host += host;
+            b.compute += seconds;
+            c.gpu = ready + seconds;
+        }
+    }
+    if (share > 0)
+        b.kernels += n * tensors * (bf16_optimizer ? 2 : 1);
+}
+
 /// The backward of `st`: head first, then the layers from the last down, then the embedding.
 /// Bucket readiness follows the layers' completion within the pass.
 void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& groups,
@@ -375,6 +443,7 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
             run_layers(w, backward_units(w), n, ctx.env, c, b, gather);
         }
         last_block_kept = false;
+        accumulate_grads(ctx, w, n, c, b);
         spans.end("layer", first_layers[g], n, w, true);
         // Layers finish at evenly spaced times across the group (extrapolated steady state).
         const double per_layer = (std::max(c.gpu, c.comm) - start) / n;

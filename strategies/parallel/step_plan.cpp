@@ -341,7 +341,13 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
         const sim::Time overhead =
             from == to ? sim::Time::zero() : e.framework.p2p_overhead + tp_gather;
         st.send_forward = p2p_cache[key] + overhead;
-        st.send_backward = e.training.forward_only ? sim::Time::zero() : p2p_cache[key] + overhead;
+        // DeepSpeed's PipelineEngine: the sender gathers its partitioned output back before
+        // that micro-batch's backward (FrameworkSpec::deepspeed_pipeline), on the path of the
+        // gradient it receives.
+        const sim::Time regather =
+            e.framework.deepspeed_pipeline && from != to ? tp_gather : sim::Time::zero();
+        st.send_backward =
+            e.training.forward_only ? sim::Time::zero() : p2p_cache[key] + overhead + regather;
     }
 }
 

@@ -28,13 +28,17 @@ inline const MeasurementFile& a100_all_reduce(int gpus) {
 }
 
 /// data/reference/a100-node/megatron-steps-single-node.csv with the conditions its header
-/// states.
+/// states, on the stack that ran it (Megatron-DeepSpeed: framework_profile.h).
 inline const MeasurementFile& megatron_steps() {
     static const MeasurementFile steps = [] {
         ImportOptions o;
         o.device = kA100;
-        o.step_settings = {"model.vocab=50257", "training.dtype=fp16", "parallel.recompute=full",
-                           "parallel.schedule=1f1b", "parallel.dp_overlap=false"};
+        o.step_settings = {"training.framework=megatron-deepspeed",
+                           "model.vocab=50257",
+                           "training.dtype=fp16",
+                           "parallel.recompute=full",
+                           "parallel.schedule=1f1b",
+                           "parallel.dp_overlap=false"};
         return import_files({kData + "/a100-node/megatron-steps-single-node.csv"}, o).measurements;
     }();
     return steps;

@@ -24,10 +24,10 @@ TEST_CASE("platform: a preset's framework section is read, the hardware is the s
     CHECK(p.cluster.name == hw.name);
     CHECK(p.cluster.node.gpu.name == hw.node.gpu.name);
     CHECK(p.cluster.compute.launch_overhead == hw.compute.launch_overhead);
-    // configs/hardware/dgx-a100.yaml: host_overhead: 64.61us, memory_efficiency: 0.9738,
+    // configs/hardware/dgx-a100.yaml: host_overhead: 54.70us, memory_efficiency: 0.9693,
     // gpu_speed_spread: 0.015.
-    CHECK(p.framework.host_overhead == sim::Time::ns(64'610));
-    CHECK(p.framework.memory_efficiency == Approx(0.9738));
+    CHECK(p.framework.host_overhead == sim::Time::ns(54'700));
+    CHECK(p.framework.memory_efficiency == Approx(0.9693));
     CHECK(p.framework.gpu_speed_spread == Approx(0.015));
     CHECK_FALSE(p.provenance.uncertainty.present());
 }
