@@ -136,9 +136,10 @@ struct CollectiveTuning {
     /// Only the Simple protocol runs (NCCL_PROTO=Simple), in every communicator of the
     /// process, NVLink-only ones included. AWS's NCCL plugin sets it when the EFA endpoint
     /// cannot deliver 128-byte pieces in order, which LL and LL128 need for their flags
-    /// (aws/aws-ofi-nccl src/platform-aws.cpp, configure_endpoint: "force the simple protocol
-    /// as the LL/LL128 protocols can lead to data corruption without data delivery ordering").
-    bool simple_only = false;
+    /// (aws/aws-ofi-nccl src/platform-aws.cpp, PlatformAWS::config_endpoint: "force the simple
+    /// protocol as the LL/LL128 protocols can lead to data corruption without data delivery
+    /// ordering").
+    bool simple_protocol_only = false;
 
     const ProtocolTuning& protocol(Protocol p) const {
         return protocols[static_cast<std::size_t>(p)];

@@ -454,7 +454,8 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
           .fallback = "infiniband",
           .choices = {"infiniband", "roce", "efa", "tcp"},
           .meaning = "what the NICs speak; sets transport_efficiency, transport_latency and "
-                     "net_latency to its defaults (hardware/specs.cpp gives their sources)",
+                     "net_latency to its defaults (hardware/specs.cpp gives their sources), "
+                     "also where a file extending a preset writes it again",
           .lands = "NetworkSpec::transport"},
          +[](W& n, std::string_view t) {
              n.transport = t == "roce"  ? Transport::roce
@@ -474,7 +475,8 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
         {{.name = "transport_latency",
           .type = KeyType::time,
           .fallback = "the transport's",
-          .meaning = "added to each network step",
+          .meaning = "the transport's own cost, added to every network step of every "
+                     "algorithm and transfer",
           .lands = "NetworkSpec::transport_latency"},
          field<&W::transport_latency>},
         {{.name = "net_latency",
@@ -482,7 +484,9 @@ const std::vector<Key<NetworkSpec>>& network_keys() {
           .fallback = "the transport's (EFA: 35us, else 0)",
           .mirrors = "ncclNetProperties_t::latency",
           .meaning = "the latency the NCCL network plugin reports; NCCL's tuning adds it to "
-                     "each network step, twice under Simple",
+                     "the network steps of rings' all-reduce, all-gather and reduce-scatter, "
+                     "trees, NVLSTree and CollNet (not to point-to-point, all-to-all or "
+                     "broadcast chains), twice under Simple",
           .lands = "NetworkSpec::net_latency"},
          field<&W::net_latency>},
         {{.name = "oversubscription",
@@ -650,8 +654,8 @@ const std::vector<Key<CollectiveTuning>>& collectives_keys() {
           .mirrors = "NCCL_PROTO",
           .meaning = "the protocols NCCL may choose: all, or Simple only (AWS's plugin sets "
                      "NCCL_PROTO=Simple where EFA cannot deliver 128-byte pieces in order)",
-          .lands = "CollectiveTuning::simple_only"},
-         +[](T& t, std::string_view p) { t.simple_only = p == "simple"; }},
+          .lands = "CollectiveTuning::simple_protocol_only"},
+         +[](T& t, std::string_view p) { t.simple_protocol_only = p == "simple"; }},
         {{.name = "nvls",
           .type = KeyType::section,
           .meaning = "NVLink SHARP's in-switch reduction",

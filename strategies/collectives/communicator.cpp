@@ -107,7 +107,7 @@ double nvls_tree_latency_seconds(const Plan& plan, Protocol p) {
     for (int x = static_cast<int>(plan.node_ranks.size()); x > 1; x >>= 1)
         ++log2_nodes;
     return plan.tuning.nvls.latency.seconds() +
-           2 * log2_nodes * plan.step_latency(LinkLevel::network, p).seconds();
+           2 * log2_nodes * plan.tuned_network_latency(p).seconds();
 }
 
 double nvls_tree_cap_seconds_per_byte(const Plan& plan) {
@@ -507,7 +507,7 @@ void Communicator::validate(const Collective& c) const {
         throw InputError("--algo " + std::string(to_string(c.algorithm)) +
                          " runs the Simple protocol only, not " +
                          std::string(hardware::to_string(*c.protocol)));
-    if (p.tuning.simple_only && c.protocol && *c.protocol != Protocol::simple)
+    if (p.tuning.simple_protocol_only && c.protocol && *c.protocol != Protocol::simple)
         throw InputError("this hardware runs the Simple protocol only (collectives.protocols: "
                          "simple, NCCL_PROTO=Simple), not " +
                          std::string(hardware::to_string(*c.protocol)));
@@ -583,7 +583,8 @@ Choice Communicator::choose_now(const Collective& c) const {
             continue;
         for (Protocol p : hardware::kAllProtocols) {
             if (c.protocol ? p != *c.protocol
-                           : ((a == Algorithm::nvls || simple_only(a) || plan.tuning.simple_only) &&
+                           : ((a == Algorithm::nvls || simple_only(a) ||
+                               plan.tuning.simple_protocol_only) &&
                               p != Protocol::simple))
                 continue;
             Candidate k{a, p, defer_tree && a == Algorithm::tree, std::nullopt};
@@ -715,6 +716,8 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
     double body = 0;
     auto alpha = [&](LinkLevel l) { return seconds(p.step_latency(l, pr)); };
     const double net = alpha(LinkLevel::network);
+    // The network steps of the algorithms NCCL's tuning times hold the plugin's latency too.
+    const double tuned_net = seconds(p.tuned_network_latency(pr));
 
     switch (a) {
     case Algorithm::automatic:
@@ -731,7 +734,7 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
             const double steps = (ar ? 2 : 1) * (n - 1);
             const double inter = (ar ? 2 : 1) * (N - 1);
             const double overhead = pr == Protocol::simple ? 3e-6 : 1e-6;
-            lat += (steps - inter) * std::max(alpha(p.intra_level), overhead) + inter * net;
+            lat += (steps - inter) * std::max(alpha(p.intra_level), overhead) + inter * tuned_net;
             body = steps * p.ring_cost[idx(pr)] * S / n;
             break;
         }
@@ -792,8 +795,8 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // bandwidth: the NVLS phases in the nodes and the trees across them run pipelined, the
         // slower sets the pace, and NCCL caps each channel (perChMaxNVLSTreeBws, in bus
         // bandwidth: algbw = busbw n / (2(n-1))); one channel per head.
-        lat =
-            seconds(p.tuning.launch_latency) + seconds(p.tuning.nvls.latency) + 2 * log2i(N) * net;
+        lat = seconds(p.tuning.launch_latency) + seconds(p.tuning.nvls.latency) +
+              2 * log2i(N) * tuned_net;
         const double cost = detail::nvls_tree_seconds_per_byte(p);
         body = cost * S + detail::nvls_tree_fill_bytes(p, S) * cost;
         break;
@@ -804,7 +807,7 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         const detail::MultiNodeData& m = p.multi();
         const double g = m.per_node;
         lat = seconds(p.tuning.launch_latency) +
-              2 * (std::min(1.0, g - 1) * alpha(p.intra_level) + (g - 1) * 0.4e-6) + net;
+              2 * (std::min(1.0, g - 1) * alpha(p.intra_level) + (g - 1) * 0.4e-6) + tuned_net;
         body = std::max(m.collnet_direct_intra, m.collnet_inter) * S;
         break;
     }
@@ -812,7 +815,7 @@ sim::Time Communicator::predict_across_nodes(const Collective& c, Algorithm a, P
         // tuning.cc: 2 (ppn-1) intra latencies + one network latency.
         const detail::MultiNodeData& m = p.multi();
         const double g = m.per_node;
-        lat = seconds(p.tuning.launch_latency) + 2 * (g - 1) * alpha(p.intra_level) + net;
+        lat = seconds(p.tuning.launch_latency) + 2 * (g - 1) * alpha(p.intra_level) + tuned_net;
         body = std::max(m.collnet_chain_intra, m.collnet_inter) * S;
         break;
     }

@@ -56,22 +56,21 @@ Plan::Plan(const hardware::Topology& topology, std::vector<int> gpu_list)
             throw InputError("GPU " + std::to_string(g) + " appears twice in the communicator");
     }
     // The transport scales InfiniBand's network efficiencies and adds its latency to every
-    // network step (hardware/specs.h: Transport), and the network plugin's reported latency
-    // too, twice under Simple (NetworkSpec::net_latency, as NCCL's tuning.cc adds it).
-    const auto network_extra = [&](std::size_t protocol) {
-        const int times = protocol == static_cast<std::size_t>(Protocol::simple) ? 2 : 1;
-        return spec.network.transport_latency + spec.network.net_latency * times;
-    };
-    for (std::size_t p = 0; p < tuning.protocols.size(); ++p) {
-        auto& net = tuning.protocols[p].levels[static_cast<std::size_t>(LinkLevel::network)];
+    // network step (hardware/specs.h: Transport). The network plugin's reported latency joins
+    // only the steps of the algorithms NCCL's tuning times (tuned_network_latency), twice under
+    // Simple (NetworkSpec::net_latency).
+    for (auto& proto : tuning.protocols) {
+        auto& net = proto.levels[static_cast<std::size_t>(LinkLevel::network)];
         net.efficiency *= spec.network.transport_efficiency;
-        net.step_latency += network_extra(p);
+        net.step_latency += spec.network.transport_latency;
     }
-    for (std::size_t p = 0; p < tuning.tree.step_latency.size(); ++p) {
-        auto& net = tuning.tree.step_latency[p][static_cast<std::size_t>(LinkLevel::network)];
+    for (auto& per_level : tuning.tree.step_latency) {
+        auto& net = per_level[static_cast<std::size_t>(LinkLevel::network)];
         if (net > sim::Time::zero())
-            net += network_extra(p);
+            net += spec.network.transport_latency;
     }
+    for (Protocol p : hardware::kAllProtocols)
+        plugin_latency[idx(p)] = spec.network.net_latency * (p == Protocol::simple ? 2 : 1);
     if (!tuning.present() && !spec.torus.present())
         throw InputError("hardware '" + spec.name +
                          "' has no 'collectives:' section (protocol latencies and efficiencies); "

@@ -224,10 +224,23 @@ public:
     }
     /// NCCL's Tree row of hardware latencies where the hardware gives it (collectives.tree),
     /// else the protocol's step latency.
+    /// Across the network it also holds the plugin's latency (tuned_network_latency).
     sim::Time tree_step_latency(LinkLevel level, Protocol p) const {
         const sim::Time t = tuning.tree.step_latency[idx(p)][static_cast<std::size_t>(level)];
-        return t > sim::Time::zero() ? t : step_latency(level, p);
+        return (t > sim::Time::zero() ? t : step_latency(level, p)) +
+               (level == LinkLevel::network ? plugin_latency[idx(p)] : sim::Time::zero());
     }
+    /// A network step of the algorithms NCCL's tuning model times (rings' all-reduce,
+    /// all-gather and reduce-scatter, trees, NVLSTree, CollNet): the step latency and the
+    /// latency the network plugin reports (hardware NetworkSpec::net_latency), twice under
+    /// Simple (tuning.cc: `interLat += graphs[a]->latencyInter`, again for Simple's flush). Not
+    /// the point-to-point transfers, all-to-alls and broadcast/reduce chains, which NCCL's
+    /// tuning does not time with it.
+    sim::Time tuned_network_latency(Protocol p) const {
+        return step_latency(LinkLevel::network, p) + plugin_latency[idx(p)];
+    }
+    /// NetworkSpec::net_latency per protocol (twice for Simple).
+    std::array<sim::Time, hardware::kProtocolCount> plugin_latency{};
     /// max over edges of sum(bytes / efficiency) / capacity, for flows running together.
     double pattern_cost(const std::vector<PFlow>& flows, Protocol p) const;
     /// The slowest link level any of the flows crosses (network > pcie > nvlink).

@@ -761,7 +761,7 @@ void add_ring_phases(Decomposition& d, const PhaseInputs& in) {
             const double total =
                 (steps - inter) *
                     std::max(plan.step_latency(plan.intra_level, p).seconds(), overhead) +
-                inter * plan.step_latency(LinkLevel::network, p).seconds();
+                inter * plan.tuned_network_latency(p).seconds();
             latency = sim::Time::from_seconds(total / steps);
         }
         d.phases.push_back(

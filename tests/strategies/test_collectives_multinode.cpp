@@ -217,7 +217,7 @@ TEST_CASE("across nodes: auto is never slower than the best algorithm forced",
                             // aws-p4d runs Simple only (NCCL_PROTO=Simple, as AWS's plugin
                             // sets it): the others are not NCCL's to choose.
                             if ((simple_only(a) || a == Algorithm::nvls ||
-                                 topo.spec().collectives.simple_only) &&
+                                 topo.spec().collectives.simple_protocol_only) &&
                                 p != Protocol::simple)
                                 continue;
                             INFO(preset << " " << nodes << " nodes " << to_string(op) << " " << size
@@ -275,7 +275,7 @@ TEST_CASE("across many nodes: the tree's sample never costs more than the tree, 
                     if (!comm.why_not(a, c.op).empty())
                         continue;
                     for (Protocol p : hardware::kAllProtocols) {
-                        if ((simple_only(a) || topo.spec().collectives.simple_only) &&
+                        if ((simple_only(a) || topo.spec().collectives.simple_protocol_only) &&
                             p != Protocol::simple)
                             continue;
                         const sim::Time t = comm.predict(c, a, p);
@@ -576,16 +576,30 @@ TEST_CASE("EFA: the plugin's latency joins every network step, twice under Simpl
                                    p)) ==
                   Approx(2 * (nodes - 1) * per_step).epsilon(1e-6));
         }
+        // NCCL's tuning times no point-to-point transfer, all-to-all or broadcast chain with
+        // it: those are unchanged.
+        for (Op op : {Op::send_recv, Op::all_to_all, Op::broadcast}) {
+            INFO(to_string(op));
+            const Algorithm a = op == Op::broadcast ? Algorithm::ring : Algorithm::direct;
+            const Collective c =
+                coll(op, round_bytes(op, S, hardware::Dtype::fp32, 8 * nodes), a, Protocol::simple);
+            CHECK(c1.predict(c, a, Protocol::simple) == c0.predict(c, a, Protocol::simple));
+        }
+        // The tree and NVLSTree-free A100 nodes: the tree's 2 log2(N) network steps.
+        const Collective t = coll(Op::all_reduce, S, Algorithm::tree, Protocol::ll128);
+        CHECK(s(c1.predict(t, Algorithm::tree, Protocol::ll128)) -
+                  s(c0.predict(t, Algorithm::tree, Protocol::ll128)) >=
+              2 * 50e-6 * (1 - 1e-9));
     }
 }
 
 TEST_CASE("EFA: collectives.protocols simple runs Simple at every size, in every communicator",
           "[collectives][efa][errors]") {
     const auto& topo = topology("aws-p4d", 16);
-    CHECK(topo.spec().collectives.simple_only);
+    CHECK(topo.spec().collectives.simple_protocol_only);
     CHECK(topo.spec().network.net_latency == sim::Time::us(75));
-    CHECK(hardware::load_hardware("aws-p4de").collectives.simple_only); // extends aws-p4d
-    CHECK_FALSE(hardware::load_hardware("aws-p5").collectives.simple_only);
+    CHECK(hardware::load_hardware("aws-p4de").collectives.simple_protocol_only); // extends aws-p4d
+    CHECK_FALSE(hardware::load_hardware("aws-p5").collectives.simple_protocol_only);
     CHECK(hardware::load_hardware("aws-p6-b200").network.net_latency == sim::Time::us(35));
     for (int gpus : {8, 16}) { // NVLink only, and across the network
         const auto comm = Communicator::first(topo, gpus);
