@@ -46,13 +46,17 @@ std::string_view to_string(CudaGraphImpl i) {
 
 std::string cuda_graph_scope_error(CudaGraphImpl impl, std::uint8_t scope) {
     if (impl != CudaGraphImpl::local && impl != CudaGraphImpl::transformer_engine)
-        return "is what cuda_graph_impl local or transformer_engine captures of each layer; set "
-               "one of them (full_iteration captures the whole step), or leave cuda_graph_scope "
-               "out";
+        return "cuda_graph_scope names the parts of each layer that cuda_graph_impl local or "
+               "transformer_engine captures; set one of them (full_iteration captures the whole "
+               "step), or leave cuda_graph_scope out";
     if ((scope & graph_bit(GraphScope::moe_preprocess)) != 0 &&
         (scope & graph_bit(GraphScope::moe_router)) == 0)
         return "moe_preprocess is captured with the router: add moe_router (Megatron-Core "
                "requires it)";
+    if ((scope & graph_bit(GraphScope::moe)) != 0 &&
+        (scope & graph_bit(GraphScope::moe_router)) != 0)
+        return "moe captures the whole MoE block, moe_router a part of it: give one of them "
+               "(Megatron-Core refuses both)";
     return "";
 }
 

@@ -15,7 +15,10 @@
 ///   dispatch). No scope: the whole layer. The all-to-alls and the experts stay eager
 ///   under moe_router and moe_preprocess.
 /// - "full_iteration" (megatron/core/full_cuda_graph.py, FullCudaGraphWrapper): the whole
-///   forward-backward of the step, every micro-batch, one graph (the optimizer step outside):
+///   forward-backward of the step, every micro-batch, one graph (the optimizer step outside).
+///   Spelled cuda_graph_impl "full_iteration" from Megatron-LM@d98e8a64dd
+///   (transformer_config.py), and cuda_graph_impl "local" with cuda_graph_scope
+///   "full_iteration" in core_v0.17.1 (enums.py CudaGraphScope); the experiment takes both:
 ///   no kernel waits for the host, and the micro-batches' batches are read into static buffers
 ///   before the replay (StaticBufferLoader), so no micro-batch starts with the host alone.
 

@@ -73,6 +73,16 @@ std::optional<std::pair<std::string, const char*>> ep_overlap_refusal(const Para
                                      "recompute (Megatron-Core refuses the two together): use "
                                      "recompute: selective or none"),
                          kKey};
+    // megatron/core/transformer/transformer_config.py (__post_init__, NVIDIA/Megatron-LM@
+    // d98e8a64dd): "disable moe in recompute_modules" (a recompute method needs full
+    // recompute, refused above).
+    if (p.ep_overlap && p.recompute == RecomputePolicy::selective &&
+        (p.recompute_modules & models::recompute_bit(models::RecomputeModule::moe)) != 0)
+        return std::pair{std::string("overlap_moe_expert_parallel_comm splits the MoE block "
+                                     "into its dispatch, experts and combine, which recompute "
+                                     "module moe recomputes as one (Megatron-Core refuses the "
+                                     "two together): drop moe from recompute_modules"),
+                         kKey};
     if (p.delay_wgrad && !p.ep_overlap)
         return std::pair{std::string("delay_wgrad_compute delays the experts' weight gradients for "
                                      "overlap_moe_expert_parallel_comm: set it too, or leave "

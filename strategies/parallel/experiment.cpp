@@ -32,52 +32,12 @@ std::string_view to_string(RecomputePolicy r) {
     return "?";
 }
 
-std::pair<std::string, std::string> parse_override(const std::string& text) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-        throw InputError("--set: expected KEY=VALUE like parallel.tp=4, got '" + text + "'");
-    return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
 namespace {
 
 /// What an error about `key` of the file `path` says when it is said about `--set` instead:
 /// its reason, without the file's location and key.
 std::string set_reason(const InputError& err, const std::string& path) {
     return err.located_in(path) ? err.reason() : err.what();
-}
-
-/// Sets `key` (dotted) to `value` in the YAML tree. A preset name where a mapping is needed
-/// (`model: gpt3-175B` with `--set model.layers=48`) becomes `{extends: gpt3-175B}` first.
-void apply_override(YAML::Node root, const std::string& key, const std::string& value) {
-    std::vector<std::string> parts;
-    std::size_t start = 0;
-    for (std::size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
-        parts.push_back(key.substr(start, dot - start));
-    parts.push_back(key.substr(start));
-    for (const auto& p : parts) {
-        if (p.empty())
-            throw InputError("--set: malformed key '" + key + "'");
-    }
-    YAML::Node node;
-    node.reset(root);
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-        YAML::Node child = node[parts[i]];
-        if (child.IsScalar()) {
-            const std::string preset = child.Scalar();
-            child = YAML::Node(YAML::NodeType::Map);
-            child["extends"] = preset;
-            node[parts[i]] = child;
-        } else if (!child.IsDefined() || child.IsNull()) {
-            child = YAML::Node(YAML::NodeType::Map);
-            node[parts[i]] = child;
-        } else if (!child.IsMap()) {
-            throw InputError("--set " + key + ": '" + parts[i] + "' is not a mapping");
-        }
-        // reset() rebinds the handle; operator= would overwrite the node's content.
-        node.reset(node[parts[i]]);
-    }
-    node[parts.back()] = value;
 }
 
 /// The LoRA keys of a `training:` mapping beside `peft` (read by the key table): the target
@@ -178,14 +138,23 @@ void read_cuda_graphs(Map& m, TrainingSpec& t) {
     if (!m.has("cuda_graph_scope"))
         return;
     for (const auto& [at, name] : name_list(m, "cuda_graph_scope", "a scope's name")) {
+        // Megatron-Core through core_v0.17 spells the whole-step graph as cuda_graph_impl
+        // local with the scope full_iteration (enums.py CudaGraphScope.full_iteration); later
+        // releases as cuda_graph_impl full_iteration. Both are read as the latter.
+        if (name == "full_iteration" && t.cuda_graph_impl == CudaGraphImpl::local) {
+            t.cuda_graph_impl = CudaGraphImpl::full_iteration;
+            continue;
+        }
         const auto scope = parse_graph_scope(name);
         if (!scope)
             m.fail_at(at, "cuda_graph_scope",
                       "expected attn, mlp, moe, moe_router or moe_preprocess (Megatron-Core's "
-                      "CudaGraphScope), got '" +
+                      "CudaGraphScope; full_iteration with cuda_graph_impl local), got '" +
                           name + "'");
         t.cuda_graph_scope |= graph_bit(*scope);
     }
+    if (t.cuda_graph_impl == CudaGraphImpl::full_iteration && t.cuda_graph_scope == 0)
+        return;
     if (const std::string why = cuda_graph_scope_error(t.cuda_graph_impl, t.cuda_graph_scope);
         !why.empty())
         m.fail("cuda_graph_scope", why);
@@ -330,7 +299,7 @@ ExperimentSpec load_experiment(const std::string& path,
     if (!doc.IsMap())
         throw InputError(path + ": expected a mapping with hardware, model, training, parallel");
     for (const auto& [key, value] : overrides)
-        apply_override(doc, key, value);
+        detail::override_key(doc, key, value);
     ExperimentSpec e;
     try {
         e = detail::read_experiment_document(doc, path);
@@ -379,9 +348,6 @@ ExperimentSpec load_experiment(const std::string& path,
 
 namespace detail {
 
-void override_key(YAML::Node root, const std::string& key, const std::string& value) {
-    apply_override(std::move(root), key, value);
-}
 void read_training_section(config::YamlMap m, TrainingSpec& t) {
     read_training(m, t);
 }
@@ -470,7 +436,7 @@ ExperimentSpec make_experiment(const Platform& platform, int gpus,
                                const std::string& name) {
     YAML::Node doc(YAML::NodeType::Map);
     for (const auto& [key, value] : settings)
-        apply_override(doc, key, value);
+        detail::override_key(doc, key, value);
     config::YamlMap root(doc, name);
     ExperimentSpec e;
     e.file = name;

@@ -123,11 +123,11 @@ struct ParallelSpec {
     /// Full recompute of only the first `recompute_num_layers` layers of each model chunk
     /// (Megatron's --recompute-method block --recompute-num-layers N); false: every layer
     /// (--recompute-method uniform, with a checkpoint per layer: recompute_num_layers 1).
+    bool recompute_block = false;
+    int recompute_num_layers = 1;
     /// Groups that must stay inside one NVLink domain (`inside_nvlink`: a set of
     /// nvlink_domains.h's group_bit()s); a layout that puts one across domains is refused.
     std::uint8_t inside_nvlink = 0;
-    bool recompute_block = false;
-    int recompute_num_layers = 1;
     /// What selective recompute recomputes (`selective_recompute`): false, `attention`:
     /// Megatron's core attention (nothing with flash attention); true, `op`: torchtitan's
     /// op-level selective activation checkpointing (models::LayerConfig::selective_op).

@@ -462,13 +462,29 @@ std::vector<Unit> backward_units(const LayerWork& w) {
 
 namespace {
 
-/// The GPU seconds of ops [from, to) of `work` (the framework's efficiencies applied), and of
-/// those among them that are weight gradients when `wgrad` is given.
+/// Which ops of a slice op_seconds counts: all, or only those of the attention step of
+/// Megatron-Core's expert-parallel overlap (the shared experts and, in a recompute, the
+/// attention modules' kernels), or only the others.
+enum class OpSet : std::uint8_t { all, attention_step, other };
+
+bool in_attention_step(std::string_view name, bool recompute) {
+    // fine_grained_callables.py (NVIDIA/Megatron-LM@d98e8a64dd): the shared experts run in the
+    // attention node on the compute stream, forward and backward; a recompute of an attention
+    // module (mla_up_proj, core_attn, its norm) runs inside the attention's backward.
+    return name.starts_with("moe.shared.") ||
+           (recompute && (name.starts_with("attention.") || name.starts_with("input_layernorm")));
+}
+
+/// The GPU seconds of ops [from, to) of `work` in `set` (the framework's efficiencies applied),
+/// and of those among them that are weight gradients when `wgrad` is given.
 double op_seconds(const models::PassWork& work, int from, int to, const PassEnv& env,
-                  double* wgrad = nullptr) {
+                  double* wgrad = nullptr, OpSet set = OpSet::all, bool recompute = false) {
     double all = 0;
     for (int i = std::max(0, from); i < std::min(to, work.ops.count()); ++i) {
         const models::Op& op = work.ops[static_cast<std::size_t>(i)];
+        if (set != OpSet::all &&
+            in_attention_step(op.name, recompute) != (set == OpSet::attention_step))
+            continue;
         const double t =
             op.time.seconds() / (op.kind == models::OpKind::memory_bound ? env.fw->memory_efficiency
                                                                          : env.fw->gemm_efficiency);
@@ -519,17 +535,24 @@ std::optional<EpOverlapLayer> ep_overlap_layer(const LayerWork& w, const PassEnv
     const models::PassWork& F = w.forward;
     const models::PassWork& B = w.backward;
     EpOverlapLayer l;
-    l.attn_fwd = op_seconds(F, 0, dispatch->after + 1, env);
+    // The attention step holds the shared experts (and, backward, the attention modules'
+    // recompute) wherever the layer's op list puts them (in_attention_step).
+    const int nf = F.ops.count(), nb = B.ops.count(), nr = w.recompute.ops.count();
+    l.attn_fwd = op_seconds(F, 0, dispatch->after + 1, env, nullptr, OpSet::other) +
+                 op_seconds(F, 0, nf, env, nullptr, OpSet::attention_step);
     l.dispatch_fwd = seconds(*dispatch);
-    l.mlp_fwd = op_seconds(F, dispatch->after + 1, combine->after + 1, env);
+    l.mlp_fwd = op_seconds(F, dispatch->after + 1, combine->after + 1, env, nullptr, OpSet::other);
     l.combine_fwd = seconds(*combine);
-    l.post_fwd = op_seconds(F, combine->after + 1, F.ops.count(), env);
-    l.pre_bwd = op_seconds(w.recompute, 0, w.recompute.ops.count(), env) +
-                op_seconds(B, 0, combine_bwd->after + 1, env);
+    l.post_fwd = op_seconds(F, combine->after + 1, nf, env, nullptr, OpSet::other);
+    l.pre_bwd = op_seconds(w.recompute, 0, nr, env, nullptr, OpSet::other, true) +
+                op_seconds(B, 0, combine_bwd->after + 1, env, nullptr, OpSet::other);
     l.combine_bwd = seconds(*combine_bwd);
-    l.mlp_bwd = op_seconds(B, combine_bwd->after + 1, dispatch_bwd->after + 1, env, &l.mlp_wgrad);
+    l.mlp_bwd = op_seconds(B, combine_bwd->after + 1, dispatch_bwd->after + 1, env, &l.mlp_wgrad,
+                           OpSet::other);
     l.dispatch_bwd = seconds(*dispatch_bwd);
-    l.attn_bwd = op_seconds(B, dispatch_bwd->after + 1, B.ops.count(), env);
+    l.attn_bwd = op_seconds(B, dispatch_bwd->after + 1, nb, env, nullptr, OpSet::other) +
+                 op_seconds(B, 0, nb, env, nullptr, OpSet::attention_step) +
+                 op_seconds(w.recompute, 0, nr, env, nullptr, OpSet::attention_step, true);
     // The kernels' mix of tensor-core and memory-bound time sets the share they lose (as a
     // parameter gather's beside a layer: wait_for_gather).
     double all = 0, memory = 0;

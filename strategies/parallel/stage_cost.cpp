@@ -39,10 +39,17 @@ GroupCounts group_counts(const PlanContext& ctx, const VirtualStagePlan& st,
         ++r;
     }
     // Multi-token prediction's blocks run after the last layer, on the head's stage: a layer of
-    // the last layer's kind each, kept whole.
-    if (st.head && m.mtp_num_layers > 0)
-        counts[2 * kLayerKinds + static_cast<std::size_t>(layer_kind(m, m.layers - 1))] +=
+    // the last layer's kind each, recomputed as the stage's last layer is (Megatron-Core's
+    // MultiTokenPredictionBlock checkpoints its layers under full recompute, and their inner
+    // layer follows recompute_modules under selective: megatron/core/transformer/
+    // multi_token_prediction.py, _checkpointed_forward, NVIDIA/Megatron-LM@d98e8a64dd). The
+    // layers run full, then selective, then plain recompute (above): the last layer is in the
+    // last group that has one.
+    if (st.head && m.mtp_num_layers > 0) {
+        const std::size_t last = rp.none > 0 ? 2 : rp.selective > 0 ? 1 : 0;
+        counts[last * kLayerKinds + static_cast<std::size_t>(layer_kind(m, m.layers - 1))] +=
             m.mtp_num_layers;
+    }
     return counts;
 }
 
@@ -637,10 +644,7 @@ void apply_ep_overlap(const PlanContext& ctx, VirtualStagePlan& st, const Recomp
             slowdown_per_pair += n * (hidden - ep_overlap_saving(*l, par.delay_wgrad));
         }
     }
-    const long long micro_batches =
-        e.training.global_batch /
-        std::max<long long>(1, std::int64_t{e.training.micro_batch} * std::max(1, par.dp));
-    const double share = ep_paired_share(par.pp, st.rank, par.virtual_stages, micro_batches);
+    const double share = ep_paired_share(par.pp, st.rank, par.virtual_stages, e.micro_batches());
     const double waits = (st.forward.ep_wait + st.backward.ep_wait).seconds();
     const double hidden = std::min(hidden_per_pair * share, waits);
     if (hidden <= 0)
@@ -648,6 +652,9 @@ void apply_ep_overlap(const PlanContext& ctx, VirtualStagePlan& st, const Recomp
     // The slowdown in proportion to the all-to-all time that actually hides.
     const double slow = slowdown_per_pair * share * hidden / (hidden_per_pair * share);
     const double f = st.forward.ep_wait.seconds() / waits;
+    // The paired share is spread over every pass alike, the first micro-batch's forward too
+    // (a warmup pass, never paired itself): the step's total is the pairs', its order within
+    // the warmup approximate.
     hide_ep_wait(st.forward, hidden * f, slow * f);
     hide_ep_wait(st.first_forward, hidden * f, slow * f);
     hide_ep_wait(st.backward, hidden * (1 - f), slow * (1 - f));

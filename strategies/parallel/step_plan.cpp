@@ -91,8 +91,8 @@ void build_layer_works(PlanContext& ctx, models::LayerConfig cfg, Recompute firs
                        bool automatic_search) {
     const ExperimentSpec& e = ctx.e;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-        // The plain layer also for multi-token prediction's blocks, which run whole whatever
-        // the recompute (stage_cost.cpp, group_counts).
+        // The plain layer also where multi-token prediction's blocks run on a stage whose
+        // layers are all recomputed otherwise (stage_cost.cpp, group_counts).
         const bool used =
             r == first_choice || automatic_search ||
             (r == Recompute::none &&

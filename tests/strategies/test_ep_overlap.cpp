@@ -198,4 +198,31 @@ TEST_CASE("ep overlap and cuda graphs: bad settings name the key and the fix",
                         with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
                                          {"training.cuda_graph_scope", "[attention]"}})),
                Catch::Contains("attn, mlp, moe"));
+    // Megatron-Core's refusals (transformer_config.py __post_init__): the whole MoE block
+    // recomputed beside the overlap; moe and moe_router together.
+    const Settings overlap = {{"parallel.overlap_moe_expert_parallel_comm", "true"}};
+    CHECK_THAT(error_of(p, 8,
+                        with(with(moe(8, 8), overlap), {{"parallel.recompute", "selective"},
+                                                        {"parallel.recompute_modules", "moe"}})),
+               Catch::Contains("overlap_moe_expert_parallel_comm") &&
+                   Catch::Contains("drop moe from recompute_modules"));
+    CHECK_THAT(error_of(p, 8,
+                        with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
+                                         {"training.cuda_graph_scope", "[moe, moe_router]"}})),
+               Catch::Contains("give one of them"));
+}
+
+TEST_CASE("cuda graphs: core_v0.17's spelling of the whole-step graph is read as full_iteration",
+          "[strategies][cuda_graphs][input]") {
+    const Platform p = load_platform("dgx-h100");
+    const ExperimentSpec old =
+        make_experiment(p, 8,
+                        with(moe(8, 8), {{"training.cuda_graph_impl", "local"},
+                                         {"training.cuda_graph_scope", "[full_iteration]"}}),
+                        "moe.yaml");
+    CHECK(old.training.cuda_graph_impl == CudaGraphImpl::full_iteration);
+    CHECK(old.training.cuda_graph_scope == 0);
+    const ExperimentSpec now = make_experiment(
+        p, 8, with(moe(8, 8), {{"training.cuda_graph_impl", "full_iteration"}}), "moe.yaml");
+    CHECK(simulate_step(old).step_time_s == simulate_step(now).step_time_s);
 }
