@@ -42,8 +42,8 @@ TransportDefaults transport_defaults(Transport t) {
         // arithmetic gives for that MTU; but SRD's sender-side multipath spraying and
         // libfabric's provider path add per-message cost. Assumption (no EFA measurements
         // here): 0.95 of InfiniBand's payload rate. The cost per network step is what AWS's
-        // NCCL plugin reports as its devices' latency, which NCCL's tuning adds to every
-        // network step (NetworkSpec::net_latency): 35 us, its value for the P instances after
+        // NCCL plugin reports as its devices' latency, which NCCL's tuning adds to the network
+        // steps it times (NetworkSpec::net_latency): 35 us, its value for the P instances after
         // p5e (aws/aws-ofi-nccl src/platform-aws.cpp, platform_data_map: "p5en/p6-b200",
         // "p6-b300", "p-series"); the p4d, p4de and p5 presets give their 75 us.
         return {0.95, Time::zero(), Time::us(35)};

@@ -160,8 +160,8 @@ struct NetworkSpec {
     double transport_efficiency = 1;
     sim::Time transport_latency = sim::Time::zero();
     /// The latency the NCCL network plugin reports for its devices (ncclNetProperties_t::
-    /// latency; 0 for NCCL's own InfiniBand and socket transports). NCCL's tuning model adds it
-    /// to every network step of every algorithm, twice under the Simple protocol, whose steps
+    /// latency; 0 for NCCL's own InfiniBand and socket transports). NCCL's tuning adds it to the
+    /// network steps of the algorithms it times, twice under the Simple protocol, whose steps
     /// also wait for a flush (src/graph/tuning.cc, ncclTopoTuneModel: `interLat +=
     /// graphs[a]->latencyInter; if (p == NCCL_PROTO_SIMPLE) interLat += ...`, with
     /// latencyInter the NIC's latency, src/graph/search.cc). AWS's plugin reports 75 us on

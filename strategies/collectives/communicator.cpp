@@ -235,7 +235,7 @@ double tree_latency(const Plan& plan, Protocol p) {
     const bool across = plan.node_ranks.size() > 1;
     for (LinkLevel l : plan.tree().stage_level)
         latency += seconds(across ? plan.tree_step_latency(l, p) : plan.step_latency(l, p));
-    return latency;
+    return latency + (across ? seconds(plan.tree_plugin_latency(p)) : 0.0);
 }
 
 double tree_seconds(const Plan& plan, Protocol p, double bytes) {

@@ -224,11 +224,18 @@ public:
     }
     /// NCCL's Tree row of hardware latencies where the hardware gives it (collectives.tree),
     /// else the protocol's step latency.
-    /// Across the network it also holds the plugin's latency (tuned_network_latency).
     sim::Time tree_step_latency(LinkLevel level, Protocol p) const {
         const sim::Time t = tuning.tree.step_latency[idx(p)][static_cast<std::size_t>(level)];
-        return (t > sim::Time::zero() ? t : step_latency(level, p)) +
-               (level == LinkLevel::network ? plugin_latency[idx(p)] : sim::Time::zero());
+        return t > sim::Time::zero() ? t : step_latency(level, p);
+    }
+    /// The network plugin's latency on the double binary tree across nodes: NCCL's count,
+    /// 2 log2(nNodes) network latencies (tuning.cc: the tree's `log2i(nNodes) * interLat`, up
+    /// and down), whatever the depth of the tree's shape here.
+    sim::Time tree_plugin_latency(Protocol p) const {
+        int log2_nodes = 0;
+        for (auto x = node_ranks.size(); x > 1; x >>= 1)
+            ++log2_nodes;
+        return plugin_latency[idx(p)] * (2 * log2_nodes);
     }
     /// A network step of the algorithms NCCL's tuning model times (rings' all-reduce,
     /// all-gather and reduce-scatter, trees, NVLSTree, CollNet): the step latency and the

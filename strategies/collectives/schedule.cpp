@@ -781,6 +781,8 @@ void add_tree_phase(Decomposition& d, const PhaseInputs& in) {
     for (LinkLevel l : t.stage_level) // across nodes NCCL's Tree latencies (communicator.cpp)
         latency.push_back(plan.node_ranks.size() > 1 ? plan.tree_step_latency(l, p)
                                                      : plan.step_latency(l, p));
+    if (plan.node_ranks.size() > 1 && !latency.empty()) // the plugin's, as the closed form
+        latency.front() += plan.tree_plugin_latency(p);
     // Each tree carries an equal part of the buffer (two in a node, 2 x NIC ports across).
     const int parts = t.parts();
     std::vector<Part> part_list;

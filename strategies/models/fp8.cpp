@@ -29,8 +29,8 @@ bool runs_in_fp8(std::string_view name) {
 
 bool fp8_cast_fused(std::string_view name) {
     for (std::string_view fused :
-         {"attention.qkv", "attention.q_down", "attention.kv_down", "mlp.fc1", "mlp.fc2",
-          "moe.shared.fc1", "moe.shared.fc2", "moe.experts.fc2", "mlp.fc1.dgrad",
+         {"attention.qkv", "attention.q_down", "attention.q_proj", "attention.kv_down", "mlp.fc1",
+          "mlp.fc2", "moe.shared.fc1", "moe.shared.fc2", "moe.experts.fc2", "mlp.fc1.dgrad",
           "moe.shared.fc1.dgrad", "moe.experts.fc1.dgrad"}) {
         if (name == fused)
             return true;

@@ -154,15 +154,26 @@ void mla_forward(const Ctx& c, LayerWork& w, int ln1) {
     const std::int64_t a = m.heads / c.t;
     const std::int64_t qk = m.mla_qk_dim();
     const std::int64_t rope = m.qk_pos_emb_head_dim;
-    const std::int64_t latent = std::int64_t{m.q_lora_rank} + m.kv_lora_rank + rope;
+    // Without a query latent (q_lora_rank 0) the queries are projected from the hidden state by
+    // a column-parallel linear_q_proj, which gathers that state over the sequence shards
+    // instead of a query latent (multi_latent_attention.py, _qkv_down_projection:
+    // q_compressed = hidden_states).
+    const bool q_latent = m.q_lora_rank > 0;
+    const std::int64_t latent =
+        (q_latent ? std::int64_t{m.q_lora_rank} : c.h) + m.kv_lora_rank + rope;
     (void)ln1;
-    F.add(c.gemm("attention.q_down", local, m.q_lora_rank, c.h));
+    if (q_latent)
+        F.add(c.gemm("attention.q_down", local, m.q_lora_rank, c.h));
     const int kv_down = F.add(c.gemm("attention.kv_down", local, m.kv_lora_rank + rope, c.h));
-    const int q_norm = F.add(c.memory("attention.q_norm", 2 * T * m.q_lora_rank * e));
+    const int q_norm =
+        q_latent ? F.add(c.memory("attention.q_norm", 2 * T * m.q_lora_rank * e)) : Ctx::next(F);
     if (c.t > 1 && c.sp)
         add_collective(w, "attention.latent_all_gather", TpOp::all_gather, Pass::forward,
                        T * latent * e, kv_down, q_norm);
-    F.add(c.gemm("attention.q_up", T, a * qk, m.q_lora_rank));
+    if (q_latent)
+        F.add(c.gemm("attention.q_up", T, a * qk, m.q_lora_rank));
+    else
+        F.add(c.gemm("attention.q_proj", T, a * qk, c.h));
     F.add(c.memory("attention.kv_norm", 2 * T * m.kv_lora_rank * e));
     F.add(c.gemm("attention.kv_up", T, a * (m.qk_head_dim + m.v_head_dim), m.kv_lora_rank));
     // Rotary parts of the queries (per head) and of the shared key, read and written; then the
@@ -191,7 +202,9 @@ void mla_backward(const Ctx& c, LayerWork& w) {
     const std::int64_t qk = m.mla_qk_dim();
     const std::int64_t rope = m.qk_pos_emb_head_dim;
     const std::int64_t kv_up = a * (m.qk_head_dim + m.v_head_dim);
-    const std::int64_t latent = std::int64_t{m.q_lora_rank} + m.kv_lora_rank + rope;
+    const bool q_latent = m.q_lora_rank > 0;
+    const std::int64_t latent =
+        (q_latent ? std::int64_t{m.q_lora_rank} : c.h) + m.kv_lora_rank + rope;
     int i = Ctx::next(B);
     if (c.t > 1 && c.sp)
         add_collective(w, "attention.grad_all_gather", TpOp::all_gather, Pass::backward,
@@ -204,9 +217,15 @@ void mla_backward(const Ctx& c, LayerWork& w) {
     B.add(c.gemm("attention.kv_up.dgrad", T, m.kv_lora_rank, kv_up));
     B.add(c.gemm("attention.kv_up.wgrad", m.kv_lora_rank, kv_up, T));
     B.add(c.memory("attention.kv_norm.bwd", 4 * T * m.kv_lora_rank * e));
-    B.add(c.gemm("attention.q_up.dgrad", T, m.q_lora_rank, a * qk));
-    B.add(c.gemm("attention.q_up.wgrad", m.q_lora_rank, a * qk, T));
-    const int q_norm = B.add(c.memory("attention.q_norm.bwd", 4 * T * m.q_lora_rank * e));
+    int q_norm = 0;
+    if (q_latent) {
+        B.add(c.gemm("attention.q_up.dgrad", T, m.q_lora_rank, a * qk));
+        B.add(c.gemm("attention.q_up.wgrad", m.q_lora_rank, a * qk, T));
+        q_norm = B.add(c.memory("attention.q_norm.bwd", 4 * T * m.q_lora_rank * e));
+    } else {
+        B.add(c.gemm("attention.q_proj.dgrad", T, c.h, a * qk));
+        q_norm = B.add(c.gemm("attention.q_proj.wgrad", c.h, a * qk, T));
+    }
     i = Ctx::next(B);
     if (c.t > 1)
         add_collective(
@@ -215,8 +234,10 @@ void mla_backward(const Ctx& c, LayerWork& w) {
             i);
     B.add(c.gemm("attention.kv_down.dgrad", local, c.h, m.kv_lora_rank + rope));
     B.add(c.gemm("attention.kv_down.wgrad", c.h, m.kv_lora_rank + rope, local));
-    B.add(c.gemm("attention.q_down.dgrad", local, c.h, m.q_lora_rank));
-    B.add(c.gemm("attention.q_down.wgrad", c.h, m.q_lora_rank, local));
+    if (q_latent) {
+        B.add(c.gemm("attention.q_down.dgrad", local, c.h, m.q_lora_rank));
+        B.add(c.gemm("attention.q_down.wgrad", c.h, m.q_lora_rank, local));
+    }
 }
 
 } // namespace layer_detail

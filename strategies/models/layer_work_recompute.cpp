@@ -188,8 +188,11 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
         dropped += act.attention_core;
     }
     if (has(RecomputeModule::mla_up_proj) && c.m.is_mla()) {
-        recompute_range(w, forward_op(w, "attention.q_norm"), forward_op(w, "attention.flash"),
-                        true);
+        // From the query latent's norm, or without one from linear_q_proj, which the
+        // checkpointed up projection then runs (multi_latent_attention.py).
+        const int from = c.m.q_lora_rank > 0 ? forward_op(w, "attention.q_norm")
+                                             : forward_op(w, "attention.q_proj");
+        recompute_range(w, from, forward_op(w, "attention.flash"), true);
         dropped += act.mla_up;
     }
     if (has(RecomputeModule::layernorm) && pre_mlp_norm_apart) {

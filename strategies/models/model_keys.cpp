@@ -299,7 +299,8 @@ const std::vector<Key<ModelSpec>>& model_keys() {
           .min = 0,
           .max = kMaxDim,
           .mirrors = "--q-lora-rank",
-          .meaning = "latent attention's query latent",
+          .meaning = "latent attention's query latent; 0: none, the queries projected from the "
+                     "hidden state (DeepSeek-V2-Lite, Moonlight: q_lora_rank None)",
           .lands = "ModelSpec::q_lora_rank",
           .example = "1536",
           .group = "mla",

@@ -253,10 +253,11 @@ void validate(YamlMap& m, const ModelSpec& s) {
         auto positive = [&](int v, const char* key) {
             require(v > 0, key,
                     std::string("latent attention (kv_lora_rank > 0) needs ") + key +
-                        " > 0; DeepSeek-V3 has q_lora_rank 1536, qk_head_dim 128, "
-                        "qk_pos_emb_head_dim 64, v_head_dim 128");
+                        " > 0; DeepSeek-V3 has qk_head_dim 128, qk_pos_emb_head_dim 64, "
+                        "v_head_dim 128");
         };
-        positive(s.q_lora_rank, "q_lora_rank");
+        // q_lora_rank 0: no query latent, the queries projected from the hidden state
+        // (Megatron-Core's linear_q_proj when q_lora_rank is None: DeepSeek-V2-Lite, Moonlight).
         positive(s.qk_head_dim, "qk_head_dim");
         positive(s.qk_pos_emb_head_dim, "qk_pos_emb_head_dim");
         positive(s.v_head_dim, "v_head_dim");

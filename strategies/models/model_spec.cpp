@@ -100,7 +100,10 @@ std::int64_t mla_parameters_per_rank(const ModelSpec& m, int tp) {
     const std::int64_t replicated = h * m.q_lora_rank + norm * m.q_lora_rank +
                                     h * (std::int64_t{m.kv_lora_rank} + m.qk_pos_emb_head_dim) +
                                     norm * m.kv_lora_rank;
-    const std::int64_t split = std::int64_t{m.q_lora_rank} * a * m.mla_qk_dim() +
+    // Without a query latent (q_lora_rank 0) the queries come from the hidden state through a
+    // column-parallel linear_q_proj (Megatron-Core MLASelfAttention).
+    const std::int64_t q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
+    const std::int64_t split = q_in * a * m.mla_qk_dim() +
                                std::int64_t{m.kv_lora_rank} * a * (m.qk_head_dim + m.v_head_dim) +
                                a * m.v_head_dim * h;
     return replicated + split / tp;
@@ -180,10 +183,10 @@ double layer_forward_flops(const ModelSpec& m) {
         // QK^T over qk + rotary dimensions and attention over v_head_dim per head.
         const double a = m.heads;
         const double qk = static_cast<double>(m.mla_qk_dim());
-        const double gemms = h * m.q_lora_rank + m.q_lora_rank * a * qk +
-                             h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) +
-                             m.kv_lora_rank * a * (m.qk_head_dim + m.v_head_dim) +
-                             a * m.v_head_dim * h + mlp;
+        const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h; // linear_q_proj without one
+        const double gemms =
+            h * m.q_lora_rank + q_in * a * qk + h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) +
+            m.kv_lora_rank * a * (m.qk_head_dim + m.v_head_dim) + a * m.v_head_dim * h + mlp;
         return 2.0 * s * gemms + 2.0 * s * s * a * (qk + m.v_head_dim);
     }
     const double q = static_cast<double>(m.q_dim());

@@ -41,17 +41,19 @@ std::optional<std::pair<std::string, const char*>> ep_overlap_refusal(const Para
 struct EpOverlapLayer {
     // The forward (micro-batch n + 1).
     double attn_fwd = 0;     ///< kernels before the dispatch (attention, router, permutation)
+                             ///< and the shared experts
     double dispatch_fwd = 0; ///< the dispatch all-to-all
     double mlp_fwd = 0;      ///< the kernels between dispatch and combine (the experts)
     double combine_fwd = 0;  ///< the combine all-to-all
-    double post_fwd = 0;     ///< the kernels after the combine (unpermute, shared experts)
+    double post_fwd = 0;     ///< the kernels after the combine (unpermute, residual add)
     // The backward (micro-batch n).
-    double pre_bwd = 0;      ///< kernels before the combine's backward (recompute included)
+    double pre_bwd = 0;      ///< kernels before the combine's backward (the MLP's recompute)
     double combine_bwd = 0;  ///< the combine's all-to-all reversed
     double mlp_bwd = 0;      ///< the experts' data gradients and elementwise backward
     double mlp_wgrad = 0;    ///< the experts' weight gradients
     double dispatch_bwd = 0; ///< the dispatch's all-to-all reversed
-    double attn_bwd = 0;     ///< the kernels after it (permutation, router, attention)
+    double attn_bwd = 0;     ///< the kernels after it (permutation, router, attention, its
+                             ///< recompute) and the shared experts' backward
     /// What the all-to-all kernels take from the kernels beside them (overlap_interference.h):
     /// their SM share for tensor-core kernels and HBM share for memory-bound ones, weighted by
     /// the layer's mix of the two.

@@ -749,6 +749,15 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
                             "): it has one, TrainSchedule's 1F1B; set schedule: 1f1b, or a "
                             "Megatron stack (training.framework: megatron-lm)",
                         e.parallel.schedule_key.data());
+        // The engine refuses ZeRO stages 2 and 3 (deepspeed/runtime/pipe/engine.py,
+        // PipelineEngine.__init__: `assert self.zero_optimization_stage() < 2`, at
+        // microsoft/DeepSpeed@5fe9d61065).
+        if (e.parallel.pp > 1 && e.parallel.zero >= 2)
+            return fail("ZeRO stage " + std::to_string(e.parallel.zero) +
+                            " does not run under DeepSpeed's PipelineEngine (it asserts stage "
+                            "< 2); set zero: 0 or 1, or a Megatron stack (training.framework: "
+                            "megatron-lm)",
+                        "parallel.zero");
         e.parallel.dp_overlap = false;
     }
     const ParallelSpec& p = e.parallel;

@@ -471,7 +471,9 @@ bool in_attention_step(std::string_view name, bool recompute) {
     // fine_grained_callables.py (NVIDIA/Megatron-LM@d98e8a64dd): the shared experts run in the
     // attention node on the compute stream, forward and backward; a recompute of an attention
     // module (mla_up_proj, core_attn, its norm) runs inside the attention's backward.
-    return name.starts_with("moe.shared.") ||
+    // moe.shared.add (the shared experts' output added to the combine's) is the combine's
+    // postprocess: it stays after the combine.
+    return (name.starts_with("moe.shared.") && name != "moe.shared.add") ||
            (recompute && (name.starts_with("attention.") || name.starts_with("input_layernorm")));
 }
 

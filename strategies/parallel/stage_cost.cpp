@@ -39,15 +39,21 @@ GroupCounts group_counts(const PlanContext& ctx, const VirtualStagePlan& st,
         ++r;
     }
     // Multi-token prediction's blocks run after the last layer, on the head's stage: a layer of
-    // the last layer's kind each, recomputed as the stage's last layer is (Megatron-Core's
-    // MultiTokenPredictionBlock checkpoints its layers under full recompute, and their inner
-    // layer follows recompute_modules under selective: megatron/core/transformer/
-    // multi_token_prediction.py, _checkpointed_forward, NVIDIA/Megatron-LM@d98e8a64dd). The
-    // layers run full, then selective, then plain recompute (above): the last layer is in the
-    // last group that has one.
+    // the last layer's kind each, under the experiment's recompute (Megatron-Core's
+    // MultiTokenPredictionBlock checkpoints its layers under full recompute, skips that under
+    // recompute_method block, and its inner layer follows recompute_modules under selective:
+    // megatron/core/transformer/multi_token_prediction.py, NVIDIA/Megatron-LM@d98e8a64dd).
+    // The automatic search costs every choice: the block follows the stage's last layer.
     if (st.head && m.mtp_num_layers > 0) {
-        const std::size_t last = rp.none > 0 ? 2 : rp.selective > 0 ? 1 : 0;
-        counts[last * kLayerKinds + static_cast<std::size_t>(layer_kind(m, m.layers - 1))] +=
+        const ParallelSpec& par = ctx.e.parallel;
+        std::size_t g = 2; // none
+        if (par.recompute == RecomputePolicy::full && !par.recompute_block)
+            g = 0;
+        else if (par.recompute == RecomputePolicy::selective)
+            g = 1;
+        else if (par.recompute == RecomputePolicy::automatic)
+            g = rp.none > 0 ? 2 : rp.selective > 0 ? 1 : 0;
+        counts[g * kLayerKinds + static_cast<std::size_t>(layer_kind(m, m.layers - 1))] +=
             m.mtp_num_layers;
     }
     return counts;

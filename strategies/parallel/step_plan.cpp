@@ -91,12 +91,11 @@ void build_layer_works(PlanContext& ctx, models::LayerConfig cfg, Recompute firs
                        bool automatic_search) {
     const ExperimentSpec& e = ctx.e;
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-        // The plain layer also where multi-token prediction's blocks run on a stage whose
-        // layers are all recomputed otherwise (stage_cost.cpp, group_counts).
+        // The plain layer also for block recompute's other layers (and multi-token
+        // prediction's blocks under it: stage_cost.cpp, group_counts).
         const bool used =
             r == first_choice || automatic_search ||
-            (r == Recompute::none &&
-             (e.parallel.cp > 1 || e.parallel.recompute_block || e.model.mtp_num_layers > 0));
+            (r == Recompute::none && (e.parallel.cp > 1 || e.parallel.recompute_block));
         if (!used)
             continue;
         cfg.recompute = r;

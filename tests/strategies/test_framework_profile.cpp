@@ -181,6 +181,14 @@ TEST_CASE("framework profile: DeepSpeed's PipelineEngine runs 1F1B only",
                        {"parallel.pp", "2"},
                        {"parallel.schedule", "interleaved-1f1b"},
                        {"parallel.virtual_stages", "2"}}));
+    // The engine asserts ZeRO stage < 2 (pipe/engine.py, PipelineEngine.__init__).
+    const std::string zero = test::input_error_of([&] {
+        (void)gpt(a100, 8,
+                  {{"training.framework", "megatron-deepspeed"},
+                   {"parallel.pp", "2"},
+                   {"parallel.zero", "2"}});
+    });
+    CHECK_THAT(zero, Catch::Contains("ZeRO stage 2") && Catch::Contains("PipelineEngine"));
 }
 
 TEST_CASE("framework profile: the PipelineEngine's gradient all-reduce runs whole after the last "

@@ -282,11 +282,15 @@ TEST_CASE("multi-token prediction: one more layer and the LM head again on the l
     // by less than the last stage's own time.
     CHECK(with > without);
     CHECK(with < 2 * without);
-    // The block runs whole under any recompute: selective recompute of nothing (core_attn
-    // with FlashAttention) leaves the step as it is, the block included.
+    // The block follows the recompute: selective recompute of nothing (core_attn with
+    // FlashAttention) leaves the step as it is, the block included; full recompute makes the
+    // step longer than without it, the block included.
     Settings selective = mtp;
     selective.emplace_back("parallel.recompute", "selective");
     CHECK(step_seconds(selective, 8) == Approx(with).epsilon(1e-12));
+    Settings full = mtp;
+    full.emplace_back("parallel.recompute", "full");
+    CHECK(step_seconds(full, 8) > with);
     // Model FLOPs: the block's projection, layer and head, forward and backward.
     ModelSpec m = load_model("deepseek-v3");
     const double plain = model_flops_per_iteration(m, 1, false);
@@ -399,4 +403,48 @@ TEST_CASE("inside_nvlink: groups kept inside one NVLink domain, or refused",
     bad.back().second = "[xp]";
     CHECK_THAT(experiment_error(bad, 144, "gb200-nvl72"),
                Catch::Contains("expected tp, cp, ep, dp or pp"));
+}
+
+// DeepSeek-V2-Lite's released config (deepseek-ai/DeepSeek-V2-Lite, config.json): latent
+// attention without a query latent (q_lora_rank null), 64 routed experts of 1408 with 2 shared,
+// top-6, the first layer dense. The model card counts 15.7B parameters.
+TEST_CASE("latent attention without a query latent: the queries from the hidden state",
+          "[models][features][mla]") {
+    const ModelSpec m = parse_model_yaml("name: v2-lite\nkind: transformer\nlayers: 27\n"
+                                         "hidden: 2048\nheads: 16\nffn: 10944\nseq: 4096\n"
+                                         "vocab: 102400\nattention: flash\nactivation: swiglu\n"
+                                         "norm: rmsnorm\nposition_embedding: rope\n"
+                                         "tied_embeddings: false\nbias: false\ndropout: 0\n"
+                                         "kv_lora_rank: 512\nqk_head_dim: 128\n"
+                                         "qk_pos_emb_head_dim: 64\nv_head_dim: 128\n"
+                                         "num_experts: 64\nmoe_router_topk: 6\n"
+                                         "moe_ffn_hidden_size: 1408\n"
+                                         "moe_shared_expert_intermediate_size: 2816\n"
+                                         "first_k_dense_replace: 1\n",
+                                         "v2-lite.yaml");
+    REQUIRE(m.q_lora_rank == 0);
+    // linear_q_proj (2048 x 16 x 192 per layer, 170M in all) is 1.1% of the total: without it
+    // the count would be 15.54B.
+    CHECK(parameter_counts(m).total == Approx(15.7e9).epsilon(0.005));
+
+    const ComputeModel cm(hardware::load_hardware("dgx-h100"));
+    LayerConfig cfg;
+    cfg.tp = 2;
+    cfg.sequence_parallel = true;
+    const LayerWork w = layer_work(m, cfg, cm);
+    const Op& q = op_named(w.forward, "attention.q_proj");
+    CHECK(q.n == 16 / 2 * (128 + 64));
+    CHECK(q.k == 2048);
+    for (const Op& op : w.forward.ops)
+        CHECK_FALSE(std::string_view(op.name).starts_with("attention.q_down"));
+    CHECK(op_named(w.backward, "attention.q_proj.wgrad").m == 2048);
+    // Under sequence parallelism the hidden state is gathered for linear_q_proj, beside the
+    // key/value latent and the shared rotary key.
+    bool gathered = false;
+    for (const TpCollective& c : w.collectives)
+        if (c.name == "attention.latent_all_gather") {
+            gathered = true;
+            CHECK(c.bytes == q.m * (2048 + 512 + 64) * 2);
+        }
+    CHECK(gathered);
 }
