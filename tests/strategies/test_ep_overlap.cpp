@@ -8,6 +8,8 @@
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/training_step.h"
 
+#include "support/scratch.h"
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -43,12 +45,7 @@ Settings with(Settings s, const Settings& more) {
 }
 
 std::string error_of(const Platform& p, int gpus, const Settings& s) {
-    try {
-        make_experiment(p, gpus, s, "moe.yaml");
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
+    return test::input_error_of([&] { (void)make_experiment(p, gpus, s, "moe.yaml"); });
 }
 
 } // namespace

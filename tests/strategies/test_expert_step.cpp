@@ -11,6 +11,8 @@
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"
 
+#include "support/scratch.h"
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -71,12 +73,7 @@ Settings tiny_moe(int ep, int dp, int tp = 1) {
 }
 
 std::string error_of(const Platform& p, int gpus, const Settings& s) {
-    try {
-        make_experiment(p, gpus, s, "moe.yaml");
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no error)";
+    return test::input_error_of([&] { (void)make_experiment(p, gpus, s, "moe.yaml"); });
 }
 
 double sum(const Breakdown& b) {
