@@ -209,6 +209,78 @@ TEST_CASE("ep overlap and cuda graphs: bad settings name the key and the fix",
                Catch::Contains("give one of them"));
 }
 
+TEST_CASE("cuda graphs and the overlap: what Megatron-Core refuses of the model and recompute",
+          "[strategies][moe][ep_overlap][cuda_graphs][input]") {
+    // transformer_config.py __post_init__ (core_v0.17.1, d98e8a64dd).
+    const Platform p = load_platform("dgx-h100");
+    const Settings te = {{"training.cuda_graph_impl", "transformer_engine"}};
+    const Settings dense = {{"model", "llama3-8B"},        {"model.layers", "4"},
+                            {"model.seq", "1024"},         {"training.global_batch", "64"},
+                            {"training.micro_batch", "1"}, {"parallel.dp", "8"}};
+    // Expert scopes on a model without experts; mlp on a model whose every layer has them.
+    for (const char* scope : {"[moe]", "[attn, moe_router]"})
+        CHECK_THAT(error_of(p, 8, with(with(dense, te), {{"training.cuda_graph_scope", scope}})),
+                   Catch::Contains("only supported for MoE"));
+    CHECK_THAT(error_of(p, 8, with(with(moe(8, 8), te), {{"training.cuda_graph_scope", "[mlp]"}})),
+               Catch::Contains("only supported for dense layers"));
+    // A model with dense layers before the experts keeps mlp.
+    CHECK(error_of(p, 8,
+                   with(with(moe(8, 8), te), {{"model.first_k_dense_replace", "1"},
+                                              {"training.cuda_graph_scope", "[attn, mlp]"}})) ==
+          "(no error)");
+    // Per-layer graphs with full recompute; the whole-iteration graph takes it.
+    for (const char* impl : {"transformer_engine", "local"})
+        CHECK_THAT(error_of(p, 8,
+                            with(dense, {{"training.cuda_graph_impl", impl},
+                                         {"parallel.recompute", "full"}})),
+                   Catch::Contains("full iteration CUDA graph"));
+    CHECK(error_of(p, 8,
+                   with(dense, {{"training.cuda_graph_impl", "full_iteration"},
+                                {"parallel.recompute", "full"}})) == "(no error)");
+    // moe recomputed around a transformer_engine moe_router graph.
+    CHECK_THAT(error_of(p, 8,
+                        with(with(moe(8, 8), te), {{"training.cuda_graph_scope", "[moe_router]"},
+                                                   {"parallel.recompute", "selective"},
+                                                   {"parallel.recompute_modules", "[moe]"}})),
+               Catch::Contains("not supported with moe_router"));
+    // More than one multi-token prediction layer beside the overlap.
+    const Settings dsv3 = {{"model", "deepseek-v3"},
+                           {"model.layers", "4"},
+                           {"model.first_k_dense_replace", "1"},
+                           {"model.seq", "1024"},
+                           {"model.mtp_num_layers", "2"},
+                           {"training.global_batch", "64"},
+                           {"training.micro_batch", "1"},
+                           {"parallel.dp", "8"},
+                           {"parallel.ep", "8"},
+                           {"parallel.overlap_moe_expert_parallel_comm", "true"}};
+    CHECK_THAT(error_of(p, 8, dsv3), Catch::Contains("at most one"));
+    CHECK_THAT(error_of(p, 8, with(dsv3, {{"model.mtp_num_layers", "1"}})),
+               !Catch::Contains("multi-token"));
+}
+
+TEST_CASE("cuda graphs: local captures the router and the preprocessing together",
+          "[strategies][cuda_graphs][input]") {
+    // core_v0.17.1 transformer_config.py: "local impl doesn't currently distinguish between
+    // moe_preprocess or moe_router so just set both if either is specified"; transformer_engine
+    // refuses moe_preprocess alone.
+    const Platform p = load_platform("dgx-h100");
+    const auto both = static_cast<std::uint8_t>(graph_bit(GraphScope::moe_router) |
+                                                graph_bit(GraphScope::moe_preprocess));
+    for (const char* scope : {"[moe_router]", "[moe_preprocess]"}) {
+        const ExperimentSpec e =
+            make_experiment(p, 8,
+                            with(moe(8, 8), {{"training.cuda_graph_impl", "local"},
+                                             {"training.cuda_graph_scope", scope}}),
+                            "moe.yaml");
+        CHECK(e.training.cuda_graph_scope == both);
+    }
+    CHECK_THAT(error_of(p, 8,
+                        with(moe(8, 8), {{"training.cuda_graph_impl", "transformer_engine"},
+                                         {"training.cuda_graph_scope", "[moe_preprocess]"}})),
+               Catch::Contains("moe_router"));
+}
+
 TEST_CASE("cuda graphs: core_v0.17's spelling of the whole-step graph is read as full_iteration",
           "[strategies][cuda_graphs][input]") {
     const Platform p = load_platform("dgx-h100");
