@@ -175,8 +175,10 @@ namespace {
 void write_profiles(std::string& out) {
     namespace par = strategies::parallel;
     out += "\n### Profiles (`profile:`, or an experiment's `training.framework`)\n\n"
-           "A profile sets these behaviours together; a key written in a framework: section "
-           "keeps its value under any profile. Fitted costs (host_overhead, microbatch_overhead, "
+           "A profile sets these behaviours together. Under the hardware file's profile a key "
+           "written in its framework: section keeps its value; an experiment's "
+           "training.framework sets all five (the experiment names the stack it runs). Fitted "
+           "costs (host_overhead, microbatch_overhead, "
            "the efficiencies) are the hardware file's under every profile.\n\n| Key |";
     const auto names = par::framework_profile_names();
     for (const auto& n : names)

@@ -287,9 +287,14 @@ void read_workload(config::YamlMap& root, ExperimentSpec& e, const std::string& 
     if (!root.has("training"))
         root.missing("training", "global_batch at least");
     read_training(root.map("training"), e.training);
-    // The stack by name, over the hardware file's framework (framework_profile.h).
-    if (e.training.framework)
+    // The stack by name, over the hardware file's framework (framework_profile.h): the
+    // experiment names the stack it runs, so the profile sets all its behaviours, those the
+    // hardware file's framework: section writes by their own keys too (they describe the
+    // stack of that file's fit, the default for experiments that name none).
+    if (e.training.framework) {
+        e.framework.explicit_keys = 0;
         apply_profile(e.framework, *e.training.framework);
+    }
     if (root.has("parallel"))
         read_parallel(root.map("parallel"), e.parallel);
 }

@@ -195,7 +195,7 @@ Key<TrainingSpec> framework_training_key() {
              .choices = {framework_profile_names().begin(), framework_profile_names().end()},
              .meaning = "the training stack by name: sets the behaviours the hardware file's "
                         "framework.profile would (framework_profile.h; docs/hardware-files.md, "
-                        "Profiles), those its framework: section writes by their own keys excepted",
+                        "Profiles), those its framework: section writes by their own keys too",
              .lands = "TrainingSpec::framework, then ExperimentSpec::framework (apply_profile)",
              .example = "megatron-core",
              .commented = true},

@@ -4,8 +4,10 @@
 /// that the step model distinguishes (FrameworkSpec's choices of how a stack runs, not its
 /// fitted costs: host_overhead, the efficiencies and microbatch_overhead stay what the
 /// hardware file's fit says). Chosen by the hardware file (`framework: {profile: NAME}`, the
-/// default of its experiments) or by the experiment (`training: {framework: NAME}`); a
-/// behaviour a framework: section writes with its own key keeps that value under any profile.
+/// default of its experiments) or by the experiment (`training: {framework: NAME}`). A
+/// behaviour the hardware file's framework: section writes with its own key keeps that value
+/// under the file's profile; the experiment's profile sets every behaviour (the experiment
+/// names the stack it runs).
 ///
 /// What each profile sets (docs/hardware-files.md repeats it, from profile_settings()):
 ///

@@ -20,8 +20,9 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
           .meaning = "the training stack by name, which sets batch_on_every_stage, "
                      "pipeline_tp_gather, fp32_grad_reduce, grad_accumulation and "
                      "pipeline_engine together (framework_profile.h: megatron-core, megatron-lm "
-                     "of 2021-22, megatron-deepspeed); a key written in a framework: section "
-                     "keeps its value; an experiment's training.framework chooses another",
+                     "of 2021-22, megatron-deepspeed); a key written in the framework: section "
+                     "keeps its value under it; an experiment's training.framework chooses "
+                     "another stack, all five behaviours with it",
           .lands = "FrameworkSpec::profile and the behaviours it sets",
           .example = "megatron-deepspeed"},
          +[](F& f, std::string_view name) { apply_profile(f, *parse_framework_profile(name)); }},

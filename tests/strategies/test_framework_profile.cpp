@@ -113,7 +113,8 @@ TEST_CASE("framework profile: each profile sets exactly the behaviours it docume
           "fused");
 }
 
-TEST_CASE("framework profile: a key written in a framework section overrides the profile",
+TEST_CASE("framework profile: a key written in a framework section overrides its profile, an "
+          "experiment's profile sets every behaviour",
           "[strategies][framework]") {
     // In the same section, whatever the order of the keys.
     const Platform p = parse_platform_yaml(
@@ -130,15 +131,16 @@ TEST_CASE("framework profile: a key written in a framework section overrides the
         tmp.write("top.yaml", "extends: base.yaml\nframework: {profile: megatron-lm}\n").string());
     CHECK(layered.framework.fp32_grad_reduce);                               // written below: kept
     CHECK(layered.framework.grad_accumulation == GradAccumulation::unfused); // the profile's
-    // The experiment's training.framework over the hardware file's: dgx-a100 writes
-    // pipeline_tp_gather: true, which megatron-core keeps; batch_on_every_stage it does not
-    // write, which megatron-core sets to false.
+    // The experiment's training.framework over the hardware file's: the experiment names the
+    // stack it runs, so megatron-core sets all five behaviours, dgx-a100's written
+    // pipeline_tp_gather: true (its fit's stack) included; the fitted costs stay the file's.
     const Platform a100 = load_platform("dgx-a100");
     CHECK(a100.framework.pipeline_tp_gather);
     CHECK_FALSE(a100.framework.profile);
+    CHECK(gpt(a100, 8, {}).framework.pipeline_tp_gather);
     const ExperimentSpec e = gpt(a100, 8, {{"training.framework", "megatron-core"}});
     CHECK(e.framework.profile == FrameworkProfile::megatron_core);
-    CHECK(e.framework.pipeline_tp_gather);
+    CHECK_FALSE(e.framework.pipeline_tp_gather);
     CHECK_FALSE(e.framework.batch_on_every_stage);
     CHECK(e.framework.host_overhead == a100.framework.host_overhead);
 }
