@@ -346,6 +346,16 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
     // 1F1B, and no other (deepspeed/runtime/pipe/engine.py, train_batch); it turns the
     // backward's gradient all-reduce off and reduces after the last step's backward
     // (ReduceGrads), whatever the experiment asks.
+    // DeepSpeed's engine without its PipelineEngine runs bf16 only under ZeRO
+    // (deepspeed/runtime/engine.py, _configure_distributed_model at v0.7.0: "When not running
+    // ZeRO, BF16 training support is only supported for Pipeline parallelism").
+    if (e.framework.grad_accumulation == GradAccumulation::deepspeed &&
+        !e.framework.deepspeed_pipeline && e.training.dtype == hardware::Dtype::bf16 &&
+        e.parallel.zero == 0)
+        return fail("bf16 without ZeRO runs on DeepSpeed's engine only under its PipelineEngine "
+                    "(DeepSpeed raises NotImplementedError); set zero: 1, pipeline_engine: "
+                    "deepspeed in the framework, or fp16",
+                    "parallel.zero");
     if (e.framework.deepspeed_pipeline) {
         if (e.parallel.pp > 1 && e.parallel.schedule != PipelineSchedule::one_f_one_b)
             return fail("schedule " + std::string(to_string(e.parallel.schedule)) +

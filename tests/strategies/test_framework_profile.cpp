@@ -191,6 +191,17 @@ TEST_CASE("framework profile: DeepSpeed's PipelineEngine runs 1F1B only",
                    {"parallel.zero", "2"}});
     });
     CHECK_THAT(zero, Catch::Contains("ZeRO stage 2") && Catch::Contains("PipelineEngine"));
+    // Without the PipelineEngine, DeepSpeed's engine runs bf16 only under ZeRO (engine.py,
+    // _configure_distributed_model at v0.7.0).
+    const Platform plain = parse_platform_yaml(
+        "extends: dgx-a100\nframework: {grad_accumulation: deepspeed, pipeline_engine: megatron}\n",
+        "p.yaml");
+    const std::string bf16 = test::input_error_of([&] {
+        (void)gpt(plain, 8, {{"training.dtype", "bf16"}, {"parallel.zero", "0"}});
+    });
+    CHECK_THAT(bf16, Catch::Contains("bf16 without ZeRO") && Catch::Contains("zero: 1"));
+    CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "bf16"}, {"parallel.zero", "1"}}));
+    CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "fp16"}, {"parallel.zero", "0"}}));
 }
 
 TEST_CASE("framework profile: the PipelineEngine's gradient all-reduce runs whole after the last "
@@ -284,6 +295,9 @@ TEST_CASE("framework profile: unfused gradient accumulation adds one kernel per 
         Platform q = p;
         q.framework.grad_accumulation = g;
         q.framework.fp32_grad_reduce = fp32;
+        // DeepSpeed's accumulation under its PipelineEngine (Megatron-DeepSpeed's GPTModelPipe
+        // at pp 1 too), which runs bf16 without ZeRO.
+        q.framework.deepspeed_pipeline = g == GradAccumulation::deepspeed;
         const ExperimentSpec e = gpt(q, 1, {{"training.dtype", dtype}});
         const auto topo = std::make_shared<const hardware::Topology>(e.cluster);
         return build_step_plan(e, topo).stage(0).backward;
