@@ -81,9 +81,14 @@ std::string preset_mismatch(config::YamlMap& model, const strategies::models::Mo
 /// block (its config's num_nextn_predict_layers, which the bridge takes as mtp_num_layers;
 /// Kimi K2 has none), and the layout of its `stages` model stages (pp x vp; the maps key them
 /// by (pp, vp), and every pair of one product has the same layout): the embedding with the
-/// first layers, the MTP block and the loss with the last.
-void latent_moe_recipe(Settings& s, const std::string& model, int stages) {
-    const bool mtp = contains(model, "DeepSeek-V3");
+/// first layers, the MTP block and the loss with the last. 32 stages (pp 8 x vp 4) are in no
+/// map: the layout is the one Megatron-Bridge writes for them, its H100 performance recipes'
+/// (perf_recipes/deepseek/h100/deepseek_v3.py "Et|(tt|)*30mL", kimi/h100/kimi_k2.py
+/// "Et|(tt|)*30L", v0.6.0; scripts/performance/configs/deepseek/deepseek_llm_pretrain.py at
+/// r0.2.0). `without_mtp`: the table says its DeepSeek-V3 ran without the block (the 25.11
+/// tables' "DeepSeekV3 (w/o MTP)").
+void latent_moe_recipe(Settings& s, const std::string& model, int stages, bool without_mtp) {
+    const bool mtp = contains(model, "DeepSeek-V3") && !without_mtp;
     if (mtp)
         s.emplace_back("model.mtp_num_layers", "1");
     const std::string last = std::string(mtp ? "m" : "") + "L";
@@ -91,6 +96,7 @@ void latent_moe_recipe(Settings& s, const std::string& model, int stages) {
         {4, "Et*16|t*16|t*16|t*13" + last},
         {8, "Et*8|(t*8|)*6t*5" + last},
         {16, "Et*4|(t*4|)*14t" + last},
+        {32, "Et|(tt|)*30" + last},
     };
     if (const auto it = layouts.find(stages); it != layouts.end())
         s.emplace_back("parallel.pipeline_model_parallel_layout", it->second);
@@ -227,6 +233,7 @@ constexpr std::array kMoeRecipes{
     // 25.11
     MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
     MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
 };
 // clang-format on
 
@@ -312,7 +319,8 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
         s.emplace_back("parallel.ep", std::to_string(optional_dim(par, "ep")));
         s.emplace_back("parallel.etp", "1");
         if (contains(r.model, "DeepSeek-V3") || contains(r.model, "Kimi K2"))
-            latent_moe_recipe(s, r.model, pp * std::max(1, vp));
+            latent_moe_recipe(s, r.model, pp * std::max(1, vp),
+                              stated(row, "notes") && contains(row.str("notes"), "w/o MTP"));
         if (const MoeRecipe* recipe = moe_recipe(row, r, moe))
             apply_moe_recipe(*recipe, s);
     }
@@ -569,8 +577,10 @@ std::vector<std::string> new_hardware_rules() {
         "`qwen3-30B-A3B`, `qwen3-235B-A22B`: the released configs, checked against the row's "
         "dimensions) at the row's sequence, with the printed expert-parallel size, experts "
         "unsplit (etp 1), token routing balanced (the tables force-balance it); DeepSeek-V3 "
-        "with its one multi-token-prediction block, DeepSeek-V3 and Kimi K2 with "
-        "Megatron-Bridge's pipeline layouts; what the container's performance recipe sets for "
+        "with its one multi-token-prediction block but where the table says it ran without "
+        "(25.11: \"w/o MTP\"), DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts "
+        "(pp x vp = 32, in no recipe's map: its H100 recipes' Et|(tt|)*30 with the loss); what the "
+        "container's performance recipe sets for "
         "DeepSeek-V3, Kimi K2 and the Qwen3 mixtures, read at the Megatron-Bridge release it ships "
         "(26.08 v0.6.0, 26.06 v0.5.0, 26.04.01 v0.4.2, 25.11 r0.2.0): the flex dispatcher "
         "(DeepEP or HybridEP: a copy per destination node across nodes, per destination GPU "
