@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "calibrate/gemm_variants.h"
 #include "calibrate/predict.h"
 #include "hardware/compute_model.h"
 
@@ -461,6 +462,10 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
     for (std::size_t f = 0; f < inputs.size(); ++f)
         for (std::size_t i = 0; i < inputs[f].file.gemms.size(); ++i) {
             const auto& g = inputs[f].file.gemms[i];
+            // The compute model's GEMM is the plain multiply; the variants are measured beside
+            // it (gemm_variant_ratios), not fitted.
+            if (g.variant != GemmVariant::plain)
+                continue;
             if (!result.fitted.cluster.node.gpu.supports(g.dtype)) {
                 result.warnings.push_back(
                     fmt::format("{}: gemms[{}] ({}) skipped: the GPU has no {} peak",
@@ -529,6 +534,16 @@ void fit_gemms(const std::vector<NamedMeasurements>& inputs, const FitOptions& o
                              "the same work");
     }
     record(result, part, fit_core(result.fitted, params, p, options, "gemms"), params);
+    // The variants beside the fit, as numbers: each one's time over its plain twin's.
+    std::vector<GemmMeasurement> all;
+    for (const auto& in : inputs)
+        all.insert(all.end(), in.file.gemms.begin(), in.file.gemms.end());
+    for (const auto& v : gemm_variant_ratios(all))
+        part.notes.push_back(fmt::format("{} {} (not fitted): {:.3f}x the plain GEMM's time, "
+                                         "median of {} shape{} ({:.3f}-{:.3f})",
+                                         hardware::to_string(v.dtype), to_string(v.variant),
+                                         v.median, v.shapes, v.shapes == 1 ? "" : "s", v.lowest,
+                                         v.highest));
     result.parts.push_back(std::move(part));
 }
 

@@ -345,6 +345,17 @@ const Record<GemmMeasurement>& record<GemmMeasurement>() {
                       .meaning = "what ran it (`cublaslt`; `torch` from a profiler trace)",
                       .lands = "GemmMeasurement::library"},
              .member = &G::library},
+            {.info = {.name = "variant",
+                      .type = FieldType::choice,
+                      .presence = Presence::optional,
+                      .choices = names(kGemmVariantNames),
+                      .meaning = "how it ran beside shape and types (GemmVariant): `plain` "
+                                 "(absent), `fast_accum` (fp8 without fp32 promotion of partial "
+                                 "sums: Transformer Engine's forward GEMMs), `accumulate_fp32` "
+                                 "(D = C + AB into fp32, beta 1: a weight gradient added into "
+                                 "Megatron's main_grad). Fits and validation use plain ones",
+                      .lands = "GemmMeasurement::variant"},
+             .member = enum_member<&G::variant>},
             time_field<G>("time_us", "us", "median time of one multiply", "GemmMeasurement::time",
                           &G::time),
             {.info = {.name = "tflops",

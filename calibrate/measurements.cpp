@@ -22,6 +22,12 @@ std::string_view to_string(CopyMethod method) {
 std::optional<CopyMethod> parse_copy_method(std::string_view text) {
     return find_name<CopyMethod>(kCopyMethodNames, text);
 }
+std::string_view to_string(GemmVariant v) {
+    return kGemmVariantNames[static_cast<std::size_t>(v)];
+}
+std::optional<GemmVariant> parse_gemm_variant(std::string_view text) {
+    return find_name<GemmVariant>(kGemmVariantNames, text);
+}
 std::string_view to_string(LaunchMethod method) {
     return kLaunchMethodNames[static_cast<std::size_t>(method)];
 }

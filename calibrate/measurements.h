@@ -75,12 +75,28 @@ struct CollectiveMeasurement {
     friend bool operator==(const CollectiveMeasurement&, const CollectiveMeasurement&) = default;
 };
 
+/// How a GEMM was run beside its shape and types, where training runs it otherwise than a
+/// plain multiply (Transformer Engine's cuBLASLt calls: transformer_engine/common/gemm/
+/// cublaslt_gemm.cu, and the use_split_accumulator flags of its Linear modules):
+/// - plain: D = op(A) op(B), beta 0; fp8 with cuBLASLt's default, fp32 promotion of the tensor
+///   cores' partial sums (CUBLASLT_MATMUL_DESC_FAST_ACCUM 0: what Transformer Engine asks for
+///   its backward GEMMs, _2X_ACC_DGRAD and _2X_ACC_WGRAD);
+/// - fast_accum: fp8 with the tensor cores' own accumulation (FAST_ACCUM 1: Transformer
+///   Engine's forward GEMMs, _2X_ACC_FPROP false);
+/// - accumulate_fp32: D = C + op(A) op(B) with C = D in fp32 (beta 1): a weight gradient added
+///   into Megatron's fp32 main_grad (gradient_accumulation_fusion), which reads and writes 8
+///   bytes per output element where a plain bf16 GEMM writes 2.
+enum class GemmVariant : std::uint8_t { plain, fast_accum, accumulate_fp32 };
+std::string_view to_string(GemmVariant v);
+std::optional<GemmVariant> parse_gemm_variant(std::string_view text);
+
 /// One matrix multiply D = op(A) op(B), A m x k, B k x n (column-major, cuBLAS convention).
 struct GemmMeasurement {
     std::int64_t m = 0, n = 0, k = 0;
     hardware::Dtype dtype = hardware::Dtype::fp16; ///< input type; fp8 is e4m3 with bf16 output
     std::string layout = "TN";                     ///< op(A) op(B): N or T each, as cuBLAS
     std::string library = "cublaslt";
+    GemmVariant variant = GemmVariant::plain;
     sim::Time time;
     std::string source;
 

@@ -102,6 +102,11 @@ void check_measurements(const MeasurementFile& file, const std::string& name) {
             throw InputError(fmt::format(
                 "{}: gemms[{}]{}: m, n, k must be positive and layout one of NN, NT, TN, TT", name,
                 i, from(g.source)));
+        // Fast accumulation is cuBLASLt's fp8 mode (CUBLASLT_MATMUL_DESC_FAST_ACCUM).
+        if (g.variant == GemmVariant::fast_accum && g.dtype != hardware::Dtype::fp8)
+            throw InputError(fmt::format("{}: gemms[{}]{}: variant fast_accum is an fp8 mode; "
+                                         "this GEMM's inputs are {}",
+                                         name, i, from(g.source), hardware::to_string(g.dtype)));
     }
     for (std::size_t i = 0; i < file.copies.size(); ++i) {
         const auto& c = file.copies[i];
@@ -154,8 +159,9 @@ void check_measurements(const MeasurementFile& file, const std::string& name) {
         return std::pair{what, what};
     });
     check_unique(file.gemms, "gemms", name, [](const GemmMeasurement& g) {
-        const std::string what = fmt::format("{}x{}x{} {} {} {}", g.m, g.n, g.k,
-                                             hardware::to_string(g.dtype), g.layout, g.library);
+        const std::string what = fmt::format(
+            "{}x{}x{} {} {} {}{}", g.m, g.n, g.k, hardware::to_string(g.dtype), g.layout, g.library,
+            g.variant == GemmVariant::plain ? "" : " " + std::string(to_string(g.variant)));
         return std::pair{what, what};
     });
     check_unique(file.copies, "copies", name, [](const CopyMeasurement& c) {

@@ -28,6 +28,8 @@ namespace clustersim::calibrate::measurements_detail {
 inline constexpr std::array<std::string_view, 4> kCopyKindNames{
     "device_to_device", "host_to_device", "device_to_host", "peer"};
 inline constexpr std::array<std::string_view, 2> kCopyMethodNames{"kernel", "memcpy"};
+inline constexpr std::array<std::string_view, 3> kGemmVariantNames{"plain", "fast_accum",
+                                                                   "accumulate_fp32"};
 inline constexpr std::array<std::string_view, 3> kLaunchMethodNames{
     "host_submit", "gpu_back_to_back", "launch_and_sync"};
 /// NCCL's algorithm names (NCCL_ALGO), lower case, plus our hierarchical composition.

@@ -304,6 +304,13 @@ void validate_gemms(PointSink& out, const hardware::ClusterSpec& cluster,
     for (std::size_t i = 0; i < file.gemms.size(); ++i) {
         const auto& g = file.gemms[i];
         const std::string src = where(g.source, out.name, PointKind::gemm, i);
+        if (g.variant != GemmVariant::plain) {
+            out.skips.add(PointKind::gemm,
+                          fmt::format("the compute model predicts plain GEMMs, not {} ones",
+                                      to_string(g.variant)),
+                          src);
+            continue;
+        }
         if (!model.supports(g.dtype)) {
             out.skips.add(PointKind::gemm,
                           fmt::format("{} has no {} peak in hardware '{}'", cluster.node.gpu.name,

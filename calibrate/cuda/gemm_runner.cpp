@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace clustersim::calibrate::cuda {
 namespace {
@@ -96,6 +97,121 @@ struct Operands {
     DeviceBuffer a, b, d;
 };
 
+/// What one run of the suite's GEMMs shares: the handle, its workspace and the stream.
+struct GemmBench {
+    const Context& ctx;
+    int device;
+    Stream& stream;
+    cublasLtHandle_t lt;
+    DeviceBuffer& workspace;
+    std::size_t workspace_bytes;
+};
+
+/// One GEMM of `shape` in `dtype` run as `variant` (GemmVariant: the output in fp32 with beta 1
+/// for accumulate_fp32, CUBLASLT_MATMUL_DESC_FAST_ACCUM for fast_accum), timed with the
+/// algorithm cuBLASLt's heuristic picks first; nullopt (with a warning) where it does not fit
+/// or cuBLASLt has no algorithm.
+std::optional<GemmMeasurement> time_gemm(const GemmBench& bench, const GemmShape& shape,
+                                         Dtype dtype, GemmVariant variant) {
+    DtypeSetup su = setup_for(dtype);
+    const bool accumulate = variant == GemmVariant::accumulate_fp32;
+    if (accumulate) {
+        su.cd = CUDA_R_32F;
+        su.cd_size = 4;
+    }
+    const bool ta = shape.layout[0] == 'T';
+    const bool tb = shape.layout[1] == 'T';
+    const auto m = static_cast<std::uint64_t>(shape.m);
+    const auto n = static_cast<std::uint64_t>(shape.n);
+    const auto k = static_cast<std::uint64_t>(shape.k);
+    const std::string what =
+        fmt::format("GEMM {}x{}x{} {} {}{}", m, n, k, hardware::to_string(dtype), shape.layout,
+                    variant == GemmVariant::plain ? "" : " " + std::string(to_string(variant)));
+    const std::size_t need = (m * k + k * n) * su.ab_size + m * n * su.cd_size;
+    if (need + bench.workspace_bytes > free_memory(bench.device) * 9 / 10) {
+        bench.ctx.warn(
+            fmt::format("{} skipped: its {} of operands do not fit", what, format_size(need)));
+        return std::nullopt;
+    }
+    Operands ops{DeviceBuffer(bench.device, m * k * su.ab_size),
+                 DeviceBuffer(bench.device, k * n * su.ab_size),
+                 DeviceBuffer(bench.device, m * n * su.cd_size)};
+    check(fill_random(ops.a.get(), m * k, su.fill, 1, bench.stream.get()), "fill_random");
+    check(fill_random(ops.b.get(), k * n, su.fill, 2, bench.stream.get()), "fill_random");
+    if (accumulate) // the accumulator a weight gradient is added into: finite values
+        check(fill_random(ops.d.get(), m * n, ElementType::f32, 3, bench.stream.get()),
+              "fill_random");
+
+    LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy> desc;
+    check(cublasLtMatmulDescCreate(&desc.h, su.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a),
+          "cublasLtMatmulDescSetAttribute");
+    check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b),
+          "cublasLtMatmulDescSetAttribute");
+    if (variant == GemmVariant::fast_accum) {
+        const std::int8_t fast = 1;
+        check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                             sizeof fast),
+              "cublasLtMatmulDescSetAttribute");
+    }
+    // Column-major storage: op(A) is m x k, so A is k x m when transposed.
+    LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> la, lb, lc;
+    check(cublasLtMatrixLayoutCreate(&la.h, su.ab, ta ? k : m, ta ? m : k, ta ? k : m),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&lb.h, su.ab, tb ? n : k, tb ? k : n, tb ? n : k),
+          "cublasLtMatrixLayoutCreate");
+    check(cublasLtMatrixLayoutCreate(&lc.h, su.cd, m, n, m), "cublasLtMatrixLayoutCreate");
+    LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
+    check(cublasLtMatmulPreferenceCreate(&pref.h), "cublasLtMatmulPreferenceCreate");
+    check(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &bench.workspace_bytes,
+                                               sizeof bench.workspace_bytes),
+          "cublasLtMatmulPreferenceSetAttribute");
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(bench.lt, desc.h, la.h, lb.h, lc.h,
+                                                             lc.h, pref.h, 1, &heuristic, &found);
+    if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
+        // Unsupported combinations (fp8 needs TN and dimensions that are multiples of 16) are
+        // skipped, not failed.
+        bench.ctx.warn(fmt::format("{} skipped: cuBLASLt has no algorithm for it ({})", what,
+                                   cublasLtGetStatusString(hs)));
+        return std::nullopt;
+    }
+    const float alpha = 1.0f;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    auto run = [&] {
+        check(cublasLtMatmul(bench.lt, desc.h, &alpha, ops.a.get(), la.h, ops.b.get(), lb.h, &beta,
+                             ops.d.get(), lc.h, ops.d.get(), lc.h, &heuristic.algo,
+                             bench.workspace.get(), bench.workspace_bytes, bench.stream.get()),
+              "cublasLtMatmul");
+    };
+    const double seconds = time_median(bench.ctx.timing, {&bench.stream}, run);
+    GemmMeasurement g;
+    g.m = shape.m;
+    g.n = shape.n;
+    g.k = shape.k;
+    g.dtype = dtype;
+    g.layout = shape.layout;
+    g.library = "cublaslt";
+    g.variant = variant;
+    g.time = std::max(sim::Time::from_seconds(seconds), sim::Time::ps(1));
+    return g;
+}
+
+/// The variants training runs beside the plain multiply (GemmVariant), per input type:
+/// Transformer Engine's fp8 forward GEMMs without fp32 promotion, and weight gradients added
+/// into fp32 main_grad (bf16 and fp8 inputs).
+std::vector<GemmVariant> variants_of(Dtype d) {
+    if (d == Dtype::fp8)
+        return {GemmVariant::fast_accum, GemmVariant::accumulate_fp32};
+    if (d == Dtype::bf16)
+        return {GemmVariant::accumulate_fp32};
+    return {};
+}
+
 } // namespace
 
 std::vector<GemmMeasurement> run_gemms(const Context& ctx) {
@@ -120,6 +236,7 @@ std::vector<GemmMeasurement> run_gemms(const Context& ctx) {
     check(cublasLtCreate(&lt.h), "cublasLtCreate");
     const std::size_t workspace_bytes = std::size_t{32} << 20;
     DeviceBuffer workspace(device, workspace_bytes);
+    const GemmBench bench{ctx, device, stream, lt.h, workspace, workspace_bytes};
 
     std::vector<GemmMeasurement> out;
     for (const Dtype dtype : dtypes) {
@@ -129,87 +246,32 @@ std::vector<GemmMeasurement> run_gemms(const Context& ctx) {
                                  hardware::to_string(dtype), prop.name, prop.major, prop.minor));
             continue;
         }
-        const DtypeSetup su = setup_for(dtype);
         double peak = 0;
         int points = 0;
         for (const auto& shape : shapes) {
-            const bool ta = shape.layout[0] == 'T';
-            const bool tb = shape.layout[1] == 'T';
-            const auto m = static_cast<std::uint64_t>(shape.m);
-            const auto n = static_cast<std::uint64_t>(shape.n);
-            const auto k = static_cast<std::uint64_t>(shape.k);
-            const std::size_t need = (m * k + k * n) * su.ab_size + m * n * su.cd_size;
-            if (need + workspace_bytes > free_memory(device) * 9 / 10) {
-                ctx.warn(fmt::format("GEMM {}x{}x{} {} skipped: its {} of operands do not fit", m,
-                                     n, k, hardware::to_string(dtype), format_size(need)));
-                continue;
+            if (auto g = time_gemm(bench, shape, dtype, GemmVariant::plain)) {
+                peak = std::max(peak, g->flop_rate());
+                ++points;
+                out.push_back(*g);
             }
-            Operands ops{DeviceBuffer(device, m * k * su.ab_size),
-                         DeviceBuffer(device, k * n * su.ab_size),
-                         DeviceBuffer(device, m * n * su.cd_size)};
-            check(fill_random(ops.a.get(), m * k, su.fill, 1, stream.get()), "fill_random");
-            check(fill_random(ops.b.get(), k * n, su.fill, 2, stream.get()), "fill_random");
-
-            LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy> desc;
-            check(cublasLtMatmulDescCreate(&desc.h, su.compute, CUDA_R_32F),
-                  "cublasLtMatmulDescCreate");
-            const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-            const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-            check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_a,
-                                                 sizeof op_a),
-                  "cublasLtMatmulDescSetAttribute");
-            check(cublasLtMatmulDescSetAttribute(desc.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_b,
-                                                 sizeof op_b),
-                  "cublasLtMatmulDescSetAttribute");
-            // Column-major storage: op(A) is m x k, so A is k x m when transposed.
-            LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> la, lb, lc;
-            check(cublasLtMatrixLayoutCreate(&la.h, su.ab, ta ? k : m, ta ? m : k, ta ? k : m),
-                  "cublasLtMatrixLayoutCreate");
-            check(cublasLtMatrixLayoutCreate(&lb.h, su.ab, tb ? n : k, tb ? k : n, tb ? n : k),
-                  "cublasLtMatrixLayoutCreate");
-            check(cublasLtMatrixLayoutCreate(&lc.h, su.cd, m, n, m), "cublasLtMatrixLayoutCreate");
-            LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
-            check(cublasLtMatmulPreferenceCreate(&pref.h), "cublasLtMatmulPreferenceCreate");
-            check(cublasLtMatmulPreferenceSetAttribute(pref.h,
-                                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                       &workspace_bytes, sizeof workspace_bytes),
-                  "cublasLtMatmulPreferenceSetAttribute");
-            cublasLtMatmulHeuristicResult_t heuristic{};
-            int found = 0;
-            const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
-                lt.h, desc.h, la.h, lb.h, lc.h, lc.h, pref.h, 1, &heuristic, &found);
-            if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
-                // Unsupported combinations (fp8 needs TN and dimensions that are multiples of
-                // 16) are skipped, not failed.
-                ctx.warn(fmt::format("GEMM {}x{}x{} {} {} skipped: cuBLASLt has no algorithm "
-                                     "for it ({})",
-                                     m, n, k, hardware::to_string(dtype), shape.layout,
-                                     cublasLtGetStatusString(hs)));
-                continue;
-            }
-            const float alpha = 1.0f;
-            const float beta = 0.0f;
-            auto run = [&] {
-                check(cublasLtMatmul(lt.h, desc.h, &alpha, ops.a.get(), la.h, ops.b.get(), lb.h,
-                                     &beta, ops.d.get(), lc.h, ops.d.get(), lc.h, &heuristic.algo,
-                                     workspace.get(), workspace_bytes, stream.get()),
-                      "cublasLtMatmul");
-            };
-            const double seconds = time_median(ctx.timing, {&stream}, run);
-            GemmMeasurement g;
-            g.m = shape.m;
-            g.n = shape.n;
-            g.k = shape.k;
-            g.dtype = dtype;
-            g.layout = shape.layout;
-            g.library = "cublaslt";
-            g.time = std::max(sim::Time::from_seconds(seconds), sim::Time::ps(1));
-            peak = std::max(peak, g.flop_rate());
-            ++points;
-            out.push_back(g);
         }
-        ctx.report(fmt::format("  GEMM {:<5} {} shapes, peak {:.1f} TFLOP/s",
-                               hardware::to_string(dtype), points, peak / 1e12));
+        // The variants on the square shapes of the full run (a layer's GEMMs at scale), each
+        // beside its plain twin (gemm_variants.h).
+        int variant_points = 0;
+        if (!o.quick) {
+            for (const GemmVariant v : variants_of(dtype))
+                for (const auto& shape : shapes)
+                    if (shape.m == shape.n && shape.n == shape.k && shape.m >= 1024)
+                        if (auto g = time_gemm(bench, shape, dtype, v)) {
+                            ++variant_points;
+                            out.push_back(*g);
+                        }
+        }
+        ctx.report(fmt::format("  GEMM {:<5} {} shapes, peak {:.1f} TFLOP/s{}",
+                               hardware::to_string(dtype), points, peak / 1e12,
+                               variant_points > 0
+                                   ? fmt::format(", {} variant points", variant_points)
+                                   : std::string()));
     }
     return out;
 }
