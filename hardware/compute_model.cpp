@@ -60,6 +60,13 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
             inv_attention_rate_[index(d)] =
                 1.0 / (gpu.peak(d) * sustained * c.fused_attention_efficiency);
     }
+    // The softmax's exponentials on the SFU (MUFU.EX2), on the SM clock as the tensor cores.
+    require(c.fused_attention_exposed_exp >= 0 && c.fused_attention_exposed_exp <= 1,
+            "compute.fused_attention.exposed_exp in [0, 1]");
+    if (c.fused_attention_exp2_per_sm_clock > 0 && gpu.clock_mhz > 0)
+        exp_seconds_per_score_ =
+            c.fused_attention_exposed_exp /
+            (gpu.sm_count * gpu.clock_mhz * 1e6 * sustained * c.fused_attention_exp2_per_sm_clock);
     tile_count_ = c.gemm_tile_count;
     for (int i = 0; i < tile_count_; ++i) {
         const GemmTile t = c.gemm_tiles[static_cast<std::size_t>(i)];
@@ -210,8 +217,13 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
     const std::int64_t waves = ceil_div(ctas, slots_);
     const double flops =
         fused_attention_flops(batch_heads, seq, head_dim, causal, backward, window);
-    const double work = flops / static_cast<double>(ctas) * static_cast<double>(waves * slots_);
-    const double t_comp = work * inv_rate + half_seconds_[index(dtype)];
+    const double wave_share = static_cast<double>(waves * slots_) / static_cast<double>(ctas);
+    const double work = flops * wave_share;
+    // One exponential per score the pass evaluates: the forward's FLOPs over its 4 d per score.
+    const double scores = fused_attention_flops(batch_heads, seq, head_dim, causal, false, window) /
+                          (4.0 * static_cast<double>(head_dim)) * wave_share;
+    const double t_comp =
+        work * inv_rate + scores * exp_seconds_per_score_ + half_seconds_[index(dtype)];
     const double t_mem =
         (static_cast<double>(fused_attention_bytes(batch_heads, seq, head_dim, dtype, backward)) +
          half_bytes_) *

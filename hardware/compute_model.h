@@ -38,7 +38,15 @@
 /// attention kernel (FlashAttention) runs one CTA per block of 128 queries of each head, in
 /// waves over the SMs, at the fused-attention efficiency, against the memory roofline of
 /// Q, K, V and O (and their gradients); its backward does 2.5x the forward's FLOPs (five
-/// products instead of two, Dao 2023).
+/// products instead of two, Dao 2023). Where the GPU's file gives the SFU's exponential rate,
+/// the share of the softmax's exponentials the kernel does not hide adds to its compute time:
+///
+///     t_comp = FLOPs / (peak * eff_attn) + exposed * scores / (SMs * clock * exp2_per_clock)
+///
+/// one exponential per score a pass evaluates (s^2 per head, half and the diagonal blocks when
+/// causal; the backward recomputes them), both terms at the sustained clock. It is what makes
+/// Blackwell Ultra's attention faster than Blackwell's at the same tensor peak (twice the
+/// MUFU.EX2 rate).
 ///
 /// A ComputeModel precomputes every rate, so a call is a handful of integer divisions and one
 /// `pow`: no allocation, no lookup by name (well under a microsecond; bench/bench_models.cpp).
@@ -161,6 +169,8 @@ private:
     double half_flops_ = 0;
     std::array<double, kDtypeCount> half_seconds_{};       ///< fill and drain time per dtype
     std::array<double, kDtypeCount> inv_attention_rate_{}; ///< 1 / (peak * attention eff)
+    /// exposed / (SMs * sustained clock * exp2 per SM clock): seconds per score; 0 = not costed
+    double exp_seconds_per_score_ = 0;
     double p_ = 0;
     double inv_p_ = 0;
     double inv_bandwidth_ = 0; ///< 1 / (hbm_bandwidth * mem_eff)

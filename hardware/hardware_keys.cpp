@@ -522,7 +522,7 @@ const std::vector<Key<ComputeSpec>>& compute_keys() {
           .type = KeyType::section,
           .fallback = "required",
           .meaning = "fused attention kernels (FlashAttention)",
-          .lands = "ComputeSpec::fused_attention_efficiency"}},
+          .lands = "ComputeSpec::fused_attention_*"}},
         {{.name = "memory",
           .type = KeyType::section,
           .fallback = "required",
@@ -599,6 +599,21 @@ const std::vector<Key<ComputeSpec>>& fused_attention_keys() {
           .meaning = "the sustained fraction of the dense peak, in (0, 1]: its softmax and "
                      "rescaling keep the tensor cores from GEMM rates",
           .lands = "ComputeSpec::fused_attention_efficiency"}},
+        {{.name = "exp2_per_sm_clock",
+          .type = KeyType::number,
+          .fallback = "0 (the exponentials not costed apart)",
+          .number_min = 0,
+          .meaning = "the SFU's exp2 results per SM per clock (MUFU.EX2): the softmax's "
+                     "exponentials, one per score each pass evaluates",
+          .lands = "ComputeSpec::fused_attention_exp2_per_sm_clock"},
+         field<&ComputeSpec::fused_attention_exp2_per_sm_clock>},
+        {{.name = "exposed_exp",
+          .type = KeyType::number,
+          .fallback = "0",
+          .number_min = 0,
+          .meaning = "the share, in [0, 1], of the exponentials' SFU time left unhidden",
+          .lands = "ComputeSpec::fused_attention_exposed_exp"},
+         field<&ComputeSpec::fused_attention_exposed_exp>},
     };
     return keys;
 }

@@ -274,6 +274,9 @@ void apply_compute(YamlMap m, ComputeSpec& c) {
     if (m.has("fused_attention")) {
         YamlMap a = m.map("fused_attention");
         read_fraction(a, "efficiency", c.fused_attention_efficiency);
+        config::read_keys(a, fused_attention_keys(), c);
+        if (c.fused_attention_exposed_exp > 1)
+            a.fail("exposed_exp", "expected a share in [0, 1]");
         a.finish();
     }
     if (m.has("memory")) {

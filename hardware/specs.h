@@ -206,6 +206,12 @@ struct ComputeSpec {
     /// Sustained fraction of the dense peak a fused attention kernel (FlashAttention) reaches:
     /// its softmax and rescaling keep the tensor cores from GEMM rates.
     double fused_attention_efficiency = 0;
+    /// The SFU's exp2 results per SM per clock (MUFU.EX2): the softmax's exponentials, one per
+    /// score each pass evaluates (the backward recomputes them); 0 = not costed apart.
+    double fused_attention_exp2_per_sm_clock = 0;
+    /// The share of those exponentials' SFU time a fused attention kernel does not hide under
+    /// its MMAs, in [0, 1].
+    double fused_attention_exposed_exp = 0;
     /// Sustained fraction of HBM bandwidth that large memory-bound kernels reach.
     double memory_efficiency = 0;
     /// Bytes moved at which a memory-bound kernel reaches half its sustained bandwidth.

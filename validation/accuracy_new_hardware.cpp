@@ -550,7 +550,10 @@ std::vector<std::string> new_hardware_rules() {
         "one preset per accelerator: B200 on `dgx-b200`, B300 on `dgx-b300`, GB200 and GB300 on "
         "`gb200-nvl72` and `gb300-nvl72` (whole racks of 72, the job on the first of them), "
         "H100 on `dgx-superpod-h100`, MI300X, MI325X and MI355X on `mi300x`, `mi325x` and "
-        "`mi355x`; TPU v4, v5e and v5p on `tpu-v4`, `tpu-v5e` and `tpu-v5p`",
+        "`mi355x`; TPU v4, v5e and v5p on `tpu-v4`, `tpu-v5e` and `tpu-v5p`; on the Blackwell "
+        "presets, fused attention as cuDNN's measured GB200 and GB300 kernels run it (a share of "
+        "the bf16 peak plus the exposed part of the softmax's exponentials on the SFU, whose "
+        "rate Blackwell Ultra doubles: compute_model.h)",
         "MaxText's TPU rows through the mesh keys (parallel.ici_*/dcn_*_parallelism, "
         "training.per_device_batch_size and remat_policy as printed; device_mesh.h maps them): "
         "the model from the row's dimensions as MaxText's default llama2 decoder builds it "
