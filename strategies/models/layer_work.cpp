@@ -198,7 +198,9 @@ Op optimizer_step(std::int64_t parameters, Dtype dtype, Optimizer optimizer, int
     const std::int64_t grad = mixed && zero_stage > 0 ? 2 : 4;
     const std::int64_t weights = mixed ? 8 + hardware::bytes_per_element(dtype) : 8;
     // m, v read and written: fp32, or one byte each with their block scales (8-bit Adam).
-    const std::int64_t state = optimizer == Optimizer::adam ? 16 : optimizer == Optimizer::adam8bit ? 4 : 0;
+    const std::int64_t state = optimizer == Optimizer::adam       ? 16
+                               : optimizer == Optimizer::adam8bit ? 4
+                                                                  : 0;
     Op op;
     op.name = optimizer == Optimizer::sgd ? "optimizer.sgd" : "optimizer.adam";
     op.kind = OpKind::memory_bound;

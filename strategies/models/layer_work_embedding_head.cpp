@@ -113,8 +113,8 @@ void loss_memory(const LayerConfig& cfg, bool loss_parallel, std::int64_t tokens
         // The autograd engine runs the slices' loss backwards (created after every output
         // layer, so higher sequence numbers) one after the other before any output-layer
         // backward: one slice's gradients at a time beside what the slices keep.
-        const std::int64_t slice = (logits + cfg.cross_entropy_chunks - 1) /
-                                   std::max(1, cfg.cross_entropy_chunks);
+        const std::int64_t slice =
+            (logits + cfg.cross_entropy_chunks - 1) / std::max(1, cfg.cross_entropy_chunks);
         if (cfg.compile) {
             // compute_cross_entropy compiled (training.compile_loss): Inductor saves each
             // slice's 16-bit logits and its per-token max and log-sum-exp, and its backward

@@ -34,8 +34,8 @@ std::int64_t adam8bit_state_bytes(std::int64_t parameters) {
 }
 
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
-                                  Optimizer optimizer, int zero_stage, int dp,
-                                  bool fp32_main_grads, bool master_weights) {
+                                  Optimizer optimizer, int zero_stage, int dp, bool fp32_main_grads,
+                                  bool master_weights) {
     if (zero_stage < 0 || zero_stage > 3)
         throw InputError("ZeRO stage must be 0, 1, 2 or 3, got " + std::to_string(zero_stage));
     if (dp < 1)
@@ -54,8 +54,7 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
     const std::int64_t held = zero_stage >= 1 ? shard : parameters;
     // Adam's m and v: fp32, or the parameters' dtype in pure 16-bit training; 8-bit Adam's
     // are counted apart.
-    const std::int64_t moments =
-        optimizer == Optimizer::adam ? (pure ? 2 * weight_bytes : 8) : 0;
+    const std::int64_t moments = optimizer == Optimizer::adam ? (pure ? 2 * weight_bytes : 8) : 0;
     ModelStateBytes m;
     m.weights = weight_bytes * (zero_stage >= 3 ? shard : parameters);
     m.gradients = grad_bytes * (zero_stage >= 2 ? shard : parameters);
@@ -65,8 +64,8 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
 }
 
 ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
-                                 Optimizer optimizer, int zero_stage, int dp,
-                                 bool fp32_main_grads, bool master_weights) {
+                                 Optimizer optimizer, int zero_stage, int dp, bool fp32_main_grads,
+                                 bool master_weights) {
     ModelStateBytes m = model_state_bytes(adapters, dtype, optimizer, zero_stage, dp,
                                           fp32_main_grads, master_weights);
     m.weights += frozen * hardware::bytes_per_element(dtype);

@@ -10,6 +10,7 @@
 #include "strategies/parallel/experiment_reader.h"
 #include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/nvlink_domains.h"
+#include "strategies/parallel/torchtune_features.h"
 
 #include <fmt/format.h>
 
@@ -575,58 +576,6 @@ std::optional<InputError> lora_error(const ExperimentSpec& e) {
     return std::nullopt;
 }
 
-/// torchtune's single-device memory features and pure 16-bit training, refused where torchtune
-/// refuses them (recipes/full_finetune_single_device.py at meta-pytorch/torchtune@1814feb17:
-/// optimizer_in_bwd with gradient accumulation, activation offloading without activation
-/// checkpointing) or where clustersim does not model them.
-std::optional<InputError> torchtune_feature_error(const ExperimentSpec& e) {
-    const Refuse fail{e};
-    const TrainingSpec& t = e.training;
-    const ParallelSpec& p = e.parallel;
-    if (!t.master_weights && hardware::bytes_per_element(t.dtype) != 2)
-        return fail("master_weights: false trains in the 16-bit dtype alone (torchtune's dtype "
-                    "bf16); training.dtype " +
-                        std::string(hardware::to_string(t.dtype)) +
-                        " needs no master copy or keeps one by design: use bf16 or fp16",
-                    "training.master_weights");
-    if (t.cross_entropy != models::CrossEntropy::chunked && t.cross_entropy_chunks != 8)
-        return fail("cross_entropy_chunks slices the chunked cross-entropy: it needs "
-                    "cross_entropy: chunked (or leave it out)",
-                    "training.cross_entropy_chunks");
-    if (t.cross_entropy == models::CrossEntropy::chunked && p.tp > 1)
-        return fail("cross_entropy: chunked is torchtune's CEWithChunkedOutputLoss, over whole "
-                    "vocabulary rows; with tensor parallelism (tp " +
-                        std::to_string(p.tp) + ") it is not modelled",
-                    "training.cross_entropy");
-    if (t.optimizer_in_bwd) {
-        if (t.forward_only)
-            return fail("optimizer_in_bwd runs the optimizer in the backward; forward_only: true "
-                        "has neither",
-                        "training.optimizer_in_bwd");
-        if (e.gpus != 1)
-            return fail("optimizer_in_bwd is modelled on one GPU (torchtune's single-device "
-                        "recipe); this run has " +
-                            std::to_string(e.gpus),
-                        "training.optimizer_in_bwd");
-        if (e.micro_batches() != 1)
-            return fail("optimizer_in_bwd steps in every backward: it needs one micro-batch per "
-                        "step (torchtune: \"Requires gradient_accumulation_steps=1\"), here " +
-                            std::to_string(e.micro_batches()),
-                        "training.optimizer_in_bwd");
-    }
-    if (t.activation_offloading) {
-        if (p.recompute != RecomputePolicy::full || p.recompute_block)
-            return fail("activation_offloading offloads the checkpointed layer inputs: it needs "
-                        "recompute: full on every layer (torchtune: \"enable_activation_offloading "
-                        "should only be True when enable_activation_checkpointing is True\")",
-                        "training.activation_offloading");
-        if (p.pp > 1)
-            return fail("activation_offloading with pipeline parallelism is not modelled",
-                        "training.activation_offloading");
-    }
-    return std::nullopt;
-}
-
 /// What the recompute, the token dispatcher and context parallelism ask of the model.
 std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
     const Refuse fail{e};
@@ -1034,8 +983,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
         return error;
     if (auto error = batch_error(e))
         return error;
-    if (auto error = torchtune_feature_error(e))
-        return error;
+    if (const auto refusal = torchtune_feature_refusal(e)) // torchtune_features.h
+        return Refuse{e}(refusal->first, refusal->second);
     if (auto error = validate_expert_parallel(e, Refuse{e}))
         return error;
     if (auto error = nvlink_domain_error(e))

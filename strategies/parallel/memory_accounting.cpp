@@ -122,8 +122,8 @@ namespace {
 std::int64_t backward_allocated_peak(const StepPlan& plan, const RankPlan& rp,
                                      std::int64_t activations, std::int64_t grads) {
     const ExperimentSpec* e = plan.experiment;
-    if (e == nullptr || plan.shape.forward_only || e->parallel.zero != 0 ||
-        plan.shape.ranks != 1 || plan.shape.micro_batches != 1 ||
+    if (e == nullptr || plan.shape.forward_only || e->parallel.zero != 0 || plan.shape.ranks != 1 ||
+        plan.shape.micro_batches != 1 ||
         (e->training.master_weights && !e->training.optimizer_in_bwd))
         return -1;
     const std::int64_t params = std::max<std::int64_t>(1, rp.parameters - rp.frozen_parameters);
@@ -152,8 +152,8 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         m.runtime_bytes = plan.runtime_bytes;
         m.peak_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
                        m.gathered_bytes;
-        if (const std::int64_t held = backward_allocated_peak(plan, rp, m.activations_bytes,
-                                                              m.grads_bytes);
+        if (const std::int64_t held =
+                backward_allocated_peak(plan, rp, m.activations_bytes, m.grads_bytes);
             held >= 0)
             m.peak_bytes = m.weights_bytes + m.optimizer_bytes + m.gathered_bytes + held;
         // Blocks the step's forward freed and the allocator keeps unused at the backward's

@@ -91,8 +91,8 @@ TEST_CASE("memory formulas: pure 16-bit training and 8-bit Adam, bytes per param
     // (bitsandbytes Optimizer8bit.init_state): 2 + 8/256 bytes per parameter.
     CHECK(adam8bit_state_bytes(256 * 1000) == 2 * 256 * 1000 + 8 * 1000);
     CHECK(adam8bit_state_bytes(257) == 2 * 257 + 8 * 2); // the last block partial
-    const ModelStateBytes q = model_state_bytes(256 * 1000, Dtype::bf16, Optimizer::adam8bit, 0,
-                                                1, false, false);
+    const ModelStateBytes q =
+        model_state_bytes(256 * 1000, Dtype::bf16, Optimizer::adam8bit, 0, 1, false, false);
     CHECK(q.weights == 2 * 256'000);
     CHECK(q.gradients == 2 * 256'000);
     CHECK(q.optimizer == adam8bit_state_bytes(256'000));
@@ -100,8 +100,8 @@ TEST_CASE("memory formulas: pure 16-bit training and 8-bit Adam, bytes per param
     CHECK(model_state_bytes(256'000, Dtype::bf16, Optimizer::adam8bit, 0, 1).optimizer ==
           4 * 256'000 + adam8bit_state_bytes(256'000));
     // ZeRO 1 shards the 8-bit state: ceil(P/d) per rank.
-    CHECK(model_state_bytes(2048, Dtype::bf16, Optimizer::adam8bit, 1, 8, false, false)
-              .optimizer == adam8bit_state_bytes(256));
+    CHECK(model_state_bytes(2048, Dtype::bf16, Optimizer::adam8bit, 1, 8, false, false).optimizer ==
+          adam8bit_state_bytes(256));
     // Parsed by its torchtune-style name.
     CHECK(parse_optimizer("adamw8bit") == Optimizer::adam8bit);
     CHECK(to_string(Optimizer::adam8bit) == "adamw8bit");

@@ -93,14 +93,15 @@ TEST_CASE("torchtune: optimizer_in_bwd holds the embedding's gradient and one la
     // or the kept ones beside the embedding's gradient, or the gradients held at the end.
     CHECK(m.peak_bytes <= m.weights_bytes + m.optimizer_bytes +
                               std::max(m.activations_bytes + embedding, m.grads_bytes));
-    CHECK(m.peak_bytes >= m.weights_bytes + m.optimizer_bytes +
-                              std::max(m.activations_bytes, m.grads_bytes));
+    CHECK(m.peak_bytes >=
+          m.weights_bytes + m.optimizer_bytes + std::max(m.activations_bytes, m.grads_bytes));
     CHECK(m.peak_bytes < pure.memory[0].peak_bytes);
 }
 
 TEST_CASE("torchtune: activation offloading keeps 5 layer inputs on the GPU",
           "[strategies][memory]") {
-    const Settings pure{{"training.master_weights", "false"}, {"training.optimizer_in_bwd", "true"}};
+    const Settings pure{{"training.master_weights", "false"},
+                        {"training.optimizer_in_bwd", "true"}};
     Settings off = pure;
     off.emplace_back("training.activation_offloading", "true");
     const auto kept = step(pure).memory[0].activations_bytes;
@@ -118,16 +119,16 @@ TEST_CASE("torchtune: 8-bit AdamW's state in a step", "[strategies][memory]") {
 
 TEST_CASE("torchtune: the combinations it refuses", "[strategies][memory]") {
     using test::input_error_of;
-    CHECK_THAT(input_error_of([] {
-                   experiment({{"training.optimizer_in_bwd", "true"}, {"training.global_batch", "4"}});
-               }),
-               Catch::Contains("gradient_accumulation_steps=1"));
-    CHECK_THAT(input_error_of([] {
-                   experiment({{"training.optimizer_in_bwd", "true"},
-                               {"training.global_batch", "16"}},
-                              8);
-               }),
-               Catch::Contains("one GPU"));
+    CHECK_THAT(
+        input_error_of([] {
+            experiment({{"training.optimizer_in_bwd", "true"}, {"training.global_batch", "4"}});
+        }),
+        Catch::Contains("gradient_accumulation_steps=1"));
+    CHECK_THAT(
+        input_error_of([] {
+            experiment({{"training.optimizer_in_bwd", "true"}, {"training.global_batch", "16"}}, 8);
+        }),
+        Catch::Contains("one GPU"));
     CHECK_THAT(input_error_of([] {
                    experiment({{"training.activation_offloading", "true"},
                                {"parallel.recompute", "none"}});
