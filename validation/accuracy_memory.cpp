@@ -231,9 +231,10 @@ std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap&
     } else {
         needs.emplace_back("an encoder with a classification head (BERT: no LM head and its "
                            "logits, token-type embeddings)");
-        needs.emplace_back("a single process's memory outside the allocator (its CUDA context "
-                           "alone; the presets' runtime_memory holds a multi-GPU stack's NCCL "
-                           "buffers)");
+        needs.emplace_back("a single process's memory outside the allocator: its CUDA context "
+                           "alone (the presets' runtime_memory holds a multi-GPU stack's NCCL "
+                           "buffers; the same guide measured 1343 MiB on this V100 after "
+                           "torch.ones((1, 1)).to('cuda'))");
         if (contains(precision, "AMP"))
             needs.emplace_back("automatic mixed precision (fp32 weights, fp16 copies per op)");
     }
