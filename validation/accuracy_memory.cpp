@@ -162,6 +162,61 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
     r.features.emplace_back(loss_compiled ? "compiled loss" : "eager loss");
 }
 
+/// torchtune's full_finetune_single_device (meta-pytorch/torchtune@1814feb17, the README
+/// table's): one GPU, the batch as one micro-batch, pure bf16 (its dtype bf16), torch's AdamW
+/// or 8-bit AdamW, the loss as its recipe builds it, recompute full or none, and the memory
+/// flags the row sets.
+void torchtune_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun& r) {
+    Settings& s = r.settings;
+    detail::dense_model(model, r.model, s);
+    const int batch = count_of(row, "micro_batch");
+    s.emplace_back("training.global_batch", std::to_string(batch));
+    s.emplace_back("training.micro_batch", std::to_string(batch));
+    const std::string precision = row.str("precision");
+    const std::string optimizer = row.str("optimizer");
+    if (contains(precision, "pure bf16")) {
+        s.emplace_back("training.dtype", "bf16");
+        s.emplace_back("training.master_weights", "false");
+        r.features.emplace_back("pure bf16");
+    }
+    // "8-bit AdamW" as bitsandbytes' AdamW8bit, whose states PyTorch's allocator holds (the
+    // Paged variant's would live in CUDA managed memory, outside active_bytes).
+    const bool adam8 = contains(optimizer, "8-bit");
+    s.emplace_back("training.optimizer", adam8 ? "adamw8bit" : "adamw");
+    if (adam8)
+        r.features.emplace_back("8-bit AdamW");
+    const std::string recompute = row.str("recompute");
+    r.recompute = contains(recompute, "full") ? "full" : "none";
+    s.emplace_back("parallel.recompute", r.recompute);
+    config::YamlMap other = row.map("other");
+    const bool compiled = flag(other, "torch_compile");
+    s.emplace_back("training.compile", compiled ? "true" : "false");
+    r.features.emplace_back(compiled ? "torch.compile" : "eager");
+    // Eager, torchtune's modules run op by op (torchtune/modules at 1814feb17): RMSNorm in
+    // fp32 then scaled (rms_norm.py), RoPE on an fp32 copy (position_embeddings.py), SwiGLU as
+    // silu(w1(x)) * w3(x) (feed_forward.py): no fused kernels.
+    if (!compiled)
+        for (const char* fusion : {"training.apply_rope_fusion", "training.bias_activation_fusion",
+                                   "training.norm_fusion"})
+            s.emplace_back(fusion, "false");
+    // The model upcasts its logits (TransformerDecoder: output(h).float()) and the loss is
+    // torch's cross_entropy, compiled around that input with compile; CEWithChunkedOutputLoss
+    // takes the 16-bit logits of 8 slices.
+    const bool chunked = contains(text_of(other, "loss"), "Chunked");
+    s.emplace_back("training.cross_entropy", chunked    ? "chunked"
+                                             : compiled ? "compiled-fp32"
+                                                        : "eager");
+    r.features.emplace_back(chunked ? "chunked loss" : compiled ? "compiled loss" : "eager loss");
+    if (contains(optimizer, "optimizer_in_bwd")) {
+        s.emplace_back("training.optimizer_in_bwd", "true");
+        r.features.emplace_back("optimizer in backward");
+    }
+    if (flag(other, "activation_offloading")) {
+        s.emplace_back("training.activation_offloading", "true");
+        r.features.emplace_back("activation offloading");
+    }
+}
+
 /// What a torchtune or Hugging Face row uses that the model does not have.
 std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap& model,
                                           const MemoryRun& r) {
@@ -169,29 +224,17 @@ std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap&
     // misfires on std::string temporaries built inside this function once it is inlined.
     std::vector<std::string_view> needs;
     const std::string precision = row.str("precision");
-    const std::string optimizer = row.str("optimizer");
-    config::YamlMap other = row.map("other");
     if (contains(r.framework, "torchtune")) {
-        if (contains(precision, "pure bf16"))
-            needs.emplace_back("pure bf16 training (bf16 weights, gradients and AdamW states, no "
-                               "fp32 master copy: torchtune's dtype bf16)");
         if (text_of(model, "seq_len").empty())
             needs.emplace_back("a sequence length (unpacked samples padded per batch: "
-                               "data-dependent)");
-        if (contains(text_of(other, "loss"), "Chunked"))
-            needs.emplace_back("chunked cross-entropy (CEWithChunkedOutputLoss)");
-        if (contains(optimizer, "optimizer_in_bwd"))
-            needs.emplace_back("the optimizer step fused into the backward (optimizer_in_bwd)");
-        if (flag(other, "activation_offloading"))
-            needs.emplace_back("activation offloading to the host");
-        if (contains(optimizer, "8-bit"))
-            needs.emplace_back("8-bit AdamW states");
+                               "data-dependent; the row gives only max_seq_len)");
     } else {
         needs.emplace_back("an encoder with a classification head (BERT: no LM head and its "
                            "logits, token-type embeddings)");
-        needs.emplace_back("a single process's memory outside the allocator (its CUDA context "
-                           "alone; the presets' runtime_memory holds a multi-GPU stack's NCCL "
-                           "buffers)");
+        needs.emplace_back("a single process's memory outside the allocator: its CUDA context "
+                           "alone (the presets' runtime_memory holds a multi-GPU stack's NCCL "
+                           "buffers; the same guide measured 1343 MiB on this V100 after "
+                           "torch.ones((1, 1)).to('cuda'))");
         if (contains(precision, "AMP"))
             needs.emplace_back("automatic mixed precision (fp32 weights, fp16 copies per op)");
     }
@@ -214,12 +257,15 @@ MemoryRun map_row(YAML::Node node, const std::string& file) {
         r.preset = contains(gpu, "V100") ? "dgx2-v100" : "dgx-a100";
         for (const auto& n : single_gpu_needs(row, model, r))
             r.not_modelled += (r.not_modelled.empty() ? "needs " : "; ") + n;
-        return r;
+        if (!r.not_modelled.empty())
+            return r;
+        torchtune_settings(row, model, r);
+    } else {
+        // One preset per cluster: Meta's Grand Teton H100s (96 GB HBM2e, 500 W) for the
+        // benchmark page's rows, an HGX H200 node for Trainy's.
+        r.preset = contains(gpu, "H200") ? "hgx-h200" : "grand-teton-h100";
+        torchtitan_settings(row, model, r);
     }
-    // One preset per cluster: Meta's Grand Teton H100s (96 GB HBM2e, 500 W) for the benchmark
-    // page's rows, an HGX H200 node for Trainy's.
-    r.preset = contains(gpu, "H200") ? "hgx-h200" : "grand-teton-h100";
-    torchtitan_settings(row, model, r);
     try {
         const auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
                                                              r.settings, r.id);
@@ -284,6 +330,17 @@ std::vector<std::string> memory_rules() {
         "loss PyTorch's cross_entropy on the logits upcast to fp32, compiled with the model "
         "where torchtitan's commit did (2024-10-22 to 2024-12-18 and from 2025-04-02: the "
         "framework version's date), eager otherwise",
+        "torchtune rows (its README's table, full_finetune_single_device at "
+        "meta-pytorch/torchtune@1814feb17): one A100 80GB (`dgx-a100`), the batch as one "
+        "micro-batch, the model from the row's dimensions with its tied embeddings, pure bf16 "
+        "(master_weights false: weights, gradients and AdamW's states in bf16, gradients "
+        "allocated by the backward and freed after the step), torch's AdamW, eager as its "
+        "modules run op by op (RMSNorm in fp32, SwiGLU unfused, grouped-query attention's keys "
+        "and values copied per query head: what autograd keeps of them), its loss as the "
+        "recipe builds it (the model's logits upcast to fp32 then cross_entropy, compiled "
+        "around that input with compile; CEWithChunkedOutputLoss over 8 slices), recompute as "
+        "printed, optimizer_in_bwd and activation offloading where the row sets them, \"8-bit "
+        "AdamW\" as bitsandbytes' AdamW8bit (its states in PyTorch's allocator)",
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
         "allocated + the allocator's segment floor per stream",
     };

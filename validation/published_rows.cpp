@@ -26,12 +26,14 @@ void dense_model(config::YamlMap model, const std::string& name, Settings& s) {
     s.emplace_back("model.attention", "flash");
     s.emplace_back("model.dropout", "0");
     if (contains(name, "Llama")) {
-        // Llama 2/3 (their papers and released configs): SwiGLU, RMSNorm, RoPE, untied
-        // output layer, no biases.
+        // Llama 2/3 (their papers and released configs): SwiGLU, RMSNorm, RoPE, no biases.
         s.emplace_back("model.activation", "swiglu");
         s.emplace_back("model.norm", "rmsnorm");
         s.emplace_back("model.position_embedding", "rope");
-        s.emplace_back("model.tied_embeddings", "false");
+        // Untied but where the row says otherwise (Llama 3.2 1B and 3B tie them).
+        const bool tied = model.has("tied_embeddings") && !model.raw("tied_embeddings").IsNull() &&
+                          model.boolean("tied_embeddings");
+        s.emplace_back("model.tied_embeddings", tied ? "true" : "false");
         s.emplace_back("model.bias", "false");
     } else if (contains(name, "Nemotron")) {
         // Nemotron-4 (the row's notes): squared ReLU, LayerNorm, RoPE, untied, no biases. The

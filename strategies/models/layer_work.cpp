@@ -69,7 +69,7 @@ std::string_view to_string(TpOp op) {
 }
 
 std::string_view to_string(Optimizer o) {
-    return o == Optimizer::sgd ? "sgd" : "adam";
+    return o == Optimizer::sgd ? "sgd" : o == Optimizer::adam8bit ? "adamw8bit" : "adam";
 }
 
 std::optional<Optimizer> parse_optimizer(std::string_view s) {
@@ -77,6 +77,8 @@ std::optional<Optimizer> parse_optimizer(std::string_view s) {
         return Optimizer::adam;
     if (s == "sgd")
         return Optimizer::sgd;
+    if (s == "adamw8bit" || s == "adam8bit")
+        return Optimizer::adam8bit;
     return std::nullopt;
 }
 
@@ -195,9 +197,12 @@ Op optimizer_step(std::int64_t parameters, Dtype dtype, Optimizer optimizer, int
     // et al.); fp32 master weights read and written in mixed precision, then the 16-bit copy.
     const std::int64_t grad = mixed && zero_stage > 0 ? 2 : 4;
     const std::int64_t weights = mixed ? 8 + hardware::bytes_per_element(dtype) : 8;
-    const std::int64_t state = optimizer == Optimizer::adam ? 16 : 0; // m, v read and written
+    // m, v read and written: fp32, or one byte each with their block scales (8-bit Adam).
+    const std::int64_t state = optimizer == Optimizer::adam       ? 16
+                               : optimizer == Optimizer::adam8bit ? 4
+                                                                  : 0;
     Op op;
-    op.name = optimizer == Optimizer::adam ? "optimizer.adam" : "optimizer.sgd";
+    op.name = optimizer == Optimizer::sgd ? "optimizer.sgd" : "optimizer.adam";
     op.kind = OpKind::memory_bound;
     op.bytes = parameters * (grad + weights + state);
     op.time = cm.memory_bound(op.bytes);

@@ -177,6 +177,15 @@ enum class CrossEntropy : std::uint8_t {
     /// 2024-10-22, to e8977b0, and from bbb1b61 on, build_cross_entropy_loss):
     /// Inductor fuses the upcast, the softmax and the loss and saves the 16-bit logits.
     compiled,
+    /// torchtune's compiled loss (training.compile_loss) on the logits its model upcast
+    /// outside it (TransformerDecoder.forward: `self.output(h).float()`): the compiled graph
+    /// saves its fp32 input and writes an fp32 gradient.
+    compiled_fp32,
+    /// torchtune's CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py):
+    /// the output layer run on LayerConfig::cross_entropy_chunks slices of the tokens, each
+    /// slice's logits upcast to fp32 and its cross-entropy computed one slice at a time (the
+    /// upcast and the loss compiled together under compile).
+    chunked,
 };
 
 /// How one layer is run.
@@ -241,6 +250,10 @@ struct LayerConfig {
     Lora lora;
     /// The loss's cross-entropy (the head's memory only).
     CrossEntropy cross_entropy = CrossEntropy::fused;
+    /// With CrossEntropy::chunked: the slices (torchtune's num_output_chunks, 8 by default).
+    int cross_entropy_chunks = 8;
+    /// torch.compile (the chunked cross-entropy's upcast and loss compiled together).
+    bool compile = false;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };
@@ -422,9 +435,12 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const hardware::
 enum class Optimizer : std::uint8_t {
     adam, ///< Adam / AdamW: fp32 moments m and v
     sgd,  ///< plain SGD: no optimizer state
+    /// 8-bit AdamW (bitsandbytes' AdamW8bit, torchao's AdamW8bit): m and v in one byte each
+    /// with an fp32 scale per block of 256 (memory_formulas.h, adam8bit_state_bytes)
+    adam8bit,
 };
 std::string_view to_string(Optimizer o);
-/// "adam", "adamw", "sgd"; nullopt otherwise.
+/// "adam", "adamw", "sgd", "adamw8bit"; nullopt otherwise.
 std::optional<Optimizer> parse_optimizer(std::string_view s);
 
 /// The optimizer update of `parameters` (those this rank updates: all it holds, or its 1/dp

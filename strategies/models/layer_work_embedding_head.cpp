@@ -53,12 +53,12 @@ namespace {
 /// What the cross-entropy over this rank's [T, V/t] logits (`tokens` T) holds from the forward
 /// to the backward (beside the final norm's), what its backward allocates at once, and what
 /// the caching allocator keeps unused then; `e` the 16-bit dtype's bytes (4: fp32 training).
-void loss_memory(CrossEntropy ce, bool loss_parallel, std::int64_t tokens, std::int64_t vocab_local,
-                 std::int64_t e, LayerWork& w) {
+void loss_memory(const LayerConfig& cfg, bool loss_parallel, std::int64_t tokens,
+                 std::int64_t vocab_local, std::int64_t e, LayerWork& w) {
     constexpr std::int64_t fp32 = 4;
     const std::int64_t logits = tokens * vocab_local;
     const std::int64_t norm = w.activation_bytes - logits * fp32;
-    switch (ce) {
+    switch (cfg.cross_entropy) {
     case CrossEntropy::fused:
         // vocab_parallel_cross_entropy keeps the fp32 softmax (the logits' fp32 copy, exp'd and
         // normalised in place) and writes its gradient into it (backward: grad_input =
@@ -95,6 +95,42 @@ void loss_memory(CrossEntropy ce, bool loss_parallel, std::int64_t tokens, std::
         w.activation_bytes = norm + logits * e + 2 * fp32 * tokens;
         w.recomputed_activation_bytes = logits * e;
         return;
+    case CrossEntropy::compiled_fp32:
+        // torchtune (meta-pytorch/torchtune@1814feb17): TransformerDecoder.forward returns
+        // `self.output(h).float()`, and training.compile_loss compiles the loss module around
+        // it: the compiled graph's input, the fp32 logits, is what its backward saves (with the
+        // per-token log-sum-exp), and it writes an fp32 gradient of them (ToCopyBackward then
+        // casts it to 16-bit). The 16-bit logits, freed by the upcast, stay cached as in eager.
+        w.activation_bytes = norm + logits * fp32 + 2 * fp32 * tokens;
+        w.recomputed_activation_bytes = logits * fp32;
+        w.cached_bytes = e < fp32 ? logits * e : 0;
+        return;
+    case CrossEntropy::chunked: {
+        // torchtune's CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py
+        // at 1814feb17): the model returns the output layer's 16-bit logits of
+        // cross_entropy_chunks slices of the tokens (TransformerDecoder.chunked_output), and
+        // compute_cross_entropy upcasts each slice and takes its loss, one slice at a time.
+        // The autograd engine runs the slices' loss backwards (created after every output
+        // layer, so higher sequence numbers) one after the other before any output-layer
+        // backward: one slice's gradients at a time beside what the slices keep.
+        const std::int64_t slice =
+            (logits + cfg.cross_entropy_chunks - 1) / std::max(1, cfg.cross_entropy_chunks);
+        if (cfg.compile) {
+            // compute_cross_entropy compiled (training.compile_loss): Inductor saves each
+            // slice's 16-bit logits and its per-token max and log-sum-exp, and its backward
+            // writes the slice's gradient in one kernel in their dtype.
+            w.activation_bytes = norm + logits * e + 2 * fp32 * tokens;
+            w.recomputed_activation_bytes = slice * e;
+        } else {
+            // Eager: each slice's fp32 log_softmax output saved (the fp32 copy freed with the
+            // slice's forward); its backward allocates the slice's two fp32 gradients
+            // (nll_loss's and log_softmax's) and then the 16-bit one.
+            w.activation_bytes = norm + logits * fp32;
+            w.recomputed_activation_bytes = slice * (2 * fp32 + e);
+            w.cached_bytes = e < fp32 ? logits * e : 0;
+        }
+        return;
+    }
     }
 }
 
@@ -172,7 +208,7 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
     // gathered input for its weight gradient, as the blocks' column-parallel linears do.
     const std::int64_t head_input = c.cfg.dtensor_tp ? T * c.h : sharded;
     w.activation_bytes = (sharded + head_input) * e + logits * fp32;
-    loss_memory(cfg.cross_entropy, tp && c.cfg.dtensor_tp, T, vocab_local, e, w);
+    loss_memory(cfg, tp && c.cfg.dtensor_tp, T, vocab_local, e, w);
     w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
     w.shares_embedding_weights = m.tied_embeddings;
     freeze_lora(cfg, w, false);

@@ -30,6 +30,36 @@ struct TransformerActivations {
     std::int64_t shared = 0;  ///< shared_experts: inside the shared experts
 };
 
+/// What eager PyTorch's chains (Fusions false; layer_work_context.cpp, eager_rmsnorm and its
+/// neighbours: torchtitan's and torchtune's Llama modules, torchtune/modules at
+/// meta-pytorch/torchtune@1814feb17) keep beyond the fused kernels' saved set. Autograd saves
+/// an input only where the gradient of another input that requires one needs it
+/// (tools/autograd/gen_variable_type.py's should_compute_output guards).
+/// - RMSNorm, `(x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight`:
+///   pow and the product keep the fp32 copy, the product with the weight its 16-bit input,
+///   where the fused kernel keeps the 16-bit input alone: 4 bytes more per element, each of
+///   the two norms (dense layers without latent attention).
+/// - RoPE on an fp32 copy times the rotation table, a buffer: nothing kept (the table needs
+///   no gradient); but grouped-query attention's keys and values are expanded to every
+///   query head and copied (`k.unsqueeze(2).expand(...).flatten(1, 2)`, torchtune's
+///   attention.py; torchtitan's repeat_kv) before scaled_dot_product_attention, which keeps
+///   the copies: e x (query - key) elements each.
+/// - SwiGLU, `silu(w1(x)) * w3(x)`: the product keeps silu's output too.
+std::int64_t eager_saved_bytes(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    if (m.is_mla() || c.moe || c.a2a)
+        return 0;
+    const LayerShape s = layer_shape(c);
+    std::int64_t bytes = 0;
+    if (s.norm_eager)
+        bytes += 2 * 4 * s.sharded;
+    if (s.rope_eager)
+        bytes += 2 * s.e * (s.q_elems - s.kv_elems);
+    if (s.swiglu_eager)
+        bytes += s.e * s.T * s.f;
+    return bytes;
+}
+
 TransformerActivations transformer_activations(const Ctx& c) {
     const ModelSpec& m = c.m;
     const std::int64_t e = c.elem;
@@ -116,7 +146,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
         a.all += masks + post_norm_input + fc1_input + mlp;
     else
         a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
-                post_norm_input + fc1_input + mlp;
+                post_norm_input + fc1_input + mlp + eager_saved_bytes(c);
     return a;
 }
 

@@ -54,10 +54,21 @@ struct ModelStateBytes {
 /// (https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md).
 /// fp32 training: 4P weights, 4P gradients, Adam 8P (no master copy), sharded likewise.
 /// SGD keeps no optimizer state beyond the master weights. Shards round up (ceil(P/d)).
+/// Without `master_weights` (pure 16-bit training, torchtune's dtype bf16) nothing is kept in
+/// fp32: 2P weights + 2P gradients + Adam's m and v in the parameters' dtype 4P = 8P, as
+/// torch.optim.AdamW allocates them (zeros_like(p), pytorch/pytorch@v2.5.0
+/// torch/optim/adamw.py, _init_group). Optimizer::adam8bit keeps m and v in one byte each
+/// with an fp32 scale per block of 256 (adam8bit_state_bytes) beside the master weights.
 /// Throws InputError for a ZeRO stage outside 0..3 or dp < 1.
 ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype,
                                   Optimizer optimizer, int zero_stage, int dp,
-                                  bool fp32_main_grads = false);
+                                  bool fp32_main_grads = false, bool master_weights = true);
+
+/// 8-bit Adam's state of `parameters`: m and v quantized to one byte each, blockwise, with an
+/// fp32 absolute maximum per block of 256 for each (bitsandbytes' Optimizer8bit.init_state,
+/// bitsandbytes/optim/optimizer.py, `blocks = n // 256` and `absmax1`, `absmax2` in float32;
+/// torchao's AdamW8bit likewise, block_size 256): 2P + 2 * 4 * ceil(P / 256).
+std::int64_t adam8bit_state_bytes(std::int64_t parameters);
 
 /// LoRA fine-tuning (layer_work.h, Lora): `frozen` base parameters held in the weights' dtype
 /// only (Hu et al. 2021, section 4.1: frozen weights receive no gradient, so no gradient,
@@ -68,6 +79,6 @@ ModelStateBytes model_state_bytes(std::int64_t parameters, hardware::Dtype dtype
 ///   ZeRO 0). Unsharded frozen weights: ZeRO stages other than 0 are refused with LoRA.
 ModelStateBytes lora_state_bytes(std::int64_t frozen, std::int64_t adapters, hardware::Dtype dtype,
                                  Optimizer optimizer, int zero_stage, int dp,
-                                 bool fp32_main_grads = false);
+                                 bool fp32_main_grads = false, bool master_weights = true);
 
 } // namespace clustersim::strategies::models

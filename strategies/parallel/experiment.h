@@ -69,6 +69,19 @@ struct TrainingSpec {
     /// The loss's cross-entropy as the framework runs it (models::CrossEntropy): what it holds
     /// around the head's backward. Megatron's fused one by default.
     models::CrossEntropy cross_entropy = models::CrossEntropy::fused;
+    /// With cross_entropy chunked: the slices (torchtune's CEWithChunkedOutputLoss
+    /// num_output_chunks).
+    int cross_entropy_chunks = 8;
+    /// Mixed precision's fp32 master weights (true), or pure 16-bit training (false,
+    /// torchtune's dtype bf16): weights, gradients and optimizer states all in `dtype`.
+    bool master_weights = true;
+    /// torchtune's optimizer_in_bwd: each parameter's optimizer step run in its gradient's
+    /// post-accumulate hook, the gradient freed after it (one GPU, one micro-batch per step).
+    bool optimizer_in_bwd = false;
+    /// torchtune's enable_activation_offloading (OffloadActivations, with full recompute):
+    /// the checkpointed layer inputs copied to the host in the forward and back in the
+    /// backward.
+    bool activation_offloading = false;
     /// With dtype fp8, Megatron-Core's fp8_recipe: delayed (Transformer Engine's delayed
     /// scaling, the default), tensorwise (dynamic tensorwise scaling as torchao.float8 runs
     /// it under torchtitan) or mxfp8 (Transformer Engine's MXFP8 block scaling); models/fp8.h.

@@ -8,6 +8,7 @@
 #include "strategies/parallel/ep_overlap.h"
 #include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/nvlink_domains.h"
+#include "strategies/parallel/torchtune_features.h"
 
 #include <fmt/format.h>
 
@@ -598,6 +599,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
         return error;
     if (auto error = batch_error(e))
         return error;
+    if (const auto refusal = torchtune_feature_refusal(e)) // torchtune_features.h
+        return Refuse{e}(refusal->first, refusal->second);
     if (auto error = validate_expert_parallel(e, Refuse{e}))
         return error;
     if (auto error = nvlink_domain_error(e))

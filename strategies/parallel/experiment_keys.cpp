@@ -202,6 +202,81 @@ Key<TrainingSpec> framework_training_key() {
             +[](T& t, std::string_view n) { t.framework = parse_framework_profile(n); }};
 }
 
+/// The loss's cross-entropy, torchtune's memory features and pure 16-bit training (its
+/// recipes' names, recipes/full_finetune_single_device.py at meta-pytorch/torchtune@1814feb17).
+std::vector<Key<TrainingSpec>> memory_training_keys() {
+    using T = TrainingSpec;
+    return {
+        {{.name = "cross_entropy",
+          .type = KeyType::choice,
+          .fallback = "fused",
+          .choices = {"fused", "eager", "compiled", "compiled-fp32", "chunked"},
+          .mirrors = "torchtitan's loss_fn (compiled with [training] compile but from "
+                     "December 2024 to April 2025); chunked: torchtune's "
+                     "CEWithChunkedOutputLoss",
+          .meaning = "the loss's cross-entropy, for the memory around the head's backward: "
+                     "Megatron's fused vocab-parallel one (the fp32 softmax kept, its gradient "
+                     "in place), PyTorch's cross_entropy on the logits upcast to fp32 (its "
+                     "log_softmax kept, two fp32 gradients of the logits at the backward's "
+                     "start), or that under torch.compile (the 16-bit logits kept, their "
+                     "gradient in one kernel), torchtune's compiled loss on the logits its "
+                     "model upcast (compiled-fp32: the fp32 logits kept, an fp32 gradient), or "
+                     "torchtune's chunked one (CEWithChunkedOutputLoss: the output layer and "
+                     "the fp32 loss one slice of the tokens at a time)",
+          .lands = "TrainingSpec::cross_entropy",
+          .example = "fused"},
+         +[](T& t, std::string_view v) {
+             t.cross_entropy = v == "eager"           ? models::CrossEntropy::eager
+                               : v == "compiled"      ? models::CrossEntropy::compiled
+                               : v == "chunked"       ? models::CrossEntropy::chunked
+                               : v == "compiled-fp32" ? models::CrossEntropy::compiled_fp32
+                                                      : models::CrossEntropy::fused;
+         }},
+        {{.name = "cross_entropy_chunks",
+          .fallback = "8",
+          .min = 1,
+          .max = 1 << 16,
+          .mirrors = "torchtune's CEWithChunkedOutputLoss num_output_chunks",
+          .meaning = "with cross_entropy chunked: the slices of the tokens",
+          .lands = "TrainingSpec::cross_entropy_chunks",
+          .example = "8",
+          .commented = true},
+         field<&T::cross_entropy_chunks>},
+        {{.name = "master_weights",
+          .type = KeyType::boolean,
+          .fallback = "true",
+          .mirrors = "torchtune's dtype: bf16 (false)",
+          .meaning = "fp32 master weights beside 16-bit ones (mixed precision), or false: pure "
+                     "16-bit training as PyTorch's own loop runs it (torchtune): weights, "
+                     "gradients and optimizer states all in dtype, the gradients allocated by "
+                     "the backward and freed after the step",
+          .lands = "TrainingSpec::master_weights",
+          .example = "true",
+          .commented = true},
+         field<&T::master_weights>},
+        {{.name = "optimizer_in_bwd",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "torchtune's optimizer_in_bwd",
+          .meaning = "each parameter's optimizer step in the backward, its gradient freed after "
+                     "it (one GPU, one micro-batch per step)",
+          .lands = "TrainingSpec::optimizer_in_bwd",
+          .example = "false",
+          .commented = true},
+         field<&T::optimizer_in_bwd>},
+        {{.name = "activation_offloading",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "torchtune's enable_activation_offloading",
+          .meaning = "with recompute full: the checkpointed layer inputs copied to the host in "
+                     "the forward and back in the backward",
+          .lands = "TrainingSpec::activation_offloading",
+          .example = "false",
+          .commented = true},
+         field<&T::activation_offloading>},
+    };
+}
+
 /// The training keys but LoRA's.
 std::vector<Key<TrainingSpec>> core_training_keys() {
     using T = TrainingSpec;
@@ -237,9 +312,10 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
         {{.name = "optimizer",
           .type = KeyType::choice,
           .fallback = "adam",
-          .choices = {"adam", "adamw", "sgd"},
-          .mirrors = "--optimizer",
-          .meaning = "the optimizer, for its state and its step",
+          .choices = {"adam", "adamw", "sgd", "adamw8bit"},
+          .mirrors = "--optimizer; adamw8bit: torchtune's bitsandbytes.optim.AdamW8bit",
+          .meaning = "the optimizer, for its state and its step (adamw8bit: m and v in one byte "
+                     "each with an fp32 scale per block of 256)",
           .lands = "TrainingSpec::optimizer",
           .example = "adam"},
          &set_parsed<T, &T::optimizer, models::parse_optimizer>},
@@ -294,25 +370,6 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .lands = "TrainingSpec::compile",
           .example = "false"},
          field<&T::compile>},
-        {{.name = "cross_entropy",
-          .type = KeyType::choice,
-          .fallback = "fused",
-          .choices = {"fused", "eager", "compiled"},
-          .mirrors = "torchtitan's loss_fn (compiled with [training] compile but from "
-                     "December 2024 to April 2025)",
-          .meaning = "the loss's cross-entropy, for the memory around the head's backward: "
-                     "Megatron's fused vocab-parallel one (the fp32 softmax kept, its gradient "
-                     "in place), PyTorch's cross_entropy on the logits upcast to fp32 (its "
-                     "log_softmax kept, two fp32 gradients of the logits at the backward's "
-                     "start), or that under torch.compile (the 16-bit logits kept, their "
-                     "gradient in one kernel)",
-          .lands = "TrainingSpec::cross_entropy",
-          .example = "fused"},
-         +[](T& t, std::string_view v) {
-             t.cross_entropy = v == "eager"      ? models::CrossEntropy::eager
-                               : v == "compiled" ? models::CrossEntropy::compiled
-                                                 : models::CrossEntropy::fused;
-         }},
         {{.name = "fp8_recipe",
           .type = KeyType::choice,
           .fallback = "delayed",
@@ -347,6 +404,8 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
     for (auto& k : maxtext_training_keys())
         keys.push_back(std::move(k));
     for (auto& k : cuda_graph_training_keys())
+        keys.push_back(std::move(k));
+    for (auto& k : memory_training_keys())
         keys.push_back(std::move(k));
     return keys;
 }

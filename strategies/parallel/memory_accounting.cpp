@@ -104,6 +104,40 @@ std::int64_t allocator_slack_bytes(double fragmentation, std::int64_t churn_byte
            static_cast<std::int64_t>(fragmentation * static_cast<double>(churn_bytes));
 }
 
+namespace {
+
+/// Where gradients are PyTorch's param.grad tensors, allocated by the backward (AccumulateGrad)
+/// and freed after the step (torchtune's optimizer.zero_grad(set_to_none=True), recipes/
+/// full_finetune_single_device.py at meta-pytorch/torchtune@1814feb17; or in the backward
+/// with optimizer_in_bwd), not a buffer held across the step as Megatron's and DeepSpeed's
+/// mixed precision keep: what the step's peak holds beside the weights, the optimizer state
+/// and any gathered parameters; -1 where gradients are held across the step. One micro-batch
+/// on one stage: the activations fall and the gradients grow through the backward, so the
+/// peak is at its start or its end. At the start, the activations with the loss's transient
+/// gradients (`activations`), then, once those are freed, the kept ones with the head's
+/// weight gradient (its vocabulary x hidden matrix, the first produced). At the end, every
+/// gradient and, with tied embeddings, the embedding backward's gradient of the shared matrix
+/// beside the output layer's until AccumulateGrad adds it into that one in place
+/// (torch/csrc/autograd/input_buffer.cpp, InputBuffer::accumulate).
+std::int64_t backward_allocated_peak(const StepPlan& plan, const RankPlan& rp,
+                                     std::int64_t activations, std::int64_t grads) {
+    const ExperimentSpec* e = plan.experiment;
+    if (e == nullptr || plan.shape.forward_only || e->parallel.zero != 0 || plan.shape.ranks != 1 ||
+        plan.shape.micro_batches != 1 ||
+        (e->training.master_weights && !e->training.optimizer_in_bwd))
+        return -1;
+    const std::int64_t params = std::max<std::int64_t>(1, rp.parameters - rp.frozen_parameters);
+    const std::int64_t elt = std::max<std::int64_t>(1, rp.grads_bytes / params);
+    const std::int64_t head = std::min(grads, std::int64_t{e->model.vocab} * e->model.hidden * elt);
+    std::int64_t kept = 0;
+    for (int c = 0; c < plan.shape.virtual_stages; ++c)
+        kept += plan.stage(virtual_stage(c, rp.rank, plan.shape)).activation_bytes;
+    const std::int64_t second = e->model.tied_embeddings ? head : 0;
+    return std::max({activations, std::min(kept, activations) + head, grads + second});
+}
+
+} // namespace
+
 void account_memory(const StepPlan& plan, StepResult& r) {
     r.capacity_bytes = plan.capacity_bytes;
     std::int64_t tightest = 0;
@@ -118,6 +152,10 @@ void account_memory(const StepPlan& plan, StepResult& r) {
         m.runtime_bytes = plan.runtime_bytes;
         m.peak_bytes = m.weights_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes +
                        m.gathered_bytes;
+        if (const std::int64_t held =
+                backward_allocated_peak(plan, rp, m.activations_bytes, m.grads_bytes);
+            held >= 0)
+            m.peak_bytes = m.weights_bytes + m.optimizer_bytes + m.gathered_bytes + held;
         // Blocks the step's forward freed and the allocator keeps unused at the backward's
         // peak (the 16-bit logits of an eager cross-entropy): the chunk with most.
         std::int64_t cached = 0;
@@ -166,11 +204,12 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     // The distributed optimizer's main gradients in fp32 where the framework reduces them in
     // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
     const bool fp32_grads = e.framework.fp32_grad_reduce;
-    models::ModelStateBytes m = models::lora_state_bytes(frozen, dense, dtype, e.training.optimizer,
-                                                         par.zero, par.shard_cp(), fp32_grads);
+    const bool master = e.training.master_weights;
+    models::ModelStateBytes m = models::lora_state_bytes(
+        frozen, dense, dtype, e.training.optimizer, par.zero, par.shard_cp(), fp32_grads, master);
     if (experts > 0) {
         const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero,
-                                                 edp, fp32_grads);
+                                                 edp, fp32_grads, master);
         m.weights += x.weights;
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
@@ -180,6 +219,20 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     // scales); torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
     if (hardware::is_quantized(e.training.dtype))
         m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe());
+    // torchtune's optimizer_in_bwd (training.register_optim_in_bwd_hooks, torchtune/training/
+    // memory.py at meta-pytorch/torchtune@1814feb17): each parameter's step runs in its
+    // post-accumulate-grad hook, which then sets its gradient to None. A parameter's gradient
+    // lives from its AccumulateGrad to its step: the embedding's (tied: the output layer's
+    // too, summed over both uses before its one AccumulateGrad) through the backward, beside
+    // the largest of a layer's (a matrix of hidden x ffn).
+    if (e.training.optimizer_in_bwd) {
+        const models::ModelSpec& md = e.model;
+        const std::int64_t elt = m.gradients / std::max<std::int64_t>(1, dense + experts);
+        const std::int64_t held = (std::int64_t{md.vocab} * md.hidden +
+                                   std::int64_t{md.hidden} * std::max(md.ffn, md.hidden)) *
+                                  elt;
+        m.gradients = std::min(m.gradients, held);
+    }
     return m;
 }
 

@@ -532,9 +532,17 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
     st.expert_parameters = 0;
     st.layer_parameters = 0;
     st.frozen_parameters = 0;
+    // torchtune's OffloadActivations (torchtune/training/_activation_offloading.py at
+    // meta-pytorch/torchtune@1814feb17): each checkpointed layer input is copied to the host in
+    // the forward, the last max_fwd_stash_size (5) kept on the GPU until their copies are
+    // done, and those are what the backward starts with; the others come back one at a time.
+    constexpr int kFwdStash = 5;
+    int on_gpu = ctx.e.training.activation_offloading ? kFwdStash : 1 << 30;
     for (auto [wp, n] : groups) {
         const LayerWork& w = *wp;
-        st.activation_bytes += n * w.activation_bytes;
+        const int kept = std::min(n, on_gpu);
+        on_gpu -= kept;
+        st.activation_bytes += kept * w.activation_bytes;
         st.parameters += n * w.parameters;
         st.frozen_parameters += n * w.frozen_parameters;
         st.expert_parameters += n * w.expert_parameters;

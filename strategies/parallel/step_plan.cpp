@@ -62,6 +62,8 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.remat_backward_reads = e.training.remat != RematPolicy::not_given;
     cfg.lora = e.training.lora;
     cfg.cross_entropy = e.training.cross_entropy;
+    cfg.cross_entropy_chunks = e.training.cross_entropy_chunks;
+    cfg.compile = e.training.compile;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;
     const int per_node = std::max(1, e.cluster.node.gpus);

@@ -76,7 +76,10 @@ struct Breakdown {
 /// (nvidia-smi's "used": reserved plus the CUDA context and NCCL's buffers).
 struct StageMemory {
     int stage = 0; ///< pipeline rank
-    /// Allocated: weights + gradients + optimizer + activations + gathered.
+    /// Allocated: weights + gradients + optimizer + activations + gathered; where the backward
+    /// allocates the gradients (pure 16-bit training, optimizer_in_bwd: memory_accounting.cpp)
+    /// the larger of the activations with the gradients alive at the backward's start and all
+    /// the gradients.
     std::int64_t peak_bytes = 0;
     /// Reserved: peak_bytes plus the allocator's slack (memory_accounting.h,
     /// allocator_slack_bytes).

@@ -97,6 +97,36 @@ TEST_CASE("cross-entropy: the logits' fp32 copies an eager loss holds, in closed
     CHECK(compiled.backward.time == fused.backward.time);
 }
 
+TEST_CASE("cross-entropy: torchtune's losses, the model-upcast logits and the chunked one",
+          "[models][memory]") {
+    const models::ModelSpec m = models::load_model("llama3-8B");
+    const std::int64_t T = 2 * std::int64_t{m.seq};
+    const std::int64_t logits = T * models::padded_vocab(m, 1);
+    const std::int64_t norm = 2 * T * m.hidden * 2;
+    // The compiled loss on the fp32 logits the model upcast: they are its saved input, and its
+    // backward writes an fp32 gradient: 8 bytes per logit at once; the bf16 block cached.
+    const auto fp32 = models::head_work(m, layer(2, CrossEntropy::compiled_fp32), h100());
+    CHECK(fp32.activation_bytes == norm + 4 * logits + 8 * T);
+    CHECK(fp32.recomputed_activation_bytes == 4 * logits);
+    CHECK(fp32.cached_bytes == 2 * logits);
+    // CEWithChunkedOutputLoss, 8 slices, compiled: the bf16 logits kept (each slice's), one
+    // slice's bf16 gradient at a time.
+    auto cfg = layer(2, CrossEntropy::chunked);
+    cfg.compile = true;
+    const auto chunked = models::head_work(m, cfg, h100());
+    CHECK(chunked.activation_bytes == norm + 2 * logits + 8 * T);
+    CHECK(chunked.recomputed_activation_bytes == 2 * (logits / 8));
+    // Eager: each slice's fp32 log_softmax kept; one slice's two fp32 gradients and its bf16
+    // one at a time: an eighth of the unchunked eager loss's 8 bytes per logit, plus 2.
+    cfg.compile = false;
+    const auto eager_chunked = models::head_work(m, cfg, h100());
+    CHECK(eager_chunked.activation_bytes == norm + 4 * logits);
+    CHECK(eager_chunked.recomputed_activation_bytes == 10 * (logits / 8));
+    // More slices, less at once.
+    cfg.cross_entropy_chunks = 16;
+    CHECK(models::head_work(m, cfg, h100()).recomputed_activation_bytes == 10 * (logits / 16));
+}
+
 TEST_CASE("cross-entropy: an eager loss's gradients on top of every activation, its logits "
           "reserved",
           "[parallel][memory]") {

@@ -70,3 +70,39 @@ TEST_CASE("memory formulas: weights, gradients and optimizer state by ZeRO stage
     CHECK_THROWS_AS(model_state_bytes(p, Dtype::fp16, Optimizer::adam, 4, d), InputError);
     CHECK_THROWS_AS(model_state_bytes(p, Dtype::fp16, Optimizer::adam, 1, 0), InputError);
 }
+
+TEST_CASE("memory formulas: pure 16-bit training and 8-bit Adam, bytes per parameter",
+          "[models][memory]") {
+    const std::int64_t p = 3'212'749'824; // Llama 3.2 3B (tied embeddings)
+    // Pure bf16 (torchtune's dtype bf16): 2 weights + 2 gradients + 2 m + 2 v, no master copy.
+    const ModelStateBytes pure = model_state_bytes(p, Dtype::bf16, Optimizer::adam, 0, 1, false,
+                                                   /*master_weights=*/false);
+    CHECK(pure.weights == 2 * p);
+    CHECK(pure.gradients == 2 * p);
+    CHECK(pure.optimizer == 4 * p);
+    CHECK(pure.total() == 8 * p);
+    // Sharded alike (FSDP2 over 8 ranks with bf16 parameters): 8P / d.
+    CHECK(model_state_bytes(800, Dtype::bf16, Optimizer::adam, 3, 8, false, false).total() ==
+          8 * 100);
+    // The master-weight flag changes nothing in fp32 training (nothing to drop).
+    CHECK(model_state_bytes(p, Dtype::fp32, Optimizer::adam, 0, 1, false, false).total() ==
+          model_state_bytes(p, Dtype::fp32, Optimizer::adam, 0, 1).total());
+    // 8-bit Adam: one byte each for m and v and an fp32 absmax per 256-block of each
+    // (bitsandbytes Optimizer8bit.init_state): 2 + 8/256 bytes per parameter.
+    CHECK(adam8bit_state_bytes(256 * 1000) == 2 * 256 * 1000 + 8 * 1000);
+    CHECK(adam8bit_state_bytes(257) == 2 * 257 + 8 * 2); // the last block partial
+    const ModelStateBytes q =
+        model_state_bytes(256 * 1000, Dtype::bf16, Optimizer::adam8bit, 0, 1, false, false);
+    CHECK(q.weights == 2 * 256'000);
+    CHECK(q.gradients == 2 * 256'000);
+    CHECK(q.optimizer == adam8bit_state_bytes(256'000));
+    // With master weights the fp32 copy stays: 4 + 2 + 8/256 per parameter of state.
+    CHECK(model_state_bytes(256'000, Dtype::bf16, Optimizer::adam8bit, 0, 1).optimizer ==
+          4 * 256'000 + adam8bit_state_bytes(256'000));
+    // ZeRO 1 shards the 8-bit state: ceil(P/d) per rank.
+    CHECK(model_state_bytes(2048, Dtype::bf16, Optimizer::adam8bit, 1, 8, false, false).optimizer ==
+          adam8bit_state_bytes(256));
+    // Parsed by its torchtune-style name.
+    CHECK(parse_optimizer("adamw8bit") == Optimizer::adam8bit);
+    CHECK(to_string(Optimizer::adam8bit) == "adamw8bit");
+}

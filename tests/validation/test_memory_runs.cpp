@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 using namespace clustersim;
 using namespace clustersim::validation;
@@ -53,14 +55,20 @@ TEST_CASE("memory runs: every row read, each on the statistic its source printed
 
 TEST_CASE("memory runs: the rows the model cannot run say what they need", "[validation][memory]") {
     const auto ran = std::count_if(runs().begin(), runs().end(), [](auto& r) { return r.ran(); });
-    CHECK(ran == 20); // the torchtitan rows
-    CHECK_THAT(row("torchtune-llama3.2-3b-packed").not_modelled,
-               Catch::Contains("pure bf16 training"));
-    CHECK_THAT(row("torchtune-llama3.2-3b-chunked-ce").not_modelled,
-               Catch::Contains("chunked cross-entropy"));
-    CHECK_THAT(row("torchtune-llama3.2-3b-adamw8bit").not_modelled, Catch::Contains("8-bit AdamW"));
+    CHECK(ran == 27); // the torchtitan rows and torchtune's but the unpacked one
+    CHECK_THAT(row("torchtune-llama3.2-3b-baseline").not_modelled,
+               Catch::Contains("a sequence length"));
     CHECK_THAT(row("hf-bert-large-v100-bs4-fp16").not_modelled,
                Catch::Contains("classification head"));
+    // torchtune's rows with the features each adds (cumulative, as its README's table).
+    const auto has_feature = [](const MemoryRun& r, const char* f) {
+        return std::find(r.features.begin(), r.features.end(), f) != r.features.end();
+    };
+    CHECK(has_feature(row("torchtune-llama3.2-3b-packed"), "pure bf16"));
+    CHECK(has_feature(row("torchtune-llama3.2-3b-chunked-ce"), "chunked loss"));
+    CHECK(has_feature(row("torchtune-llama3.2-3b-opt-in-bwd"), "optimizer in backward"));
+    CHECK(has_feature(row("torchtune-llama3.2-3b-act-offload"), "activation offloading"));
+    CHECK(has_feature(row("torchtune-llama3.2-3b-adamw8bit"), "8-bit AdamW"));
     // A torchtitan row with a pipeline: the local batch over as many micro-batches as stages,
     // 126 layers split as torchtitan splits them.
     const auto& pp = row("torchtitan-2412-t5-1");
@@ -77,20 +85,47 @@ TEST_CASE("memory runs: the rows the model cannot run say what they need", "[val
     CHECK(has(row("torchtitan-trainy-h200-4node"), "compiled loss"));
 }
 
+TEST_CASE("memory runs: torchtune's rows where the mechanism is complete, within 5%",
+          "[validation][memory][accuracy]") {
+    // Eager, no recompute: pure bf16 state (8 bytes per parameter but the gradients, allocated
+    // by the backward), eager PyTorch's saved tensors, the fp32 logits' eager loss at the
+    // backward's start. Full recompute: the peak at the backward's end (every gradient and the
+    // tied matrix's second one), then optimizer_in_bwd and activation offloading below it.
+    for (const char* id :
+         {"torchtune-llama3.2-3b-packed", "torchtune-llama3.2-3b-ac",
+          "torchtune-llama3.2-3b-opt-in-bwd", "torchtune-llama3.2-3b-act-offload"}) {
+        INFO(id);
+        CHECK(std::abs(row(id).error()) < 0.05);
+    }
+    // Each technique lowers the predicted peak as it lowered the measured one.
+    const char* order[] = {"torchtune-llama3.2-3b-packed",     "torchtune-llama3.2-3b-compile",
+                           "torchtune-llama3.2-3b-chunked-ce", "torchtune-llama3.2-3b-ac",
+                           "torchtune-llama3.2-3b-opt-in-bwd", "torchtune-llama3.2-3b-act-offload",
+                           "torchtune-llama3.2-3b-adamw8bit"};
+    for (std::size_t i = 1; i < std::size(order); ++i) {
+        INFO(order[i]);
+        CHECK(row(order[i]).predicted_gib < row(order[i - 1]).predicted_gib);
+    }
+}
+
 TEST_CASE("memory runs: the accuracy reached (a guard, rounded up a little)",
           "[validation][memory][accuracy]") {
     const auto s = memory_errors(runs());
     INFO("mean |error| " << s.mean_abs << ", signed " << s.mean << ", worst " << s.max_abs);
-    // Measured 2026-12-07: mean 7.6%, signed -5.1%, worst 24.7% over 20 rows (before the
+    // Measured 2026-12-07: mean 7.3%, signed -5.4%, worst 24.7% over 27 rows, torchtune's 7
+    // with them (before: 7.6%, -5.1%, 24.7% over the 20 torchtitan rows; before the
     // cross-entropy's fp32 gradients and the op-level policy's saved set: 28.9%, -7.3%, 49.9%).
-    CHECK(s.points == 20);
-    CHECK(s.mean_abs < 0.08);
+    CHECK(s.points == 27);
+    CHECK(s.mean_abs < 0.075);
     CHECK(s.max_abs < 0.25);
 }
 
 TEST_CASE("memory runs: issue 35's target, mean |error| within 5% on the printed statistic",
           "[validation][memory][accuracy][!shouldfail]") {
-    // Not met: mean 7.6% (signed -5.1%) over the 20 torchtitan rows. The Llama 3.1 8B rows
+    // Not met: mean 7.3% (signed -5.4%) over 27 rows. torchtune's: within 5% but the compiled
+    // rows without recompute (-12%, -7%: what Inductor's partition saves of a compiled layer
+    // and loss is not modelled) and 8-bit AdamW (-15%: the optimizer's class and its step's
+    // temporaries not stated). The Llama 3.1 8B rows
     // (selective and full recompute, 8-128 H100s, 32-64 H200s) are within 5%; the 70B rows
     // (tp 8) 6-12% under; the 405B rows with a pipeline 15-25% under but the interleaved one,
     // 12% over: what a pipeline rank of torch.distributed.pipelining holds is not modelled.
