@@ -150,32 +150,42 @@ Op router_topk(const Ctx& c, std::int64_t local) {
 /// fc2's bias in Megatron-Core's TEGroupedMLP (experts.py, _apply_bias, at the same commit):
 /// linear_fc2 returns its per-expert biases apart (skip_bias_add, TEGroupedLinear's
 /// return_bias), and the output of the L local experts (`rows` copies of `h` each, `per`
-/// per expert) is split per expert and each gets t + b * p: the bias times the router's
-/// fp32 probabilities promotes to fp32 (a [rows, h] product written in fp32, then the sum,
-/// read 16-bit and fp32, written fp32), the experts' results concatenated (fp32) and cast
-/// back to 16 bits. Backward through autograd: the cast's gradient to fp32; per expert the
-/// sum's gradient cast to the 16-bit output's dtype, and the product's two gradients, each a
-/// product (fp32 read and written) and a reduction (the bias over rows, the probability over
-/// h); split's backward concatenates the 16-bit gradients.
+/// per expert) is split per expert and each gets t + b * p, p the router's probabilities:
+/// a [per, h] product, then the sum, in the promoted dtype, the experts' results concatenated
+/// and cast back to the output's dtype. The probabilities are the router's logits' dtype
+/// (router.py: router_dtype = input.dtype without moe_router_dtype; TE's
+/// fused_topk_with_score_function writes probs in the logits' dtype), 16-bit under the alltoall
+/// dispatcher; the flex dispatcher upcasts them to fp32 for HybridEP and DeepEP
+/// (token_dispatcher.py, "only supports float32 probs"), so b * p and the sum are fp32 there,
+/// with a cast back. Backward through autograd: the cast's gradient; per expert the sum's
+/// gradient cast to the 16-bit output's dtype (fp32 only), the product's two gradients, each
+/// a product (read, written) and a reduction (the bias over rows, the probability over h);
+/// split's backward concatenates the 16-bit gradients.
 Op expert_fc2_bias(const Ctx& c, std::string_view name, std::int64_t local, std::int64_t per,
                    std::int64_t rows, std::int64_t h, bool backward) {
     const std::int64_t e = c.elem;
-    const std::int64_t f32 = 4;
+    const std::int64_t q = c.cfg.flex_dispatcher ? std::max<std::int64_t>(e, 4) : e;
+    const bool cast = q != e;
     std::vector<std::int64_t> k;
     if (backward) {
-        k.push_back(rows * h * (e + f32));
-        for (std::int64_t i = 0; i < local; ++i)
-            for (const std::int64_t b : {per * h * (f32 + e), 2 * per * h * f32, per * h * f32,
-                                         2 * per * h * f32, per * h * f32})
+        if (cast)
+            k.push_back(rows * h * (e + q));
+        for (std::int64_t i = 0; i < local; ++i) {
+            if (cast)
+                k.push_back(per * h * (q + e));
+            for (const std::int64_t b :
+                 {2 * per * h * q, per * h * q, 2 * per * h * q, per * h * q})
                 k.push_back(b);
+        }
         k.push_back(2 * rows * h * e);
     } else {
         for (std::int64_t i = 0; i < local; ++i) {
-            k.push_back(per * h * f32);
-            k.push_back(per * h * (e + 2 * f32));
+            k.push_back(per * h * q);
+            k.push_back(per * h * (e + 2 * q));
         }
-        k.push_back(2 * rows * h * f32);
-        k.push_back(rows * h * (f32 + e));
+        k.push_back(2 * rows * h * q);
+        if (cast)
+            k.push_back(rows * h * (q + e));
     }
     return eager_kernels(c, name, k);
 }

@@ -232,15 +232,28 @@ TEST_CASE("gpt-oss experts: the clamp and fc2's bias apart, unless the grouped M
     CHECK(op_named(w.forward, "moe.router.topk").host_sync);
     CHECK_FALSE(op_named(w.forward, "moe.experts.fc2_bias").host_sync);
     CHECK(op_named(w.backward, "moe.experts.clamp.bwd").bytes == 20 * N * f);
-    // Per expert b * p (fp32 written) and t + b * p (bf16 and fp32 read, fp32 written), the
-    // concatenation (fp32) and the cast back: 28 bytes per element of fc2's output; backward
-    // 6 (cast) + 30 per expert (cast, two products and two reductions) + 4 (split's cat).
+    // Per expert b * p and t + b * p, then the concatenation: with the alltoall dispatcher the
+    // router's probabilities are bf16 (its logits' dtype), so 2 + 6 bytes per element of fc2's
+    // output, 4 for the concatenation and no cast back; backward per expert two products and
+    // two reductions (12), split's concatenation (4).
     const Op& bias = op_named(w.forward, "moe.experts.fc2_bias");
-    CHECK(bias.bytes == 28 * N * h);
-    CHECK(bias.kernels == 2 * L + 2);
-    const Op& bias_bwd = op_named(w.backward, "moe.experts.fc2_bias.bwd");
-    CHECK(bias_bwd.bytes == 40 * N * h);
-    CHECK(bias_bwd.kernels == 5 * L + 2);
+    CHECK(bias.bytes == 12 * N * h);
+    CHECK(bias.kernels == 2 * L + 1);
+    CHECK(op_named(w.backward, "moe.experts.fc2_bias.bwd").bytes == 16 * N * h);
+    CHECK(op_named(w.backward, "moe.experts.fc2_bias.bwd").kernels == 4 * L + 1);
+    // The flex dispatcher (HybridEP, DeepEP) upcasts them to fp32: the product and the sum in
+    // fp32 (4 + 10 per element), the concatenation (8) and the cast back (6); backward the
+    // cast (6), per expert the sum's gradient cast back (6), products and reductions (24),
+    // split's concatenation (4).
+    LayerConfig flex = cfg;
+    flex.flex_dispatcher = true;
+    const LayerWork wf = layer_work(oss, flex, cm);
+    const Op& bias32 = op_named(wf.forward, "moe.experts.fc2_bias");
+    CHECK(bias32.bytes == 28 * N * h);
+    CHECK(bias32.kernels == 2 * L + 2);
+    CHECK(op_named(wf.backward, "moe.experts.fc2_bias.bwd").bytes == 40 * N * h);
+    CHECK(op_named(wf.backward, "moe.experts.fc2_bias.bwd").kernels == 5 * L + 2);
+    CHECK_FALSE(op_named(wf.forward, "moe.router.topk").host_sync);
     // moe_act recompute reruns the clamp with the activation (bias_act_func is checkpointed).
     cfg.recompute = Recompute::selective;
     cfg.recompute_modules = recompute_bit(RecomputeModule::moe_act);

@@ -58,11 +58,11 @@ TEST_CASE("new hardware: B200 and GB200 dense rows within the issue's 8% mean, n
 }
 
 // Not met yet. The gpt-oss 120B rows ran 28-36% faster than measured on every accelerator
-// until Megatron-Core's eager expert path was modelled (the activation's clamp and fc2's fp32
-// bias as kernels of their own, YaRN's unfused RoPE, the host syncs of the clamp's blocking
-// copy and of the alltoall dispatcher) with each container's gpt-oss recipe; GB200's two rows
-// (its expert-parallel overlap, which the host model does not reach) stay 22-25% fast, H100's
-// mbs-1 row is host-bound and slow.
+// until Megatron-Core's eager expert path was modelled (the activation's clamp and fc2's bias
+// as kernels of their own, YaRN's unfused RoPE, the host syncs of the clamp's blocking copy
+// and of the alltoall dispatcher) with each container's gpt-oss recipe; GB200's two rows
+// (its expert-parallel overlap, which the host model does not reach) stay 22-29% fast, H100's
+// micro-batch-1 row is host-bound and 13% slow.
 TEST_CASE("new hardware: gpt-oss 120B rows within 20%", "[validation][blackwell][!shouldfail]") {
     int rows = 0;
     for (const auto& r : runs()) {
