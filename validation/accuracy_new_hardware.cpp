@@ -19,6 +19,7 @@
 #include <map>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace clustersim::validation {
@@ -210,6 +211,11 @@ struct MoeRecipe {
 
 // clang-format off
 constexpr std::array kMoeRecipes{
+    // 26.08: gpt_oss/common.py, _apply_gpt_oss_120b_full_iter_fp8mx_configs: HybridEP, a
+    // full-iteration graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute (and
+    // kFusedGroupedMlp); the GB200 recipe's recompute_modules [].
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
     // 26.08: the MXFP8 recipes call _enable_deepseek_full_iteration_mxfp8 (deepseek/common.py)
     // or _enable_hybridep_full_iteration_mxfp8 (qwen/common.py): HybridEP, a full-iteration
     // graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute.
@@ -223,12 +229,22 @@ constexpr std::array kMoeRecipes{
     MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
     MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
     MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", "current", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
+    MoeRecipe{"26.06", "gpt-oss-120B", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_06, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2, HybridEP)"},
     MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", "", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
     // 26.04.01
     MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", "", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
     MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
     MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
     MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
+    // GPT-OSS 120B, the V2 configs (GBS 1280, the table's) of gpt_oss/
+    // gpt_oss_workload_base_configs.py as gpt_oss_llm_pretrain.py applies them: the alltoall
+    // dispatcher but on B300 (HybridEP); GB200's moe_a2a_overlap; Transformer Engine's graphs on
+    // GB300 and B300; recompute_modules [layernorm, moe_act] on GB200, B200 and H100.
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB300", "BF16", false, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB200", "BF16", false, true, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (HybridEP)"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B200", "BF16", false, false, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "H100", "BF16", false, false, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2"},
     MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", "current", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
     // 25.11
     MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
@@ -236,6 +252,15 @@ constexpr std::array kMoeRecipes{
     MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
 };
 // clang-format on
+
+/// The recipes above that run the experts as Transformer Engine's fused grouped MLP
+/// (training.fused_grouped_mlp: use_transformer_engine_op_fuser with
+/// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 in the recipe's env_vars); read for GPT-OSS, the one
+/// mixture here whose experts' eager path differs (biases, a clamped activation).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kFusedGroupedMlp{{
+    {"26.08", "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    {"26.08", "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
+}};
 
 /// The recipe of a row's mixture of experts (nullptr: none read, Megatron-Core's defaults).
 const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
@@ -261,6 +286,9 @@ void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
     }
     if (!recipe.fp8_recipe.empty())
         s.emplace_back("training.fp8_recipe", std::string(recipe.fp8_recipe));
+    for (const auto& [container, where] : kFusedGroupedMlp)
+        if (recipe.container == container && recipe.where == where)
+            s.emplace_back("training.fused_grouped_mlp", "true");
     if (recipe.graph_impl != "none") {
         s.emplace_back("training.cuda_graph_impl", std::string(recipe.graph_impl));
         if (!recipe.graph_scope.empty())
@@ -583,18 +611,20 @@ std::vector<std::string> new_hardware_rules() {
         "with its one multi-token-prediction block but where the table says it ran without "
         "(25.11: \"w/o MTP\"), DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts "
         "(pp x vp = 32, in no recipe's map: its H100 recipes' Et|(tt|)*30 with the loss); what the "
-        "container's performance recipe sets for "
-        "DeepSeek-V3, Kimi K2 and the Qwen3 mixtures, read at the Megatron-Bridge release it ships "
+        "container's performance recipe sets for DeepSeek-V3, Kimi K2, GPT-OSS and the Qwen3 "
+        "mixtures, read at the Megatron-Bridge release it ships "
         "(26.08 v0.6.0, 26.06 v0.5.0, 26.04.01 v0.4.2, 25.11 r0.2.0): the flex dispatcher "
         "(DeepEP or HybridEP: a copy per destination node across nodes, per destination GPU "
         "inside one) or alltoall, Megatron-Core's expert-parallel overlap "
         "(overlap_moe_expert_parallel_comm with delay_wgrad_compute: a paired forward's and "
         "backward's all-to-alls beside each other's kernels) and its CUDA graphs (a whole-"
         "iteration graph: no host time per kernel or micro-batch; Transformer Engine's per-layer "
-        "scopes: one launch per captured run of kernels), DeepSeek-V3's and Kimi K2's selective "
-        "recompute (their recompute_modules); not the 26.06 and 26.08 recipes' FP8 attention, "
-        "fused grouped MLP kernels and paged activation stash; the "
-        "other mixtures (GPT-OSS) with the alltoall dispatcher",
+        "scopes: one launch per captured run of kernels), the selective recompute of "
+        "DeepSeek-V3, Kimi K2 and GPT-OSS (their recompute_modules), GPT-OSS's fused grouped MLP "
+        "on 26.08 (without it Megatron-Core's experts clamp the activation and add fc2's bias in "
+        "fp32 with kernels of their own; YaRN's RoPE runs unfused on every container); not the "
+        "26.06 and 26.08 recipes' FP8 attention, the other mixtures' fused grouped MLP kernels "
+        "and the paged activation stash",
         "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
         "trained; their packed samples' attention within each sample is not known, so attention "
         "runs over the whole sequence (an upper bound)",

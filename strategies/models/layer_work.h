@@ -97,6 +97,14 @@ struct Fusions {
     /// the sum autograd forms of the gradients of the projections the norm's output feeds
     /// (wq, wk, wv; w1, w3). LayerNorm is one ATen kernel either way.
     bool norm_fusion = true;
+    /// A layer's routed experts as Transformer Engine's op fuser runs them (Megatron-Core's
+    /// use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: TEGroupedMLP's
+    /// _make_fused_ops, fc1, the scaled (clamped) GLU and fc2 with its bias scaled by the
+    /// router's probabilities as one fused grouped MLP; megatron/core/transformer/moe/
+    /// experts.py at NVIDIA/Megatron-LM@cd4afffa648426a959dc7cb1e24b5ce7d0c3ff54). false
+    /// (Megatron-Core's default): TEGroupedMLP's eager path, whose activation clamp and fc2
+    /// bias run as their own kernels (layer_work_moe.cpp, expert_glu_extras).
+    bool fused_grouped_mlp = false;
 
     bool all() const {
         return apply_rope_fusion && bias_activation_fusion && masked_softmax_fusion && norm_fusion;
@@ -278,6 +286,12 @@ struct Op {
     /// Kernels the host launches for this op: an eager chain's ops, a GEMM with torchao's
     /// tensorwise amax and cast kernels before it; 1 otherwise.
     int kernels = 1;
+    /// The host waits for this op to finish before it issues anything after it: a
+    /// device-to-host copy whose value the next launches need (Megatron-Core's alltoall
+    /// dispatcher's split sizes), or a blocking host-to-device copy (PyTorch synchronises the
+    /// stream after copying pageable memory). The GPU then waits for the host to issue the next
+    /// kernels; nothing waits inside a whole-iteration CUDA graph.
+    bool host_sync = false;
 };
 
 enum class TpOp : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };

@@ -51,8 +51,9 @@ CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w,
     if (c.m.qk_layernorm)
         F.add(c.memory("attention.qk_norm", 2 * (s.q_elems + s.kv_elems) * e));
     if (s.rope)
-        F.add(s.rope_eager ? eager_rope(c, "attention.rope", s.q_elems, s.kv_elems)
-                           : c.memory("attention.rope", s.rope_bytes));
+        F.add(s.rope_eager     ? eager_rope(c, "attention.rope", s.q_elems, s.kv_elems)
+              : s.rope_unfused ? megatron_unfused_rope(c, "attention.rope", s.q_elems, s.kv_elems)
+                               : c.memory("attention.rope", s.rope_bytes));
     core.begin = Ctx::next(F);
     if (s.flash) {
         F.add(c.flash("attention.flash", false));
@@ -122,7 +123,9 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w) {
     }
     if (s.rope)
         B.add(s.rope_eager ? eager_rope_backward(c, "attention.rope.bwd", s.q_elems, s.kv_elems)
-                           : c.memory("attention.rope.bwd", s.rope_bytes));
+              : s.rope_unfused
+                  ? megatron_unfused_rope_backward(c, "attention.rope.bwd", s.q_elems, s.kv_elems)
+                  : c.memory("attention.rope.bwd", s.rope_bytes));
     if (c.m.qk_layernorm) // reads the input and the output gradient, writes the input's
         B.add(c.memory("attention.qk_norm.bwd", 3 * (s.q_elems + s.kv_elems) * e));
     i = Ctx::next(B);

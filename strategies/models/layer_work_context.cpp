@@ -30,6 +30,7 @@ LayerShape layer_shape(const Ctx& c) {
     const Fusions& fuse = c.cfg.fusions;
     s.norm_eager = !fuse.norm_fusion && m.norm == Norm::rmsnorm;
     s.rope_eager = !fuse.apply_rope_fusion && s.rope && !m.is_mla();
+    s.rope_unfused = !s.rope_eager && s.rope && !m.is_mla() && m.yarn_rotary_scaling_factor > 1;
     s.swiglu_eager = !fuse.bias_activation_fusion && s.swiglu;
     s.q_elems = s.T * m.heads * s.d / c.t;
     s.kv_elems = s.T * std::int64_t{m.kv_heads} * s.d / c.t;
@@ -123,6 +124,55 @@ Op eager_rope(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t 
 /// x.float()'s (to 16 bits).
 Op eager_rope_backward(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k) {
     return eager_rope(c, name, q, k);
+}
+
+/// Megatron-Core's unfused RoPE (megatron/core/models/common/embeddings/rope_utils.py,
+/// _apply_rotary_pos_emb_bshd and _rotate_half, at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a), called once for the queries (q
+/// elements) and once for the keys (k): each call builds its cos and sin tables from the
+/// fp32 frequencies (s x d: cos, times mscale, to 16 bits; the same for sin), then t * cos
+/// (read, written), _rotate_half's negation of the second half and concatenation, the product
+/// with sin, the sum (two read, one written) and the concatenation with the unrotated rest
+/// (read, written): 12 bytes per 16-bit element.
+Op megatron_unfused_rope(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k) {
+    const std::int64_t e = c.elem;
+    const std::int64_t table = c.s * c.m.head_dim();
+    Op op;
+    op.name = name;
+    op.kind = OpKind::memory_bound;
+    for (const std::int64_t n : {q, k}) {
+        for (const std::int64_t b :
+             {table * 8, table * 8, table * (4 + e), table * 8, table * 8, table * (4 + e),
+              2 * n * e, n * e, 2 * n * e, 2 * n * e, 3 * n * e, 2 * n * e}) {
+            op.bytes += b;
+            op.time += c.cm.memory_bound(b);
+            ++op.kernels;
+        }
+    }
+    op.kernels -= 1; // counted from 1
+    return op;
+}
+
+/// Its backward through autograd, per tensor: the gradient times sin, negated back (half) and
+/// concatenated (chunk's backward), the gradient times cos, the two gradients of t summed, and
+/// the slice t[..., :rot_dim]'s backward (zeros, then the gradient copied in): 13 bytes per
+/// 16-bit element.
+Op megatron_unfused_rope_backward(const Ctx& c, std::string_view name, std::int64_t q,
+                                  std::int64_t k) {
+    const std::int64_t e = c.elem;
+    Op op;
+    op.name = name;
+    op.kind = OpKind::memory_bound;
+    for (const std::int64_t n : {q, k}) {
+        for (const std::int64_t b :
+             {2 * n * e, n * e, 2 * n * e, 2 * n * e, 3 * n * e, n * e, 2 * n * e}) {
+            op.bytes += b;
+            op.time += c.cm.memory_bound(b);
+            ++op.kernels;
+        }
+    }
+    op.kernels -= 1;
+    return op;
 }
 
 /// SwiGLU as F.silu(w1(x)) * w3(x) over n elements of each input: silu, the product; 10 bytes

@@ -236,6 +236,9 @@ struct LayerShape {
     std::int64_t comm;       ///< bytes of every TP collective: s b h elements
     TpOp exit_op;            ///< the reduction at the end of a block
     std::int64_t rope_bytes; ///< fused RoPE's bytes read and written
+    /// RoPE as Megatron-Core's unfused chain (_apply_rotary_pos_emb_bshd): YaRN's mscale != 1
+    /// refuses the fused kernel (ModelSpec::yarn_rotary_scaling_factor)
+    bool rope_unfused;
 };
 
 LayerShape layer_shape(const Ctx& c);
@@ -254,6 +257,9 @@ Op eager_rmsnorm_backward(const Ctx& c, std::string_view name, std::int64_t n,
                           std::int64_t projections, int k);
 Op eager_rope(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k);
 Op eager_rope_backward(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k);
+Op megatron_unfused_rope(const Ctx& c, std::string_view name, std::int64_t q, std::int64_t k);
+Op megatron_unfused_rope_backward(const Ctx& c, std::string_view name, std::int64_t q,
+                                  std::int64_t k);
 Op eager_swiglu(const Ctx& c, std::string_view name, std::int64_t n);
 Op eager_swiglu_backward(const Ctx& c, std::string_view name, std::int64_t n);
 

@@ -5,6 +5,8 @@
 
 #include "strategies/models/expert_parallel.h"
 
+#include <vector>
+
 namespace clustersim::strategies::models::layer_detail {
 
 namespace {
@@ -85,6 +87,109 @@ A2aSizes a2a_sizes(const Ctx& c) {
             c.cfg.flex_dispatcher && c.cfg.ep_nodes > 1 ? CommGroup::ep_rail : CommGroup::ep};
 }
 
+/// Eager kernels of `bytes` each, as one op: each kernel timed on its own.
+Op eager_kernels(const Ctx& c, std::string_view name, const std::vector<std::int64_t>& bytes) {
+    Op op;
+    op.name = name;
+    op.kind = OpKind::memory_bound;
+    op.kernels = static_cast<int>(bytes.size());
+    for (const std::int64_t b : bytes) {
+        op.bytes += b;
+        op.time += c.cm.memory_bound(b);
+    }
+    return op;
+}
+
+/// Whether the routed experts run TEGroupedMLP's eager path with its own kernels for the
+/// activation's clamp or fc2's bias (expert_clamp, expert_fc2_bias): experts with biases or a
+/// clamped activation, not under Transformer Engine's fused grouped MLP.
+bool clamp_apart(const Ctx& c) {
+    return !c.cfg.fusions.fused_grouped_mlp && c.m.activation_func_clamp_value > 0;
+}
+bool bias_apart(const Ctx& c) {
+    return !c.cfg.fusions.fused_grouped_mlp && c.m.bias;
+}
+
+/// The activation's clamp in Megatron-Core's TEGroupedMLP (megatron/core/fusions/
+/// fused_bias_geglu.py, weighted_bias_quick_geglu_impl with clamp_value, at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a, Megatron-Bridge v0.4.2's): before
+/// the fused activation, fc1's output of n elements (`half` = n / 2 per half) is chunked, each
+/// half clamped by its own kernel (read and written) and the two concatenated again (read and
+/// written). Backward: each clamp's gradient masked from its input (input and gradient read,
+/// gradient written), then chunk's backward concatenates the two halves' gradients.
+/// The forward then makes its glu_linear_offset a device tensor (torch.tensor(...,
+/// device=input.device)), a blocking copy from pageable memory after which PyTorch synchronises
+/// the stream (Op::host_sync; pytorch/pytorch aten/src/ATen/native/cuda/Copy.cu,
+/// copy_kernel_cuda with non_blocking false: memcpy_and_sync, a cudaMemcpyAsync then
+/// cudaStreamSynchronize).
+Op expert_clamp(const Ctx& c, std::string_view name, std::int64_t half, bool backward) {
+    const std::int64_t e = c.elem;
+    if (backward)
+        return eager_kernels(c, name, {3 * half * e, 3 * half * e, 4 * half * e});
+    Op op = eager_kernels(c, name, {2 * half * e, 2 * half * e, 4 * half * e});
+    op.host_sync = true;
+    return op;
+}
+
+/// The router's top-k, after which Megatron-Core's dropless token dispatchers wait for the
+/// tokens per expert on the host (Op::host_sync): the alltoall dispatcher's split sizes, copied
+/// to the host after the routing and waited for before the dispatch all-to-all
+/// (token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess, cuda_sync_point
+/// "before_ep_alltoall", or "before_finish" without expert or tensor parallelism), the
+/// all-gather dispatcher's local_map.sum(dim=0).long().cpu() (at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a). The flex dispatcher's are not
+/// modelled.
+Op router_topk(const Ctx& c, std::int64_t local) {
+    const std::int64_t e = c.elem;
+    Op op = c.memory("moe.router.topk",
+                     local * c.m.num_experts * (e + 4 + 8 + 4) + local * c.m.moe_router_topk * 12);
+    op.host_sync = !c.cfg.flex_dispatcher;
+    return op;
+}
+
+/// fc2's bias in Megatron-Core's TEGroupedMLP (experts.py, _apply_bias, at the same commit):
+/// linear_fc2 returns its per-expert biases apart (skip_bias_add, TEGroupedLinear's
+/// return_bias), and the output of the L local experts (`rows` copies of `h` each, `per`
+/// per expert) is split per expert and each gets t + b * p, p the router's probabilities:
+/// a [per, h] product, then the sum, in the promoted dtype, the experts' results concatenated
+/// and cast back to the output's dtype. The probabilities are the router's logits' dtype
+/// (router.py: router_dtype = input.dtype without moe_router_dtype; TE's
+/// fused_topk_with_score_function writes probs in the logits' dtype), 16-bit under the alltoall
+/// dispatcher; the flex dispatcher upcasts them to fp32 for HybridEP and DeepEP
+/// (token_dispatcher.py, "only supports float32 probs"), so b * p and the sum are fp32 there,
+/// with a cast back. Backward through autograd: the cast's gradient; per expert the sum's
+/// gradient cast to the 16-bit output's dtype (fp32 only), the product's two gradients, each
+/// a product (read, written) and a reduction (the bias over rows, the probability over h);
+/// split's backward concatenates the 16-bit gradients.
+Op expert_fc2_bias(const Ctx& c, std::string_view name, std::int64_t local, std::int64_t per,
+                   std::int64_t rows, std::int64_t h, bool backward) {
+    const std::int64_t e = c.elem;
+    const std::int64_t q = c.cfg.flex_dispatcher ? std::max<std::int64_t>(e, 4) : e;
+    const bool cast = q != e;
+    std::vector<std::int64_t> k;
+    if (backward) {
+        if (cast)
+            k.push_back(rows * h * (e + q));
+        for (std::int64_t i = 0; i < local; ++i) {
+            if (cast)
+                k.push_back(per * h * (q + e));
+            for (const std::int64_t b :
+                 {2 * per * h * q, per * h * q, 2 * per * h * q, per * h * q})
+                k.push_back(b);
+        }
+        k.push_back(2 * rows * h * e);
+    } else {
+        for (std::int64_t i = 0; i < local; ++i) {
+            k.push_back(per * h * q);
+            k.push_back(per * h * (e + 2 * q));
+        }
+        k.push_back(2 * rows * h * q);
+        if (cast)
+            k.push_back(rows * h * (q + e));
+    }
+    return eager_kernels(c, name, k);
+}
+
 } // namespace
 
 /// The MLP block of a layer with experts, forward, after the second norm (op `ln2`), as
@@ -111,16 +216,19 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
     F.add(c.gemm("moe.router", local, E, c.h));
     // Logits cast to fp32, softmax read and written, top-k read: the indices and
     // probabilities written are k per token.
-    const int topk = F.add(
-        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    const int topk = F.add(router_topk(c, local));
     (void)ln2;
     const int permute = F.add(c.memory("moe.permute", T * c.h * e + N * c.h * e));
     if (c.t > 1 && c.sp)
         add_collective(w, "moe.all_gather", TpOp::all_gather, Pass::forward, comm, topk, permute);
     F.add(c.gemm("moe.experts.fc1", c.tokens_per_expert(), m.expert_fc1_out() / c.t, c.h, E));
+    if (clamp_apart(c))
+        F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
     F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
                    (swiglu ? 3 : 2) * N * fe * e));
     F.add(c.gemm("moe.experts.fc2", c.tokens_per_expert(), c.h, fe, E));
+    if (bias_apart(c))
+        F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", E, c.tokens_per_expert(), N, c.h, false));
     int last = F.add(c.memory("moe.unpermute", N * c.h * e + N * 4 + T * c.h * e));
     if (fs > 0) {
         F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
@@ -160,10 +268,14 @@ void moe_backward(const Ctx& c, LayerWork& w) {
     // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
     // (a dot product of each copy's output with its incoming gradient).
     B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
+    if (bias_apart(c))
+        B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", E, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, E));
     B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, E));
     B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
                    (swiglu ? 5 : 3) * N * fe * e));
+    if (clamp_apart(c))
+        B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.t, E));
     B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.t, M, E));
     const int scatter = B.add(c.memory("moe.permute.bwd", N * c.h * e + 2 * T * c.h * e));
@@ -196,8 +308,7 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
         a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
-    F.add(
-        c.memory("moe.router.topk", local * E * (e + 4 + 8 + 4) + local * m.moe_router_topk * 12));
+    F.add(router_topk(c, local));
     const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
     int next = Ctx::next(F);
     if (c.ep > 1)
@@ -209,9 +320,13 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     if (L > 1)
         F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
     F.add(c.gemm("moe.experts.fc1", M, m.expert_fc1_out() / c.etp, c.h, L));
+    if (clamp_apart(c))
+        F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
     F.add(c.memory(swiglu ? "moe.experts.swiglu" : "moe.experts.gelu",
                    (swiglu ? 3 : 2) * N * fe * e));
     int last = F.add(c.gemm("moe.experts.fc2", M, c.h, fe, L));
+    if (bias_apart(c))
+        last = F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", L, M, N, c.h, false));
     if (L > 1)
         last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
     next = Ctx::next(F);
@@ -270,10 +385,14 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
                              Pass::backward, etp_bytes, unpermute, next);
     if (L > 1)
         B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
+    if (bias_apart(c))
+        B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", L, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, L));
     B.add(c.gemm("moe.experts.fc2.wgrad", fe, c.h, M, L));
     B.add(c.memory(swiglu ? "moe.experts.swiglu.bwd" : "moe.experts.gelu.bwd",
                    (swiglu ? 5 : 3) * N * fe * e));
+    if (clamp_apart(c))
+        B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.etp, L));
     int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
     if (L > 1)

@@ -235,8 +235,11 @@ void selective_recompute(const Ctx& c, LayerWork& w, const TransformerActivation
         dropped += act.mlp;
     } else if (experts) {
         if (has(RecomputeModule::moe_act)) {
+            // The checkpointed function is bias_act_func, the activation's clamp included
+            // (experts.py; layer_work_moe.cpp, expert_clamp).
             const int a = forward_op(w, swiglu ? "moe.experts.swiglu" : "moe.experts.gelu");
-            recompute_range(w, a, a + 1, false);
+            const int clamp = forward_op(w, "moe.experts.clamp");
+            recompute_range(w, clamp >= 0 ? clamp : a, a + 1, false);
             dropped += act.moe_act;
         }
         if (has(RecomputeModule::shared_experts) && c.m.moe_shared_expert_intermediate_size > 0) {

@@ -166,6 +166,15 @@ void read_by_hand(YamlMap& m, const config::KeyInfo& k, ModelSpec& s) {
         if (!(p < 1))
             m.fail("dropout", "expected a probability in [0, 1), got " + m.str("dropout"));
         s.dropout = p;
+    } else if (k.name == "yarn_rotary_scaling_factor") {
+        const double f = m.number("yarn_rotary_scaling_factor", 0);
+        if (f != 0 && !(f >= 1))
+            m.fail("yarn_rotary_scaling_factor",
+                   "expected YaRN's scaling factor, 1 or more (GPT-OSS: 32), got " +
+                       m.str("yarn_rotary_scaling_factor") + "; leave it out for plain RoPE");
+        s.yarn_rotary_scaling_factor = f;
+    } else if (k.name == "activation_func_clamp_value") {
+        s.activation_func_clamp_value = m.number("activation_func_clamp_value", 0);
     } else if (k.name == "moe_expert_capacity_factor") {
         const double c = m.number("moe_expert_capacity_factor", 0);
         if (!(c > 0))
@@ -236,6 +245,9 @@ void validate(YamlMap& m, const ModelSpec& s) {
             "heads=" + std::to_string(s.heads) +
                 " does not divide hidden=" + std::to_string(s.hidden) +
                 " (each head gets hidden/heads dimensions unless kv_channels says how many)");
+    require(s.yarn_rotary_scaling_factor == 0 || s.position_embedding == PositionEmbedding::rope,
+            "yarn_rotary_scaling_factor",
+            "YaRN extends rotary embeddings; set position_embedding: rope or remove it");
     require(s.window_size > 0 || s.window_attn_skip_freq == 0, "window_attn_skip_freq",
             "window_attn_skip_freq applies to sliding-window attention; set window_size (the "
             "earlier tokens a query sees) or remove it");

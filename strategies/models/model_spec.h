@@ -93,6 +93,19 @@ struct ModelSpec {
     /// logit per head added to each softmax's denominator; heads parameters per layer, its
     /// compute inside the attention kernel.
     bool attention_sinks = false;
+    /// YaRN's extension of the rotary embedding (Megatron-Core's position_embedding_type
+    /// "yarn" with yarn_rotary_scaling_factor; GPT-OSS: 32). 0: plain RoPE. Above 1 the
+    /// attention passes YaRN's concentration factor mscale = 0.1 ln(factor) + 1 to
+    /// apply_rotary_pos_emb, which refuses Transformer Engine's fused RoPE for mscale != 1 and
+    /// runs its unfused chain instead (megatron/core/models/common/embeddings/rope_utils.py,
+    /// apply_rotary_pos_emb and _apply_rotary_pos_emb_bshd; yarn_rotary_pos_embedding.py,
+    /// _yarn_get_mscale; NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a).
+    double yarn_rotary_scaling_factor = 0;
+    /// The gated activation's clamp (Megatron-Core's activation_func_clamp_value; GPT-OSS:
+    /// 7.0, with its quick-GeLU gate and glu_linear_offset 1, which cost as SwiGLU does). 0:
+    /// none. Unfused experts clamp the two halves of fc1's output apart and concatenate them
+    /// before the fused activation (layer_work_moe.cpp, expert_glu_extras).
+    double activation_func_clamp_value = 0;
 
     /// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's --multi-latent-attention
     /// with the same names): with kv_lora_rank > 0 the keys and values are projected up from a

@@ -152,6 +152,23 @@ std::vector<Key<TrainingSpec>> maxtext_training_keys() {
     };
 }
 
+/// Transformer Engine's op fuser on a layer's experts (Megatron-Core's
+/// use_transformer_engine_op_fuser; models::Fusions::fused_grouped_mlp).
+std::vector<Key<TrainingSpec>> op_fuser_training_keys() {
+    using T = TrainingSpec;
+    return {
+        {{.name = "fused_grouped_mlp",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "use_transformer_engine_op_fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1",
+          .meaning = "the experts' fc1, clamped GLU, fc2 and bias as one fused grouped MLP",
+          .lands = "TrainingSpec::fusions.fused_grouped_mlp",
+          .example = "false",
+          .group = "fusions"},
+         +[](T& t) -> bool& { return t.fusions.fused_grouped_mlp; }},
+    };
+}
+
 /// CUDA graphs (Megatron-Core's TransformerConfig.cuda_graph_impl and cuda_graph_scope;
 /// cuda_graphs.h).
 std::vector<Key<TrainingSpec>> cuda_graph_training_keys() {
@@ -406,6 +423,8 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
     for (auto& k : cuda_graph_training_keys())
         keys.push_back(std::move(k));
     for (auto& k : memory_training_keys())
+        keys.push_back(std::move(k));
+    for (auto& k : op_fuser_training_keys())
         keys.push_back(std::move(k));
     return keys;
 }

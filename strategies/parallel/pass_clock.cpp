@@ -372,6 +372,8 @@ private:
         cost_.tp_wait += end - start - t;
         end += slow + cp_slow;
         c_.gpu = end;
+        if (op.host_sync && !env_.graph_iteration)
+            c_.host = std::max(c_.host, c_.gpu);
         issue_all(issued_after_[slot + 1]);
     }
 

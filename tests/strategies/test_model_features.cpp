@@ -195,6 +195,107 @@ TEST_CASE("sliding-window attention: the band's blocks only, on the layers Megat
     CHECK(with < without);
 }
 
+namespace {
+bool has_op(const PassWork& p, std::string_view name) {
+    for (const auto& op : p.ops)
+        if (op.name == name)
+            return true;
+    return false;
+}
+} // namespace
+
+// gpt-oss's experts on Megatron-Core's eager TEGroupedMLP (megatron/core/transformer/moe/
+// experts.py, fusions/fused_bias_geglu.py at NVIDIA/Megatron-LM@2edffadb52): the activation's
+// clamp by kernels of its own and fc2's bias added per local expert with the router's fp32
+// probabilities; Transformer Engine's fused grouped MLP runs neither.
+TEST_CASE("gpt-oss experts: the clamp and fc2's bias apart, unless the grouped MLP is fused",
+          "[models][features]") {
+    const ModelSpec oss = load_model("gpt-oss-120B");
+    CHECK(oss.activation_func_clamp_value == 7);
+    CHECK(oss.yarn_rotary_scaling_factor == 32);
+    const ComputeModel cm(hardware::load_hardware("dgx-b200"));
+    LayerConfig cfg;
+    cfg.micro_batch = 4;
+    cfg.ep = 8;
+    cfg.etp = 1;
+    const LayerWork w = layer_work(oss, cfg, cm);
+    // Balanced routing: the 16 local experts compute the 4 copies of 16384 tokens, 4096 each.
+    const std::int64_t N = 4 * 4096 * 4, h = 2880, f = 2880, L = 16;
+    // bf16: each half clamped (read, written), then concatenated (read, written); backward,
+    // each half's mask from input and gradient, then the halves' gradients concatenated.
+    const Op& clamp = op_named(w.forward, "moe.experts.clamp");
+    CHECK(clamp.bytes == 16 * N * f);
+    CHECK(clamp.kernels == 3);
+    // The forward's glu_linear_offset copied to the device synchronises the host, as the
+    // alltoall dispatcher's split sizes after the router's top-k do.
+    CHECK(clamp.host_sync);
+    CHECK(op_named(w.forward, "moe.router.topk").host_sync);
+    CHECK_FALSE(op_named(w.forward, "moe.experts.fc2_bias").host_sync);
+    CHECK(op_named(w.backward, "moe.experts.clamp.bwd").bytes == 20 * N * f);
+    // Per expert b * p and t + b * p, then the concatenation: with the alltoall dispatcher the
+    // router's probabilities are bf16 (its logits' dtype), so 2 + 6 bytes per element of fc2's
+    // output, 4 for the concatenation and no cast back; backward per expert two products and
+    // two reductions (12), split's concatenation (4).
+    const Op& bias = op_named(w.forward, "moe.experts.fc2_bias");
+    CHECK(bias.bytes == 12 * N * h);
+    CHECK(bias.kernels == 2 * L + 1);
+    CHECK(op_named(w.backward, "moe.experts.fc2_bias.bwd").bytes == 16 * N * h);
+    CHECK(op_named(w.backward, "moe.experts.fc2_bias.bwd").kernels == 4 * L + 1);
+    // The flex dispatcher (HybridEP, DeepEP) upcasts them to fp32: the product and the sum in
+    // fp32 (4 + 10 per element), the concatenation (8) and the cast back (6); backward the
+    // cast (6), per expert the sum's gradient cast back (6), products and reductions (24),
+    // split's concatenation (4).
+    LayerConfig flex = cfg;
+    flex.flex_dispatcher = true;
+    const LayerWork wf = layer_work(oss, flex, cm);
+    const Op& bias32 = op_named(wf.forward, "moe.experts.fc2_bias");
+    CHECK(bias32.bytes == 28 * N * h);
+    CHECK(bias32.kernels == 2 * L + 2);
+    CHECK(op_named(wf.backward, "moe.experts.fc2_bias.bwd").bytes == 40 * N * h);
+    CHECK(op_named(wf.backward, "moe.experts.fc2_bias.bwd").kernels == 5 * L + 2);
+    CHECK_FALSE(op_named(wf.forward, "moe.router.topk").host_sync);
+    // moe_act recompute reruns the clamp with the activation (bias_act_func is checkpointed).
+    cfg.recompute = Recompute::selective;
+    cfg.recompute_modules = recompute_bit(RecomputeModule::moe_act);
+    const LayerWork rec = layer_work(oss, cfg, cm);
+    CHECK(rec.recompute.time == op_named(rec.forward, "moe.experts.clamp").time +
+                                    op_named(rec.forward, "moe.experts.swiglu").time);
+    // Fused: the GEMMs and the activation alone, and a shorter pass.
+    cfg.recompute = Recompute::none;
+    cfg.fusions.fused_grouped_mlp = true;
+    const LayerWork fused = layer_work(oss, cfg, cm);
+    CHECK_FALSE(has_op(fused.forward, "moe.experts.clamp"));
+    CHECK_FALSE(has_op(fused.forward, "moe.experts.fc2_bias"));
+    CHECK_FALSE(has_op(fused.backward, "moe.experts.fc2_bias.bwd"));
+    CHECK(fused.forward.time == w.forward.time - clamp.time - bias.time);
+    // A mixture without biases or a clamp runs none of them either way.
+    cfg.fusions.fused_grouped_mlp = false;
+    const LayerWork mixtral = layer_work(load_model("mixtral-8x7B"), cfg, cm);
+    CHECK_FALSE(has_op(mixtral.forward, "moe.experts.clamp"));
+    CHECK_FALSE(has_op(mixtral.forward, "moe.experts.fc2_bias"));
+}
+
+// YaRN's mscale (0.1 ln 32 + 1 for gpt-oss) makes Megatron-Core refuse Transformer Engine's
+// fused RoPE (rope_utils.py, apply_rotary_pos_emb): _apply_rotary_pos_emb_bshd's chain, 12 bytes
+// per 16-bit element forward and 13 backward, against the fused kernel's 4.
+TEST_CASE("YaRN: RoPE as Megatron-Core's unfused chain", "[models][features]") {
+    ModelSpec oss = load_model("gpt-oss-120B");
+    const ComputeModel cm(hardware::load_hardware("dgx-b200"));
+    LayerConfig cfg;
+    const std::int64_t q = 4096 * 64 * 64, k = 4096 * 8 * 64, table = 4096 * 64;
+    const LayerWork yarn = layer_work(oss, cfg, cm);
+    const Op& fwd = op_named(yarn.forward, "attention.rope");
+    CHECK(fwd.bytes == 12 * (q + k) * 2 + 2 * (8 + 8 + 6 + 8 + 8 + 6) * table);
+    CHECK(fwd.kernels == 24);
+    const Op& bwd = op_named(yarn.backward, "attention.rope.bwd");
+    CHECK(bwd.bytes == 13 * (q + k) * 2);
+    CHECK(bwd.kernels == 14);
+    oss.yarn_rotary_scaling_factor = 0;
+    const LayerWork plain = layer_work(oss, cfg, cm);
+    CHECK(op_named(plain.forward, "attention.rope").bytes == 4 * (q + k));
+    CHECK(op_named(plain.forward, "attention.rope").kernels == 1);
+}
+
 TEST_CASE("moe_layer_freq: experts on every n-th layer, as Megatron-Core's integer form",
           "[models][features]") {
     ModelSpec m = load_model("mixtral-8x7B");
@@ -310,6 +411,11 @@ TEST_CASE("model features: bad combinations name the key and the fix", "[models]
                Catch::Contains("'moe_layer_freq'") && Catch::Contains("set num_experts"));
     CHECK_THAT(load_error(kBase + "softmax_type: sometimes\n"),
                Catch::Contains("'softmax_type'") && Catch::Contains("learnable"));
+    CHECK_THAT(load_error(kBase + "yarn_rotary_scaling_factor: 32\n"),
+               Catch::Contains("'yarn_rotary_scaling_factor'") &&
+                   Catch::Contains("position_embedding: rope"));
+    CHECK_THAT(load_error(kBase + "position_embedding: rope\nyarn_rotary_scaling_factor: 0.5\n"),
+               Catch::Contains("'yarn_rotary_scaling_factor'") && Catch::Contains("1 or more"));
     // heads need not divide hidden once kv_channels says how wide a head is (gpt-oss: 2880
     // over 64 heads of 64), and must without it.
     CHECK(parse_model_yaml("kind: transformer\nlayers: 2\nhidden: 90\nheads: 4\nseq: 64\n"
