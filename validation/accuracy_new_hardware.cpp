@@ -201,10 +201,6 @@ struct MoeRecipe {
     /// DeepSeek-V3 and Kimi K2 recipes set recompute_granularity selective with them, the
     /// Qwen3 recipes no recompute)
     std::string_view recompute;
-    /// The FP8 recipe where the table's plain "FP8" is the recipe's current scaling (the H100
-    /// workload configs are FP8_CS: the perf scripts have no delayed-scaling config for them);
-    /// "": the precision's mapping below.
-    std::string_view fp8_recipe;
     std::string_view base;  ///< the release (kBridge*)
     std::string_view where; ///< the file and config under it
 };
@@ -214,42 +210,42 @@ constexpr std::array kMoeRecipes{
     // 26.08: gpt_oss/common.py, _apply_gpt_oss_120b_full_iter_fp8mx_configs: HybridEP, a
     // full-iteration graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute (and
     // kFusedGroupedMlp); the GB200 recipe's recompute_modules [].
-    MoeRecipe{"26.08", "gpt-oss-120B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "gpt-oss-120B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
     // 26.08: the MXFP8 recipes call _enable_deepseek_full_iteration_mxfp8 (deepseek/common.py)
     // or _enable_hybridep_full_iteration_mxfp8 (qwen/common.py): HybridEP, a full-iteration
     // graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute.
-    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", "[mla_up_proj]", "", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", "[mla_up_proj]", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
     // 26.06
-    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", "current", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
-    MoeRecipe{"26.06", "gpt-oss-120B", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_06, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2, HybridEP)"},
-    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", "", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
+    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
+    MoeRecipe{"26.06", "gpt-oss-120B", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_06, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2, HybridEP)"},
+    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
     // 26.04.01
-    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", "", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
-    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
+    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
     // GPT-OSS 120B, the V2 configs (GBS 1280, the table's) of gpt_oss/
     // gpt_oss_workload_base_configs.py as gpt_oss_llm_pretrain.py applies them: the alltoall
     // dispatcher but on B300 (HybridEP); GB200's moe_a2a_overlap; Transformer Engine's graphs on
     // GB300 and B300; recompute_modules [layernorm, moe_act] on GB200, B200 and H100.
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB300", "BF16", false, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB200", "BF16", false, true, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "B300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (HybridEP)"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "B200", "BF16", false, false, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "H100", "BF16", false, false, "none", "", "[layernorm, moe_act]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", "current", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB300", "BF16", false, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB200", "BF16", false, true, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (HybridEP)"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B200", "BF16", false, false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "H100", "BF16", false, false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
     // 25.11
-    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
-    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
-    MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", "", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
 };
 // clang-format on
 
@@ -284,8 +280,6 @@ void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
         s.emplace_back("parallel.overlap_moe_expert_parallel_comm", "true");
         s.emplace_back("parallel.delay_wgrad_compute", "true");
     }
-    if (!recipe.fp8_recipe.empty())
-        s.emplace_back("training.fp8_recipe", std::string(recipe.fp8_recipe));
     for (const auto& [container, where] : kFusedGroupedMlp)
         if (recipe.container == container && recipe.where == where)
             s.emplace_back("training.fused_grouped_mlp", "true");
@@ -361,9 +355,15 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
     // Megatron-Bridge's fp8_mx and nvfp4 run them (bf16_with_mxfp8_mixed, bf16_with_nvfp4_mixed).
     if (contains(r.precision, "MX"))
         s.emplace_back("training.fp8_recipe", "mxfp8");
-    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words):
-    // clustersim's `current` recipe; plain "FP8" is its delayed scaling.
-    if (contains(r.precision, "FP8-CS"))
+    // "FP8-CS" is Transformer Engine's per-tensor current scaling (the tables' own words), and
+    // so is their plain "FP8": from r0.2.0 (25.11) Megatron-Bridge's performance scripts run
+    // fp8_cs, fp8_mx or fp8_sc and no delayed scaling (scripts/performance/argument_parser.py,
+    // --compute_dtype choices bf16, fp8_cs, fp8_mx, fp8_sc, nvfp4, at r0.2.0 through v0.6.0;
+    // v0.1.0rc3's --fp8_recipe default "ds" is gone). clustersim's `current` recipe.
+    config::YamlMap framework = row.map("framework");
+    const bool bridge =
+        stated(framework, "name") && contains(framework.str("name"), "Megatron-Bridge");
+    if (fp8 && !contains(r.precision, "MX") && (bridge || contains(r.precision, "FP8-CS")))
         s.emplace_back("training.fp8_recipe", "current");
     s.emplace_back("training.optimizer", "adamw");
     s.emplace_back("parallel.tp", std::to_string(tp));
@@ -634,9 +634,9 @@ std::vector<std::string> new_hardware_rules() {
         "the distributed optimizer with gradient reduce and parameter gather overlapped and "
         "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
         "recompute as printed (not stated: none, but for the mixtures' recipes above), AdamW",
-        "precision as printed: BF16; FP8 as Transformer Engine's delayed scaling (the Qwen3 "
-        "mixtures on H100 as current scaling: their recipes are FP8_CS configs); FP8-CS "
-        "(Transformer Engine's per-tensor current scaling) as clustersim's current recipe "
+        "precision as printed: BF16; FP8 and FP8-CS as Transformer Engine's per-tensor current "
+        "scaling (the performance scripts of these containers have no delayed scaling), "
+        "clustersim's current recipe "
         "(an amax pass, or the amax inside the norm or activation before, and a cast with its "
         "transpose per input, the weights cast once per step); MXFP8 and NVFP4 as Transformer "
         "Engine's block-scaled recipes (both copies "

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 namespace clustersim::validation {
@@ -94,6 +95,17 @@ void read_run(config::YamlMap& row, config::YamlMap& model, RecentRun& r) {
     r.recompute = recompute.empty() ? "none" : recompute;
     const std::string precision = row.str("precision");
     r.fp8 = contains(precision, "FP8") || contains(precision, "Float8");
+    // Megatron-Bridge's performance scripts run FP8 as delayed scaling by default up to
+    // v0.1.0rc3 (25.09: --fp8_recipe default "ds"), and from r0.2.0 (25.11) only as fp8_cs,
+    // fp8_mx or fp8_sc (scripts/performance/argument_parser.py, --compute_dtype choices, at
+    // r0.2.0 through v0.6.0): a 25.11-or-later "FP8" is current scaling, as "FP8-CS" says.
+    const auto container = r.framework.rfind(' ');
+    const double version =
+        contains(r.framework, "Megatron-Bridge") && container != std::string::npos
+            ? std::atof(r.framework.c_str() + container + 1)
+            : 0;
+    r.fp8_current = contains(precision, "FP8-CS") ||
+                    (r.fp8 && version >= 25.11 && !contains(precision, "block"));
     r.dense_bf16 = !r.moe && precision == "BF16";
     r.measured_s = row.map("derived").number("iteration_time_s", 1e-9);
     if (row.has("measured")) {
@@ -141,7 +153,7 @@ void base_settings(RecentRun& r, config::YamlMap& model, bool torchtitan) {
         }
     }
     if (r.fp8)
-        r.features.emplace_back("FP8");
+        r.features.emplace_back(r.fp8_current ? "FP8 current scaling" : "FP8");
     if (r.tp > 1)
         s.emplace_back("parallel.sequence_parallel", "true");
     if (r.pp > 1 && r.virtual_stages != 1) {
@@ -244,6 +256,8 @@ void framework_settings(RecentRun& r, bool torchtitan) {
         // NeMo / Megatron-Bridge performance recipes: the distributed optimizer with gradient
         // reduce and parameter gather overlapped, and TP communication overlap where tp > 1.
         s.emplace_back("parallel.zero", "1");
+        if (r.fp8_current)
+            s.emplace_back("training.fp8_recipe", "current");
         const char* overlap = moe_recipe ? "false" : "true";
         s.emplace_back("parallel.overlap_grad_reduce", overlap);
         s.emplace_back("parallel.overlap_param_gather", overlap);
@@ -382,8 +396,11 @@ std::vector<std::string> recent_rules() {
         "with torch.compile; its loss PyTorch's cross_entropy on the logits upcast to fp32, "
         "never compiled at the page's commit (`cross_entropy: eager`)",
         "AdamW; bf16 unless the row says FP8 or Float8: FP8 as Transformer Engine's delayed "
-        "scaling for NeMo and Megatron-Bridge, as torchao's tensorwise dynamic scaling "
-        "(`fp8_recipe: tensorwise`) for torchtitan's Float8",
+        "scaling for NeMo and Megatron-Bridge up to 25.09 (its scripts' default; the 25.09 "
+        "DeepSeek-V3 row's block-wise scaling as it too), as its per-tensor current scaling "
+        "(`fp8_recipe: current`) where the row says FP8-CS and from 25.11 (whose scripts have "
+        "no delayed scaling), as torchao's tensorwise dynamic scaling (`fp8_recipe: "
+        "tensorwise`) for torchtitan's Float8",
     };
 }
 

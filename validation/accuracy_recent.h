@@ -37,6 +37,9 @@ struct RecentRun {
     int global_batch = 0, micro_batch = 1;
     std::string recompute = "none"; ///< the experiment's parallel.recompute
     bool fp8 = false;               ///< FP8 GEMMs (NeMo FP8, torchao Float8)
+    /// FP8 as Transformer Engine's per-tensor current scaling (the row's FP8-CS, or plain FP8
+    /// from a Megatron-Bridge container whose scripts have no delayed scaling); else delayed.
+    bool fp8_current = false;
     bool moe = false;
     bool dense_bf16 = false; ///< a dense model in bf16: the issue's dev set
     /// What the row uses beyond data/tensor/pipeline parallelism ("FSDP2", "async
