@@ -29,7 +29,7 @@ const ValidatedRegime& validated_memory_regime() {
         8,
         512,
         27,
-        0.073,
+        0.072,
         0.247,
         "Memory"};
     return regime;

@@ -103,7 +103,7 @@ struct Fusions {
     /// router's probabilities as one fused grouped MLP; megatron/core/transformer/moe/
     /// experts.py at NVIDIA/Megatron-LM@cd4afffa648426a959dc7cb1e24b5ce7d0c3ff54). false
     /// (Megatron-Core's default): TEGroupedMLP's eager path, whose activation clamp and fc2
-    /// bias run as their own kernels (layer_work_moe.cpp, expert_glu_extras).
+    /// bias run as their own kernels (expert_clamp, expert_fc2_bias).
     bool fused_grouped_mlp = false;
 
     bool all() const {

@@ -104,7 +104,7 @@ struct ModelSpec {
     /// The gated activation's clamp (Megatron-Core's activation_func_clamp_value; GPT-OSS:
     /// 7.0, with its quick-GeLU gate and glu_linear_offset 1, which cost as SwiGLU does). 0:
     /// none. Unfused experts clamp the two halves of fc1's output apart and concatenate them
-    /// before the fused activation (layer_work_moe.cpp, expert_glu_extras).
+    /// before the fused activation (layer_work_moe.cpp, expert_clamp).
     double activation_func_clamp_value = 0;
 
     /// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's --multi-latent-attention

@@ -15,6 +15,16 @@
 
 namespace clustersim::strategies::parallel {
 
+models::Fusions TrainingSpec::kernels() const {
+    if (!compile)
+        return fusions;
+    // torch.compile fuses the elementwise chains (every fusion on); whether the experts run
+    // through Transformer Engine's op fuser is the experiment's choice either way.
+    models::Fusions f;
+    f.fused_grouped_mlp = fusions.fused_grouped_mlp;
+    return f;
+}
+
 std::string_view to_string(RecomputePolicy r) {
     switch (r) {
     case RecomputePolicy::none:

@@ -92,7 +92,7 @@ struct TrainingSpec {
         return dtype == hardware::Dtype::fp4 ? models::Fp8Recipe::nvfp4 : fp8_recipe;
     }
     /// The fusions the layers run with.
-    models::Fusions kernels() const { return compile ? models::Fusions{} : fusions; }
+    models::Fusions kernels() const; // torch.compile's fusions, the op fuser's choice kept
     /// Parameter-efficient fine-tuning (`peft: lora`, Megatron-Bridge's ConfigContainer.peft):
     /// LoRA with `lora_dim` (LoRA.dim, the rank), `lora_alpha` (LoRA.alpha) and
     /// `lora_target_modules` (LoRA.target_modules); models::Lora. Off (dim 0) by default.

@@ -154,11 +154,16 @@ std::optional<InputError> cuda_graph_model_error(const ExperimentSpec& e) {
                         "' has experts (Megatron-Core: \"mlp cuda graph is only supported for "
                         "dense layers\"): use moe or moe_router",
                     "training.cuda_graph_scope");
-    if (e.parallel.recompute == RecomputePolicy::full)
+    // recompute: auto chooses full recompute for some layers where memory asks for it.
+    if (e.parallel.recompute == RecomputePolicy::full ||
+        e.parallel.recompute == RecomputePolicy::automatic)
         return fail("cuda_graph_impl " + std::string(to_string(t.cuda_graph_impl)) +
                         " captures layers that full recompute reruns (Megatron-Core: \"full "
-                        "recompute is only supported with full iteration CUDA graph\"): use "
-                        "recompute: selective or none, or cuda_graph_impl: full_iteration",
+                        "recompute is only supported with full iteration CUDA graph\")" +
+                        (e.parallel.recompute == RecomputePolicy::automatic
+                             ? ", and recompute: auto may choose it"
+                             : "") +
+                        ": use recompute: selective or none, or cuda_graph_impl: full_iteration",
                     "training.cuda_graph_impl");
     if (t.cuda_graph_impl == CudaGraphImpl::transformer_engine &&
         e.parallel.recompute == RecomputePolicy::selective && has(GraphScope::moe_router) &&
@@ -232,8 +237,9 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
                     "parallel.moe_token_dispatcher");
     if (const auto refusal = ep_overlap_refusal(p))
         return fail(refusal->first, refusal->second);
-    // transformer_config.py (__post_init__, core_v0.17.1 and d98e8a64dd): "MTP supports at
-    // most one layer when enabling overlap_moe_expert_parallel_comm".
+    // transformer_config.py (__post_init__, d98e8a64dd): "MTP supports at most one layer when
+    // enabling overlap_moe_expert_parallel_comm" (core_v0.17.1 asserts the same in other
+    // words).
     if (p.ep_overlap && e.model.mtp_num_layers > 1)
         return fail("overlap_moe_expert_parallel_comm with " +
                         std::to_string(e.model.mtp_num_layers) +
@@ -343,20 +349,22 @@ std::optional<InputError> tensor_split_error(const ExperimentSpec& e) {
 /// The pipeline schedule, its chunks and the layers of each stage (e.stage_layers).
 std::optional<InputError> pipeline_error(ExperimentSpec& e) {
     const Refuse fail{e};
-    // DeepSpeed's PipelineEngine (FrameworkSpec::deepspeed_pipeline) runs TrainSchedule, a
-    // 1F1B, and no other (deepspeed/runtime/pipe/engine.py, train_batch); it turns the
-    // backward's gradient all-reduce off and reduces after the last step's backward
-    // (ReduceGrads), whatever the experiment asks.
-    // DeepSpeed's engine without its PipelineEngine runs bf16 only under ZeRO
-    // (deepspeed/runtime/engine.py, _configure_distributed_model at v0.7.0: "When not running
-    // ZeRO, BF16 training support is only supported for Pipeline parallelism").
+    // DeepSpeed's engine without its PipelineEngine runs bf16 only under ZeRO from v0.6.2 to
+    // v0.7.4 (deepspeed/runtime/engine.py, _configure_distributed_model at v0.7.0: "When not
+    // running ZeRO, BF16 training support is only supported for Pipeline parallelism"), the
+    // releases of the 2021-22 stacks its profile models; v0.7.5 runs it (microsoft/DeepSpeed
+    // ee39187d8, "Make bf16_optimizer work for non pipeline").
     if (e.framework.grad_accumulation == GradAccumulation::deepspeed &&
         !e.framework.deepspeed_pipeline && e.training.dtype == hardware::Dtype::bf16 &&
         e.parallel.zero == 0)
         return fail("bf16 without ZeRO runs on DeepSpeed's engine only under its PipelineEngine "
-                    "(DeepSpeed raises NotImplementedError); set zero: 1, pipeline_engine: "
-                    "deepspeed in the framework, or fp16",
+                    "(DeepSpeed v0.6.2-v0.7.4 raise NotImplementedError); set zero: 1, "
+                    "pipeline_engine: deepspeed in the framework, or fp16",
                     "parallel.zero");
+    // DeepSpeed's PipelineEngine (FrameworkSpec::deepspeed_pipeline) runs TrainSchedule, a
+    // 1F1B, and no other (deepspeed/runtime/pipe/engine.py, train_batch); it turns the
+    // backward's gradient all-reduce off and reduces after the last step's backward
+    // (ReduceGrads), whatever the experiment asks.
     if (e.framework.deepspeed_pipeline) {
         if (e.parallel.pp > 1 && e.parallel.schedule != PipelineSchedule::one_f_one_b)
             return fail("schedule " + std::string(to_string(e.parallel.schedule)) +

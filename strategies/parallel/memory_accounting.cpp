@@ -126,8 +126,12 @@ std::int64_t backward_allocated_peak(const StepPlan& plan, const RankPlan& rp,
         plan.shape.micro_batches != 1 ||
         (e->training.master_weights && !e->training.optimizer_in_bwd))
         return -1;
-    const std::int64_t params = std::max<std::int64_t>(1, rp.parameters - rp.frozen_parameters);
-    const std::int64_t elt = std::max<std::int64_t>(1, rp.grads_bytes / params);
+    // The gradients' element as state_bytes counts it without ZeRO (models::model_state_bytes):
+    // the weights' 16-bit type under pure 16-bit training, fp32 otherwise. Not rp.grads_bytes
+    // over the parameters: optimizer_in_bwd has cut those bytes to the gradients it holds.
+    const bool pure16 = !e->training.master_weights &&
+                        hardware::bytes_per_element(weight_dtype(e->training.dtype)) == 2;
+    const std::int64_t elt = pure16 ? 2 : 4;
     const std::int64_t head = std::min(grads, std::int64_t{e->model.vocab} * e->model.hidden * elt);
     std::int64_t kept = 0;
     for (int c = 0; c < plan.shape.virtual_stages; ++c)

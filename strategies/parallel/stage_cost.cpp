@@ -536,9 +536,12 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
     // meta-pytorch/torchtune@1814feb17): each checkpointed layer input is copied to the host in
     // the forward, the last max_fwd_stash_size (5) kept on the GPU until their copies are
     // done, and those are what the backward starts with; the others come back one at a time.
+    // The groups are walked from the last (the later layers' kinds) for those last five. The
+    // copies' time on the host link is not modelled.
     constexpr int kFwdStash = 5;
     int on_gpu = ctx.e.training.activation_offloading ? kFwdStash : 1 << 30;
-    for (auto [wp, n] : groups) {
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+        const auto [wp, n] = *it;
         const LayerWork& w = *wp;
         const int kept = std::min(n, on_gpu);
         on_gpu -= kept;

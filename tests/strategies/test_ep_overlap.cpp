@@ -234,6 +234,10 @@ TEST_CASE("cuda graphs and the overlap: what Megatron-Core refuses of the model 
                             with(dense, {{"training.cuda_graph_impl", impl},
                                          {"parallel.recompute", "full"}})),
                    Catch::Contains("full iteration CUDA graph"));
+    CHECK_THAT(error_of(p, 8,
+                        with(dense, {{"training.cuda_graph_impl", "transformer_engine"},
+                                     {"parallel.recompute", "auto"}})),
+               Catch::Contains("recompute: auto may choose it"));
     CHECK(error_of(p, 8,
                    with(dense, {{"training.cuda_graph_impl", "full_iteration"},
                                 {"parallel.recompute", "full"}})) == "(no error)");

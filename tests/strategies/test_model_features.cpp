@@ -275,6 +275,22 @@ TEST_CASE("gpt-oss experts: the clamp and fc2's bias apart, unless the grouped M
     CHECK_FALSE(has_op(mixtral.forward, "moe.experts.fc2_bias"));
 }
 
+TEST_CASE("fused grouped MLP: torch.compile's fusions keep the op fuser's choice",
+          "[models][features]") {
+    // compile turns every elementwise fusion on; whether the experts run Transformer Engine's
+    // fused grouped MLP is the experiment's key either way (TrainingSpec::kernels).
+    strategies::parallel::TrainingSpec t;
+    t.compile = true;
+    t.fusions.norm_fusion = false;
+    t.fusions.fused_grouped_mlp = true;
+    CHECK(t.kernels().fused_grouped_mlp);
+    CHECK(t.kernels().norm_fusion);
+    t.fusions.fused_grouped_mlp = false;
+    CHECK_FALSE(t.kernels().fused_grouped_mlp);
+    t.compile = false;
+    CHECK_FALSE(t.kernels().norm_fusion);
+}
+
 // YaRN's mscale (0.1 ln 32 + 1 for gpt-oss) makes Megatron-Core refuse Transformer Engine's
 // fused RoPE (rope_utils.py, apply_rotary_pos_emb): _apply_rotary_pos_emb_bshd's chain, 12 bytes
 // per 16-bit element forward and 13 backward, against the fused kernel's 4.
