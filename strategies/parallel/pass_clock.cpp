@@ -1,6 +1,7 @@
 #include "strategies/parallel/pass_clock.h"
 
 #include "strategies/parallel/cuda_graphs.h"
+#include "strategies/parallel/ep_overlap_host.h"
 #include "strategies/parallel/precision.h"
 
 #include <algorithm>
@@ -501,24 +502,115 @@ double op_seconds(const models::PassWork& work, int from, int to, const PassEnv&
     return all;
 }
 
-} // namespace
-
-std::optional<EpOverlapLayer> ep_overlap_layer(const LayerWork& w, const PassEnv& env) {
+/// The four all-to-alls that split a layer into the overlap's nodes (null where one lacks).
+struct EpSplit {
     const models::TpCollective* dispatch = nullptr;
     const models::TpCollective* combine = nullptr;
     const models::TpCollective* combine_bwd = nullptr;
     const models::TpCollective* dispatch_bwd = nullptr;
+    bool complete() const {
+        return dispatch != nullptr && combine != nullptr && combine_bwd != nullptr &&
+               dispatch_bwd != nullptr;
+    }
+};
+
+EpSplit ep_split(const LayerWork& w) {
+    EpSplit s;
     for (const models::TpCollective& tc : w.collectives) {
         if (tc.op != models::TpOp::all_to_all)
             continue;
         const bool bwd = tc.pass == Pass::backward;
         const bool is_dispatch = tc.name.find("dispatch") != std::string_view::npos;
-        (bwd ? (is_dispatch ? dispatch_bwd : combine_bwd) : (is_dispatch ? dispatch : combine)) =
-            &tc;
+        (bwd ? (is_dispatch ? s.dispatch_bwd : s.combine_bwd)
+             : (is_dispatch ? s.dispatch : s.combine)) = &tc;
     }
-    if (dispatch == nullptr || combine == nullptr || combine_bwd == nullptr ||
-        dispatch_bwd == nullptr)
+    return s;
+}
+
+/// Which ops of a node's slice count: all, or only the weight gradients, or all but them.
+enum class Wgrad : std::uint8_t { any, only, none };
+
+bool is_wgrad(std::string_view n) {
+    return n.size() >= 6 && n.substr(n.size() - 6) == ".wgrad";
+}
+
+/// Adds to `node` the host side of ops [from, to) of `work` in `set` (op_seconds' slices):
+/// what UnitRun::host_cost charges for each (its kernels, one launch per captured run,
+/// nothing in a whole-iteration graph), its GPU seconds, and where its last host sync falls.
+void add_host(EpNodeHost& node, const models::PassWork& work, int from, int to, const PassEnv& env,
+              OpSet set, bool recompute = false, Wgrad wg = Wgrad::any) {
+    if (env.graph_iteration) {
+        return; // no host time and no host wait inside the graph
+    }
+    const double per_kernel = env.fw->host_overhead.seconds();
+    bool moe_layer = false;
+    for (const models::Op& op : work.ops)
+        moe_layer = moe_layer || op.name.starts_with("moe.");
+    bool prev_captured = false;
+    for (int i = 0; i < work.ops.count(); ++i) {
+        const models::Op& op = work.ops[static_cast<std::size_t>(i)];
+        const bool captured =
+            env.graph_scopes != 0 && (graph_scopes_of(op.name, moe_layer) & env.graph_scopes) != 0;
+        const bool first_of_run = !prev_captured;
+        prev_captured = captured;
+        if (i < from || i >= to)
+            continue;
+        if (set != OpSet::all &&
+            in_attention_step(op.name, recompute) != (set == OpSet::attention_step))
+            continue;
+        if ((wg == Wgrad::only && !is_wgrad(op.name)) || (wg == Wgrad::none && is_wgrad(op.name)))
+            continue;
+        node.issue += captured ? (first_of_run ? per_kernel : 0.0) : per_kernel * op.kernels;
+        node.gpu +=
+            op.time.seconds() / (op.kind == models::OpKind::memory_bound ? env.fw->memory_efficiency
+                                                                         : env.fw->gemm_efficiency);
+        if (op.host_sync) {
+            node.sync = true;
+            node.issue_to_sync = node.issue;
+            node.gpu_to_sync = node.gpu;
+        }
+    }
+}
+
+} // namespace
+
+std::optional<EpOverlapHost> ep_overlap_host(const LayerWork& w, const PassEnv& env) {
+    const EpSplit s = ep_split(w);
+    if (!s.complete())
         return std::nullopt;
+    EpOverlapHost h;
+    if (!env.graph_iteration)
+        for (EpNode n :
+             {EpNode::dispatch_fwd, EpNode::combine_fwd, EpNode::combine_bwd, EpNode::dispatch_bwd})
+            h[n].issue = env.fw->host_overhead.seconds() + env.fw->collective_overhead.seconds();
+    const models::PassWork& F = w.forward;
+    const models::PassWork& B = w.backward;
+    const models::PassWork& R = w.recompute;
+    const int nf = F.ops.count(), nb = B.ops.count(), nr = R.ops.count();
+    add_host(h[EpNode::attn_fwd], F, 0, s.dispatch->after + 1, env, OpSet::other);
+    add_host(h[EpNode::attn_fwd], F, 0, nf, env, OpSet::attention_step);
+    add_host(h[EpNode::mlp_fwd], F, s.dispatch->after + 1, s.combine->after + 1, env, OpSet::other);
+    add_host(h[EpNode::post_fwd], F, s.combine->after + 1, nf, env, OpSet::other);
+    add_host(h[EpNode::pre_bwd], R, 0, nr, env, OpSet::other, true);
+    add_host(h[EpNode::pre_bwd], B, 0, s.combine_bwd->after + 1, env, OpSet::other);
+    add_host(h[EpNode::mlp_bwd], B, s.combine_bwd->after + 1, s.dispatch_bwd->after + 1, env,
+             OpSet::other, false, Wgrad::none);
+    add_host(h[EpNode::mlp_wgrad], B, s.combine_bwd->after + 1, s.dispatch_bwd->after + 1, env,
+             OpSet::other, false, Wgrad::only);
+    add_host(h[EpNode::attn_bwd], B, s.dispatch_bwd->after + 1, nb, env, OpSet::other);
+    add_host(h[EpNode::attn_bwd], B, 0, nb, env, OpSet::attention_step);
+    add_host(h[EpNode::attn_bwd], R, 0, nr, env, OpSet::attention_step, true);
+    return h;
+}
+
+std::optional<EpOverlapLayer> ep_overlap_layer(const LayerWork& w, const PassEnv& env) {
+    const EpSplit s = ep_split(w);
+    if (!s.complete())
+        return std::nullopt;
+    const models::TpCollective* dispatch = s.dispatch;
+    const models::TpCollective* combine = s.combine;
+    const models::TpCollective* combine_bwd = s.combine_bwd;
+    const models::TpCollective* dispatch_bwd = s.dispatch_bwd;
     // Each all-to-all's time, and its SM and HBM shares weighted by it.
     double comm = 0, sm = 0, hbm = 0;
     auto seconds = [&](const models::TpCollective& tc) {

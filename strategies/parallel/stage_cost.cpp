@@ -1,5 +1,7 @@
 #include "strategies/parallel/stage_cost.h"
 
+#include "strategies/parallel/ep_overlap_host.h"
+
 #include "strategies/parallel/memory_accounting.h"
 #include "strategies/parallel/param_gathers.h"
 #include "strategies/parallel/precision.h"
@@ -643,6 +645,9 @@ void hide_ep_wait(PassCost& p, double seconds, double slowdown) {
 /// ep_overlapped_seconds); the share of the rank's passes that run paired
 /// (ep_paired_share) takes it, averaged over the step's passes, out of the passes' waits for
 /// the all-to-alls (never more than those waits), forward and backward in proportion to them.
+/// Both ways the host issues the pair's kernels (ep_overlap_host.h): a pair the host cannot
+/// issue faster than the GPU runs it, or that waits for the GPU before the next node, hides
+/// less, and a layer whose pair would take longer overlapped hides nothing.
 void apply_ep_overlap(const PlanContext& ctx, VirtualStagePlan& st, const RecomputePlan& rp) {
     const ExperimentSpec& e = ctx.e;
     const ParallelSpec& par = e.parallel;
@@ -654,11 +659,17 @@ void apply_ep_overlap(const PlanContext& ctx, VirtualStagePlan& st, const Recomp
     for (const auto& [wp, n] : groups) {
         if (n == 0)
             continue;
-        if (const auto l = ep_overlap_layer(*wp, ctx.env)) {
+        const auto l = ep_overlap_layer(*wp, ctx.env);
+        const auto h = ep_overlap_host(*wp, ctx.env);
+        if (l && h) {
+            // Both ways with the host issuing the kernels (ep_overlap_host.h): what a
+            // host-bound or host-synchronised pair cannot hide stays.
             const double hidden =
-                ep_sequential_seconds(*l) - ep_overlapped_seconds(*l, par.delay_wgrad);
+                ep_sequential_seconds(*l, *h) - ep_overlapped_seconds(*l, *h, par.delay_wgrad);
+            if (hidden <= 0)
+                continue;
             hidden_per_pair += n * hidden;
-            slowdown_per_pair += n * (hidden - ep_overlap_saving(*l, par.delay_wgrad));
+            slowdown_per_pair += n * (hidden - ep_overlap_saving(*l, *h, par.delay_wgrad));
         }
     }
     const double share = ep_paired_share(par.pp, st.rank, par.virtual_stages, e.micro_batches());

@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "strategies/parallel/cuda_graphs.h"
 #include "strategies/parallel/ep_overlap.h"
+#include "strategies/parallel/ep_overlap_host.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/training_step.h"
@@ -12,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <string>
 
 using namespace clustersim;
@@ -143,6 +145,106 @@ TEST_CASE("ep overlap: the all-to-alls beside the kernels slow them by at most t
     l.comm_share = 0.2;
     CHECK(ep_overlap_saving(l, true) < hidden);
     CHECK(ep_overlap_saving(l, true) >= hidden * (1 - 0.2) - 1e-12);
+}
+
+namespace {
+
+/// Every node of a pair costing the host `issue` seconds.
+EpOverlapHost host_of(double issue) {
+    EpOverlapHost h;
+    for (EpNodeHost& n : h.nodes)
+        n.issue = issue;
+    return h;
+}
+
+} // namespace
+
+TEST_CASE("ep overlap host: no host time leaves the GPU's schedule as it was",
+          "[strategies][moe][ep_overlap]") {
+    for (const auto& [compute, comm] : {std::pair{1.0, 0.25}, {1.0, 1.0}, {0.25, 1.0}}) {
+        const EpOverlapLayer l = pair_of(compute, comm);
+        for (bool delay : {false, true}) {
+            CHECK(ep_overlapped_seconds(l, EpOverlapHost{}, delay) ==
+                  ep_overlapped_seconds(l, delay));
+            CHECK(ep_overlap_saving(l, EpOverlapHost{}, delay) == ep_overlap_saving(l, delay));
+        }
+        CHECK(ep_sequential_seconds(l, EpOverlapHost{}) == Approx(ep_sequential_seconds(l)));
+    }
+}
+
+TEST_CASE("ep overlap host: a pair whose host time exceeds its kernels' is host-bound",
+          "[strategies][moe][ep_overlap]") {
+    // Each of the 11 nodes takes the host 3 s to issue and the GPU at most 1 s: both ways the
+    // pair ends when the host has issued the last node, and the overlap hides nothing.
+    const EpOverlapLayer l = pair_of(1.0, 0.5);
+    const EpOverlapHost h = host_of(3.0);
+    CHECK(ep_sequential_seconds(l, h) == Approx(11 * 3.0));
+    for (bool delay : {false, true}) {
+        CHECK(ep_overlapped_seconds(l, h, delay) == Approx(11 * 3.0));
+        CHECK(ep_overlap_saving(l, h, delay) == Approx(0).margin(1e-12));
+    }
+    // Host time below the kernels' hides behind them: the GPU's schedule again.
+    const EpOverlapHost ahead = host_of(0.01);
+    CHECK(ep_sequential_seconds(l, ahead) == Approx(ep_sequential_seconds(l)));
+    CHECK(ep_overlapped_seconds(l, ahead, true) == Approx(ep_overlapped_seconds(l, true)));
+}
+
+TEST_CASE("ep overlap host: a host sync in every node serialises the pair",
+          "[strategies][moe][ep_overlap]") {
+    // A blocking copy at the end of each node: the host issues the next node only when the
+    // GPU is done, so nothing runs beside anything and the pair takes its sequential time.
+    const EpOverlapLayer l = pair_of(1.0, 0.5);
+    EpOverlapHost h;
+    const std::array<double, kEpNodes> gpu{l.pre_bwd,      l.combine_bwd, l.attn_fwd,     l.mlp_bwd,
+                                           l.dispatch_fwd, l.mlp_wgrad,   l.dispatch_bwd, l.mlp_fwd,
+                                           l.combine_fwd,  l.attn_bwd,    l.post_fwd};
+    for (std::size_t i = 0; i < kEpNodes; ++i) {
+        h.nodes[i].sync = true;
+        h.nodes[i].gpu = h.nodes[i].gpu_to_sync = gpu[i];
+    }
+    CHECK(ep_sequential_seconds(l, h) == Approx(7 * 1.0 + 4 * 0.5));
+    CHECK(ep_overlapped_seconds(l, h, true) == Approx(7 * 1.0 + 4 * 0.5));
+    CHECK(ep_overlap_saving(l, h, true) == Approx(0).margin(1e-12));
+    // The routing's split sizes alone are waited for at the dispatch, which waits for the
+    // routing on the GPU anyway: with the host ahead they cost the overlap nothing.
+    EpOverlapHost routing;
+    routing[EpNode::attn_fwd].sync = true;
+    routing[EpNode::attn_fwd].gpu = routing[EpNode::attn_fwd].gpu_to_sync = l.attn_fwd;
+    CHECK(ep_overlapped_seconds(l, routing, true) == Approx(ep_overlapped_seconds(l, true)));
+    // A blocking copy at the end of the forward's experts (the host 0.4 s a node, the GPU's
+    // pair 7 s): the host resumes when they end, and the backward's attention, issued
+    // after the combine, starts one issue late.
+    REQUIRE(ep_overlapped_seconds(l, true) == Approx(7.0));
+    EpOverlapHost copy = host_of(0.4);
+    CHECK(ep_overlapped_seconds(l, copy, true) == Approx(7.0));
+    copy[EpNode::mlp_fwd].sync = true;
+    copy[EpNode::mlp_fwd].gpu = copy[EpNode::mlp_fwd].gpu_to_sync = l.mlp_fwd;
+    copy[EpNode::mlp_fwd].issue_to_sync = 0.4;
+    CHECK(ep_overlapped_seconds(l, copy, true) == Approx(7.0 + 0.4));
+}
+
+TEST_CASE("ep overlap host: a host-bound step gains nothing, a whole-iteration graph gives "
+          "the kernels' saving back",
+          "[strategies][moe][ep_overlap][training]") {
+    const Platform fast = load_platform("dgx-h100");
+    Platform slow = fast;
+    slow.framework.host_overhead = sim::Time::from_seconds(0.01); // 10 ms a kernel
+    const Settings overlap = {{"parallel.overlap_moe_expert_parallel_comm", "true"},
+                              {"parallel.delay_wgrad_compute", "true"}};
+    const Settings graph = {{"training.cuda_graph_impl", "full_iteration"}};
+    auto step = [](const Platform& p, const Settings& s) {
+        return simulate_step(make_experiment(p, 8, s, "moe.yaml")).step_time_s;
+    };
+    // Every node waits for the host: the two streams run what the host issues, one by one.
+    CHECK(step(slow, with(moe(8, 8), overlap)) == Approx(step(slow, moe(8, 8))).epsilon(1e-9));
+    // Inside a whole-iteration graph the host issues nothing: the overlap saves the same
+    // whatever a kernel costs it.
+    const double saved_fast =
+        step(fast, with(moe(8, 8), graph)) - step(fast, with(with(moe(8, 8), graph), overlap));
+    const double saved_slow =
+        step(slow, with(moe(8, 8), graph)) - step(slow, with(with(moe(8, 8), graph), overlap));
+    REQUIRE(saved_fast > 0);
+    CHECK(saved_slow == Approx(saved_fast).epsilon(1e-9));
 }
 
 TEST_CASE("cuda graphs: layer scopes and the whole iteration take the host off the kernels",
