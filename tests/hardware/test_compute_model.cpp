@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -16,6 +17,35 @@ using namespace clustersim::hardware;
 
 namespace {
 
+/// The rows of a reference CSV under data/reference (comment lines skipped), each as its
+/// cells, after checking the header line and each row's cell count.
+std::vector<std::vector<std::string>> read_csv(const std::string& path, const std::string& header) {
+    std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR "/data/reference/") + path);
+    REQUIRE(in);
+    const auto columns =
+        static_cast<std::size_t>(std::count(header.begin(), header.end(), ',') + 1);
+    std::vector<std::vector<std::string>> rows;
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#')
+            continue;
+        if (first) {
+            REQUIRE(line == header);
+            first = false;
+            continue;
+        }
+        std::stringstream ss(line);
+        std::vector<std::string> f;
+        std::string cell;
+        while (std::getline(ss, cell, ','))
+            f.push_back(cell);
+        REQUIRE(f.size() == columns);
+        rows.push_back(std::move(f));
+    }
+    return rows;
+}
+
 struct GemmRow {
     std::string source, gpu;
     Dtype dtype = Dtype::fp16;
@@ -24,25 +54,9 @@ struct GemmRow {
 };
 
 std::vector<GemmRow> read_gemm_csv() {
-    std::ifstream in(CLUSTERSIM_SOURCE_DIR "/data/reference/gemm/matmul-throughput.csv");
-    REQUIRE(in);
     std::vector<GemmRow> rows;
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#')
-            continue;
-        if (header) {
-            REQUIRE(line == "source,gpu,dtype,m,n,k,tflops,peak_tflops");
-            header = false;
-            continue;
-        }
-        std::stringstream ss(line);
-        std::vector<std::string> f;
-        std::string cell;
-        while (std::getline(ss, cell, ','))
-            f.push_back(cell);
-        REQUIRE(f.size() == 8);
+    for (const auto& f :
+         read_csv("gemm/matmul-throughput.csv", "source,gpu,dtype,m,n,k,tflops,peak_tflops")) {
         GemmRow r;
         r.source = f[0];
         r.gpu = f[1];
@@ -416,25 +430,10 @@ struct SdpaRow {
 };
 
 std::vector<SdpaRow> read_sdpa_csv() {
-    std::ifstream in(CLUSTERSIM_SOURCE_DIR "/data/reference/attention/cudnn-sdpa-training.csv");
-    REQUIRE(in);
     std::vector<SdpaRow> rows;
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#')
-            continue;
-        if (header) {
-            REQUIRE(line == "gpu,model,mask,batch,seq,q_heads,kv_heads,d_qk,d_vo,fwd_ms,bwd_ms");
-            header = false;
-            continue;
-        }
-        std::stringstream ss(line);
-        std::vector<std::string> f;
-        std::string cell;
-        while (std::getline(ss, cell, ','))
-            f.push_back(cell);
-        REQUIRE(f.size() == 11);
+    for (const auto& f :
+         read_csv("attention/cudnn-sdpa-training.csv",
+                  "gpu,model,mask,batch,seq,q_heads,kv_heads,d_qk,d_vo,fwd_ms,bwd_ms")) {
         rows.push_back({f[0], f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]),
                         std::stoll(f[7]), std::stoll(f[8]), std::stod(f[9]), std::stod(f[10])});
     }
