@@ -201,6 +201,41 @@ TEST_CASE("new hardware: the Mixtral row runs its cited script's batch on its pr
 // DGX B200 the alltoall dispatcher alone; GPT-OSS its gpt_oss configs (26.08's MXFP8 the
 // fused grouped MLP with the rest, 26.04.01's GB300 and B300 Transformer Engine's graphs, B300
 // HybridEP, GB200 the overlap, GB200, B200 and H100 recompute of the norm and moe_act).
+TEST_CASE("new hardware: FP8 as the container's scripts run it, DeepSeek-V3's MTP as the table "
+          "says",
+          "[validation][blackwell]") {
+    const auto setting = [](const NewHardwareRun& r, const std::string& key) {
+        std::string value;
+        for (const auto& [k, v] : r.settings)
+            if (k == key)
+                value = v;
+        return value;
+    };
+    int fp8 = 0, mtp = 0, without = 0;
+    for (const auto& r : runs()) {
+        if (!r.ran() || r.accelerator.rfind("TPU", 0) == 0)
+            continue;
+        INFO(r.id);
+        // Megatron-Bridge 25.11 and later run FP8 as per-tensor current scaling (no delayed
+        // recipe in their scripts); MXFP8 and NVFP4 as their block-scaled recipes.
+        if (r.precision == "FP8" || r.precision.rfind("FP8-CS", 0) == 0) {
+            CHECK(setting(r, "training.fp8_recipe") == "current");
+            ++fp8;
+        }
+        if (r.precision.find("MX") != std::string::npos)
+            CHECK(setting(r, "training.fp8_recipe") == "mxfp8");
+        // DeepSeek-V3 with its one MTP block, but the 25.11 rows, whose table says "w/o MTP".
+        if (r.id.find("dsv3") != std::string::npos) {
+            const bool v25_11 = r.id.rfind("mb2511-", 0) == 0;
+            CHECK(setting(r, "model.mtp_num_layers") == (v25_11 ? "" : "1"));
+            ++(v25_11 ? without : mtp);
+        }
+    }
+    CHECK(fp8 >= 10);
+    CHECK(without == 3);
+    CHECK(mtp >= 4);
+}
+
 TEST_CASE("new hardware: each mixture runs what its container's recipe turns on",
           "[validation][blackwell][moe]") {
     const auto setting = [](const NewHardwareRun& r, const std::string& key) {

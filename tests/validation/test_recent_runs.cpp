@@ -83,6 +83,19 @@ TEST_CASE("recent runs: a row's experiment comes from its own fields and its fra
     CHECK(setting(nemo, "parallel.zero") == "1");
     CHECK(setting(nemo, "model.tied_embeddings") == "true");
     CHECK(nemo.fp8);
+    // FP8's scaling as each stack ran it: NeMo 24.07 and Megatron-Bridge 25.09 delayed (their
+    // scripts' default), the row's FP8-CS and Megatron-Bridge 25.11 on current scaling (its
+    // scripts have no delayed recipe), torchao's tensorwise under torchtitan.
+    CHECK(setting(nemo, "training.fp8_recipe").empty());
+    CHECK(setting(row("mbridge2509-llama31-405b-1024gpu"), "training.fp8_recipe").empty());
+    for (const char* id : {"mbridge2511-llama31-405b-1024gpu", "mbridge2602-llama31-405b-1024gpu",
+                           "mbridge2511-llama3-70b-64gpu"}) {
+        INFO(id);
+        CHECK(row(id).fp8_current);
+        CHECK(setting(row(id), "training.fp8_recipe") == "current");
+    }
+    CHECK(setting(row("torchtitan-llama31-70b-256gpu-2d-fp8"), "training.fp8_recipe") ==
+          "tensorwise");
 }
 
 TEST_CASE("recent runs: layers the stages do not divide split as each recipe split them",
