@@ -16,6 +16,15 @@ const std::vector<NewHardwareRun>& runs() {
     static const auto r = new_hardware_runs(CLUSTERSIM_SOURCE_DIR "/data/reference");
     return r;
 }
+
+/// The value of `key` among a row's experiment settings, the last one set ("" when none).
+std::string setting(const NewHardwareRun& r, const std::string& key) {
+    std::string value;
+    for (const auto& [k, v] : r.settings)
+        if (k == key)
+            value = v;
+    return value;
+}
 } // namespace
 
 TEST_CASE("new hardware: every row is predicted or says what it needs", "[validation][blackwell]") {
@@ -204,13 +213,6 @@ TEST_CASE("new hardware: the Mixtral row runs its cited script's batch on its pr
 TEST_CASE("new hardware: FP8 as the container's scripts run it, DeepSeek-V3's MTP as the table "
           "says",
           "[validation][blackwell]") {
-    const auto setting = [](const NewHardwareRun& r, const std::string& key) {
-        std::string value;
-        for (const auto& [k, v] : r.settings)
-            if (k == key)
-                value = v;
-        return value;
-    };
     int fp8 = 0, mtp = 0, without = 0;
     for (const auto& r : runs()) {
         if (!r.ran() || r.accelerator.rfind("TPU", 0) == 0)
@@ -238,13 +240,6 @@ TEST_CASE("new hardware: FP8 as the container's scripts run it, DeepSeek-V3's MT
 
 TEST_CASE("new hardware: each mixture runs what its container's recipe turns on",
           "[validation][blackwell][moe]") {
-    const auto setting = [](const NewHardwareRun& r, const std::string& key) {
-        std::string value;
-        for (const auto& [k, v] : r.settings)
-            if (k == key)
-                value = v;
-        return value;
-    };
     const NewHardwareRun* q30_2608 = nullptr;
     const NewHardwareRun* q30_260401 = nullptr;
     int full_iteration = 0;
