@@ -383,6 +383,15 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
                             "< 2); set zero: 0 or 1, or a Megatron stack (training.framework: "
                             "megatron-lm)",
                         "parallel.zero");
+        // Its gradient reduction under bf16 runs BF16_Optimizer's (ZeRO off) and raises
+        // NotImplementedError under ZeRO-1 (PipelineEngine._exec_reduce_grads, "only bf16 +
+        // z1 are supported", from microsoft/DeepSpeed 56c522386, v0.6.2, until dcb4a7d66,
+        // v0.9.2, "Add ZeRO 1 support to PP for BF16").
+        if (e.parallel.pp > 1 && e.parallel.zero == 1 && e.training.dtype == hardware::Dtype::bf16)
+            return fail("bf16 with ZeRO-1 does not run under DeepSpeed's PipelineEngine of "
+                        "v0.6.2-v0.9.1 (its gradient reduction raises NotImplementedError); set "
+                        "zero: 0 (BF16_Optimizer shards the fp32 state itself) or fp16",
+                        "parallel.zero");
         e.parallel.dp_overlap = false;
     }
     const ParallelSpec& p = e.parallel;

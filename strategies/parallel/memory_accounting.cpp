@@ -207,17 +207,23 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     const auto dtype = weight_dtype(e.training.dtype);
     // The distributed optimizer's main gradients in fp32 where the framework reduces them in
     // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
-    const bool fp32_grads = e.framework.fp32_grad_reduce;
+    // DeepSpeed's BF16_Optimizer (precision.h) keeps the state of ZeRO-1 with fp32 main
+    // gradients, and the bf16 param.grad of the last backward beside them.
+    const bool hp_grads = bf16_optimizer(e);
+    const int zero = hp_grads ? 1 : par.zero;
+    const bool fp32_grads = e.framework.fp32_grad_reduce || hp_grads;
     const bool master = e.training.master_weights;
-    models::ModelStateBytes m = models::lora_state_bytes(
-        frozen, dense, dtype, e.training.optimizer, par.zero, par.shard_cp(), fp32_grads, master);
+    models::ModelStateBytes m = models::lora_state_bytes(frozen, dense, dtype, e.training.optimizer,
+                                                         zero, par.shard_cp(), fp32_grads, master);
     if (experts > 0) {
-        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, par.zero,
-                                                 edp, fp32_grads, master);
+        const auto x = models::model_state_bytes(experts, dtype, e.training.optimizer, zero, edp,
+                                                 fp32_grads, master);
         m.weights += x.weights;
         m.gradients += x.gradients;
         m.optimizer += x.optimizer;
     }
+    if (hp_grads)
+        m.gradients += (dense + experts) * hardware::bytes_per_element(dtype);
     // Transformer Engine keeps quantized copies of the weights across the step (delayed and
     // current: FP8 data and transpose; MXFP8 and NVFP4: both block-scaled copies with their
     // scales); torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).

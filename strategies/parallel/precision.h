@@ -39,4 +39,19 @@ inline hardware::Dtype weight_dtype(hardware::Dtype d) {
     return hardware::is_quantized(d) ? hardware::Dtype::bf16 : d;
 }
 
+/// Whether DeepSpeed's BF16_Optimizer runs the step: bf16 on DeepSpeed's engine
+/// (FrameworkSpec::grad_accumulation deepspeed) without ZeRO, which
+/// DeepSpeedEngine._configure_optimizer hands to it rather than to a ZeRO optimizer
+/// (deepspeed/runtime/engine.py and bf16_optimizer.py at microsoft/DeepSpeed v0.7.0). It is a
+/// ZeRO-1 of its own: the bf16 weights whole, their param.grad (the PipelineEngine clears them
+/// before each backward, so one micro-batch's are held), fp32 gradients of every weight
+/// (fp32_groups_gradients_flat) accumulated after each micro-batch's backward
+/// (update_hp_grads), all-reduced in the communication dtype (PipelineEngine._bf16_reduce_grads),
+/// the fp32 master weights and the optimizer's state on this rank's 1/d partition, and the bf16
+/// partitions all-gathered after the step (update_lp_params).
+inline bool bf16_optimizer(const ExperimentSpec& e) {
+    return e.framework.grad_accumulation == GradAccumulation::deepspeed &&
+           e.training.dtype == hardware::Dtype::bf16 && e.parallel.zero == 0;
+}
+
 } // namespace clustersim::strategies::parallel::detail

@@ -64,8 +64,9 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
     r.grads_bytes = state.gradients;
     r.optimizer_bytes = state.optimizer;
     const int shards = par.shard_cp();
+    // BF16_Optimizer steps on this rank's partition, as ZeRO-1 does (precision.h).
     const std::int64_t updated =
-        par.zero < 1
+        par.zero < 1 && !bf16_optimizer(e)
             ? r.parameters - r.frozen_parameters
             : (dense + shards - 1) / shards + (r.expert_parameters + edp - 1) / std::max(edp, 1);
     if (!e.training.forward_only) {
@@ -213,7 +214,8 @@ void plan_dp_phase(const PlanContext& ctx, const StepPlan& plan, RankPlan& r) {
     }
     // ZeRO-3 gathers per layer inside the passes (stage_cost.h); the distributed optimizer's
     // gather, when overlapped, inside the next step's first forward (param_gathers.h).
-    if (par.zero >= 1 && par.zero < 3 && !par.overlap_param_gather) {
+    // BF16_Optimizer gathers its bf16 partitions after the step, as ZeRO-1 does (precision.h).
+    if (((par.zero >= 1 && par.zero < 3) || bf16_optimizer(e)) && !par.overlap_param_gather) {
         const auto wdtype = weight_dtype(e.training.dtype);
         const std::int64_t elem = hardware::bytes_per_element(wdtype);
         if (dense_dp)

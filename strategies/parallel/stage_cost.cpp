@@ -371,19 +371,19 @@ void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& 
         return;
     const hardware::Dtype dtype = ctx.e.training.dtype;
     const std::int64_t grad = hardware::bytes_per_element(weight_dtype(dtype));
-    const bool bf16_optimizer =
-        how == GradAccumulation::deepspeed && dtype == hardware::Dtype::bf16;
+    // BF16_Optimizer adds into its fp32 gradients; DeepSpeed's ZeRO optimizers keep param.grad.
+    const bool hp_grads = bf16_optimizer(ctx.e);
     // DeepSpeed's fp16 engine keeps its gradients in param.grad; Megatron-LM's unfused
     // accumulation adds into the buffer gradients are reduced from.
     const std::int64_t acc = how == GradAccumulation::deepspeed
                                  ? grad
                                  : hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
-    const bool autograd = !bf16_optimizer && acc == grad;
+    const bool autograd = !hp_grads && acc == grad;
     const int m = std::max(1, ctx.e.micro_batches());
     const double share = autograd ? static_cast<double>(m - 1) / m : 1.0;
     const int tensors = layer_param_tensors(ctx, w);
     // BF16_Optimizer: lp.grad.to(fp32) (2 + 4 bytes a parameter), then hp_grad.add_ (4 + 4 + 4).
-    const std::array<std::int64_t, 2> bytes = bf16_optimizer
+    const std::array<std::int64_t, 2> bytes = hp_grads
                                                   ? std::array<std::int64_t, 2>{grad + 4, 12}
                                                   : std::array<std::int64_t, 2>{grad + 2 * acc, 0};
     const double host = ctx.fw.host_overhead.seconds() * share;
@@ -401,7 +401,7 @@ void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& 
         }
     }
     if (share > 0)
-        b.kernels += n * tensors * (bf16_optimizer ? 2 : 1);
+        b.kernels += n * tensors * (hp_grads ? 2 : 1);
 }
 
 /// The backward of `st`: head first, then the layers from the last down, then the embedding.

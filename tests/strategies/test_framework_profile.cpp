@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "hardware/compute_model.h"
 #include "strategies/collectives/communicator.h"
+#include "strategies/models/layer_work.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/framework_profile.h"
@@ -14,6 +15,8 @@
 #include "support/scratch.h"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace clustersim;
 using namespace clustersim::strategies::parallel;
@@ -202,6 +205,70 @@ TEST_CASE("framework profile: DeepSpeed's PipelineEngine runs 1F1B only",
     CHECK_THAT(bf16, Catch::Contains("bf16 without ZeRO") && Catch::Contains("zero: 1"));
     CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "bf16"}, {"parallel.zero", "1"}}));
     CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "fp16"}, {"parallel.zero", "0"}}));
+}
+
+TEST_CASE("framework profile: bf16 on DeepSpeed's PipelineEngine runs BF16_Optimizer, a ZeRO-1 "
+          "with fp32 gradients, and refuses ZeRO-1",
+          "[strategies][framework]") {
+    // deepspeed/runtime/bf16_optimizer.py at v0.7.0: bf16 weights and their param.grad whole,
+    // fp32 gradients of every weight, fp32 master weights and Adam's two moments on 1/dp of
+    // them; the step on that partition, then the bf16 partitions all-gathered.
+    const Platform a100 = load_platform("dgx-a100");
+    const Settings ds{{"training.framework", "megatron-deepspeed"}, {"parallel.pp", "2"}};
+    const auto with = [&](Settings extra) {
+        Settings s = ds;
+        for (auto& kv : extra)
+            s.push_back(kv);
+        return gpt(a100, 8, s);
+    };
+    const ExperimentSpec bf16 = with({{"training.dtype", "bf16"}, {"parallel.zero", "0"}});
+    const ExperimentSpec fp16 = with({{"training.dtype", "fp16"}, {"parallel.zero", "1"}});
+    REQUIRE(bf16.parallel.dp == 4);
+    const auto topo = std::make_shared<const hardware::Topology>(bf16.cluster);
+    const StepPlan plan = build_step_plan(bf16, topo);
+    const StepPlan zero1 = build_step_plan(fp16, topo);
+    for (std::size_t k = 0; k < plan.ranks.size(); ++k) {
+        const RankPlan& r = plan.ranks[k];
+        INFO("rank " << k);
+        const std::int64_t p = r.parameters;
+        const std::int64_t shard = (p + 3) / 4;
+        CHECK(r.weights_bytes == 2 * p);
+        CHECK(r.grads_bytes == (2 + 4) * p);
+        CHECK(r.optimizer_bytes == (4 + 8) * shard);
+        // The 16-bit ZeRO-1 optimizer holds the same weights and state, and 16-bit gradients.
+        CHECK(zero1.ranks[k].optimizer_bytes == r.optimizer_bytes);
+        CHECK(zero1.ranks[k].grads_bytes == 2 * p);
+        // The step on the partition, reading fp32 gradients (BF16_Optimizer.step).
+        const hardware::ComputeModel cm(bf16.cluster);
+        const double step =
+            strategies::models::optimizer_step(shard, hardware::Dtype::bf16,
+                                               strategies::models::Optimizer::adam, 0, cm)
+                .time.seconds() /
+            bf16.framework.memory_efficiency;
+        CHECK(r.optimizer_time.seconds() == Approx(step).epsilon(1e-9));
+        // Gradients all-reduced whole (ZeRO is off), then the weights gathered (the tied
+        // embedding's all-reduce between the first and the last stage besides).
+        const auto count = [&](DpRole role) {
+            return std::count_if(r.dp.begin(), r.dp.end(),
+                                 [&](const DpCollective& d) { return d.role == role; });
+        };
+        CHECK(count(DpRole::grad_all_reduce) == 1);
+        CHECK(count(DpRole::grad_reduce_scatter) == 0);
+        REQUIRE(count(DpRole::param_all_gather) == 1);
+        const auto gather = std::find_if(r.dp.begin(), r.dp.end(), [](const DpCollective& d) {
+            return d.role == DpRole::param_all_gather;
+        });
+        CHECK(gather->collective.bytes == 2 * p);
+        CHECK(std::none_of(gather, r.dp.end(), [](const DpCollective& d) {
+            return d.role == DpRole::grad_all_reduce;
+        }));
+    }
+    // Its gradient reduction raises NotImplementedError under ZeRO-1 (v0.6.2-v0.9.1).
+    const std::string err = test::input_error_of([&] {
+        (void)with({{"training.dtype", "bf16"}, {"parallel.zero", "1"}});
+    });
+    CHECK_THAT(err, Catch::Contains("bf16 with ZeRO-1") && Catch::Contains("PipelineEngine") &&
+                        Catch::Contains("zero: 0"));
 }
 
 TEST_CASE("framework profile: the PipelineEngine's gradient all-reduce runs whole after the last "
