@@ -79,10 +79,22 @@ std::optional<InputError> validate_expert_parallel(const ExperimentSpec& e, Fail
                         " needs sequence_parallel: true (Megatron-Core's MoE layer refuses tensor "
                         "parallelism without it in training); set it, or tp: 1",
                     "parallel.sequence_parallel");
-    if (p.zero >= 3)
-        return fail("ZeRO-3 with expert parallelism is not modelled (Megatron-Core shards experts "
-                    "with its distributed optimizer, zero: 1 or 2); set zero: 1",
+    // ZeRO-3 with experts laid out apart as FSDP2 runs it under torchtitan: the routed experts
+    // sharded and gathered over the expert-data-parallel group (its efsdp, dp_shard x cp x tp /
+    // ep; param_gathers.h), the rest over the data-parallel shard group. DeepSpeed's ZeRO-3
+    // with its MoE is not modelled, nor hybrid sharding's replicas of the experts' shards.
+    if (p.zero >= 3 && !p.fsdp2)
+        return fail("ZeRO-3 with expert parallelism is modelled as FSDP2 shards the experts "
+                    "(torchtitan's efsdp group); set parallel.fsdp: true, or zero: 1 "
+                    "(Megatron-Core's distributed optimizer)",
                     "parallel.zero");
+    if (p.zero >= 3 && p.dp_replicate > 1)
+        return fail("hybrid sharding (data_parallel_replicate_degree " +
+                        std::to_string(p.dp_replicate) +
+                        ") with expert parallelism is not modelled: the experts' shards would "
+                        "be replicated over the replicate groups; set "
+                        "data_parallel_replicate_degree: 1",
+                    "parallel.data_parallel_replicate_degree");
     return std::nullopt;
 }
 

@@ -7,16 +7,35 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-Gather parameter_gather(PlanContext& ctx, std::int64_t params) {
+Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params) {
     collectives::Collective c;
     c.op = collectives::Op::all_gather;
     c.dtype = comm_dtype(ctx.e.training.dtype);
-    c.bytes = params * hardware::bytes_per_element(c.dtype);
+    const std::int64_t elt = hardware::bytes_per_element(c.dtype);
+    c.bytes = params * elt;
     if (c.bytes <= 0)
         return {};
+    // The routed experts' share over their own group, where the context has one (experts
+    // laid out apart, more than one rank to gather from); a group of one gathers nothing.
+    const bool apart = ctx.e.parallel.expert_layout() && ctx.e.model.is_moe();
+    const std::int64_t experts = apart ? std::clamp<std::int64_t>(expert_params, 0, params) : 0;
+    c.bytes = (params - experts) * elt;
     Gather g{ctx.dp_times.time(c).seconds(), ctx.dp_times.load(c)};
+    if (experts > 0) {
+        collectives::Collective x = c;
+        x.bytes = experts * elt;
+        const double seconds = ctx.edp_times.time(x).seconds();
+        const CommLoad load = ctx.edp_times.load(x);
+        // One stream, one after the other: the pair's load averaged over its time.
+        const double total = g.seconds + seconds;
+        if (total > 0) {
+            g.load.sm_share = (g.load.sm_share * g.seconds + load.sm_share * seconds) / total;
+            g.load.hbm_share = (g.load.hbm_share * g.seconds + load.hbm_share * seconds) / total;
+        }
+        g.seconds = total;
+    }
     if (ctx.e.parallel.fsdp2)
-        fsdp2_copies(ctx, params, c.bytes, g);
+        fsdp2_copies(ctx, params, params * elt, g);
     return g;
 }
 

@@ -18,8 +18,12 @@ namespace clustersim::strategies::parallel::detail {
 
 /// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
 /// data-parallel shard group, in the dtype they are kept in for compute, with FSDP2's copies
-/// (fsdp2_copies).
-Gather parameter_gather(PlanContext& ctx, std::int64_t params);
+/// (fsdp2_copies). `expert_params` of them are routed experts': with experts laid out apart
+/// they are gathered over the expert-data-parallel group instead, after the rest (torchtitan's
+/// FSDP2 with expert parallelism shards them over efsdp = dp_shard x cp x tp / ep,
+/// torchtitan/distributed/fsdp.py, apply_fsdp's shard_placement_fn, at
+/// pytorch/torchtitan@b5bcd76c6).
+Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params = 0);
 
 /// FSDP2's copies of a unit of `params` parameters gathered as `bytes` on the compute stream
 /// (Gather::copy_out, copy_in).

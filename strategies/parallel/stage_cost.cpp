@@ -192,23 +192,27 @@ public:
         if (!ahead_)
             return;
         std::int64_t params = st.embedding ? ctx.embedding.parameters : 0;
-        for (auto [wp, n] : groups)
+        std::int64_t experts = 0;
+        for (auto [wp, n] : groups) {
             params += n * wp->parameters;
+            experts += n * wp->expert_parameters;
+        }
         if (st.head)
             params += units.head_params;
-        chunk_ = parameter_gather(ctx, params);
+        chunk_ = parameter_gather(ctx, params, experts);
         chunk_.ahead = true;
         chunk_.whole = true;
         chunk_.lead = st.gather_lead.seconds();
         chunk_.beside = st.gather_beside.seconds();
     }
-    /// The gather of the next unit, of `params` parameters.
-    Gather next(std::int64_t params) {
+    /// The gather of the next unit, of `params` parameters (`expert_params` of them routed
+    /// experts').
+    Gather next(std::int64_t params, std::int64_t expert_params = 0) {
         const bool first = first_unit_;
         first_unit_ = false;
         if (ahead_)
             return first ? chunk_ : Gather{};
-        Gather layer = gathers_ ? parameter_gather(ctx_, params) : Gather{};
+        Gather layer = gathers_ ? parameter_gather(ctx_, params, expert_params) : Gather{};
         // The first chunk's first bucket, issued by zero_grad at the step's start: on a rank
         // after the first, gather_lead before its first forward (VirtualStagePlan::
         // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
@@ -261,7 +265,8 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
         if (n > 0) {
             const LayerWork& w = *wp;
             spans.begin();
-            run_layers(w, forward_units(w), n, ctx.env, c, f, gather.next(w.parameters));
+            run_layers(w, forward_units(w), n, ctx.env, c, f,
+                       gather.next(w.parameters, w.expert_parameters));
             spans.end("layer", first_layers[g], n, w, false);
         }
     }
@@ -443,8 +448,9 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
         const LayerWork& w = *wp;
         spans.begin();
         const double start = std::max(c.gpu, c.comm);
-        const Gather gather =
-            units.gathers_per_pass ? parameter_gather(ctx, w.parameters) : Gather{};
+        const Gather gather = units.gathers_per_pass
+                                  ? parameter_gather(ctx, w.parameters, w.expert_parameters)
+                                  : Gather{};
         if (last_block_kept && units.gathers_per_pass) {
             Gather kept = gather;
             kept.seconds = 0;

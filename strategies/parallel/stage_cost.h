@@ -50,6 +50,10 @@ struct PlanContext {
     /// gathers.
     std::unique_ptr<collectives::Communicator> dp_comm;
     CollectiveTimes dp_times{nullptr};
+    /// Experts laid out apart under ZeRO-3 (FSDP2 with expert parallelism): the routed experts'
+    /// gathers over the expert-data-parallel group of pipeline rank 0 (torchtitan's efsdp).
+    std::unique_ptr<collectives::Communicator> edp_comm;
+    CollectiveTimes edp_times{nullptr};
     PassEnv env;
     bool zero3 = false; ///< parameters gathered per layer in every pass
     /// Record the stages' unit spans (build_step_plan's `unit_spans`: for a timeline only).

@@ -139,6 +139,16 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
                 group.push_back(gpu_of(par, 0, d, 0, c));
         ctx.dp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.dp_comm));
     }
+    // The routed experts' gathers (ZeRO-3's, the distributed optimizer's overlapped one) over
+    // their expert-data-parallel group, which Megatron-Core's expert buffers and torchtitan's
+    // efsdp mesh shard them over.
+    if ((ctx.zero3 || par.overlap_param_gather) && par.expert_layout() && e.model.is_moe() &&
+        par.expert_dp() > 1) {
+        std::vector<int> group;
+        for (int d = 0; d < par.expert_dp(); ++d)
+            group.push_back(expert_gpu_of(par, 0, 0, d, 0));
+        ctx.edp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.edp_comm));
+    }
     if (par.expert_layout() && e.model.is_moe()) {
         if (experts.group.size() > 1)
             ctx.ep_times =

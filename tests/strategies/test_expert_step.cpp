@@ -4,9 +4,12 @@
 #include "base/error.h"
 #include "hardware/compute_model.h"
 #include "hardware/hardware_loader.h"
+#include "strategies/collectives/communicator.h"
 #include "strategies/models/layer_work.h"
 #include "strategies/models/model_loader.h"
+#include "strategies/parallel/collective_times.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/param_gathers.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"
@@ -260,6 +263,72 @@ TEST_CASE("expert parallelism: Mixtral 8x7B's model state per GPU at ep 8 on 64 
     CHECK(m.optimizer_bytes == 12 * ((layers * dense + 15) / 16) + 12 * ((layers * expert) / 2));
 }
 
+TEST_CASE("expert parallelism under FSDP2: the routed experts sharded, gathered and "
+          "reduce-scattered over the expert-data-parallel group (torchtitan's efsdp)",
+          "[strategies][moe][ep][memory][fsdp2]") {
+    // torchtitan/distributed/fsdp.py (apply_fsdp's shard_placement_fn) at
+    // pytorch/torchtitan@b5bcd76c6: experts over efsdp = dp_shard x cp x tp / ep, the rest of
+    // each block over dp_shard x cp.
+    const Platform p = load_platform("dgx-h100");
+    Settings s{
+        {"model", "mixtral-8x7B"},     {"model.seq", "4096"}, {"training.global_batch", "256"},
+        {"training.micro_batch", "1"}, {"parallel.tp", "1"},  {"parallel.pp", "4"},
+        {"parallel.dp", "16"},         {"parallel.ep", "8"},  {"parallel.fsdp", "true"}};
+    const ExperimentSpec e = make_experiment(p, 64, s, "mixtral");
+    REQUIRE(e.parallel.zero == 3);
+    REQUIRE(e.parallel.expert_dp() == 2);
+    const auto topo = std::make_shared<const hardware::Topology>(e.cluster);
+    const StepPlan plan = build_step_plan(e, topo);
+    const std::int64_t h = 4096;
+    const std::int64_t dense = h * (32 + 16) * 128 + h * h + 2 * h + 8 * h;
+    const std::int64_t expert = 3 * h * 14336;
+    const std::int64_t layers = 8;
+    // A middle stage (8 layers): the weights and Adam's state sharded, the dense parts over 16
+    // ranks, the experts over 2.
+    const RankPlan& r = plan.ranks[1];
+    const auto shard = [](std::int64_t n, std::int64_t d) { return (n + d - 1) / d; };
+    CHECK(r.weights_bytes == 2 * (shard(layers * dense, 16) + shard(layers * expert, 2)));
+    CHECK(r.optimizer_bytes == 12 * (shard(layers * dense, 16) + shard(layers * expert, 2)));
+    CHECK(r.expert_dp_group.size() == 2);
+    CHECK(r.dp_group.size() == 16);
+    // The experts' gradients reduce-scattered over their group, the rest over the
+    // data-parallel one, each in the reduce dtype.
+    const std::int64_t grad = e.framework.fp32_grad_reduce ? 4 : 2;
+    std::int64_t expert_bytes = 0;
+    std::int64_t dense_bytes = 0;
+    for (const DpCollective& d : r.dp) {
+        CHECK(d.role == DpRole::grad_reduce_scatter);
+        CHECK(d.collective.op == strategies::collectives::Op::reduce_scatter);
+        (d.expert ? expert_bytes : dense_bytes) += d.collective.bytes;
+    }
+    CHECK(expert_bytes == Approx(static_cast<double>(grad * layers * expert)).epsilon(1e-6));
+    CHECK(dense_bytes == Approx(static_cast<double>(grad * layers * dense)).epsilon(1e-6));
+    // A layer's gather: the dense parameters over the 16 ranks, then its local expert over
+    // the 2, as the communicators time them.
+    detail::PlanContext ctx(e, e.framework, true);
+    ctx.dp_times = detail::CollectiveTimes(detail::communicator(plan, r.dp_group, ctx.dp_comm));
+    ctx.edp_times =
+        detail::CollectiveTimes(detail::communicator(plan, r.expert_dp_group, ctx.edp_comm));
+    const detail::Gather g = detail::parameter_gather(ctx, dense + expert, expert);
+    strategies::collectives::Communicator dp_comm(*topo, r.dp_group);
+    strategies::collectives::Communicator edp_comm(*topo, r.expert_dp_group);
+    const auto gather_seconds = [&](const strategies::collectives::Communicator& comm,
+                                    std::int64_t params) {
+        strategies::collectives::Collective c;
+        c.op = strategies::collectives::Op::all_gather;
+        c.dtype = Dtype::bf16;
+        c.bytes = 2 * params;
+        return detail::CollectiveTimes(&comm).time(c).seconds();
+    };
+    const double split = gather_seconds(dp_comm, dense) + gather_seconds(edp_comm, expert);
+    CHECK(g.seconds == Approx(split).epsilon(1e-9));
+    // Not the whole layer over the data-parallel group, which would move 8x the expert bytes
+    // per rank's shard across nodes.
+    CHECK(g.seconds != Approx(gather_seconds(dp_comm, dense + expert)).epsilon(1e-3));
+    // The step runs.
+    CHECK(simulate_step(e).step_time_s > 0);
+}
+
 TEST_CASE("expert parallelism: the flex (DeepEP) dispatcher sends once per node over the rail",
           "[strategies][moe][ep][training]") {
     const hardware::ComputeModel cm(hardware::load_hardware("dgx-h100"));
@@ -325,6 +394,17 @@ TEST_CASE("expert parallelism: bad layouts exit with the key and the fix",
     Settings etp = tiny_moe(2, 8);
     etp.push_back({"parallel.etp", "3"});
     CHECK_THAT(error_of(p, 8, etp), Catch::Contains("etp 3"));
+    // ZeRO-3 with experts apart: as FSDP2 shards them, and without hybrid sharding's replicas.
+    Settings zero3 = tiny_moe(2, 8);
+    zero3.push_back({"parallel.zero", "3"});
+    CHECK_THAT(error_of(p, 8, zero3),
+               Catch::Contains("parallel.fsdp: true") && Catch::Contains("zero: 1"));
+    Settings fsdp = tiny_moe(2, 8);
+    fsdp.push_back({"parallel.fsdp", "true"});
+    CHECK(error_of(p, 8, fsdp) == "(no error)");
+    fsdp.push_back({"parallel.data_parallel_replicate_degree", "2"});
+    CHECK_THAT(error_of(p, 8, fsdp), Catch::Contains("hybrid sharding") &&
+                                         Catch::Contains("data_parallel_replicate_degree: 1"));
 
     // From a file: the line of the key and its name.
     const auto dir = std::filesystem::temp_directory_path() / "clustersim_test_ep";
