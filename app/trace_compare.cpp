@@ -66,8 +66,8 @@ Model model_of(const strategies::parallel::ExperimentSpec& e) {
     const std::int64_t params = m.layer.parameters * e.model.layers / e.parallel.pp +
                                 m.embedding.parameters +
                                 (m.head.shares_embedding_weights ? 0 : m.head.parameters);
-    m.optimizer =
-        strategies::models::optimizer_step(params, e.training.dtype, e.training.optimizer, 0, cm);
+    m.optimizer = strategies::models::optimizer_step(params, e.training.dtype, e.training.optimizer,
+                                                     0, cm, e.training.master_weights);
     m.micro_batches = e.micro_batches();
     return m;
 }

@@ -191,14 +191,20 @@ LayerWork layer_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMo
 }
 
 Op optimizer_step(std::int64_t parameters, Dtype dtype, Optimizer optimizer, int zero_stage,
-                  const ComputeModel& cm) {
-    const bool mixed = hardware::bytes_per_element(dtype) < 4;
+                  const ComputeModel& cm, bool master_weights) {
+    const std::int64_t elt = hardware::bytes_per_element(dtype);
+    const bool mixed = elt < 4;
+    // Pure 16-bit training (torchtune's bf16 recipes, models::model_state_bytes): no master
+    // copy; the 16-bit gradient read, the weights and Adam's moments read and written in the
+    // parameters' dtype (torch.optim.AdamW's state follows the parameter's dtype).
+    const bool pure = mixed && !master_weights;
     // Gradients: fp32 main gradients (Megatron) unless ZeRO keeps 16-bit ones (Rajbhandari
     // et al.); fp32 master weights read and written in mixed precision, then the 16-bit copy.
-    const std::int64_t grad = mixed && zero_stage > 0 ? 2 : 4;
-    const std::int64_t weights = mixed ? 8 + hardware::bytes_per_element(dtype) : 8;
-    // m, v read and written: fp32, or one byte each with their block scales (8-bit Adam).
-    const std::int64_t state = optimizer == Optimizer::adam       ? 16
+    const std::int64_t grad = pure || (mixed && zero_stage > 0) ? elt : 4;
+    const std::int64_t weights = pure ? 2 * elt : mixed ? 8 + elt : 8;
+    // m, v read and written: fp32 (16-bit when pure), or one byte each with their block scales
+    // (8-bit Adam).
+    const std::int64_t state = optimizer == Optimizer::adam       ? (pure ? 4 * elt : 16)
                                : optimizer == Optimizer::adam8bit ? 4
                                                                   : 0;
     Op op;

@@ -461,7 +461,9 @@ std::optional<Optimizer> parse_optimizer(std::string_view s);
 /// shard under ZeRO) as one fused memory-bound kernel: Adam in mixed precision reads the
 /// gradient and the fp32 master weights, m and v, writes them back and writes the 16-bit
 /// weights (30 bytes per parameter with fp32 gradients, 28 with 16-bit ones under ZeRO).
+/// Without master weights (pure 16-bit training, TrainingSpec::master_weights false) the
+/// weights, gradients and Adam's moments are all 16-bit: 14 bytes per parameter.
 Op optimizer_step(std::int64_t parameters, hardware::Dtype dtype, Optimizer optimizer,
-                  int zero_stage, const hardware::ComputeModel& cm);
+                  int zero_stage, const hardware::ComputeModel& cm, bool master_weights = true);
 
 } // namespace clustersim::strategies::models

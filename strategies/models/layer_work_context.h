@@ -304,6 +304,9 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w);
 void moe_a2a_backward(const Ctx& c, LayerWork& w);
 /// Parameters of a layer with experts laid out apart on one GPU: {all, routed experts'}.
 std::pair<std::int64_t, std::int64_t> moe_a2a_parameters(const Ctx& c);
+/// Whether the routed experts clamp their activation with kernels of their own (TEGroupedMLP's
+/// eager path with activation_func_clamp_value; not under the fused grouped MLP).
+bool clamp_apart(const Ctx& c);
 
 // ---- recompute and activations (layer_work_recompute.cpp)
 

@@ -100,12 +100,9 @@ Op eager_kernels(const Ctx& c, std::string_view name, const std::vector<std::int
     return op;
 }
 
-/// Whether the routed experts run TEGroupedMLP's eager path with its own kernels for the
-/// activation's clamp or fc2's bias (expert_clamp, expert_fc2_bias): experts with biases or a
-/// clamped activation, not under Transformer Engine's fused grouped MLP.
-bool clamp_apart(const Ctx& c) {
-    return !c.cfg.fusions.fused_grouped_mlp && c.m.activation_func_clamp_value > 0;
-}
+/// Whether the routed experts run TEGroupedMLP's eager path with its own kernels for fc2's bias
+/// (expert_fc2_bias; the clamp's rule is clamp_apart): experts with biases, not under
+/// Transformer Engine's fused grouped MLP.
 bool bias_apart(const Ctx& c) {
     return !c.cfg.fusions.fused_grouped_mlp && c.m.bias;
 }
@@ -430,6 +427,10 @@ std::pair<std::int64_t, std::int64_t> moe_a2a_parameters(const Ctx& c) {
     no_routed.moe_router_topk = 0;
     const std::int64_t dense = moe_layer_parameters_per_rank(no_routed, c.cfg.tp, true);
     return {dense + experts, experts};
+}
+
+bool clamp_apart(const Ctx& c) {
+    return !c.cfg.fusions.fused_grouped_mlp && c.m.activation_func_clamp_value > 0;
 }
 
 } // namespace clustersim::strategies::models::layer_detail

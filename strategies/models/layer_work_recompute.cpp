@@ -60,6 +60,17 @@ std::int64_t eager_saved_bytes(const Ctx& c) {
     return bytes;
 }
 
+/// What the experts' eager clamp keeps beside the activation's input (layer_work_moe.cpp,
+/// expert_clamp): torch.clamp saves its input for the gradient's mask, and each half it clamps
+/// is a view of fc1's output, so fc1's whole output stays (the activation keeps the clamped
+/// concatenation, a tensor of its own, counted as the activation's input). Under moe_act
+/// recompute the checkpoint around bias_act_func keeps fc1's output alone, its input: one of
+/// the two tensors of that size, so moe_act, which it drops, counts the other.
+/// `n` expert token copies of fc1's output split over `split` ranks.
+std::int64_t clamp_input(const Ctx& c, std::int64_t n, int split) {
+    return clamp_apart(c) ? c.elem * n * c.m.expert_fc1_out() / split : 0;
+}
+
 TransformerActivations transformer_activations(const Ctx& c) {
     const ModelSpec& m = c.m;
     const std::int64_t e = c.elem;
@@ -115,7 +126,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // every copy its experts compute (the busiest GPU's): the fc1 input, the activation's
         // and fc2's inputs (1/etp of the columns); the shared experts like a dense MLP.
         const std::int64_t N = c.a2a_computed();
-        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.etp;
+        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.etp + clamp_input(c, N, c.etp);
         mlp = 4 * T / c.sp_div * m.num_experts + e * c.a2a_sent() * c.h + c.saved(N * c.h) +
               e * N * m.expert_fc1_out() / c.etp + a.moe_act;
         if (m.moe_shared_expert_intermediate_size > 0) {
@@ -132,7 +143,7 @@ TransformerActivations transformer_activations(const Ctx& c) {
         // the experts' outputs, which the weighted combine needs for the gradient of the
         // routing probabilities; the shared experts like a dense MLP.
         const std::int64_t N = c.tokens_per_expert() * m.num_experts;
-        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.t;
+        a.moe_act = c.saved(N * m.moe_ffn_hidden_size) / c.t + clamp_input(c, N, c.t);
         mlp = 4 * T / c.sp_div * m.num_experts + c.saved(N * c.h) +
               e * N * m.expert_fc1_out() / c.t + a.moe_act + e * N * c.h;
         if (m.moe_shared_expert_intermediate_size > 0) {

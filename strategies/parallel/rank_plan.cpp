@@ -70,9 +70,10 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
             ? r.parameters - r.frozen_parameters
             : (dense + shards - 1) / shards + (r.expert_parameters + edp - 1) / std::max(edp, 1);
     if (!e.training.forward_only) {
-        double seconds = models::optimizer_step(updated, weight_dtype(e.training.dtype),
-                                                e.training.optimizer, par.zero, ctx.cm)
-                             .time.seconds();
+        double seconds =
+            models::optimizer_step(updated, weight_dtype(e.training.dtype), e.training.optimizer,
+                                   par.zero, ctx.cm, e.training.master_weights)
+                .time.seconds();
         // FP8 and FP4: the layers' weights quantized once per step (fp8.h; tensorwise
         // scaling casts them in every forward instead, in the layers' GEMMs).
         if (hardware::is_quantized(e.training.dtype)) {

@@ -733,6 +733,10 @@ TEST_CASE("layer work: optimizer step and model state", "[models][memory]") {
     CHECK(optimizer_step(p, Dtype::bf16, Optimizer::adam, 1, a100()).bytes == 28 * p);
     CHECK(optimizer_step(p, Dtype::fp32, Optimizer::adam, 0, a100()).bytes == 28 * p);
     CHECK(optimizer_step(p, Dtype::fp32, Optimizer::sgd, 0, a100()).bytes == 12 * p);
+    // Pure bf16 (no master weights): gradient 2, weights 2 + 2, m and v 2 + 2 each.
+    CHECK(optimizer_step(p, Dtype::bf16, Optimizer::adam, 0, a100(), false).bytes == 14 * p);
+    CHECK(optimizer_step(p, Dtype::bf16, Optimizer::sgd, 0, a100(), false).bytes == 6 * p);
+    CHECK(optimizer_step(p, Dtype::fp32, Optimizer::adam, 0, a100(), false).bytes == 28 * p);
     // Memory-bound: 30 MB at the A100's sustained 1.61 TB/s.
     const Op big = optimizer_step(1'000'000'000, Dtype::fp16, Optimizer::adam, 0, a100());
     CHECK(big.time.seconds() == Approx(30e9 / 1.61e12).epsilon(0.01));

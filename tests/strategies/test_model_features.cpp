@@ -268,6 +268,15 @@ TEST_CASE("gpt-oss experts: the clamp and fc2's bias apart, unless the grouped M
     CHECK_FALSE(has_op(fused.forward, "moe.experts.fc2_bias"));
     CHECK_FALSE(has_op(fused.backward, "moe.experts.fc2_bias.bwd"));
     CHECK(fused.forward.time == w.forward.time - clamp.time - bias.time);
+    // torch.clamp keeps its input (a view of fc1's output, 2f per copy) beside the
+    // activation's clamped input: one more fc1 output (bf16) kept than fused; moe_act
+    // recompute drops as much more (the checkpoint keeps fc1's output alone).
+    CHECK(w.activation_bytes - fused.activation_bytes == 2 * N * 2 * f);
+    LayerConfig rec_fused = cfg;
+    rec_fused.fusions.fused_grouped_mlp = true;
+    rec_fused.recompute = Recompute::selective;
+    rec_fused.recompute_modules = recompute_bit(RecomputeModule::moe_act);
+    CHECK(rec.activation_bytes == layer_work(oss, rec_fused, cm).activation_bytes);
     // A mixture without biases or a clamp runs none of them either way.
     cfg.fusions.fused_grouped_mlp = false;
     const LayerWork mixtral = layer_work(load_model("mixtral-8x7B"), cfg, cm);
