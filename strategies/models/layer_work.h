@@ -105,6 +105,15 @@ struct Fusions {
     /// (Megatron-Core's default): TEGroupedMLP's eager path, whose activation clamp and fc2
     /// bias run as their own kernels (expert_clamp, expert_fc2_bias).
     bool fused_grouped_mlp = false;
+    /// Grouped-query attention as PyTorch-native models run it under torch.compile: the keys
+    /// and values still copied to every query head (repeat_kv's expand and reshape, which
+    /// cannot be a view) before scaled_dot_product_attention, an extern kernel that keeps its
+    /// inputs for its backward; Inductor fuses the copy into RoPE's kernel but writes the copies
+    /// (torchtitan/models/llama/model.py, repeat_kv, at 9dec370; torchtune/modules/
+    /// attention.py at meta-pytorch/torchtune@1814feb17). The eager chain (apply_rope_fusion
+    /// false) counts the copies with RoPE; Transformer Engine's attention takes the groups as
+    /// they are.
+    bool gqa_copies = false;
 
     bool all() const {
         return apply_rope_fusion && bias_activation_fusion && masked_softmax_fusion && norm_fusion;

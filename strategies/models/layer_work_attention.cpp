@@ -32,6 +32,18 @@ bool megatron_fused_softmax(std::int64_t attn_batches, std::int64_t sq, std::int
 
 namespace layer_detail {
 
+namespace {
+
+/// What grouped-query attention's copies add to the compiled RoPE kernel (LayerShape::
+/// gqa_copies): the keys written for every query head rather than once (q - kv elements) and
+/// the values read and written so (kv + q); backward the copies' gradients summed back, as
+/// many bytes. 0 without them.
+std::int64_t gqa_copy_bytes(const LayerShape& s) {
+    return s.gqa_copies ? 2 * s.q_elems * s.e : 0;
+}
+
+} // namespace
+
 CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w, int ln1) {
     const std::int64_t e = s.e;
     const std::int64_t T = s.T;
@@ -53,7 +65,7 @@ CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w,
     if (s.rope)
         F.add(s.rope_eager     ? eager_rope(c, "attention.rope", s.q_elems, s.kv_elems)
               : s.rope_unfused ? megatron_unfused_rope(c, "attention.rope", s.q_elems, s.kv_elems)
-                               : c.memory("attention.rope", s.rope_bytes));
+                               : c.memory("attention.rope", s.rope_bytes + gqa_copy_bytes(s)));
     core.begin = Ctx::next(F);
     if (s.flash) {
         F.add(c.flash("attention.flash", false));
@@ -125,7 +137,7 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w) {
         B.add(s.rope_eager ? eager_rope_backward(c, "attention.rope.bwd", s.q_elems, s.kv_elems)
               : s.rope_unfused
                   ? megatron_unfused_rope_backward(c, "attention.rope.bwd", s.q_elems, s.kv_elems)
-                  : c.memory("attention.rope.bwd", s.rope_bytes));
+                  : c.memory("attention.rope.bwd", s.rope_bytes + gqa_copy_bytes(s)));
     if (c.m.qk_layernorm) // reads the input and the output gradient, writes the input's
         B.add(c.memory("attention.qk_norm.bwd", 3 * (s.q_elems + s.kv_elems) * e));
     i = Ctx::next(B);

@@ -34,6 +34,7 @@ LayerShape layer_shape(const Ctx& c) {
     s.swiglu_eager = !fuse.bias_activation_fusion && s.swiglu;
     s.q_elems = s.T * m.heads * s.d / c.t;
     s.kv_elems = s.T * std::int64_t{m.kv_heads} * s.d / c.t;
+    s.gqa_copies = fuse.gqa_copies && !s.rope_eager && !m.is_mla() && s.q_elems != s.kv_elems;
     s.gathered = s.T * c.h;
     s.comm = s.T * c.h * s.e;
     s.exit_op = c.sp ? TpOp::reduce_scatter : TpOp::all_reduce;

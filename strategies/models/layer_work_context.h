@@ -224,12 +224,15 @@ struct LayerShape {
     bool flash;
     bool swiglu;
     bool rope;
-    bool tp;                 ///< t > 1
-    std::int64_t scores;     ///< attention score elements, unfused
-    bool fused_softmax;      ///< megatron_fused_softmax and the fusion switched on
-    bool norm_eager;         ///< RMSNorm as eager PyTorch's chain
-    bool rope_eager;         ///< RoPE as eager PyTorch's chain
-    bool swiglu_eager;       ///< SwiGLU as eager PyTorch's chain
+    bool tp;             ///< t > 1
+    std::int64_t scores; ///< attention score elements, unfused
+    bool fused_softmax;  ///< megatron_fused_softmax and the fusion switched on
+    bool norm_eager;     ///< RMSNorm as eager PyTorch's chain
+    bool rope_eager;     ///< RoPE as eager PyTorch's chain
+    bool swiglu_eager;   ///< SwiGLU as eager PyTorch's chain
+    /// Compiled, the keys and values copied to every query head all the same (Fusions::
+    /// gqa_copies): their elements written beside RoPE's and kept for SDPA's backward.
+    bool gqa_copies;
     std::int64_t q_elems;    ///< query elements of this rank
     std::int64_t kv_elems;   ///< key (or value) elements of this rank
     std::int64_t gathered;   ///< the projections' input

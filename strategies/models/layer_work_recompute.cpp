@@ -26,7 +26,7 @@ struct TransformerActivations {
     std::int64_t pre_mlp_norm_output = 0;
     std::int64_t mla_up = 0;  ///< mla_up_proj: the normalised latents and every head's Q, K, V
     std::int64_t mlp = 0;     ///< mlp (a dense layer's) or moe (a layer with experts): inside
-    std::int64_t moe_act = 0; ///< moe_act: the routed experts' activation outputs
+    std::int64_t moe_act = 0; ///< moe_act: the routed experts' activation outputs (and clamp_input)
     std::int64_t shared = 0;  ///< shared_experts: inside the shared experts
 };
 
@@ -43,7 +43,8 @@ struct TransformerActivations {
 ///   no gradient); but grouped-query attention's keys and values are expanded to every
 ///   query head and copied (`k.unsqueeze(2).expand(...).flatten(1, 2)`, torchtune's
 ///   attention.py; torchtitan's repeat_kv) before scaled_dot_product_attention, which keeps
-///   the copies: e x (query - key) elements each.
+///   the copies: e x (query - key) elements each. Compiled, the copies stay
+///   (Fusions::gqa_copies).
 /// - SwiGLU, `silu(w1(x)) * w3(x)`: the product keeps silu's output too.
 std::int64_t eager_saved_bytes(const Ctx& c) {
     const ModelSpec& m = c.m;
@@ -53,7 +54,7 @@ std::int64_t eager_saved_bytes(const Ctx& c) {
     std::int64_t bytes = 0;
     if (s.norm_eager)
         bytes += 2 * 4 * s.sharded;
-    if (s.rope_eager)
+    if (s.rope_eager || s.gqa_copies)
         bytes += 2 * s.e * (s.q_elems - s.kv_elems);
     if (s.swiglu_eager)
         bytes += s.e * s.T * s.f;

@@ -22,6 +22,9 @@ models::Fusions TrainingSpec::kernels() const {
     // through Transformer Engine's op fuser is the experiment's choice either way.
     models::Fusions f;
     f.fused_grouped_mlp = fusions.fused_grouped_mlp;
+    // The stacks whose eager chains these are (RoPE unfused: torchtitan's and torchtune's
+    // models) copy the grouped keys and values for SDPA compiled too.
+    f.gqa_copies = !fusions.apply_rope_fusion;
     return f;
 }
 

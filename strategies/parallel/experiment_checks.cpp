@@ -8,6 +8,7 @@
 #include "strategies/parallel/ep_overlap.h"
 #include "strategies/parallel/framework_profile.h"
 #include "strategies/parallel/nvlink_domains.h"
+#include "strategies/parallel/precision.h"
 #include "strategies/parallel/torchtune_features.h"
 
 #include <fmt/format.h>
@@ -85,9 +86,17 @@ std::optional<InputError> validate_expert_parallel(const ExperimentSpec& e, Fail
     // with its MoE is not modelled, nor hybrid sharding's replicas of the experts' shards.
     if (p.zero >= 3 && !p.fsdp2)
         return fail("ZeRO-3 with expert parallelism is modelled as FSDP2 shards the experts "
-                    "(torchtitan's efsdp group); set parallel.fsdp: true, or zero: 1 "
+                    "(torchtitan's efsdp group); set parallel.fsdp: true with etp: 1, or zero: 1 "
                     "(Megatron-Core's distributed optimizer)",
                     "parallel.zero");
+    // torchtitan splits no expert over the tensor-parallel ranks: its sparse mesh is (pp,
+    // dp_replicate, efsdp, ep) with efsdp = dp_shard x cp x tp / ep (torchtitan/distributed/
+    // parallel_dims.py at b5bcd76c6).
+    if (p.zero >= 3 && etp != 1)
+        return fail("FSDP2 with expert parallelism (torchtitan) splits no expert over tensor-"
+                    "parallel ranks (etp " +
+                        std::to_string(etp) + "); set etp: 1",
+                    p.etp > 0 ? "parallel.etp" : "parallel.tp");
     if (p.zero >= 3 && p.dp_replicate > 1)
         return fail("hybrid sharding (data_parallel_replicate_degree " +
                         std::to_string(p.dp_replicate) +
@@ -373,6 +382,19 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
                     "(DeepSpeed v0.6.2-v0.7.4 raise NotImplementedError); set zero: 1, "
                     "pipeline_engine: deepspeed in the framework, or fp16",
                     "parallel.zero");
+    // BF16_Optimizer (precision.h) always keeps fp32 master weights and optimizer state, and
+    // its gradient reduction refuses a model with DeepSpeed's MoE layers
+    // (DeepSpeedEngine.buffered_allreduce_fallback with grads given: `assert not
+    // self.has_moe_layers`, deepspeed/runtime/engine.py at v0.7.0).
+    if (detail::bf16_optimizer(e) && !e.training.master_weights)
+        return fail("DeepSpeed's BF16_Optimizer (bf16 without ZeRO) keeps fp32 master weights "
+                    "and optimizer state; remove master_weights: false",
+                    "training.master_weights");
+    if (detail::bf16_optimizer(e) && e.model.is_moe() && e.parallel.expert_layout())
+        return fail("DeepSpeed's BF16_Optimizer (bf16 without ZeRO) does not reduce the "
+                    "gradients of expert-parallel layers (v0.7.0 asserts no MoE layers); set "
+                    "training.dtype: fp16",
+                    "training.dtype");
     // DeepSpeed's PipelineEngine (FrameworkSpec::deepspeed_pipeline) runs TrainSchedule, a
     // 1F1B, and no other (deepspeed/runtime/pipe/engine.py, train_batch); it turns the
     // backward's gradient all-reduce off and reduces after the last step's backward
@@ -399,10 +421,13 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
         // NotImplementedError under ZeRO-1 (PipelineEngine._exec_reduce_grads, "only bf16 +
         // z1 are supported", from microsoft/DeepSpeed 56c522386, v0.6.2, until dcb4a7d66,
         // v0.9.2, "Add ZeRO 1 support to PP for BF16").
-        if (e.parallel.pp > 1 && e.parallel.zero == 1 && e.training.dtype == hardware::Dtype::bf16)
+        // The engine runs at every pipeline size under the profile (Megatron-DeepSpeed's
+        // GPTModelPipe unless --no-pipeline-parallel), so pp 1 too.
+        if (e.parallel.zero == 1 && e.training.dtype == hardware::Dtype::bf16)
             return fail("bf16 with ZeRO-1 does not run under DeepSpeed's PipelineEngine of "
                         "v0.6.2-v0.9.1 (its gradient reduction raises NotImplementedError); set "
-                        "zero: 0 (BF16_Optimizer shards the fp32 state itself) or fp16",
+                        "zero: 0 (BF16_Optimizer shards the fp32 state itself), or "
+                        "training.dtype: fp16",
                         "parallel.zero");
         e.parallel.dp_overlap = false;
     }

@@ -31,8 +31,9 @@ enum class GradAccumulation : std::uint8_t {
     /// `param.main_grad.add_(param.grad.data)` on every micro-batch (megatron/model/
     /// distributed.py, _make_param_hook, at NVIDIA/Megatron-LM@8cfef1bfe7).
     unfused,
-    /// DeepSpeed's: fp16, as `unfused` in 16 bits (FP16_Optimizer and ZeRO keep param.grad);
-    /// bf16, BF16_Optimizer.update_hp_grads after every micro-batch's backward: per parameter
+    /// DeepSpeed's: fp16, and bf16 under ZeRO, as `unfused` in 16 bits (FP16_Optimizer and ZeRO
+    /// keep param.grad); bf16 without ZeRO, BF16_Optimizer.update_hp_grads after every
+    /// micro-batch's backward: per parameter
     /// tensor `hp_grad.add_(lp.grad.to(fp32))`, a cast and an add (2 kernels; 2 + 4 bytes, then
     /// 4 + 4 + 4 per parameter) into its fp32 gradients (deepspeed/runtime/bf16_optimizer.py
     /// and pipe/engine.py, _exec_backward_pass, at microsoft/DeepSpeed@5fe9d61065, v0.7.0).

@@ -17,7 +17,7 @@ Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expe
         return {};
     // The routed experts' share over their own group, where the context has one (experts
     // laid out apart, more than one rank to gather from); a group of one gathers nothing.
-    const bool apart = ctx.e.parallel.expert_layout() && ctx.e.model.is_moe();
+    const bool apart = experts_sharded_apart(ctx.e.parallel, ctx.e.model);
     const std::int64_t experts = apart ? std::clamp<std::int64_t>(expert_params, 0, params) : 0;
     c.bytes = (params - experts) * elt;
     Gather g{ctx.dp_times.time(c).seconds(), ctx.dp_times.load(c)};
@@ -88,7 +88,9 @@ bool fsdp2_gathered_per_step(const PlanContext& ctx) {
 
 bool first_forward_gathers(const PlanContext& ctx) {
     const ParallelSpec& par = ctx.e.parallel;
-    return (par.overlap_param_gather && par.dp_cp() > 1 && !ctx.e.training.forward_only) ||
+    return (par.overlap_param_gather &&
+            (par.dp_cp() > 1 || experts_sharded_apart(par, ctx.e.model)) &&
+            !ctx.e.training.forward_only) ||
            fsdp2_gathered_per_step(ctx);
 }
 

@@ -16,6 +16,13 @@
 
 namespace clustersim::strategies::parallel::detail {
 
+/// Whether the routed experts are sharded over an expert-data-parallel group of their own with
+/// more than one GPU (experts laid out apart): their gathers run even where the dense
+/// parameters' data-parallel group is one GPU (tp 8, ep 2, etp 1, dp 1: expert dp 4).
+inline bool experts_sharded_apart(const ParallelSpec& par, const models::ModelSpec& m) {
+    return par.expert_layout() && m.is_moe() && par.expert_dp() > 1;
+}
+
 /// Time of all-gathering the parameters `params` (of one tensor-parallel rank) over the
 /// data-parallel shard group, in the dtype they are kept in for compute, with FSDP2's copies
 /// (fsdp2_copies). `expert_params` of them are routed experts': with experts laid out apart

@@ -110,8 +110,8 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
           .meaning = "how weight gradients add up over micro-batches: fused into the wgrad GEMM "
                      "(Megatron-Core); unfused, an add kernel per parameter tensor and "
                      "micro-batch (autograd's into a 16-bit grad, Megatron-LM's main_grad hook "
-                     "in fp32); deepspeed, as unfused under fp16 and BF16_Optimizer's cast and "
-                     "add into fp32 under bf16",
+                     "in fp32); deepspeed, as unfused under fp16 or ZeRO and BF16_Optimizer's "
+                     "cast and add into fp32 under bf16 without ZeRO",
           .lands = "FrameworkSpec::grad_accumulation"},
          +[](F& f, std::string_view g) {
              f.grad_accumulation = g == "fused"     ? GradAccumulation::fused

@@ -47,8 +47,10 @@ inline hardware::Dtype weight_dtype(hardware::Dtype d) {
 /// before each backward, so one micro-batch's are held), fp32 gradients of every weight
 /// (fp32_groups_gradients_flat) accumulated after each micro-batch's backward
 /// (update_hp_grads), all-reduced in the communication dtype (PipelineEngine._bf16_reduce_grads),
-/// the fp32 master weights and the optimizer's state on this rank's 1/d partition, and the bf16
-/// partitions all-gathered after the step (update_lp_params).
+/// the fp32 master weights and the optimizer's state on this rank's 1/d partition (the update
+/// runs on it; the gradients' norm, clipping and zeroing on all of them), and the bf16
+/// partitions all-gathered after the step (update_lp_params). The tied embedding's gradient is
+/// all-reduced in fp32 (_exec_reduce_tied_grads).
 inline bool bf16_optimizer(const ExperimentSpec& e) {
     return e.framework.grad_accumulation == GradAccumulation::deepspeed &&
            e.training.dtype == hardware::Dtype::bf16 && e.parallel.zero == 0;

@@ -74,6 +74,12 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
             models::optimizer_step(updated, weight_dtype(e.training.dtype), e.training.optimizer,
                                    par.zero, ctx.cm, e.training.master_weights)
                 .time.seconds();
+        // BF16_Optimizer.step's passes over every fp32 gradient, not the partition: the global
+        // norm (read), clipping by it (read, written; Megatron-DeepSpeed passes --clip-grad,
+        // 1.0 by default, as gradient_clipping) and clear_hp_grads's zeroing (written):
+        // 16 bytes a parameter (deepspeed/runtime/bf16_optimizer.py at v0.7.0, step).
+        if (bf16_optimizer(e))
+            seconds += ctx.cm.memory_bound_seconds(16 * (r.parameters - r.frozen_parameters));
         // FP8 and FP4: the layers' weights quantized once per step (fp8.h; tensorwise
         // scaling casts them in every forward instead, in the layers' GEMMs).
         if (hardware::is_quantized(e.training.dtype)) {
@@ -235,7 +241,9 @@ void plan_embedding_all_reduce(const PlanContext& ctx, StepPlan& plan) {
     const ParallelSpec& par = e.parallel;
     if (par.pp <= 1 || !e.model.is_transformer() || !e.model.tied_embeddings)
         return;
-    const auto grad_dtype = grad_reduce_dtype(e);
+    // BF16_Optimizer's tied weights reduce their fp32 gradient as it is
+    // (PipelineEngine._exec_reduce_tied_grads: dist.all_reduce(weight._hp_grad)).
+    const auto grad_dtype = bf16_optimizer(e) ? hardware::Dtype::fp32 : grad_reduce_dtype(e);
     const std::vector<int> pair{gpu_of(par, 0, 0, 0), gpu_of(par, 0, 0, par.pp - 1)};
     std::unique_ptr<collectives::Communicator> comm;
     CollectiveTimes times(communicator(plan, pair, comm));

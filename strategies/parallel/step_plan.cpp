@@ -142,8 +142,7 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
     // The routed experts' gathers (ZeRO-3's, the distributed optimizer's overlapped one) over
     // their expert-data-parallel group, which Megatron-Core's expert buffers and torchtitan's
     // efsdp mesh shard them over.
-    if ((ctx.zero3 || par.overlap_param_gather) && par.expert_layout() && e.model.is_moe() &&
-        par.expert_dp() > 1) {
+    if ((ctx.zero3 || par.overlap_param_gather) && detail::experts_sharded_apart(par, e.model)) {
         std::vector<int> group;
         for (int d = 0; d < par.expert_dp(); ++d)
             group.push_back(expert_gpu_of(par, 0, 0, d, 0));
@@ -391,7 +390,9 @@ StepPlan build_step_plan(const ExperimentSpec& e,
 
     // Every rank computes at the pace of the slowest GPU of the step (straggler.h).
     PlanContext ctx(e, at_slowest_gpu(e.framework, e.gpus),
-                    par.zero >= 3 && par.shard_cp() > 1 && !e.training.forward_only);
+                    par.zero >= 3 &&
+                        (par.shard_cp() > 1 || detail::experts_sharded_apart(par, e.model)) &&
+                        !e.training.forward_only);
     ctx.unit_spans = unit_spans;
     ExpertGroups experts;
     const models::LayerConfig cfg = layer_config(e, experts);

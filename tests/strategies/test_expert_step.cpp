@@ -325,8 +325,37 @@ TEST_CASE("expert parallelism under FSDP2: the routed experts sharded, gathered 
     // Not the whole layer over the data-parallel group, which would move 8x the expert bytes
     // per rank's shard across nodes.
     CHECK(g.seconds != Approx(gather_seconds(dp_comm, dense + expert)).epsilon(1e-3));
-    // The step runs.
-    CHECK(simulate_step(e).step_time_s > 0);
+    // In the step's own plan: with one data-parallel rank (tp 8, ep 2, etp 1: expert dp 4)
+    // only the experts are sharded, and each layer's forward still gathers them, which the
+    // same layout under the distributed optimizer (gathered once, after the step) does not.
+    Settings one{{"model", "mixtral-8x7B"},
+                 {"model.seq", "4096"},
+                 {"training.global_batch", "8"},
+                 {"training.micro_batch", "1"},
+                 {"parallel.tp", "8"},
+                 {"parallel.dp", "1"},
+                 {"parallel.ep", "2"},
+                 {"parallel.etp", "1"},
+                 {"parallel.sequence_parallel", "true"}};
+    Settings one_fsdp = one;
+    one_fsdp.push_back({"parallel.fsdp", "true"});
+    Settings one_zero1 = one;
+    one_zero1.push_back({"parallel.zero", "1"});
+    const ExperimentSpec f1 = make_experiment(p, 8, one_fsdp, "mixtral");
+    REQUIRE(f1.parallel.expert_dp() == 4);
+    const auto plan_of = [](const ExperimentSpec& x) {
+        return build_step_plan(x, std::make_shared<const hardware::Topology>(x.cluster));
+    };
+    const StepPlan fsdp_plan = plan_of(f1);
+    const StepPlan zero1_plan = plan_of(make_experiment(p, 8, one_zero1, "mixtral"));
+    CHECK(fsdp_plan.stage(0).forward_gather_bytes > 0);
+    CHECK(fsdp_plan.stage(0).forward.time > zero1_plan.stage(0).forward.time);
+    CHECK(zero1_plan.stage(0).forward_gather_bytes == 0);
+    // torchtitan splits no expert over tensor-parallel ranks.
+    Settings etp2 = one_fsdp;
+    etp2.push_back({"parallel.etp", "2"});
+    CHECK_THROWS_WITH(make_experiment(p, 8, etp2, "mixtral"),
+                      Catch::Contains("splits no expert") && Catch::Contains("etp: 1"));
 }
 
 TEST_CASE("expert parallelism: the flex (DeepEP) dispatcher sends once per node over the rail",

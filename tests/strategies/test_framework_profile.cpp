@@ -238,12 +238,14 @@ TEST_CASE("framework profile: bf16 on DeepSpeed's PipelineEngine runs BF16_Optim
         // The 16-bit ZeRO-1 optimizer holds the same weights and state, and 16-bit gradients.
         CHECK(zero1.ranks[k].optimizer_bytes == r.optimizer_bytes);
         CHECK(zero1.ranks[k].grads_bytes == 2 * p);
-        // The step on the partition, reading fp32 gradients (BF16_Optimizer.step).
+        // The step on the partition, reading fp32 gradients, and the norm, clipping and
+        // zeroing over every fp32 gradient: 4 + 8 + 4 bytes a parameter (BF16_Optimizer.step).
         const hardware::ComputeModel cm(bf16.cluster);
         const double step =
-            strategies::models::optimizer_step(shard, hardware::Dtype::bf16,
-                                               strategies::models::Optimizer::adam, 0, cm)
-                .time.seconds() /
+            (strategies::models::optimizer_step(shard, hardware::Dtype::bf16,
+                                                strategies::models::Optimizer::adam, 0, cm)
+                 .time.seconds() +
+             cm.memory_bound_seconds(16 * p)) /
             bf16.framework.memory_efficiency;
         CHECK(r.optimizer_time.seconds() == Approx(step).epsilon(1e-9));
         // Gradients all-reduced whole (ZeRO is off), then the weights gathered (the tied
@@ -263,12 +265,45 @@ TEST_CASE("framework profile: bf16 on DeepSpeed's PipelineEngine runs BF16_Optim
             return d.role == DpRole::grad_all_reduce;
         }));
     }
-    // Its gradient reduction raises NotImplementedError under ZeRO-1 (v0.6.2-v0.9.1).
-    const std::string err = test::input_error_of([&] {
-        (void)with({{"training.dtype", "bf16"}, {"parallel.zero", "1"}});
+    // The tied embedding's gradient all-reduced between the first and the last stage as the
+    // fp32 gradient it is.
+    for (const RankPlan* r : {&plan.ranks.front(), &plan.ranks.back()}) {
+        const auto tied = std::find_if(r->dp.begin(), r->dp.end(), [](const DpCollective& d) {
+            return d.role == DpRole::embedding_grad_all_reduce;
+        });
+        REQUIRE(tied != r->dp.end());
+        CHECK(tied->collective.dtype == hardware::Dtype::fp32);
+    }
+    // Its gradient reduction raises NotImplementedError under ZeRO-1 (v0.6.2-v0.9.1), at every
+    // pipeline size the engine runs.
+    for (const char* pp : {"2", "1"}) {
+        const std::string err = test::input_error_of([&] {
+            (void)with({{"training.dtype", "bf16"}, {"parallel.zero", "1"}, {"parallel.pp", pp}});
+        });
+        CHECK_THAT(err, Catch::Contains("bf16 with ZeRO-1") && Catch::Contains("PipelineEngine") &&
+                            Catch::Contains("zero: 0") && Catch::Contains("training.dtype: fp16"));
+    }
+    // It always keeps fp32 master weights, and reduces no expert-parallel layer.
+    CHECK_THAT(test::input_error_of([&] {
+                   (void)with({{"training.dtype", "bf16"},
+                               {"parallel.zero", "0"},
+                               {"training.master_weights", "false"}});
+               }),
+               Catch::Contains("BF16_Optimizer") && Catch::Contains("master_weights"));
+    const std::string moe = test::input_error_of([&] {
+        (void)make_experiment(a100, 16,
+                              {{"model", "mixtral-8x7B"},
+                               {"model.seq", "1024"},
+                               {"training.framework", "megatron-deepspeed"},
+                               {"training.dtype", "bf16"},
+                               {"training.global_batch", "16"},
+                               {"training.micro_batch", "1"},
+                               {"parallel.pp", "2"},
+                               {"parallel.zero", "0"},
+                               {"parallel.ep", "8"}},
+                              "moe");
     });
-    CHECK_THAT(err, Catch::Contains("bf16 with ZeRO-1") && Catch::Contains("PipelineEngine") &&
-                        Catch::Contains("zero: 0"));
+    CHECK_THAT(moe, Catch::Contains("BF16_Optimizer") && Catch::Contains("training.dtype: fp16"));
 }
 
 TEST_CASE("framework profile: the PipelineEngine's gradient all-reduce runs whole after the last "
@@ -391,6 +426,20 @@ TEST_CASE("framework profile: unfused gradient accumulation adds one kernel per 
     CHECK((bf16_optimizer.time - fused_bf16.time).seconds() ==
           Approx(24 * 12 * (kernel(6) + kernel(12))).epsilon(1e-6));
     CHECK(bf16_optimizer.kernels - fused_bf16.kernels == 2 * 24 * 12);
+    // DeepSpeed's ZeRO optimizers under bf16 (the engine without its PipelineEngine, zero 1)
+    // keep param.grad as under fp16: autograd's accumulation in 16 bits.
+    Platform z = p;
+    z.framework.grad_accumulation = GradAccumulation::deepspeed;
+    z.framework.fp32_grad_reduce = false;
+    z.framework.deepspeed_pipeline = false;
+    const ExperimentSpec zero_bf16 =
+        gpt(z, 1, {{"training.dtype", "bf16"}, {"parallel.zero", "1"}});
+    const PassCost ds_zero_bf16 =
+        build_step_plan(zero_bf16, std::make_shared<const hardware::Topology>(zero_bf16.cluster))
+            .stage(0)
+            .backward;
+    CHECK((ds_zero_bf16.time - fused_bf16.time).seconds() ==
+          Approx(24 * 12 * 7.0 / 8 * kernel(6)).epsilon(1e-6));
     // The forward is untouched.
     const auto forward = [&](GradAccumulation g) {
         Platform q = p;

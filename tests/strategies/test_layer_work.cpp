@@ -380,6 +380,20 @@ TEST_CASE("layer work: eager PyTorch's elementwise chains of torchtitan's Llama 
           2 * 32 * N + 16 * (Q + K) + 4 * (Q + K) + 4 * F);
     CHECK(elementwise(eager.backward) - elementwise(fused.backward) ==
           2 * 90 * N + 18 * N + 16 * (Q + K) + 4 * (Q + K) + 8 * F);
+    // Compiled (every fusion on), PyTorch's grouped-query attention still copies the keys and
+    // values to every query head for SDPA (Fusions::gqa_copies): RoPE's kernel writes K for
+    // every head (Q - K more) and copies V (K + Q), 2 bytes each, and the backward sums them
+    // back; SDPA keeps the copies, 2 (Q - K) bytes beside the fused layer's activations.
+    LayerConfig compiled = layer_config(1, false, 2, Recompute::none, Dtype::bf16);
+    compiled.fusions.gqa_copies = true;
+    const LayerWork gqa = layer_work(m, compiled, a100());
+    CHECK(bytes(gqa, Pass::forward, "attention.rope") == 4 * (Q + K) + 2 * 2 * Q);
+    CHECK(bytes(gqa, Pass::backward, "attention.rope.bwd") == 4 * (Q + K) + 2 * 2 * Q);
+    CHECK(gqa.activation_bytes - fused.activation_bytes == 2 * 2 * (Q - K));
+    // Eager, the copies are counted once, with RoPE's chain.
+    cfg.fusions.gqa_copies = true;
+    CHECK(layer_work(m, cfg, a100()).activation_bytes == eager.activation_bytes);
+    cfg.fusions.gqa_copies = false;
     // GPT-3's LayerNorm, learned positions and GeLU: nothing of this applies.
     const ModelSpec gpt = load_model("gpt3-175B");
     LayerConfig gcfg = layer_config(1, false, 1, Recompute::none, Dtype::bf16);
