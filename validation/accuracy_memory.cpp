@@ -192,13 +192,13 @@ void torchtune_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun&
     const bool compiled = flag(other, "torch_compile");
     s.emplace_back("training.compile", compiled ? "true" : "false");
     r.features.emplace_back(compiled ? "torch.compile" : "eager");
-    // Eager, torchtune's modules run op by op (torchtune/modules at 1814feb17): RMSNorm in
-    // fp32 then scaled (rms_norm.py), RoPE on an fp32 copy (position_embeddings.py), SwiGLU as
-    // silu(w1(x)) * w3(x) (feed_forward.py): no fused kernels.
-    if (!compiled)
-        for (const char* fusion : {"training.apply_rope_fusion", "training.bias_activation_fusion",
-                                   "training.norm_fusion"})
-            s.emplace_back(fusion, "false");
+    // torchtune's modules run op by op (torchtune/modules at 1814feb17): RMSNorm in fp32 then
+    // scaled (rms_norm.py), RoPE on an fp32 copy and the grouped keys and values copied per
+    // query head (position_embeddings.py, attention.py), SwiGLU as silu(w1(x)) * w3(x)
+    // (feed_forward.py): no fused kernels, unless compiled (TrainingSpec::kernels).
+    for (const char* fusion :
+         {"training.apply_rope_fusion", "training.bias_activation_fusion", "training.norm_fusion"})
+        s.emplace_back(fusion, "false");
     // The model upcasts its logits (TransformerDecoder: output(h).float()) and the loss is
     // torch's cross_entropy, compiled around that input with compile; CEWithChunkedOutputLoss
     // takes the 16-bit logits of 8 slices.
