@@ -61,18 +61,21 @@ std::int64_t eager_saved_bytes(const Ctx& c) {
 }
 
 /// A dense layer's activations under torch.cuda.amp's autocast (LayerConfig::autocast), as
-/// Hugging Face's BERT modules run it (src/transformers/models/bert/modeling_bert.py at
-/// huggingface/transformers@004ad5f50b627b59bf0d581c31bc0052b6cfd40b: separate query, key
-/// and value linears, eager attention, post-norm residual blocks) under autocast's op lists
-/// (aten/src/ATen/autocast_mode.cpp at pytorch/pytorch v1.10.0: linear, matmul and bmm cast to
-/// fp16, layer_norm and softmax run in fp32, everything else in its inputs' type). The
-/// residual stream and the norms' inputs and outputs stay fp32: a 16-bit block output added to
-/// the fp32 residual promotes to fp32. Autocast caches only the weights' casts (leaves that
-/// require grad), so every linear casts its input itself and saves its own copy: three of
-/// the attention's input (query, key, value), one of the MLP's. The attention scores come out
-/// of the 16-bit product; adding the fp32 mask promotes them, softmax keeps its fp32 output,
-/// dropout its mask, and the product with the values its 16-bit copy of the dropped
-/// probabilities. `e` is the 16-bit element's bytes.
+/// Hugging Face's BERT modules run it (src/transformers/models/bert/modeling_bert.py, a 4.x
+/// version, at
+/// huggingface/transformers@004ad5f50b627b59bf0d581c31bc0052b6cfd40b: separate query, key and value
+/// linears, eager attention, post-norm residual blocks) under autocast's op lists
+/// (aten/src/ATen/autocast_mode.cpp, read at
+/// pytorch/pytorch@008ec6b1840c94ff6d0f685bc10fbf585167c673, the lists autocast has had since
+/// PyTorch 1.6: linear, matmul and bmm cast to fp16, layer_norm run in fp32, softmax in fp32
+/// by its dtype argument, everything else in its inputs' type). The residual stream and the
+/// norms' inputs and outputs stay fp32: a 16-bit block output added to the fp32 residual
+/// promotes to fp32. Autocast caches only the weights' casts (leaves that require grad), so
+/// every linear casts its input itself and saves its own copy: three of the attention's input
+/// (query, key, value), one of the MLP's. The attention scores come out of the 16-bit product;
+/// adding the fp32 mask promotes them, softmax keeps its fp32 output, dropout its mask, and
+/// the product with the values its 16-bit copy of the dropped probabilities. `e` is the
+/// 16-bit element's bytes.
 TransformerActivations autocast_activations(const Ctx& c) {
     const ModelSpec& m = c.m;
     constexpr std::int64_t fp32 = 4;

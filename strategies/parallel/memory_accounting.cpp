@@ -228,10 +228,12 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
         m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe());
     // Autocast's cast of each weight to the 16-bit dtype, made by the first op that uses it
     // and cached until the autocast region exits (cached_cast caches leaves that require
-    // grad: aten/src/ATen/autocast_mode.cpp at pytorch/pytorch v1.10.0); the linear layers'
-    // backwards keep them after that, so every layer's copy is alive at the end of the
-    // forward and at the start of the backward. The layers' parameters (their norms' few
-    // included; the head's left out).
+    // grad; the autocast context's exit clears the cache: aten/src/ATen/autocast_mode.cpp,
+    // cached_cast and clear_cache, read at
+    // pytorch/pytorch@008ec6b1840c94ff6d0f685bc10fbf585167c673, autocast's rule since its
+    // introduction in PyTorch 1.6); the linear layers' backwards keep them after that, so every
+    // layer's copy is alive at the end of the forward and at the start of the backward. The layers'
+    // parameters (their norms' few included; the head's left out).
     if (e.training.autocast)
         m.weights += layer_parameters * hardware::bytes_per_element(e.training.dtype);
     // torchtune's optimizer_in_bwd (training.register_optim_in_bwd_hooks, torchtune/training/
