@@ -406,7 +406,9 @@ std::vector<std::string> memory_rules() {
         "states, each linear's 16-bit copy of its input saved, the weights' casts cached for "
         "the forward)",
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
-        "allocated + the allocator's segment floor per stream",
+        "allocated + the allocator's segment floor per stream (scripts/pytorch/"
+        "allocator_fragmentation.py measures the share on a decoder, scripts/pytorch/"
+        "bert_memory.py the Hugging Face rows' allocated and reserved peaks, on a GPU)",
     };
 }
 
