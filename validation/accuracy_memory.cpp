@@ -217,27 +217,74 @@ void torchtune_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun&
     }
 }
 
-/// What a torchtune or Hugging Face row uses that the model does not have.
-std::vector<std::string> single_gpu_needs(config::YamlMap& row, config::YamlMap& model,
-                                          const MemoryRun& r) {
+/// The classifier's labels from the row's model name ("..., 2 labels)"), 2 without them.
+int labels_of(const std::string& name) {
+    const auto at = name.find(" labels");
+    if (at == std::string::npos)
+        return 2;
+    auto from = at;
+    while (from > 0 && name[from - 1] >= '0' && name[from - 1] <= '9')
+        --from;
+    return from == at ? 2 : std::stoi(name.substr(from, at - from));
+}
+
+/// Hugging Face's single-GPU guide (its Trainer on bert-large-uncased loaded with
+/// AutoModelForSequenceClassification): the row's dimensions with bert-large-uncased's
+/// config.json for the rest (type_vocab_size 2, hidden_act gelu, LayerNorm, learned absolute
+/// positions, hidden and attention dropout 0.1, no vocabulary padding), bidirectional eager
+/// attention as BertSelfAttention runs it (unfused, PyTorch's softmax: no fused kernels in
+/// the model), the classification head; the Trainer's AdamW (optim adamw_hf, fp32 states), one
+/// GPU, per_device_train_batch_size as the micro-batch and gradient_accumulation_steps as the
+/// micro-batches of a step, gradient checkpointing as full recompute of every layer
+/// (BertEncoder's torch.utils.checkpoint per layer), fp16 as torch.cuda.amp's autocast.
+void hf_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun& r) {
+    Settings& s = r.settings;
+    s.emplace_back("model.kind", "transformer");
+    for (const auto& [key, field] :
+         {std::pair{"layers", "layers"}, std::pair{"hidden", "hidden"}, std::pair{"heads", "heads"},
+          std::pair{"kv_heads", "kv_heads"}, std::pair{"ffn", "ffn"}, std::pair{"seq", "seq_len"},
+          std::pair{"vocab", "vocab"}})
+        s.emplace_back(std::string("model.") + key, std::to_string(dim(model, field)));
+    s.emplace_back("model.vocab_divisible_by", "1");
+    s.emplace_back("model.type_vocab_size", "2");
+    s.emplace_back("model.activation", "gelu");
+    s.emplace_back("model.norm", "layernorm");
+    s.emplace_back("model.position_embedding", "learned");
+    s.emplace_back("model.bias", "true");
+    s.emplace_back("model.dropout", "0.1");
+    s.emplace_back("model.attention", "unfused");
+    s.emplace_back("model.causal", "false");
+    s.emplace_back("model.head", "classification");
+    s.emplace_back("model.num_labels", std::to_string(labels_of(r.model)));
+    r.features.emplace_back("classification head");
+    config::YamlMap other = row.map("other");
+    const int micro = count_of(row, "micro_batch");
+    const int steps =
+        other.has("gradient_accumulation_steps") ? dim(other, "gradient_accumulation_steps") : 1;
+    s.emplace_back("training.global_batch", std::to_string(micro * steps));
+    s.emplace_back("training.micro_batch", std::to_string(micro));
+    s.emplace_back("training.optimizer", "adamw");
+    s.emplace_back("training.masked_softmax_fusion", "false");
+    s.emplace_back("training.bias_activation_fusion", "false");
+    const bool amp = contains(row.str("precision"), "AMP");
+    s.emplace_back("training.dtype", amp ? "fp16" : "fp32");
+    if (amp)
+        s.emplace_back("training.autocast", "true");
+    r.features.emplace_back(amp ? "AMP fp16" : "fp32");
+    if (steps > 1)
+        r.features.push_back(fmt::format("{} micro-batches", steps));
+    r.recompute = contains(row.str("recompute"), "checkpointing") ? "full" : "none";
+    s.emplace_back("parallel.recompute", r.recompute);
+}
+
+/// What a torchtune row uses that the model does not have.
+std::vector<std::string> single_gpu_needs(config::YamlMap& model, const MemoryRun& r) {
     // Literals collected as views, strings made once at the end: GCC 12's -Warray-bounds
     // misfires on std::string temporaries built inside this function once it is inlined.
     std::vector<std::string_view> needs;
-    const std::string precision = row.str("precision");
-    if (contains(r.framework, "torchtune")) {
-        if (text_of(model, "seq_len").empty())
-            needs.emplace_back("a sequence length (unpacked samples padded per batch: "
-                               "data-dependent; the row gives only max_seq_len)");
-    } else {
-        needs.emplace_back("an encoder with a classification head (BERT: no LM head and its "
-                           "logits, token-type embeddings)");
-        needs.emplace_back("a single process's memory outside the allocator: its CUDA context "
-                           "alone (the presets' runtime_memory holds a multi-GPU stack's NCCL "
-                           "buffers; the same guide measured 1343 MiB on this V100 after "
-                           "torch.ones((1, 1)).to('cuda'))");
-        if (contains(precision, "AMP"))
-            needs.emplace_back("automatic mixed precision (fp32 weights, fp16 copies per op)");
-    }
+    if (contains(r.framework, "torchtune") && text_of(model, "seq_len").empty())
+        needs.emplace_back("a sequence length (unpacked samples padded per batch: "
+                           "data-dependent; the row gives only max_seq_len)");
     return {needs.begin(), needs.end()};
 }
 
@@ -253,9 +300,13 @@ MemoryRun map_row(YAML::Node node, const std::string& file) {
     const std::string gpu = hw.str("gpu");
     r.gpus = dim(hw, "num_gpus");
     read_measured(row, r);
-    if (!contains(r.framework, "torchtitan")) {
-        r.preset = contains(gpu, "V100") ? "dgx2-v100" : "dgx-a100";
-        for (const auto& n : single_gpu_needs(row, model, r))
+    if (contains(r.framework, "HF transformers")) {
+        // The guide's one V100-SXM2-16GB, with the CUDA context it measured.
+        r.preset = "v100-sxm2-16gb";
+        hf_settings(row, model, r);
+    } else if (!contains(r.framework, "torchtitan")) {
+        r.preset = "dgx-a100";
+        for (const auto& n : single_gpu_needs(model, r))
             r.not_modelled += (r.not_modelled.empty() ? "needs " : "; ") + n;
         if (!r.not_modelled.empty())
             return r;
@@ -319,7 +370,8 @@ std::vector<std::string> memory_rules() {
         "allocator's reserved peak (torch.cuda.max_memory_reserved; the step's reserved bytes: "
         "allocated plus the allocator's slack, without the CUDA context and NCCL's buffers); "
         "torchtune's \"Peak Memory Active\" the active peak (the allocated bytes); Hugging "
-        "Face's nvidia-smi \"used\" the device's (reserved plus the preset's runtime_memory)",
+        "Face's nvidia-smi \"used\" the device's (reserved plus the CUDA context: the "
+        "preset's context_memory on one GPU, runtime_memory otherwise)",
         "torchtitan rows: the benchmark page's on `grand-teton-h100` (H100 96 GB HBM2e), "
         "Trainy's on `hgx-h200`; the model from the row's dimensions (Llama: SwiGLU, RMSNorm, "
         "RoPE, untied output); FSDP2 over the data-parallel ranks (reduce in fp32, the root "
@@ -342,8 +394,22 @@ std::vector<std::string> memory_rules() {
         "around that input with compile; CEWithChunkedOutputLoss over 8 slices), recompute as "
         "printed, optimizer_in_bwd and activation offloading where the row sets them, \"8-bit "
         "AdamW\" as bitsandbytes' AdamW8bit (its states in PyTorch's allocator)",
+        "Hugging Face rows (its single-GPU guide at huggingface/transformers@0016acf7, the "
+        "Trainer on bert-large-uncased with AutoModelForSequenceClassification): the guide's "
+        "V100-SXM2-16GB (`v100-sxm2-16gb`, with the 1343 MiB CUDA context the guide measured "
+        "as its context_memory); the row's dimensions with bert-large-uncased's config for the "
+        "rest (token-type embeddings, GeLU, LayerNorm, learned positions, dropout 0.1, no "
+        "vocabulary padding); bidirectional eager attention as BertSelfAttention runs it "
+        "(unfused, PyTorch's softmax); the pooler and a classifier to the labels instead of an "
+        "LM head; AdamW in fp32; per_device_train_batch_size as the micro-batch and "
+        "gradient_accumulation_steps as the micro-batches; gradient checkpointing as full "
+        "recompute; fp16 as torch.cuda.amp's autocast (fp32 weights, gradients and Adam "
+        "states, each linear's 16-bit copy of its input saved, the weights' casts cached for "
+        "the forward)",
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
-        "allocated + the allocator's segment floor per stream",
+        "allocated + the allocator's segment floor per stream (scripts/pytorch/"
+        "allocator_fragmentation.py measures the share on a decoder, scripts/pytorch/"
+        "bert_memory.py the Hugging Face rows' allocated and reserved peaks, on a GPU)",
     };
 }
 

@@ -271,6 +271,10 @@ struct LayerConfig {
     int cross_entropy_chunks = 8;
     /// torch.compile (the chunked cross-entropy's upcast and loss compiled together).
     bool compile = false;
+    /// torch.cuda.amp's autocast (TrainingSpec::autocast): what autograd keeps follows its
+    /// casts (layer_work_recompute.cpp, autocast_activations): each linear layer saves its own
+    /// `dtype` copy of its input, softmax and the norms run in fp32.
+    bool autocast = false;
 };
 
 enum class Pass : std::uint8_t { forward, backward, recompute };

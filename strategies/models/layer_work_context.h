@@ -196,9 +196,10 @@ struct Ctx {
             return op;
         }
         const std::int64_t window = cfg.window ? m.window_size : 0;
-        op.flops = ComputeModel::fused_attention_flops(bh, s, d, true, backward, window);
+        // An encoder's bidirectional attention (ModelSpec::causal false) visits every score.
+        op.flops = ComputeModel::fused_attention_flops(bh, s, d, m.causal, backward, window);
         op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, dtype, backward);
-        op.time = cm.fused_attention(bh, s, d, dtype, true, backward, window);
+        op.time = cm.fused_attention(bh, s, d, dtype, m.causal, backward, window);
         op.m = s;
         op.n = s;
         op.k = d;

@@ -28,11 +28,25 @@ LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const Compu
                        lookup, lookup + 1);
     if (learned)
         F.add(c.memory("embedding.position_add", 3 * sharded * e));
+    // Token-type embeddings (BERT's segments): one more lookup added to the sum.
+    const bool token_types = m.type_vocab_size > 0;
+    if (token_types)
+        F.add(c.memory("embedding.token_type_add", 3 * sharded * e));
+    // A classification model is BERT's post-norm encoder: its one norm outside the layers is
+    // the embeddings' LayerNorm (Hugging Face's BertEmbeddings: LayerNorm then dropout), which
+    // keeps its input, in fp32 under autocast (layer_norm is on autocast's fp32 list) as the
+    // embeddings are.
+    const bool embedding_norm = m.head == ModelHead::classification;
+    const std::int64_t norm_e = cfg.autocast ? 4 : e;
+    if (embedding_norm)
+        F.add(c.memory("embedding.layernorm", 2 * sharded * norm_e));
     if (drop)
         F.add(c.memory("embedding.dropout", sharded * (2 * e + 1)));
     PassWork& B = w.backward;
     if (drop)
         B.add(c.memory("embedding.dropout.bwd", sharded * (2 * e + 1)));
+    if (embedding_norm)
+        B.add(c.memory("embedding.layernorm.bwd", 4 * sharded * norm_e));
     const int grad = Ctx::next(B);
     if (c.t > 1 && c.sp)
         add_collective(w, "embedding.grad_all_gather", TpOp::all_gather, Pass::backward,
@@ -42,8 +56,11 @@ LayerWork embedding_work(const ModelSpec& m, const LayerConfig& cfg, const Compu
     B.add(c.memory("embedding.grad_accumulate", vocab_local * c.h * (e + 8)));
     if (learned)
         B.add(c.memory("embedding.position_wgrad", sharded * e + std::int64_t{m.seq} * c.h * 8));
-    w.activation_bytes = drop ? sharded : 0; // the dropout mask (1 byte per element)
-    w.parameters = vocab_local * c.h + (learned ? std::int64_t{m.seq} * c.h : 0);
+    // The dropout mask (1 byte per element), and the norm's input.
+    w.activation_bytes = (drop ? sharded : 0) + (embedding_norm ? sharded * norm_e : 0);
+    w.parameters = vocab_local * c.h + (learned ? std::int64_t{m.seq} * c.h : 0) +
+                   std::int64_t{m.type_vocab_size} * c.h +
+                   (embedding_norm ? 2 * std::int64_t{c.h} : 0);
     freeze_lora(cfg, w, true);
     return w;
 }
@@ -136,6 +153,47 @@ void loss_memory(const LayerConfig& cfg, bool loss_parallel, std::int64_t tokens
 
 } // namespace
 
+namespace {
+
+/// A classification head (ModelHead::classification) as Hugging Face's
+/// BertForSequenceClassification runs it (src/transformers/models/bert/modeling_bert.py,
+/// BertPooler and BertForSequenceClassification.forward, at huggingface/transformers@
+/// 004ad5f50b627b59bf0d581c31bc0052b6cfd40b): `hidden_states[:, 0]`, dense h -> h, tanh,
+/// dropout, the classifier h -> num_labels and CrossEntropyLoss over the labels, per sample.
+/// The pooler's linear saves its input, a view of the last layer's output, which keeps that
+/// whole [s, b, h] tensor alive; under autocast it saves its 16-bit copy of the b x h slice.
+/// Replicated on every tensor-parallel rank, as the layers' norms are.
+LayerWork classification_head_work(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    LayerWork w;
+    const std::int64_t e = c.elem;
+    const std::int64_t rows = c.b;
+    const std::int64_t labels = m.num_labels;
+    PassWork& F = w.forward;
+    F.add(c.gemm("pooler.dense", rows, c.h, c.h));
+    F.add(c.memory("pooler.tanh", 2 * rows * c.h * e));
+    if (m.dropout > 0)
+        F.add(c.memory("classifier.dropout", rows * c.h * (2 * e + 1)));
+    F.add(c.gemm("classifier", rows, labels, c.h));
+    F.add(c.memory("classifier.loss", 4 * rows * labels * 4));
+    PassWork& B = w.backward;
+    B.add(c.memory("classifier.loss.bwd", 4 * rows * labels * 4));
+    B.add(c.gemm("classifier.dgrad", rows, c.h, labels));
+    B.add(c.gemm("classifier.wgrad", c.h, labels, rows));
+    B.add(c.memory("pooler.tanh.bwd", 3 * rows * c.h * e));
+    B.add(c.gemm("pooler.dgrad", rows, c.h, c.h));
+    B.add(c.gemm("pooler.wgrad", c.h, c.h, rows));
+    const std::int64_t pooler_input = c.cfg.autocast ? rows * c.h * e : c.tokens * c.h * e;
+    // The pooler's input, tanh's output, the dropout's mask, the classifier's input, the
+    // logits' fp32 log-softmax.
+    w.activation_bytes =
+        pooler_input + rows * c.h * (2 * e + (m.dropout > 0 ? 1 : 0)) + 4 * rows * labels;
+    w.parameters = c.h * c.h + c.h + (c.h + 1) * labels;
+    return w;
+}
+
+} // namespace
+
 LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeModel& cm) {
     check_config(m, cfg);
     const Ctx c(m, cfg, cm);
@@ -147,6 +205,11 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
         w.forward.add(c.memory("loss", x));
         w.backward.add(c.memory("loss.bwd", 2 * x));
         w.activation_bytes = x;
+        return w;
+    }
+    if (m.head == ModelHead::classification) {
+        w = classification_head_work(c);
+        freeze_lora(cfg, w, false);
         return w;
     }
     const std::int64_t T = c.tokens;

@@ -72,8 +72,52 @@ std::int64_t clamp_input(const Ctx& c, std::int64_t n, int split) {
     return clamp_apart(c) ? c.elem * n * c.m.expert_fc1_out() / split : 0;
 }
 
+/// A dense layer's activations under torch.cuda.amp's autocast (LayerConfig::autocast), as
+/// Hugging Face's BERT modules run it (src/transformers/models/bert/modeling_bert.py, a 4.x
+/// version, at
+/// huggingface/transformers@004ad5f50b627b59bf0d581c31bc0052b6cfd40b: separate query, key and value
+/// linears, eager attention, post-norm residual blocks) under autocast's op lists
+/// (aten/src/ATen/autocast_mode.cpp, read at
+/// pytorch/pytorch@008ec6b1840c94ff6d0f685bc10fbf585167c673, the lists autocast has had since
+/// PyTorch 1.6: linear, matmul and bmm cast to fp16, layer_norm run in fp32, softmax in fp32
+/// by its dtype argument, everything else in its inputs' type). The residual stream and the
+/// norms' inputs and outputs stay fp32: a 16-bit block output added to the fp32 residual
+/// promotes to fp32. Autocast caches only the weights' casts (leaves that require grad), so
+/// every linear casts its input itself and saves its own copy: three of the attention's input
+/// (query, key, value), one of the MLP's. The attention scores come out of the 16-bit product;
+/// adding the fp32 mask promotes them, softmax keeps its fp32 output, dropout its mask, and
+/// the product with the values its 16-bit copy of the dropped probabilities. `e` is the
+/// 16-bit element's bytes.
+TransformerActivations autocast_activations(const Ctx& c) {
+    const ModelSpec& m = c.m;
+    constexpr std::int64_t fp32 = 4;
+    const std::int64_t e = c.elem;
+    const std::int64_t T = c.tokens;
+    const std::int64_t sharded = T * c.h / c.sp_div;
+    const std::int64_t bh = c.b * m.heads / c.t;
+    const bool drop = m.dropout > 0;
+    TransformerActivations a;
+    a.layer_input = fp32 * sharded;
+    const std::int64_t qkv_input = 3 * e * sharded;
+    const std::int64_t qkv = e * T * m.qkv_out() / c.t;
+    if (m.attention == AttentionKind::unfused)
+        a.attention_core = bh * c.s * c.s * (fp32 + e + (drop ? 1 : 0));
+    const std::int64_t lse = m.attention == AttentionKind::flash ? 4 * bh * c.s / c.cp : 0;
+    const std::int64_t proj_input = e * T * m.q_dim() / c.t;
+    const std::int64_t masks = drop ? 2 * sharded : 0;
+    const std::int64_t post_norm_input = fp32 * sharded;
+    const std::int64_t fc1_input = e * sharded;
+    a.pre_mlp_norm_output = fc1_input;
+    a.mlp = e * T * m.fc1_out() / c.t + e * T * m.ffn / c.t;
+    a.all = a.layer_input + qkv_input + qkv + a.attention_core + lse + proj_input + masks +
+            post_norm_input + fc1_input + a.mlp;
+    return a;
+}
+
 TransformerActivations transformer_activations(const Ctx& c) {
     const ModelSpec& m = c.m;
+    if (c.cfg.autocast && !m.is_mla() && !c.moe && !c.a2a)
+        return autocast_activations(c);
     const std::int64_t e = c.elem;
     const std::int64_t T = c.tokens;
     const std::int64_t sharded = T * c.h / c.sp_div; // elements of an [s/t, b, h] tensor

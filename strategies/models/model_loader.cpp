@@ -256,6 +256,13 @@ void validate(YamlMap& m, const ModelSpec& s) {
     require(s.kv_heads <= s.heads && s.heads % s.kv_heads == 0, "kv_heads",
             "kv_heads=" + std::to_string(s.kv_heads) + " must divide heads=" +
                 std::to_string(s.heads) + " (query heads are grouped over the key/value heads)");
+    require(s.head == ModelHead::classification || !m.node()["num_labels"].IsDefined(),
+            "num_labels",
+            "num_labels applies to a classification head; set head: classification or remove "
+            "it");
+    require(s.head == ModelHead::lm || s.mtp_num_layers == 0, "mtp_num_layers",
+            "multi-token prediction needs the LM head; a classification model has none: set "
+            "head: lm or remove mtp_num_layers");
     if (s.kv_lora_rank == 0) {
         for (const std::string& key : group_keys("mla", "kv_lora_rank"))
             require(!m.node()[key].IsDefined() || m.node()[key].Scalar() == "0", key,

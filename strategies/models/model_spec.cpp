@@ -42,6 +42,9 @@ std::string_view to_string(Norm n) {
 std::string_view to_string(PositionEmbedding p) {
     return p == PositionEmbedding::rope ? "rope" : "learned";
 }
+std::string_view to_string(ModelHead h) {
+    return h == ModelHead::classification ? "classification" : "lm";
+}
 
 std::int64_t padded_vocab(const ModelSpec& m, int tp) {
     const std::int64_t multiple = std::int64_t{m.vocab_divisible_by} * tp;
@@ -67,8 +70,15 @@ ParameterCounts parameter_counts(const ModelSpec& m) {
     c.layers = c.per_layer * m.layers;
     c.embedding =
         std::int64_t{m.vocab} * h +
-        (m.position_embedding == PositionEmbedding::learned ? std::int64_t{m.seq} * h : 0);
-    c.head = m.tied_embeddings ? 0 : std::int64_t{m.vocab} * h;
+        (m.position_embedding == PositionEmbedding::learned ? std::int64_t{m.seq} * h : 0) +
+        std::int64_t{m.type_vocab_size} * h;
+    // A classification head (Hugging Face's BertPooler and the classifier of
+    // BertForSequenceClassification): dense h -> h with its bias, then h -> num_labels with
+    // its bias. Its one norm is the embeddings' LayerNorm (BERT normalises after each block,
+    // so no norm follows the last one): the same count as a final norm.
+    c.head = m.head == ModelHead::classification ? h * h + h + (h + 1) * std::int64_t{m.num_labels}
+             : m.tied_embeddings                 ? 0
+                                                 : std::int64_t{m.vocab} * h;
     c.final_norm = norm_params(m);
     const std::int64_t outside = c.embedding + c.head + c.final_norm;
     if (m.is_moe()) {
@@ -198,6 +208,9 @@ double layer_forward_flops(const ModelSpec& m) {
 double head_forward_flops(const ModelSpec& m) {
     if (!m.is_transformer())
         return 0;
+    // A classification head runs on the first token alone: the pooler and the classifier.
+    if (m.head == ModelHead::classification)
+        return 2.0 * m.hidden * (static_cast<double>(m.hidden) + m.num_labels);
     return 2.0 * m.seq * static_cast<double>(m.hidden) * m.vocab;
 }
 
@@ -229,6 +242,9 @@ double attention_score_flops(const ModelSpec& m) {
 }
 
 double causal_model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+    // An encoder's bidirectional attention computes every score: nothing to halve.
+    if (!m.causal)
+        return model_flops_per_iteration(m, global_batch, false);
     return model_flops_per_iteration(m, global_batch, false) -
            static_cast<double>(global_batch) * 3.0 * m.layers * attention_score_flops(m) / 2;
 }

@@ -34,6 +34,13 @@ enum class Activation : std::uint8_t {
     swiglu, ///< gated: fc1 produces 2 x ffn (gate, up), SiLU(gate) * up -> fc2 (Llama)
 };
 enum class Norm : std::uint8_t { layernorm, rmsnorm };
+/// What follows the last layer. `lm`: the final norm, the LM head over the vocabulary and the
+/// loss (GPT). `classification`: a sequence classifier as Hugging Face's
+/// BertForSequenceClassification builds it (AutoModelForSequenceClassification; Megatron's
+/// BertModel with add_binary_head is the 2-label case): the pooler, a dense h -> h and tanh on
+/// the first ([CLS]) token, dropout, and a classifier h -> num_labels with a cross-entropy over
+/// the labels; no vocabulary-sized logits.
+enum class ModelHead : std::uint8_t { lm, classification };
 enum class PositionEmbedding : std::uint8_t {
     learned, ///< a seq x hidden table added to the word embeddings (GPT-2/3)
     rope,    ///< rotary, applied to Q and K; no parameters (Llama)
@@ -53,6 +60,7 @@ std::string_view to_string(AttentionKind k);
 std::string_view to_string(Activation a);
 std::string_view to_string(Norm n);
 std::string_view to_string(PositionEmbedding p);
+std::string_view to_string(ModelHead h);
 
 /// A model. For `mlp` only `layers` and `hidden` (the lecture's dim) matter.
 struct ModelSpec {
@@ -74,6 +82,18 @@ struct ModelSpec {
     bool tied_embeddings = true; ///< the LM head reuses the word embeddings
     bool bias = true;            ///< linear layers have biases
     double dropout = 0.1;        ///< hidden and attention dropout probability; 0 = no dropout
+    /// Causal (decoder) attention, each token attending to the ones before it; false: an
+    /// encoder's bidirectional attention over the whole sequence (BERT), whose attention
+    /// kernels visit every score (no half from the mask).
+    bool causal = true;
+    /// What follows the last layer (ModelHead), and with `classification` its labels
+    /// (Hugging Face's num_labels; 2 for a binary head).
+    ModelHead head = ModelHead::lm;
+    int num_labels = 2;
+    /// Token-type (segment) embeddings: a type_vocab_size x hidden table added to the word
+    /// embeddings (Hugging Face's BertConfig.type_vocab_size, 2 for BERT; Megatron's
+    /// --num-tokentypes). 0: none.
+    int type_vocab_size = 0;
 
     /// Per-head query/key/value dimensions (Megatron's --kv-channels); 0: hidden / heads.
     /// Qwen3, GPT-OSS and Gemma 3 set it apart from hidden / heads (Qwen3-30B-A3B: 128 with

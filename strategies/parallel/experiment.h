@@ -75,6 +75,11 @@ struct TrainingSpec {
     /// Mixed precision's fp32 master weights (true), or pure 16-bit training (false,
     /// torchtune's dtype bf16): weights, gradients and optimizer states all in `dtype`.
     bool master_weights = true;
+    /// Automatic mixed precision as torch.cuda.amp's autocast runs it (Hugging Face Trainer's
+    /// fp16): the weights, gradients and optimizer states in fp32, each linear layer's inputs
+    /// and weights cast to `dtype` per op (the weights' casts cached for the forward),
+    /// softmax and norms in fp32 (models::LayerConfig::autocast).
+    bool autocast = false;
     /// torchtune's optimizer_in_bwd: each parameter's optimizer step run in its gradient's
     /// post-accumulate hook, the gradient freed after it (one GPU, one micro-batch per step).
     bool optimizer_in_bwd = false;

@@ -117,6 +117,10 @@ struct FrameworkSpec {
     /// nor max_memory_reserved counts it; nvidia-smi's "used" does. Counted in every GPU's
     /// device total (StageMemory::device_bytes), which the capacity check uses.
     std::int64_t runtime_memory = 0;
+    /// A single process's memory outside the allocator when it has no communicator (a run on
+    /// one GPU): the CUDA context and the kernels loaded with it, without NCCL's buffers. 0:
+    /// runtime_memory stands for it.
+    std::int64_t context_memory = 0;
     /// The caching allocator's fragmentation: the share of the memory a step allocates and
     /// frees (activations, transients, ZeRO-3's gathered parameters) that it holds reserved
     /// beyond the live tensors at the peak (split blocks that cannot serve a larger request,

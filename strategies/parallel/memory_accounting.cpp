@@ -204,7 +204,10 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
                                     std::int64_t experts, int edp, std::int64_t layer_parameters,
                                     std::int64_t frozen) {
     const ParallelSpec& par = e.parallel;
-    const auto dtype = weight_dtype(e.training.dtype);
+    // Under autocast (torch.cuda.amp) the model is fp32: its weights, their gradients and
+    // Adam's moments (Hugging Face's guide: 4 + 4 + 8 bytes per parameter); only the ops run
+    // in the 16-bit dtype.
+    const auto dtype = e.training.autocast ? hardware::Dtype::fp32 : weight_dtype(e.training.dtype);
     // The distributed optimizer's main gradients in fp32 where the framework reduces them in
     // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
     // DeepSpeed's BF16_Optimizer (precision.h) keeps the state of ZeRO-1 with fp32 main
@@ -229,6 +232,16 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     // scales); torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
     if (hardware::is_quantized(e.training.dtype))
         m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe());
+    // Autocast's cast of each weight to the 16-bit dtype, made by the first op that uses it
+    // and cached until the autocast region exits (cached_cast caches leaves that require
+    // grad; the autocast context's exit clears the cache: aten/src/ATen/autocast_mode.cpp,
+    // cached_cast and clear_cache, read at
+    // pytorch/pytorch@008ec6b1840c94ff6d0f685bc10fbf585167c673, autocast's rule since its
+    // introduction in PyTorch 1.6); the linear layers' backwards keep them after that, so every
+    // layer's copy is alive at the end of the forward and at the start of the backward. The layers'
+    // parameters (their norms' few included; the head's left out).
+    if (e.training.autocast)
+        m.weights += layer_parameters * hardware::bytes_per_element(e.training.dtype);
     // torchtune's optimizer_in_bwd (training.register_optim_in_bwd_hooks, torchtune/training/
     // memory.py at meta-pytorch/torchtune@1814feb17): each parameter's step runs in its
     // post-accumulate-grad hook, which then sets its gradient to None. A parameter's gradient

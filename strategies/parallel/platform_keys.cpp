@@ -9,6 +9,7 @@ using config::field;
 using config::Key;
 using config::KeyType;
 
+// check-function-size: a table (one declaration per key, no logic between them).
 const std::vector<Key<FrameworkSpec>>& framework_keys() {
     using F = FrameworkSpec;
     static const std::vector<Key<F>> keys{
@@ -136,6 +137,16 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
                      "torch.cuda.max_memory_reserved",
           .lands = "FrameworkSpec::runtime_memory"},
          field<&F::runtime_memory>},
+        {{.name = "context_memory",
+          .type = KeyType::bytes,
+          .fallback = "0 (runtime_memory)",
+          .min = 0,
+          .meaning = "a single process's memory outside the allocator on one GPU, which runs no "
+                     "NCCL communicator: the CUDA context and the kernels loaded with it (what "
+                     "nvidia-smi shows after a first tensor on the GPU); used instead of "
+                     "runtime_memory by one-GPU runs",
+          .lands = "FrameworkSpec::context_memory"},
+         field<&F::context_memory>},
         {{.name = "allocator_fragmentation",
           .type = KeyType::number,
           .fallback = "0",

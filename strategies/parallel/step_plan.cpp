@@ -64,6 +64,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.cross_entropy = e.training.cross_entropy;
     cfg.cross_entropy_chunks = e.training.cross_entropy_chunks;
     cfg.compile = e.training.compile;
+    cfg.autocast = e.training.autocast;
     if (!par.expert_layout() || !e.model.is_moe())
         return cfg;
     const int per_node = std::max(1, e.cluster.node.gpus);
@@ -376,7 +377,10 @@ StepPlan build_step_plan(const ExperimentSpec& e,
                       e.training.forward_only, placement_of(par.schedule)};
     plan.pass_orders = shared_pipeline_order(par.schedule, plan.shape);
     plan.capacity_bytes = e.cluster.node.gpu.usable_hbm_bytes();
-    plan.runtime_bytes = e.framework.runtime_memory;
+    // One GPU runs no communicator: its process holds the CUDA context alone where the
+    // framework gives it (FrameworkSpec::context_memory), not NCCL's buffers.
+    plan.runtime_bytes = e.gpus == 1 && e.framework.context_memory > 0 ? e.framework.context_memory
+                                                                       : e.framework.runtime_memory;
     plan.allocator_fragmentation = e.framework.allocator_fragmentation;
     plan.automatic_recompute = par.recompute == RecomputePolicy::automatic;
     plan.uniform_recompute = par.recompute == RecomputePolicy::selective ? Recompute::selective

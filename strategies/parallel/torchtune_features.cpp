@@ -22,6 +22,16 @@ torchtune_feature_refusal(const ExperimentSpec& e) {
                         std::string(hardware::to_string(t.dtype)) +
                         " needs no master copy or keeps one by design: use bf16 or fp16",
                     "training.master_weights");
+    if (t.autocast && (hardware::bytes_per_element(t.dtype) != 2 || !t.master_weights))
+        return fail("autocast casts an fp32 model's ops to a 16-bit dtype: it needs "
+                    "training.dtype fp16 or bf16 (here " +
+                        std::string(hardware::to_string(t.dtype)) +
+                        ") and the fp32 weights it casts from (master_weights true)",
+                    "training.autocast");
+    if (t.autocast && (e.model.is_moe() || e.model.is_mla() || p.tp > 1 || p.pp > 1))
+        return fail("autocast is modelled for a dense model without latent attention on one "
+                    "tensor- and pipeline-parallel rank (Hugging Face's Trainer fp16)",
+                    "training.autocast");
     if (t.cross_entropy != models::CrossEntropy::chunked && t.cross_entropy_chunks != 8)
         return fail("cross_entropy_chunks slices the chunked cross-entropy: it needs "
                     "cross_entropy: chunked (or leave it out)",
