@@ -29,8 +29,8 @@ const ValidatedRegime& validated_memory_regime() {
         8,
         512,
         27,
-        0.067,
-        0.220,
+        0.082,
+        0.265,
         "Memory"};
     return regime;
 }
