@@ -142,6 +142,14 @@ void torchtitan_settings(config::YamlMap& row, config::YamlMap& model, MemoryRun
     if (fp8) {
         s.emplace_back("training.fp8_recipe", "tensorwise");
         r.features.emplace_back("Float8");
+        // torchao's FSDP float8 all-gather where the row names it, which torchtitan turns on
+        // only with data-parallel sharding (Float8Handler: parallel_dims.dp_shard_enabled and
+        // enable_fsdp_float8_all_gather, torchtitan/float8.py at 9dec370): not where FSDP
+        // shards over the context-parallel ranks alone (dp 1).
+        if (contains(row.str("precision"), "float8 all-gather") && r.dp > 1) {
+            s.emplace_back("training.fp8_fsdp_all_gather", "true");
+            r.features.emplace_back("FP8 all-gather");
+        }
     }
     if (flag(other, "async_tp")) {
         s.emplace_back("parallel.enable_async_tensor_parallel", "true");
@@ -377,9 +385,14 @@ std::vector<std::string> memory_rules() {
         "RoPE, untied output); FSDP2 over the data-parallel ranks (reduce in fp32, the root "
         "unit held gathered), the local batch as one micro-batch (with a pipeline: as many "
         "micro-batches as pipeline ranks, 2 stages per rank when interleaved, the layers split "
-        "as its generate_split_points does), sequence parallelism with TP, recompute as printed "
-        "(selective as its op-level policy), Float8 as torchao's tensorwise recipe, AdamW; the "
-        "loss PyTorch's cross_entropy on the logits upcast to fp32, compiled with the model "
+        "as its generate_split_points does, run as torch.distributed.pipelining runs them: "
+        "ScheduleInterleaved1F1B's warm-up, each stage's outputs kept to the step's end, a "
+        "receive buffer per micro-batch and the input gradients left on them), sequence "
+        "parallelism with TP, recompute as printed (selective as its op-level policy), Float8 "
+        "as torchao's tensorwise recipe with FSDP's FP8 all-gather where the row names it and "
+        "the data-parallel ranks shard (dp > 1: torchtitan's Float8Handler turns it on only "
+        "then), AdamW; the loss PyTorch's cross_entropy on the logits upcast to fp32, compiled "
+        "with the model "
         "where torchtitan's commit did (2024-10-22 to 2024-12-18 and from 2025-04-02: the "
         "framework version's date), eager otherwise",
         "torchtune rows (its README's table, full_finetune_single_device at "

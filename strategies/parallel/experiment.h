@@ -91,6 +91,13 @@ struct TrainingSpec {
     /// scaling, the default), tensorwise (dynamic tensorwise scaling as torchao.float8 runs
     /// it under torchtitan) or mxfp8 (Transformer Engine's MXFP8 block scaling); models/fp8.h.
     models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
+    /// torchao's FSDP float8 all-gather (Float8LinearConfig.enable_fsdp_float8_all_gather,
+    /// torchtitan's [float8] enable_fsdp_float8_all_gather), with dtype fp8 under FSDP2: each
+    /// Float8Linear weight is cast to FP8 before its all-gather (WeightWithDynamicFloat8CastTensor.
+    /// fsdp_pre_all_gather) and the unsharded weight is the gathered FP8 data (fsdp_post_all_gather
+    /// wraps it in a Float8Tensor; torchao/float8/fsdp_utils.py at pytorch/ao@eab345c): the
+    /// layers' gathered weights take one byte each, not the 16-bit type's two.
+    bool fp8_fsdp_all_gather = false;
     /// The recipe the quantized GEMMs run: with dtype fp4, NVFP4 (Megatron-Core's fp4_recipe,
     /// whose one choice clustersim models), else fp8_recipe.
     models::Fp8Recipe quant_recipe() const {

@@ -596,6 +596,11 @@ std::optional<InputError> precision_error(ExperimentSpec& e) {
                 "tensor); set fp8_recipe: delayed, current or tensorwise, or choose a Blackwell "
                 "cluster or mi355x",
             "training.fp8_recipe");
+    if (e.training.fp8_fsdp_all_gather &&
+        (e.training.dtype != hardware::Dtype::fp8 || !e.parallel.fsdp2))
+        return fail("fp8_fsdp_all_gather is torchao's FP8 all-gather of FSDP2's weights: it needs "
+                    "training.dtype fp8 and parallel.fsdp (set both, or remove it)",
+                    "training.fp8_fsdp_all_gather");
     return std::nullopt;
 }
 

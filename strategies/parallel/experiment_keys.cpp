@@ -301,6 +301,15 @@ std::vector<Key<TrainingSpec>> memory_training_keys() {
           .example = "false",
           .commented = true},
          field<&T::activation_offloading>},
+        {{.name = "fp8_fsdp_all_gather",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "torchtitan's [float8] enable_fsdp_float8_all_gather (torchao's)",
+          .meaning = "with dtype fp8 and FSDP2: the layers' weights gathered and held in FP8",
+          .lands = "TrainingSpec::fp8_fsdp_all_gather",
+          .example = "false",
+          .commented = true},
+         field<&T::fp8_fsdp_all_gather>},
     };
 }
 

@@ -2,6 +2,7 @@
 
 #include "strategies/models/fp8.h"
 #include "strategies/parallel/precision.h"
+#include "strategies/parallel/torch_pipelining.h"
 
 #include <algorithm>
 #include <vector>
@@ -11,31 +12,38 @@ namespace clustersim::strategies::parallel {
 std::int64_t peak_activation_bytes(const StepPlan& plan, int rank) {
     // The rank's chunks' bytes looked up once, not once per pass (a long pipeline's rank runs
     // thousands of passes of its few chunks).
+    // With torch.distributed.pipelining, each chunk's buffers (torch_stage_buffers): those held
+    // for the step from its start, what each forward and each backward leaves to its end.
     struct ChunkBytes {
         std::int64_t activation_bytes, transient_bytes, weight_activation_bytes;
+        TorchStageBuffers kept;
     };
     std::vector<ChunkBytes> chunks;
-    for (int c = 0; c < plan.shape.virtual_stages; ++c) {
-        const auto& st = plan.stage(virtual_stage(c, rank, plan.shape));
-        chunks.push_back({st.activation_bytes, st.transient_bytes, st.weight_activation_bytes});
-    }
     std::int64_t live = 0;
-    std::int64_t peak = 0;
+    for (int c = 0; c < plan.shape.virtual_stages; ++c) {
+        const int vs = virtual_stage(c, rank, plan.shape);
+        const auto& st = plan.stage(vs);
+        chunks.push_back({st.activation_bytes, st.transient_bytes, st.weight_activation_bytes,
+                          torch_stage_buffers(plan, vs)});
+        live += chunks.back().kept.held;
+    }
+    std::int64_t peak = live;
     for (const PipePass& pass : plan.orders()[static_cast<std::size_t>(rank)]) {
         const ChunkBytes& st = chunks[pass.chunk];
         switch (pass.kind) {
         case PassKind::forward:
-            live += st.activation_bytes;
+            live += st.activation_bytes + st.kept.per_forward;
             peak = std::max(peak, live);
             break;
         case PassKind::backward:
             peak = std::max(peak, live + st.transient_bytes);
-            live -= st.activation_bytes;
+            live += st.kept.per_backward - st.activation_bytes;
+            peak = std::max(peak, live);
             break;
         case PassKind::backward_input:
             // B frees the activations and leaves W its inputs and output gradients.
             peak = std::max(peak, live + st.transient_bytes);
-            live += st.weight_activation_bytes - st.activation_bytes;
+            live += st.weight_activation_bytes + st.kept.per_backward - st.activation_bytes;
             peak = std::max(peak, live);
             break;
         case PassKind::weight:
@@ -162,8 +170,12 @@ void account_memory(const StepPlan& plan, StepResult& r) {
             m.peak_bytes = m.weights_bytes + m.optimizer_bytes + m.gathered_bytes + held;
         // Blocks the step's forward freed and the allocator keeps unused at the backward's
         // peak (the 16-bit logits of an eager cross-entropy): the chunk with most.
+        // With torch.distributed.pipelining the stage keeps its logits (output_chunks): no
+        // block freed, none cached.
         std::int64_t cached = 0;
-        for (int c = 0; c < plan.shape.virtual_stages && !plan.shape.forward_only; ++c)
+        const bool kept_outputs = plan.experiment != nullptr && torch_pipelining(*plan.experiment);
+        for (int c = 0; c < plan.shape.virtual_stages && !plan.shape.forward_only && !kept_outputs;
+             ++c)
             cached =
                 std::max(cached, plan.stage(virtual_stage(c, rp.rank, plan.shape)).cached_bytes);
         m.reserved_bytes =
@@ -286,7 +298,8 @@ PassGatherBytes per_pass_gather_bytes(const GatheredUnits& units, std::int64_t p
     // foreach_reduce), holds its gradients and their copy-in once the backward's activations
     // are freed: not counted beside them.
     PassGatherBytes b;
-    b.forward = (units.root + units.first + units.second) * param_elt;
+    const std::int64_t unit_elt = units.unit_elt > 0 ? units.unit_elt : param_elt;
+    b.forward = units.root * param_elt + (units.first + units.second) * unit_elt;
     b.backward = b.forward + units.root_grads * param_elt + units.first * (param_elt + grad_elt);
     return b;
 }

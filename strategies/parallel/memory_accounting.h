@@ -65,6 +65,10 @@ struct GatheredUnits {
     std::int64_t root_grads = 0;
     std::int64_t first = 0;  ///< the largest unit
     std::int64_t second = 0; ///< the second largest
+    /// Bytes per gathered element of `first` and `second` (0: the parameters' element): one
+    /// under torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather), which
+    /// gathers the layers' weights in FP8.
+    std::int64_t unit_elt = 0;
     void add(std::int64_t params) {
         if (params > first) {
             second = first;

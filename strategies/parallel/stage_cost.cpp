@@ -583,13 +583,21 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
                     const StageUnits& units) {
     const std::int64_t param_elt = hardware::bytes_per_element(comm_dtype(ctx.e.training.dtype));
     const std::int64_t grad_elt = hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
-    st.gathered_bytes = ctx.zero3 ? st.parameters * param_elt : 0;
+    // torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather): the layers' weights
+    // gathered and held in FP8, the rest (embedding, the output layer, which torchtitan leaves
+    // in bf16: convert_to_float8_training's module_filter_fn `fqn != "output"`,
+    // torchtitan/float8.py at 9dec370) in the 16-bit type. Their all-gather's time still
+    // counts 16-bit bytes.
+    const std::int64_t layer_elt = ctx.e.training.fp8_fsdp_all_gather ? 1 : param_elt;
+    st.gathered_bytes =
+        ctx.zero3 ? st.parameters * param_elt - st.layer_parameters * (param_elt - layer_elt) : 0;
     st.forward_gather_bytes = 0;
     st.backward_gather_bytes = 0;
     st.step_gathered_bytes = 0;
     st.step_grad_bytes = 0;
     if (ctx.zero3 && !units.gathered_per_step) {
         GatheredUnits g;
+        g.unit_elt = layer_elt;
         if (units.root_unit) {
             g.root = units.root_params;
             g.root_grads =
@@ -611,7 +619,7 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
     }
     if (units.gathered_per_step) {
         const StepGatherBytes bytes = per_step_gather_bytes(st.parameters, param_elt, grad_elt);
-        st.step_gathered_bytes = bytes.parameters;
+        st.step_gathered_bytes = bytes.parameters - st.layer_parameters * (param_elt - layer_elt);
         st.step_grad_bytes = bytes.gradients;
     }
 }

@@ -9,6 +9,7 @@
 #include "strategies/parallel/rank_plan.h"
 #include "strategies/parallel/stage_cost.h"
 #include "strategies/parallel/straggler.h"
+#include "strategies/parallel/torch_pipelining.h"
 
 #include <algorithm>
 #include <map>
@@ -376,6 +377,10 @@ StepPlan build_step_plan(const ExperimentSpec& e,
         PipelineShape{par.pp, e.micro_batches(), chunks_per_rank(par.schedule, par.virtual_stages),
                       e.training.forward_only, placement_of(par.schedule)};
     plan.pass_orders = shared_pipeline_order(par.schedule, plan.shape);
+    // PyTorch's interleaved schedule differs from Megatron's (torch_pipelining.h): the order
+    // above checked the shape, this is the order torch.distributed.pipelining runs.
+    if (par.schedule == PipelineSchedule::interleaved_1f1b && torch_pipelining(e))
+        plan.pass_orders = std::make_shared<const PassOrders>(torch_interleaved_order(plan.shape));
     plan.capacity_bytes = e.cluster.node.gpu.usable_hbm_bytes();
     // One GPU runs no communicator: its process holds the CUDA context alone where the
     // framework gives it (FrameworkSpec::context_memory), not NCCL's buffers.

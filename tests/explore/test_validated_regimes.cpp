@@ -22,8 +22,12 @@ std::string section(const std::string& doc, const std::string& name) {
     return doc.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
+/// A share as the page prints it: "6.93%", a whole one with its decimal ("22.0%").
 std::string pct(double share) {
-    return fmt::format("{:g}%", std::round(share * 10000) / 100);
+    const double percent = std::round(share * 10000) / 100;
+    if (percent == std::round(percent))
+        return fmt::format("{:.1f}%", percent);
+    return fmt::format("{:g}%", percent);
 }
 } // namespace
 
