@@ -2,6 +2,8 @@
 // N: a sweep asks for one count many times), its quantiles in closed form.
 #include "strategies/parallel/straggler.h"
 
+#include "strategies/parallel/experiment.h"
+
 #include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
@@ -79,6 +81,43 @@ StragglerBand straggler_slowdowns(double spread, int gpus) {
     b.slowdown_p05 = spread * max_standard_normal_quantile(gpus, 0.05);
     b.slowdown_p95 = spread * max_standard_normal_quantile(gpus, 0.95);
     return b;
+}
+
+double sync_wait(double jitter_s, int ranks) {
+    if (jitter_s <= 0 || ranks <= 1)
+        return 0.0;
+    return jitter_s * expected_max_standard_normal(ranks);
+}
+
+double network_slowdown(double spread, int flows, double quantile) {
+    if (spread <= 0 || flows <= 1)
+        return 0.0;
+    return spread * (quantile > 0 && quantile < 1 ? max_standard_normal_quantile(flows, quantile)
+                                                  : expected_max_standard_normal(flows));
+}
+
+bool pipeline_exchanges_synchronise(const ExperimentSpec& e) {
+    return e.parallel.pp > 1 && e.parallel.schedule == PipelineSchedule::one_f_one_b &&
+           !e.framework.deepspeed_pipeline && !e.framework.dtensor_tp;
+}
+
+int step_synchronisations(const ExperimentSpec& e) {
+    if (e.training.forward_only)
+        return 0;
+    return 1 + (pipeline_exchanges_synchronise(e) ? 2 * e.micro_batches() : 0);
+}
+
+double pipeline_sync_wait(const ExperimentSpec& e) {
+    if (!pipeline_exchanges_synchronise(e))
+        return 0.0;
+    return sync_wait(e.framework.sync_jitter.seconds(), 2 * e.parallel.tp * e.parallel.cp);
+}
+
+double step_sync_wait(const ExperimentSpec& e) {
+    if (e.training.forward_only)
+        return 0.0;
+    return sync_wait(e.framework.sync_jitter.seconds(), e.gpus) +
+           2.0 * e.micro_batches() * pipeline_sync_wait(e);
 }
 
 FrameworkSpec with_slowest_gpu_at(FrameworkSpec fw, int gpus, double slowdown) {
