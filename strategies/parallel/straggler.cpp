@@ -97,14 +97,31 @@ double network_slowdown(double spread, int flows, double quantile) {
 }
 
 bool pipeline_exchanges_synchronise(const ExperimentSpec& e) {
-    return e.parallel.pp > 1 && e.parallel.schedule == PipelineSchedule::one_f_one_b &&
-           !e.framework.deepspeed_pipeline && !e.framework.dtensor_tp;
+    if (e.parallel.pp <= 1 || e.framework.deepspeed_pipeline || e.framework.dtensor_tp)
+        return false;
+    // Megatron-LM of 2021 synchronised after every exchange, in either schedule
+    // (NVIDIA/Megatron-LM@8cfef1bfe7, megatron/p2p_communication.py, _communicate).
+    const bool megatron_2021 = e.framework.profile == FrameworkProfile::megatron_lm;
+    return e.parallel.schedule == PipelineSchedule::one_f_one_b ||
+           (megatron_2021 && e.parallel.schedule == PipelineSchedule::interleaved_1f1b);
 }
+
+namespace {
+
+/// A rank's pipeline exchanges in a step: one after each forward and one after each backward
+/// of every micro-batch on each of its model chunks.
+int pipeline_exchanges(const ExperimentSpec& e) {
+    const int chunks =
+        e.parallel.schedule == PipelineSchedule::interleaved_1f1b ? e.parallel.virtual_stages : 1;
+    return 2 * e.micro_batches() * chunks;
+}
+
+} // namespace
 
 int step_synchronisations(const ExperimentSpec& e) {
     if (e.training.forward_only)
         return 0;
-    return 1 + (pipeline_exchanges_synchronise(e) ? 2 * e.micro_batches() : 0);
+    return 1 + (pipeline_exchanges_synchronise(e) ? pipeline_exchanges(e) : 0);
 }
 
 double pipeline_sync_wait(const ExperimentSpec& e) {
@@ -117,7 +134,7 @@ double step_sync_wait(const ExperimentSpec& e) {
     if (e.training.forward_only)
         return 0.0;
     return sync_wait(e.framework.sync_jitter.seconds(), e.gpus) +
-           2.0 * e.micro_batches() * pipeline_sync_wait(e);
+           pipeline_exchanges(e) * pipeline_sync_wait(e);
 }
 
 FrameworkSpec with_slowest_gpu_at(FrameworkSpec fw, int gpus, double slowdown) {

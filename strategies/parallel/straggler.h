@@ -25,9 +25,9 @@
 ///   non-interleaved 1F1B one more at every pipeline exchange (p2p_communication.py:
 ///   torch.cuda.synchronize() after batch_isend_irecv, batch_p2p_sync on by default and
 ///   batch_p2p_comm on where overlap_p2p_comm is off, which megatron/training/arguments.py
-///   forces without virtual stages; NVIDIA/Megatron-LM@d98e8a64dd), the group both stages'
-///   model-parallel ranks. The waits of many synchronisations average out over a step: the
-///   band holds them at their expectation.
+///   forces without virtual stages; NVIDIA/Megatron-LM@d98e8a64dd; in either schedule in the
+///   Megatron-LM of 2021, @8cfef1bfe7), the group both stages' model-parallel ranks. The waits of
+///   many synchronisations average out over a step: the band holds them at their expectation.
 /// - Congestion between jobs' flows (FrameworkSpec::network_flow_spread): a collective across
 ///   nodes runs at the pace of its slowest inter-node flow, and a synchronous step waits for
 ///   every rank's collectives, so for the slowest of the job's flows, one per GPU (each GPU's
@@ -106,13 +106,15 @@ double sync_wait(double jitter_s, int ranks);
 double network_slowdown(double spread, int flows, double quantile = 0);
 
 /// Whether each pipeline exchange of `e` is a host synchronisation: Megatron's non-interleaved
-/// 1F1B (batch_p2p_sync after batch_isend_irecv), pp > 1, not under DeepSpeed's PipelineEngine
-/// nor torchtitan's DTensor stack (torch.distributed.pipelining, no synchronize).
+/// 1F1B (batch_p2p_sync after batch_isend_irecv), and its interleaved one under the 2021
+/// profile (megatron-lm), pp > 1; not under DeepSpeed's PipelineEngine nor torchtitan's
+/// DTensor stack (torch.distributed.pipelining, no synchronize).
 bool pipeline_exchanges_synchronise(const ExperimentSpec& e);
 
 /// The synchronisations on one rank's path through a step of `e`: the step's last (the
 /// gradient norm read back), and where pipeline_exchanges_synchronise, one exchange after each
-/// micro-batch's forward and one after its backward. 0 for a forward-only step.
+/// micro-batch's forward and one after its backward on each of the rank's model chunks. 0 for
+/// a forward-only step.
 int step_synchronisations(const ExperimentSpec& e);
 
 /// Their expected waits summed over a step (seconds): the last over all e.gpus ranks, each

@@ -231,6 +231,11 @@ TEST_CASE("scale costs: the synchronisations of a step", "[parallel][straggler]"
                                                          {"parallel.virtual_stages", "2"}});
     CHECK_FALSE(pipeline_exchanges_synchronise(interleaved));
     CHECK(step_synchronisations(interleaved) == 1);
+    // Megatron-LM of 2021 synchronised after every exchange, each chunk's too.
+    ExperimentSpec old = interleaved;
+    old.framework.profile = FrameworkProfile::megatron_lm;
+    REQUIRE(pipeline_exchanges_synchronise(old));
+    CHECK(step_synchronisations(old) == 1 + 2 * old.micro_batches() * 2);
     // Forward only: no optimizer, no synchronisation counted.
     CHECK(step_synchronisations(llama_experiment(p, 8, {{"training.forward_only", "true"}})) == 0);
 }
