@@ -36,6 +36,35 @@ std::string pct(double x) {
 std::string seconds(double s) {
     return base::format_time(sim::Time::from_seconds(s));
 }
+
+/// The costs of scale (strategies/parallel/straggler.h): the slowest inter-node flow, the
+/// synchronisations' waits, the slowest GPU, and the band over allocations.
+void print_scale_costs(std::ostream& out, const strategies::parallel::StepResult& r) {
+    const auto& s = r.straggler;
+    if (s.network_slowdown != 0)
+        fmt::print(out,
+                   "{:<12}slowest of {} inter-node flows {} slower than the median flow "
+                   "(spread {}): the collectives across nodes\n",
+                   "congestion", s.network_flows, base::percent(s.network_slowdown),
+                   base::percent(s.network_spread));
+    if (s.sync_wait_s > 0)
+        fmt::print(out,
+                   "{:<12}{} synchronisation{} a step, each waiting for the latest rank (jitter {} "
+                   "a rank): {} in all\n",
+                   "sync jitter", s.synchronisations, s.synchronisations == 1 ? "" : "s",
+                   seconds(s.sync_jitter_s), seconds(s.sync_wait_s));
+    if (s.step_time_p95_s <= 0)
+        return;
+    const std::string band =
+        fmt::format("over allocations of {} GPUs the step is {} to {} (5th-95th percentile)",
+                    r.gpus, seconds(s.step_time_p05_s), seconds(s.step_time_p95_s));
+    if (s.slowdown != 0)
+        fmt::print(out, "{:<12}slowest of {} GPUs {} slower than the median (spread {}); {}\n",
+                   "straggler", r.gpus, base::percent(s.slowdown), base::percent(s.spread), band);
+    else
+        fmt::print(out, "{:<12}{}\n", "scale band", band);
+}
+
 std::string gb(std::int64_t bytes) {
     return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
 }
@@ -144,12 +173,7 @@ void print_step_table(std::ostream& out, const ExperimentSpec& e, const StepResu
     fmt::print(out, "{:<12}{}\n", "uncertainty",
                results::band_text(e.provenance.uncertainty, e.cluster.name,
                                   results::PredictionKind::step, r.step_time_s));
-    if (const auto& s = r.straggler; s.slowdown != 0 && s.step_time_p95_s > 0)
-        fmt::print(out,
-                   "{:<12}slowest of {} GPUs {} slower than the median (spread {}); over "
-                   "allocations of {} GPUs the step is {} to {} (5th-95th percentile)\n",
-                   "straggler", r.gpus, base::percent(s.slowdown), base::percent(s.spread), r.gpus,
-                   seconds(s.step_time_p05_s), seconds(s.step_time_p95_s));
+    print_scale_costs(out, r);
     if (const std::string parts = results::calibrated_text(e.provenance); !parts.empty())
         fmt::print(out, "{:<12}{}\n", "calibrated", parts);
     // An MLP's samples are rows, not token sequences.

@@ -5,6 +5,7 @@
 #include "base/units.h"
 #include "explore/sweep_row.h"
 #include "explore/validated_regimes.h"
+#include "results/step_json.h"
 #include "results/uncertainty.h"
 
 #include <fmt/format.h>
@@ -395,6 +396,9 @@ nlohmann::ordered_json point_json(const sp::ExperimentSpec& base, const ScalePla
                    {"device_bytes_max", r.device_bytes_max},
                    {"capacity_bytes", r.capacity_bytes},
                    {"headroom_bytes", r.capacity_bytes - r.device_bytes_max}};
+    // The costs of scale folded into the step time (strategies/parallel/straggler.h); `scale`
+    // does not re-simulate the band's step times.
+    j["straggler"] = results::straggler_json(r.straggler);
     nlohmann::ordered_json band;
     const auto near = explore::nearest_step_regime(base.cluster.node.gpu.name, p.gpus);
     if (near.regime != nullptr)

@@ -64,6 +64,26 @@ std::string simulated_note(const StepResult& r) {
            " GPUs; tensor-parallel peers and data-parallel replicas do the same work";
 }
 
+nlohmann::ordered_json straggler_json(const strategies::parallel::StragglerBand& b) {
+    nlohmann::ordered_json j = {{"gpu_speed_spread", b.spread},
+                                {"slowdown", b.slowdown},
+                                {"slowdown_p05", b.slowdown_p05},
+                                {"slowdown_p95", b.slowdown_p95},
+                                {"sync_jitter_s", b.sync_jitter_s},
+                                {"synchronisations", b.synchronisations},
+                                {"sync_wait_s", b.sync_wait_s},
+                                {"network_flow_spread", b.network_spread},
+                                {"network_flows", b.network_flows},
+                                {"network_slowdown", b.network_slowdown},
+                                {"network_slowdown_p05", b.network_slowdown_p05},
+                                {"network_slowdown_p95", b.network_slowdown_p95}};
+    if (b.step_time_p95_s > 0) {
+        j["step_time_p05_s"] = b.step_time_p05_s;
+        j["step_time_p95_s"] = b.step_time_p95_s;
+    }
+    return j;
+}
+
 nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
     nlohmann::ordered_json j;
     j["experiment"] = e.name;
@@ -84,14 +104,7 @@ nlohmann::ordered_json step_json(const ExperimentSpec& e, const StepResult& r) {
         j["parallel"]["tensor_parallel"] = e.framework.dtensor_tp ? "dtensor" : "megatron";
     j["step_time_s"] = r.step_time_s;
     j["step_time_band"] = band_json(e.provenance.uncertainty, PredictionKind::step, r.step_time_s);
-    j["straggler"] = {{"gpu_speed_spread", r.straggler.spread},
-                      {"slowdown", r.straggler.slowdown},
-                      {"slowdown_p05", r.straggler.slowdown_p05},
-                      {"slowdown_p95", r.straggler.slowdown_p95}};
-    if (r.straggler.step_time_p95_s > 0) {
-        j["straggler"]["step_time_p05_s"] = r.straggler.step_time_p05_s;
-        j["straggler"]["step_time_p95_s"] = r.straggler.step_time_p95_s;
-    }
+    j["straggler"] = straggler_json(r.straggler);
     // Which parts of the model the hardware file calibrated (only for a calibrated file: a step
     // without a band may still run on fitted collectives).
     if (!e.provenance.calibration.empty())

@@ -32,6 +32,11 @@ std::string_view fidelity_name(const strategies::parallel::StepResult& r);
 /// Flow fidelity: whose communication was simulated, and what symmetry left out.
 std::string symmetry_note(const strategies::parallel::StepResult& r);
 
+/// The costs of scale of a step (strategies/parallel/straggler.h): the slowest GPU, the
+/// synchronisations' waits, the slowest inter-node flow; the band's step times where
+/// simulated. The record's "straggler" field, and each point of `scale --format json`.
+nlohmann::ordered_json straggler_json(const strategies::parallel::StragglerBand& b);
+
 /// The step's record: what `run --format json` prints (as .dump(2)).
 nlohmann::ordered_json step_json(const strategies::parallel::ExperimentSpec& e,
                                  const strategies::parallel::StepResult& r);

@@ -9,6 +9,7 @@
 #include "strategies/models/layer_work.h"
 #include "strategies/parallel/overlap_interference.h"
 #include "strategies/parallel/step_plan.h"
+#include "strategies/parallel/straggler.h"
 
 #include <map>
 #include <memory>
@@ -43,11 +44,27 @@ communicator(const StepPlan& plan, const std::vector<int>& gpus,
     return owned.get();
 }
 
+/// How many times longer a collective over `comm` takes for the congestion between jobs'
+/// flows (straggler.h): 1 + the slowdown of the slowest of the job's `flows` inter-node flows
+/// (a synchronous step waits for every rank's collective, so for the slowest flow of all the
+/// GPUs whose traffic crosses the fabric, one per GPU's NIC); 1 within a node.
+inline double congestion_stretch(const FrameworkSpec& fw, const collectives::Communicator* comm,
+                                 int flows) {
+    if (comm == nullptr || fw.network_flow_spread <= 0 || comm->node_count() < 2)
+        return 1.0;
+    return 1.0 + network_slowdown(fw.network_flow_spread, flows, fw.network_quantile);
+}
+
 /// Predicted times of collectives on one communicator, cached by (op, bytes, dtype).
 class CollectiveTimes {
 public:
     explicit CollectiveTimes(const collectives::Communicator* comm)
         : comm_(comm) {}
+    /// On a shared fabric: each collective across nodes at the pace of the slowest of the
+    /// job's `flows` inter-node flows.
+    CollectiveTimes(const collectives::Communicator* comm, const FrameworkSpec& fw, int flows)
+        : comm_(comm)
+        , stretch_(congestion_stretch(fw, comm, flows)) {}
     sim::Time time(const collectives::Collective& c) { return entry(c).time; }
     /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
     CommLoad load(const collectives::Collective& c) {
@@ -85,7 +102,8 @@ private:
         Entry e;
         if (rounded.bytes > 0) {
             const collectives::Choice choice = comm_->choose(rounded);
-            e.time = choice.time;
+            e.time = stretch_ == 1.0 ? choice.time
+                                     : sim::Time::from_seconds(choice.time.seconds() * stretch_);
             e.algorithm = choice.algorithm;
         } else {
             e.has_load = true;
@@ -93,6 +111,7 @@ private:
         return cache_.emplace(key, e).first->second;
     }
     const collectives::Communicator* comm_;
+    double stretch_ = 1.0;
     std::map<std::tuple<int, std::int64_t, int>, Entry> cache_;
     Entry none_;
 };

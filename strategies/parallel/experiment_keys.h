@@ -33,4 +33,14 @@ std::vector<std::string> experiment_key_paths();
 /// The section at `path` of experiment_sections(); null when there is none.
 const config::KeySection* experiment_section(std::string_view path);
 
+namespace detail {
+
+/// A choice's setter through the enum's parser (which knows every choice of the table).
+template <class Spec, auto Member, auto Parse>
+void set_parsed(Spec& s, std::string_view text) {
+    s.*Member = *Parse(text);
+}
+
+} // namespace detail
+
 } // namespace clustersim::strategies::parallel

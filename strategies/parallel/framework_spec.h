@@ -134,6 +134,21 @@ struct FrameworkSpec {
     /// computes at the pace of the slowest of them (straggler.h). 0: every GPU alike. Only
     /// kernels bound by the SMs' clock are slowed; memory-bound kernels follow HBM.
     double gpu_speed_spread = 0;
+    /// The spread of a rank's arrival at a host synchronisation of the step: the standard
+    /// deviation of the delay that OS noise and the host's Python and launch path add to one
+    /// rank between the point where its host waited for its GPU and the work it issues next.
+    /// Each such point waits for the latest rank of the group the next exchange joins
+    /// (straggler.h, sync_wait). 0: none.
+    sim::Time sync_jitter = sim::Time::zero();
+    /// The spread of an inter-node flow's bandwidth under the other jobs' traffic on a shared
+    /// fabric (congestion, ECMP placement): the relative standard deviation of one flow's
+    /// transfer time around the median flow's. A collective across nodes waits for its slowest
+    /// flow (straggler.h, network_slowdown). 0: every flow at the fabric's bandwidth.
+    double network_flow_spread = 0;
+    /// Not a key: where in the distribution of the slowest flow of N the collectives run. 0:
+    /// at its expectation; in (0, 1): at that quantile (StepOptions::straggler_band simulates
+    /// the 5th and the 95th percentile).
+    double network_quantile = 0;
     /// How gradients accumulate over micro-batches (GradAccumulation).
     GradAccumulation grad_accumulation = GradAccumulation::fused;
     /// The pipeline runs under DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py,

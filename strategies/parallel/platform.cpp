@@ -50,6 +50,11 @@ void apply_framework(YamlMap m, FrameworkSpec& f) {
         if (f.gpu_speed_spread >= 0.5)
             m.fail("gpu_speed_spread", "expected a relative standard deviation in [0, 0.5)");
     }
+    if (m.has("network_flow_spread")) {
+        f.network_flow_spread = m.number("network_flow_spread", 0.0);
+        if (f.network_flow_spread >= 0.5)
+            m.fail("network_flow_spread", "expected a relative standard deviation in [0, 0.5)");
+    }
     m.finish();
 }
 

@@ -9,153 +9,12 @@ using config::field;
 using config::Key;
 using config::KeyType;
 
-// check-function-size: a table (one declaration per key, no logic between them).
-const std::vector<Key<FrameworkSpec>>& framework_keys() {
+namespace {
+
+/// The costs of scale (straggler.h): the spreads whose expected maximum over N grows the step.
+const std::vector<Key<FrameworkSpec>>& scale_cost_keys() {
     using F = FrameworkSpec;
     static const std::vector<Key<F>> keys{
-        // First: the profile's bundle, which the keys below (read after it) override.
-        {{.name = "profile",
-          .type = KeyType::choice,
-          .fallback = "none (each behaviour as its key says)",
-          .choices = {framework_profile_names().begin(), framework_profile_names().end()},
-          .meaning = "the training stack by name, which sets batch_on_every_stage, "
-                     "pipeline_tp_gather, fp32_grad_reduce, grad_accumulation and "
-                     "pipeline_engine together (framework_profile.h: megatron-core, megatron-lm "
-                     "of 2021-22, megatron-deepspeed); a key written in the framework: section "
-                     "keeps its value under it; an experiment's training.framework chooses "
-                     "another stack, all five behaviours with it",
-          .lands = "FrameworkSpec::profile and the behaviours it sets",
-          .example = "megatron-deepspeed"},
-         +[](F& f, std::string_view name) { apply_profile(f, *parse_framework_profile(name)); }},
-        {{.name = "host_overhead",
-          .type = KeyType::time,
-          .fallback = "0",
-          .meaning = "host time to issue one kernel (Python, dispatch, the launch call): small "
-                     "models are host-bound",
-          .lands = "FrameworkSpec::host_overhead"},
-         field<&F::host_overhead>},
-        {{.name = "gemm_efficiency",
-          .type = KeyType::number,
-          .fallback = "1",
-          .meaning = "the fraction of the microbenchmark rate GEMMs reach inside training, in "
-                     "[0.01, 1]",
-          .lands = "FrameworkSpec::gemm_efficiency"}},
-        {{.name = "memory_efficiency",
-          .type = KeyType::number,
-          .fallback = "1",
-          .meaning = "the same for memory-bound kernels, in [0.01, 1]",
-          .lands = "FrameworkSpec::memory_efficiency"}},
-        {{.name = "p2p_overhead",
-          .type = KeyType::time,
-          .fallback = "0",
-          .meaning = "a pipeline send/receive's cost beyond its transfer (the call, handshake "
-                     "and synchronisation)",
-          .lands = "FrameworkSpec::p2p_overhead"},
-         field<&F::p2p_overhead>},
-        {{.name = "microbatch_overhead",
-          .type = KeyType::time,
-          .fallback = "0",
-          .meaning = "host time per micro-batch and stage outside the layers, the GPU idle "
-                     "(get_batch, the loss; transformers only)",
-          .lands = "FrameworkSpec::microbatch_overhead"},
-         field<&F::microbatch_overhead>},
-        {{.name = "batch_on_every_stage",
-          .type = KeyType::boolean,
-          .fallback = "true",
-          .meaning = "every stage and chunk pays microbatch_overhead (Megatron-LM before "
-                     "October 2023); false: the chunks with the embedding or the loss",
-          .lands = "FrameworkSpec::batch_on_every_stage"},
-         field<&F::batch_on_every_stage>},
-        {{.name = "pipeline_tp_gather",
-          .type = KeyType::boolean,
-          .fallback = "false",
-          .mirrors = "--scatter-gather-tensors-in-pipeline",
-          .meaning = "pipeline tensors sent as 1/tp each and all-gathered by the receiver, "
-                     "exposed (Megatron-LM 2021; analytic fidelity)",
-          .lands = "FrameworkSpec::pipeline_tp_gather"},
-         field<&F::pipeline_tp_gather>},
-        {{.name = "align_param_gather",
-          .type = KeyType::boolean,
-          .fallback = "false",
-          .mirrors = "DistributedDataParallelConfig.align_param_gather",
-          .meaning = "the interleaved schedule issues each chunk's whole overlapped parameter "
-                     "gather at once; false: one bucket in flight (Megatron-Core 0.8)",
-          .lands = "FrameworkSpec::align_param_gather"},
-         field<&F::align_param_gather>},
-        {{.name = "collective_overhead",
-          .type = KeyType::time,
-          .fallback = "0",
-          .meaning = "extra host time to issue a tensor-parallel collective",
-          .lands = "FrameworkSpec::collective_overhead"},
-         field<&F::collective_overhead>},
-        {{.name = "fp32_grad_reduce",
-          .type = KeyType::boolean,
-          .fallback = "true",
-          .mirrors = "--accumulate-allreduce-grads-in-fp32",
-          .meaning = "data-parallel gradients reduced in 32-bit; false: in the 16-bit dtype",
-          .lands = "FrameworkSpec::fp32_grad_reduce"},
-         field<&F::fp32_grad_reduce>},
-        {{.name = "tensor_parallel",
-          .type = KeyType::choice,
-          .fallback = "megatron",
-          .choices = {"megatron", "dtensor"},
-          .meaning = "tensor parallelism as Megatron's linear layers, or PyTorch's DTensor "
-                     "(torchtitan)",
-          .lands = "FrameworkSpec::dtensor_tp"},
-         +[](F& f, std::string_view t) { f.dtensor_tp = t == "dtensor"; }},
-        {{.name = "grad_accumulation",
-          .type = KeyType::choice,
-          .fallback = "fused",
-          .choices = {"fused", "unfused", "deepspeed"},
-          .mirrors = "--no-gradient-accumulation-fusion",
-          .meaning = "how weight gradients add up over micro-batches: fused into the wgrad GEMM "
-                     "(Megatron-Core); unfused, an add kernel per parameter tensor and "
-                     "micro-batch (autograd's into a 16-bit grad, Megatron-LM's main_grad hook "
-                     "in fp32); deepspeed, as unfused under fp16 or ZeRO and BF16_Optimizer's "
-                     "cast and add into fp32 under bf16 without ZeRO",
-          .lands = "FrameworkSpec::grad_accumulation"},
-         +[](F& f, std::string_view g) {
-             f.grad_accumulation = g == "fused"     ? GradAccumulation::fused
-                                   : g == "unfused" ? GradAccumulation::unfused
-                                                    : GradAccumulation::deepspeed;
-         }},
-        {{.name = "pipeline_engine",
-          .type = KeyType::choice,
-          .fallback = "megatron",
-          .choices = {"megatron", "deepspeed"},
-          .meaning = "the pipeline's runtime: Megatron's schedules, or DeepSpeed's "
-                     "PipelineEngine (1F1B only, gradients reduced after the last backward, "
-                     "the sender's partitioned output gathered again before each backward)",
-          .lands = "FrameworkSpec::deepspeed_pipeline"},
-         +[](F& f, std::string_view e) { f.deepspeed_pipeline = e == "deepspeed"; }},
-        {{.name = "runtime_memory",
-          .type = KeyType::bytes,
-          .fallback = "0",
-          .min = 0,
-          .meaning = "GPU memory the stack takes outside PyTorch's caching allocator (the CUDA "
-                     "context, NCCL's buffers): in nvidia-smi's 'used', not in "
-                     "torch.cuda.max_memory_reserved",
-          .lands = "FrameworkSpec::runtime_memory"},
-         field<&F::runtime_memory>},
-        {{.name = "context_memory",
-          .type = KeyType::bytes,
-          .fallback = "0 (runtime_memory)",
-          .min = 0,
-          .meaning = "a single process's memory outside the allocator on one GPU, which runs no "
-                     "NCCL communicator: the CUDA context and the kernels loaded with it (what "
-                     "nvidia-smi shows after a first tensor on the GPU); used instead of "
-                     "runtime_memory by one-GPU runs",
-          .lands = "FrameworkSpec::context_memory"},
-         field<&F::context_memory>},
-        {{.name = "allocator_fragmentation",
-          .type = KeyType::number,
-          .fallback = "0",
-          .meaning = "the share of the memory a step allocates and frees (activations, "
-                     "transients, ZeRO-3's gathered parameters) that the caching allocator "
-                     "holds beyond the live tensors at the peak, in [0, 1): a measured run's "
-                     "max_memory_reserved / max_memory_allocated tells it",
-          .lands = "FrameworkSpec::allocator_fragmentation",
-          .example = "0.05"}},
         {{.name = "gpu_speed_spread",
           .type = KeyType::number,
           .fallback = "0",
@@ -165,7 +24,190 @@ const std::vector<Key<FrameworkSpec>>& framework_keys() {
                      "expected maximum of N standard normals (0: every GPU alike)",
           .lands = "FrameworkSpec::gpu_speed_spread",
           .example = "0.015"}},
+        {{.name = "sync_jitter",
+          .type = KeyType::time,
+          .fallback = "0",
+          .meaning = "the standard deviation of one rank's delay (OS noise, the host's launch "
+                     "path) after a point where its host waited for its GPU: each such "
+                     "synchronisation waits for the latest rank of its group, this times the "
+                     "expected maximum of the group's standard normals (the step's end over all "
+                     "GPUs; Megatron's non-interleaved pipeline exchanges over both stages)",
+          .lands = "FrameworkSpec::sync_jitter",
+          .example = "20us"},
+         field<&F::sync_jitter>},
+        {{.name = "network_flow_spread",
+          .type = KeyType::number,
+          .fallback = "0",
+          .meaning = "the relative standard deviation of one inter-node flow's transfer time "
+                     "around the median flow's under other jobs' traffic on a shared fabric, in "
+                     "[0, 0.5): a step waits for every rank's collectives, so those across nodes "
+                     "run at the pace of the slowest of the job's flows, one per GPU, slower by "
+                     "this times the expected maximum of N standard normals (0: every flow at "
+                     "the fabric's bandwidth)",
+          .lands = "FrameworkSpec::network_flow_spread",
+          .example = "0.02"}},
     };
+    return keys;
+}
+
+} // namespace
+
+// check-function-size: a table (one declaration per key, no logic between them).
+const std::vector<Key<FrameworkSpec>>& framework_keys() {
+    using F = FrameworkSpec;
+    static const std::vector<Key<F>> keys = [] {
+        std::vector<Key<F>> k{
+            // First: the profile's bundle, which the keys below (read after it) override.
+            {{.name = "profile",
+              .type = KeyType::choice,
+              .fallback = "none (each behaviour as its key says)",
+              .choices = {framework_profile_names().begin(), framework_profile_names().end()},
+              .meaning =
+                  "the training stack by name, which sets batch_on_every_stage, "
+                  "pipeline_tp_gather, fp32_grad_reduce, grad_accumulation and "
+                  "pipeline_engine together (framework_profile.h: megatron-core, megatron-lm "
+                  "of 2021-22, megatron-deepspeed); a key written in the framework: section "
+                  "keeps its value under it; an experiment's training.framework chooses "
+                  "another stack, all five behaviours with it",
+              .lands = "FrameworkSpec::profile and the behaviours it sets",
+              .example = "megatron-deepspeed"},
+             +[](F& f, std::string_view name) {
+                 apply_profile(f, *parse_framework_profile(name));
+             }},
+            {{.name = "host_overhead",
+              .type = KeyType::time,
+              .fallback = "0",
+              .meaning = "host time to issue one kernel (Python, dispatch, the launch call): small "
+                         "models are host-bound",
+              .lands = "FrameworkSpec::host_overhead"},
+             field<&F::host_overhead>},
+            {{.name = "gemm_efficiency",
+              .type = KeyType::number,
+              .fallback = "1",
+              .meaning = "the fraction of the microbenchmark rate GEMMs reach inside training, in "
+                         "[0.01, 1]",
+              .lands = "FrameworkSpec::gemm_efficiency"}},
+            {{.name = "memory_efficiency",
+              .type = KeyType::number,
+              .fallback = "1",
+              .meaning = "the same for memory-bound kernels, in [0.01, 1]",
+              .lands = "FrameworkSpec::memory_efficiency"}},
+            {{.name = "p2p_overhead",
+              .type = KeyType::time,
+              .fallback = "0",
+              .meaning = "a pipeline send/receive's cost beyond its transfer (the call, handshake "
+                         "and synchronisation)",
+              .lands = "FrameworkSpec::p2p_overhead"},
+             field<&F::p2p_overhead>},
+            {{.name = "microbatch_overhead",
+              .type = KeyType::time,
+              .fallback = "0",
+              .meaning = "host time per micro-batch and stage outside the layers, the GPU idle "
+                         "(get_batch, the loss; transformers only)",
+              .lands = "FrameworkSpec::microbatch_overhead"},
+             field<&F::microbatch_overhead>},
+            {{.name = "batch_on_every_stage",
+              .type = KeyType::boolean,
+              .fallback = "true",
+              .meaning = "every stage and chunk pays microbatch_overhead (Megatron-LM before "
+                         "October 2023); false: the chunks with the embedding or the loss",
+              .lands = "FrameworkSpec::batch_on_every_stage"},
+             field<&F::batch_on_every_stage>},
+            {{.name = "pipeline_tp_gather",
+              .type = KeyType::boolean,
+              .fallback = "false",
+              .mirrors = "--scatter-gather-tensors-in-pipeline",
+              .meaning = "pipeline tensors sent as 1/tp each and all-gathered by the receiver, "
+                         "exposed (Megatron-LM 2021; analytic fidelity)",
+              .lands = "FrameworkSpec::pipeline_tp_gather"},
+             field<&F::pipeline_tp_gather>},
+            {{.name = "align_param_gather",
+              .type = KeyType::boolean,
+              .fallback = "false",
+              .mirrors = "DistributedDataParallelConfig.align_param_gather",
+              .meaning = "the interleaved schedule issues each chunk's whole overlapped parameter "
+                         "gather at once; false: one bucket in flight (Megatron-Core 0.8)",
+              .lands = "FrameworkSpec::align_param_gather"},
+             field<&F::align_param_gather>},
+            {{.name = "collective_overhead",
+              .type = KeyType::time,
+              .fallback = "0",
+              .meaning = "extra host time to issue a tensor-parallel collective",
+              .lands = "FrameworkSpec::collective_overhead"},
+             field<&F::collective_overhead>},
+            {{.name = "fp32_grad_reduce",
+              .type = KeyType::boolean,
+              .fallback = "true",
+              .mirrors = "--accumulate-allreduce-grads-in-fp32",
+              .meaning = "data-parallel gradients reduced in 32-bit; false: in the 16-bit dtype",
+              .lands = "FrameworkSpec::fp32_grad_reduce"},
+             field<&F::fp32_grad_reduce>},
+            {{.name = "tensor_parallel",
+              .type = KeyType::choice,
+              .fallback = "megatron",
+              .choices = {"megatron", "dtensor"},
+              .meaning = "tensor parallelism as Megatron's linear layers, or PyTorch's DTensor "
+                         "(torchtitan)",
+              .lands = "FrameworkSpec::dtensor_tp"},
+             +[](F& f, std::string_view t) { f.dtensor_tp = t == "dtensor"; }},
+            {{.name = "grad_accumulation",
+              .type = KeyType::choice,
+              .fallback = "fused",
+              .choices = {"fused", "unfused", "deepspeed"},
+              .mirrors = "--no-gradient-accumulation-fusion",
+              .meaning =
+                  "how weight gradients add up over micro-batches: fused into the wgrad GEMM "
+                  "(Megatron-Core); unfused, an add kernel per parameter tensor and "
+                  "micro-batch (autograd's into a 16-bit grad, Megatron-LM's main_grad hook "
+                  "in fp32); deepspeed, as unfused under fp16 or ZeRO and BF16_Optimizer's "
+                  "cast and add into fp32 under bf16 without ZeRO",
+              .lands = "FrameworkSpec::grad_accumulation"},
+             +[](F& f, std::string_view g) {
+                 f.grad_accumulation = g == "fused"     ? GradAccumulation::fused
+                                       : g == "unfused" ? GradAccumulation::unfused
+                                                        : GradAccumulation::deepspeed;
+             }},
+            {{.name = "pipeline_engine",
+              .type = KeyType::choice,
+              .fallback = "megatron",
+              .choices = {"megatron", "deepspeed"},
+              .meaning = "the pipeline's runtime: Megatron's schedules, or DeepSpeed's "
+                         "PipelineEngine (1F1B only, gradients reduced after the last backward, "
+                         "the sender's partitioned output gathered again before each backward)",
+              .lands = "FrameworkSpec::deepspeed_pipeline"},
+             +[](F& f, std::string_view e) { f.deepspeed_pipeline = e == "deepspeed"; }},
+            {{.name = "runtime_memory",
+              .type = KeyType::bytes,
+              .fallback = "0",
+              .min = 0,
+              .meaning = "GPU memory the stack takes outside PyTorch's caching allocator (the CUDA "
+                         "context, NCCL's buffers): in nvidia-smi's 'used', not in "
+                         "torch.cuda.max_memory_reserved",
+              .lands = "FrameworkSpec::runtime_memory"},
+             field<&F::runtime_memory>},
+            {{.name = "context_memory",
+              .type = KeyType::bytes,
+              .fallback = "0 (runtime_memory)",
+              .min = 0,
+              .meaning = "a single process's memory outside the allocator on one GPU, which runs "
+                         "no NCCL communicator: the CUDA context and the kernels loaded with it "
+                         "(what nvidia-smi shows after a first tensor on the GPU); used instead of "
+                         "runtime_memory by one-GPU runs",
+              .lands = "FrameworkSpec::context_memory"},
+             field<&F::context_memory>},
+            {{.name = "allocator_fragmentation",
+              .type = KeyType::number,
+              .fallback = "0",
+              .meaning = "the share of the memory a step allocates and frees (activations, "
+                         "transients, ZeRO-3's gathered parameters) that the caching allocator "
+                         "holds beyond the live tensors at the peak, in [0, 1): a measured run's "
+                         "max_memory_reserved / max_memory_allocated tells it",
+              .lands = "FrameworkSpec::allocator_fragmentation",
+              .example = "0.05"}},
+        };
+        k.insert(k.end(), scale_cost_keys().begin(), scale_cost_keys().end());
+        return k;
+    }();
     return keys;
 }
 

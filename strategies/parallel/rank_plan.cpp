@@ -88,7 +88,10 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
             if (cast > 0)
                 seconds += ctx.cm.memory_bound_seconds(cast);
         }
-        r.optimizer_time = sim::Time::from_seconds(seconds / ctx.fw.memory_efficiency);
+        // The step's last synchronisation: the host reads the gradient norm back, and the
+        // next step starts when the latest of all the GPUs' hosts does (straggler.h).
+        r.optimizer_time = sim::Time::from_seconds(seconds / ctx.fw.memory_efficiency +
+                                                   sync_wait(ctx.fw.sync_jitter.seconds(), e.gpus));
     }
     return r;
 }
@@ -100,13 +103,16 @@ public:
         : par_(ctx.e.parallel)
         , r_(r)
         , edp_(expert_dp_size(ctx.e))
-        , times_(par_.shard_cp() > 1 ? communicator(plan, r.dp_group, dp_comm_) : nullptr)
+        , times_(par_.shard_cp() > 1 ? communicator(plan, r.dp_group, dp_comm_) : nullptr, ctx.fw,
+                 ctx.e.gpus)
         , replicate_times_(par_.dp_replicate > 1
                                ? communicator(plan, r.replicate_group, replicate_comm_)
-                               : nullptr)
+                               : nullptr,
+                           ctx.fw, ctx.e.gpus)
         , expert_times_(par_.expert_layout() && ctx.e.model.is_moe() && edp_ > 1
                             ? communicator(plan, r.expert_dp_group, edp_comm_)
-                            : nullptr) {}
+                            : nullptr,
+                        ctx.fw, ctx.e.gpus) {}
 
     int expert_dp() const { return edp_; }
 
@@ -246,7 +252,7 @@ void plan_embedding_all_reduce(const PlanContext& ctx, StepPlan& plan) {
     const auto grad_dtype = bf16_optimizer(e) ? hardware::Dtype::fp32 : grad_reduce_dtype(e);
     const std::vector<int> pair{gpu_of(par, 0, 0, 0), gpu_of(par, 0, 0, par.pp - 1)};
     std::unique_ptr<collectives::Communicator> comm;
-    CollectiveTimes times(communicator(plan, pair, comm));
+    CollectiveTimes times(communicator(plan, pair, comm), ctx.fw, ctx.e.gpus);
     DpCollective d;
     d.collective.op = collectives::Op::all_reduce;
     d.collective.dtype = grad_dtype;

@@ -132,14 +132,16 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
         std::vector<int> group;
         for (int t = 0; t < par.tp; ++t)
             group.push_back(gpu_of(par, t, 0, 0));
-        ctx.tp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.tp_comm));
+        ctx.tp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.tp_comm),
+                                               ctx.fw, ctx.e.gpus);
     }
     if (par.dp_cp() > 1 && (ctx.zero3 || par.overlap_param_gather)) {
         std::vector<int> group;
         for (int d = 0; d < par.dp_shard_size(); ++d)
             for (int c = 0; c < par.cp; ++c)
                 group.push_back(gpu_of(par, 0, d, 0, c));
-        ctx.dp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.dp_comm));
+        ctx.dp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.dp_comm),
+                                               ctx.fw, ctx.e.gpus);
     }
     // The routed experts' gathers (ZeRO-3's, the distributed optimizer's overlapped one) over
     // their expert-data-parallel group, which Megatron-Core's expert buffers and torchtitan's
@@ -152,17 +154,17 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
     }
     if (par.expert_layout() && e.model.is_moe()) {
         if (experts.group.size() > 1)
-            ctx.ep_times =
-                detail::CollectiveTimes(detail::communicator(plan, experts.group, ctx.ep_comm));
+            ctx.ep_times = detail::CollectiveTimes(
+                detail::communicator(plan, experts.group, ctx.ep_comm), ctx.fw, ctx.e.gpus);
         if (cfg.flex_dispatcher && cfg.ep_nodes > 1)
-            ctx.ep_rail_times =
-                detail::CollectiveTimes(detail::communicator(plan, experts.rail, ctx.ep_rail_comm));
+            ctx.ep_rail_times = detail::CollectiveTimes(
+                detail::communicator(plan, experts.rail, ctx.ep_rail_comm), ctx.fw, ctx.e.gpus);
         std::vector<int> group;
         for (int t = 0; t < par.expert_tp() && par.expert_tp() > 1; ++t)
             group.push_back(expert_gpu_of(par, t, 0, 0, 0));
         if (group.size() > 1)
-            ctx.etp_times =
-                detail::CollectiveTimes(detail::communicator(plan, group, ctx.etp_comm));
+            ctx.etp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.etp_comm),
+                                                    ctx.fw, ctx.e.gpus);
         ctx.env.ep = &ctx.ep_times;
         ctx.env.etp = &ctx.etp_times;
         ctx.env.ep_rail = &ctx.ep_rail_times;
@@ -339,6 +341,9 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
         return ctx.tp_times.time(c);
     }();
     std::map<std::pair<int, int>, sim::Time> p2p_cache;
+    // Megatron's non-interleaved 1F1B synchronises the host at every exchange: the next waits
+    // for the latest of both stages' ranks (straggler.h).
+    const sim::Time sync = sim::Time::from_seconds(pipeline_sync_wait(e));
     const int V = stage_count(plan.shape);
     for (int vs = 0; vs + 1 < V; ++vs) {
         if (route_end(vs, plan.shape))
@@ -351,7 +356,7 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
             p2p_cache[key] = p2p_time(plan, from, to, act_bytes);
         st.send_bytes = act_bytes;
         const sim::Time overhead =
-            from == to ? sim::Time::zero() : e.framework.p2p_overhead + tp_gather;
+            from == to ? sim::Time::zero() : e.framework.p2p_overhead + tp_gather + sync;
         st.send_forward = p2p_cache[key] + overhead;
         // DeepSpeed's PipelineEngine: the sender gathers its partitioned output back before
         // that micro-batch's backward (FrameworkSpec::deepspeed_pipeline), on the path of the

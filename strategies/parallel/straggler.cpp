@@ -2,6 +2,8 @@
 // N: a sweep asks for one count many times), its quantiles in closed form.
 #include "strategies/parallel/straggler.h"
 
+#include "strategies/parallel/experiment.h"
+
 #include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
@@ -79,6 +81,60 @@ StragglerBand straggler_slowdowns(double spread, int gpus) {
     b.slowdown_p05 = spread * max_standard_normal_quantile(gpus, 0.05);
     b.slowdown_p95 = spread * max_standard_normal_quantile(gpus, 0.95);
     return b;
+}
+
+double sync_wait(double jitter_s, int ranks) {
+    if (jitter_s <= 0 || ranks <= 1)
+        return 0.0;
+    return jitter_s * expected_max_standard_normal(ranks);
+}
+
+double network_slowdown(double spread, int flows, double quantile) {
+    if (spread <= 0 || flows <= 1)
+        return 0.0;
+    return spread * (quantile > 0 && quantile < 1 ? max_standard_normal_quantile(flows, quantile)
+                                                  : expected_max_standard_normal(flows));
+}
+
+bool pipeline_exchanges_synchronise(const ExperimentSpec& e) {
+    if (e.parallel.pp <= 1 || e.framework.deepspeed_pipeline || e.framework.dtensor_tp)
+        return false;
+    // Megatron-LM of 2021 synchronised after every exchange, in either schedule
+    // (NVIDIA/Megatron-LM@8cfef1bfe7, megatron/p2p_communication.py, _communicate).
+    const bool megatron_2021 = e.framework.profile == FrameworkProfile::megatron_lm;
+    return e.parallel.schedule == PipelineSchedule::one_f_one_b ||
+           (megatron_2021 && e.parallel.schedule == PipelineSchedule::interleaved_1f1b);
+}
+
+namespace {
+
+/// A rank's pipeline exchanges in a step: one after each forward and one after each backward
+/// of every micro-batch on each of its model chunks.
+int pipeline_exchanges(const ExperimentSpec& e) {
+    const int chunks =
+        e.parallel.schedule == PipelineSchedule::interleaved_1f1b ? e.parallel.virtual_stages : 1;
+    return 2 * e.micro_batches() * chunks;
+}
+
+} // namespace
+
+int step_synchronisations(const ExperimentSpec& e) {
+    if (e.training.forward_only)
+        return 0;
+    return 1 + (pipeline_exchanges_synchronise(e) ? pipeline_exchanges(e) : 0);
+}
+
+double pipeline_sync_wait(const ExperimentSpec& e) {
+    if (!pipeline_exchanges_synchronise(e))
+        return 0.0;
+    return sync_wait(e.framework.sync_jitter.seconds(), 2 * e.parallel.tp * e.parallel.cp);
+}
+
+double step_sync_wait(const ExperimentSpec& e) {
+    if (e.training.forward_only)
+        return 0.0;
+    return sync_wait(e.framework.sync_jitter.seconds(), e.gpus) +
+           pipeline_exchanges(e) * pipeline_sync_wait(e);
 }
 
 FrameworkSpec with_slowest_gpu_at(FrameworkSpec fw, int gpus, double slowdown) {

@@ -97,6 +97,26 @@ PassTimes mean_pass_times(const StepPlan& plan) {
     return t;
 }
 
+/// The costs of scale of a step of `e` (straggler.h): the slowest GPU of all, the
+/// synchronisations' waits, and the slowest of the job's inter-node flows, one per GPU, where
+/// its collectives cross nodes (a tensor-, context- and data-parallel block larger than a node;
+/// pipeline sends alone are one flow each and wait for no other).
+StragglerBand scale_costs(const ExperimentSpec& e) {
+    StragglerBand b = straggler_slowdowns(e.framework.gpu_speed_spread, e.gpus);
+    b.sync_jitter_s = e.framework.sync_jitter.seconds();
+    b.synchronisations = step_synchronisations(e);
+    b.sync_wait_s = step_sync_wait(e);
+    b.network_spread = e.framework.network_flow_spread;
+    if (e.parallel.tp * e.parallel.dp_cp() > e.cluster.node.gpus)
+        b.network_flows = e.gpus;
+    if (b.network_spread > 0 && b.network_flows > 1) {
+        b.network_slowdown = network_slowdown(b.network_spread, b.network_flows);
+        b.network_slowdown_p05 = network_slowdown(b.network_spread, b.network_flows, 0.05);
+        b.network_slowdown_p95 = network_slowdown(b.network_spread, b.network_flows, 0.95);
+    }
+    return b;
+}
+
 } // namespace
 
 StepResult simulate_step(const ExperimentSpec& e, const StepOptions& options) {
@@ -166,17 +186,21 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.step_time_s = step.seconds();
     r.breakdown =
         breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
-    r.straggler = straggler_slowdowns(e.framework.gpu_speed_spread, e.gpus);
-    if (options.straggler_band && r.straggler.slowdown != 0) {
+    r.straggler = scale_costs(e);
+    if (options.straggler_band && (r.straggler.slowdown != 0 || r.straggler.network_spread > 0)) {
         StepOptions again = options;
         again.straggler_band = again.timeline = again.oom_advice = false;
-        auto step_at = [&](double slowdown) {
+        // The slowest GPU and the slowest flow at the same percentile (an allocation draws
+        // both; taking them together bounds the step's band from outside), the
+        // synchronisations' waits at their expectation.
+        auto step_at = [&](double slowdown, double quantile) {
             ExperimentSpec at = e;
             at.framework = with_slowest_gpu_at(e.framework, e.gpus, slowdown);
+            at.framework.network_quantile = quantile;
             return simulate_step_on(at, again, topology, communicators).step_time_s;
         };
-        r.straggler.step_time_p05_s = step_at(r.straggler.slowdown_p05);
-        r.straggler.step_time_p95_s = step_at(r.straggler.slowdown_p95);
+        r.straggler.step_time_p05_s = step_at(r.straggler.slowdown_p05, 0.05);
+        r.straggler.step_time_p95_s = step_at(r.straggler.slowdown_p95, 0.95);
     }
     r.bubble_fraction = r.step_time_s > 0 ? r.breakdown.pp_bubble_s / r.step_time_s : 0;
     r.ideal_bubble_fraction =

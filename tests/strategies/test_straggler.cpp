@@ -2,6 +2,9 @@
 // normals against its closed forms and tabulated values, its quantiles, and a step that waits
 // for its slowest GPU.
 #include "base/error.h"
+#include "hardware/topology.h"
+#include "strategies/collectives/communicator.h"
+#include "strategies/parallel/collective_times.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/straggler.h"
@@ -134,4 +137,195 @@ TEST_CASE("straggler: gpu_speed_spread is a relative standard deviation", "[para
                                        Catch::Contains("gpu_speed_spread") &&
                                        Catch::Contains("[0, 0.5)"));
     CHECK_THROWS_AS(load("-0.1"), InputError);
+}
+
+// Synchronisation jitter and congestion between jobs' flows (straggler.h): an expected maximum
+// per synchronisation and per collective across nodes, 0 where the spreads are 0.
+
+TEST_CASE("scale costs: a synchronisation waits for its latest rank", "[parallel][straggler]") {
+    const double sqrt_pi = std::sqrt(std::acos(-1.0));
+    CHECK(sync_wait(0.0, 4096) == 0.0);
+    CHECK(sync_wait(20e-6, 1) == 0.0);
+    // Two ranks: the later of two normals, 1/sqrt(pi) standard deviations after the median.
+    CHECK(sync_wait(20e-6, 2) == Approx(20e-6 / sqrt_pi).epsilon(1e-9));
+    CHECK(sync_wait(20e-6, 1000) == Approx(20e-6 * 3.24144).epsilon(1e-5));
+    // Grows with the group, in proportion to the jitter.
+    double previous = 0;
+    for (int n : {2, 16, 128, 1024, 16384}) {
+        const double w = sync_wait(10e-6, n);
+        CHECK(w > previous);
+        CHECK(sync_wait(30e-6, n) == Approx(3 * w));
+        previous = w;
+    }
+}
+
+TEST_CASE("scale costs: a collective across nodes waits for its slowest flow",
+          "[parallel][straggler]") {
+    const double sqrt_pi = std::sqrt(std::acos(-1.0));
+    CHECK(network_slowdown(0.0, 512) == 0.0);
+    CHECK(network_slowdown(0.03, 1) == 0.0);
+    CHECK(network_slowdown(0.03, 2) == Approx(0.03 / sqrt_pi).epsilon(1e-9));
+    // Its percentiles: spread x Phi^-1(q^(1/n)) (the 5th and 95th of the max of 1,000:
+    // 2.74874 and 3.88440 standard deviations), around the expectation.
+    CHECK(network_slowdown(0.03, 1000, 0.05) == Approx(0.03 * 2.74874).epsilon(1e-5));
+    CHECK(network_slowdown(0.03, 1000, 0.95) == Approx(0.03 * 3.88440).epsilon(1e-5));
+    double previous = 0;
+    for (int n : {2, 8, 64, 512, 4096}) {
+        const double s = network_slowdown(0.03, n);
+        CHECK(s > previous);
+        CHECK(network_slowdown(0.03, n, 0.05) < s);
+        CHECK(network_slowdown(0.03, n, 0.95) > s);
+        previous = s;
+    }
+}
+
+namespace {
+
+ExperimentSpec llama_experiment(const Platform& p, int gpus,
+                                std::vector<std::pair<std::string, std::string>> extra = {}) {
+    std::vector<std::pair<std::string, std::string>> s{{"model", "llama3-8B"},
+                                                       {"training.dtype", "bf16"},
+                                                       {"training.micro_batch", "1"},
+                                                       {"training.global_batch", "64"},
+                                                       {"parallel.tp", "8"}};
+    s.insert(s.end(), extra.begin(), extra.end());
+    return make_experiment(p, gpus, s, "scale costs");
+}
+
+StepResult step_of(const ExperimentSpec& e, bool band = false) {
+    StepOptions o;
+    o.oom_advice = false;
+    o.straggler_band = band;
+    return simulate_step(e, o);
+}
+
+/// dgx-h100 with every GPU alike (the jitter's and the network's costs alone).
+Platform even_h100() {
+    Platform p = load_platform("dgx-h100");
+    p.framework.gpu_speed_spread = 0;
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("scale costs: the synchronisations of a step", "[parallel][straggler]") {
+    Platform p = even_h100();
+    p.framework.sync_jitter = sim::Time::from_seconds(20e-6);
+    const double w = p.framework.sync_jitter.seconds();
+    // No pipeline: one synchronisation, the step's end, over all the GPUs.
+    const ExperimentSpec flat = llama_experiment(p, 64);
+    CHECK(step_synchronisations(flat) == 1);
+    CHECK(step_sync_wait(flat) == Approx(sync_wait(w, 64)));
+    // Megatron's 1F1B: one more at each micro-batch's forward and backward exchange, over
+    // both stages' tensor-parallel ranks.
+    const ExperimentSpec piped = llama_experiment(p, 64, {{"parallel.pp", "4"}});
+    const int m = piped.micro_batches();
+    REQUIRE(pipeline_exchanges_synchronise(piped));
+    CHECK(step_synchronisations(piped) == 1 + 2 * m);
+    CHECK(pipeline_sync_wait(piped) == Approx(sync_wait(w, 16)));
+    CHECK(step_sync_wait(piped) == Approx(sync_wait(w, 64) + 2 * m * sync_wait(w, 16)));
+    // The interleaved schedule overlaps its exchanges (overlap_p2p_comm): no synchronize.
+    const ExperimentSpec interleaved = llama_experiment(p, 64,
+                                                        {{"parallel.pp", "4"},
+                                                         {"parallel.schedule", "interleaved-1f1b"},
+                                                         {"parallel.virtual_stages", "2"}});
+    CHECK_FALSE(pipeline_exchanges_synchronise(interleaved));
+    CHECK(step_synchronisations(interleaved) == 1);
+    // Megatron-LM of 2021 synchronised after every exchange, each chunk's too.
+    ExperimentSpec old = interleaved;
+    old.framework.profile = FrameworkProfile::megatron_lm;
+    REQUIRE(pipeline_exchanges_synchronise(old));
+    CHECK(step_synchronisations(old) == 1 + 2 * old.micro_batches() * 2);
+    // Forward only: no optimizer, no synchronisation counted.
+    CHECK(step_synchronisations(llama_experiment(p, 8, {{"training.forward_only", "true"}})) == 0);
+}
+
+TEST_CASE("scale costs: a step pays its synchronisations' waits", "[parallel][straggler]") {
+    const Platform quiet = even_h100();
+    Platform noisy = quiet;
+    noisy.framework.sync_jitter = sim::Time::from_seconds(50e-6);
+    const double w = noisy.framework.sync_jitter.seconds();
+    // Without a pipeline the step's end waits for the latest of all GPUs: exactly that much
+    // longer, and more GPUs wait longer.
+    double previous = 0;
+    for (int gpus : {8, 64, 512}) {
+        const StepResult a = step_of(llama_experiment(quiet, gpus));
+        const StepResult b = step_of(llama_experiment(noisy, gpus));
+        CHECK(a.straggler.sync_wait_s == 0.0);
+        CHECK(b.straggler.synchronisations == 1);
+        CHECK(b.straggler.sync_wait_s == Approx(sync_wait(w, gpus)));
+        const double grew = b.step_time_s - a.step_time_s;
+        CHECK(grew == Approx(sync_wait(w, gpus)).epsilon(1e-6));
+        CHECK(grew > previous);
+        previous = grew;
+    }
+    // Under 1F1B each exchange waits too: more than the step's end alone, at most every wait
+    // on the longest chain of exchanges (2 per micro-batch and 2 per stage of the fill).
+    const ExperimentSpec e = llama_experiment(noisy, 64, {{"parallel.pp", "4"}});
+    const double grew = step_of(e).step_time_s -
+                        step_of(llama_experiment(quiet, 64, {{"parallel.pp", "4"}})).step_time_s;
+    const int m = e.micro_batches();
+    CHECK(grew > sync_wait(w, 64) + m * pipeline_sync_wait(e));
+    CHECK(grew <= sync_wait(w, 64) + 2 * (m + 4) * pipeline_sync_wait(e) + 1e-9);
+}
+
+TEST_CASE("scale costs: congestion slows the collectives across nodes", "[parallel][straggler]") {
+    const double sqrt_pi = std::sqrt(std::acos(-1.0));
+    Platform shared = even_h100();
+    shared.framework.network_flow_spread = 0.05;
+    const ExperimentSpec e = llama_experiment(shared, 16);
+    const hardware::Topology topology(e.cluster);
+    // Across two nodes, in a job of two flows: the slower of two; within a node, no flow on the
+    // fabric; more flows in the job, a slower slowest one.
+    const strategies::collectives::Communicator across(topology, std::vector<int>{0, 8});
+    const strategies::collectives::Communicator within(topology, std::vector<int>{0, 1, 2, 3});
+    CHECK(detail::congestion_stretch(shared.framework, &across, 2) ==
+          Approx(1 + 0.05 / sqrt_pi).epsilon(1e-9));
+    CHECK(detail::congestion_stretch(shared.framework, &across, 1024) ==
+          Approx(1 + network_slowdown(0.05, 1024)));
+    CHECK(detail::congestion_stretch(shared.framework, &within, 1024) == 1.0);
+    CHECK(detail::congestion_stretch(even_h100().framework, &across, 1024) == 1.0);
+    // A collective's time grows by that factor.
+    strategies::collectives::Collective c;
+    c.op = strategies::collectives::Op::all_reduce;
+    c.bytes = std::int64_t{256} << 20;
+    detail::CollectiveTimes plain(&across), congested(&across, shared.framework, 2);
+    CHECK(congested.time(c).seconds() ==
+          Approx(plain.time(c).seconds() * (1 + 0.05 / sqrt_pi)).epsilon(1e-9));
+
+    // A step: one node has no flows on the fabric; eight nodes reduce their gradients across
+    // the fabric (tp 8, dp 8), the slowest of 64 flows 5% x E[max of 64] slower than the median.
+    const Platform quiet = even_h100();
+    CHECK(step_of(llama_experiment(shared, 8)).step_time_s ==
+          step_of(llama_experiment(quiet, 8)).step_time_s);
+    const StepResult a = step_of(llama_experiment(quiet, 64));
+    const StepResult b = step_of(llama_experiment(shared, 64), true);
+    CHECK(b.straggler.network_flows == 64);
+    CHECK(b.straggler.network_slowdown == Approx(network_slowdown(0.05, 64)));
+    CHECK(b.step_time_s >= a.step_time_s);
+    CHECK(b.breakdown.dp_comm_exposed_s >= a.breakdown.dp_comm_exposed_s);
+    // The band: the slowest flow at its 5th and 95th percentiles around the expected.
+    CHECK(b.straggler.step_time_p05_s <= b.step_time_s);
+    CHECK(b.straggler.step_time_p95_s >= b.step_time_s);
+    CHECK(a.straggler.network_slowdown == 0.0);
+}
+
+TEST_CASE("scale costs: sync_jitter and network_flow_spread in a hardware file",
+          "[parallel][straggler]") {
+    auto load = [](const std::string& key, const std::string& v) {
+        return parse_platform_yaml("extends: dgx-h100\nframework:\n  " + key + ": " + v + "\n",
+                                   "scale.yaml");
+    };
+    CHECK(load("sync_jitter", "25us").framework.sync_jitter.seconds() == Approx(25e-6));
+    CHECK(load("network_flow_spread", "0.02").framework.network_flow_spread == Approx(0.02));
+    // The presets measured nothing for either: 0.
+    CHECK(load_platform("dgx-h100").framework.sync_jitter == sim::Time::zero());
+    CHECK(load_platform("dgx-h100").framework.network_flow_spread == 0.0);
+    CHECK_THROWS_WITH(load("network_flow_spread", "0.7"),
+                      Catch::Contains("scale.yaml:3:") && Catch::Contains("network_flow_spread") &&
+                          Catch::Contains("[0, 0.5)"));
+    CHECK_THROWS_AS(load("network_flow_spread", "-0.1"), InputError);
+    CHECK_THROWS_WITH(load("sync_jitter", "fast"),
+                      Catch::Contains("scale.yaml:3:") && Catch::Contains("sync_jitter"));
+    CHECK_THROWS_AS(load("sync_jitter", "-5us"), InputError);
 }
