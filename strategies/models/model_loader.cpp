@@ -263,6 +263,14 @@ void validate(YamlMap& m, const ModelSpec& s) {
     require(s.head == ModelHead::lm || s.mtp_num_layers == 0, "mtp_num_layers",
             "multi-token prediction needs the LM head; a classification model has none: set "
             "head: lm or remove mtp_num_layers");
+    // A classification head has no output layer to share the word embeddings with: untied
+    // (read_layer), so nothing counts a vocabulary-sized head gradient or the tied weights'
+    // all-reduce.
+    require(s.head == ModelHead::lm || !s.tied_embeddings ||
+                !m.node()["tied_embeddings"].IsDefined(),
+            "tied_embeddings",
+            "a classification head has no output layer to tie the embeddings to; remove "
+            "tied_embeddings or set it false");
     if (s.kv_lora_rank == 0) {
         for (const std::string& key : group_keys("mla", "kv_lora_rank"))
             require(!m.node()[key].IsDefined() || m.node()[key].Scalar() == "0", key,
@@ -346,6 +354,8 @@ void read_layer(YamlMap& root, Layered& l, bool extended) {
     read_keys(root, l);
     root.finish();
     validate(root, l.spec);
+    if (l.spec.head == ModelHead::classification)
+        l.spec.tied_embeddings = false;
 }
 
 Layered load_layers(const YAML::Node& doc, const std::string& file) {

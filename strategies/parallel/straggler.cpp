@@ -3,6 +3,7 @@
 #include "strategies/parallel/straggler.h"
 
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/torch_pipelining.h"
 
 #include <boost/math/distributions/normal.hpp>
 
@@ -97,13 +98,15 @@ double network_slowdown(double spread, int flows, double quantile) {
 }
 
 bool pipeline_exchanges_synchronise(const ExperimentSpec& e) {
-    if (e.parallel.pp <= 1 || e.framework.deepspeed_pipeline || e.framework.dtensor_tp)
+    // Megatron's schedules only: not DeepSpeed's engine, nor torch.distributed.pipelining
+    // (torch_pipelining.h). Megatron-LM of 2021 synchronised after every exchange in its
+    // interleaved schedule too (NVIDIA/Megatron-LM@8cfef1bfe7, _communicate), but there one
+    // call sends and receives a forward and a backward together in the steady state: its count
+    // is not this one's, and it is left out.
+    if (e.parallel.pp <= 1 || e.framework.deepspeed_pipeline || e.framework.dtensor_tp ||
+        torch_pipelining(e))
         return false;
-    // Megatron-LM of 2021 synchronised after every exchange, in either schedule
-    // (NVIDIA/Megatron-LM@8cfef1bfe7, megatron/p2p_communication.py, _communicate).
-    const bool megatron_2021 = e.framework.profile == FrameworkProfile::megatron_lm;
-    return e.parallel.schedule == PipelineSchedule::one_f_one_b ||
-           (megatron_2021 && e.parallel.schedule == PipelineSchedule::interleaved_1f1b);
+    return e.parallel.schedule == PipelineSchedule::one_f_one_b;
 }
 
 namespace {

@@ -77,7 +77,8 @@ TorchStageBuffers torch_stage_buffers(const StepPlan& plan, int vs) {
     }
     b.held = m * input + (last ? 0 : m * output);
     b.per_forward = output - input;
-    b.per_backward = input;
+    // The input's gradient, and the receive buffer the activations' release took off again.
+    b.per_backward = 2 * input;
     return b;
 }
 

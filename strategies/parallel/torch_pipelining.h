@@ -47,7 +47,9 @@ std::vector<std::vector<PipePass>> torch_interleaved_order(const PipelineShape& 
 ///   receive buffer counted in `held`.
 /// - `per_backward`, added by each backward and kept to the step's end: stage_backward runs
 ///   torch.autograd.backward and returns `val.grad` of the received inputs, which the buffer
-///   keeps (no `val.grad = None`, added in 2025) until clear_runtime_states.
+///   keeps (no `val.grad = None`, added in 2025) until clear_runtime_states: an input's bytes,
+///   and the input again, which the backward frees with the stage's activations though its
+///   receive buffer stays (counted in `held`, taken off by `per_forward`).
 struct TorchStageBuffers {
     std::int64_t held = 0;
     std::int64_t per_forward = 0;

@@ -28,10 +28,26 @@ torchtune_feature_refusal(const ExperimentSpec& e) {
                         std::string(hardware::to_string(t.dtype)) +
                         ") and the fp32 weights it casts from (master_weights true)",
                     "training.autocast");
-    if (t.autocast && (e.model.is_moe() || e.model.is_mla() || p.tp > 1 || p.pp > 1))
-        return fail("autocast is modelled for a dense model without latent attention on one "
-                    "tensor- and pipeline-parallel rank (Hugging Face's Trainer fp16)",
-                    "training.autocast");
+    // Its activations are BERT's layer as Hugging Face runs it (LayerNorm, GeLU, separate
+    // query, key and value linears; layer_work_recompute.cpp, autocast_activations) on one GPU:
+    // with more, the collectives would carry fp32 weights and gradients the 16-bit rules of
+    // precision.h do not.
+    if (t.autocast) {
+        const models::ModelSpec& m = e.model;
+        const char* what = m.is_moe()                                 ? "experts"
+                           : m.is_mla()                               ? "latent attention"
+                           : m.norm != models::Norm::layernorm        ? "RMSNorm"
+                           : m.activation != models::Activation::gelu ? "SwiGLU"
+                           : m.qk_layernorm                           ? "qk_layernorm"
+                           : e.gpus > 1                               ? "more than one GPU"
+                                                                      : nullptr;
+        if (what != nullptr)
+            return fail(std::string("autocast is modelled for a BERT-like layer (LayerNorm, "
+                                    "GeLU, no experts or latent attention) on one GPU, as "
+                                    "Hugging Face's Trainer fp16 runs it; this run has ") +
+                            what + ": leave training.autocast out",
+                        "training.autocast");
+    }
     if (t.cross_entropy != models::CrossEntropy::chunked && t.cross_entropy_chunks != 8)
         return fail("cross_entropy_chunks slices the chunked cross-entropy: it needs "
                     "cross_entropy: chunked (or leave it out)",

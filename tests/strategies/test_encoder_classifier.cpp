@@ -165,4 +165,22 @@ TEST_CASE("encoder classifier: bad keys are refused with what to do", "[models][
     Settings pure = bert(1, "fp16", true);
     pure.emplace_back("training.master_weights", "false");
     CHECK_THAT(experiment_error(pure), Catch::Contains("master_weights true"));
+    // Modelled for BERT's layer on one GPU: a Llama layer or a second GPU is refused, naming
+    // what differs.
+    Settings swiglu = bert(1, "fp16", true);
+    swiglu.emplace_back("model.activation", "swiglu");
+    CHECK_THAT(experiment_error(swiglu),
+               Catch::Contains("SwiGLU") && Catch::Contains("training.autocast"));
+    Settings rms = bert(1, "fp16", true);
+    rms.emplace_back("model.norm", "rmsnorm");
+    CHECK_THAT(experiment_error(rms), Catch::Contains("RMSNorm"));
+    std::string two = "(no error)";
+    Settings pair = bert(1, "fp16", true);
+    pair.emplace_back("training.global_batch", "2");
+    try {
+        (void)parallel::make_experiment(parallel::load_platform("v100-sxm2-16gb"), 2, pair, "bert");
+    } catch (const InputError& e) {
+        two = e.what();
+    }
+    CHECK_THAT(two, Catch::Contains("more than one GPU"));
 }

@@ -231,11 +231,15 @@ TEST_CASE("scale costs: the synchronisations of a step", "[parallel][straggler]"
                                                          {"parallel.virtual_stages", "2"}});
     CHECK_FALSE(pipeline_exchanges_synchronise(interleaved));
     CHECK(step_synchronisations(interleaved) == 1);
-    // Megatron-LM of 2021 synchronised after every exchange, each chunk's too.
+    // Megatron-LM of 2021's interleaved schedule synchronised too, but one call carries a
+    // forward's and a backward's exchange in its steady state: not counted (left out).
     ExperimentSpec old = interleaved;
     old.framework.profile = FrameworkProfile::megatron_lm;
-    REQUIRE(pipeline_exchanges_synchronise(old));
-    CHECK(step_synchronisations(old) == 1 + 2 * old.micro_batches() * 2);
+    CHECK_FALSE(pipeline_exchanges_synchronise(old));
+    // torch.distributed.pipelining (FSDP2 with a pipeline) does not run Megatron's exchanges.
+    const ExperimentSpec torch_pp =
+        llama_experiment(p, 64, {{"parallel.pp", "4"}, {"parallel.fsdp", "true"}});
+    CHECK_FALSE(pipeline_exchanges_synchronise(torch_pp));
     // Forward only: no optimizer, no synchronisation counted.
     CHECK(step_synchronisations(llama_experiment(p, 8, {{"training.forward_only", "true"}})) == 0);
 }
@@ -302,11 +306,11 @@ TEST_CASE("scale costs: congestion slows the collectives across nodes", "[parall
     const StepResult b = step_of(llama_experiment(shared, 64), true);
     CHECK(b.straggler.network_flows == 64);
     CHECK(b.straggler.network_slowdown == Approx(network_slowdown(0.05, 64)));
-    CHECK(b.step_time_s >= a.step_time_s);
-    CHECK(b.breakdown.dp_comm_exposed_s >= a.breakdown.dp_comm_exposed_s);
+    CHECK(b.step_time_s > a.step_time_s);
+    CHECK(b.breakdown.dp_comm_exposed_s > a.breakdown.dp_comm_exposed_s);
     // The band: the slowest flow at its 5th and 95th percentiles around the expected.
-    CHECK(b.straggler.step_time_p05_s <= b.step_time_s);
-    CHECK(b.straggler.step_time_p95_s >= b.step_time_s);
+    CHECK(b.straggler.step_time_p05_s < b.step_time_s);
+    CHECK(b.straggler.step_time_p95_s > b.step_time_s);
     CHECK(a.straggler.network_slowdown == 0.0);
 }
 

@@ -151,16 +151,16 @@ TEST_CASE("torch pipelining: stages keep their outputs, a receive buffer per mic
     CHECK(peak_activation_bytes(plan, 0) ==
           m * first.activation_bytes + first.transient_bytes + 2 * m * x);
 
-    // The last rank (one forward and one backward in turn): m receive buffers, which its first
-    // layer keeps as input (counted in its activations), and at its last backward the m logits
-    // and the m - 1 earlier input gradients.
+    // The last rank (one forward and one backward in turn): m receive buffers (the current
+    // one counted in its first layer's activations, m - 1 beside them), and at its last
+    // backward the m logits and the m - 1 earlier input gradients.
     const VirtualStagePlan& last = plan.stage(P - 1);
     const TorchStageBuffers bl = torch_stage_buffers(plan, P - 1);
     CHECK(bl.held == m * x);
     CHECK(bl.per_forward == logits - x);
-    CHECK(bl.per_backward == x);
+    CHECK(bl.per_backward == 2 * x);
     CHECK(peak_activation_bytes(plan, P - 1) ==
-          last.activation_bytes + last.transient_bytes + m * logits + (m - 1) * x);
+          last.activation_bytes + last.transient_bytes + m * logits + 2 * (m - 1) * x);
 
     // The logits are held, not freed and cached: reserved is allocated plus the slack alone.
     const StepResult r = simulate_step(e);
