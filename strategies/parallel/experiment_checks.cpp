@@ -601,6 +601,13 @@ std::optional<InputError> precision_error(ExperimentSpec& e) {
         return fail("fp8_fsdp_all_gather is torchao's FP8 all-gather of FSDP2's weights: it needs "
                     "training.dtype fp8 and parallel.fsdp (set both, or remove it)",
                     "training.fp8_fsdp_all_gather");
+    // torchtitan turns it on only with data-parallel sharding (Float8Handler:
+    // parallel_dims.dp_shard_enabled, torchtitan/float8.py at 9dec370): FSDP over the
+    // context-parallel ranks alone gathers bf16 weights.
+    if (e.training.fp8_fsdp_all_gather && e.parallel.dp_shard_size() <= 1)
+        return fail("fp8_fsdp_all_gather needs a data-parallel shard group of more than one GPU "
+                    "(torchtitan enables it with dp_shard only); remove it",
+                    "training.fp8_fsdp_all_gather");
     return std::nullopt;
 }
 

@@ -117,5 +117,11 @@ TEST_CASE("FP8 all-gather: FSDP2's gathered layer weights one byte each, the res
                             {"parallel.zero", "1"}},
                            true),
                    Catch::Contains(why));
+        // FSDP over the context-parallel ranks alone (dp 1, cp 8): torchtitan leaves it off.
+        CHECK_THAT(refusal({{"parallel.dp", "1"},
+                            {"parallel.cp", "8"},
+                            {"training.fp8_fsdp_all_gather", "true"}},
+                           true),
+                   Catch::Contains("shard group of more than one GPU"));
     }
 }
