@@ -9,6 +9,8 @@
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
 
+#include "support/llama_settings.h"
+
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -24,27 +26,14 @@ namespace {
 /// A Llama-like model of 4 layers on one DGX H100 node, FP8 as torchao's tensorwise recipe
 /// (bf16 without `fp8`), FSDP2 over the data-parallel ranks.
 ExperimentSpec llama(Settings extra, bool fp8 = true) {
-    Settings s{{"model.kind", "transformer"},
-               {"model.layers", "4"},
-               {"model.hidden", "4096"},
-               {"model.heads", "32"},
-               {"model.kv_heads", "8"},
-               {"model.ffn", "14336"},
-               {"model.seq", "4096"},
-               {"model.vocab", "32000"},
-               {"model.attention", "flash"},
-               {"model.activation", "swiglu"},
-               {"model.norm", "rmsnorm"},
-               {"model.position_embedding", "rope"},
-               {"model.bias", "false"},
-               {"model.dropout", "0"},
-               {"model.tied_embeddings", "false"},
-               {"training.dtype", fp8 ? "fp8" : "bf16"},
-               {"training.optimizer", "adamw"},
-               {"training.compile", "true"},
-               {"training.global_batch", "8"},
-               {"training.micro_batch", "1"},
-               {"parallel.fsdp", "true"}};
+    Settings s = test::llama_model_settings(4);
+    s.insert(s.end(), {{"model.tied_embeddings", "false"},
+                       {"training.dtype", fp8 ? "fp8" : "bf16"},
+                       {"training.optimizer", "adamw"},
+                       {"training.compile", "true"},
+                       {"training.global_batch", "8"},
+                       {"training.micro_batch", "1"},
+                       {"parallel.fsdp", "true"}});
     if (fp8)
         s.push_back({"training.fp8_recipe", "tensorwise"});
     for (auto& kv : extra)

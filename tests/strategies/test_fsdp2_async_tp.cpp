@@ -20,6 +20,8 @@
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"
 
+#include "support/llama_settings.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -35,15 +37,10 @@ namespace {
 
 /// A Llama-like model of `layers` layers on one DGX H100 node, bf16, one micro-batch.
 ExperimentSpec llama(int layers, Settings extra) {
-    Settings s{{"model.kind", "transformer"}, {"model.layers", std::to_string(layers)},
-               {"model.hidden", "4096"},      {"model.heads", "32"},
-               {"model.kv_heads", "8"},       {"model.ffn", "14336"},
-               {"model.seq", "4096"},         {"model.vocab", "32000"},
-               {"model.attention", "flash"},  {"model.activation", "swiglu"},
-               {"model.norm", "rmsnorm"},     {"model.position_embedding", "rope"},
-               {"model.bias", "false"},       {"model.dropout", "0"},
-               {"training.dtype", "bf16"},    {"training.optimizer", "adamw"},
-               {"training.compile", "true"}};
+    Settings s = test::llama_model_settings(layers);
+    s.insert(s.end(), {{"training.dtype", "bf16"},
+                       {"training.optimizer", "adamw"},
+                       {"training.compile", "true"}});
     for (auto& kv : extra)
         s.push_back(kv);
     return make_experiment(load_platform("dgx-h100"), 8, s, "fsdp2-async-tp-test");

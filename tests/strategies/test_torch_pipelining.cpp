@@ -12,6 +12,8 @@
 #include "strategies/parallel/torch_pipelining.h"
 #include "strategies/parallel/training_step.h"
 
+#include "support/llama_settings.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,29 +30,16 @@ namespace {
 /// A Llama-like model of `layers` layers on one DGX H100 node, bf16, FSDP2 over 2 ranks and a
 /// 4-rank pipeline of 4 micro-batches (torchtitan's default: as many as pipeline ranks).
 ExperimentSpec llama(int layers, Settings extra) {
-    Settings s{{"model.kind", "transformer"},
-               {"model.layers", std::to_string(layers)},
-               {"model.hidden", "4096"},
-               {"model.heads", "32"},
-               {"model.kv_heads", "8"},
-               {"model.ffn", "14336"},
-               {"model.seq", "4096"},
-               {"model.vocab", "32000"},
-               {"model.attention", "flash"},
-               {"model.activation", "swiglu"},
-               {"model.norm", "rmsnorm"},
-               {"model.position_embedding", "rope"},
-               {"model.bias", "false"},
-               {"model.dropout", "0"},
-               {"model.tied_embeddings", "false"},
-               {"training.dtype", "bf16"},
-               {"training.optimizer", "adamw"},
-               {"training.compile", "true"},
-               {"training.global_batch", "8"},
-               {"training.micro_batch", "1"},
-               {"parallel.pp", "4"},
-               {"parallel.dp", "2"},
-               {"parallel.recompute", "full"}};
+    Settings s = test::llama_model_settings(layers);
+    s.insert(s.end(), {{"model.tied_embeddings", "false"},
+                       {"training.dtype", "bf16"},
+                       {"training.optimizer", "adamw"},
+                       {"training.compile", "true"},
+                       {"training.global_batch", "8"},
+                       {"training.micro_batch", "1"},
+                       {"parallel.pp", "4"},
+                       {"parallel.dp", "2"},
+                       {"parallel.recompute", "full"}});
     for (auto& kv : extra)
         s.push_back(kv);
     return make_experiment(load_platform("dgx-h100"), 8, s, "torch-pipelining-test");
