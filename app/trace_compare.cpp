@@ -8,6 +8,7 @@
 #include "config/bounded_read.h"
 #include "hardware/compute_model.h"
 #include "strategies/models/layer_work.h"
+#include "strategies/parallel/precision.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -66,8 +67,11 @@ Model model_of(const strategies::parallel::ExperimentSpec& e) {
     const std::int64_t params = m.layer.parameters * e.model.layers / e.parallel.pp +
                                 m.embedding.parameters +
                                 (m.head.shares_embedding_weights ? 0 : m.head.parameters);
-    m.optimizer = strategies::models::optimizer_step(params, e.training.dtype, e.training.optimizer,
-                                                     0, cm, e.training.master_weights);
+    // The step updates the weights in their own dtype: bf16 under FP8 and FP4 training, as
+    // the step model's ranks do (rank_plan.cpp).
+    m.optimizer = strategies::models::optimizer_step(
+        params, strategies::parallel::detail::weight_dtype(e.training.dtype), e.training.optimizer,
+        0, cm, e.training.master_weights);
     m.micro_batches = e.micro_batches();
     return m;
 }

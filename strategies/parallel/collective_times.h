@@ -66,6 +66,9 @@ public:
         : comm_(comm)
         , stretch_(congestion_stretch(fw, comm, flows)) {}
     sim::Time time(const collectives::Collective& c) { return entry(c).time; }
+    /// Whether its communicator spans nodes: its collectives are inter-node flows, which the
+    /// congestion between jobs stretches (straggler.h).
+    bool crosses_nodes() const { return comm_ != nullptr && comm_->node_count() > 1; }
     /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
     CommLoad load(const collectives::Collective& c) {
         Entry& e = entry(c);

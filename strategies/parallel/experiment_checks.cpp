@@ -410,12 +410,15 @@ std::optional<InputError> pipeline_error(ExperimentSpec& e) {
                         e.parallel.schedule_key.data());
         // The engine refuses ZeRO stages 2 and 3 (deepspeed/runtime/pipe/engine.py,
         // PipelineEngine.__init__: `assert self.zero_optimization_stage() < 2`, at
-        // microsoft/DeepSpeed@5fe9d61065).
-        if (e.parallel.pp > 1 && e.parallel.zero >= 2)
+        // microsoft/DeepSpeed@5fe9d61065), at every pipeline size: it runs whenever the model
+        // is a PipelineModule (Megatron-DeepSpeed's GPTModelPipe unless
+        // --no-pipeline-parallel), one stage too.
+        if (e.parallel.zero >= 2)
             return fail("ZeRO stage " + std::to_string(e.parallel.zero) +
                             " does not run under DeepSpeed's PipelineEngine (it asserts stage "
-                            "< 2); set zero: 0 or 1, or a Megatron stack (training.framework: "
-                            "megatron-lm)",
+                            "< 2, at every pipeline size); set zero: 0 or 1, pipeline_engine: "
+                            "megatron in the framework (--no-pipeline-parallel), or a Megatron "
+                            "stack (training.framework: megatron-lm)",
                         "parallel.zero");
         // Its gradient reduction under bf16 runs BF16_Optimizer's (ZeRO off) and raises
         // NotImplementedError under ZeRO-1 (PipelineEngine._exec_reduce_grads, "only bf16 +

@@ -112,7 +112,10 @@ public:
         , expert_times_(par_.expert_layout() && ctx.e.model.is_moe() && edp_ > 1
                             ? communicator(plan, r.expert_dp_group, edp_comm_)
                             : nullptr,
-                        ctx.fw, ctx.e.gpus) {}
+                        ctx.fw, ctx.e.gpus) {
+        r_.dp_crosses_nodes = times_.crosses_nodes() || replicate_times_.crosses_nodes() ||
+                              expert_times_.crosses_nodes();
+    }
 
     int expert_dp() const { return edp_; }
 
@@ -259,6 +262,7 @@ void plan_embedding_all_reduce(const PlanContext& ctx, StepPlan& plan) {
     d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
     d.time = times.time(d.collective);
     d.role = DpRole::embedding_grad_all_reduce;
+    plan.ranks.front().dp_crosses_nodes |= times.crosses_nodes();
     plan.ranks.front().dp.push_back(d);
     plan.ranks.back().dp.push_back(d);
 }

@@ -150,7 +150,8 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
         std::vector<int> group;
         for (int d = 0; d < par.expert_dp(); ++d)
             group.push_back(expert_gpu_of(par, 0, 0, d, 0));
-        ctx.edp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.edp_comm));
+        ctx.edp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.edp_comm),
+                                                ctx.fw, ctx.e.gpus);
     }
     if (par.expert_layout() && e.model.is_moe()) {
         if (experts.group.size() > 1)
@@ -420,6 +421,12 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     detail::overlap_param_gathers(ctx, plan);
     plan_transfers(ctx, plan);
     detail::plan_ranks(ctx, plan);
+    plan.collectives_cross_nodes =
+        ctx.tp_times.crosses_nodes() || ctx.dp_times.crosses_nodes() ||
+        ctx.edp_times.crosses_nodes() || ctx.ep_times.crosses_nodes() ||
+        ctx.etp_times.crosses_nodes() || ctx.ep_rail_times.crosses_nodes() ||
+        std::any_of(plan.ranks.begin(), plan.ranks.end(),
+                    [](const RankPlan& r) { return r.dp_crosses_nodes; });
     return plan;
 }
 

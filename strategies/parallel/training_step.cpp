@@ -97,17 +97,18 @@ PassTimes mean_pass_times(const StepPlan& plan) {
     return t;
 }
 
-/// The costs of scale of a step of `e` (straggler.h): the slowest GPU of all, the
-/// synchronisations' waits, and the slowest of the job's inter-node flows, one per GPU, where
-/// its collectives cross nodes (a tensor-, context- and data-parallel block larger than a node;
-/// pipeline sends alone are one flow each and wait for no other).
-StragglerBand scale_costs(const ExperimentSpec& e) {
+/// The costs of scale of a step of `e` planned as `plan` (straggler.h): the slowest GPU of all,
+/// the synchronisations' waits, and the slowest of the job's inter-node flows, one per GPU,
+/// where a collective of the step crosses nodes (StepPlan::collectives_cross_nodes: the same
+/// communicators the congestion stretches; pipeline sends alone are one flow each and wait for
+/// no other).
+StragglerBand scale_costs(const ExperimentSpec& e, const StepPlan& plan) {
     StragglerBand b = straggler_slowdowns(e.framework.gpu_speed_spread, e.gpus);
     b.sync_jitter_s = e.framework.sync_jitter.seconds();
     b.synchronisations = step_synchronisations(e);
     b.sync_wait_s = step_sync_wait(e);
     b.network_spread = e.framework.network_flow_spread;
-    if (e.parallel.tp * e.parallel.dp_cp() > e.cluster.node.gpus)
+    if (plan.collectives_cross_nodes)
         b.network_flows = e.gpus;
     if (b.network_spread > 0 && b.network_flows > 1) {
         b.network_slowdown = network_slowdown(b.network_spread, b.network_flows);
@@ -186,7 +187,7 @@ StepResult detail::simulate_step_on(const ExperimentSpec& e, const StepOptions& 
     r.step_time_s = step.seconds();
     r.breakdown =
         breakdown_of(plan, ranks[static_cast<std::size_t>(r.critical_rank)], r.critical_rank, step);
-    r.straggler = scale_costs(e);
+    r.straggler = scale_costs(e, plan);
     if (options.straggler_band && (r.straggler.slowdown != 0 || r.straggler.network_spread > 0)) {
         StepOptions again = options;
         again.straggler_band = again.timeline = again.oom_advice = false;

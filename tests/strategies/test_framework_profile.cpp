@@ -194,6 +194,19 @@ TEST_CASE("framework profile: DeepSpeed's PipelineEngine runs 1F1B only",
                    {"parallel.zero", "2"}});
     });
     CHECK_THAT(zero, Catch::Contains("ZeRO stage 2") && Catch::Contains("PipelineEngine"));
+    // At every pipeline size: the engine runs a one-stage PipelineModule too (without it,
+    // pipeline_engine: megatron as Megatron-DeepSpeed's --no-pipeline-parallel, ZeRO-3 runs:
+    // below).
+    for (const char* stage : {"2", "3"}) {
+        const std::string one_stage = test::input_error_of([&] {
+            (void)gpt(a100, 8,
+                      {{"training.framework", "megatron-deepspeed"},
+                       {"parallel.pp", "1"},
+                       {"parallel.zero", stage}});
+        });
+        CHECK_THAT(one_stage, Catch::Contains(std::string("ZeRO stage ") + stage) &&
+                                  Catch::Contains("pipeline_engine: megatron"));
+    }
     // Without the PipelineEngine, DeepSpeed's engine runs bf16 only under ZeRO (engine.py,
     // _configure_distributed_model at v0.7.0).
     const Platform plain = parse_platform_yaml(
@@ -205,6 +218,7 @@ TEST_CASE("framework profile: DeepSpeed's PipelineEngine runs 1F1B only",
     CHECK_THAT(bf16, Catch::Contains("bf16 without ZeRO") && Catch::Contains("zero: 1"));
     CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "bf16"}, {"parallel.zero", "1"}}));
     CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "fp16"}, {"parallel.zero", "0"}}));
+    CHECK_NOTHROW(gpt(plain, 8, {{"training.dtype", "fp16"}, {"parallel.zero", "3"}}));
 }
 
 TEST_CASE("framework profile: bf16 on DeepSpeed's PipelineEngine runs BF16_Optimizer, a ZeRO-1 "

@@ -312,6 +312,25 @@ TEST_CASE("scale costs: congestion slows the collectives across nodes", "[parall
     CHECK(b.straggler.step_time_p05_s < b.step_time_s);
     CHECK(b.straggler.step_time_p95_s > b.step_time_s);
     CHECK(a.straggler.network_slowdown == 0.0);
+
+    // The band counts the flows wherever the stretch applies. tp 8 x pp 2 on two nodes: the
+    // pipeline's sends alone cross the fabric (no collective, no flow counted, no stretch);
+    // tied embeddings add the first and last stages' all-reduce across the nodes (counted, and
+    // the step slower).
+    auto piped = [&](const Platform& p, const char* tied) {
+        return step_of(llama_experiment(p, 16,
+                                        {{"parallel.pp", "2"},
+                                         {"training.global_batch", "16"},
+                                         {"model.tied_embeddings", tied}}),
+                       true);
+    };
+    const StepResult untied = piped(shared, "false");
+    CHECK(untied.straggler.network_flows == 0);
+    CHECK(untied.step_time_s == piped(quiet, "false").step_time_s);
+    const StepResult tied = piped(shared, "true");
+    CHECK(tied.straggler.network_flows == 16);
+    CHECK(tied.straggler.network_slowdown == Approx(network_slowdown(0.05, 16)));
+    CHECK(tied.step_time_s > piped(quiet, "true").step_time_s);
 }
 
 TEST_CASE("scale costs: sync_jitter and network_flow_spread in a hardware file",
