@@ -397,7 +397,15 @@ int layer_param_tensors(const PlanContext& ctx, const LayerWork& w) {
 /// backward carries (m - 1) / m of the cost, m the micro-batches per step: the step pays
 /// m - 1 accumulations in all.
 void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& c, PassSeconds& b) {
-    const GradAccumulation how = ctx.fw.grad_accumulation;
+    // FSDP2 under a pipeline (fsdp2_gathered_per_step) accumulates whatever the framework's
+    // fusion: each backward but the last leaves the unsharded gradients to post_backward,
+    // which adds them into unsharded_accumulated_grad in the reduce dtype, one `+=` per
+    // parameter on the compute stream (FSDPParam.accumulate_unsharded_grad_if_needed, after
+    // to_accumulated_grad_if_needed's upcast on the first backward: memory_accounting.h,
+    // per_step_gather_bytes): the unfused rule below, every backward carrying it (the first's
+    // upcast, 2 + 4 bytes a parameter, counted as an add, 2 + 4 + 4).
+    const GradAccumulation how =
+        fsdp2_gathered_per_step(ctx) ? GradAccumulation::unfused : ctx.fw.grad_accumulation;
     const std::int64_t params = w.parameters - w.frozen_parameters;
     if (how == GradAccumulation::fused || n <= 0 || params <= 0)
         return;
@@ -512,6 +520,15 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     st.backward = finish(c, b);
     spans.finish(c.gpu);
     buckets.flush(c.gpu);
+    // FSDP2 under torch.distributed.pipelining: no reduce-scatter in the chunk's backwards
+    // (set_requires_gradient_sync(False) for every one); on the last, once the autograd
+    // backward has returned, run_post_backward calls each group's post_backward in turn
+    // (_PipelineStageBase.backward_maybe_with_nosync, torch/distributed/pipelining/stage.py of
+    // December 2024, the benchmark page's PyTorch): every gradient bucket is issued at the
+    // pass's end, none beside its compute.
+    if (units.gathered_per_step)
+        for (GradBucket& bucket : st.buckets)
+            bucket.ready = st.backward.time;
     // The root unit's one reduce-scatter, after every other bucket, at the pass's end.
     if (units.root_unit && units.root_params > 0)
         st.buckets.push_back(
