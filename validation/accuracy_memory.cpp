@@ -422,7 +422,9 @@ std::vector<std::string> memory_rules() {
         "the presets' allocator_fragmentation is 0 (no measured share at hand): reserved = "
         "allocated + the allocator's segment floor per stream (scripts/pytorch/"
         "allocator_fragmentation.py measures the share on a decoder, scripts/pytorch/"
-        "bert_memory.py the Hugging Face rows' allocated and reserved peaks, on a GPU)",
+        "pipeline_rank_memory.py on one pipeline rank of torchtitan's 405B runs replayed, "
+        "scripts/pytorch/bert_memory.py the Hugging Face rows' allocated and reserved peaks, on "
+        "a GPU)",
     };
 }
 

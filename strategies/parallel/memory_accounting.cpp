@@ -298,9 +298,8 @@ PassGatherBytes per_pass_gather_bytes(const GatheredUnits& units, std::int64_t p
     // foreach_reduce), holds its gradients and their copy-in once the backward's activations
     // are freed: not counted beside them.
     PassGatherBytes b;
-    const std::int64_t unit_elt = units.unit_elt > 0 ? units.unit_elt : param_elt;
-    b.forward = units.root * param_elt + (units.first + units.second) * unit_elt;
-    b.backward = b.forward + units.root_grads * param_elt + units.first * (param_elt + grad_elt);
+    b.forward = units.root * param_elt + units.first + units.second;
+    b.backward = b.forward + units.root_grads * param_elt + units.largest * (param_elt + grad_elt);
     return b;
 }
 

@@ -11,6 +11,7 @@
 #include "strategies/parallel/step_plan.h"
 #include "strategies/parallel/training_step.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -57,24 +58,26 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
                                     std::int64_t experts, int edp, std::int64_t layer_parameters,
                                     std::int64_t frozen = 0);
 
-/// The units of a chunk that ZeRO-3 gathers per pass, by parameters: FSDP2's root unit (kept
-/// gathered through the pass) and the gradients of it held through the blocks' backward, and
-/// the others (layers, embedding, head) of which the two largest count.
+/// The units of a chunk that ZeRO-3 gathers per pass: FSDP2's root unit (kept gathered
+/// through the pass, by parameters) and the gradients of it held through the blocks' backward,
+/// and the others (layers, embedding, head), of which the two holding the most gathered bytes
+/// count, and the largest by parameters for the gradients.
 struct GatheredUnits {
     std::int64_t root = 0;
     std::int64_t root_grads = 0;
-    std::int64_t first = 0;  ///< the largest unit
-    std::int64_t second = 0; ///< the second largest
-    /// Bytes per gathered element of `first` and `second` (0: the parameters' element): one
-    /// under torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather), which
-    /// gathers the layers' weights in FP8.
-    std::int64_t unit_elt = 0;
-    void add(std::int64_t params) {
-        if (params > first) {
+    std::int64_t first = 0;  ///< bytes of the unit holding most gathered
+    std::int64_t second = 0; ///< bytes of the second
+    /// Parameters of the largest unit: its unsharded gradients' elements.
+    std::int64_t largest = 0;
+    /// A unit of `params` parameters held gathered in `bytes` (one byte a Float8Linear weight
+    /// under torchao's FSDP float8 all-gather, TrainingSpec::fp8_fsdp_all_gather).
+    void add(std::int64_t params, std::int64_t bytes) {
+        largest = std::max(largest, params);
+        if (bytes > first) {
             second = first;
-            first = params;
-        } else if (params > second) {
-            second = params;
+            first = bytes;
+        } else if (bytes > second) {
+            second = bytes;
         }
     }
 };

@@ -7,19 +7,64 @@
 
 namespace clustersim::strategies::parallel::detail {
 
-Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params) {
+std::int64_t float8_gathered_weights(const models::ModelSpec& m, int tp, bool moe_layer) {
+    if (!m.is_transformer())
+        return 0;
+    const std::int64_t h = m.hidden;
+    const std::int64_t t = std::max(1, tp);
+    // Attention: wq, wk, wv (or latent attention's projections, its down projections
+    // replicated) and wo.
+    std::int64_t attention = 0;
+    if (m.is_mla()) {
+        const std::int64_t q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
+        const std::int64_t a = m.heads;
+        attention = h * m.q_lora_rank + h * (std::int64_t{m.kv_lora_rank} + m.qk_pos_emb_head_dim) +
+                    (q_in * a * m.mla_qk_dim() +
+                     std::int64_t{m.kv_lora_rank} * a * (m.qk_head_dim + m.v_head_dim) +
+                     a * m.v_head_dim * h) /
+                        t;
+    } else {
+        attention = (h * m.qkv_out() + m.q_dim() * h) / t;
+    }
+    if (!moe_layer)
+        return attention + (h * m.fc1_out() + std::int64_t{m.ffn} * h) / t;
+    // A layer with experts: the shared experts' linears and the router's gate, not the
+    // routed experts.
+    const std::int64_t shared =
+        m.moe_shared_expert_intermediate_size > 0
+            ? h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h
+            : 0;
+    const std::int64_t gate =
+        m.num_experts % 16 == 0 && h % 16 == 0 ? std::int64_t{m.num_experts} * h : 0;
+    return attention + shared / t + gate;
+}
+
+std::int64_t gathered_bytes(const ExperimentSpec& e, std::int64_t params,
+                            std::int64_t float8_params) {
+    const std::int64_t elt = hardware::bytes_per_element(comm_dtype(e.training.dtype));
+    const std::int64_t fp8 =
+        e.training.fp8_fsdp_all_gather ? std::clamp<std::int64_t>(float8_params, 0, params) : 0;
+    return params * elt - fp8 * (elt - 1);
+}
+
+Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params,
+                        std::int64_t float8_params) {
     collectives::Collective c;
     c.op = collectives::Op::all_gather;
     c.dtype = comm_dtype(ctx.e.training.dtype);
     const std::int64_t elt = hardware::bytes_per_element(c.dtype);
-    c.bytes = params * elt;
-    if (c.bytes <= 0)
+    if (params <= 0)
         return {};
     // The routed experts' share over their own group, where the context has one (experts
     // laid out apart, more than one rank to gather from); a group of one gathers nothing.
     const bool apart = experts_sharded_apart(ctx.e.parallel, ctx.e.model);
     const std::int64_t experts = apart ? std::clamp<std::int64_t>(expert_params, 0, params) : 0;
-    c.bytes = (params - experts) * elt;
+    // torchao's FSDP float8 all-gather: the Float8Linear weights travel as FP8 (fsdp_pre_
+    // all_gather casts the shard, torchao/float8/fsdp_utils.py at pytorch/ao@eab345c), one byte
+    // each, in the same flat all-gather as the rest (FSDP2's foreach_all_gather). Counted as
+    // those bytes of the collective's 16-bit type (rounded up to whole elements).
+    const std::int64_t dense_bytes = gathered_bytes(ctx.e, params - experts, float8_params);
+    c.bytes = (dense_bytes + elt - 1) / elt * elt;
     Gather g{ctx.dp_times.time(c).seconds(), ctx.dp_times.load(c)};
     if (experts > 0) {
         collectives::Collective x = c;
@@ -35,7 +80,7 @@ Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expe
         g.seconds = total;
     }
     if (ctx.e.parallel.fsdp2)
-        fsdp2_copies(ctx, params, params * elt, g);
+        fsdp2_copies(ctx, params, dense_bytes + experts * elt, g);
     return g;
 }
 

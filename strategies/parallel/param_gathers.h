@@ -29,8 +29,32 @@ inline bool experts_sharded_apart(const ParallelSpec& par, const models::ModelSp
 /// they are gathered over the expert-data-parallel group instead, after the rest (torchtitan's
 /// FSDP2 with expert parallelism shards them over efsdp = dp_shard x cp x tp / ep,
 /// torchtitan/distributed/fsdp.py, apply_fsdp's shard_placement_fn, at
-/// pytorch/torchtitan@b5bcd76c6).
-Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params = 0);
+/// pytorch/torchtitan@b5bcd76c6). `float8_params` of them are Float8Linear weights, gathered
+/// one byte each under torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather;
+/// float8_gathered_weights), the rest in the 16-bit type.
+Gather parameter_gather(PlanContext& ctx, std::int64_t params, std::int64_t expert_params = 0,
+                        std::int64_t float8_params = 0);
+
+/// Bytes FSDP2 gathers and holds for `params` parameters of which `float8_params` are
+/// Float8Linear weights: one byte each of those under TrainingSpec::fp8_fsdp_all_gather, the
+/// 16-bit type's bytes for every other.
+std::int64_t gathered_bytes(const ExperimentSpec& e, std::int64_t params,
+                            std::int64_t float8_params);
+
+/// The weights of one transformer layer (`moe_layer`: one with experts) held by each of `tp`
+/// ranks that torchao's Float8 training converts, and so that its FSDP float8 all-gather
+/// gathers in FP8: its nn.Linear modules' weights alone. convert_to_float8_training swaps
+/// every nn.Linear (swap_linear_layers: `isinstance(module, nn.Linear)`,
+/// torchao/float8/float8_linear_utils.py at pytorch/ao@eab345c) and only the weight is wrapped
+/// for the FP8 all-gather (WeightWithDynamicFloat8CastTensor in Float8Linear.from_float,
+/// torchao/float8/float8_linear.py at eab345c); torchtitan's filter leaves out the output
+/// layer (`fqn != "output"`, torchtitan/float8.py at pytorch/torchtitan@9dec370). So not the
+/// norms (RMSNorm's weight is an nn.Parameter of its own), nor the linears' biases, nor the
+/// routed experts (torchtitan's GroupedExperts holds them as nn.Parameter, not nn.Linear:
+/// torchtitan/components/quantization/utils.py, module_filter_fn, at pytorch/torchtitan@
+/// b5bcd76c6, which also keeps linears with a dimension not a multiple of 16 in bf16, as
+/// the router's gate of a number of experts not a multiple of 16).
+std::int64_t float8_gathered_weights(const models::ModelSpec& m, int tp, bool moe_layer);
 
 /// FSDP2's copies of a unit of `params` parameters gathered as `bytes` on the compute stream
 /// (Gather::copy_out, copy_in).

@@ -76,6 +76,31 @@ int head_runs(const PlanContext& ctx) {
     return 1 + ctx.e.model.mtp_num_layers;
 }
 
+/// The Float8Linear weights of one layer of `w` (float8_gathered_weights) where FSDP2 gathers
+/// them in FP8 (TrainingSpec::fp8_fsdp_all_gather); 0 otherwise. Its kind (with experts or
+/// not) is the kinds row `w` is in.
+std::int64_t layer_float8(const PlanContext& ctx, const LayerWork& w) {
+    if (!ctx.e.training.fp8_fsdp_all_gather)
+        return 0;
+    for (std::size_t kind = 0; kind < kLayerKinds; ++kind)
+        for (const LayerWork& k : ctx.kinds[kind])
+            if (&k == &w) {
+                const bool moe_layer = ctx.e.model.is_moe() && (kind & 1) == 0;
+                return std::min(w.parameters - w.expert_parameters,
+                                float8_gathered_weights(ctx.e.model, ctx.e.parallel.tp, moe_layer));
+            }
+    return 0;
+}
+
+/// The Float8Linear weights of a stage's layers (layer_float8).
+std::int64_t groups_float8(const PlanContext& ctx, const LayerGroups& groups) {
+    std::int64_t f8 = 0;
+    for (auto [wp, n] : groups)
+        if (n > 0)
+            f8 += n * layer_float8(ctx, *wp);
+    return f8;
+}
+
 /// What a stage holds beside its layers, and how its parameters are gathered.
 struct StageUnits {
     /// The head's parameters this stage holds: all of them, or with tied embeddings on the
@@ -199,20 +224,22 @@ public:
         }
         if (st.head)
             params += units.head_params;
-        chunk_ = parameter_gather(ctx, params, experts);
+        chunk_ = parameter_gather(ctx, params, experts, groups_float8(ctx, groups));
         chunk_.ahead = true;
         chunk_.whole = true;
         chunk_.lead = st.gather_lead.seconds();
         chunk_.beside = st.gather_beside.seconds();
     }
     /// The gather of the next unit, of `params` parameters (`expert_params` of them routed
-    /// experts').
-    Gather next(std::int64_t params, std::int64_t expert_params = 0) {
+    /// experts', `float8_params` Float8Linear weights).
+    Gather next(std::int64_t params, std::int64_t expert_params = 0,
+                std::int64_t float8_params = 0) {
         const bool first = first_unit_;
         first_unit_ = false;
         if (ahead_)
             return first ? chunk_ : Gather{};
-        Gather layer = gathers_ ? parameter_gather(ctx_, params, expert_params) : Gather{};
+        Gather layer =
+            gathers_ ? parameter_gather(ctx_, params, expert_params, float8_params) : Gather{};
         // The first chunk's first bucket, issued by zero_grad at the step's start: on a rank
         // after the first, gather_lead before its first forward (VirtualStagePlan::
         // gather_lead). The distributed optimizer's gathers only (first_forward): ZeRO-3's
@@ -266,7 +293,7 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
             const LayerWork& w = *wp;
             spans.begin();
             run_layers(w, forward_units(w), n, ctx.env, c, f,
-                       gather.next(w.parameters, w.expert_parameters));
+                       gather.next(w.parameters, w.expert_parameters, layer_float8(ctx, w)));
             spans.end("layer", first_layers[g], n, w, false);
         }
     }
@@ -370,7 +397,15 @@ int layer_param_tensors(const PlanContext& ctx, const LayerWork& w) {
 /// backward carries (m - 1) / m of the cost, m the micro-batches per step: the step pays
 /// m - 1 accumulations in all.
 void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& c, PassSeconds& b) {
-    const GradAccumulation how = ctx.fw.grad_accumulation;
+    // FSDP2 under a pipeline (fsdp2_gathered_per_step) accumulates whatever the framework's
+    // fusion: each backward but the last leaves the unsharded gradients to post_backward,
+    // which adds them into unsharded_accumulated_grad in the reduce dtype, one `+=` per
+    // parameter on the compute stream (FSDPParam.accumulate_unsharded_grad_if_needed, after
+    // to_accumulated_grad_if_needed's upcast on the first backward: memory_accounting.h,
+    // per_step_gather_bytes): the unfused rule below, every backward carrying it (the first's
+    // upcast, 2 + 4 bytes a parameter, counted as an add, 2 + 4 + 4).
+    const GradAccumulation how =
+        fsdp2_gathered_per_step(ctx) ? GradAccumulation::unfused : ctx.fw.grad_accumulation;
     const std::int64_t params = w.parameters - w.frozen_parameters;
     if (how == GradAccumulation::fused || n <= 0 || params <= 0)
         return;
@@ -448,9 +483,10 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
         const LayerWork& w = *wp;
         spans.begin();
         const double start = std::max(c.gpu, c.comm);
-        const Gather gather = units.gathers_per_pass
-                                  ? parameter_gather(ctx, w.parameters, w.expert_parameters)
-                                  : Gather{};
+        const Gather gather =
+            units.gathers_per_pass
+                ? parameter_gather(ctx, w.parameters, w.expert_parameters, layer_float8(ctx, w))
+                : Gather{};
         if (last_block_kept && units.gathers_per_pass) {
             Gather kept = gather;
             kept.seconds = 0;
@@ -484,6 +520,15 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
     st.backward = finish(c, b);
     spans.finish(c.gpu);
     buckets.flush(c.gpu);
+    // FSDP2 under torch.distributed.pipelining: no reduce-scatter in the chunk's backwards
+    // (set_requires_gradient_sync(False) for every one); on the last, once the autograd
+    // backward has returned, run_post_backward calls each group's post_backward in turn
+    // (_PipelineStageBase.backward_maybe_with_nosync, torch/distributed/pipelining/stage.py of
+    // December 2024, the benchmark page's PyTorch): every gradient bucket is issued at the
+    // pass's end, none beside its compute.
+    if (units.gathered_per_step)
+        for (GradBucket& bucket : st.buckets)
+            bucket.ready = st.backward.time;
     // The root unit's one reduce-scatter, after every other bucket, at the pass's end.
     if (units.root_unit && units.root_params > 0)
         st.buckets.push_back(
@@ -583,21 +628,18 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
                     const StageUnits& units) {
     const std::int64_t param_elt = hardware::bytes_per_element(comm_dtype(ctx.e.training.dtype));
     const std::int64_t grad_elt = hardware::bytes_per_element(grad_reduce_dtype(ctx.e));
-    // torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather): the layers' weights
-    // gathered and held in FP8, the rest (embedding, the output layer, which torchtitan leaves
-    // in bf16: convert_to_float8_training's module_filter_fn `fqn != "output"`,
-    // torchtitan/float8.py at 9dec370) in the 16-bit type. Their all-gather's time still
-    // counts 16-bit bytes.
-    const std::int64_t layer_elt = ctx.e.training.fp8_fsdp_all_gather ? 1 : param_elt;
-    st.gathered_bytes =
-        ctx.zero3 ? st.parameters * param_elt - st.layer_parameters * (param_elt - layer_elt) : 0;
+    // torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather): the layers'
+    // Float8Linear weights gathered and held in FP8 (layer_float8), the rest (norms, biases,
+    // routed experts, the embedding, the output layer) in the 16-bit type; the gathers' time
+    // counts the same bytes (parameter_gather).
+    const std::int64_t f8 = groups_float8(ctx, groups);
+    st.gathered_bytes = ctx.zero3 ? gathered_bytes(ctx.e, st.parameters, f8) : 0;
     st.forward_gather_bytes = 0;
     st.backward_gather_bytes = 0;
     st.step_gathered_bytes = 0;
     st.step_grad_bytes = 0;
     if (ctx.zero3 && !units.gathered_per_step) {
         GatheredUnits g;
-        g.unit_elt = layer_elt;
         if (units.root_unit) {
             g.root = units.root_params;
             g.root_grads =
@@ -606,20 +648,21 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
                         : 0;
         } else {
             if (st.embedding)
-                g.add(ctx.embedding.parameters);
+                g.add(ctx.embedding.parameters, ctx.embedding.parameters * param_elt);
             if (st.head)
-                g.add(units.head_params);
+                g.add(units.head_params, units.head_params * param_elt);
         }
         for (auto [wp, n] : groups)
             for (int k = 0; k < std::min(n, 2); ++k)
-                g.add(wp->parameters);
+                g.add(wp->parameters,
+                      gathered_bytes(ctx.e, wp->parameters, layer_float8(ctx, *wp)));
         const PassGatherBytes bytes = per_pass_gather_bytes(g, param_elt, grad_elt);
         st.forward_gather_bytes = bytes.forward;
         st.backward_gather_bytes = bytes.backward;
     }
     if (units.gathered_per_step) {
         const StepGatherBytes bytes = per_step_gather_bytes(st.parameters, param_elt, grad_elt);
-        st.step_gathered_bytes = bytes.parameters - st.layer_parameters * (param_elt - layer_elt);
+        st.step_gathered_bytes = bytes.parameters - (st.parameters * param_elt - st.gathered_bytes);
         st.step_grad_bytes = bytes.gradients;
     }
 }

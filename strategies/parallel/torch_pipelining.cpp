@@ -75,10 +75,17 @@ TorchStageBuffers torch_stage_buffers(const StepPlan& plan, int vs) {
         output = tokens * (models::padded_vocab(e->model, tp) / tp) *
                  hardware::bytes_per_element(detail::weight_dtype(e->training.dtype));
     }
+    // A compiled loss (models::CrossEntropy::compiled) saves the 16-bit logits for its
+    // backward: the tensor output_chunks keeps, counted in the head's activations while its
+    // micro-batch is in flight, so not again by the forward; the backward's release of the
+    // activations takes it off, and output_chunks keeps it to the step's end.
+    const std::int64_t shared =
+        last && e->training.cross_entropy == models::CrossEntropy::compiled ? output : 0;
     b.held = m * input + (last ? 0 : m * output);
-    b.per_forward = output - input;
-    // The input's gradient, and the receive buffer the activations' release took off again.
-    b.per_backward = 2 * input;
+    b.per_forward = output - input - shared;
+    // The input's gradient, and the receive buffer the activations' release took off again
+    // (and the compiled loss's logits, likewise).
+    b.per_backward = 2 * input + shared;
     return b;
 }
 

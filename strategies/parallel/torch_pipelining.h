@@ -44,12 +44,14 @@ std::vector<std::vector<PipePass>> torch_interleaved_order(const PipelineShape& 
 ///   cleared only by the next step's clear_runtime_states, on every stage: the activation sent
 ///   on, or the last stage's 16-bit logits. Less, on a stage after the first, the input its
 ///   first layer keeps for the backward (counted in the stage's activations), which is the
-///   receive buffer counted in `held`.
+///   receive buffer counted in `held`; and less, on the last stage under a compiled loss, the
+///   logits that loss saves (counted in the head's activations), which are the output kept.
 /// - `per_backward`, added by each backward and kept to the step's end: stage_backward runs
 ///   torch.autograd.backward and returns `val.grad` of the received inputs, which the buffer
 ///   keeps (no `val.grad = None`, added in 2025) until clear_runtime_states: an input's bytes,
 ///   and the input again, which the backward frees with the stage's activations though its
-///   receive buffer stays (counted in `held`, taken off by `per_forward`).
+///   receive buffer stays (counted in `held`, taken off by `per_forward`); and a compiled
+///   loss's logits, freed with the activations though output_chunks keeps them.
 struct TorchStageBuffers {
     std::int64_t held = 0;
     std::int64_t per_forward = 0;

@@ -222,7 +222,8 @@ std::vector<Key<TrainingSpec>> memory_training_keys() {
           .type = KeyType::boolean,
           .fallback = "false",
           .mirrors = "torchtitan's [float8] enable_fsdp_float8_all_gather (torchao's)",
-          .meaning = "with dtype fp8 and FSDP2: the layers' weights gathered and held in FP8",
+          .meaning = "with dtype fp8 and FSDP2: the layers' linear weights gathered and held in "
+                     "FP8 (norms, biases, routed experts, embedding and output layer in bf16)",
           .lands = "TrainingSpec::fp8_fsdp_all_gather",
           .example = "false",
           .commented = true},

@@ -1,11 +1,13 @@
-// torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather): the layers' weights
-// gathered and held in FP8, one byte each, the embedding and the output layer in bf16; checked
-// in closed form on FSDP2's gathered bytes with and without a pipeline, and refused without FP8
-// or FSDP2.
+// torchao's FSDP float8 all-gather (TrainingSpec::fp8_fsdp_all_gather): the layers' linear
+// weights (Float8Linear's) gathered and held in FP8, one byte each, their norms, the embedding
+// and the output layer in bf16; checked in closed form on FSDP2's gathered bytes with and
+// without a pipeline, on the gathers' time (the bytes they move), and refused without FP8 or
+// FSDP2.
 #include "base/error.h"
 #include "hardware/hardware_loader.h"
 #include "strategies/parallel/experiment.h"
 #include "strategies/parallel/memory_accounting.h"
+#include "strategies/parallel/param_gathers.h"
 #include "strategies/parallel/platform.h"
 #include "strategies/parallel/step_plan.h"
 
@@ -46,6 +48,14 @@ StepPlan plan_of(const ExperimentSpec& e) {
     return build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
 }
 
+/// The Float8Linear weights of one layer of `e`'s Llama-like model per tensor-parallel rank:
+/// wq (h x h), wk and wv (h x kv), wo (h x h), w1 and w3 (h x ffn), w2 (ffn x h).
+std::int64_t linear_weights(const ExperimentSpec& e) {
+    const std::int64_t h = e.model.hidden;
+    const std::int64_t kv = h / e.model.heads * e.model.kv_heads;
+    return (2 * h * h + 2 * h * kv + 3 * h * std::int64_t{e.model.ffn}) / e.parallel.tp;
+}
+
 } // namespace
 
 TEST_CASE("FP8 all-gather: FSDP2's gathered layer weights one byte each, the rest bf16",
@@ -60,15 +70,20 @@ TEST_CASE("FP8 all-gather: FSDP2's gathered layer weights one byte each, the res
         const StepPlan on_plan = plan_of(on_e);
         // The reduce dtype's bytes: torchtitan's float32 (the preset's fp32 gradient reduction).
         const std::int64_t g = on_e.framework.fp32_grad_reduce ? 4 : 2;
+        const std::int64_t f8_layer = linear_weights(on_e);
+        REQUIRE(detail::float8_gathered_weights(on_e.model, 1, false) == f8_layer);
         for (int vs = 0; vs < 2; ++vs) {
             INFO("stage " << vs);
             const VirtualStagePlan& a = off_plan.stage(vs);
             const VirtualStagePlan& b = on_plan.stage(vs);
             REQUIRE(b.parameters == a.parameters);
             REQUIRE(b.layer_parameters > 0);
+            // A layer's parameters beyond its linear weights: its two RMSNorm weights.
+            REQUIRE(b.layer_parameters - b.layers * f8_layer ==
+                    b.layers * 2 * std::int64_t{on_e.model.hidden});
+            const std::int64_t f8 = b.layers * f8_layer;
             CHECK(a.step_gathered_bytes == 2 * a.parameters);
-            CHECK(b.step_gathered_bytes ==
-                  b.layer_parameters + 2 * (b.parameters - b.layer_parameters));
+            CHECK(b.step_gathered_bytes == f8 + 2 * (b.parameters - f8));
             // The gradients stay unsharded in fp32 either way.
             CHECK(b.step_grad_bytes == g * b.parameters);
             CHECK(b.step_grad_bytes == a.step_grad_bytes);
@@ -82,11 +97,40 @@ TEST_CASE("FP8 all-gather: FSDP2's gathered layer weights one byte each, the res
         const ExperimentSpec on_e = llama(on);
         const VirtualStagePlan a = plan_of(off_e).stage(0);
         const VirtualStagePlan b = plan_of(on_e).stage(0);
-        const std::int64_t layer = b.layer_parameters / b.layers;
-        // Two layers less by one byte each per parameter, in both passes; the backward's
-        // layer gradients (bf16 and the fp32 reduce-scatter input) as before.
-        CHECK(a.forward_gather_bytes - b.forward_gather_bytes == 2 * layer);
-        CHECK(a.backward_gather_bytes - b.backward_gather_bytes == 2 * layer);
+        const std::int64_t f8_layer = linear_weights(on_e);
+        // Two layers' linear weights less by one byte each, in both passes (their norms stay
+        // bf16); the backward's layer gradients (bf16 and the fp32 reduce-scatter input) as
+        // before.
+        CHECK(a.forward_gather_bytes - b.forward_gather_bytes == 2 * f8_layer);
+        CHECK(a.backward_gather_bytes - b.backward_gather_bytes == 2 * f8_layer);
+        CHECK(a.gathered_bytes - b.gathered_bytes == b.layers * f8_layer);
+    }
+    SECTION("the gathers move the bytes they hold: a layer's in FP8 about half its bf16 time") {
+        // FSDP2 without a pipeline gathers each layer in the backward (3 of 4 here, the last
+        // kept from its forward): one layer more is one more layer's gather. Its time is a
+        // latency and the bytes over the bandwidth, so with the bytes halved and more
+        // (bf16: 2 per parameter; FP8: 1 per linear weight, 2 per norm weight) the time falls
+        // to their ratio plus the latency's share; it stays well above the ratio's half.
+        auto one_layer = [](bool on) {
+            Settings s{{"parallel.dp", "8"}};
+            if (on)
+                s.push_back({"training.fp8_fsdp_all_gather", "true"});
+            Settings s5 = s;
+            s5.push_back({"model.layers", "5"});
+            const ExperimentSpec e4 = llama(s);
+            const ExperimentSpec e5 = llama(s5);
+            return plan_of(e5).stage(0).backward.param_gather.seconds() -
+                   plan_of(e4).stage(0).backward.param_gather.seconds();
+        };
+        const ExperimentSpec e = llama({{"parallel.dp", "8"}});
+        const std::int64_t layer = e.model.hidden * 2 + linear_weights(e);
+        const double ratio =
+            static_cast<double>(2 * layer - linear_weights(e)) / static_cast<double>(2 * layer);
+        const double off = one_layer(false);
+        const double on = one_layer(true);
+        REQUIRE(off > 0);
+        CHECK(on / off >= ratio);
+        CHECK(on / off < ratio * 1.1);
     }
     SECTION("refused without FP8 or FSDP2") {
         const auto refusal = [](Settings s, bool fp8) {

@@ -112,7 +112,9 @@ TEST_CASE("FSDP2 under a pipeline: parameters gathered on a chunk's first forwar
           "per-micro-batch gather or copy",
           "[strategies][training][zero][fsdp2][pp]") {
     // torchtitan keeps the parameters unsharded through the step when pipelining
-    // (reshard_after_forward = False) and reduce-scatters on the last backward only.
+    // (reshard_after_forward = False) and reduce-scatters on the last backward only; every
+    // backward adds its gradients into the fp32 unsharded_accumulated_grad, as Megatron-LM's
+    // unfused accumulation adds into its fp32 main gradients.
     const Settings fsdp2{{"training.global_batch", "8"},
                          {"training.micro_batch", "1"},
                          {"parallel.pp", "2"},
@@ -125,10 +127,15 @@ TEST_CASE("FSDP2 under a pipeline: parameters gathered on a chunk's first forwar
     const VirtualStagePlan with_fsdp2 = stage_of(llama(4, fsdp2));
     const VirtualStagePlan with_zero1 = stage_of(llama(4, zero1));
     const VirtualStagePlan with_zero3 = stage_of(llama(4, zero3));
+    ExperimentSpec unfused = llama(4, zero1);
+    REQUIRE(unfused.framework.grad_accumulation == GradAccumulation::fused);
+    unfused.framework.grad_accumulation = GradAccumulation::unfused;
+    const VirtualStagePlan with_zero1_unfused = stage_of(unfused);
     // Every micro-batch but a chunk's first runs as without any gather; the first pays the
-    // gathers' copy-out at least (one per layer).
+    // gathers' copy-out at least (one per layer); the backward accumulates as unfused.
     CHECK(with_fsdp2.forward.time == with_zero1.forward.time);
-    CHECK(with_fsdp2.backward.time == with_zero1.backward.time);
+    CHECK(with_fsdp2.backward.time == with_zero1_unfused.backward.time);
+    CHECK(with_fsdp2.backward.time > with_zero1.backward.time);
     CHECK(with_fsdp2.first_forward.time > with_fsdp2.forward.time);
     // DeepSpeed's ZeRO-3 gathers again in every pass.
     CHECK(with_zero3.forward.time == with_zero3.first_forward.time);

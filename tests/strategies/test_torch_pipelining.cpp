@@ -170,3 +170,77 @@ TEST_CASE("torch pipelining: stages keep their outputs, a receive buffer per mic
     CHECK(peak_activation_bytes(zp, 0) ==
           m * zp.stage(0).activation_bytes + zp.stage(0).transient_bytes);
 }
+
+TEST_CASE("torch pipelining: a compiled loss's saved logits are the last stage's kept output, "
+          "counted once",
+          "[strategies][pipeline][torch_pipelining][memory]") {
+    // The compiled cross-entropy saves the 16-bit logits for its backward (the head's
+    // activations) and output_chunks keeps the same tensor to the step's end: in flight it is
+    // one tensor, and after its backward output_chunks still holds it.
+    const ExperimentSpec e =
+        llama(8, {{"parallel.fsdp", "true"}, {"training.cross_entropy", "compiled"}});
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    const int P = 4;
+    const std::int64_t m = plan.shape.micro_batches;
+    REQUIRE(m == 4);
+    const std::int64_t x = std::int64_t{e.model.seq} * e.model.hidden * 2;
+    const std::int64_t logits =
+        std::int64_t{e.model.seq} * strategies::models::padded_vocab(e.model, 1) * 2;
+    const VirtualStagePlan& last = plan.stage(P - 1);
+    const TorchStageBuffers bl = torch_stage_buffers(plan, P - 1);
+    CHECK(bl.held == m * x);
+    CHECK(bl.per_forward == -x);
+    CHECK(bl.per_backward == 2 * x + logits);
+    // One forward and one backward in turn: at the last backward the in-flight micro-batch's
+    // activations (its logits among them), the m - 1 earlier logits and the m - 1 earlier
+    // input gradients beside the m receive buffers; at the step's end the m logits.
+    const std::int64_t at_last_backward =
+        last.activation_bytes + last.transient_bytes + (m - 1) * logits + 2 * (m - 1) * x;
+    REQUIRE(at_last_backward >= 2 * m * x + m * logits);
+    CHECK(peak_activation_bytes(plan, P - 1) == at_last_backward);
+    // The other stages are as under an eager loss.
+    const ExperimentSpec eager =
+        llama(8, {{"parallel.fsdp", "true"}, {"training.cross_entropy", "eager"}});
+    const StepPlan ep = build_step_plan(eager, std::make_shared<hardware::Topology>(eager.cluster));
+    for (int vs = 0; vs + 1 < P; ++vs) {
+        const TorchStageBuffers a = torch_stage_buffers(ep, vs);
+        const TorchStageBuffers b = torch_stage_buffers(plan, vs);
+        CHECK(a.held == b.held);
+        CHECK(a.per_forward == b.per_forward);
+        CHECK(a.per_backward == b.per_backward);
+    }
+}
+
+TEST_CASE("torch pipelining with FSDP2: the gradients reduce-scattered after the chunk's last "
+          "backward, accumulated in every backward",
+          "[strategies][pipeline][torch_pipelining][fsdp2]") {
+    // run_post_backward calls each group's post_backward once the last backward has returned:
+    // every bucket is ready at the pass's end, none during it.
+    ExperimentSpec e = llama(8, {{"parallel.fsdp", "true"}});
+    const StepPlan plan = build_step_plan(e, std::make_shared<hardware::Topology>(e.cluster));
+    for (int vs = 0; vs < 4; ++vs) {
+        INFO("stage " << vs);
+        const VirtualStagePlan& st = plan.stage(vs);
+        REQUIRE(st.buckets.size() >= 2);
+        for (const GradBucket& b : st.buckets)
+            CHECK(b.ready == st.backward.time);
+    }
+    // FSDP2 adds each backward's gradients into unsharded_accumulated_grad whatever the
+    // framework's fusion: the same backward under fused and unfused accumulation.
+    REQUIRE(e.framework.grad_accumulation == GradAccumulation::fused);
+    ExperimentSpec unfused = e;
+    unfused.framework.grad_accumulation = GradAccumulation::unfused;
+    const StepPlan up =
+        build_step_plan(unfused, std::make_shared<hardware::Topology>(unfused.cluster));
+    for (int vs = 0; vs < 4; ++vs)
+        CHECK(up.stage(vs).backward.time == plan.stage(vs).backward.time);
+    // Without a pipeline the fused preset accumulates nothing apart.
+    ExperimentSpec flat =
+        llama(8, {{"parallel.fsdp", "true"}, {"parallel.pp", "1"}, {"parallel.dp", "8"}});
+    ExperimentSpec flat_unfused = flat;
+    flat_unfused.framework.grad_accumulation = GradAccumulation::unfused;
+    const StepPlan fp = build_step_plan(flat, std::make_shared<hardware::Topology>(flat.cluster));
+    const StepPlan fu =
+        build_step_plan(flat_unfused, std::make_shared<hardware::Topology>(flat_unfused.cluster));
+    CHECK(fu.stage(0).backward.time > fp.stage(0).backward.time);
+}
