@@ -28,15 +28,13 @@ std::int64_t float8_gathered_weights(const models::ModelSpec& m, int tp, bool mo
     }
     if (!moe_layer)
         return attention + (h * m.fc1_out() + std::int64_t{m.ffn} * h) / t;
-    // A layer with experts: the shared experts' linears and the router's gate, not the
-    // routed experts.
+    // A layer with experts: the shared experts' linears; not the routed experts, nor the
+    // router's gate, which torchtitan's mixture-of-experts configs filter out.
     const std::int64_t shared =
         m.moe_shared_expert_intermediate_size > 0
             ? h * m.shared_fc1_out() + std::int64_t{m.moe_shared_expert_intermediate_size} * h
             : 0;
-    const std::int64_t gate =
-        m.num_experts % 16 == 0 && h % 16 == 0 ? std::int64_t{m.num_experts} * h : 0;
-    return attention + shared / t + gate;
+    return attention + shared / t;
 }
 
 std::int64_t gathered_bytes(const ExperimentSpec& e, std::int64_t params,

@@ -52,8 +52,9 @@ std::int64_t gathered_bytes(const ExperimentSpec& e, std::int64_t params,
 /// norms (RMSNorm's weight is an nn.Parameter of its own), nor the linears' biases, nor the
 /// routed experts (torchtitan's GroupedExperts holds them as nn.Parameter, not nn.Linear:
 /// torchtitan/components/quantization/utils.py, module_filter_fn, at pytorch/torchtitan@
-/// b5bcd76c6, which also keeps linears with a dimension not a multiple of 16 in bf16, as
-/// the router's gate of a number of experts not a multiple of 16).
+/// b5bcd76c6), nor the router's gate (its mixture-of-experts configs filter it:
+/// `filter_fqns = ["output", "router.gate"]`, torchtitan/models/deepseek_v3/train_configs/*.toml
+/// at pytorch/torchtitan@de335b321).
 std::int64_t float8_gathered_weights(const models::ModelSpec& m, int tp, bool moe_layer);
 
 /// FSDP2's copies of a unit of `params` parameters gathered as `bytes` on the compute stream

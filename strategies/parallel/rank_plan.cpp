@@ -255,14 +255,19 @@ void plan_embedding_all_reduce(const PlanContext& ctx, StepPlan& plan) {
     const auto grad_dtype = bf16_optimizer(e) ? hardware::Dtype::fp32 : grad_reduce_dtype(e);
     const std::vector<int> pair{gpu_of(par, 0, 0, 0), gpu_of(par, 0, 0, par.pp - 1)};
     std::unique_ptr<collectives::Communicator> comm;
-    CollectiveTimes times(communicator(plan, pair, comm), ctx.fw, ctx.e.gpus);
+    // Its flows: the first and last stages' GPUs, which run it pair by pair (plan_ranks's
+    // caller counts every GPU instead where other collectives cross nodes too; the band at
+    // the same count, StepPlan::inter_node_flows).
+    const int flows = 2 * ctx.e.gpus / par.pp;
+    CollectiveTimes times(communicator(plan, pair, comm), ctx.fw, flows);
     DpCollective d;
     d.collective.op = collectives::Op::all_reduce;
     d.collective.dtype = grad_dtype;
     d.collective.bytes = ctx.embedding.parameters * hardware::bytes_per_element(grad_dtype);
     d.time = times.time(d.collective);
     d.role = DpRole::embedding_grad_all_reduce;
-    plan.ranks.front().dp_crosses_nodes |= times.crosses_nodes();
+    if (times.crosses_nodes())
+        plan.inter_node_flows = flows;
     plan.ranks.front().dp.push_back(d);
     plan.ranks.back().dp.push_back(d);
 }

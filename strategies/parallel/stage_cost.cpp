@@ -398,7 +398,8 @@ int layer_param_tensors(const PlanContext& ctx, const LayerWork& w) {
 /// m - 1 accumulations in all.
 void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& c, PassSeconds& b) {
     // FSDP2 under a pipeline (fsdp2_gathered_per_step) accumulates whatever the framework's
-    // fusion: each backward but the last leaves the unsharded gradients to post_backward,
+    // fusion: every backward, the last too (each runs with set_requires_gradient_sync(False);
+    // run_post_backward reduces afterwards), leaves the unsharded gradients to post_backward,
     // which adds them into unsharded_accumulated_grad in the reduce dtype, one `+=` per
     // parameter on the compute stream (FSDPParam.accumulate_unsharded_grad_if_needed, after
     // to_accumulated_grad_if_needed's upcast on the first backward: memory_accounting.h,

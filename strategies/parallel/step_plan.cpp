@@ -421,12 +421,13 @@ StepPlan build_step_plan(const ExperimentSpec& e,
     detail::overlap_param_gathers(ctx, plan);
     plan_transfers(ctx, plan);
     detail::plan_ranks(ctx, plan);
-    plan.collectives_cross_nodes =
-        ctx.tp_times.crosses_nodes() || ctx.dp_times.crosses_nodes() ||
+    // plan_ranks set the tied embedding's flows, if its all-reduce crosses nodes.
+    if (ctx.tp_times.crosses_nodes() || ctx.dp_times.crosses_nodes() ||
         ctx.edp_times.crosses_nodes() || ctx.ep_times.crosses_nodes() ||
         ctx.etp_times.crosses_nodes() || ctx.ep_rail_times.crosses_nodes() ||
         std::any_of(plan.ranks.begin(), plan.ranks.end(),
-                    [](const RankPlan& r) { return r.dp_crosses_nodes; });
+                    [](const RankPlan& r) { return r.dp_crosses_nodes; }))
+        plan.inter_node_flows = e.gpus;
     return plan;
 }
 

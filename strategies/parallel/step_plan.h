@@ -233,8 +233,8 @@ struct RankPlan {
     std::vector<int> ep_group;
     std::vector<int> expert_dp_group;
     std::int64_t expert_parameters = 0;
-    /// Whether a collective of its data-parallel phase (or the tied embedding's all-reduce)
-    /// runs over a communicator spanning nodes (CollectiveTimes::crosses_nodes).
+    /// Whether a collective of its data-parallel phase runs over a communicator spanning nodes
+    /// (CollectiveTimes::crosses_nodes).
     bool dp_crosses_nodes = false;
     /// Of `parameters`, the frozen ones (LoRA's base weights: no gradient, no optimizer state,
     /// no data-parallel reduction). 0 otherwise.
@@ -258,10 +258,12 @@ struct StepPlan {
     std::int64_t capacity_bytes = 0;    ///< what the device reports (GpuSpec::usable_hbm_bytes)
     double allocator_fragmentation = 0; ///< FrameworkSpec::allocator_fragmentation
     bool automatic_recompute = false;
-    /// Whether any collective of the step (the passes', the data-parallel phase's) runs over a
-    /// communicator spanning nodes: the job's flows that the congestion between jobs stretches
-    /// (straggler.h), and that the straggler band counts.
-    bool collectives_cross_nodes = false;
+    /// The job's inter-node flows, one per GPU whose collectives cross nodes (straggler.h): every
+    /// GPU where a pass's or the data-parallel phase's communicator spans nodes (each GPU is in
+    /// one such group of every kind), else the first and last stages' GPUs where only the tied
+    /// embedding's all-reduce does; 0 where none. The congestion stretches those collectives at
+    /// the slowest of these flows, and the straggler band counts them.
+    int inter_node_flows = 0;
     /// Recompute actually used on every layer when not automatic.
     models::Recompute uniform_recompute = models::Recompute::none;
 

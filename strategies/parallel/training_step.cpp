@@ -99,7 +99,7 @@ PassTimes mean_pass_times(const StepPlan& plan) {
 
 /// The costs of scale of a step of `e` planned as `plan` (straggler.h): the slowest GPU of all,
 /// the synchronisations' waits, and the slowest of the job's inter-node flows, one per GPU,
-/// where a collective of the step crosses nodes (StepPlan::collectives_cross_nodes: the same
+/// where a collective of the step crosses nodes (StepPlan::inter_node_flows: the same
 /// communicators the congestion stretches; pipeline sends alone are one flow each and wait for
 /// no other).
 StragglerBand scale_costs(const ExperimentSpec& e, const StepPlan& plan) {
@@ -108,8 +108,7 @@ StragglerBand scale_costs(const ExperimentSpec& e, const StepPlan& plan) {
     b.synchronisations = step_synchronisations(e);
     b.sync_wait_s = step_sync_wait(e);
     b.network_spread = e.framework.network_flow_spread;
-    if (plan.collectives_cross_nodes)
-        b.network_flows = e.gpus;
+    b.network_flows = plan.inter_node_flows;
     if (b.network_spread > 0 && b.network_flows > 1) {
         b.network_slowdown = network_slowdown(b.network_spread, b.network_flows);
         b.network_slowdown_p05 = network_slowdown(b.network_spread, b.network_flows, 0.05);

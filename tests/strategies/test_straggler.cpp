@@ -328,6 +328,7 @@ TEST_CASE("scale costs: congestion slows the collectives across nodes", "[parall
     CHECK(untied.straggler.network_flows == 0);
     CHECK(untied.step_time_s == piped(quiet, "false").step_time_s);
     const StepResult tied = piped(shared, "true");
+    // (the first and last stages' 8 GPUs each: 16 of 16 here)
     CHECK(tied.straggler.network_flows == 16);
     CHECK(tied.straggler.network_slowdown == Approx(network_slowdown(0.05, 16)));
     CHECK(tied.step_time_s > piped(quiet, "true").step_time_s);
