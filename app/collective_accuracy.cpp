@@ -131,10 +131,19 @@ std::string collective_accuracy_markdown(ReportData& data) {
           "used. mi300x's xGMI Simple efficiency is fitted to the 8-GPU curve's 8 GB plateau and "
           "its RoCE efficiency and network step latency to the 16-GPU curve from 256 MiB; the "
           "mi325x and mi355x curves are not fitted. Threshold: every size from 64 MiB within 8%. "
-          "One size misses it: the 2-node MI300X run at 128 MiB measured 174 GB/s, not a "
-          "ring/Simple rate (the model's ring/LL gives 171 there); RCCL picks its algorithm and "
-          "protocol by its own per-size correction tables (tuning.cc, tuning_model_5), which "
-          "are not modelled: the cheapest predicted runs.\n\n"
+          "On mi300x and mi325x the algorithm and protocol are RCCL's pick "
+          "(`collectives.library: rccl`): RCCL 2.21.5's cost model with tuning_model_5's "
+          "per-size correction tables, which on 2 nodes picks tree/LL to 2 MiB, tree/Simple "
+          "from 4 to 256 MiB and ring/Simple above, though the model's ring is the faster "
+          "at every size from 1 MiB; mi355x (RCCL 2.26 on gfx950, other tables) runs the cheapest "
+          "predicted. One size "
+          "misses the threshold: the 2-node MI300X run at 128 MiB measured 174 GB/s, and "
+          "tree/Simple predicts 231. The run's RCCL 2.22.3 already ran the ring at 256 MiB "
+          "(its 1.71 ms there leave 0.26 ms for the second 128 MiB after 1.45 ms for the "
+          "first, faster than the 8 NICs carry: a switch of algorithm), where 2.21.5's tables "
+          "keep the tree to 256 MiB; RCCL 2.25 retuned them (PR #1627: \"suboptimal tree "
+          "usage for larger messages (above 64 MB)\"). Below 32 MiB the run's floor (219 us "
+          "for 16 B, the model's tree/LL 58 us) is its network's and is not fitted.\n\n"
           "| curve | max abs error >= 64 MiB | within 8% |\n|---|---:|---|\n";
     for (const auto& c : a.rccl_all_reduce) {
         const double worst = c.errors(64 * kMiB).max_abs;

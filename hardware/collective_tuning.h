@@ -119,8 +119,19 @@ struct TreeTuning {
     std::array<std::array<sim::Time, kLinkLevelCount>, kProtocolCount> step_latency{};
 };
 
+/// Whose rule picks the algorithm and protocol a collective leaves open (`--algo auto`).
+enum class CollectiveLibrary : std::uint8_t {
+    /// The cheapest predicted: what NCCL's cost model aims at, its tables following its kernels.
+    nccl,
+    /// RCCL's own cost model and per-size correction tables (tuning_model_5, on MI300-class
+    /// 8-GPU xGMI nodes), whose pick can be far from the cheapest
+    /// (strategies/collectives/rccl_tuning.h); the pick then costs clustersim's closed form.
+    rccl,
+};
+
 struct CollectiveTuning {
     sim::Time launch_latency = sim::Time::zero();
+    CollectiveLibrary library = CollectiveLibrary::nccl; ///< `collectives.library`
     std::array<ProtocolTuning, kProtocolCount> protocols{};
     NvlsTuning nvls;
     TreeTuning tree;                     ///< the double binary tree across nodes

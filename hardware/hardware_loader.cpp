@@ -382,6 +382,13 @@ void validate(const ClusterSpec& s, const std::string& file) {
         require(n.nvlink.bandwidth > 0, "node.nvlink.bandwidth", "NVLink bandwidth per GPU");
     if (n.fabric == IntraNodeFabric::xgmi_mesh)
         require(n.xgmi.bandwidth > 0, "node.xgmi.bandwidth", "the bandwidth of one xGMI link");
+    // RCCL's tuning model 5 is what RCCL's rome models select for a full xGMI mesh of 8 GPUs
+    // (strategies/collectives/rccl_tuning.h; on fewer GPUs the cheapest predicted runs).
+    require(s.collectives.library != CollectiveLibrary::rccl ||
+                n.fabric == IntraNodeFabric::xgmi_mesh,
+            "collectives.library",
+            "rccl models RCCL's choice on AMD Instinct nodes, an xGMI mesh (node.fabric: xgmi), "
+            "which this node is not: use nccl");
     require(n.pcie.bandwidth > 0, "node.pcie.bandwidth", "PCIe bandwidth per direction");
     require(n.gpus_per_pcie_switch > 0 && n.gpus % n.gpus_per_pcie_switch == 0,
             "node.pcie.gpus_per_switch", "a divisor of node.gpus");

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "strategies/collectives/plan.h"
+#include "strategies/collectives/rccl_tuning.h"
 #include "strategies/collectives/torus.h"
 
 #include <algorithm>
@@ -346,6 +347,40 @@ sim::Time tree_lower_bound(const Plan& p, const Collective& c, Protocol pr) {
     return sim::Time::from_seconds((lat + std::max(body, local)) * (1 - 1e-6));
 }
 
+/// RCCL's network proxy post overhead (src/graph/tuning.cc:294-300, getNetOverhead): 2 us on
+/// an x86 AMD host (1 on an Intel one). The hosts of the validated MI300X runs are not stated;
+/// the choice is the same with either at every size of data/reference/rccl (the test says so).
+constexpr double kRcclNetOverheadUs = 2.0;
+
+/// RCCL's own choice of algorithm and protocol (rccl_tuning.h) where the hardware runs RCCL
+/// (`collectives.library: rccl`) and the call leaves the protocol open; on whole nodes of an
+/// xGMI mesh only, the nodes RCCL's rome models 79 and 81 match and give tuning model 5.
+/// nullopt elsewhere: the cheapest predicted then runs, as on NVIDIA hardware.
+std::optional<detail::RcclChoice> rccl_choice(const Plan& p, const Collective& c) {
+    const auto& node = p.topo.spec().node;
+    if (p.tuning.library != hardware::CollectiveLibrary::rccl || c.protocol || !p.regular ||
+        node.fabric != hardware::IntraNodeFabric::xgmi_mesh)
+        return std::nullopt;
+    const int nodes = static_cast<int>(p.node_ranks.size());
+    if (node.gpus != 8 || p.n != nodes * node.gpus) // the rome models' 8-GPU nodes, whole
+        return std::nullopt;
+    // In one node RCCL hands all_reduce to MSCCL++ (to 1 MiB, src/init.cc:105) and to MSCCL's
+    // all-pairs programs (to 16 MiB out of place: tools/msccl-algorithms/
+    // allreduce-allpairs-8n-simple-op.xml, maxBytes) where its rome model enables MSCCL
+    // (rome_model_79): not modelled, so the cheapest predicted runs there.
+    constexpr std::int64_t kMscclMaxBytes = 16 << 20;
+    if (nodes == 1 && c.op == Op::all_reduce && c.bytes <= kMscclMaxBytes)
+        return std::nullopt;
+    detail::RcclCall call;
+    call.op = c.op;
+    call.bytes = static_cast<double>(c.bytes);
+    call.ranks = p.n;
+    call.nodes = nodes;
+    call.total_bw_gbps = detail::rccl_total_bw_gbps(node.gpus);
+    call.net_overhead_us = kRcclNetOverheadUs;
+    return detail::rccl_choose(call, c.algorithm);
+}
+
 } // namespace
 
 struct Communicator::Memo {
@@ -539,6 +574,8 @@ Choice Communicator::choose_now(const Collective& c) const {
         return Choice{Algorithm::torus, Protocol::simple,
                       predict(c, Algorithm::torus, Protocol::simple)};
     }
+    if (const auto rccl = rccl_choice(*plan_, c))
+        return Choice{rccl->algorithm, rccl->protocol, predict(c, rccl->algorithm, rccl->protocol)};
     static constexpr Algorithm kOrder[] = {Algorithm::ring,           Algorithm::tree,
                                            Algorithm::nvls,           Algorithm::nvls_tree,
                                            Algorithm::collnet_direct, Algorithm::collnet_chain,

@@ -2,6 +2,7 @@
 // chains of broadcast and reduce across nodes, the cross-node figures of the closed forms): the
 // half of Plan (plan.h) that builds pipelines of stages; plan.cpp holds the rings, routes,
 // direct patterns and the hierarchical data.
+#include "strategies/collectives/mesh_rings.h"
 #include "strategies/collectives/plan.h"
 #include "strategies/collectives/plan_loads.h"
 
@@ -100,7 +101,16 @@ const TreeData& Plan::tree() const {
             // trees of nodes.
             const int g = static_cast<int>(node_ranks.front().size());
             const int P = std::max(1, std::min(g, topo.spec().node.nic_ports()));
+            // On an xGMI mesh a hop is one link: RCCL builds the tree's chains from its rome
+            // model's ringBase (ROCm/rccl 99b8561b src/graph/rome_models.cc, "Fall back to tree
+            // from ringBase"), channel j's chain being channel j's path through the node, the
+            // paths the rings across nodes take (mesh_chains); in index order every channel's
+            // chain would load the same g - 1 links.
+            const bool mesh = topo.spec().node.fabric == hardware::IntraNodeFabric::xgmi_mesh;
+            const auto paths = mesh && g > 2 ? mesh_chains(g, P) : std::vector<std::vector<int>>{};
             auto intra = [&](int k, int j, int i) {
+                if (!paths.empty())
+                    return node_ranks[size_t(k)][size_t(paths[size_t(j)][size_t(i)])];
                 const int first = static_cast<int>(static_cast<long>(j) * g / P);
                 return node_ranks[size_t(k)][size_t((first + i) % g)];
             };
