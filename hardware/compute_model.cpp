@@ -67,6 +67,13 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeSpec& c)
         exp_seconds_per_score_ =
             c.fused_attention_exposed_exp /
             (gpu.sm_count * gpu.clock_mhz * 1e6 * sustained * c.fused_attention_exp2_per_sm_clock);
+    // FP8 attention's backward quantization of P and dS, per score, on the SM clock.
+    const std::array<double, 2> quantized{c.fused_attention_fp8_backward_scores_per_sm_clock,
+                                          c.fused_attention_mxfp8_backward_scores_per_sm_clock};
+    for (std::size_t i = 0; i < quantized.size(); ++i)
+        if (quantized[i] > 0 && gpu.clock_mhz > 0)
+            fp8_attention_seconds_per_score_[i] =
+                1.0 / (gpu.sm_count * gpu.clock_mhz * 1e6 * sustained * quantized[i]);
     tile_count_ = c.gemm_tile_count;
     for (int i = 0; i < tile_count_; ++i) {
         const GemmTile t = c.gemm_tiles[static_cast<std::size_t>(i)];
@@ -204,8 +211,17 @@ std::int64_t ComputeModel::fused_attention_bytes(std::int64_t batch_heads, std::
 
 double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
                                              std::int64_t head_dim, Dtype dtype, bool causal,
-                                             bool backward, std::int64_t window) const {
+                                             bool backward, std::int64_t window,
+                                             AttentionScaling scaling) const {
     const double inv_rate = inv_attention_rate_[index(dtype)];
+    const double quantize_per_score =
+        dtype == Dtype::fp8 ? fp8_attention_seconds_per_score_[static_cast<std::size_t>(scaling)]
+                            : 0.0;
+    if (dtype == Dtype::fp8 && !(quantize_per_score > 0))
+        throw InputError("GPU '" + gpu_name_ + "' has no measured FP8 attention (compute." +
+                         "fused_attention." +
+                         (scaling == AttentionScaling::mxfp8 ? "mxfp8" : "fp8") +
+                         "_backward_scores_per_sm_clock in its hardware file)");
     if (!(inv_rate > 0))
         throw InputError("GPU '" + gpu_name_ + "' has no " + std::string(to_string(dtype)) +
                          " peak or fused attention efficiency in its hardware file");
@@ -222,8 +238,10 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
     // One exponential per score the pass evaluates: the forward's FLOPs over its 4 d per score.
     const double scores = fused_attention_flops(batch_heads, seq, head_dim, causal, false, window) /
                           (4.0 * static_cast<double>(head_dim)) * wave_share;
-    const double t_comp =
-        work * inv_rate + scores * exp_seconds_per_score_ + half_seconds_[index(dtype)];
+    // FP8's backward quantizes P and dS per score besides (0 in other types and forward).
+    const double t_comp = work * inv_rate + scores * exp_seconds_per_score_ +
+                          (backward ? scores * quantize_per_score : 0.0) +
+                          half_seconds_[index(dtype)];
     const double t_mem =
         (static_cast<double>(fused_attention_bytes(batch_heads, seq, head_dim, dtype, backward)) +
          half_bytes_) *
@@ -233,11 +251,14 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
 
 sim::Time ComputeModel::fused_attention(std::int64_t batch_heads, std::int64_t seq,
                                         std::int64_t head_dim, Dtype dtype, bool causal,
-                                        bool backward, std::int64_t window) const {
-    return kernel_time(
-        fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward, window), [&] {
-            return fmt::format("an attention kernel of {} heads x {} tokens", batch_heads, seq);
-        });
+                                        bool backward, std::int64_t window,
+                                        AttentionScaling scaling) const {
+    return kernel_time(fused_attention_seconds(batch_heads, seq, head_dim, dtype, causal, backward,
+                                               window, scaling),
+                       [&] {
+                           return fmt::format("an attention kernel of {} heads x {} tokens",
+                                              batch_heads, seq);
+                       });
 }
 
 double ComputeModel::memory_bound_seconds(std::int64_t bytes) const {

@@ -48,6 +48,19 @@
 /// Blackwell Ultra's attention faster than Blackwell's at the same tensor peak (twice the
 /// MUFU.EX2 rate).
 ///
+/// FP8 attention (`dtype` fp8: Transformer Engine's fp8_dpa, cuDNN's FP8 SDPA; Q, K and V
+/// quantized before the kernel, O and dQ, dK, dV returned in bf16) runs the kernel's products
+/// at the fp8 peak with the same efficiency, the exponentials as in bf16, and its backward
+/// quantizes the recomputed probabilities P and their gradient dS to FP8 for its four
+/// products (TransformerEngine@4329ff84bfbdaa778a33cba02a15fb0807c64689:transformer_engine/
+/// pytorch/attention/dot_product_attention/backends.py, FusedAttnFunc.backward hands
+/// fused_attn_bwd its S and dP quantizers), a cost per score the forward does not show:
+///
+///     t_comp(fp8, backward) += scores / (SMs * clock * quantized_scores_per_sm_clock)
+///
+/// per-tensor scales or MXFP8's blocks of 32 (AttentionScaling), each rate measured on
+/// cuDNN's own FP8 and MXFP8 benchmark (compute.fused_attention.*_backward_scores_per_sm_clock).
+///
 /// A ComputeModel precomputes every rate, so a call is a handful of integer divisions and one
 /// `pow`: no allocation, no lookup by name (well under a microsecond; bench/bench_models.cpp).
 
@@ -60,6 +73,11 @@
 #include <string>
 
 namespace clustersim::hardware {
+
+/// How an FP8 attention kernel's operands are scaled (a fused attention kernel in fp8): one
+/// scale per tensor (Transformer Engine's Float8CurrentScaling and DelayedScaling) or one per
+/// block of 32 elements (MXFP8BlockScaling).
+enum class AttentionScaling : std::uint8_t { per_tensor, mxfp8 };
 
 class ComputeModel {
 public:
@@ -81,12 +99,19 @@ public:
     /// heads of `seq` queries and keys of `head_dim`, forward or backward; `causal` skips the
     /// masked half of the scores; `window` > 0 (sliding-window attention, causal) lets each
     /// query see only itself and the `window` keys before it.
+    /// In fp8, `scaling` says how its operands are scaled; throws InputError if the GPU's
+    /// file lacks that FP8 attention's measured rate.
     sim::Time fused_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim,
-                              Dtype dtype, bool causal, bool backward,
-                              std::int64_t window = 0) const;
+                              Dtype dtype, bool causal, bool backward, std::int64_t window = 0,
+                              AttentionScaling scaling = AttentionScaling::per_tensor) const;
     double fused_attention_seconds(std::int64_t batch_heads, std::int64_t seq,
                                    std::int64_t head_dim, Dtype dtype, bool causal, bool backward,
-                                   std::int64_t window = 0) const;
+                                   std::int64_t window = 0,
+                                   AttentionScaling scaling = AttentionScaling::per_tensor) const;
+    /// Whether the GPU's file gives the measured rate FP8 attention with `scaling` needs.
+    bool fp8_attention_measured(AttentionScaling scaling) const {
+        return fp8_attention_seconds_per_score_[static_cast<std::size_t>(scaling)] > 0;
+    }
     /// FLOPs a fused attention kernel executes: 4 s^2 d per head forward (QK^T and PV), half
     /// of it (plus the diagonal blocks) when causal, 2.5x that backward. With a `window` the
     /// kernel visits, for each block of queries, only the key blocks of its band: `window`
@@ -171,6 +196,9 @@ private:
     std::array<double, kDtypeCount> inv_attention_rate_{}; ///< 1 / (peak * attention eff)
     /// exposed / (SMs * sustained clock * exp2 per SM clock): seconds per score; 0 = not costed
     double exp_seconds_per_score_ = 0;
+    /// 1 / (SMs * sustained clock * quantized scores per SM clock) of FP8 attention's
+    /// backward, by AttentionScaling; 0 = not measured
+    std::array<double, 2> fp8_attention_seconds_per_score_{};
     double p_ = 0;
     double inv_p_ = 0;
     double inv_bandwidth_ = 0; ///< 1 / (hbm_bandwidth * mem_eff)

@@ -212,6 +212,12 @@ struct ComputeSpec {
     /// The share of those exponentials' SFU time a fused attention kernel does not hide under
     /// its MMAs, in [0, 1].
     double fused_attention_exposed_exp = 0;
+    /// FP8 attention's backward (Transformer Engine's fp8_dpa, cuDNN's FP8 SDPA): scores per SM
+    /// per clock at which the kernel quantizes the recomputed probabilities P and their
+    /// gradient dS to FP8 for its products, per-tensor scales (Float8CurrentScaling,
+    /// DelayedScaling) and MXFP8 blocks of 32; 0 = FP8 attention not measured on this GPU.
+    double fused_attention_fp8_backward_scores_per_sm_clock = 0;
+    double fused_attention_mxfp8_backward_scores_per_sm_clock = 0;
     /// Sustained fraction of HBM bandwidth that large memory-bound kernels reach.
     double memory_efficiency = 0;
     /// Bytes moved at which a memory-bound kernel reaches half its sustained bandwidth.

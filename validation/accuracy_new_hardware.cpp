@@ -258,6 +258,25 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kFusedGro
     {"26.08", "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
 }};
 
+/// The recipes above that run Transformer Engine's FP8 attention (training.
+/// fp8_dot_product_attention: mixed_precision.fp8_dot_product_attention, which Megatron-Core
+/// passes to the MXFP8 recipe as fp8_dpa): 26.08's DeepSeek-V3 GB300 recipe
+/// (_enable_deepseek_full_iteration_mxfp8(cfg, fp8_dot_product_attention=True, ...); its GB200
+/// recipe leaves it False), GPT-OSS's _apply_gpt_oss_120b_full_iter_fp8mx_configs and the
+/// Qwen3 recipes' _enable_hybridep_full_iteration_mxfp8; 26.06's
+/// QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1 (fp8_dot_product_attention=True, which
+/// utils/overrides.py set_workload_base_configs copies). No other recipe of these rows' sets it.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kFp8Attention{{
+    {"26.08", "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    {"26.08", "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    {"26.08", "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
+    {"26.08", "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
+    {"26.08", "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
+    {"26.08", "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
+    {"26.08", "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
+    {"26.06", "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+}};
+
 /// The recipe of a row's mixture of experts (nullptr: none read, Megatron-Core's defaults).
 const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
                             const std::string& preset) {
@@ -283,6 +302,9 @@ void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
     for (const auto& [container, where] : kFusedGroupedMlp)
         if (recipe.container == container && recipe.where == where)
             s.emplace_back("training.fused_grouped_mlp", "true");
+    for (const auto& [container, where] : kFp8Attention)
+        if (recipe.container == container && recipe.where == where)
+            s.emplace_back("training.fp8_dot_product_attention", "true");
     if (recipe.graph_impl != "none") {
         s.emplace_back("training.cuda_graph_impl", std::string(recipe.graph_impl));
         if (!recipe.graph_scope.empty())
@@ -622,9 +644,15 @@ std::vector<std::string> new_hardware_rules() {
         "scopes: one launch per captured run of kernels), the selective recompute of "
         "DeepSeek-V3, Kimi K2 and GPT-OSS (their recompute_modules), GPT-OSS's fused grouped MLP "
         "on 26.08 (without it Megatron-Core's experts clamp the activation and add fc2's bias in "
-        "fp32 with kernels of their own; YaRN's RoPE runs unfused on every container); not the "
-        "26.06 and 26.08 recipes' FP8 attention, the other mixtures' fused grouped MLP kernels "
-        "and the paged activation stash",
+        "fp32 with kernels of their own; YaRN's RoPE runs unfused on every container); "
+        "Transformer Engine's FP8 attention where the recipe sets fp8_dot_product_attention "
+        "(26.08's DeepSeek-V3 GB300, GPT-OSS and Qwen3 MXFP8 recipes, 26.06's Qwen3-30B-A3B "
+        "B300: cuDNN's MXFP8 kernel at its measured rates, Q, K, V and the output gradient "
+        "quantized around it); not the other mixtures' fused grouped MLP kernels, nor the 26.08 "
+        "and full-iteration 26.06 recipes' HybridEP capacity factor and paged activation stash "
+        "(a token budget of 1.5 x the routed tokens per rank and pages holding the experts' "
+        "saved activations: buffers, the kernels after the dispatch running on the routed "
+        "tokens; the stash's copies on a side stream not costed)",
         "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
         "trained; their packed samples' attention within each sample is not known, so attention "
         "runs over the whole sequence (an upper bound)",

@@ -51,20 +51,21 @@ void check_context_parallel(const ModelSpec& m, int cp, int tp, bool sequence_pa
 }
 
 CpAttention cp_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim, int cp,
-                         hardware::Dtype dtype, bool backward, const hardware::ComputeModel& cm) {
+                         hardware::Dtype dtype, bool backward, const hardware::ComputeModel& cm,
+                         hardware::AttentionScaling scaling) {
     using hardware::ComputeModel;
     CpAttention a;
     const std::int64_t local = seq / cp;
     a.first_step_seconds =
-        cm.fused_attention_seconds(batch_heads, local, head_dim, dtype, true, backward);
+        cm.fused_attention_seconds(batch_heads, local, head_dim, dtype, true, backward, 0, scaling);
     a.flops = ComputeModel::fused_attention_flops(batch_heads, local, head_dim, true, backward);
     a.bytes = ComputeModel::fused_attention_bytes(batch_heads, local, head_dim, dtype, backward);
     if (cp > 1) {
         // Half a local x local block without a mask: as many FLOPs as 2 x batch_heads full
         // blocks of a chunk (s / 2cp) each.
         const std::int64_t chunk = seq / (2 * cp);
-        a.step_seconds =
-            cm.fused_attention_seconds(2 * batch_heads, chunk, head_dim, dtype, false, backward);
+        a.step_seconds = cm.fused_attention_seconds(2 * batch_heads, chunk, head_dim, dtype, false,
+                                                    backward, 0, scaling);
         a.flops += (cp - 1) * ComputeModel::fused_attention_flops(2 * batch_heads, chunk, head_dim,
                                                                   false, backward);
         a.bytes += (cp - 1) * ComputeModel::fused_attention_bytes(2 * batch_heads, chunk, head_dim,

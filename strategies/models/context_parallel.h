@@ -58,9 +58,12 @@ struct CpAttention {
 };
 
 /// `batch_heads` = micro-batch x heads per tensor-parallel rank, `seq` the whole sequence,
-/// `head_dim` the attention head dimension. cp = 1 is the plain causal kernel over seq.
-CpAttention cp_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim, int cp,
-                         hardware::Dtype dtype, bool backward, const hardware::ComputeModel& cm);
+/// `head_dim` the attention head dimension. cp = 1 is the plain causal kernel over seq. In fp8
+/// (FP8 attention), `scaling` says how its operands are scaled.
+CpAttention
+cp_attention(std::int64_t batch_heads, std::int64_t seq, std::int64_t head_dim, int cp,
+             hardware::Dtype dtype, bool backward, const hardware::ComputeModel& cm,
+             hardware::AttentionScaling scaling = hardware::AttentionScaling::per_tensor);
 
 /// The attention FLOPs of a whole causal sequence divided over cp ranks, with the masked half
 /// skipped exactly (4 s^2 d per head forward halved, 2.5x backward): 2 b a s^2 d / cp

@@ -67,6 +67,8 @@ CoreAttention attention_forward(const Ctx& c, const LayerShape& s, LayerWork& w,
               : s.rope_unfused ? megatron_unfused_rope(c, "attention.rope", s.q_elems, s.kv_elems)
                                : c.memory("attention.rope", s.rope_bytes + gqa_copy_bytes(s)));
     core.begin = Ctx::next(F);
+    if (s.flash && c.fp8_attention())
+        F.add(c.attention_quantize("attention.flash.quantize", s.q_elems + 2 * s.kv_elems));
     if (s.flash) {
         F.add(c.flash("attention.flash", false));
     } else {
@@ -112,6 +114,8 @@ void attention_backward(const Ctx& c, const LayerShape& s, LayerWork& w) {
                        i - 1, i);
     B.add(c.gemm("attention.proj.dgrad", T, c.m.q_dim() / c.t, c.h));
     B.add(c.gemm("attention.proj.wgrad", c.m.q_dim() / c.t, c.h, T));
+    if (s.flash && c.fp8_attention()) // the output gradient, as many elements as the queries
+        B.add(c.attention_quantize("attention.flash.quantize.bwd", s.q_elems));
     if (s.flash) {
         B.add(c.flash("attention.flash.bwd", true));
     } else {
@@ -196,6 +200,8 @@ void mla_forward(const Ctx& c, LayerWork& w, int ln1) {
     // read once and written once).
     F.add(c.memory("attention.rope", 2 * T * (a + 1) * rope * e));
     F.add(c.memory("attention.mla_assemble", 2 * 2 * T * a * qk * e));
+    if (c.fp8_attention()) // every head's queries and keys, and its values
+        F.add(c.attention_quantize("attention.flash.quantize", T * a * (2 * qk + m.v_head_dim)));
     F.add(c.flash("attention.flash", false, (qk + m.v_head_dim) / 2));
     const int proj = F.add(c.gemm("attention.proj", T, c.h, a * m.v_head_dim));
     if (c.t > 1)
@@ -226,6 +232,8 @@ void mla_backward(const Ctx& c, LayerWork& w) {
                        T * c.h * e, i - 1, i);
     B.add(c.gemm("attention.proj.dgrad", T, a * m.v_head_dim, c.h));
     B.add(c.gemm("attention.proj.wgrad", a * m.v_head_dim, c.h, T));
+    if (c.fp8_attention())
+        B.add(c.attention_quantize("attention.flash.quantize.bwd", T * a * m.v_head_dim));
     B.add(c.flash("attention.flash.bwd", true, (qk + m.v_head_dim) / 2));
     B.add(c.memory("attention.mla_assemble.bwd", 2 * 2 * T * a * qk * e));
     B.add(c.memory("attention.rope.bwd", 2 * T * (a + 1) * rope * e));

@@ -174,6 +174,37 @@ struct Ctx {
         }
         return op;
     }
+    /// Transformer Engine's FP8 attention in effect (LayerConfig::fp8_dot_product_attention,
+    /// dtype fp8; experiment_checks.cpp refuses it elsewhere): the fused attention kernel in
+    /// fp8, its operands scaled as the linear layers' recipe scales them (TE 2.16 and 2.17 run
+    /// MXFP8 attention under the MXFP8 recipe and FP8 current scaling under current scaling:
+    /// dot_product_attention.py's recipe table at TransformerEngine@4329ff84).
+    bool fp8_attention() const {
+        return fp8 && gemm_low == Dtype::fp8 && cfg.fp8_dot_product_attention;
+    }
+    Dtype attention_dtype() const { return fp8_attention() ? Dtype::fp8 : dtype; }
+    hardware::AttentionScaling attention_scaling() const {
+        return recipe == Fp8Recipe::mxfp8 ? hardware::AttentionScaling::mxfp8
+                                          : hardware::AttentionScaling::per_tensor;
+    }
+    /// The quantization of `elements` bf16 elements before an FP8 attention kernel: Q, K and V
+    /// before the forward (FusedAttnFunc.forward, combine_and_quantize), the output gradient
+    /// before the backward (FusedAttnFunc.backward's dO quantizer), at
+    /// TransformerEngine@4329ff84bfbdaa778a33cba02a15fb0807c64689:transformer_engine/pytorch/
+    /// attention/dot_product_attention/backends.py and utils.py. MXFP8: one kernel writing
+    /// both copies, along rows and along columns, the backward's products reading each
+    /// operand both ways (mxfp8_quantize_fast_path with rowwise and columnwise usage in
+    /// training): e read, 2 x (1 + 1/32) written per element. Current scaling: an amax pass
+    /// (e read) and the cast (e read, 1 written), two kernels; delayed scaling the cast alone.
+    /// The kernel writes O and dQ, dK, dV in bf16 and reads the bf16 dO besides (MXFP8's
+    /// row sums of dO * O), as the bf16 kernel does.
+    Op attention_quantize(std::string_view name, std::int64_t elements) const {
+        if (recipe == Fp8Recipe::mxfp8)
+            return memory(name, elements * elem + elements * 66 / 32);
+        if (recipe == Fp8Recipe::current)
+            return chain(name, {elements * elem, elements * (elem + 1)});
+        return memory(name, elements * (elem + 1));
+    }
     /// FlashAttention over this rank's heads; `d` the head dimension (latent attention: the
     /// mean of its query/key and value dimensions, which gives its FLOPs and bytes exactly).
     Op flash(std::string_view name, bool backward) const {
@@ -185,7 +216,8 @@ struct Ctx {
         op.name = name;
         op.kind = OpKind::fused_attention;
         if (cp > 1) { // the ring's cp steps (context_parallel.h), s / cp queries each
-            const CpAttention a = cp_attention(bh, s, d, cp, dtype, backward, cm);
+            const CpAttention a =
+                cp_attention(bh, s, d, cp, attention_dtype(), backward, cm, attention_scaling());
             op.flops = a.flops;
             op.bytes = a.bytes;
             op.time = sim::Time::from_seconds(a.seconds(cp));
@@ -198,8 +230,9 @@ struct Ctx {
         const std::int64_t window = cfg.window ? m.window_size : 0;
         // An encoder's bidirectional attention (ModelSpec::causal false) visits every score.
         op.flops = ComputeModel::fused_attention_flops(bh, s, d, m.causal, backward, window);
-        op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, dtype, backward);
-        op.time = cm.fused_attention(bh, s, d, dtype, m.causal, backward, window);
+        op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, attention_dtype(), backward);
+        op.time = cm.fused_attention(bh, s, d, attention_dtype(), m.causal, backward, window,
+                                     attention_scaling());
         op.m = s;
         op.n = s;
         op.k = d;

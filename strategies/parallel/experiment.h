@@ -91,6 +91,10 @@ struct TrainingSpec {
     /// scaling, the default), tensorwise (dynamic tensorwise scaling as torchao.float8 runs
     /// it under torchtitan) or mxfp8 (Transformer Engine's MXFP8 block scaling); models/fp8.h.
     models::Fp8Recipe fp8_recipe = models::Fp8Recipe::delayed;
+    /// With dtype fp8: Transformer Engine's FP8 attention (Megatron-Core's
+    /// fp8_dot_product_attention, --fp8-dot-product-attention; Megatron-Bridge's
+    /// mixed_precision.fp8_dot_product_attention), models::LayerConfig.
+    bool fp8_dot_product_attention = false;
     /// torchao's FSDP float8 all-gather (Float8LinearConfig.enable_fsdp_float8_all_gather,
     /// torchtitan's [float8] enable_fsdp_float8_all_gather), with dtype fp8 under FSDP2: each
     /// Float8Linear weight is cast to FP8 before its all-gather (WeightWithDynamicFloat8CastTensor.

@@ -614,6 +614,53 @@ std::optional<InputError> precision_error(ExperimentSpec& e) {
     return std::nullopt;
 }
 
+/// Transformer Engine's FP8 attention (training.fp8_dot_product_attention) where it runs:
+/// Megatron-Core puts fp8_dpa in the recipe it builds for --fp8 only (megatron/core/
+/// fp8_utils.py get_fp8_recipe at NVIDIA/Megatron-LM@cd4afffa648426a959dc7cb1e24b5ce7d0c3ff54),
+/// and Transformer Engine's backend choice (TransformerEngine@4329ff84bfbdaa778a33cba02a15fb0
+/// 807c64689:transformer_engine/pytorch/attention/dot_product_attention/utils.py,
+/// get_attention_backend) leaves no backend for training with the NVFP4 recipe ("Disabling
+/// FusedAttention for NVFP4BlockScaling"), with FP8 current scaling before sm100, or in an
+/// unfused attention; FlashAttention does not take FP8 in training. The fused kernel's FP8
+/// rates must be in the hardware file (measured on Blackwell).
+std::optional<InputError> fp8_attention_error(const ExperimentSpec& e) {
+    if (!e.training.fp8_dot_product_attention)
+        return std::nullopt;
+    const Refuse fail{e};
+    const char* key = "training.fp8_dot_product_attention";
+    if (e.training.dtype != hardware::Dtype::fp8)
+        return fail("fp8_dot_product_attention is Transformer Engine's FP8 attention, part of "
+                    "the FP8 recipe: it needs training.dtype fp8 (with fp4, Transformer Engine "
+                    "has no attention backend for the NVFP4 recipe); remove it or set dtype fp8",
+                    key);
+    if (e.training.fp8_recipe == models::Fp8Recipe::tensorwise)
+        return fail("fp8_dot_product_attention is Transformer Engine's; fp8_recipe tensorwise is "
+                    "torchao's Float8 (bf16 attention): set fp8_recipe current, delayed or mxfp8, "
+                    "or remove it",
+                    key);
+    if (e.model.attention != models::AttentionKind::flash)
+        return fail("FP8 attention runs in the fused attention kernel (Transformer Engine "
+                    "disables its unfused attention for FP8): set model.attention: flash",
+                    key);
+    const hardware::GpuSpec& gpu = e.cluster.node.gpu;
+    if (e.training.fp8_recipe == models::Fp8Recipe::current && !gpu.block_scaling)
+        return fail("Transformer Engine runs FP8 attention with current scaling on Blackwell "
+                    "(sm100) only; the GPU " +
+                        gpu.name + " is not: set fp8_recipe delayed, or remove it",
+                    key);
+    const bool mxfp8 = e.training.fp8_recipe == models::Fp8Recipe::mxfp8;
+    const double rate = mxfp8 ? e.cluster.compute.fused_attention_mxfp8_backward_scores_per_sm_clock
+                              : e.cluster.compute.fused_attention_fp8_backward_scores_per_sm_clock;
+    if (!(rate > 0))
+        return fail("the hardware file of " + gpu.name + " has no measured " +
+                        (mxfp8 ? "MXFP8" : "FP8") + " attention (compute.fused_attention." +
+                        (mxfp8 ? "mxfp8" : "fp8") +
+                        "_backward_scores_per_sm_clock): add it, or remove "
+                        "fp8_dot_product_attention",
+                    key);
+    return std::nullopt;
+}
+
 } // namespace
 
 void validate_experiment(ExperimentSpec& e) {
@@ -663,6 +710,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     if (auto error = tensor_split_error(e))
         return error;
     if (auto error = precision_error(e))
+        return error;
+    if (auto error = fp8_attention_error(e))
         return error;
     if (auto error = pipeline_error(e))
         return error;

@@ -58,6 +58,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.dtensor_tp = e.framework.dtensor_tp;
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.quant_recipe();
+    cfg.fp8_dot_product_attention = e.training.fp8_dot_product_attention;
     cfg.recompute_modules = par.recompute_modules;
     // A remat_policy is MaxText's: jax.checkpoint's recompute (LayerConfig).
     cfg.remat_backward_reads = e.training.remat != RematPolicy::not_given;

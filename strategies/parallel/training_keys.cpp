@@ -342,6 +342,19 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
                             : r == "mxfp8"    ? models::Fp8Recipe::mxfp8
                                               : models::Fp8Recipe::delayed;
          }},
+        {{.name = "fp8_dot_product_attention",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention)",
+          .meaning = "with dtype fp8 (fp8_recipe delayed, current or mxfp8): Transformer "
+                     "Engine's FP8 attention, cuDNN's fused kernel on FP8 operands quantized "
+                     "as the recipe scales them; needs a hardware file with its measured rates "
+                     "(compute.fused_attention.fp8_backward_scores_per_sm_clock, mxfp8_...: "
+                     "the Blackwell presets)",
+          .lands = "TrainingSpec::fp8_dot_product_attention",
+          .example = "false",
+          .commented = true},
+         field<&T::fp8_dot_product_attention>},
         {{.name = "fp4_recipe",
           .type = KeyType::choice,
           .fallback = "nvfp4",

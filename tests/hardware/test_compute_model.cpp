@@ -518,3 +518,80 @@ TEST_CASE("compute model: cuDNN's attention on GB200 and GB300, predicted", "[ha
         CHECK(std::abs(m / measured[ultra] - predicted[key] / predicted[ultra]) < 0.03);
     }
 }
+
+TEST_CASE("compute model: FP8 attention's backward quantizes P and dS per score",
+          "[hardware][compute]") {
+    ClusterSpec hw = load_hardware("gb200-nvl72");
+    const GpuSpec& g = hw.node.gpu;
+    const ComputeSpec& c = hw.compute;
+    REQUIRE(c.fused_attention_fp8_backward_scores_per_sm_clock > 0);
+    REQUIRE(c.fused_attention_mxfp8_backward_scores_per_sm_clock > 0);
+    const ComputeModel cm(hw);
+    const std::int64_t bh = 148, s = 8192, d = 128;
+    const double scores = bh * static_cast<double>(s) * s * 0.5 * (1 + 128.0 / s);
+    for (const auto& [scaling, rate] :
+         {std::pair{AttentionScaling::per_tensor,
+                    c.fused_attention_fp8_backward_scores_per_sm_clock},
+          std::pair{AttentionScaling::mxfp8,
+                    c.fused_attention_mxfp8_backward_scores_per_sm_clock}}) {
+        // Twice the rate takes half the quantization's time off the backward, none off the
+        // forward.
+        ComputeSpec twice = c;
+        twice.fused_attention_fp8_backward_scores_per_sm_clock *= 2;
+        twice.fused_attention_mxfp8_backward_scores_per_sm_clock *= 2;
+        const ComputeModel fast(g, twice);
+        const double q = scores / (g.sm_count * g.sustained_clock() * 1e6 * rate);
+        CHECK(cm.fused_attention_seconds(bh, s, d, Dtype::fp8, true, true, 0, scaling) -
+                  fast.fused_attention_seconds(bh, s, d, Dtype::fp8, true, true, 0, scaling) ==
+              Approx(q / 2).epsilon(0.01));
+        CHECK(cm.fused_attention_seconds(bh, s, d, Dtype::fp8, true, false, 0, scaling) ==
+              fast.fused_attention_seconds(bh, s, d, Dtype::fp8, true, false, 0, scaling));
+        CHECK(cm.fp8_attention_measured(scaling));
+    }
+    // The forward's products at the fp8 peak: with the exponentials not costed, the compute
+    // side is half bf16's (the same efficiency), plus the fill and drain.
+    ComputeSpec products = c;
+    products.fused_attention_exposed_exp = 0;
+    const ComputeModel mma(g, products);
+    const double t16 = mma.fused_attention_seconds(bh, s, d, Dtype::bf16, true, false);
+    const double t8 = mma.fused_attention_seconds(bh, s, d, Dtype::fp8, true, false);
+    CHECK(t8 / t16 == Approx(0.5).epsilon(0.02));
+    // A GPU whose file has no measured FP8 attention: refused, naming the key.
+    const ComputeModel h100(load_hardware("dgx-h100"));
+    CHECK_FALSE(h100.fp8_attention_measured(AttentionScaling::per_tensor));
+    CHECK_THROWS_WITH(h100.fused_attention_seconds(bh, s, d, Dtype::fp8, true, true),
+                      Catch::Contains("fp8_backward_scores_per_sm_clock"));
+}
+
+TEST_CASE("compute model: cuDNN's FP8 and MXFP8 attention on GB200 and GB300, predicted",
+          "[hardware][compute]") {
+    // The same benchmark's FP8 runs (data/reference/attention/cudnn-sdpa-fp8-training.csv),
+    // forward plus backward, causal: at 8,192 tokens (the fit's six rows per recipe) within
+    // 14% with per-tensor scales and 7% with MXFP8, at 4,096 and 16,384 within 30% and 20%
+    // (the bf16 test's 12% and 20%). Llama 3.1's grouped queries gain less from FP8 than latent
+    // attention's heads, beyond this model: its per-tensor rows are the farthest, too fast.
+    const ComputeModel gb200 = at_boost("gb200-nvl72"), gb300 = at_boost("gb300-nvl72");
+    int checked = 0;
+    for (const auto& f :
+         read_csv("attention/cudnn-sdpa-fp8-training.csv",
+                  "gpu,model,data_type,mask,batch,seq,q_heads,kv_heads,d_qk,d_vo,fwd_ms,bwd_ms")) {
+        const std::int64_t seq = std::stoll(f[5]);
+        if (f[3] != "top_left" || (seq != 4096 && seq != 8192 && seq != 16384))
+            continue;
+        const bool mx = f[2] == "mxfp8";
+        const AttentionScaling scaling =
+            mx ? AttentionScaling::mxfp8 : AttentionScaling::per_tensor;
+        const ComputeModel& cm = f[0] == "gb200" ? gb200 : gb300;
+        const std::int64_t bh = std::stoll(f[4]) * std::stoll(f[6]);
+        const std::int64_t d = (std::stoll(f[8]) + std::stoll(f[9])) / 2;
+        const double t =
+            cm.fused_attention_seconds(bh, seq, d, Dtype::fp8, true, false, 0, scaling) +
+            cm.fused_attention_seconds(bh, seq, d, Dtype::fp8, true, true, 0, scaling);
+        const double m = (std::stod(f[10]) + std::stod(f[11])) * 1e-3;
+        INFO(f[0] << " " << f[1] << " " << f[2] << " seq " << seq << ": " << t / m - 1);
+        const double tolerance = seq == 8192 ? (mx ? 0.07 : 0.14) : (mx ? 0.20 : 0.30);
+        CHECK(std::abs(t / m - 1) < tolerance);
+        ++checked;
+    }
+    CHECK(checked == 36);
+}

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -296,4 +297,26 @@ TEST_CASE("new hardware: each mixture runs what its container's recipe turns on"
     REQUIRE(q30_260401 != nullptr);
     CHECK(q30_2608->measured_s < q30_260401->measured_s);
     CHECK(q30_2608->predicted_s < q30_260401->predicted_s);
+}
+
+// Transformer Engine's FP8 attention where the row's recipe sets fp8_dot_product_attention
+// (accuracy_new_hardware.cpp, kFp8Attention): 26.08's DeepSeek-V3 GB300 recipe (not its GB200
+// one), its GPT-OSS and Qwen3 MXFP8 recipes on GB200 and GB300, and 26.06's Qwen3-30B-A3B on
+// DGX B300; no other row.
+TEST_CASE("new hardware: FP8 attention on the rows whose recipe turns it on",
+          "[validation][blackwell][fp8]") {
+    std::vector<std::string> on;
+    for (const auto& r : runs()) {
+        if (!r.ran() || setting(r, "training.fp8_dot_product_attention") != "true")
+            continue;
+        on.push_back(r.id);
+        CHECK(setting(r, "training.fp8_recipe") == "mxfp8");
+    }
+    std::sort(on.begin(), on.end());
+    const std::vector<std::string> expected{
+        "mb2606-qwen3_30b-b300-8-mxfp8",     "mb2608-dsv3-gb300-256-mxfp8",
+        "mb2608-gptoss120-gb200-64-mxfp8",   "mb2608-gptoss120-gb300-64-mxfp8",
+        "mb2608-qwen3_235b-gb200-256-mxfp8", "mb2608-qwen3_235b-gb300-256-mxfp8",
+        "mb2608-qwen3_30b-gb200-8-mxfp8",    "mb2608-qwen3_30b-gb300-8-mxfp8"};
+    CHECK(on == expected);
 }
