@@ -5,9 +5,12 @@
 #   compiles them) and no benchmarks. With clang++ installed it is compiled by clang, which
 #   builds it about twice as fast as GCC does, checks the code with a second compiler's
 #   warnings, and is what libFuzzer needs, so the fuzz targets are part of it.
+#   Debug info is line tables only (-g1, clang's -gline-tables-only): all that a sanitizer's
+#   or libFuzzer's stack trace needs to name files and lines, and the libraries compile up to
+#   a quarter faster and link smaller than with -g (local variables are left out).
 asan_dir=build/asan
-asan_flags=(-DCMAKE_BUILD_TYPE=Debug -DCLUSTERSIM_WERROR=ON -DCLUSTERSIM_SANITIZE=ON
-            -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_BUILD_BENCH=OFF)
+asan_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCLUSTERSIM_WERROR=ON
+            -DCLUSTERSIM_SANITIZE=ON -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_BUILD_BENCH=OFF)
 if command -v clang++ >/dev/null; then
   asan_flags+=(-DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_BUILD_FUZZ=ON)
   asan_cxx=$(command -v clang++)
