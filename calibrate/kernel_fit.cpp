@@ -93,6 +93,12 @@ std::optional<double> predict_kernel_seconds(const strategies::parallel::Platfor
             const double full_flops =
                 hardware::ComputeModel::fused_attention_flops(bh, s, d, false, backward);
             const bool causal = std::abs(k.flops - causal_flops) < std::abs(k.flops - full_flops);
+            // An FP8 attention kernel on a GPU whose file gives no measured FP8 rate has no
+            // prediction to compare (the model refuses it): the row is skipped, as rows of
+            // other unpredictable kernels are.
+            if (hardware::is_quantized(*k.dtype) &&
+                !cm.fp8_attention_measured(hardware::AttentionScaling::per_tensor))
+                return std::nullopt;
             return cm.fused_attention_seconds(bh, s, d, *k.dtype, causal, backward);
         }
         const auto g = kernel_gemm_shape(k);

@@ -378,6 +378,7 @@ std::optional<detail::RcclChoice> rccl_choice(const Plan& p, const Collective& c
     call.nodes = nodes;
     call.total_bw_gbps = detail::rccl_total_bw_gbps(node.gpus);
     call.net_overhead_us = kRcclNetOverheadUs;
+    call.simple_only = p.tuning.simple_protocol_only;
     return detail::rccl_choose(call, c.algorithm);
 }
 

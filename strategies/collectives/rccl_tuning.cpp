@@ -15,8 +15,6 @@ namespace {
 
 constexpr std::size_t kAlgoTree = 0;
 constexpr std::size_t kAlgoRing = 1;
-constexpr std::size_t kLL = 0;
-constexpr std::size_t kSimple = 2;
 
 /// baseLat, us, [tree, ring][LL, LL128, Simple] (tuning.cc:57-58).
 constexpr double kBaseLat[2][3] = {{12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}};
@@ -128,6 +126,8 @@ std::optional<RcclChoice> rccl_choose(const RcclCall& call, Algorithm forced) {
         if (forced != Algorithm::automatic && a != forced)
             continue;
         for (Protocol p : hardware::kAllProtocols) {
+            if (call.simple_only && p != Protocol::simple)
+                continue;
             const auto t = rccl_model_time_us(call, a, p);
             if (t && (!best || *t < best_us)) {
                 best = RcclChoice{a, p};

@@ -15,6 +15,10 @@
 /// not in any snapshot here; its CHANGELOG lists no tuning change before 2.25.1, whose
 /// "Suboptimal algorithmic switching point for AllReduce on MI300x" (ROCm/rccl PR #1627,
 /// 2025-04-03: "suboptimal tree usage for larger messages (above 64 MB)") changed these tables.
+/// Yet the one 2.22.3 run at hand (data/reference/rccl) had switched to the ring by 256 MiB,
+/// where these tables keep the tree (tree/Simple ~14.5 ms against ring/Simple ~16.4 ms by
+/// RCCL's model): 2.22.3 chooses differently at 128-256 MiB on 2 nodes in a way its changelog
+/// does not name, and those sizes are predicted with the tree.
 
 #include "hardware/collective_tuning.h"
 #include "strategies/collectives/collective.h"
@@ -31,6 +35,9 @@ struct RcclCall {
     int nodes = 0;              ///< nNodes
     double total_bw_gbps = 0;   ///< nChannels x bwIntra of RCCL's graphs (system->totalBw)
     double net_overhead_us = 0; ///< getNetOverhead: 1 on Intel hosts, 2 on AMD ones
+    /// NCCL_PROTO=Simple: the other protocols disabled (tuning.cc's protoEnable zeroes their
+    /// bandwidth, so the pick is among Simple's).
+    bool simple_only = false;
 };
 
 /// One (algorithm, protocol) in RCCL's model: its latency (us) and algorithm bandwidth (GB/s,

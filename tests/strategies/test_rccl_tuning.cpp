@@ -22,7 +22,7 @@ namespace {
 constexpr double kTotal = 7 * 48.0; // GFX94X_XGMI_WIDTH on each of a GPU's 7 xGMI links
 
 RcclCall call(int ranks, int nodes, double bytes, double overhead = 2.0, Op op = Op::all_reduce) {
-    return RcclCall{op, bytes, ranks, nodes, kTotal, overhead};
+    return RcclCall{op, bytes, ranks, nodes, kTotal, overhead, false};
 }
 
 std::string pick(const RcclCall& c) {
@@ -77,6 +77,10 @@ TEST_CASE("rccl tuning: RCCL's switching points on 2 nodes, in one node and on 4
     CHECK(pick(call(16, 2, 1 * MiB)) == "tree/LL");
     CHECK(pick(call(16, 2, 2 * MiB)) == "tree/LL");
     CHECK(pick(call(16, 2, 4 * MiB)) == "tree/Simple");
+    // NCCL_PROTO=Simple: the pick among Simple's alone (tree/Simple at 2 MiB, 261.3 us).
+    RcclCall simple = call(16, 2, 2 * MiB);
+    simple.simple_only = true;
+    CHECK(pick(simple) == "tree/Simple");
     CHECK(pick(call(16, 2, 128 * MiB)) == "tree/Simple");
     CHECK(pick(call(16, 2, 256 * MiB)) == "tree/Simple");
     CHECK(pick(call(16, 2, 512 * MiB)) == "ring/Simple");
