@@ -7,8 +7,8 @@
 #include "calibrate/validation.h"
 #include "config/bounded_read.h"
 #include "hardware/compute_model.h"
+#include "hardware/dtype.h"
 #include "strategies/models/layer_work.h"
-#include "strategies/parallel/precision.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -69,9 +69,9 @@ Model model_of(const strategies::parallel::ExperimentSpec& e) {
                                 (m.head.shares_embedding_weights ? 0 : m.head.parameters);
     // The step updates the weights in their own dtype: bf16 under FP8 and FP4 training, as
     // the step model's ranks do (rank_plan.cpp).
-    m.optimizer = strategies::models::optimizer_step(
-        params, strategies::parallel::detail::weight_dtype(e.training.dtype), e.training.optimizer,
-        0, cm, e.training.master_weights);
+    m.optimizer =
+        strategies::models::optimizer_step(params, hardware::weight_dtype(e.training.dtype),
+                                           e.training.optimizer, 0, cm, e.training.master_weights);
     m.micro_batches = e.micro_batches();
     return m;
 }

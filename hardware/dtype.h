@@ -49,6 +49,12 @@ constexpr bool is_quantized(Dtype d) {
     return d == Dtype::fp8 || d == Dtype::fp4;
 }
 
+/// The dtype a training dtype keeps and gathers its weights in: bf16 under FP8 and FP4
+/// training (the GEMMs' quantized copies are made from them), else the training dtype.
+constexpr Dtype weight_dtype(Dtype training) {
+    return is_quantized(training) ? Dtype::bf16 : training;
+}
+
 constexpr std::string_view to_string(Dtype d) {
     switch (d) {
     case Dtype::fp64:

@@ -138,7 +138,7 @@ std::int64_t backward_allocated_peak(const StepPlan& plan, const RankPlan& rp,
     // the weights' 16-bit type under pure 16-bit training, fp32 otherwise. Not rp.grads_bytes
     // over the parameters: optimizer_in_bwd has cut those bytes to the gradients it holds.
     const bool pure16 = !e->training.master_weights &&
-                        hardware::bytes_per_element(weight_dtype(e->training.dtype)) == 2;
+                        hardware::bytes_per_element(hardware::weight_dtype(e->training.dtype)) == 2;
     const std::int64_t elt = pure16 ? 2 : 4;
     const std::int64_t head = std::min(grads, std::int64_t{e->model.vocab} * e->model.hidden * elt);
     std::int64_t kept = 0;
@@ -219,7 +219,8 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     // Under autocast (torch.cuda.amp) the model is fp32: its weights, their gradients and
     // Adam's moments (Hugging Face's guide: 4 + 4 + 8 bytes per parameter); only the ops run
     // in the 16-bit dtype.
-    const auto dtype = e.training.autocast ? hardware::Dtype::fp32 : weight_dtype(e.training.dtype);
+    const auto dtype =
+        e.training.autocast ? hardware::Dtype::fp32 : hardware::weight_dtype(e.training.dtype);
     // The distributed optimizer's main gradients in fp32 where the framework reduces them in
     // fp32 (FrameworkSpec::fp32_grad_reduce, Megatron's --accumulate-allreduce-grads-in-fp32).
     // DeepSpeed's BF16_Optimizer (precision.h) keeps the state of ZeRO-1 with fp32 main

@@ -34,11 +34,6 @@ inline hardware::Dtype grad_reduce_dtype(const ExperimentSpec& e) {
     return hardware::is_quantized(d) ? hardware::Dtype::bf16 : d;
 }
 
-/// The dtype the weights are kept and gathered in: bf16 under FP8 and FP4 training (fp8.h).
-inline hardware::Dtype weight_dtype(hardware::Dtype d) {
-    return hardware::is_quantized(d) ? hardware::Dtype::bf16 : d;
-}
-
 /// Whether DeepSpeed's BF16_Optimizer runs the step: bf16 on DeepSpeed's engine
 /// (FrameworkSpec::grad_accumulation deepspeed) without ZeRO, which
 /// DeepSpeedEngine._configure_optimizer hands to it rather than to a ZeRO optimizer

@@ -70,10 +70,10 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
             ? r.parameters - r.frozen_parameters
             : (dense + shards - 1) / shards + (r.expert_parameters + edp - 1) / std::max(edp, 1);
     if (!e.training.forward_only) {
-        double seconds =
-            models::optimizer_step(updated, weight_dtype(e.training.dtype), e.training.optimizer,
-                                   par.zero, ctx.cm, e.training.master_weights)
-                .time.seconds();
+        double seconds = models::optimizer_step(updated, hardware::weight_dtype(e.training.dtype),
+                                                e.training.optimizer, par.zero, ctx.cm,
+                                                e.training.master_weights)
+                             .time.seconds();
         // BF16_Optimizer.step's passes over every fp32 gradient, not the partition: the global
         // norm (read), clipping by it (read, written; Megatron-DeepSpeed passes --clip-grad,
         // 1.0 by default, as gradient_clipping) and clear_hp_grads's zeroing (written):
@@ -232,7 +232,7 @@ void plan_dp_phase(const PlanContext& ctx, const StepPlan& plan, RankPlan& r) {
     // gather, when overlapped, inside the next step's first forward (param_gathers.h).
     // BF16_Optimizer gathers its bf16 partitions after the step, as ZeRO-1 does (precision.h).
     if (((par.zero >= 1 && par.zero < 3) || bf16_optimizer(e)) && !par.overlap_param_gather) {
-        const auto wdtype = weight_dtype(e.training.dtype);
+        const auto wdtype = hardware::weight_dtype(e.training.dtype);
         const std::int64_t elem = hardware::bytes_per_element(wdtype);
         if (dense_dp)
             phase.add(collectives::Op::all_gather, dense * elem, wdtype, std::nullopt, std::nullopt,

@@ -411,7 +411,7 @@ void accumulate_grads(const PlanContext& ctx, const LayerWork& w, int n, Clock& 
     if (how == GradAccumulation::fused || n <= 0 || params <= 0)
         return;
     const hardware::Dtype dtype = ctx.e.training.dtype;
-    const std::int64_t grad = hardware::bytes_per_element(weight_dtype(dtype));
+    const std::int64_t grad = hardware::bytes_per_element(hardware::weight_dtype(dtype));
     // BF16_Optimizer adds into its fp32 gradients; DeepSpeed's ZeRO optimizers keep param.grad.
     const bool hp_grads = bf16_optimizer(ctx.e);
     // DeepSpeed's fp16 engine keeps its gradients in param.grad; Megatron-LM's unfused

@@ -324,7 +324,7 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
     const int act_share = sp || e.framework.pipeline_tp_gather ? par.tp : 1;
     const auto act_bytes = [&]() -> std::int64_t {
         const std::int64_t e_bytes =
-            hardware::bytes_per_element(detail::weight_dtype(e.training.dtype));
+            hardware::bytes_per_element(hardware::weight_dtype(e.training.dtype));
         if (!e.model.is_transformer())
             return std::int64_t{e.training.micro_batch} * e.model.hidden * e_bytes / act_share;
         return std::int64_t{e.model.seq} / par.cp * e.training.micro_batch * e.model.hidden *
@@ -338,7 +338,7 @@ void plan_transfers(PlanContext& ctx, StepPlan& plan) {
             return sim::Time::zero();
         collectives::Collective c;
         c.op = collectives::Op::all_gather;
-        c.dtype = detail::weight_dtype(e.training.dtype);
+        c.dtype = hardware::weight_dtype(e.training.dtype);
         c.bytes = act_bytes * par.tp; // nccl-tests size: the whole output buffer
         return ctx.tp_times.time(c);
     }();

@@ -73,7 +73,7 @@ TorchStageBuffers torch_stage_buffers(const StepPlan& plan, int vs) {
             std::int64_t{e->model.seq} / std::max(1, e->parallel.cp) * e->training.micro_batch;
         const int tp = std::max(1, e->parallel.tp);
         output = tokens * (models::padded_vocab(e->model, tp) / tp) *
-                 hardware::bytes_per_element(detail::weight_dtype(e->training.dtype));
+                 hardware::bytes_per_element(hardware::weight_dtype(e->training.dtype));
     }
     // A compiled loss (models::CrossEntropy::compiled) saves the 16-bit logits for its
     // backward: the tensor output_chunks keeps, counted in the head's activations while its
