@@ -76,28 +76,24 @@ int head_runs(const PlanContext& ctx) {
     return 1 + ctx.e.model.mtp_num_layers;
 }
 
-/// The Float8Linear weights of one layer of `w` (float8_gathered_weights) where FSDP2 gathers
-/// them in FP8 (TrainingSpec::fp8_fsdp_all_gather); 0 otherwise. Its kind (with experts or
-/// not) is the kinds row `w` is in.
-std::int64_t layer_float8(const PlanContext& ctx, const LayerWork& w) {
+/// The Float8Linear weights of one layer of group `g` of `groups` (float8_gathered_weights)
+/// where FSDP2 gathers them in FP8 (TrainingSpec::fp8_fsdp_all_gather); 0 otherwise. The
+/// group's kind (layer_groups: g % kLayerKinds) says whether its layers have experts.
+std::int64_t layer_float8(const PlanContext& ctx, const LayerGroups& groups, std::size_t g) {
     if (!ctx.e.training.fp8_fsdp_all_gather)
         return 0;
-    for (std::size_t kind = 0; kind < kLayerKinds; ++kind)
-        for (const LayerWork& k : ctx.kinds[kind])
-            if (&k == &w) {
-                const bool moe_layer = ctx.e.model.is_moe() && (kind & 1) == 0;
-                return std::min(w.parameters - w.expert_parameters,
-                                float8_gathered_weights(ctx.e.model, ctx.e.parallel.tp, moe_layer));
-            }
-    return 0;
+    const LayerWork& w = *groups[g].first;
+    const bool moe_layer = ctx.e.model.is_moe() && (g % kLayerKinds & 1) == 0;
+    return std::min(w.parameters - w.expert_parameters,
+                    float8_gathered_weights(ctx.e.model, ctx.e.parallel.tp, moe_layer));
 }
 
 /// The Float8Linear weights of a stage's layers (layer_float8).
 std::int64_t groups_float8(const PlanContext& ctx, const LayerGroups& groups) {
     std::int64_t f8 = 0;
-    for (auto [wp, n] : groups)
-        if (n > 0)
-            f8 += n * layer_float8(ctx, *wp);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        if (groups[g].second > 0)
+            f8 += groups[g].second * layer_float8(ctx, groups, g);
     return f8;
 }
 
@@ -292,8 +288,9 @@ PassCost forward_pass(PlanContext& ctx, const VirtualStagePlan& st, const LayerG
         if (n > 0) {
             const LayerWork& w = *wp;
             spans.begin();
-            run_layers(w, forward_units(w), n, ctx.env, c, f,
-                       gather.next(w.parameters, w.expert_parameters, layer_float8(ctx, w)));
+            run_layers(
+                w, forward_units(w), n, ctx.env, c, f,
+                gather.next(w.parameters, w.expert_parameters, layer_float8(ctx, groups, g)));
             spans.end("layer", first_layers[g], n, w, false);
         }
     }
@@ -484,10 +481,10 @@ void backward_pass(PlanContext& ctx, VirtualStagePlan& st, const LayerGroups& gr
         const LayerWork& w = *wp;
         spans.begin();
         const double start = std::max(c.gpu, c.comm);
-        const Gather gather =
-            units.gathers_per_pass
-                ? parameter_gather(ctx, w.parameters, w.expert_parameters, layer_float8(ctx, w))
-                : Gather{};
+        const Gather gather = units.gathers_per_pass
+                                  ? parameter_gather(ctx, w.parameters, w.expert_parameters,
+                                                     layer_float8(ctx, groups, g))
+                                  : Gather{};
         if (last_block_kept && units.gathers_per_pass) {
             Gather kept = gather;
             kept.seconds = 0;
@@ -653,10 +650,11 @@ void count_gathered(const PlanContext& ctx, VirtualStagePlan& st, const LayerGro
             if (st.head)
                 g.add(units.head_params, units.head_params * param_elt);
         }
-        for (auto [wp, n] : groups)
-            for (int k = 0; k < std::min(n, 2); ++k)
-                g.add(wp->parameters,
-                      gathered_bytes(ctx.e, wp->parameters, layer_float8(ctx, *wp)));
+        for (std::size_t i = 0; i < groups.size(); ++i)
+            for (int k = 0; k < std::min(groups[i].second, 2); ++k)
+                g.add(groups[i].first->parameters,
+                      gathered_bytes(ctx.e, groups[i].first->parameters,
+                                     layer_float8(ctx, groups, i)));
         const PassGatherBytes bytes = per_pass_gather_bytes(g, param_elt, grad_elt);
         st.forward_gather_bytes = bytes.forward;
         st.backward_gather_bytes = bytes.backward;
