@@ -192,6 +192,14 @@ const std::vector<Key<GpuSpec>>& gpu_keys() {
                      "(dtype: fp4) need; Hopper's FP8 takes one scale per tensor",
           .lands = "GpuSpec::block_scaling"},
          field<&G::block_scaling>},
+        {{.name = "fp8_any_layout",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .meaning = "the FP8 tensor cores take operands in any layout (Blackwell's), so "
+                     "Transformer Engine's per-tensor FP8 casts (delayed and current scaling) "
+                     "write no transposed copy; Hopper's take only TN and need one",
+          .lands = "GpuSpec::fp8_any_layout"},
+         field<&G::fp8_any_layout>},
         {{.name = "peak_flops",
           .type = KeyType::section,
           .fallback = "required (one dtype at least)",

@@ -48,6 +48,12 @@ struct GpuSpec {
     /// MMA: Blackwell's tcgen05.mma with scale factors, CDNA4's MX instructions): MXFP8's and
     /// NVFP4's GEMMs need it; Hopper's FP8 GEMMs take one scale per tensor.
     bool block_scaling = false;
+    /// The FP8 tensor cores take their operands in any layout (Blackwell's tcgen05.mma);
+    /// Hopper's FP8 wgmma takes only "TN" (both operands K-major), so a per-tensor FP8 cast
+    /// there writes a transposed copy for the weight-gradient GEMM, and here it does not
+    /// (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported: compute capability 10.x and
+    /// 13.x and above; strategies/models/fp8.h).
+    bool fp8_any_layout = false;
     std::int64_t hbm_bytes = 0; ///< the datasheet's capacity ("80GB")
     /// The total the device reports (NVML's memory.total, as nvidia-smi prints it); 0: not
     /// given, hbm_bytes stands for it. What a step must fit in (usable_hbm_bytes()).

@@ -277,6 +277,19 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kFp8Atten
     {"26.06", "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
 }};
 
+/// The recipes above that run the LM head in MXFP8 (training.fp8_output_proj: Megatron-Core's
+/// fp8_output_proj): 26.08's DeepSeek-V3 GB300 and GB200 MXFP8 recipes
+/// (_enable_deepseek_full_iteration_mxfp8(cfg, ..., fp8_output_proj=True)) and GPT-OSS's
+/// _apply_gpt_oss_120b_full_iter_fp8mx_configs (Megatron-Bridge v0.6.0, src/megatron/bridge/
+/// perf_recipes/); 26.06 sets it for GB200 and GB300 MXFP8 only (scripts/performance/configs
+/// at v0.5.0: no row here), the older containers nowhere.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kFp8OutputProj{{
+    {"26.08", "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    {"26.08", "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
+    {"26.08", "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    {"26.08", "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
+}};
+
 /// The recipe of a row's mixture of experts (nullptr: none read, Megatron-Core's defaults).
 const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
                             const std::string& preset) {
@@ -305,6 +318,9 @@ void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
     for (const auto& [container, where] : kFp8Attention)
         if (recipe.container == container && recipe.where == where)
             s.emplace_back("training.fp8_dot_product_attention", "true");
+    for (const auto& [container, where] : kFp8OutputProj)
+        if (recipe.container == container && recipe.where == where)
+            s.emplace_back("training.fp8_output_proj", "true");
     if (recipe.graph_impl != "none") {
         s.emplace_back("training.cuda_graph_impl", std::string(recipe.graph_impl));
         if (!recipe.graph_scope.empty())
@@ -648,7 +664,9 @@ std::vector<std::string> new_hardware_rules() {
         "Transformer Engine's FP8 attention where the recipe sets fp8_dot_product_attention "
         "(26.08's DeepSeek-V3 GB300, GPT-OSS and Qwen3 MXFP8 recipes, 26.06's Qwen3-30B-A3B "
         "B300: cuDNN's MXFP8 kernel at its measured rates, Q, K, V and the output gradient "
-        "quantized around it); not the other mixtures' fused grouped MLP kernels, nor the 26.08 "
+        "quantized around it); the LM head in MXFP8 where the recipe sets fp8_output_proj "
+        "(26.08's DeepSeek-V3 and GPT-OSS MXFP8 recipes); not the other mixtures' fused "
+        "grouped MLP kernels, nor the 26.08 "
         "and full-iteration 26.06 recipes' HybridEP capacity factor and paged activation stash "
         "(a token budget of 1.5 x the routed tokens per rank and pages holding the experts' "
         "saved activations: buffers, the kernels after the dispatch running on the routed "
@@ -665,8 +683,9 @@ std::vector<std::string> new_hardware_rules() {
         "precision as printed: BF16; FP8 and FP8-CS as Transformer Engine's per-tensor current "
         "scaling (the performance scripts of these containers have no delayed scaling), "
         "clustersim's current recipe "
-        "(an amax pass, or the amax inside the norm or activation before, and a cast with its "
-        "transpose per input, the weights cast once per step); MXFP8 and NVFP4 as Transformer "
+        "(an amax pass, or the amax inside the norm or activation before, and a cast per "
+        "input, with its transpose on H100 only: Blackwell's FP8 GEMMs take any layout, "
+        "gpu.fp8_any_layout; the weights cast once per step); MXFP8 and NVFP4 as Transformer "
         "Engine's block-scaled recipes (both copies "
         "of each operand quantized, the scales, NVFP4's amax passes; fp4 GEMMs at the listed "
         "NVFP4 peak)",

@@ -56,11 +56,11 @@ constexpr std::int64_t kMxfp8BothCopies32 = 66;
 constexpr std::int64_t kNvfp4BothCopies32 = 36;
 } // namespace
 
-std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe) {
+std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe, bool transposes) {
     switch (recipe) {
     case Fp8Recipe::delayed:
     case Fp8Recipe::current:
-        return parameters * kFp8WeightCopyBytes;
+        return transposes ? parameters * kFp8WeightCopyBytes : parameters;
     case Fp8Recipe::tensorwise:
         return 0;
     case Fp8Recipe::mxfp8:
@@ -71,18 +71,18 @@ std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe) {
     return 0;
 }
 
-std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe) {
+std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe, bool transposes) {
+    // Read the bf16 weight, write the copies kept.
+    const std::int64_t cast = 2 * parameters + weight_copy_bytes(parameters, recipe, transposes);
     switch (recipe) {
     case Fp8Recipe::delayed:
-        return fp8_weight_cast_bytes(parameters);
-    case Fp8Recipe::current: // the amax pass, then the cast with its transpose
-        return 2 * parameters + fp8_weight_cast_bytes(parameters);
+    case Fp8Recipe::mxfp8:
+        return cast;
+    case Fp8Recipe::current: // the amax pass, then the cast
+    case Fp8Recipe::nvfp4:
+        return 2 * parameters + cast;
     case Fp8Recipe::tensorwise:
         return 0;
-    case Fp8Recipe::mxfp8: // read the bf16 weight once, write both copies
-        return 2 * parameters + weight_copy_bytes(parameters, recipe);
-    case Fp8Recipe::nvfp4: // the amax pass, then read again and write both copies
-        return 4 * parameters + weight_copy_bytes(parameters, recipe);
     }
     return 0;
 }
@@ -108,21 +108,21 @@ bool casts_launched_apart(Fp8Recipe recipe) {
 
 Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int64_t n,
                                  std::int64_t k, std::int64_t batch, Fp8Recipe recipe,
-                                 std::int64_t elem) {
+                                 std::int64_t elem, bool transposes) {
     Fp8CastBytes b;
-    if (!runs_in_fp8(name))
-        return b;
+    const std::int64_t input = m * k * batch;
     if (recipe == Fp8Recipe::delayed) {
         b.cast = fp8_cast_bytes(name, m, k, batch);
+        if (!transposes && b.cast > 0)
+            b.cast -= input;
         return b;
     }
-    const std::int64_t input = m * k * batch;
     if (recipe == Fp8Recipe::current) {
         if (name.ends_with(".wgrad"))
             return b;
         if (!fp8_cast_fused(name)) // else the kernel before takes the amax
             b.amax = input * elem;
-        b.cast = input * (elem + 2);
+        b.cast = input * (elem + (transposes ? 2 : 1));
         return b;
     }
     if (recipe == Fp8Recipe::mxfp8 || recipe == Fp8Recipe::nvfp4) {

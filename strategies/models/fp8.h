@@ -125,8 +125,19 @@ namespace clustersim::strategies::models {
 ///   Not modelled: the amax all-reduce over the tensor-parallel group of a sequence-parallel
 ///   input (with_amax_reduction), one 4-byte all-reduce per such cast.
 ///
+/// The transposes of delayed and current scaling are Hopper's: on a GPU whose FP8 GEMMs take
+/// any operand layout (GpuSpec::fp8_any_layout, Blackwell), Transformer Engine's
+/// Float8Quantizer and Float8CurrentScalingQuantizer write the FP8 data only and the
+/// weight-gradient GEMM reads it in place (with_transpose = columnwise_usage &&
+/// !nvte_is_non_tn_fp8_gemm_supported(): pytorch/csrc/quantizer.cpp at TE d0067d0, since
+/// v2.3): each cast writes 1 byte per element instead of 2, and the weights' copy kept is the
+/// data alone (1 byte per parameter). The block-scaled recipes' two copies differ in their
+/// scales' direction and stay; torchao's column-major copies are torch._scaled_mm's layout
+/// rule and stay.
+///
 /// What stays in bf16 is the same under every recipe: attention (fp8_dpa off by default in
-/// all four), the LM head, the router, norms and elementwise kernels (runs_in_fp8).
+/// all four), the LM head, the router, norms and elementwise kernels (runs_in_fp8). Under
+/// MXFP8 Megatron-Core can run the LM head quantized (fp8_output_proj: LayerConfig).
 enum class Fp8Recipe : std::uint8_t { delayed, tensorwise, mxfp8, nvfp4, current };
 
 /// The recipe's name in experiment files (training.fp8_recipe; nvfp4 is fp4_recipe's).
@@ -148,7 +159,8 @@ bool fp8_cast_fused(std::string_view name);
 std::int64_t fp8_cast_bytes(std::string_view name, std::int64_t m, std::int64_t k,
                             std::int64_t batch);
 
-/// HBM bytes of the casts feeding quantized GEMM `name` under `recipe`, `elem` bytes per
+/// HBM bytes of the casts feeding quantized GEMM `name` (one the caller runs quantized:
+/// runs_in_fp8, or the LM head under fp8_output_proj) under `recipe`, `elem` bytes per
 /// high-precision element: delayed as fp8_cast_bytes; tensorwise (see Fp8Recipe) the amax and
 /// cast of the M x K input of a forward or data-gradient GEMM, and of the K x N weight in a
 /// forward GEMM, the column-major copy of the weight for a data-gradient GEMM and of both FP8
@@ -162,9 +174,11 @@ struct Fp8CastBytes {
     std::int64_t copies = 0;
     std::int64_t total() const { return amax + cast + copies; }
 };
+/// `transposes`: delayed's and current's casts write a transposed copy (Hopper), or only the
+/// FP8 data (GpuSpec::fp8_any_layout), one byte less per element.
 Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int64_t n,
                                  std::int64_t k, std::int64_t batch, Fp8Recipe recipe,
-                                 std::int64_t elem);
+                                 std::int64_t elem, bool transposes);
 
 /// Bytes per parameter of the FP8 weight copies kept beside the bf16 weights (data and
 /// transpose).
@@ -175,12 +189,13 @@ inline constexpr std::int64_t fp8_weight_cast_bytes(std::int64_t parameters) {
 }
 
 /// Bytes of the quantized weight copies `recipe` keeps beside `parameters` bf16 weights
-/// (delayed: FP8 data and transpose; mxfp8: both MXFP8 copies with their scales; nvfp4: both
-/// NVFP4 copies with theirs; tensorwise: none, it casts in every forward).
-std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe);
+/// (delayed and current: FP8 data and, where `transposes`, its transpose; mxfp8: both MXFP8
+/// copies with their scales; nvfp4: both NVFP4 copies with theirs; tensorwise: none, it casts
+/// in every forward).
+std::int64_t weight_copy_bytes(std::int64_t parameters, Fp8Recipe recipe, bool transposes);
 /// HBM bytes of quantizing `parameters` bf16 weights once per step under `recipe` (0 for
 /// tensorwise, whose weight casts are charged to the forward GEMMs).
-std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe);
+std::int64_t weight_cast_bytes(std::int64_t parameters, Fp8Recipe recipe, bool transposes);
 /// Bytes of `elements` elements of a GEMM input saved for the weight gradient under
 /// `recipe`: the FP8 copy (1 byte), MXFP8's or NVFP4's column-wise copy with its scales.
 std::int64_t saved_input_bytes(std::int64_t elements, Fp8Recipe recipe);

@@ -253,11 +253,19 @@ struct LayerConfig {
     /// With dtype fp8: how the scales are found and what the casts cost (fp8.h); dtype fp4
     /// runs nvfp4 whatever this says.
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+    /// With dtype fp8 under a per-tensor Transformer Engine recipe (delayed, current): the
+    /// casts write a transposed copy beside the FP8 data (Hopper's FP8 GEMMs take only TN);
+    /// false on a GPU whose FP8 GEMMs take any layout (GpuSpec::fp8_any_layout, fp8.h).
+    bool fp8_transposes = true;
     /// With dtype fp8: Transformer Engine's FP8 attention (Megatron-Core's
     /// fp8_dot_product_attention, the recipe's fp8_dpa): Q, K, V quantized before the fused
     /// attention kernel and its output gradient before its backward, the kernel's products in
     /// FP8 (hardware/compute_model.h), its output and input gradients in bf16 (Ctx::flash).
     bool fp8_dot_product_attention = false;
+    /// With dtype fp8 and the mxfp8 recipe: the LM head's GEMMs quantized too (Megatron-Core's
+    /// fp8_output_proj, TrainingSpec::fp8_output_proj); its input's cast is its own kernel
+    /// (the final norm is not fused with it), its weight gradient's input saved quantized.
+    bool fp8_output_proj = false;
     /// Megatron's selective recompute (recompute selective, selective_op false): the modules
     /// recomputed, a set of recompute_bit()s; Megatron-Core's default is the core attention.
     std::uint8_t recompute_modules = recompute_bit(RecomputeModule::core_attn);

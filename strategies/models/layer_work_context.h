@@ -129,13 +129,15 @@ struct Ctx {
         op.name = name;
         op.kind = batch > 1 ? OpKind::batched_gemm : OpKind::gemm;
         op.flops = ComputeModel::gemm_flops(M, N, K, batch);
-        const bool in_fp8 = fp8 && runs_in_fp8(name);
+        const bool in_fp8 =
+            fp8 && (runs_in_fp8(name) || (cfg.fp8_output_proj && name.starts_with("lm_head")));
         const Dtype gemm_dtype = in_fp8 ? gemm_low : dtype;
         op.bytes = ComputeModel::gemm_bytes(M, N, K, gemm_dtype, batch);
         op.time = cm.gemm(M, N, K, gemm_dtype, batch);
         // The casts (with transposes) of its inputs, charged to the GEMM they feed.
         if (in_fp8) {
-            const Fp8CastBytes cast = fp8_gemm_cast_bytes(name, M, N, K, batch, recipe, elem);
+            const Fp8CastBytes cast =
+                fp8_gemm_cast_bytes(name, M, N, K, batch, recipe, elem, cfg.fp8_transposes);
             op.bytes += cast.total();
             for (const std::int64_t kernel : {cast.amax, cast.cast, cast.copies})
                 if (kernel > 0) {

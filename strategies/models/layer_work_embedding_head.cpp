@@ -270,7 +270,9 @@ LayerWork head_work(const ModelSpec& m, const LayerConfig& cfg, const ComputeMod
     // Under DTensor the output layer (ColwiseParallel, input_layouts Shard(1)) saves the
     // gathered input for its weight gradient, as the blocks' column-parallel linears do.
     const std::int64_t head_input = c.cfg.dtensor_tp ? T * c.h : sharded;
-    w.activation_bytes = (sharded + head_input) * e + logits * fp32;
+    // Under fp8_output_proj Transformer Engine's Linear keeps its input's quantized copy.
+    const std::int64_t head_saved = c.cfg.fp8_output_proj ? c.saved(head_input) : head_input * e;
+    w.activation_bytes = sharded * e + head_saved + logits * fp32;
     loss_memory(cfg, tp && c.cfg.dtensor_tp, T, vocab_local, e, w);
     w.parameters = vocab_local * c.h + (m.norm == Norm::layernorm ? 2 * c.h : c.h);
     w.shares_embedding_weights = m.tied_embeddings;

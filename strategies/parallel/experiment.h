@@ -95,6 +95,10 @@ struct TrainingSpec {
     /// fp8_dot_product_attention, --fp8-dot-product-attention; Megatron-Bridge's
     /// mixed_precision.fp8_dot_product_attention), models::LayerConfig.
     bool fp8_dot_product_attention = false;
+    /// With dtype fp8 and fp8_recipe mxfp8: the LM head's GEMMs in MXFP8 (Megatron-Core's
+    /// fp8_output_proj: TELMHeadColumnParallelLinear in place of the bf16
+    /// ColumnParallelLinear), models::LayerConfig.
+    bool fp8_output_proj = false;
     /// torchao's FSDP float8 all-gather (Float8LinearConfig.enable_fsdp_float8_all_gather,
     /// torchtitan's [float8] enable_fsdp_float8_all_gather), with dtype fp8 under FSDP2: each
     /// Float8Linear weight is cast to FP8 before its all-gather (WeightWithDynamicFloat8CastTensor.

@@ -661,6 +661,28 @@ std::optional<InputError> fp8_attention_error(const ExperimentSpec& e) {
     return std::nullopt;
 }
 
+/// Megatron-Core's fp8_output_proj (training.fp8_output_proj) where it runs: TransformerConfig
+/// refuses it without fp8 or with a recipe other than mxfp8, and TELMHeadColumnParallelLinear
+/// refuses the weight a tied embedding passes at run time and skip_weight_param_allocation
+/// (megatron/core/transformer/transformer_config.py and extensions/transformer_engine.py at
+/// NVIDIA/Megatron-LM@d98e8a64dd).
+std::optional<InputError> fp8_output_proj_error(const ExperimentSpec& e) {
+    if (!e.training.fp8_output_proj)
+        return std::nullopt;
+    const Refuse fail{e};
+    const char* key = "training.fp8_output_proj";
+    if (e.training.dtype != hardware::Dtype::fp8 ||
+        e.training.fp8_recipe != models::Fp8Recipe::mxfp8)
+        return fail("fp8_output_proj runs the LM head under Megatron-Core's MXFP8 recipe only: "
+                    "set training.dtype fp8 with fp8_recipe mxfp8, or remove it",
+                    key);
+    if (e.model.tied_embeddings)
+        return fail("fp8_output_proj's LM head (TELMHeadColumnParallelLinear) takes no weight "
+                    "shared with the embedding: set model.tied_embeddings false, or remove it",
+                    key);
+    return std::nullopt;
+}
+
 } // namespace
 
 void validate_experiment(ExperimentSpec& e) {
@@ -712,6 +734,8 @@ std::optional<InputError> experiment_error(ExperimentSpec& e) {
     if (auto error = precision_error(e))
         return error;
     if (auto error = fp8_attention_error(e))
+        return error;
+    if (auto error = fp8_output_proj_error(e))
         return error;
     if (auto error = pipeline_error(e))
         return error;

@@ -241,10 +241,12 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     if (hp_grads)
         m.gradients += (dense + experts) * hardware::bytes_per_element(dtype);
     // Transformer Engine keeps quantized copies of the weights across the step (delayed and
-    // current: FP8 data and transpose; MXFP8 and NVFP4: both block-scaled copies with their
-    // scales); torchao's tensorwise casts them in every forward and keeps none (models::Fp8Recipe).
+    // current: FP8 data, and its transpose where the GPU's FP8 GEMMs take only TN; MXFP8 and NVFP4:
+    // both block-scaled copies with their scales); torchao's tensorwise casts them in every forward
+    // and keeps none (models::Fp8Recipe).
     if (hardware::is_quantized(e.training.dtype))
-        m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe());
+        m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe(),
+                                               !e.cluster.node.gpu.fp8_any_layout);
     // Autocast's cast of each weight to the 16-bit dtype, made by the first op that uses it
     // and cached until the autocast region exits (cached_cast caches leaves that require
     // grad; the autocast context's exit clears the cache: aten/src/ATen/autocast_mode.cpp,

@@ -83,8 +83,8 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
         // FP8 and FP4: the layers' weights quantized once per step (fp8.h; tensorwise
         // scaling casts them in every forward instead, in the layers' GEMMs).
         if (hardware::is_quantized(e.training.dtype)) {
-            const std::int64_t cast =
-                models::weight_cast_bytes(layer_parameters, e.training.quant_recipe());
+            const std::int64_t cast = models::weight_cast_bytes(
+                layer_parameters, e.training.quant_recipe(), !e.cluster.node.gpu.fp8_any_layout);
             if (cast > 0)
                 seconds += ctx.cm.memory_bound_seconds(cast);
         }

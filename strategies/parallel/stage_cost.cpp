@@ -618,6 +618,11 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
         st.activation_bytes += head_runs(ctx) * ctx.head.activation_bytes;
         st.parameters += units.head_params;
         st.frozen_parameters += std::min(units.head_params, ctx.head.frozen_parameters);
+        // Under fp8_output_proj the LM head's weight is a Transformer Engine Linear's: its
+        // MXFP8 copies are kept and made once per step as the layers' are.
+        if (ctx.e.training.fp8_output_proj)
+            st.layer_parameters += models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
+                                   ctx.e.parallel.tp * ctx.e.model.hidden;
     }
 }
 

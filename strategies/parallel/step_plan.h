@@ -155,7 +155,7 @@ struct VirtualStagePlan {
     std::int64_t expert_parameters = 0; ///< of which routed experts' (experts laid out apart)
     std::int64_t frozen_parameters = 0; ///< of which frozen (LoRA's base weights)
     /// Of them, those of its transformer layers (the GEMM weights FP8 training keeps FP8
-    /// copies of; the embedding and the head excluded).
+    /// copies of; the embedding excluded, and the head but under fp8_output_proj).
     std::int64_t layer_parameters = 0;
     std::vector<GradBucket> buckets; ///< in the order the backward produces them
     /// Parameter bytes one GPU gathers per pass (ZeRO-3; 0 otherwise), per (tp) rank.

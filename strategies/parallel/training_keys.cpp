@@ -356,6 +356,17 @@ std::vector<Key<TrainingSpec>> core_training_keys() {
           .example = "false",
           .commented = true},
          field<&T::fp8_dot_product_attention>},
+        {{.name = "fp8_output_proj",
+          .type = KeyType::boolean,
+          .fallback = "false",
+          .mirrors = "TransformerConfig.fp8_output_proj",
+          .meaning = "with dtype fp8 and fp8_recipe mxfp8: the LM head's three GEMMs in MXFP8 "
+                     "(Megatron-Core's TELMHeadColumnParallelLinear), its input quantized, its "
+                     "weights' MXFP8 copies kept; not with tied embeddings",
+          .lands = "TrainingSpec::fp8_output_proj",
+          .example = "false",
+          .commented = true},
+         field<&T::fp8_output_proj>},
         {{.name = "fp4_recipe",
           .type = KeyType::choice,
           .fallback = "nvfp4",

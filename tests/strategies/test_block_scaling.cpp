@@ -151,8 +151,9 @@ TEST_CASE("block scaling: memory holds both quantized copies and their scales",
     const LayerWork nv = layer_work(m, layer_cfg(Dtype::fp4), b200());
     CHECK(mx.activation_bytes - te.activation_bytes == inputs / 32);
     CHECK(te.activation_bytes - nv.activation_bytes == inputs * 7 / 16);
-    // Weights: bf16 and the recipe's copies: delayed 2 bytes per parameter, MXFP8 2 x
-    // (1 + 1/32), NVFP4 2 x (1/2 + 1/256) (one scale per 16 x 16 block).
+    // Weights: bf16 and the recipe's copies: delayed 1 byte per parameter on Blackwell (the
+    // FP8 data; no transpose: gpu.fp8_any_layout), MXFP8 2 x (1 + 1/32), NVFP4 2 x
+    // (1/2 + 1/256) (one scale per 16 x 16 block).
     const auto platform = parallel::load_platform("dgx-b200");
     auto run = [&](const Settings& s) {
         return parallel::simulate_step(parallel::make_experiment(platform, 8, s, "block"));
@@ -164,10 +165,10 @@ TEST_CASE("block scaling: memory holds both quantized copies and their scales",
     const auto rm = run(mxs);
     const auto rn = run(llama8b("fp4"));
     const std::int64_t params = 4 * layer_parameters_per_rank(m, 8);
-    CHECK(rd.memory[0].weights_bytes - rb.memory[0].weights_bytes == 2 * params);
+    CHECK(rd.memory[0].weights_bytes - rb.memory[0].weights_bytes == params);
     CHECK(rm.memory[0].weights_bytes - rb.memory[0].weights_bytes == (params * 66 + 31) / 32);
     CHECK(rn.memory[0].weights_bytes - rb.memory[0].weights_bytes == (params * 129 + 127) / 128);
-    CHECK(weight_copy_bytes(params, Fp8Recipe::tensorwise) == 0);
+    CHECK(weight_copy_bytes(params, Fp8Recipe::tensorwise, true) == 0);
     // Gradients and optimizer state are bf16 mixed precision's in every recipe.
     for (const auto* r : {&rd, &rm, &rn}) {
         CHECK(r->memory[0].grads_bytes == rb.memory[0].grads_bytes);
@@ -175,8 +176,10 @@ TEST_CASE("block scaling: memory holds both quantized copies and their scales",
     }
     // The weights quantized once per step: MXFP8 2 + 33/16, NVFP4 2 + 2 + 129/128 bytes per
     // parameter, against delayed's 4: in the optimizer's time.
-    CHECK(weight_cast_bytes(params, Fp8Recipe::mxfp8) == 2 * params + (params * 66 + 31) / 32);
-    CHECK(weight_cast_bytes(params, Fp8Recipe::nvfp4) == 4 * params + (params * 129 + 127) / 128);
+    CHECK(weight_cast_bytes(params, Fp8Recipe::mxfp8, true) ==
+          2 * params + (params * 66 + 31) / 32);
+    CHECK(weight_cast_bytes(params, Fp8Recipe::nvfp4, true) ==
+          4 * params + (params * 129 + 127) / 128);
     CHECK(rm.breakdown.optimizer_s > rd.breakdown.optimizer_s);
     CHECK(rn.breakdown.optimizer_s > rm.breakdown.optimizer_s);
     // The step: MXFP8 slower than delayed scaling. NVFP4 at tp 8 gains less on the small
@@ -261,4 +264,63 @@ TEST_CASE("block scaling: AMD Instinct: MI300X trains FP8 with one scale per ten
     CHECK(mi355x.cluster.node.gpu.block_scaling);
     CHECK(refusal(mi355x, mx).first == "accepted");
     CHECK(refusal(mi355x, cs).first == "accepted");
+}
+
+TEST_CASE("block scaling: fp8_output_proj runs the LM head's GEMMs in MXFP8",
+          "[strategies][fp8][mxfp8]") {
+    // Megatron-Core's TELMHeadColumnParallelLinear: the head's forward, data- and
+    // weight-gradient GEMMs at the fp8 rate, its input quantized into both MXFP8 copies by a
+    // kernel of its own (2 bytes read, 2 x (1 + 1/32) written per element), the weight
+    // gradient's input saved as the column-wise copy (1 + 1/32 bytes, not bf16's 2).
+    const ModelSpec m = load_model("llama3-8B");
+    LayerConfig cfg = layer_cfg(Dtype::fp8, Fp8Recipe::mxfp8);
+    const LayerWork bf16_head = head_work(m, cfg, b200());
+    cfg.fp8_output_proj = true;
+    const LayerWork mx_head = head_work(m, cfg, b200());
+    const std::int64_t T = m.seq;
+    const std::int64_t input = T * m.hidden;
+    const std::int64_t vocab = padded_vocab(m, 1);
+    const auto& f_bf16 = op_named(bf16_head.forward, "lm_head");
+    const auto& f_mx = op_named(mx_head.forward, "lm_head");
+    // The GEMM reads 1-byte operands in place of 2-byte ones, plus the input's cast.
+    CHECK(f_bf16.bytes - (f_mx.bytes - (2 * input + (input * 66 + 31) / 32)) ==
+          input + vocab * m.hidden);
+    CHECK(f_mx.time < f_bf16.time);
+    CHECK(op_named(mx_head.backward, "lm_head.wgrad").time <
+          op_named(bf16_head.backward, "lm_head.wgrad").time);
+    CHECK(bf16_head.activation_bytes - mx_head.activation_bytes ==
+          2 * input - (input * 66 + 63) / 64);
+    // In a step: the head's MXFP8 weight copies kept beside its bf16 weights.
+    const auto platform = parallel::load_platform("dgx-b200");
+    Settings s = llama8b("fp8");
+    s.emplace_back("training.fp8_recipe", "mxfp8");
+    const auto r0 = parallel::simulate_step(parallel::make_experiment(platform, 8, s, "mx"));
+    s.emplace_back("training.fp8_output_proj", "true");
+    const auto r1 = parallel::simulate_step(parallel::make_experiment(platform, 8, s, "mxo"));
+    const std::int64_t vocab_local = padded_vocab(m, 8) / 8;
+    CHECK(r1.memory[0].weights_bytes - r0.memory[0].weights_bytes ==
+          (vocab_local * m.hidden * 66 + 31) / 32);
+    CHECK(r1.step_time_s < r0.step_time_s);
+}
+
+TEST_CASE("block scaling: fp8_output_proj is refused where Megatron-Core refuses it",
+          "[strategies][fp8][mxfp8]") {
+    const auto platform = parallel::load_platform("dgx-b200");
+    auto with = [](Settings s, const char* recipe) {
+        if (recipe)
+            s.emplace_back("training.fp8_recipe", recipe);
+        s.emplace_back("training.fp8_output_proj", "true");
+        return s;
+    };
+    for (const Settings& s : {with(llama8b("bf16"), nullptr), with(llama8b("fp8"), "current"),
+                              with(llama8b("fp8"), "delayed")}) {
+        auto [what, key] = refusal(platform, s);
+        CHECK(key == "training.fp8_output_proj");
+        CHECK_THAT(what, Catch::Contains("fp8_recipe mxfp8"));
+    }
+    Settings tied = with(llama8b("fp8"), "mxfp8");
+    tied.emplace_back("model.tied_embeddings", "true");
+    auto [what, key] = refusal(platform, tied);
+    CHECK(key == "training.fp8_output_proj");
+    CHECK_THAT(what, Catch::Contains("tied_embeddings false"));
 }

@@ -203,9 +203,9 @@ TEST_CASE("fp8: Transformer Engine's current scaling, its casts against a hand c
           op_named(te.forward, "attention.proj").kernels + 2);
     CHECK(op_named(cs.forward, "mlp.fc1").kernels == op_named(te.forward, "mlp.fc1").kernels + 1);
     // Weights: quantized once per step, amax then cast with transpose; the copies kept.
-    CHECK(weight_cast_bytes(1000, Fp8Recipe::current) == 6000);
-    CHECK(weight_copy_bytes(1000, Fp8Recipe::current) ==
-          weight_copy_bytes(1000, Fp8Recipe::delayed));
+    CHECK(weight_cast_bytes(1000, Fp8Recipe::current, true) == 6000);
+    CHECK(weight_copy_bytes(1000, Fp8Recipe::current, true) ==
+          weight_copy_bytes(1000, Fp8Recipe::delayed, true));
     CHECK(saved_input_bytes(1000, Fp8Recipe::current) == 1000);
     // Between delayed scaling and torchao's tensorwise, which casts weights every forward
     // and copies operands column-major: in a step of 8 micro-batches at tp 8.
@@ -219,6 +219,55 @@ TEST_CASE("fp8: Transformer Engine's current scaling, its casts against a hand c
     CHECK(rd.step_time_s < rc.step_time_s);
     CHECK(rc.step_time_s < rt.step_time_s);
     CHECK(rc.breakdown.optimizer_s > rd.breakdown.optimizer_s);
+}
+
+TEST_CASE("fp8: on a GPU whose FP8 GEMMs take any layout the per-tensor casts write no "
+          "transpose",
+          "[strategies][fp8]") {
+    // Transformer Engine's per-tensor quantizers write the transpose only where the GPU's FP8
+    // GEMMs need TN operands (with_transpose = columnwise_usage &&
+    // !nvte_is_non_tn_fp8_gemm_supported()): one byte less per cast element on Blackwell,
+    // nothing else moved. Hand counts per element of a bf16 input: delayed 2 + 1 (against
+    // Hopper's 2 + 1 + 1), current's amax 2 then 2 + 1.
+    const ModelSpec m = load_model("llama3-8B");
+    const std::int64_t T = 8192, h = 4096, qkv = 6144;
+    for (Fp8Recipe recipe : {Fp8Recipe::delayed, Fp8Recipe::current}) {
+        INFO(to_string(recipe));
+        LayerConfig cfg = layer_cfg(1, false, Dtype::fp8);
+        cfg.fp8_recipe = recipe;
+        const LayerWork hopper = layer_work(m, cfg, h100());
+        cfg.fp8_transposes = false;
+        const LayerWork blackwell = layer_work(m, cfg, h100());
+        auto fewer = [&](Pass p, std::string_view name) {
+            return op_named(hopper.pass(p), name).bytes - op_named(blackwell.pass(p), name).bytes;
+        };
+        CHECK(fewer(Pass::forward, "attention.proj") == T * h);
+        CHECK(fewer(Pass::backward, "attention.qkv.dgrad") == T * qkv);
+        CHECK(fewer(Pass::backward, "mlp.fc2.wgrad") == 0);
+        // A cast fused into the norm: delayed writes nothing apart; current's cast remains.
+        CHECK(fewer(Pass::forward, "attention.qkv") == (recipe == Fp8Recipe::current ? T * h : 0));
+        CHECK(blackwell.activation_bytes == hopper.activation_bytes);
+        CHECK(blackwell.forward.time < hopper.forward.time);
+    }
+    // The weights: the copy kept is the FP8 data alone, and its cast writes one byte.
+    CHECK(weight_copy_bytes(1000, Fp8Recipe::delayed, false) == 1000);
+    CHECK(weight_cast_bytes(1000, Fp8Recipe::delayed, false) == 3000);
+    CHECK(weight_cast_bytes(1000, Fp8Recipe::current, false) == 5000);
+    // Block-scaled copies differ in their scales' direction: both stay.
+    CHECK(weight_copy_bytes(1000, Fp8Recipe::mxfp8, false) ==
+          weight_copy_bytes(1000, Fp8Recipe::mxfp8, true));
+    // From the hardware file: dgx-b200 (and the presets extending it) sets gpu.fp8_any_layout,
+    // dgx-h100 does not; a step's FP8 weight copies follow it.
+    const auto b200 = parallel::load_platform("dgx-b200");
+    const auto h100p = parallel::load_platform("dgx-h100");
+    CHECK(b200.cluster.node.gpu.fp8_any_layout);
+    CHECK_FALSE(h100p.cluster.node.gpu.fp8_any_layout);
+    const auto rb =
+        parallel::simulate_step(parallel::make_experiment(b200, 8, llama8b("bf16"), "b"));
+    const auto rf =
+        parallel::simulate_step(parallel::make_experiment(b200, 8, llama8b("fp8"), "f"));
+    CHECK(rf.memory[0].weights_bytes - rb.memory[0].weights_bytes ==
+          4 * layer_parameters_per_rank(m, 8));
 }
 
 TEST_CASE("fp8: memory follows Transformer Engine's rules", "[strategies][fp8]") {
