@@ -128,19 +128,58 @@ Op expert_clamp(const Ctx& c, std::string_view name, std::int64_t half, bool bac
     return op;
 }
 
+/// Whether the experts' input is padded for quantization by Transformer Engine's Fp8Padding
+/// (TEGroupedMLP under fp8 or fp4: Megatron-Core's experts.py at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a, Megatron-Bridge v0.4.2's,
+/// quantization_padding around linear_fc1 and quantization_unpadding after linear_fc2):
+/// TE's grouped FP8 GEMMs need each expert's rows in multiples of 16, of 32 under MXFP8 and
+/// NVFP4 (fp8_utils.py get_fp8_align_size), and Fp8Padding copies the tokens into a padded
+/// buffer unless every expert's count is already a multiple
+/// (NVIDIA/TransformerEngine@bce8162f1e278500aaa1fb804118278a7305f35d,
+/// transformer_engine/pytorch/module/fp8_padding.py: "no padding needed" returns the input).
+/// Routed counts are a multiple only by chance (balanced routing draws experts at random:
+/// moe_utils.py RandomSTE), so the copies run. Nobody pads them but TE under the alltoall
+/// dispatcher; the router's padding (moe_router_padding_for_quantization, which no recipe
+/// here sets) and HybridEP's dispatch (pad_multiple; skip_routed_expert_padding at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3) align them before, and
+/// Transformer Engine's fused grouped MLP runs without TEGroupedMLP's padding modules. The
+/// flex dispatcher is taken as HybridEP here (DeepEP, which does not pad, is not told apart).
+/// torchao's recipe (tensorwise) is not Transformer Engine's.
+bool pads_for_quantization(const Ctx& c) {
+    return c.fp8 && c.recipe != Fp8Recipe::tensorwise && !c.cfg.flex_dispatcher &&
+           !c.cfg.fusions.fused_grouped_mlp;
+}
+
+/// The padding before fc1 for `rows` routed copies of width h: fused_multi_row_padding of the
+/// tokens (read, written) and of their probabilities (one element each, the router's dtype
+/// under the alltoall dispatcher), two kernels. Its counterparts, each one copy of the rows
+/// (read, written): Fp8Unpadding of fc2's output ("moe.experts.unpad"), and in the backward
+/// the unpadding's gradient padded and the padding's unpadded (fused_multi_row_unpadding).
+/// The rows added (fewer than the alignment per expert) are left out.
+Op quantization_padding(const Ctx& c, std::int64_t rows) {
+    return eager_kernels(c, "moe.experts.pad", {2 * rows * c.h * c.elem, 2 * rows * c.elem});
+}
+
 /// The router's top-k, after which Megatron-Core's dropless token dispatchers wait for the
 /// tokens per expert on the host (Op::host_sync): the alltoall dispatcher's split sizes, copied
 /// to the host after the routing and waited for before the dispatch all-to-all
 /// (token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess, cuda_sync_point
 /// "before_ep_alltoall", or "before_finish" without expert or tensor parallelism), the
 /// all-gather dispatcher's local_map.sum(dim=0).long().cpu() (at
-/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a). The flex dispatcher's are not
-/// modelled.
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a). The flex dispatcher waits as
+/// well, before its data moves: DeepEP's dispatch, where "the CPU will wait for GPU's signal to
+/// arrive" (fused_a2a.py, FusedDispatch.forward) with the received counts, and HybridEP's
+/// when no token budget bounds its buffers (token_dispatcher.py, _HybridEPManager:
+/// num_permuted_tokens None "will cause a CPU sync"; fused_a2a.py HybridEPDispatch, blocking
+/// unless num_permuted_tokens is given; both at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3). The budget
+/// (moe_expert_rank_capacity_factor) comes only with the whole-iteration graphs, inside which
+/// nothing waits.
 Op router_topk(const Ctx& c, std::int64_t local) {
     const std::int64_t e = c.elem;
     Op op = c.memory("moe.router.topk",
                      local * c.m.num_experts * (e + 4 + 8 + 4) + local * c.m.moe_router_topk * 12);
-    op.host_sync = !c.cfg.flex_dispatcher;
+    op.host_sync = true;
     return op;
 }
 
@@ -218,6 +257,8 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
     const int permute = F.add(c.memory("moe.permute", T * c.h * e + N * c.h * e));
     if (c.t > 1 && c.sp)
         add_collective(w, "moe.all_gather", TpOp::all_gather, Pass::forward, comm, topk, permute);
+    if (pads_for_quantization(c))
+        F.add(quantization_padding(c, N));
     F.add(c.gemm("moe.experts.fc1", c.tokens_per_expert(), m.expert_fc1_out() / c.t, c.h, E));
     if (clamp_apart(c))
         F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
@@ -226,6 +267,8 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
     F.add(c.gemm("moe.experts.fc2", c.tokens_per_expert(), c.h, fe, E));
     if (bias_apart(c))
         F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", E, c.tokens_per_expert(), N, c.h, false));
+    if (pads_for_quantization(c))
+        F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
     int last = F.add(c.memory("moe.unpermute", N * c.h * e + N * 4 + T * c.h * e));
     if (fs > 0) {
         F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
@@ -265,6 +308,8 @@ void moe_backward(const Ctx& c, LayerWork& w) {
     // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
     // (a dot product of each copy's output with its incoming gradient).
     B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
     if (bias_apart(c))
         B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", E, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, E));
@@ -275,6 +320,8 @@ void moe_backward(const Ctx& c, LayerWork& w) {
         B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.t, E));
     B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.t, M, E));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
     const int scatter = B.add(c.memory("moe.permute.bwd", N * c.h * e + 2 * T * c.h * e));
     B.add(
         c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
@@ -316,6 +363,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
                              Pass::forward, etp_bytes, permute, next);
     if (L > 1)
         F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
+    if (pads_for_quantization(c))
+        F.add(quantization_padding(c, N));
     F.add(c.gemm("moe.experts.fc1", M, m.expert_fc1_out() / c.etp, c.h, L));
     if (clamp_apart(c))
         F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
@@ -324,6 +373,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     int last = F.add(c.gemm("moe.experts.fc2", M, c.h, fe, L));
     if (bias_apart(c))
         last = F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", L, M, N, c.h, false));
+    if (pads_for_quantization(c))
+        last = F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
     if (L > 1)
         last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
     next = Ctx::next(F);
@@ -382,6 +433,8 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
                              Pass::backward, etp_bytes, unpermute, next);
     if (L > 1)
         B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
     if (bias_apart(c))
         B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", L, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, L));
@@ -392,6 +445,8 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
         B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.etp, L));
     int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
+    if (pads_for_quantization(c))
+        last = B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
     if (L > 1)
         last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
     next = Ctx::next(B);
