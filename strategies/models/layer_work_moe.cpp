@@ -139,25 +139,25 @@ Op expert_clamp(const Ctx& c, std::string_view name, std::int64_t half, bool bac
 /// transformer_engine/pytorch/module/fp8_padding.py: "no padding needed" returns the input).
 /// Routed counts are a multiple only by chance (balanced routing draws experts at random:
 /// moe_utils.py RandomSTE), so the copies run. Nobody pads them but TE under the alltoall
-/// dispatcher; the router's padding (moe_router_padding_for_quantization, which no recipe
-/// here sets) and HybridEP's dispatch (pad_multiple; skip_routed_expert_padding at
+/// and DeepEP dispatchers; the router's padding (moe_router_padding_for_quantization, which
+/// no recipe here sets) and HybridEP's dispatch (pad_multiple; skip_routed_expert_padding at
 /// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3) align them before, and
-/// Transformer Engine's fused grouped MLP runs without TEGroupedMLP's padding modules. The
-/// flex dispatcher is taken as HybridEP here (DeepEP, which does not pad, is not told apart).
+/// Transformer Engine's fused grouped MLP runs without TEGroupedMLP's padding modules.
 /// torchao's recipe (tensorwise) is not Transformer Engine's.
 bool pads_for_quantization(const Ctx& c) {
-    return c.fp8 && c.recipe != Fp8Recipe::tensorwise && !c.cfg.flex_dispatcher &&
+    return c.fp8 && c.recipe != Fp8Recipe::tensorwise && !c.cfg.hybridep &&
            !c.cfg.fusions.fused_grouped_mlp;
 }
 
 /// The padding before fc1 for `rows` routed copies of width h: fused_multi_row_padding of the
-/// tokens (read, written) and of their probabilities (one element each, the router's dtype
-/// under the alltoall dispatcher), two kernels. Its counterparts, each one copy of the rows
-/// (read, written): Fp8Unpadding of fc2's output ("moe.experts.unpad"), and in the backward
-/// the unpadding's gradient padded and the padding's unpadded (fused_multi_row_unpadding).
+/// tokens (read, written) and of their probabilities (one element each: the router's dtype
+/// under the alltoall dispatcher, fp32 under DeepEP's), two kernels. Its counterparts, each one
+/// copy of the rows (read, written): Fp8Unpadding of fc2's output ("moe.experts.unpad"), and in the
+/// backward the unpadding's gradient padded and the padding's unpadded (fused_multi_row_unpadding).
 /// The rows added (fewer than the alignment per expert) are left out.
 Op quantization_padding(const Ctx& c, std::int64_t rows) {
-    return eager_kernels(c, "moe.experts.pad", {2 * rows * c.h * c.elem, 2 * rows * c.elem});
+    const std::int64_t prob = c.cfg.flex_dispatcher ? 4 : c.elem;
+    return eager_kernels(c, "moe.experts.pad", {2 * rows * c.h * c.elem, 2 * rows * prob});
 }
 
 /// The router's top-k, after which Megatron-Core's dropless token dispatchers wait for the
@@ -345,15 +345,25 @@ void moe_backward(const Ctx& c, LayerWork& w) {
 /// moe_load_imbalance times the mean, and every all-to-all is timed at the volume it receives
 /// (its port is the most loaded). The collectives run on the compute stream in Megatron
 /// (nothing overlaps them): the next kernel waits. The shared experts follow as a
-/// tensor-parallel dense MLP on the same tokens.
+/// tensor-parallel dense MLP on the same tokens. Under HybridEP the permutation, the sort by
+/// local expert and the weighted sum run inside the dispatch and combine kernels
+/// (token_dispatcher.py, _HybridEPManager: "Permute tokens for communication, perform
+/// all-to-all communication, and permute tokens for experts in single step", its
+/// get_permuted_hidden_states_by_experts returning the dispatched tokens as they are, at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3): no kernels of their own;
+/// DeepEP's dispatch sends the tokens unpermuted and Megatron permutes the received ones by
+/// expert (_DeepepManager), costed here as the alltoall dispatcher's permutation and sort.
 void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& F = w.forward;
     const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
         a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
-    F.add(router_topk(c, local));
-    const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
+    const int topk = F.add(router_topk(c, local));
+    // HybridEP's dispatch permutes the tokens itself (LayerConfig::hybridep).
+    const bool hybridep = c.cfg.hybridep;
+    const int permute =
+        hybridep ? topk : F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
     int next = Ctx::next(F);
     if (c.ep > 1)
         add_group_collective(w, "moe.dispatch", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
@@ -361,7 +371,7 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::forward, etp_bytes, permute, next);
-    if (L > 1)
+    if (L > 1 && !hybridep)
         F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
     if (pads_for_quantization(c))
         F.add(quantization_padding(c, N));
@@ -375,7 +385,7 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         last = F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", L, M, N, c.h, false));
     if (pads_for_quantization(c))
         last = F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
-    if (L > 1)
+    if (L > 1 && !hybridep)
         last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
     next = Ctx::next(F);
     if (c.etp > 1)
@@ -385,7 +395,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         add_group_collective(w, "moe.combine", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
                              last, next);
     const int unpermute =
-        F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
+        hybridep ? Ctx::next(F) - 1
+                 : F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
     if (fs > 0) {
         const std::int64_t comm = T * c.h * e;
         const int fc1 = F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
@@ -422,8 +433,11 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
                            i - 1, i);
         shared_dgrad = shared_expert_backward(c, w);
     }
+    const bool hybridep = c.cfg.hybridep;
     const int unpermute =
-        B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
+        hybridep
+            ? Ctx::next(B) - 1
+            : B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
     int next = Ctx::next(B);
     if (c.ep > 1)
         add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, group, Pass::backward,
@@ -431,7 +445,7 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::backward, etp_bytes, unpermute, next);
-    if (L > 1)
+    if (L > 1 && !hybridep)
         B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
     if (pads_for_quantization(c))
         B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
@@ -447,7 +461,7 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
     if (pads_for_quantization(c))
         last = B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
-    if (L > 1)
+    if (L > 1 && !hybridep)
         last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
     next = Ctx::next(B);
     if (c.etp > 1)
@@ -456,7 +470,8 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     if (c.ep > 1)
         add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, group, Pass::backward,
                              a2a_bytes, last, next);
-    B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
+    if (!hybridep)
+        B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
     B.add(
         c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
     B.add(c.gemm("moe.router.dgrad", local, c.h, E));
