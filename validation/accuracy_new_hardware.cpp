@@ -193,7 +193,11 @@ struct MoeRecipe {
     std::string_view preset;      ///< the model's preset (moe_preset_of)
     std::string_view accelerator; ///< the row's hw_class
     std::string_view precision;   ///< the row's precision
-    bool flex;                    ///< the flex dispatcher (DeepEP or HybridEP)
+    /// the token dispatcher: "alltoall", or flex on "deepep" or "hybridep" (every flex recipe
+    /// here names HybridEP but 26.04.01's DeepSeek-V3 B200 MXFP8, whose V2 config sets
+    /// moe_flex_dispatcher_backend deepep; DeepEP does not run on GB200 and GB300:
+    /// training/flex_dispatcher_backend.py)
+    std::string_view dispatcher;
     bool ep_overlap;              ///< overlap_moe_expert_parallel_comm + delay_wgrad_compute
     std::string_view graph_impl;  ///< cuda_graph_impl
     std::string_view graph_scope; ///< cuda_graph_scope ("": the implementation's default)
@@ -210,42 +214,42 @@ constexpr std::array kMoeRecipes{
     // 26.08: gpt_oss/common.py, _apply_gpt_oss_120b_full_iter_fp8mx_configs: HybridEP, a
     // full-iteration graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute (and
     // kFusedGroupedMlp); the GB200 recipe's recompute_modules [].
-    MoeRecipe{"26.08", "gpt-oss-120B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "gpt-oss-120B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB300", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb300/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "gpt-oss-120B", "GB200", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
     // 26.08: the MXFP8 recipes call _enable_deepseek_full_iteration_mxfp8 (deepseek/common.py)
     // or _enable_hybridep_full_iteration_mxfp8 (qwen/common.py): HybridEP, a full-iteration
     // graph, overlap_moe_expert_parallel_comm and delay_wgrad_compute.
-    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", true, true, "full_iteration", "", "[mla_up_proj]", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
-    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", true, true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB300", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "deepseek/gb300/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "deepseek-v3", "GB200", "MXFP8", "hybridep", true, "full_iteration", "", "[mla_up_proj]", kBridge26_08, "deepseek/gb200/deepseek_v3.py, deepseek_v3_pretrain_256gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB300", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-30B-A3B", "GB200", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB300", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "qwen/gb300/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config"},
+    MoeRecipe{"26.08", "qwen3-235B-A22B", "GB200", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_08, "qwen/gb200/qwen3_moe.py, qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config"},
     // 26.06
-    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", true, true, "full_iteration", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
-    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", true, false, "none", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
-    MoeRecipe{"26.06", "gpt-oss-120B", "B300", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_06, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2, HybridEP)"},
-    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", true, false, "none", "", "[mla_up_proj]", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
+    MoeRecipe{"26.06", "deepseek-v3", "B300", "MXFP8", "hybridep", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj]", kBridge26_06, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "B300", "MXFP8", "hybridep", true, "full_iteration", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"},
+    MoeRecipe{"26.06", "qwen3-30B-A3B", "H100", "FP8", "hybridep", false, "none", "", "", kBridge26_06, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1"},
+    MoeRecipe{"26.06", "gpt-oss-120B", "B300", "MXFP8", "hybridep", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_06, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 (= B300_BF16_V2, HybridEP)"},
+    MoeRecipe{"26.06", "kimi-k2", "GB300", "MXFP8", "hybridep", false, "none", "", "[mla_up_proj]", kBridge26_06, "kimi/kimi_workload_base_configs.py, KIMI_K2_PRETRAIN_CONFIG_GB300"},
     // 26.04.01
-    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", true, true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
-    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", false, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", true, false, "none", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "deepseek-v3", "B200", "MXFP8", "deepep", true, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[mla_up_proj, mlp]", kBridge26_04_01, "deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (DeepEP)"},
+    MoeRecipe{"26.04.01", "qwen3-30B-A3B", "B200", "MXFP8", "hybridep", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B200", "MXFP8", "alltoall", false, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_b200 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "B300", "MXFP8", "hybridep", false, "none", "", "", kBridge26_04_01, "qwen/qwen3_workload_base_configs.py, QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"},
     // GPT-OSS 120B, the V2 configs (GBS 1280, the table's) of gpt_oss/
     // gpt_oss_workload_base_configs.py as gpt_oss_llm_pretrain.py applies them: the alltoall
     // dispatcher but on B300 (HybridEP); GB200's moe_a2a_overlap; Transformer Engine's graphs on
     // GB300 and B300; recompute_modules [layernorm, moe_act] on GB200, B200 and H100.
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB300", "BF16", false, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB200", "BF16", false, true, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "B300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (HybridEP)"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "B200", "BF16", false, false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"},
-    MoeRecipe{"26.04.01", "gpt-oss-120B", "H100", "BF16", false, false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2"},
-    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", false, true, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB300", "BF16", "alltoall", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "GB200", "BF16", "alltoall", true, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B300", "BF16", "hybridep", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2 (HybridEP)"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "B200", "BF16", "alltoall", false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2"},
+    MoeRecipe{"26.04.01", "gpt-oss-120B", "H100", "BF16", "alltoall", false, "none", "", "[layernorm, moe_act]", kBridge26_04_01, "gpt_oss/gpt_oss_workload_base_configs.py, GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2"},
+    MoeRecipe{"26.04.01", "qwen3-235B-A22B", "H100", "FP8", "alltoall", true, "none", "", "", kBridge26_04_01, "qwen/qwen3_llm_pretrain.py, qwen3_235b_a22b_pretrain_config_h100 (alltoall), QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2"},
     // 25.11
-    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", true, false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
-    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
-    MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", true, false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB300", "BF16", "hybridep", false, "transformer_engine", "[attn, moe_router, moe_preprocess]", "[moe_act]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB300_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "BF16", "hybridep", false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_BASE_CONFIG"},
+    MoeRecipe{"25.11", "deepseek-v3", "GB200", "FP8-MX (MXFP8)", "hybridep", false, "transformer_engine", "[moe_router, moe_preprocess]", "[mla_up_proj]", kBridge25_11, "deepseek/workload_base_configs.py, DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG = DEEPSEEK_V3_GB200_BASE_CONFIG"},
 };
 // clang-format on
 
@@ -306,8 +310,10 @@ const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
 
 /// The recipe's MoE settings (moe_recipe), onto the row's experiment.
 void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
-    if (recipe.flex)
+    if (recipe.dispatcher != "alltoall") {
         s.emplace_back("parallel.moe_token_dispatcher", "flex");
+        s.emplace_back("parallel.moe_flex_dispatcher_backend", std::string(recipe.dispatcher));
+    }
     if (recipe.ep_overlap) {
         s.emplace_back("parallel.overlap_moe_expert_parallel_comm", "true");
         s.emplace_back("parallel.delay_wgrad_compute", "true");
@@ -653,7 +659,9 @@ std::vector<std::string> new_hardware_rules() {
         "mixtures, read at the Megatron-Bridge release it ships "
         "(26.08 v0.6.0, 26.06 v0.5.0, 26.04.01 v0.4.2, 25.11 r0.2.0): the flex dispatcher "
         "(DeepEP or HybridEP: a copy per destination node across nodes, per destination GPU "
-        "inside one) or alltoall, Megatron-Core's expert-parallel overlap "
+        "inside one; HybridEP permutes, pads and sums the tokens inside its kernels) or "
+        "alltoall (under FP8 and MXFP8 Transformer Engine pads each expert's rows with copies "
+        "of its own, as under DeepEP), Megatron-Core's expert-parallel overlap "
         "(overlap_moe_expert_parallel_comm with delay_wgrad_compute: a paired forward's and "
         "backward's all-to-alls beside each other's kernels) and its CUDA graphs (a whole-"
         "iteration graph: no host time per kernel or micro-batch; Transformer Engine's per-layer "

@@ -230,6 +230,12 @@ struct LayerConfig {
     /// destination GPU inside one (expert_parallel.h, flex_dispatch_bytes). `ep_nodes`: the
     /// nodes the expert-parallel group spans (1: inside one node).
     bool flex_dispatcher = false;
+    /// The flex dispatcher on HybridEP (--moe-flex-dispatcher-backend hybridep): its dispatch
+    /// permutes the tokens into the local experts' order and pads each expert's rows for
+    /// quantization, its combine unpermutes and sums them, inside the communication kernels
+    /// (Megatron-Core's _HybridEPManager, dispatch_with_permute and combine_with_unpermute):
+    /// no kernels of their own.
+    bool hybridep = false;
     int ep_nodes = 1;
     /// Context-parallel size: each rank runs seq / cp tokens, attention as the ring's steps
     /// (context_parallel.h; its communication is the step plan's).

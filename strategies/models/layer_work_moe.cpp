@@ -128,19 +128,58 @@ Op expert_clamp(const Ctx& c, std::string_view name, std::int64_t half, bool bac
     return op;
 }
 
+/// Whether the experts' input is padded for quantization by Transformer Engine's Fp8Padding
+/// (TEGroupedMLP under fp8 or fp4: Megatron-Core's experts.py at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a, Megatron-Bridge v0.4.2's,
+/// quantization_padding around linear_fc1 and quantization_unpadding after linear_fc2):
+/// TE's grouped FP8 GEMMs need each expert's rows in multiples of 16, of 32 under MXFP8 and
+/// NVFP4 (fp8_utils.py get_fp8_align_size), and Fp8Padding copies the tokens into a padded
+/// buffer unless every expert's count is already a multiple
+/// (NVIDIA/TransformerEngine@bce8162f1e278500aaa1fb804118278a7305f35d,
+/// transformer_engine/pytorch/module/fp8_padding.py: "no padding needed" returns the input).
+/// Routed counts are a multiple only by chance (balanced routing draws experts at random:
+/// moe_utils.py RandomSTE), so the copies run. Nobody pads them but TE under the alltoall
+/// and DeepEP dispatchers; the router's padding (moe_router_padding_for_quantization, which
+/// no recipe here sets) and HybridEP's dispatch (pad_multiple; skip_routed_expert_padding at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3) align them before, and
+/// Transformer Engine's fused grouped MLP runs without TEGroupedMLP's padding modules.
+/// torchao's recipe (tensorwise) is not Transformer Engine's.
+bool pads_for_quantization(const Ctx& c) {
+    return c.fp8 && c.recipe != Fp8Recipe::tensorwise && !c.cfg.hybridep &&
+           !c.cfg.fusions.fused_grouped_mlp;
+}
+
+/// The padding before fc1 for `rows` routed copies of width h: fused_multi_row_padding of the
+/// tokens (read, written) and of their probabilities (one element each: the router's dtype
+/// under the alltoall dispatcher, fp32 under DeepEP's), two kernels. Its counterparts, each one
+/// copy of the rows (read, written): Fp8Unpadding of fc2's output ("moe.experts.unpad"), and in the
+/// backward the unpadding's gradient padded and the padding's unpadded (fused_multi_row_unpadding).
+/// The rows added (fewer than the alignment per expert) are left out.
+Op quantization_padding(const Ctx& c, std::int64_t rows) {
+    const std::int64_t prob = c.cfg.flex_dispatcher ? 4 : c.elem;
+    return eager_kernels(c, "moe.experts.pad", {2 * rows * c.h * c.elem, 2 * rows * prob});
+}
+
 /// The router's top-k, after which Megatron-Core's dropless token dispatchers wait for the
 /// tokens per expert on the host (Op::host_sync): the alltoall dispatcher's split sizes, copied
 /// to the host after the routing and waited for before the dispatch all-to-all
 /// (token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess, cuda_sync_point
 /// "before_ep_alltoall", or "before_finish" without expert or tensor parallelism), the
 /// all-gather dispatcher's local_map.sum(dim=0).long().cpu() (at
-/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a). The flex dispatcher's are not
-/// modelled.
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a). The flex dispatcher waits as
+/// well, before its data moves: DeepEP's dispatch, where "the CPU will wait for GPU's signal to
+/// arrive" (fused_a2a.py, FusedDispatch.forward) with the received counts, and HybridEP's
+/// when no token budget bounds its buffers (token_dispatcher.py, _HybridEPManager:
+/// num_permuted_tokens None "will cause a CPU sync"; fused_a2a.py HybridEPDispatch, blocking
+/// unless num_permuted_tokens is given; both at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3). The budget
+/// (moe_expert_rank_capacity_factor) comes only with the whole-iteration graphs, inside which
+/// nothing waits.
 Op router_topk(const Ctx& c, std::int64_t local) {
     const std::int64_t e = c.elem;
     Op op = c.memory("moe.router.topk",
                      local * c.m.num_experts * (e + 4 + 8 + 4) + local * c.m.moe_router_topk * 12);
-    op.host_sync = !c.cfg.flex_dispatcher;
+    op.host_sync = true;
     return op;
 }
 
@@ -218,6 +257,8 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
     const int permute = F.add(c.memory("moe.permute", T * c.h * e + N * c.h * e));
     if (c.t > 1 && c.sp)
         add_collective(w, "moe.all_gather", TpOp::all_gather, Pass::forward, comm, topk, permute);
+    if (pads_for_quantization(c))
+        F.add(quantization_padding(c, N));
     F.add(c.gemm("moe.experts.fc1", c.tokens_per_expert(), m.expert_fc1_out() / c.t, c.h, E));
     if (clamp_apart(c))
         F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
@@ -226,6 +267,8 @@ void moe_forward(const Ctx& c, LayerWork& w, int ln2) {
     F.add(c.gemm("moe.experts.fc2", c.tokens_per_expert(), c.h, fe, E));
     if (bias_apart(c))
         F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", E, c.tokens_per_expert(), N, c.h, false));
+    if (pads_for_quantization(c))
+        F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
     int last = F.add(c.memory("moe.unpermute", N * c.h * e + N * 4 + T * c.h * e));
     if (fs > 0) {
         F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
@@ -265,6 +308,8 @@ void moe_backward(const Ctx& c, LayerWork& w) {
     // The copies' gradients (weighted by the probabilities) and the probabilities' gradients
     // (a dot product of each copy's output with its incoming gradient).
     B.add(c.memory("moe.unpermute.bwd", T * c.h * e + 2 * N * c.h * e + N * 4));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
     if (bias_apart(c))
         B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", E, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, E));
@@ -275,6 +320,8 @@ void moe_backward(const Ctx& c, LayerWork& w) {
         B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.t, E));
     B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.t, M, E));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
     const int scatter = B.add(c.memory("moe.permute.bwd", N * c.h * e + 2 * T * c.h * e));
     B.add(
         c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
@@ -298,15 +345,25 @@ void moe_backward(const Ctx& c, LayerWork& w) {
 /// moe_load_imbalance times the mean, and every all-to-all is timed at the volume it receives
 /// (its port is the most loaded). The collectives run on the compute stream in Megatron
 /// (nothing overlaps them): the next kernel waits. The shared experts follow as a
-/// tensor-parallel dense MLP on the same tokens.
+/// tensor-parallel dense MLP on the same tokens. Under HybridEP the permutation, the sort by
+/// local expert and the weighted sum run inside the dispatch and combine kernels
+/// (token_dispatcher.py, _HybridEPManager: "Permute tokens for communication, perform
+/// all-to-all communication, and permute tokens for experts in single step", its
+/// get_permuted_hidden_states_by_experts returning the dispatched tokens as they are, at
+/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3): no kernels of their own;
+/// DeepEP's dispatch sends the tokens unpermuted and Megatron permutes the received ones by
+/// expert (_DeepepManager), costed here as the alltoall dispatcher's permutation and sort.
 void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& F = w.forward;
     const auto [e, T, local, E, L, sent, N, M, fe, fs, swiglu, a2a_bytes, etp_bytes, group] =
         a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
-    F.add(router_topk(c, local));
-    const int permute = F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
+    const int topk = F.add(router_topk(c, local));
+    // HybridEP's dispatch permutes the tokens itself (LayerConfig::hybridep).
+    const bool hybridep = c.cfg.hybridep;
+    const int permute =
+        hybridep ? topk : F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
     int next = Ctx::next(F);
     if (c.ep > 1)
         add_group_collective(w, "moe.dispatch", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
@@ -314,8 +371,10 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::forward, etp_bytes, permute, next);
-    if (L > 1)
+    if (L > 1 && !hybridep)
         F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
+    if (pads_for_quantization(c))
+        F.add(quantization_padding(c, N));
     F.add(c.gemm("moe.experts.fc1", M, m.expert_fc1_out() / c.etp, c.h, L));
     if (clamp_apart(c))
         F.add(expert_clamp(c, "moe.experts.clamp", N * fe, false));
@@ -324,7 +383,9 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     int last = F.add(c.gemm("moe.experts.fc2", M, c.h, fe, L));
     if (bias_apart(c))
         last = F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", L, M, N, c.h, false));
-    if (L > 1)
+    if (pads_for_quantization(c))
+        last = F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
+    if (L > 1 && !hybridep)
         last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
     next = Ctx::next(F);
     if (c.etp > 1)
@@ -334,7 +395,8 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         add_group_collective(w, "moe.combine", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
                              last, next);
     const int unpermute =
-        F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
+        hybridep ? Ctx::next(F) - 1
+                 : F.add(c.memory("moe.unpermute", sent * c.h * e + sent * 4 + local * c.h * e));
     if (fs > 0) {
         const std::int64_t comm = T * c.h * e;
         const int fc1 = F.add(c.gemm("moe.shared.fc1", T, m.shared_fc1_out() / c.t, c.h));
@@ -371,8 +433,11 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
                            i - 1, i);
         shared_dgrad = shared_expert_backward(c, w);
     }
+    const bool hybridep = c.cfg.hybridep;
     const int unpermute =
-        B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
+        hybridep
+            ? Ctx::next(B) - 1
+            : B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
     int next = Ctx::next(B);
     if (c.ep > 1)
         add_group_collective(w, "moe.combine.bwd", TpOp::all_to_all, group, Pass::backward,
@@ -380,8 +445,10 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::backward, etp_bytes, unpermute, next);
-    if (L > 1)
+    if (L > 1 && !hybridep)
         B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
+    if (pads_for_quantization(c))
+        B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
     if (bias_apart(c))
         B.add(expert_fc2_bias(c, "moe.experts.fc2_bias.bwd", L, M, N, c.h, true));
     B.add(c.gemm("moe.experts.fc2.dgrad", M, fe, c.h, L));
@@ -392,7 +459,9 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
         B.add(expert_clamp(c, "moe.experts.clamp.bwd", N * fe, true));
     B.add(c.gemm("moe.experts.fc1.dgrad", M, c.h, m.expert_fc1_out() / c.etp, L));
     int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
-    if (L > 1)
+    if (pads_for_quantization(c))
+        last = B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
+    if (L > 1 && !hybridep)
         last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
     next = Ctx::next(B);
     if (c.etp > 1)
@@ -401,7 +470,8 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     if (c.ep > 1)
         add_group_collective(w, "moe.dispatch.bwd", TpOp::all_to_all, group, Pass::backward,
                              a2a_bytes, last, next);
-    B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
+    if (!hybridep)
+        B.add(c.memory("moe.permute.bwd", sent * c.h * e + 2 * local * c.h * e));
     B.add(
         c.memory("moe.router.topk.bwd", local * E * (4 + 4 + e) + local * m.moe_router_topk * 12));
     B.add(c.gemm("moe.router.dgrad", local, c.h, E));

@@ -216,9 +216,13 @@ struct ParallelSpec {
     /// Expert tensor-parallel size (expert_tensor_parallel_size); 0: not given, = tp.
     int etp = 0;
     /// The token dispatcher (Megatron-Core's moe_token_dispatcher_type): false, "alltoall",
-    /// one copy per (token, expert); true, "flex" on DeepEP (moe_flex_dispatcher_backend
-    /// deepep), one per destination node across nodes and per destination GPU inside one.
+    /// one copy per (token, expert); true, "flex" on DeepEP or HybridEP, one per destination
+    /// node across nodes and per destination GPU inside one.
     bool flex_dispatcher = false;
+    /// The flex dispatcher's backend (moe_flex_dispatcher_backend): false, DeepEP; true,
+    /// HybridEP, whose dispatch and combine kernels also permute, pad and unpermute the tokens
+    /// (models::LayerConfig::hybridep).
+    bool hybridep = false;
     /// Megatron-Core's overlap_moe_expert_parallel_comm (ep_overlap.h): 1F1B's forward and
     /// backward of two micro-batches run together layer by layer, each one's all-to-alls
     /// beside the other's kernels; with delay_wgrad_compute (`delay_wgrad`) the experts'

@@ -407,11 +407,23 @@ std::vector<Key<ParallelSpec>> core_parallel_keys() {
           .fallback = "alltoall",
           .choices = {"alltoall", "flex"},
           .mirrors = "--moe-token-dispatcher-type",
-          .meaning = "alltoall: a copy per (token, expert); flex: DeepEP, a copy per "
-                     "destination node across nodes, per GPU inside one",
+          .meaning = "alltoall: a copy per (token, expert); flex: DeepEP or HybridEP "
+                     "(moe_flex_dispatcher_backend), a copy per destination node across nodes, "
+                     "per GPU inside one",
           .lands = "ParallelSpec::flex_dispatcher",
           .example = "alltoall"},
          +[](P& p, std::string_view d) { p.flex_dispatcher = d == "flex"; }},
+        {{.name = "moe_flex_dispatcher_backend",
+          .type = KeyType::choice,
+          .fallback = "deepep",
+          .choices = {"deepep", "hybridep"},
+          .mirrors = "--moe-flex-dispatcher-backend",
+          .meaning = "with moe_token_dispatcher flex: deepep permutes the received tokens by "
+                     "expert in kernels of its own; hybridep's dispatch and combine permute, "
+                     "pad and unpermute them inside the communication kernels",
+          .lands = "ParallelSpec::hybridep",
+          .example = "hybridep"},
+         +[](P& p, std::string_view d) { p.hybridep = d == "hybridep"; }},
         {{.name = "overlap_moe_expert_parallel_comm",
           .type = KeyType::boolean,
           .fallback = "false",

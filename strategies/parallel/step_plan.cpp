@@ -82,6 +82,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
             groups.rail.push_back(g);
     }
     cfg.flex_dispatcher = par.flex_dispatcher;
+    cfg.hybridep = par.flex_dispatcher && par.hybridep;
     cfg.ep_nodes = std::max<int>(1, static_cast<int>(nodes.size()));
     // A rail that misses some of the nodes (GPUs of the group at other local ranks on them) has
     // no single-hop path to each: cost the dispatch over the whole group.

@@ -282,6 +282,10 @@ TEST_CASE("new hardware: each mixture runs what its container's recipe turns on"
             CHECK(setting(r, "training.cuda_graph_impl") == "full_iteration");
             ++full_iteration;
         }
+        // Every flex recipe names HybridEP but this one (its V2 config: deepep).
+        if (setting(r, "parallel.moe_token_dispatcher") == "flex")
+            CHECK(setting(r, "parallel.moe_flex_dispatcher_backend") ==
+                  (r.id == "mb260401-dsv3-b200-256-mxfp8" ? "deepep" : "hybridep"));
         if (r.id == "mb260401-dsv3-b200-256-mxfp8") {
             CHECK(setting(r, "parallel.moe_token_dispatcher") == "flex");
             CHECK(setting(r, "parallel.overlap_moe_expert_parallel_comm") == "true");
