@@ -9,8 +9,10 @@
 #   or libFuzzer's stack trace needs to name files and lines, and the libraries compile up to
 #   a quarter faster and link smaller than with -g (local variables are left out).
 asan_dir=build/asan
+#   A unity build, as scripts/test.sh's (it says why).
 asan_flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCLUSTERSIM_WERROR=ON
-            -DCLUSTERSIM_SANITIZE=ON -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_BUILD_BENCH=OFF)
+            -DCLUSTERSIM_SANITIZE=ON -DCLUSTERSIM_WITH_CUDA=OFF -DCLUSTERSIM_BUILD_BENCH=OFF
+            -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
 if command -v clang++ >/dev/null; then
   asan_flags+=(-DCMAKE_CXX_COMPILER=clang++ -DCLUSTERSIM_BUILD_FUZZ=ON)
   asan_cxx=$(command -v clang++)
