@@ -13,7 +13,7 @@ const std::vector<ValidatedRegime>& validated_step_regimes() {
         {"Megatron-LM on 32-3072 A100s (Narayanan et al. 2021, Table 1; per-GPU TFLOP/s)", "A100",
          32, 3072, 10, 0.049, 0.135, "Training steps: published Megatron-LM runs"},
         {"NeMo, Megatron-Bridge and torchtitan on 64-1024 H100s (published runs)", "H100", 64, 1024,
-         19, 0.069, 0.152, "Recent large runs"},
+         19, 0.067, 0.152, "Recent large runs"},
     };
     return regimes;
 }
