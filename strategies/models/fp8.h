@@ -181,12 +181,8 @@ Fp8CastBytes fp8_gemm_cast_bytes(std::string_view name, std::int64_t m, std::int
                                  std::int64_t elem, bool transposes);
 
 /// Bytes per parameter of the FP8 weight copies kept beside the bf16 weights (data and
-/// transpose).
+/// transpose, where the GPU's FP8 GEMMs take only TN).
 inline constexpr std::int64_t kFp8WeightCopyBytes = 2;
-/// HBM bytes of casting `parameters` bf16 weights to FP8 with their transposes once per step.
-inline constexpr std::int64_t fp8_weight_cast_bytes(std::int64_t parameters) {
-    return parameters * (2 + kFp8WeightCopyBytes);
-}
 
 /// Bytes of the quantized weight copies `recipe` keeps beside `parameters` bf16 weights
 /// (delayed and current: FP8 data and, where `transposes`, its transpose; mxfp8: both MXFP8
