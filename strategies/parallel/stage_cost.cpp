@@ -110,13 +110,16 @@ struct StageUnits {
     bool gathers_per_pass = false;  ///< ZeRO-3's gathers in every pass
 };
 
+/// The LM head's weight on one tensor-parallel rank: its share of the padded vocabulary.
+std::int64_t lm_head_weight(const PlanContext& ctx) {
+    const int tp = ctx.e.parallel.tp;
+    return models::padded_vocab(ctx.e.model, tp) / tp * ctx.e.model.hidden;
+}
+
 StageUnits stage_units(const PlanContext& ctx, const VirtualStagePlan& st) {
     StageUnits u;
     u.tied_here = ctx.head.shares_embedding_weights && ctx.e.parallel.pp == 1;
-    u.head_params =
-        u.tied_here ? ctx.head.parameters - models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
-                                                ctx.e.parallel.tp * ctx.e.model.hidden
-                    : ctx.head.parameters;
+    u.head_params = u.tied_here ? ctx.head.parameters - lm_head_weight(ctx) : ctx.head.parameters;
     u.root_unit = fsdp2_root_unit(ctx);
     u.root_params = (st.embedding ? ctx.embedding.parameters : 0) + (st.head ? u.head_params : 0);
     u.gathered_per_step = fsdp2_gathered_per_step(ctx);
@@ -621,8 +624,7 @@ void count_state(const PlanContext& ctx, VirtualStagePlan& st, const LayerGroups
         // Under fp8_output_proj the LM head's weight is a Transformer Engine Linear's: its
         // MXFP8 copies are kept and made once per step as the layers' are.
         if (ctx.e.training.fp8_output_proj)
-            st.layer_parameters += models::padded_vocab(ctx.e.model, ctx.e.parallel.tp) /
-                                   ctx.e.parallel.tp * ctx.e.model.hidden;
+            st.layer_parameters += lm_head_weight(ctx);
     }
 }
 
