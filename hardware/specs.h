@@ -35,8 +35,8 @@ struct GpuSpec {
     double sustained_clock_mhz = 0;
 
     /// The clock sustained under dense load, at the cap if there is one: a power-limited GPU
-    /// draws P ~ f V^2 with V ~ f over its DVFS range, so f scales as the cube root of the
-    /// power allowed (all power counted as dynamic, which understates the drop).
+    /// throttles to its voltage floor, where P ~ f V^2 with V fixed, so f scales in proportion
+    /// to the power allowed (power_clock.h: power_limited_clock, with the measurement).
     double sustained_clock() const;
     /// sustained_clock() / clock_mhz: the fraction of the boost-clock tensor rate sustained.
     double sustained_fraction() const {

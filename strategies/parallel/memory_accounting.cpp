@@ -246,7 +246,7 @@ models::ModelStateBytes state_bytes(const ExperimentSpec& e, std::int64_t dense,
     // and keeps none (models::Fp8Recipe).
     if (hardware::is_quantized(e.training.dtype))
         m.weights += models::weight_copy_bytes(layer_parameters, e.training.quant_recipe(),
-                                               !e.cluster.node.gpu.fp8_any_layout);
+                                               detail::fp8_casts_transpose(e));
     // Autocast's cast of each weight to the 16-bit dtype, made by the first op that uses it
     // and cached until the autocast region exits (cached_cast caches leaves that require
     // grad; the autocast context's exit clears the cache: aten/src/ATen/autocast_mode.cpp,

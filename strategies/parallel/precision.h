@@ -51,4 +51,12 @@ inline bool bf16_optimizer(const ExperimentSpec& e) {
            e.training.dtype == hardware::Dtype::bf16 && e.parallel.zero == 0;
 }
 
+/// Whether Transformer Engine's per-tensor FP8 casts write a transposed copy beside each
+/// tensor: where the GPU's FP8 GEMMs take only the TN layout (Hopper, AMD), not on Blackwell,
+/// whose FP8 GEMMs take any layout (GpuSpec::fp8_any_layout; fp8.h has the source). The layers'
+/// casts, the weights' kept copies and their per-step cast follow it.
+inline bool fp8_casts_transpose(const ExperimentSpec& e) {
+    return !e.cluster.node.gpu.fp8_any_layout;
+}
+
 } // namespace clustersim::strategies::parallel::detail

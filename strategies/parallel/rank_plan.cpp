@@ -84,7 +84,7 @@ RankPlan rank_state(const PlanContext& ctx, const StepPlan& plan, int p) {
         // scaling casts them in every forward instead, in the layers' GEMMs).
         if (hardware::is_quantized(e.training.dtype)) {
             const std::int64_t cast = models::weight_cast_bytes(
-                layer_parameters, e.training.quant_recipe(), !e.cluster.node.gpu.fp8_any_layout);
+                layer_parameters, e.training.quant_recipe(), detail::fp8_casts_transpose(e));
             if (cast > 0)
                 seconds += ctx.cm.memory_bound_seconds(cast);
         }

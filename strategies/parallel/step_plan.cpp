@@ -58,7 +58,7 @@ models::LayerConfig layer_config(const ExperimentSpec& e, ExpertGroups& groups) 
     cfg.dtensor_tp = e.framework.dtensor_tp;
     cfg.fusions = e.training.kernels();
     cfg.fp8_recipe = e.training.quant_recipe();
-    cfg.fp8_transposes = !e.cluster.node.gpu.fp8_any_layout;
+    cfg.fp8_transposes = detail::fp8_casts_transpose(e);
     cfg.fp8_dot_product_attention = e.training.fp8_dot_product_attention;
     cfg.fp8_output_proj = e.training.fp8_output_proj;
     cfg.recompute_modules = par.recompute_modules;
