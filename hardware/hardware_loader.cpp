@@ -37,6 +37,10 @@ void apply_gpu(YamlMap m, GpuSpec& gpu) {
         m.fail("sustained_clock_mhz",
                "is above the boost clock clock_mhz (" + std::to_string(gpu.clock_mhz) +
                    " MHz); give the clock measured under sustained load, at most the boost clock");
+    if (gpu.power_clock_exponent > 1 && m.has("power_clock_exponent"))
+        m.fail("power_clock_exponent",
+               "is above 1: at the voltage floor the clock goes in proportion to the power "
+               "(exponent 1), above it as its cube root (1/3); give a value in (0, 1]");
     if (m.has("peak_flops")) {
         YamlMap p = m.map("peak_flops");
         for (Dtype d : kAllDtypes)

@@ -61,7 +61,7 @@ TransportDefaults transport_defaults(Transport t) {
 double GpuSpec::sustained_clock() const {
     const double f = sustained_clock_mhz > 0 ? sustained_clock_mhz : clock_mhz;
     if (power_cap_w > 0 && power_limit_w > 0 && power_cap_w < power_limit_w)
-        return power_limited_clock(f, power_limit_w, power_cap_w);
+        return power_limited_clock(f, power_limit_w, power_cap_w, power_clock_exponent);
     return f;
 }
 

@@ -9,6 +9,7 @@
 #include "hardware/collective_tuning.h"
 #include "hardware/dtype.h"
 #include "hardware/link.h"
+#include "hardware/power_clock.h"
 #include "hardware/torus.h"
 #include "sim/time.h"
 
@@ -33,10 +34,12 @@ struct GpuSpec {
     /// have settled (minutes), MHz: measured (calibrate/sustained.h); 0 = the boost clock. The
     /// GEMM efficiencies are fitted on short benchmarks, which run at the boost clock.
     double sustained_clock_mhz = 0;
+    /// How the sustained clock follows the power allowed, f ~ P^exponent (power_clock.h): 1/3
+    /// where the voltage falls with the clock, 1 at the voltage floor.
+    double power_clock_exponent = kCubeRootExponent;
 
-    /// The clock sustained under dense load, at the cap if there is one: a power-limited GPU
-    /// throttles to its voltage floor, where P ~ f V^2 with V fixed, so f scales in proportion
-    /// to the power allowed (power_clock.h: power_limited_clock, with the measurement).
+    /// The clock sustained under dense load, at the cap if there is one (power_clock.h:
+    /// power_limited_clock with this GPU's power_clock_exponent).
     double sustained_clock() const;
     /// sustained_clock() / clock_mhz: the fraction of the boost-clock tensor rate sustained.
     double sustained_fraction() const {
