@@ -587,6 +587,15 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
         // stages (comm_overlap.py, as in the H100 study).
         if (e.parallel.pp > 1 && e.parallel.virtual_stages > 1 && e.parallel.dp > 1)
             e.framework.align_param_gather = true;
+        // Its performance recipes keep and reduce the gradients in bf16: every model's config
+        // sets mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32 False at r0.2.0,
+        // v0.4.2 and v0.5.0 (scripts/performance/configs/*/*_llm_pretrain.py and
+        // llama3_llm_finetune.py), and v0.6.0's _benchmark_common and _perf_precision do for
+        // every benchmark recipe (src/megatron/bridge/perf_recipes/_common.py; of this table's
+        // models none overrides it there: Kimi K2's True is in recipes/kimi/h100, not a row here).
+        config::YamlMap framework = row.map("framework");
+        if (stated(framework, "name") && contains(framework.str("name"), "Megatron-Bridge"))
+            e.framework.fp32_grad_reduce = false;
         strategies::parallel::StepOptions o;
         o.oom_advice = false;
         r.predicted_s = strategies::parallel::simulate_step(e, o).step_time_s;
@@ -686,7 +695,9 @@ std::vector<std::string> new_hardware_rules() {
         "1F1B with the printed virtual stages (Llama 3.1 405B with the embedding and loss as "
         "layers of the split), sequence parallelism and TP communication overlap where tp > 1, "
         "the distributed optimizer with gradient reduce and parameter gather overlapped and "
-        "aligned across pipeline ranks, Megatron-FSDP (the FSDP column a group size) as FSDP2, "
+        "aligned across pipeline ranks, the gradients held and reduced in bf16 "
+        "(grad_reduce_in_fp32 False in every release's benchmark settings), Megatron-FSDP (the "
+        "FSDP column a group size) as FSDP2, "
         "recompute as printed (not stated: none, but for the mixtures' recipes above), AdamW",
         "precision as printed: BF16; FP8 and FP8-CS as Transformer Engine's per-tensor current "
         "scaling (the performance scripts of these containers have no delayed scaling), "
