@@ -10,12 +10,14 @@
 #include "strategies/models/model_loader.h"
 #include "strategies/models/model_spec.h"
 #include "strategies/parallel/experiment.h"
+#include "strategies/parallel/framework_spec.h"
 #include "strategies/parallel/training_step.h"
 #include "validation/published_rows.h"
 
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -53,6 +55,7 @@ std::string moe_preset_of(const std::string& model) {
         {"DeepSeek-V3", "deepseek-v3"},         {"Kimi K2", "kimi-k2"},
         {"GPT-OSS 120B", "gpt-oss-120B"},       {"Qwen3-30B-A3B", "qwen3-30B-A3B"},
         {"Qwen3-235B-A22B", "qwen3-235B-A22B"}, {"Mixtral 8x7B", "mixtral-8x7B"},
+        {"Mixtral 8x22B", "mixtral-8x22B"},
     };
     for (const auto& [name, preset] : presets)
         if (contains(model, name))
@@ -366,7 +369,7 @@ std::string needs(const NewHardwareRun& r, config::YamlMap& row, config::YamlMap
 /// interleaving with the printed virtual stages, sequence parallelism and TP overlap with tp,
 /// the distributed optimizer with overlapped reduce and gather (Megatron-FSDP where the table's
 /// FSDP column is a group size), Transformer Engine's FP8 recipes.
-void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
+void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model, int global_batch) {
     config::YamlMap par = row.map("parallelism");
     const int tp = optional_dim(par, "tp"), pp = optional_dim(par, "pp");
     const int cp = optional_dim(par, "cp"), vp = optional_dim(par, "vp");
@@ -390,7 +393,7 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model) {
         if (const MoeRecipe* recipe = moe_recipe(row, r, moe))
             apply_moe_recipe(*recipe, s);
     }
-    s.emplace_back("training.global_batch", std::to_string(dim(row, "global_batch")));
+    s.emplace_back("training.global_batch", std::to_string(global_batch));
     s.emplace_back("training.micro_batch", std::to_string(dim(row, "micro_batch")));
     const bool fp8 = contains(r.precision, "FP8");
     const bool nvfp4 = contains(r.precision, "NVFP4");
@@ -542,6 +545,55 @@ double maxtext_measured_s(config::YamlMap& measured,
            measured.number("approx_tokens_per_sec_per_device", 1e-9);
 }
 
+/// A Primus projection row (projection.md's validation tables: a run's measured tokens/s per
+/// GPU beside Primus's projection of it) prints no global batch, but the projection's
+/// iteration time and tokens/s per GPU, which projection.py computes as global_batch_size x
+/// seq_length / iteration time / GPUs (AMD-AGI/Primus@fd1eeabbad15135e3702094087e96142b4b4eacb:
+/// primus/core/projection/performance_projection/projection.py, "tokens_per_iter =
+/// global_batch * seq_len"): the two give the global batch the projection ran, the run its
+/// table compares the projection with. Sets the row's measured step (that batch over the
+/// measured tokens/s per GPU) and returns the batch; 0 where the row prints no projection.
+int primus_projected_batch(config::YamlMap& row, config::YamlMap& model, NewHardwareRun& r) {
+    config::YamlMap measured = row.map("measured");
+    for (const char* key : {"projected_iteration_time_ms", "primus_projected_8node",
+                            "measured_8node_tokens_per_sec_per_gpu"})
+        if (!stated(measured, key))
+            return 0;
+    const double seq = dim(model, "seq_len");
+    const double sequences = measured.number("primus_projected_8node", 1) * r.gpus *
+                             measured.number("projected_iteration_time_ms", 1) / 1000 / seq;
+    const auto batch = static_cast<int>(std::lround(sequences));
+    // The printed values have four and five digits: whole sequences within their rounding.
+    if (batch < 1 || std::abs(sequences - batch) > 1e-3 * batch)
+        return 0;
+    r.measured_s =
+        batch * seq / (measured.number("measured_8node_tokens_per_sec_per_gpu", 1) * r.gpus);
+    return batch;
+}
+
+/// Why a GPU row gives no step time: what it leaves unstated among the GPU count and what
+/// turns its tokens/s per GPU into a step (the global batch, or the micro-batch, sequence
+/// and precision of a row that prints none of them).
+std::string unstated(config::YamlMap& row, config::YamlMap& model, int gpus) {
+    std::vector<std::string> missing;
+    if (gpus == 0)
+        missing.emplace_back("GPU count");
+    if (!stated(row, "micro_batch"))
+        missing.emplace_back("micro-batch");
+    if (!stated(model, "seq_len"))
+        missing.emplace_back("sequence");
+    if (!stated(row, "precision"))
+        missing.emplace_back("precision");
+    if (!stated(row, "global_batch"))
+        missing.emplace_back("global batch");
+    std::string s;
+    for (std::size_t i = 0; i < missing.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == missing.size() ? " and " : ", ") + missing[i];
+    return "needs the run's " + s + " (not stated: a step from tokens/s per GPU, its pipeline " +
+           "bubble and its gradient reduction depend on " + (missing.size() > 1 ? "them" : "it") +
+           ")";
+}
+
 NewHardwareRun map_row(YAML::Node node, const std::string& file) {
     config::YamlMap row(node, file, "rows");
     NewHardwareRun r;
@@ -574,28 +626,41 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
         }
         return r;
     }
+    int global_batch = stated(row, "global_batch") ? dim(row, "global_batch") : 0;
+    if (r.ran() && r.measured_s <= 0 && r.gpus > 0)
+        global_batch = primus_projected_batch(row, model, r);
     if (!r.ran() || r.gpus == 0 || r.measured_s <= 0) {
         if (r.ran())
-            r.not_modelled = "needs a GPU count and a step time (not in the row)";
+            r.not_modelled = unstated(row, model, r.gpus);
         return r;
     }
-    settings(r, row, model);
+    settings(r, row, model, global_batch);
+    if (!stated(row, "global_batch"))
+        r.layout += fmt::format(", global batch {} from Primus's projection", global_batch);
     try {
         auto e = strategies::parallel::make_experiment(detail::platform(r.preset), r.gpus,
                                                        r.settings, r.id);
         // Megatron-Bridge aligns the parameter gathers across pipeline ranks with virtual
         // stages (comm_overlap.py, as in the H100 study).
+        // (Primus's Megatron backend sets align_param_gather too: primus/configs/modules/
+        // megatron/trainer_base.yaml at fd1eeab.)
         if (e.parallel.pp > 1 && e.parallel.virtual_stages > 1 && e.parallel.dp > 1)
             e.framework.align_param_gather = true;
-        // Its performance recipes keep and reduce the gradients in bf16: every model's config
-        // sets mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32 False at r0.2.0,
-        // v0.4.2 and v0.5.0 (scripts/performance/configs/*/*_llm_pretrain.py and
-        // llama3_llm_finetune.py), and v0.6.0's _benchmark_common and _perf_precision do for
+        config::YamlMap framework = row.map("framework");
+        const std::string stack = stated(framework, "name") ? framework.str("name") : "";
+        // Megatron-Bridge's performance recipes keep and reduce the gradients in bf16: every
+        // model's config sets mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32
+        // False at r0.2.0, v0.4.2 and v0.5.0 (scripts/performance/configs/*/*_llm_pretrain.py
+        // and llama3_llm_finetune.py), and v0.6.0's _benchmark_common and _perf_precision do for
         // every benchmark recipe (src/megatron/bridge/perf_recipes/_common.py; of this table's
         // models none overrides it there: Kimi K2's True is in recipes/kimi/h100, not a row here).
-        config::YamlMap framework = row.map("framework");
-        if (stated(framework, "name") && contains(framework.str("name"), "Megatron-Bridge"))
+        if (contains(stack, "Megatron-Bridge"))
             e.framework.fp32_grad_reduce = false;
+        // Primus's example configs turn gradient_accumulation_fusion off (AMD-AGI/Primus@
+        // fd1eeab, examples/megatron/configs/MI355X/mixtral_8x22B_v0.1-BF16-pretrain.yaml):
+        // Megatron-Core's backward hook adds each weight gradient into the fp32 main_grad.
+        if (contains(stack, "Primus"))
+            e.framework.grad_accumulation = strategies::parallel::GradAccumulation::unfused;
         strategies::parallel::StepOptions o;
         o.oom_advice = false;
         r.predicted_s = strategies::parallel::simulate_step(e, o).step_time_s;
@@ -658,8 +723,9 @@ std::vector<std::string> new_hardware_rules() {
         "the model: dense Llama rows from the row's dimensions (the public config it names: "
         "SwiGLU, RMSNorm, RoPE, untied embeddings, no biases, fused attention); the mixtures "
         "of experts from their presets (`deepseek-v3`, `kimi-k2`, `gpt-oss-120B`, "
-        "`qwen3-30B-A3B`, `qwen3-235B-A22B`: the released configs, checked against the row's "
-        "dimensions) at the row's sequence, with the printed expert-parallel size, experts "
+        "`qwen3-30B-A3B`, `qwen3-235B-A22B`, `mixtral-8x22B`: the released configs, checked "
+        "against the row's dimensions) at the row's sequence, with the printed expert-parallel "
+        "size, experts "
         "unsplit (etp 1), token routing balanced (the tables force-balance it); DeepSeek-V3 "
         "with its one multi-token-prediction block but where the table says it ran without "
         "(25.11: \"w/o MTP\"), DeepSeek-V3 and Kimi K2 with Megatron-Bridge's pipeline layouts "
@@ -688,6 +754,23 @@ std::vector<std::string> new_hardware_rules() {
         "(a token budget of 1.5 x the routed tokens per rank and pages holding the experts' "
         "saved activations: buffers, the kernels after the dispatch running on the routed "
         "tokens; the stash's copies on a side stream not costed)",
+        "AMD Primus's projection table (projection.md at Primus fd1eeab, the MI355X Mixtral "
+        "8x22B row): the printed layout and micro-batch with what Primus's Megatron backend "
+        "sets for the config the row names (examples/megatron/configs/MI355X/"
+        "mixtral_8x22B_v0.1-BF16-pretrain.yaml and the files it extends: the alltoall "
+        "dispatcher of mixtral_base.yaml, force-balanced routing, the distributed optimizer "
+        "with gradient reduce and parameter gather overlapped and aligned across pipeline "
+        "ranks, recompute_method block over 0 layers, i.e. none, gradient_accumulation_fusion "
+        "off: an fp32 add per weight gradient and micro-batch); the global batch of the "
+        "projection the table compares the measurement with (its printed iteration time x "
+        "tokens/s per GPU x GPUs / sequence, projection.py's formula: 256; the example "
+        "config's own is 128), the measured step that batch over the measured tokens/s per "
+        "GPU; as stated, without recompute, the layout does not fit the MI355X's 288 GiB by "
+        "clustersim's memory model (nor by Primus's own memory projection in the same "
+        "document, 583 GB): the measured run held less by something the table does not print, "
+        "and its step is costed as stated. The other AMD rows print neither "
+        "a global batch nor a projection's step "
+        "(and the pipeline study's rows no sequence, micro-batch or precision): listed",
         "supervised fine-tuning (SFT) rows as pre-training on the printed sequence: every weight "
         "trained; their packed samples' attention within each sample is not known, so attention "
         "runs over the whole sequence (an upper bound)",

@@ -12,13 +12,20 @@
 ///
 /// Source: ROCm/rccl at 99b8561b (branch release-staging/rocm-rel-6.3, RCCL 2.21.5 for ROCm
 /// 6.3; tuning.cc is the same at develop 0cbce2a7, 2024-10-24). RCCL 2.22.3 (ROCm 6.4.x) is
-/// not in any snapshot here; its CHANGELOG lists no tuning change before 2.25.1, whose
-/// "Suboptimal algorithmic switching point for AllReduce on MI300x" (ROCm/rccl PR #1627,
-/// 2025-04-03: "suboptimal tree usage for larger messages (above 64 MB)") changed these tables.
-/// Yet the one 2.22.3 run at hand (data/reference/rccl) had switched to the ring by 256 MiB,
-/// where these tables keep the tree (tree/Simple ~14.5 ms against ring/Simple ~16.4 ms by
-/// RCCL's model): 2.22.3 chooses differently at 128-256 MiB on 2 nodes in a way its changelog
-/// does not name, and those sizes are predicted with the tree.
+/// not in any snapshot here. Its CHANGELOG
+/// (ROCm/rocm-systems@0005e8e83d9e0fdc68a43b127152c74604fc52f5: projects/rccl/CHANGELOG.md) names
+/// two changes on MI300 before the retuning of 2.26.6 ("Suboptimal algorithmic switching point for
+/// AllReduce on MI300x", ROCm/rccl PR #1627, 2025-04-03: "suboptimal tree usage for larger messages
+/// (above 64 MB)"): for ROCm 6.4.0 "the rail-optimized tree algorithm for the MI300 series" (NIC
+/// traffic only between GPUs of the same index across nodes; RCCL_DISABLE_RAIL_TREES=1 restores the
+/// old trees; the rome models' treeRail chains), and for ROCm 6.4.2 "support for the LL128 protocol
+/// on gfx942". The one 2.22.3 run at hand (data/reference/rccl, from hisohara/ai-scripts@0780bb3c:
+/// training/01_rccl-smoketest/README.md, AAC10, whose output prints RCCL 2.22.3-HEAD:7d8d67c and
+/// ROCm 6.4.2) had switched to the ring by 256 MiB, where these tables
+/// keep the tree (tree/Simple ~14.5 ms against ring/Simple ~16.4 ms by RCCL's model), while its 128
+/// MiB took 1,449 us, 627 us more than 64 MiB (822 us) where 256 MiB took 264 us more (1,713 us): a
+/// slower algorithm or protocol ran at 128 MiB. Which one, and on which trees, is not known without
+/// that version's tables; those sizes are predicted with 2.21.5's choice.
 
 #include "hardware/collective_tuning.h"
 #include "strategies/collectives/collective.h"

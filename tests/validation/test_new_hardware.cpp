@@ -349,3 +349,50 @@ TEST_CASE("new hardware: FP8 attention on the rows whose recipe turns it on",
         "mb2608-qwen3_30b-gb200-8-mxfp8",    "mb2608-qwen3_30b-gb300-8-mxfp8"};
     CHECK(on == expected);
 }
+
+// Primus's projection table prints no global batch for its MI355X Mixtral 8x22B row, but the
+// projection's iteration time (10,052 ms) and tokens/s per GPU (3,260) on 64 GPUs of 8,192
+// tokens, which Primus's projection.py relates by tokens_per_iter = global_batch * seq_len:
+// 3,260 x 64 x 10.052 / 8,192 = 256.0 sequences. The measured step is that batch over the
+// measured 3,534 tokens/s per GPU; the model is the mixtral-8x22B preset (its dimensions are
+// the row's) on the printed layout.
+TEST_CASE("new hardware: Primus's Mixtral 8x22B row runs the global batch of its projection",
+          "[validation][amd]") {
+    const NewHardwareRun* row = nullptr;
+    for (const auto& r : runs())
+        if (r.id == "primus-mi355x-mixtral8x22b-64-bf16")
+            row = &r;
+    REQUIRE(row != nullptr);
+    INFO(row->not_modelled);
+    REQUIRE(row->ran());
+    CHECK(row->preset == "mi355x");
+    CHECK(std::lround(3260.0 * 64 * 10.052 / 8192) == 256);
+    CHECK(setting(*row, "training.global_batch") == "256");
+    CHECK(setting(*row, "training.micro_batch") == "2");
+    CHECK(setting(*row, "model") == "mixtral-8x22B");
+    CHECK(setting(*row, "model.seq") == "8192");
+    CHECK(setting(*row, "parallel.ep") == "8");
+    CHECK(setting(*row, "parallel.pp") == "4");
+    CHECK(setting(*row, "parallel.dp") == "16");
+    CHECK(setting(*row, "parallel.virtual_stages") == "2");
+    CHECK(setting(*row, "parallel.recompute") == "none");
+    // Primus's mixtral_base.yaml: the alltoall dispatcher, Megatron-Core's default here.
+    CHECK(setting(*row, "parallel.moe_token_dispatcher").empty());
+    CHECK(row->measured_s == Approx(256.0 * 8192 / (3534.0 * 64)).epsilon(1e-12));
+    CHECK(row->predicted_s > 0);
+}
+
+// The other AMD rows print tokens/s per GPU without the global batch (and the pipeline study's
+// rows without sequence, micro-batch or precision): no step time, listed with what they lack.
+TEST_CASE("new hardware: AMD rows without a global batch say so", "[validation][amd]") {
+    int listed = 0;
+    for (const auto& r : runs()) {
+        if (r.accelerator.rfind("MI", 0) != 0 || r.ran())
+            continue;
+        INFO(r.id << ": " << r.not_modelled);
+        CHECK(r.not_modelled.rfind("needs the run's ", 0) == 0);
+        CHECK(r.not_modelled.find("global batch") != std::string::npos);
+        ++listed;
+    }
+    CHECK(listed == 9);
+}
