@@ -220,7 +220,7 @@ struct ParallelSpec {
     /// node across nodes and per destination GPU inside one.
     bool flex_dispatcher = false;
     /// The flex dispatcher's backend (moe_flex_dispatcher_backend): false, DeepEP; true,
-    /// HybridEP, whose dispatch and combine kernels also permute, pad and unpermute the tokens
+    /// HybridEP, which permutes, pads and unpermutes the tokens itself, in its own kernels
     /// (models::LayerConfig::hybridep).
     bool hybridep = false;
     /// The SMs the flex dispatcher's dispatch and combine kernels run on, each kernel one

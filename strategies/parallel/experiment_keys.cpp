@@ -420,7 +420,7 @@ std::vector<Key<ParallelSpec>> core_parallel_keys() {
           .mirrors = "--moe-flex-dispatcher-backend",
           .meaning = "with moe_token_dispatcher flex: deepep permutes the received tokens by "
                      "expert in kernels of its own; hybridep's dispatch and combine permute, "
-                     "pad and unpermute them inside the communication kernels",
+                     "pad and unpermute them with kernels of HybridEP's own",
           .lands = "ParallelSpec::hybridep",
           .example = "hybridep"},
          +[](P& p, std::string_view d) { p.hybridep = d == "hybridep"; }},
