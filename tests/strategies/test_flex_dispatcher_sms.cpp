@@ -77,8 +77,12 @@ TEST_CASE("flex dispatcher SMs: a GEMM under HybridEP's 32 SMs on a B200 takes t
     const double took = 1e-3;
     const CommLoad hybridep = kernel_load(comm, c, 32, took);
     const CommLoad nccl = nccl_load(comm, c, took);
-    // Its SMs, not NCCL's CTAs; the same bytes through HBM.
+    // Its SMs, not NCCL's CTAs; the same bytes through HBM. Inside a B200 node NCCL's ring
+    // search finds 32 channels too (NVLink 5's 18 x 20.6 GB/s: 12 at 60, 16, doubled), so the
+    // recipes' 32 take what NCCL's all-to-all took; across nodes NCCL's take fewer.
+    CHECK(nccl_ctas(comm, c, strategies::collectives::Algorithm::ring) == 32);
     CHECK(hybridep.sm_share == Approx(32.0 / 148).epsilon(1e-12));
+    CHECK(hybridep.sm_share == Approx(nccl.sm_share).epsilon(1e-12));
     CHECK(hybridep.hbm_share == Approx(nccl.hbm_share).epsilon(1e-12));
     CHECK(hybridep.hbm_share > 0);
     // A GEMM of t seconds entirely under the dispatch runs on the other 116 SMs.
@@ -86,6 +90,11 @@ TEST_CASE("flex dispatcher SMs: a GEMM under HybridEP's 32 SMs on a B200 takes t
     const CommSpan span{0, took, hybridep};
     CHECK(stretched_end(0, t, OpKind::gemm, {&span, 1}) ==
           Approx(t * 148 / (148 - 32)).epsilon(1e-12));
+    // Across nodes (the flex dispatcher's rail: one GPU per node) NCCL's CTAs are fewer than
+    // DeepEP's 20: the kernels beside a DeepEP dispatch lose more than NCCL's took.
+    const hardware::Topology two(hardware::with_gpu_count(hardware::load_hardware("dgx-b200"), 32));
+    const strategies::collectives::Communicator rail(two, {0, 8, 16, 24});
+    CHECK(nccl_ctas(rail, c, strategies::collectives::Algorithm::ring) < kDeepEpDefaultSms);
     // DeepEP's default 20 on an H100's 132.
     const hardware::Topology h100(hardware::load_hardware("dgx-h100"));
     const auto h100_comm = strategies::collectives::Communicator::first(h100, 8);
