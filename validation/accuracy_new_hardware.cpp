@@ -297,6 +297,32 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kFp8Outpu
     {"26.08", "gpt_oss/gb200/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config"},
 }};
 
+/// The SMs each container's recipes give HybridEP's dispatch and combine kernels
+/// (parallel.moe_hybridep_num_sms): 32 at every release here, set by the common performance
+/// overrides wherever the backend is hybridep ("TODO: This needs to be adjusted when
+/// overlapping HybridEP with computation or the number of SMs for HybridEP is reduced."), which
+/// run after every recipe of kMoeRecipes has named its backend; 26.08's MXFP8 helpers set it
+/// again. DeepEP's (26.04.01's DeepSeek-V3 B200) is set by no recipe: Megatron-Core's default
+/// 20 (ParallelSpec::deepep_sms).
+struct HybridEpSms {
+    std::string_view container;
+    int sms;
+    std::string_view where; ///< the file and function under the release (kBridge*)
+};
+constexpr std::array kHybridEpSms{
+    HybridEpSms{"26.08", 32,
+                "_common.py, _benchmark_common; gpt_oss/common.py, "
+                "_apply_gpt_oss_120b_full_iter_fp8mx_configs; deepseek/common.py, "
+                "_enable_deepseek_full_iteration_mxfp8"},
+    HybridEpSms{"26.06", 32,
+                "utils/overrides.py, _set_common_perf_overrides (from set_workload_base_configs)"},
+    HybridEpSms{"26.04.01", 32,
+                "utils/overrides.py, _set_common_perf_overrides (from set_workload_base_configs)"},
+    HybridEpSms{"25.11", 32,
+                "utils/helpers.py, set_common_perf_overrides (from "
+                "get_model_recipe_with_user_overrides)"},
+};
+
 /// The recipe of a row's mixture of experts (nullptr: none read, Megatron-Core's defaults).
 const MoeRecipe* moe_recipe(config::YamlMap& row, const NewHardwareRun& r,
                             const std::string& preset) {
@@ -316,6 +342,9 @@ void apply_moe_recipe(const MoeRecipe& recipe, Settings& s) {
     if (recipe.dispatcher != "alltoall") {
         s.emplace_back("parallel.moe_token_dispatcher", "flex");
         s.emplace_back("parallel.moe_flex_dispatcher_backend", std::string(recipe.dispatcher));
+        for (const HybridEpSms& h : kHybridEpSms)
+            if (recipe.dispatcher == "hybridep" && recipe.container == h.container)
+                s.emplace_back("parallel.moe_hybridep_num_sms", std::to_string(h.sms));
     }
     if (recipe.ep_overlap) {
         s.emplace_back("parallel.overlap_moe_expert_parallel_comm", "true");
@@ -734,7 +763,10 @@ std::vector<std::string> new_hardware_rules() {
         "mixtures, read at the Megatron-Bridge release it ships "
         "(26.08 v0.6.0, 26.06 v0.5.0, 26.04.01 v0.4.2, 25.11 r0.2.0): the flex dispatcher "
         "(DeepEP or HybridEP: a copy per destination node across nodes, per destination GPU "
-        "inside one; HybridEP permutes, pads and sums the tokens inside its kernels) or "
+        "inside one; HybridEP permutes, pads and sums the tokens with kernels of its own; its "
+        "dispatch and combine kernels on the 32 SMs every release's recipes give them, DeepEP's on "
+        "Megatron-Core's 20, "
+        "taken from the kernels beside them) or "
         "alltoall (under FP8 and MXFP8 Transformer Engine pads each expert's rows with copies "
         "of its own, as under DeepEP), Megatron-Core's expert-parallel overlap "
         "(overlap_moe_expert_parallel_comm with delay_wgrad_compute: a paired forward's and "

@@ -232,9 +232,10 @@ struct LayerConfig {
     bool flex_dispatcher = false;
     /// The flex dispatcher on HybridEP (--moe-flex-dispatcher-backend hybridep): its dispatch
     /// permutes the tokens into the local experts' order and pads each expert's rows for
-    /// quantization, its combine unpermutes and sums them, inside the communication kernels
-    /// (Megatron-Core's _HybridEPManager, dispatch_with_permute and combine_with_unpermute):
-    /// no kernels of their own.
+    /// quantization, its combine unpermutes and sums them (Megatron-Core's _HybridEPManager,
+    /// dispatch_with_permute and combine_with_unpermute): no Megatron kernels for them, but
+    /// HybridEP's own permute and unpermute kernels beside its communication kernels
+    /// (layer_work_moe.cpp, moe_a2a_forward).
     bool hybridep = false;
     int ep_nodes = 1;
     /// Context-parallel size: each rank runs seq / cp tokens, attention as the ring's steps

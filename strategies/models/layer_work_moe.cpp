@@ -333,6 +333,16 @@ void moe_backward(const Ctx& c, LayerWork& w) {
                        scatter, Ctx::next(B));
 }
 
+/// HybridEP's copy of a rank's `rows` tokens (and their fp32 probabilities) into its RDMA
+/// buffer before a dispatch that leaves the NVLink domain (deepseek-ai/DeepEP@34152ae28f80bcc3
+/// ee38d7a12cb2ad87cfd4ea72, csrc/hybrid_ep/executor/executor.cu, Executor::
+/// dispatch_preprocess: cudaMemcpyAsync of the input when num_of_nodes > 1).
+namespace {
+Op hybridep_input_copy(const Ctx& c, std::int64_t rows) {
+    return c.memory("moe.hybridep.input_copy", 2 * rows * c.h * c.elem + 2 * rows * 4);
+}
+} // namespace
+
 /// The MLP block of a layer with experts laid out apart (ep > 1 or etp != tp), forward, as
 /// Megatron-Core's MoELayer runs it with the alltoall token dispatcher
 /// (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher): the router
@@ -345,14 +355,22 @@ void moe_backward(const Ctx& c, LayerWork& w) {
 /// moe_load_imbalance times the mean, and every all-to-all is timed at the volume it receives
 /// (its port is the most loaded). The collectives run on the compute stream in Megatron
 /// (nothing overlaps them): the next kernel waits. The shared experts follow as a
-/// tensor-parallel dense MLP on the same tokens. Under HybridEP the permutation, the sort by
-/// local expert and the weighted sum run inside the dispatch and combine kernels
-/// (token_dispatcher.py, _HybridEPManager: "Permute tokens for communication, perform
-/// all-to-all communication, and permute tokens for experts in single step", its
-/// get_permuted_hidden_states_by_experts returning the dispatched tokens as they are, at
-/// NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3): no kernels of their own;
-/// DeepEP's dispatch sends the tokens unpermuted and Megatron permutes the received ones by
-/// expert (_DeepepManager), costed here as the alltoall dispatcher's permutation and sort.
+/// tensor-parallel dense MLP on the same tokens. Under HybridEP Megatron runs no permutation,
+/// sort or weighted sum of its own (token_dispatcher.py, _HybridEPManager: "Permute tokens for
+/// communication, perform all-to-all communication, and permute tokens for experts in single
+/// step", its get_permuted_hidden_states_by_experts returning the dispatched tokens as they
+/// are, at NVIDIA/Megatron-LM@d0b3b775498a8ae6870075f1a5fc32bc260aa1b3), but HybridEP does,
+/// in kernels of its own: unfused (moe_permute_fusion_into_hybridep, False by default and in
+/// every recipe here), dispatch_with_permute runs its permute kernel after the dispatch kernel,
+/// reading the received tokens from its NVLink buffer and writing one row per (token, local
+/// expert), padded, with its probability, and combine_with_unpermute its unpermute kernel
+/// before the combine kernel, summing each token's rows back into the buffer
+/// (deepseek-ai/DeepEP@34152ae28f80bcc3ee38d7a12cb2ad87cfd4ea72, csrc/hybrid_ep/executor/
+/// executor.cu: Executor::dispatch_postprocess, "Standalone permute", and
+/// combine_preprocess); across NVLink domains the dispatch first copies its input into the RDMA
+/// buffer (hybridep_input_copy). DeepEP's dispatch sends the tokens unpermuted and Megatron
+/// permutes the received ones by expert (_DeepepManager), costed here as the alltoall
+/// dispatcher's permutation and sort.
 void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     const ModelSpec& m = c.m;
     PassWork& F = w.forward;
@@ -360,10 +378,12 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         a2a_sizes(c);
     F.add(c.gemm("moe.router", local, E, c.h));
     const int topk = F.add(router_topk(c, local));
-    // HybridEP's dispatch permutes the tokens itself (LayerConfig::hybridep).
+    // HybridEP's dispatch permutes the tokens itself (LayerConfig::hybridep), across nodes
+    // after copying them into its RDMA buffer (hybridep_input_copy).
     const bool hybridep = c.cfg.hybridep;
-    const int permute =
-        hybridep ? topk : F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
+    const int permute = hybridep
+                            ? (c.cfg.ep_nodes > 1 ? F.add(hybridep_input_copy(c, local)) : topk)
+                            : F.add(c.memory("moe.permute", local * c.h * e + sent * c.h * e));
     int next = Ctx::next(F);
     if (c.ep > 1)
         add_group_collective(w, "moe.dispatch", TpOp::all_to_all, group, Pass::forward, a2a_bytes,
@@ -371,7 +391,9 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::forward, etp_bytes, permute, next);
-    if (L > 1 && !hybridep)
+    if (hybridep)
+        F.add(c.memory("moe.hybridep.permute", 2 * N * c.h * e + N * 4));
+    else if (L > 1)
         F.add(c.memory("moe.sort_chunks", 2 * N * c.h * e));
     if (pads_for_quantization(c))
         F.add(quantization_padding(c, N));
@@ -385,7 +407,9 @@ void moe_a2a_forward(const Ctx& c, LayerWork& w) {
         last = F.add(expert_fc2_bias(c, "moe.experts.fc2_bias", L, M, N, c.h, false));
     if (pads_for_quantization(c))
         last = F.add(c.memory("moe.experts.unpad", 2 * N * c.h * e));
-    if (L > 1 && !hybridep)
+    if (hybridep)
+        last = F.add(c.memory("moe.hybridep.unpermute", N * c.h * e + N * 4 + sent * c.h * e));
+    else if (L > 1)
         last = F.add(c.memory("moe.unsort_chunks", 2 * N * c.h * e));
     next = Ctx::next(F);
     if (c.etp > 1)
@@ -434,9 +458,11 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
         shared_dgrad = shared_expert_backward(c, w);
     }
     const bool hybridep = c.cfg.hybridep;
+    // The combine's backward is HybridEP's dispatch (fused_a2a.py, HybridEPCombine.backward:
+    // dispatch_with_permute), the dispatch's its combine.
     const int unpermute =
         hybridep
-            ? Ctx::next(B) - 1
+            ? (c.cfg.ep_nodes > 1 ? B.add(hybridep_input_copy(c, local)) : Ctx::next(B) - 1)
             : B.add(c.memory("moe.unpermute.bwd", local * c.h * e + 2 * sent * c.h * e + sent * 4));
     int next = Ctx::next(B);
     if (c.ep > 1)
@@ -445,7 +471,9 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     if (c.etp > 1)
         add_group_collective(w, "moe.etp_grad_all_gather", TpOp::all_gather, CommGroup::etp,
                              Pass::backward, etp_bytes, unpermute, next);
-    if (L > 1 && !hybridep)
+    if (hybridep)
+        B.add(c.memory("moe.hybridep.permute.bwd", 2 * N * c.h * e));
+    else if (L > 1)
         B.add(c.memory("moe.unsort_chunks.bwd", 2 * N * c.h * e));
     if (pads_for_quantization(c))
         B.add(c.memory("moe.experts.unpad.bwd", 2 * N * c.h * e));
@@ -461,7 +489,9 @@ void moe_a2a_backward(const Ctx& c, LayerWork& w) {
     int last = B.add(c.gemm("moe.experts.fc1.wgrad", c.h, m.expert_fc1_out() / c.etp, M, L));
     if (pads_for_quantization(c))
         last = B.add(c.memory("moe.experts.pad.bwd", 2 * N * c.h * e));
-    if (L > 1 && !hybridep)
+    if (hybridep)
+        last = B.add(c.memory("moe.hybridep.unpermute.bwd", N * c.h * e + sent * c.h * e));
+    else if (L > 1)
         last = B.add(c.memory("moe.sort_chunks.bwd", 2 * N * c.h * e));
     next = Ctx::next(B);
     if (c.etp > 1)

@@ -69,13 +69,17 @@ public:
     /// Whether its communicator spans nodes: its collectives are inter-node flows, which the
     /// congestion between jobs stretches (straggler.h).
     bool crosses_nodes() const { return comm_ != nullptr && comm_->node_count() > 1; }
+    /// The collectives run as a library's kernels of `sms` SMs (the flex dispatcher's:
+    /// flex_dispatcher_sms in ep_overlap.h), not NCCL's CTAs; 0: NCCL's. Before any load().
+    void run_on_sms(int sms) { sms_ = sms; }
     /// What `c` takes from the compute beside it while it runs (overlap_interference.h).
     CommLoad load(const collectives::Collective& c) {
         Entry& e = entry(c);
         if (!e.has_load) {
             collectives::Collective rounded = c;
             rounded.bytes = collectives::round_bytes(c.op, c.bytes, c.dtype, comm_->size());
-            e.load = nccl_load(*comm_, rounded, e.algorithm, e.time.seconds());
+            e.load = sms_ > 0 ? kernel_load(*comm_, rounded, sms_, e.time.seconds())
+                              : nccl_load(*comm_, rounded, e.algorithm, e.time.seconds());
             e.has_load = true;
         }
         return e.load;
@@ -115,6 +119,7 @@ private:
     }
     const collectives::Communicator* comm_;
     double stretch_ = 1.0;
+    int sms_ = 0;
     std::map<std::tuple<int, std::int64_t, int>, Entry> cache_;
     Entry none_;
 };

@@ -119,6 +119,14 @@ double ep_overlap_saving(const EpOverlapLayer& l, const EpOverlapHost& h, bool d
     return std::max(0.0, hidden - overlap_slowdown(hidden, l.compute(), l.comm_share));
 }
 
+int flex_dispatcher_sms(const ParallelSpec& p, bool spans_domains) {
+    if (!p.hybridep)
+        return p.deepep_sms;
+    if (p.hybridep_sms > 0)
+        return p.hybridep_sms;
+    return spans_domains ? kHybridEpDefaultSmsAcross : kHybridEpDefaultSmsOneDomain;
+}
+
 double ep_paired_share(int pp, int rank, int chunks, long long microbatches) {
     const long long total = microbatches * std::max(1, chunks);
     if (total <= 0)

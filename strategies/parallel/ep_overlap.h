@@ -37,6 +37,34 @@ struct ParallelSpec;
 /// fixes it, and the key. nullopt: nothing.
 std::optional<std::pair<std::string, const char*>> ep_overlap_refusal(const ParallelSpec& p);
 
+/// Megatron-Core's default SMs for DeepEP (transformer_config.py, moe_deepep_num_sms: 20 at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a and @d0b3b775498a8ae6870075f1
+/// a5fc32bc260aa1b3; "None -> 20 (DeepEP's historical mcore default)" at @cd4afffa648426a95
+/// 9dc7cb1e24b5ce7d0c3ff54), which _DeepepManager passes to DeepEP's Buffer.set_num_sms.
+inline constexpr int kDeepEpDefaultSms = 20;
+/// HybridEP's SMs for its dispatch and combine kernels where Megatron-Core passes none
+/// (moe_hybridep_num_sms None at 2edffadb and d0b3b775): deepseek-ai/DeepEP@34152ae28f80bcc3
+/// ee38d7a12cb2ad87cfd4ea72 (hybrid-ep, the commit Megatron-Bridge v0.5.0 and v0.6.0 build:
+/// docker/Dockerfile.ci DEEPEP_COMMIT), csrc/hybrid_ep/config.cuh, Configurer:
+/// num_sms_dispatch_api.value_or((num_of_nodes == 1) ? 24 : 8), the same for the combine, a
+/// node being an NVLink domain (NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN ranks).
+inline constexpr int kHybridEpDefaultSmsOneDomain = 24;
+inline constexpr int kHybridEpDefaultSmsAcross = 8;
+
+/// The SMs the flex dispatcher's dispatch and combine kernels hold while they run
+/// (ParallelSpec::deepep_sms or hybridep_sms; HybridEP's default by whether the
+/// expert-parallel group `spans_domains`). Each kernel runs one block per SM for its whole
+/// run: DeepEP's normal kernels num_sms blocks, two per channel (DeepEP@34152ae csrc/kernels/
+/// internode.cu: channel_id = sm_id / 2; csrc/config.hpp: num_channels = num_sms / 2),
+/// HybridEP's num_of_blocks_dispatch_api = num_sms_dispatch_api blocks (config.cuh,
+/// Configurer) whose shared-memory stages fill an SM ("only 1 block per SM", Megatron-Core's
+/// moe_hybridep_num_blocks_permute at cd4afffa). What they take from the kernels beside
+/// them is this share of the SMs (CollectiveTimes::run_on_sms), not NCCL's CTAs. Their own
+/// time stays the all-to-all's over the links: no source here gives their speed per SM (the
+/// only word, transformer_config.py at d0b3b775: "In pure NVL scenarios, 16 SMs can generally
+/// achieve good bandwidth").
+int flex_dispatcher_sms(const ParallelSpec& p, bool spans_domains);
+
 /// One layer with experts as the overlap splits it: seconds on the GPU of each node.
 struct EpOverlapLayer {
     // The forward (micro-batch n + 1).

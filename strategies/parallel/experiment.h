@@ -220,9 +220,16 @@ struct ParallelSpec {
     /// node across nodes and per destination GPU inside one.
     bool flex_dispatcher = false;
     /// The flex dispatcher's backend (moe_flex_dispatcher_backend): false, DeepEP; true,
-    /// HybridEP, whose dispatch and combine kernels also permute, pad and unpermute the tokens
+    /// HybridEP, which permutes, pads and unpermutes the tokens itself, in its own kernels
     /// (models::LayerConfig::hybridep).
     bool hybridep = false;
+    /// The SMs the flex dispatcher's dispatch and combine kernels run on, each kernel one
+    /// block per SM for its whole run, so the kernels beside them get the others
+    /// (flex_dispatcher_sms, ep_overlap.h). DeepEP's (Megatron-Core's moe_deepep_num_sms,
+    /// default 20): Buffer.set_num_sms. HybridEP's (moe_hybridep_num_sms): its
+    /// num_sms_dispatch_api and num_sms_combine_api; 0, not given, HybridEP's own default.
+    int deepep_sms = 20;
+    int hybridep_sms = 0;
     /// Megatron-Core's overlap_moe_expert_parallel_comm (ep_overlap.h): 1F1B's forward and
     /// backward of two micro-batches run together layer by layer, each one's all-to-alls
     /// beside the other's kernels; with delay_wgrad_compute (`delay_wgrad`) the experts'

@@ -198,6 +198,32 @@ std::optional<InputError> cuda_graph_model_error(const ExperimentSpec& e) {
     return std::nullopt;
 }
 
+/// The flex dispatcher's SM count on its backend (ParallelSpec::deepep_sms, hybridep_sms; the
+/// other backend's is not read, as Megatron-Core hands each to its own): DeepEP's
+/// Buffer.set_num_sms asserts "The SM count must be even" (deep_ep/buffer.py at
+/// deepseek-ai/DeepEP@34152ae28f80bcc3ee38d7a12cb2ad87cfd4ea72); HybridEP's Configurer asserts
+/// the GPU's SM count >= the dispatch's and the combine's (csrc/hybrid_ep/config.cuh).
+std::optional<InputError> flex_sms_error(const ExperimentSpec& e) {
+    const Refuse fail{e};
+    const ParallelSpec& p = e.parallel;
+    if (!p.flex_dispatcher)
+        return std::nullopt;
+    const char* key = p.hybridep ? "parallel.moe_hybridep_num_sms" : "parallel.moe_deepep_num_sms";
+    const std::string name = std::string(key).substr(std::string("parallel.").size());
+    const int sms = p.hybridep ? p.hybridep_sms : p.deepep_sms;
+    if (!p.hybridep && sms % 2 != 0)
+        return fail(name + " " + std::to_string(sms) +
+                        ": DeepEP runs two SMs per channel and refuses an odd count; give an "
+                        "even one",
+                    key);
+    const int gpu_sms = e.cluster.node.gpu.sm_count;
+    if (sms > gpu_sms)
+        return fail(name + " " + std::to_string(sms) + ": the GPU has " + std::to_string(gpu_sms) +
+                        " SMs; give at most that many",
+                    key);
+    return std::nullopt;
+}
+
 /// What the recompute, the token dispatcher and context parallelism ask of the model.
 std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
     const Refuse fail{e};
@@ -256,6 +282,8 @@ std::optional<InputError> model_feature_error(const ExperimentSpec& e) {
         return fail("moe_token_dispatcher: flex dispatches tokens to experts; model '" +
                         e.model.name + "' has none: leave the key out",
                     "parallel.moe_token_dispatcher");
+    if (auto err = flex_sms_error(e))
+        return err;
     if (const auto refusal = ep_overlap_refusal(p))
         return fail(refusal->first, refusal->second);
     // transformer_config.py (__post_init__, d98e8a64dd): "MTP supports at most one layer when

@@ -162,6 +162,15 @@ CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Col
     return comm_load(comm.topology().spec().node.gpu, ctas, 2 * each_way, seconds);
 }
 
+CommLoad kernel_load(const collectives::Communicator& comm, const collectives::Collective& c,
+                     int sms, double seconds) {
+    if (comm.size() < 2 || c.bytes <= 0 || !(seconds > 0))
+        return {};
+    const double each_way =
+        collectives::bus_factor(c.op, comm.size()) * static_cast<double>(c.bytes);
+    return comm_load(comm.topology().spec().node.gpu, sms, 2 * each_way, seconds);
+}
+
 double overlap_slowdown(double comm, double compute, double share) {
     if (!(share > 0) || !(comm > 0) || !(compute > 0))
         return 0;

@@ -87,6 +87,12 @@ CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Col
 CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Collective& c,
                    collectives::Algorithm algorithm, double seconds);
 
+/// The load of `c` on `comm` taking `seconds` when a library's kernels of `sms` SMs move it
+/// (the flex dispatcher's DeepEP and HybridEP: flex_dispatcher_sms in ep_overlap.h) instead
+/// of NCCL's: their SMs, and the same HBM traffic as nccl_load's.
+CommLoad kernel_load(const collectives::Communicator& comm, const collectives::Collective& c,
+                     int sms, double seconds);
+
 /// Extra seconds compute takes when a communication kernel taking `share` of what it is bound
 /// by runs beside `compute` seconds of it (at its full rate) for `comm` seconds: the work that
 /// would have been done in the overlap at full rate, done at (1 - share) of it, never more than

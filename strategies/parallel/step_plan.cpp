@@ -170,6 +170,13 @@ void build_pass_env(PlanContext& ctx, const StepPlan& plan, const models::LayerC
         if (group.size() > 1)
             ctx.etp_times = detail::CollectiveTimes(detail::communicator(plan, group, ctx.etp_comm),
                                                     ctx.fw, ctx.e.gpus);
+        // The flex dispatcher's kernels hold their own SMs (ep_overlap.h), HybridEP's default
+        // by whether the group leaves one NVLink domain (clustersim's node).
+        if (cfg.flex_dispatcher) {
+            const int sms = flex_dispatcher_sms(par, ctx.ep_times.crosses_nodes());
+            ctx.ep_times.run_on_sms(sms);
+            ctx.ep_rail_times.run_on_sms(sms);
+        }
         ctx.env.ep = &ctx.ep_times;
         ctx.env.etp = &ctx.etp_times;
         ctx.env.ep_rail = &ctx.ep_rail_times;

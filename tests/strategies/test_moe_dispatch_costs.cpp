@@ -131,8 +131,9 @@ TEST_CASE("MoE dispatch: Transformer Engine pads the experts' rows for quantized
     }
 }
 
-TEST_CASE("MoE dispatch: HybridEP permutes, sorts and sums the tokens inside its kernels",
-          "[strategies][moe][ep]") {
+TEST_CASE(
+    "MoE dispatch: HybridEP permutes and sums the tokens in kernels of its own, not Megatron's",
+    "[strategies][moe][ep]") {
     const hardware::ComputeModel cm(hardware::load_hardware("dgx-h100"));
     const models::ModelSpec m = mixtral();
     models::LayerConfig deepep;
@@ -142,6 +143,7 @@ TEST_CASE("MoE dispatch: HybridEP permutes, sorts and sums the tokens inside its
     hybridep.hybridep = true;
     const models::LayerWork d = models::layer_work(m, deepep, cm);
     const models::LayerWork h = models::layer_work(m, hybridep, cm);
+    // Megatron's permutation, sort, unsort and weighted sum are gone.
     const char* const forward[] = {"moe.permute", "moe.sort_chunks", "moe.unsort_chunks",
                                    "moe.unpermute"};
     const char* const backward[] = {"moe.unpermute.bwd", "moe.unsort_chunks.bwd",
@@ -157,7 +159,32 @@ TEST_CASE("MoE dispatch: HybridEP permutes, sorts and sums the tokens inside its
         CHECK(find_op(h.backward, n) == nullptr);
         gone += find_op(d.backward, n)->bytes;
     }
-    // Only those kernels go: the rest, the all-to-alls included, is the same.
+    // HybridEP's permute (Executor::dispatch_postprocess) reads the received tokens and writes
+    // a row per (token, local expert) with its fp32 probability; its unpermute
+    // (combine_preprocess) reads the rows and writes each received token once. The same rows
+    // as DeepEP's sort (2 x rows x hidden x 2 bytes) and received tokens as DeepEP's
+    // permutation writes (its bytes less the 4096 local tokens read).
+    const std::int64_t row_bytes = find_op(d.forward, "moe.sort_chunks")->bytes / 2;
+    const std::int64_t rows = row_bytes / (4096 * 2);
+    const std::int64_t received = find_op(d.forward, "moe.permute")->bytes - 4096LL * 4096 * 2;
+    REQUIRE(rows == 4096 * 2); // top-2, balanced
+    const models::Op* permute = find_op(h.forward, "moe.hybridep.permute");
+    const models::Op* unpermute = find_op(h.forward, "moe.hybridep.unpermute");
+    const models::Op* permute_bwd = find_op(h.backward, "moe.hybridep.permute.bwd");
+    const models::Op* unpermute_bwd = find_op(h.backward, "moe.hybridep.unpermute.bwd");
+    REQUIRE(permute != nullptr);
+    REQUIRE(unpermute != nullptr);
+    REQUIRE(permute_bwd != nullptr);
+    REQUIRE(unpermute_bwd != nullptr);
+    CHECK(permute->bytes == 2 * row_bytes + 4 * rows);
+    CHECK(unpermute->bytes == row_bytes + 4 * rows + received);
+    // Backward the combine's gradient is dispatched (dispatch_with_permute) and the dispatch's
+    // combined (combine_with_unpermute): the same kernels, the gradients without probabilities.
+    CHECK(permute_bwd->bytes == 2 * row_bytes);
+    CHECK(unpermute_bwd->bytes == row_bytes + received);
+    const std::int64_t added =
+        permute->bytes + unpermute->bytes + permute_bwd->bytes + unpermute_bwd->bytes;
+    // Only those kernels change: the rest, the all-to-alls included, is the same.
     const auto bytes = [](const models::LayerWork& w) {
         std::int64_t b = 0;
         for (const auto* p : {&w.forward, &w.backward})
@@ -165,11 +192,24 @@ TEST_CASE("MoE dispatch: HybridEP permutes, sorts and sums the tokens inside its
                 b += p->ops[static_cast<std::size_t>(i)].bytes;
         return b;
     };
-    CHECK(bytes(d) - bytes(h) == gone);
-    CHECK(d.forward.ops.count() - h.forward.ops.count() == 4);
+    CHECK(bytes(d) - bytes(h) == gone - added);
+    CHECK(d.forward.ops.count() - h.forward.ops.count() == 2);
     CHECK(d.collectives.size() == h.collectives.size());
     for (std::size_t i = 0; i < d.collectives.size(); ++i)
         CHECK(d.collectives[i].bytes == h.collectives[i].bytes);
+    // Across NVLink domains HybridEP first copies each dispatch's input (the 4096 tokens and
+    // their fp32 probabilities) into its RDMA buffer (Executor::dispatch_preprocess), forward
+    // and for the combine's gradient.
+    CHECK(find_op(h.forward, "moe.hybridep.input_copy") == nullptr);
+    models::LayerConfig nodes = hybridep;
+    nodes.ep_nodes = 2;
+    const models::LayerWork x = models::layer_work(m, nodes, cm);
+    const models::Op* copy = find_op(x.forward, "moe.hybridep.input_copy");
+    REQUIRE(copy != nullptr);
+    CHECK(copy->bytes == 2 * 4096LL * 4096 * 2 + 2 * 4096 * 4);
+    const models::Op* copy_bwd = find_op(x.backward, "moe.hybridep.input_copy");
+    REQUIRE(copy_bwd != nullptr);
+    CHECK(copy_bwd->bytes == copy->bytes);
 }
 
 TEST_CASE("MoE dispatch: parallel.moe_flex_dispatcher_backend", "[strategies][moe][ep]") {
@@ -185,8 +225,12 @@ TEST_CASE("MoE dispatch: parallel.moe_flex_dispatcher_backend", "[strategies][mo
     s.push_back({"parallel.moe_flex_dispatcher_backend", "hybridep"});
     const ExperimentSpec hybridep = make_experiment(p, 8, s, "hybridep");
     CHECK(hybridep.parallel.hybridep);
-    // The same all-to-alls, fewer kernels around them.
-    CHECK(simulate_step(hybridep).breakdown.compute_s < simulate_step(deepep).breakdown.compute_s);
+    // The same all-to-alls; around them HybridEP's permute and unpermute in place of
+    // Megatron's (one local expert: no sort), the same rows moved.
+    const StepResult h = simulate_step(hybridep);
+    const StepResult d = simulate_step(deepep);
+    CHECK(h.breakdown.ep_comm_exposed_s == Approx(d.breakdown.ep_comm_exposed_s).epsilon(1e-9));
+    CHECK(h.breakdown.compute_s == Approx(d.breakdown.compute_s).epsilon(0.01));
     s.back().second = "nccl";
     CHECK_THROWS_AS(make_experiment(p, 8, s, "bad"), InputError);
 }

@@ -286,6 +286,13 @@ TEST_CASE("new hardware: each mixture runs what its container's recipe turns on"
         if (setting(r, "parallel.moe_token_dispatcher") == "flex")
             CHECK(setting(r, "parallel.moe_flex_dispatcher_backend") ==
                   (r.id == "mb260401-dsv3-b200-256-mxfp8" ? "deepep" : "hybridep"));
+        // Every HybridEP recipe gives its kernels 32 SMs (the common performance overrides);
+        // DeepEP's keeps Megatron-Core's default.
+        if (setting(r, "parallel.moe_flex_dispatcher_backend") == "hybridep")
+            CHECK(setting(r, "parallel.moe_hybridep_num_sms") == "32");
+        else
+            CHECK(setting(r, "parallel.moe_hybridep_num_sms").empty());
+        CHECK(setting(r, "parallel.moe_deepep_num_sms").empty());
         if (r.id == "mb260401-dsv3-b200-256-mxfp8") {
             CHECK(setting(r, "parallel.moe_token_dispatcher") == "flex");
             CHECK(setting(r, "parallel.overlap_moe_expert_parallel_comm") == "true");
