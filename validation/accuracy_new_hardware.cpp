@@ -574,10 +574,11 @@ double maxtext_measured_s(config::YamlMap& measured,
            measured.number("approx_tokens_per_sec_per_device", 1e-9);
 }
 
-/// A Primus projection row (projection.md's validation tables: a run's measured tokens/s per
-/// GPU beside Primus's projection of it) prints no global batch, but the projection's
-/// iteration time and tokens/s per GPU, which projection.py computes as global_batch_size x
-/// seq_length / iteration time / GPUs (AMD-AGI/Primus@fd1eeabbad15135e3702094087e96142b4b4eacb:
+/// A Primus projection row (docs_deprecated/tech_blogs/projection/projection.md's validation
+/// tables: a run's measured tokens/s per GPU beside Primus's projection of it) prints no global
+/// batch, but the projection's iteration time and tokens/s per GPU, which projection.py computes as
+/// global_batch_size x seq_length / iteration time / GPUs
+/// (AMD-AGI/Primus@fd1eeabbad15135e3702094087e96142b4b4eacb:
 /// primus/core/projection/performance_projection/projection.py, "tokens_per_iter =
 /// global_batch * seq_len"): the two give the global batch the projection ran, the run its
 /// table compares the projection with. Sets the row's measured step (that batch over the
@@ -786,7 +787,8 @@ std::vector<std::string> new_hardware_rules() {
         "(a token budget of 1.5 x the routed tokens per rank and pages holding the experts' "
         "saved activations: buffers, the kernels after the dispatch running on the routed "
         "tokens; the stash's copies on a side stream not costed)",
-        "AMD Primus's projection table (projection.md at Primus fd1eeab, the MI355X Mixtral "
+        "AMD Primus's projection table (docs_deprecated/tech_blogs/projection/projection.md at "
+        "Primus fd1eeab, the MI355X Mixtral "
         "8x22B row): the printed layout and micro-batch with what Primus's Megatron backend "
         "sets for the config the row names (examples/megatron/configs/MI355X/"
         "mixtral_8x22B_v0.1-BF16-pretrain.yaml and the files it extends: the alltoall "
