@@ -122,6 +122,13 @@ bool stated(config::YamlMap& m, std::string_view key) {
     return m.has(key) && !m.raw(key).IsNull();
 }
 
+/// The training stack the row names (framework.name: "Megatron-Bridge", "Primus (Megatron-LM
+/// backend)", ...; "" when not stated).
+std::string training_stack(config::YamlMap& row) {
+    config::YamlMap framework = row.map("framework");
+    return stated(framework, "name") ? framework.str("name") : "";
+}
+
 /// What a MaxText row's cited script sets and the row does not copy (its source.config, read
 /// at the commit it names).
 struct CitedScript {
@@ -436,9 +443,7 @@ void settings(NewHardwareRun& r, config::YamlMap& row, config::YamlMap& model, i
     // fp8_cs, fp8_mx or fp8_sc and no delayed scaling (scripts/performance/argument_parser.py,
     // --compute_dtype choices bf16, fp8_cs, fp8_mx, fp8_sc, nvfp4, at r0.2.0 through v0.6.0;
     // v0.1.0rc3's --fp8_recipe default "ds" is gone). clustersim's `current` recipe.
-    config::YamlMap framework = row.map("framework");
-    const bool bridge =
-        stated(framework, "name") && contains(framework.str("name"), "Megatron-Bridge");
+    const bool bridge = contains(training_stack(row), "Megatron-Bridge");
     if (fp8 && !contains(r.precision, "MX") && (bridge || contains(r.precision, "FP8-CS")))
         s.emplace_back("training.fp8_recipe", "current");
     s.emplace_back("training.optimizer", "adamw");
@@ -676,8 +681,7 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
         // megatron/trainer_base.yaml at fd1eeab.)
         if (e.parallel.pp > 1 && e.parallel.virtual_stages > 1 && e.parallel.dp > 1)
             e.framework.align_param_gather = true;
-        config::YamlMap framework = row.map("framework");
-        const std::string stack = stated(framework, "name") ? framework.str("name") : "";
+        const std::string stack = training_stack(row);
         // Megatron-Bridge's performance recipes keep and reduce the gradients in bf16: every
         // model's config sets mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32
         // False at r0.2.0, v0.4.2 and v0.5.0 (scripts/performance/configs/*/*_llm_pretrain.py

@@ -156,10 +156,7 @@ CommLoad nccl_load(const collectives::Communicator& comm, const collectives::Col
                    collectives::Algorithm algorithm, double seconds) {
     if (comm.size() < 2 || c.bytes <= 0 || !(seconds > 0))
         return {};
-    const int ctas = nccl_ctas(comm, c, algorithm);
-    const double each_way =
-        collectives::bus_factor(c.op, comm.size()) * static_cast<double>(c.bytes);
-    return comm_load(comm.topology().spec().node.gpu, ctas, 2 * each_way, seconds);
+    return kernel_load(comm, c, nccl_ctas(comm, c, algorithm), seconds);
 }
 
 CommLoad kernel_load(const collectives::Communicator& comm, const collectives::Collective& c,
