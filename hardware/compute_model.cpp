@@ -227,6 +227,16 @@ double ComputeModel::fused_attention_seconds(std::int64_t batch_heads, std::int6
                          " peak or fused attention efficiency in its hardware file");
     if (batch_heads <= 0 || seq <= 0 || head_dim <= 0)
         return 0;
+    // window_visited: cuDNN's FP8 backward does not skip the blocks outside a sliding window; it
+    // runs the whole causal triangle. NVIDIA's own benchmark of GPT-OSS's shape (head dim 64, a
+    // 128-token window) on GB200 and GB300 times the FP8 and MXFP8 backward 4x longer per
+    // doubling of the sequence (1.7 ms at 4,096 tokens, 90 ms at 32,768 on a GB200), where the
+    // bf16 backward and every forward grow linearly; cuDNN 9.22 and 9.27 alike
+    // (NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/gpt_oss;
+    // data/reference/attention/cudnn-sdpa-window-training.csv). Transformer Engine runs
+    // sliding-window FP8 attention on cuDNN from v2.16 (sm_100 and cuDNN 9.21 on:
+    // dot_product_attention/utils.py, get_attention_backend, "Filter: Sliding window attention").
+    window = window_visited(dtype, backward, window);
     // One CTA per block of queries of each head, in whole waves; every CTA does the average
     // work (the scheduler balances causal blocks of unequal length).
     const std::int64_t ctas = batch_heads * ceil_div(seq, kAttentionQueryBlock);

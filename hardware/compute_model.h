@@ -120,6 +120,12 @@ public:
     static double fused_attention_flops(std::int64_t batch_heads, std::int64_t seq,
                                         std::int64_t head_dim, bool causal, bool backward,
                                         std::int64_t window = 0);
+    /// The sliding window a fused attention kernel's cost follows: `window`, but none (the
+    /// whole causal triangle) in cuDNN's FP8 backward, which does not skip the blocks outside
+    /// the window (compute_model.cpp has the measurements that show it).
+    static std::int64_t window_visited(Dtype dtype, bool backward, std::int64_t window) {
+        return dtype == Dtype::fp8 && backward ? 0 : window;
+    }
     /// HBM bytes of a fused attention kernel: Q, K, V, O forward; with dO, dQ, dK, dV backward.
     static std::int64_t fused_attention_bytes(std::int64_t batch_heads, std::int64_t seq,
                                               std::int64_t head_dim, Dtype dtype, bool backward);

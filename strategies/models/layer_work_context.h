@@ -231,7 +231,9 @@ struct Ctx {
         }
         const std::int64_t window = cfg.window ? m.window_size : 0;
         // An encoder's bidirectional attention (ModelSpec::causal false) visits every score.
-        op.flops = ComputeModel::fused_attention_flops(bh, s, d, m.causal, backward, window);
+        op.flops = ComputeModel::fused_attention_flops(
+            bh, s, d, m.causal, backward,
+            ComputeModel::window_visited(attention_dtype(), backward, window));
         op.bytes = ComputeModel::fused_attention_bytes(bh, s, d, attention_dtype(), backward);
         op.time = cm.fused_attention(bh, s, d, attention_dtype(), m.causal, backward, window,
                                      attention_scaling());
