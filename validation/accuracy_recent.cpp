@@ -289,6 +289,13 @@ void predict_run(RecentRun& r) {
         if (contains(r.framework, "Megatron-Bridge") && r.pp > 1 && r.virtual_stages > 1 &&
             r.dp > 1)
             e.framework.align_param_gather = true;
+        // Megatron-Bridge's performance scripts keep and reduce the gradients in bf16: the
+        // configs of every model here set mixed_precision.grad_reduce_in_fp32 and
+        // ddp.grad_reduce_in_fp32 false (scripts/performance/configs/*/*_llm_pretrain.yaml at
+        // v0.1.0rc3 and v0.1.0rc4, *_llm_pretrain.py at v0.2.0 and v0.3.0), as for the
+        // new-hardware study's rows (accuracy_new_hardware.cpp).
+        if (contains(r.framework, "Megatron-Bridge"))
+            e.framework.fp32_grad_reduce = false;
         if (needs.empty()) {
             strategies::parallel::StepOptions o;
             o.oom_advice = false;
@@ -379,8 +386,10 @@ std::vector<std::string> recent_rules() {
         "its layout string), sequence parallelism and TP communication overlap where tp > "
         "1, the distributed optimizer (ZeRO-1) with gradient reduce and parameter gather "
         "overlapped (Megatron-Bridge rows with the gathers aligned across pipeline ranks, "
-        "`framework.align_param_gather`, as its recipes set it; NeMo 24.07's Apex optimizer "
-        "on the preset's default); recompute as printed (not stated: none); the DeepSeek-V3 row "
+        "`framework.align_param_gather`, as its recipes set it, and the gradients kept and "
+        "reduced in bf16, as its performance scripts set grad_reduce_in_fp32; NeMo 24.07's Apex "
+        "optimizer on the preset's default); recompute as printed (not stated: none); the "
+        "DeepSeek-V3 row "
         "as its recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
         "not overlapped",
         "torchtitan: FSDP2 (ZeRO-3's gathers and reduce-scatters, overlapped, with FSDP2's "
