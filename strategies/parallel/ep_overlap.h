@@ -37,11 +37,6 @@ struct ParallelSpec;
 /// fixes it, and the key. nullopt: nothing.
 std::optional<std::pair<std::string, const char*>> ep_overlap_refusal(const ParallelSpec& p);
 
-/// Megatron-Core's default SMs for DeepEP (transformer_config.py, moe_deepep_num_sms: 20 at
-/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a and @d0b3b775498a8ae6870075f1
-/// a5fc32bc260aa1b3; "None -> 20 (DeepEP's historical mcore default)" at @cd4afffa648426a95
-/// 9dc7cb1e24b5ce7d0c3ff54), which _DeepepManager passes to DeepEP's Buffer.set_num_sms.
-inline constexpr int kDeepEpDefaultSms = 20;
 /// HybridEP's SMs for its dispatch and combine kernels where Megatron-Core passes none
 /// (moe_hybridep_num_sms None at 2edffadb and d0b3b775): deepseek-ai/DeepEP@34152ae28f80bcc3
 /// ee38d7a12cb2ad87cfd4ea72 (hybrid-ep, the commit Megatron-Bridge v0.5.0 and v0.6.0 build:

@@ -134,6 +134,12 @@ struct TrainingSpec {
     bool operator==(const TrainingSpec&) const = default;
 };
 
+/// Megatron-Core's default SMs for DeepEP (transformer_config.py, moe_deepep_num_sms: 20 at
+/// NVIDIA/Megatron-LM@2edffadb528ea07e261b0c02cdc42a7bb9c3197a and @d0b3b775498a8ae6870075f1
+/// a5fc32bc260aa1b3; "None -> 20 (DeepEP's historical mcore default)" at @cd4afffa648426a95
+/// 9dc7cb1e24b5ce7d0c3ff54), which _DeepepManager passes to DeepEP's Buffer.set_num_sms.
+inline constexpr int kDeepEpDefaultSms = 20;
+
 struct ParallelSpec {
     int tp = 1;
     int pp = 1;
@@ -228,7 +234,7 @@ struct ParallelSpec {
     /// (flex_dispatcher_sms, ep_overlap.h). DeepEP's (Megatron-Core's moe_deepep_num_sms,
     /// default 20): Buffer.set_num_sms. HybridEP's (moe_hybridep_num_sms): its
     /// num_sms_dispatch_api and num_sms_combine_api; 0, not given, HybridEP's own default.
-    int deepep_sms = 20;
+    int deepep_sms = kDeepEpDefaultSms;
     int hybridep_sms = 0;
     /// Megatron-Core's overlap_moe_expert_parallel_comm (ep_overlap.h): 1F1B's forward and
     /// backward of two micro-batches run together layer by layer, each one's all-to-alls

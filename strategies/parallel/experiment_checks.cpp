@@ -208,18 +208,20 @@ std::optional<InputError> flex_sms_error(const ExperimentSpec& e) {
     const ParallelSpec& p = e.parallel;
     if (!p.flex_dispatcher)
         return std::nullopt;
-    const char* key = p.hybridep ? "parallel.moe_hybridep_num_sms" : "parallel.moe_deepep_num_sms";
-    const std::string name = std::string(key).substr(std::string("parallel.").size());
+    // The key, and its name in the parallel: section for the message.
+    const auto [key, name] =
+        p.hybridep ? std::pair{"parallel.moe_hybridep_num_sms", "moe_hybridep_num_sms"}
+                   : std::pair{"parallel.moe_deepep_num_sms", "moe_deepep_num_sms"};
     const int sms = p.hybridep ? p.hybridep_sms : p.deepep_sms;
     if (!p.hybridep && sms % 2 != 0)
-        return fail(name + " " + std::to_string(sms) +
+        return fail(std::string(name) + " " + std::to_string(sms) +
                         ": DeepEP runs two SMs per channel and refuses an odd count; give an "
                         "even one",
                     key);
     const int gpu_sms = e.cluster.node.gpu.sm_count;
     if (sms > gpu_sms)
-        return fail(name + " " + std::to_string(sms) + ": the GPU has " + std::to_string(gpu_sms) +
-                        " SMs; give at most that many",
+        return fail(std::string(name) + " " + std::to_string(sms) + ": the GPU has " +
+                        std::to_string(gpu_sms) + " SMs; give at most that many",
                     key);
     return std::nullopt;
 }
