@@ -26,11 +26,11 @@ else
          -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
   # Debug information is line tables and functions only (-g1, RelWithDebInfo's -O2 and
   # -DNDEBUG kept), as in the sanitizer build: these binaries are tested, seldom debugged, and
-  # a backtrace still names files and lines. With GCC the full -g made the test sources' Catch2
-  # expansions 21% slower to compile and the test binary 157 MB instead of 55 (GCC also tracks
-  # no variable locations at -g1, what -fno-var-tracking-assignments turned off before); the
-  # machine code is the same (docs/building.md has the measurements). A RelWithDebInfo build
-  # of your own keeps -g.
+  # a backtrace still names files and lines. With GCC the full -g made the test sources (Catch2
+  # expansions mostly) 22% slower to compile and the test binary 157 MB instead of 55 (GCC
+  # also tracks no variable locations at -g1, what -fno-var-tracking-assignments turned off
+  # before); the machine code is the same (docs/building.md has the measurements). A
+  # RelWithDebInfo build of your own keeps -g.
   flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 fi
