@@ -389,9 +389,8 @@ std::vector<std::string> recent_rules() {
         "`framework.align_param_gather`, as its recipes set it, and the gradients kept and "
         "reduced in bf16, as its performance scripts set grad_reduce_in_fp32; NeMo 24.07's Apex "
         "optimizer on the preset's default); recompute as printed (not stated: none); the "
-        "DeepSeek-V3 row "
-        "as its recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the gradient reduce "
-        "not overlapped",
+        "DeepSeek-V3 row as its recipe runs on H100: recompute_modules [mla_up_proj, mlp] and the "
+        "gradient reduce not overlapped",
         "torchtitan: FSDP2 (ZeRO-3's gathers and reduce-scatters, overlapped, with FSDP2's "
         "copies of the gathered parameters and of the gradients on the compute stream), the local "
         "batch as one micro-batch without a pipeline (with one: as many micro-batches as "
