@@ -27,6 +27,14 @@ std::string setting(const NewHardwareRun& r, const std::string& key) {
             value = v;
     return value;
 }
+
+/// The row of id `id` (nullptr when none).
+const NewHardwareRun* run_by_id(const std::string& id) {
+    for (const auto& r : runs())
+        if (r.id == id)
+            return &r;
+    return nullptr;
+}
 } // namespace
 
 TEST_CASE("new hardware: every row is predicted or says what it needs", "[validation][blackwell]") {
@@ -94,11 +102,10 @@ TEST_CASE("new hardware: B200 dense rows within the issue's 8% mean, none above 
 // modelled yet.
 TEST_CASE("new hardware: GB300 against GB200 on the same recipe", "[validation][blackwell]") {
     auto find = [](const std::string& id) -> const NewHardwareRun& {
-        for (const auto& r : runs())
-            if (r.id == id)
-                return r;
-        FAIL("no row " << id);
-        return runs().front();
+        const NewHardwareRun* r = run_by_id(id);
+        INFO("row " << id);
+        REQUIRE(r != nullptr);
+        return *r;
     };
     for (const auto& [ultra, base] :
          {std::pair{"mb2511-llama3_8b-gb300-8-fp8cs", "mb2511-llama3_8b-gb200-8-fp8cs"},
@@ -209,17 +216,11 @@ TEST_CASE("new hardware: MaxText's v4 rows reduce gradients in line, v5e and v5p
 // cites does (per_device_batch_size 36, no mesh key, base.yml's remat_policy full).
 TEST_CASE("new hardware: the Mixtral row runs its cited script's batch on its preset",
           "[validation][tpu]") {
-    const NewHardwareRun* mixtral = nullptr;
-    for (const auto& r : runs())
-        if (r.id == "v5p-mixtral8x7b-256-tier")
-            mixtral = &r;
+    const NewHardwareRun* mixtral = run_by_id("v5p-mixtral8x7b-256-tier");
     REQUIRE(mixtral != nullptr);
     REQUIRE(mixtral->ran());
     const auto has = [&](const std::string& key, const std::string& value) {
-        for (const auto& [k, v] : mixtral->settings)
-            if (k == key)
-                return v == value;
-        return false;
+        return setting(*mixtral, key) == value;
     };
     CHECK(has("model", "mixtral-8x7B"));
     CHECK(has("model.seq", "4096"));
@@ -365,10 +366,7 @@ TEST_CASE("new hardware: FP8 attention on the rows whose recipe turns it on",
 // the row's) on the printed layout.
 TEST_CASE("new hardware: Primus's Mixtral 8x22B row runs the global batch of its projection",
           "[validation][amd]") {
-    const NewHardwareRun* row = nullptr;
-    for (const auto& r : runs())
-        if (r.id == "primus-mi355x-mixtral8x22b-64-bf16")
-            row = &r;
+    const NewHardwareRun* row = run_by_id("primus-mi355x-mixtral8x22b-64-bf16");
     REQUIRE(row != nullptr);
     INFO(row->not_modelled);
     REQUIRE(row->ran());
