@@ -333,11 +333,11 @@ void moe_backward(const Ctx& c, LayerWork& w) {
                        scatter, Ctx::next(B));
 }
 
+namespace {
 /// HybridEP's copy of a rank's `rows` tokens (and their fp32 probabilities) into its RDMA
 /// buffer before a dispatch that leaves the NVLink domain (deepseek-ai/DeepEP@34152ae28f80bcc3
 /// ee38d7a12cb2ad87cfd4ea72, csrc/hybrid_ep/executor/executor.cu, Executor::
 /// dispatch_preprocess: cudaMemcpyAsync of the input when num_of_nodes > 1).
-namespace {
 Op hybridep_input_copy(const Ctx& c, std::int64_t rows) {
     return c.memory("moe.hybridep.input_copy", 2 * rows * c.h * c.elem + 2 * rows * 4);
 }
