@@ -682,14 +682,8 @@ NewHardwareRun map_row(YAML::Node node, const std::string& file) {
         if (e.parallel.pp > 1 && e.parallel.virtual_stages > 1 && e.parallel.dp > 1)
             e.framework.align_param_gather = true;
         const std::string stack = training_stack(row);
-        // Megatron-Bridge's performance recipes keep and reduce the gradients in bf16: every
-        // model's config sets mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32
-        // False at r0.2.0, v0.4.2 and v0.5.0 (scripts/performance/configs/*/*_llm_pretrain.py
-        // and llama3_llm_finetune.py), and v0.6.0's _benchmark_common and _perf_precision do for
-        // every benchmark recipe (src/megatron/bridge/perf_recipes/_common.py; of this table's
-        // models none overrides it there: Kimi K2's True is in recipes/kimi/h100, not a row here).
-        if (contains(stack, "Megatron-Bridge"))
-            e.framework.fp32_grad_reduce = false;
+        // Megatron-Bridge's performance recipes keep and reduce the gradients in bf16.
+        detail::megatron_bridge_grad_reduce(e.framework, stack);
         // Primus's example configs turn gradient_accumulation_fusion off (AMD-AGI/Primus@
         // fd1eeab, examples/megatron/configs/MI355X/mixtral_8x22B_v0.1-BF16-pretrain.yaml):
         // Megatron-Core's backward hook adds each weight gradient into the fp32 main_grad.

@@ -289,13 +289,9 @@ void predict_run(RecentRun& r) {
         if (contains(r.framework, "Megatron-Bridge") && r.pp > 1 && r.virtual_stages > 1 &&
             r.dp > 1)
             e.framework.align_param_gather = true;
-        // Megatron-Bridge's performance scripts keep and reduce the gradients in bf16: the
-        // configs of every model here set mixed_precision.grad_reduce_in_fp32 and
-        // ddp.grad_reduce_in_fp32 false (scripts/performance/configs/*/*_llm_pretrain.yaml at
-        // v0.1.0rc3 and v0.1.0rc4, *_llm_pretrain.py at v0.2.0 and v0.3.0), as for the
-        // new-hardware study's rows (accuracy_new_hardware.cpp).
-        if (contains(r.framework, "Megatron-Bridge"))
-            e.framework.fp32_grad_reduce = false;
+        // Megatron-Bridge's performance scripts keep and reduce the gradients in bf16, as for
+        // the new-hardware study's rows.
+        detail::megatron_bridge_grad_reduce(e.framework, r.framework);
         if (needs.empty()) {
             strategies::parallel::StepOptions o;
             o.oom_advice = false;

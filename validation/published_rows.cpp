@@ -96,4 +96,15 @@ strategies::parallel::Platform platform(const std::string& preset) {
     return it->second;
 }
 
+// Every model's performance config sets mixed_precision.grad_reduce_in_fp32 and
+// ddp.grad_reduce_in_fp32 False: scripts/performance/configs/*/*_llm_pretrain.yaml at v0.1.0rc3
+// and v0.1.0rc4; *_llm_pretrain.py and llama3_llm_finetune.py at r0.2.0, v0.3.0, v0.4.2 and
+// v0.5.0; v0.6.0's _benchmark_common and _perf_precision for every benchmark recipe
+// (src/megatron/bridge/perf_recipes/_common.py; of the new-hardware table's models none
+// overrides it there: Kimi K2's True is in recipes/kimi/h100, not a row here).
+void megatron_bridge_grad_reduce(strategies::parallel::FrameworkSpec& fw, std::string_view stack) {
+    if (contains(stack, "Megatron-Bridge"))
+        fw.fp32_grad_reduce = false;
+}
+
 } // namespace clustersim::validation::detail

@@ -4,6 +4,7 @@
 /// model's keys from a row's dimensions, and the presets' platforms loaded once.
 
 #include "config/yaml_map.h"
+#include "strategies/parallel/framework_spec.h"
 #include "strategies/parallel/platform.h"
 
 #include <functional>
@@ -38,5 +39,10 @@ void for_each_row(const std::string& file, const std::function<void(YAML::Node)>
 
 /// The preset's platform, loaded once per process.
 strategies::parallel::Platform platform(const std::string& preset);
+
+/// Megatron-Bridge's performance scripts keep and reduce the gradients in bf16: where the
+/// row's training stack `stack` names it, FrameworkSpec::fp32_grad_reduce is false
+/// (published_rows.cpp has the releases read).
+void megatron_bridge_grad_reduce(strategies::parallel::FrameworkSpec& fw, std::string_view stack);
 
 } // namespace clustersim::validation::detail
